@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kestrel",
+		Short: "pre-train small language models on CPU, and read, trust and rescue the run",
+		Long: `kestrel pre-trains small language models end to end on CPU:
+
+  raw crawl → quality filters → dedup → decontamination → tokenizer → shards
+  → mixture + Feistel shuffle → batches → transformer training → ICU panel
+
+Every command that takes --config also accepts any config field as
+--section.key=value (for example --optim.lr=3e-4); 'kestrel config --defaults'
+lists them all with their documentation. Shipped data is found in
+../shared/data or in the directory named by $KESTREL_DATA.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		newPrepareCmd(),
+		newTokenizerCmd(),
+		newDataCmd(),
+		newTrainCmd(),
+		newSampleCmd(),
+		newWatchCmd(),
+		newDashCmd(),
+		newBenchCmd(),
+		newDemoCmd(),
+		newConfigCmd(),
+		newVersionCmd(),
+	)
+	return root
+}
+
+// errNotImplemented is what commands whose issue has not landed return.
+func errNotImplemented(what string) error {
+	return fmt.Errorf("%s: not implemented yet (see docs/roadmap.md)", what)
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kestrel-lm/kestrel/internal/kernels"
+)
+
+// Set at build time by the Makefile: -ldflags "-X main.version=… -X main.gitSHA=…".
+var (
+	version = "0.1.0-dev"
+	gitSHA  = ""
+)
+
+// buildSHA returns the git SHA embedded at build time, or the VCS revision Go
+// recorded, or "unknown".
+func buildSHA() string {
+	if gitSHA != "" {
+		return gitSHA
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		rev, dirty := "", false
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+		if rev != "" {
+			if dirty {
+				rev += "-dirty"
+			}
+			return rev
+		}
+	}
+	return "unknown"
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "print version, git SHA, Go version and the CPU features the kernels use",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "kestrel %s\n", version)
+			fmt.Fprintf(out, "git:      %s\n", buildSHA())
+			fmt.Fprintf(out, "go:       %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			fmt.Fprintf(out, "cpu:      %s (GOMAXPROCS %d)\n", kernels.FeatureString(), runtime.GOMAXPROCS(0))
+			fmt.Fprintf(out, "gemm:     %s\n", kernels.Impl())
+			return nil
+		},
+	}
+}

@@ -1,0 +1,307 @@
+// Package config is kestrel's configuration system: typed defaults gathered
+// from the packages that own each section, strict TOML decoding (unknown keys
+// are errors naming the key, file and line), `--section.key=value` overrides
+// with type checks, and the resolved config a run writes into its directory.
+package config
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/kestrel-lm/kestrel/internal/dashboard"
+	"github.com/kestrel-lm/kestrel/internal/data/loader"
+	"github.com/kestrel-lm/kestrel/internal/data/prepare"
+	"github.com/kestrel-lm/kestrel/internal/model"
+	"github.com/kestrel-lm/kestrel/internal/optim"
+	"github.com/kestrel-lm/kestrel/internal/train"
+	"github.com/kestrel-lm/kestrel/monitor"
+)
+
+// Run is the [run] section: what names and seeds a run.
+type Run struct {
+	Name string `toml:"name" comment:"run name (the default output directory is runs/<name>)"`
+	Seed uint64 `toml:"seed" comment:"master seed; every random stream of the run derives from it"`
+}
+
+// Config is the whole kestrel configuration. Each section's type and
+// defaults live in the package that uses it.
+type Config struct {
+	Run        Run                    `toml:"run"`
+	Model      model.Config           `toml:"model"`
+	Optim      optim.Config           `toml:"optim"`
+	Train      train.Config           `toml:"train"`
+	Checkpoint train.CheckpointConfig `toml:"checkpoint"`
+	Init       train.InitConfig       `toml:"init"`
+	Debug      train.DebugConfig      `toml:"debug"`
+	Data       loader.Config          `toml:"data"`
+	Prepare    prepare.Config         `toml:"prepare"`
+	Monitor    monitor.Config         `toml:"monitor"`
+	Dash       dashboard.Config       `toml:"dash"`
+}
+
+// Default returns the complete default configuration.
+func Default() Config {
+	return Config{
+		Run:        Run{Name: "run", Seed: 1337},
+		Model:      model.DefaultConfig(),
+		Optim:      optim.DefaultConfig(),
+		Train:      train.DefaultConfig(),
+		Checkpoint: train.DefaultCheckpointConfig(),
+		Init:       train.DefaultInitConfig(),
+		Debug:      train.DefaultDebugConfig(),
+		Data:       loader.DefaultConfig(),
+		Prepare:    prepare.DefaultConfig(),
+		Monitor:    monitor.DefaultConfig(),
+		Dash:       dashboard.DefaultConfig(),
+	}
+}
+
+// Load returns defaults overlaid with the TOML file at path (if path is not
+// empty) and then with overrides, in that order of increasing precedence.
+func Load(path string, overrides []Override) (Config, error) {
+	cfg := Default()
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, fmt.Errorf("config: %w", err)
+		}
+		if err := Decode(data, path, &cfg); err != nil {
+			return cfg, err
+		}
+	}
+	for _, o := range overrides {
+		if err := o.Apply(&cfg); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
+
+// Decode strictly decodes TOML data into cfg (on top of what cfg holds).
+// name labels errors (a file path, or a flag). An unknown key is an error
+// naming the key and its line; a value of the wrong type names the line too.
+func Decode(data []byte, name string, cfg *Config) error {
+	dec := toml.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(cfg)
+	if err == nil {
+		return nil
+	}
+	var strict *toml.StrictMissingError
+	if errors.As(err, &strict) {
+		msgs := make([]string, 0, len(strict.Errors))
+		for _, e := range strict.Errors {
+			row, _ := e.Position()
+			msgs = append(msgs, fmt.Sprintf("%s:%d: unknown key %q", name, row, strings.Join(e.Key(), ".")))
+		}
+		return errors.New(strings.Join(msgs, "\n"))
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		row, _ := de.Position()
+		key := strings.Join(de.Key(), ".")
+		if key != "" {
+			return fmt.Errorf("%s:%d: key %q: %s", name, row, key, de.Error())
+		}
+		return fmt.Errorf("%s:%d: %s", name, row, de.Error())
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+// Marshal renders cfg as TOML with a comment above every field.
+func Marshal(cfg Config) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := toml.NewEncoder(&buf)
+	enc.SetIndentTables(false)
+	if err := enc.Encode(cfg); err != nil {
+		return nil, fmt.Errorf("config: encode: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Hash is the hex SHA-256 of the canonical TOML rendering of cfg. Runs record
+// it so a resume with a different config is noticed.
+func Hash(cfg Config) (string, error) {
+	b, err := Marshal(cfg)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// WriteFile writes the resolved config to path atomically (temp file, fsync,
+// rename), with a header saying what it is.
+func WriteFile(path string, cfg Config) error {
+	b, err := Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	head := []byte("# kestrel resolved config: defaults + file + command-line overrides.\n# Re-run with: kestrel train --config <this file>\n\n")
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if _, err := f.Write(append(head, b...)); err != nil {
+		f.Close()
+		return fmt.Errorf("config: write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("config: sync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("config: close %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	return nil
+}
+
+// Field describes one settable leaf of the config, as `section.key`.
+type Field struct {
+	Path    string       // dotted TOML path, e.g. "model.d_model"
+	Type    reflect.Type // Go type of the field
+	Comment string       // the field's documentation
+}
+
+// Fields lists every leaf field of the config that can be set with a flag,
+// sorted by path. Arrays of tables (such as prepare.sources) are listed as a
+// whole and take a TOML value.
+func Fields() []Field {
+	var out []Field
+	walk(reflect.TypeOf(Config{}), "", &out)
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+func walk(t reflect.Type, prefix string, out *[]Field) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name := strings.Split(f.Tag.Get("toml"), ",")[0]
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		path := name
+		if prefix != "" {
+			path = prefix + "." + name
+		}
+		if f.Type.Kind() == reflect.Struct && !isLeafStruct(f.Type) {
+			walk(f.Type, path, out)
+			continue
+		}
+		*out = append(*out, Field{Path: path, Type: f.Type, Comment: f.Tag.Get("comment")})
+	}
+}
+
+// isLeafStruct reports struct types that encode as a single TOML value.
+func isLeafStruct(t reflect.Type) bool {
+	_, ok := reflect.New(t).Interface().(interface{ UnmarshalText([]byte) error })
+	return ok
+}
+
+// Override is one `--section.key=value` from the command line.
+type Override struct {
+	Path  string // dotted path, e.g. "optim.lr"
+	Value string // raw text as typed
+}
+
+// Apply sets the override on cfg. String fields take the text as is; other
+// fields take a TOML value (numbers, true/false, ["a", "b"], [1, 2]).
+// Errors name the flag.
+func (o Override) Apply(cfg *Config) error {
+	var field *Field
+	for _, f := range Fields() {
+		if f.Path == o.Path {
+			f := f
+			field = &f
+			break
+		}
+	}
+	if field == nil {
+		return fmt.Errorf("flag --%s: unknown config field (see kestrel config --defaults)", o.Path)
+	}
+	val := o.Value
+	if field.Type.Kind() == reflect.String || isLeafStruct(field.Type) {
+		val = tomlString(val)
+	}
+	dot := strings.LastIndex(o.Path, ".")
+	var doc string
+	if dot < 0 {
+		doc = fmt.Sprintf("%s = %s\n", o.Path, val)
+	} else {
+		doc = fmt.Sprintf("[%s]\n%s = %s\n", o.Path[:dot], o.Path[dot+1:], val)
+	}
+	trial := *cfg
+	if err := decodeValue([]byte(doc), &trial); err != nil {
+		return fmt.Errorf("flag --%s=%s: want %s: %v", o.Path, o.Value, typeName(field.Type), err)
+	}
+	*cfg = trial
+	return nil
+}
+
+func decodeValue(doc []byte, cfg *Config) error {
+	dec := toml.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(cfg)
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		return errors.New(de.Error())
+	}
+	return err
+}
+
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func typeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice:
+		return "a TOML array such as [1, 2] or [\"a\"]"
+	case reflect.String:
+		return "a string"
+	}
+	return "a " + t.String()
+}

@@ -1,0 +1,86 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Config describes a Llama/Qwen3-style decoder-only transformer. It is the
+// [model] section of a kestrel run config; every field is documented by its
+// comment tag, which `kestrel config --defaults` prints.
+type Config struct {
+	Vocab     int     `toml:"vocab" comment:"vocabulary size (256 for byte-level data; set from the tokenizer for datasets)"`
+	DModel    int     `toml:"d_model" comment:"width of the residual stream"`
+	NLayers   int     `toml:"n_layers" comment:"number of transformer blocks"`
+	NHeads    int     `toml:"n_heads" comment:"number of query heads; head_dim = d_model / n_heads"`
+	NKVHeads  int     `toml:"n_kv_heads" comment:"number of key/value heads (GQA); must divide n_heads"`
+	MLPHidden int     `toml:"mlp_hidden" comment:"hidden width of the SwiGLU MLP"`
+	SeqLen    int     `toml:"seq_len" comment:"context length in tokens"`
+	RopeTheta float64 `toml:"rope_theta" comment:"RoPE base frequency θ"`
+	NormEps   float64 `toml:"norm_eps" comment:"epsilon of RMSNorm"`
+	QKNorm    bool    `toml:"qk_norm" comment:"RMSNorm on queries and keys per head with learned gains (OLMo 2 / Qwen3 / Marin 32B)"`
+	Tied      bool    `toml:"tied_embeddings" comment:"share the input embedding with the output projection"`
+	NoPEEvery int     `toml:"nope_every" comment:"0 = RoPE in every layer; k = no positional encoding in every k-th layer (RNoPE)"`
+	ZLoss     float64 `toml:"z_loss" comment:"weight λ of the z-loss λ·logsumexp² (0 = off; 1e-4 is the usual value)"`
+	InitStd   float64 `toml:"init_std" comment:"std of the truncated-normal (±3σ) initialisation; output projections are scaled by 1/sqrt(2·n_layers)"`
+	DocMask   bool    `toml:"doc_mask" comment:"intra-document attention mask: tokens attend only within their own document"`
+}
+
+// DefaultConfig returns the defaults of the [model] section: a small model
+// that trains quickly on byte-level Shakespeare.
+func DefaultConfig() Config {
+	return Config{
+		Vocab:     256,
+		DModel:    128,
+		NLayers:   4,
+		NHeads:    4,
+		NKVHeads:  4,
+		MLPHidden: 384,
+		SeqLen:    64,
+		RopeTheta: 10000,
+		NormEps:   1e-5,
+		InitStd:   0.02,
+	}
+}
+
+// Validate reports the first inconsistent field, naming it as in the config file.
+func (c Config) Validate() error {
+	var errs []error
+	pos := func(name string, v int) {
+		if v <= 0 {
+			errs = append(errs, fmt.Errorf("model.%s must be > 0, got %d", name, v))
+		}
+	}
+	pos("vocab", c.Vocab)
+	pos("d_model", c.DModel)
+	pos("n_layers", c.NLayers)
+	pos("n_heads", c.NHeads)
+	pos("n_kv_heads", c.NKVHeads)
+	pos("mlp_hidden", c.MLPHidden)
+	pos("seq_len", c.SeqLen)
+	if c.NHeads > 0 && c.DModel%c.NHeads != 0 {
+		errs = append(errs, fmt.Errorf("model.d_model (%d) must be divisible by model.n_heads (%d)", c.DModel, c.NHeads))
+	}
+	if c.NKVHeads > 0 && c.NHeads%c.NKVHeads != 0 {
+		errs = append(errs, fmt.Errorf("model.n_kv_heads (%d) must divide model.n_heads (%d)", c.NKVHeads, c.NHeads))
+	}
+	if c.NHeads > 0 && c.DModel%c.NHeads == 0 && (c.DModel/c.NHeads)%2 != 0 {
+		errs = append(errs, fmt.Errorf("model head_dim (d_model/n_heads = %d) must be even for RoPE", c.DModel/c.NHeads))
+	}
+	if c.NoPEEvery < 0 {
+		errs = append(errs, fmt.Errorf("model.nope_every must be >= 0, got %d", c.NoPEEvery))
+	}
+	if c.RopeTheta <= 0 {
+		errs = append(errs, fmt.Errorf("model.rope_theta must be > 0, got %g", c.RopeTheta))
+	}
+	if c.NormEps <= 0 {
+		errs = append(errs, fmt.Errorf("model.norm_eps must be > 0, got %g", c.NormEps))
+	}
+	if c.ZLoss < 0 {
+		errs = append(errs, fmt.Errorf("model.z_loss must be >= 0, got %g", c.ZLoss))
+	}
+	if c.InitStd <= 0 {
+		errs = append(errs, fmt.Errorf("model.init_std must be > 0, got %g", c.InitStd))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,52 @@
+// Package model is kestrel's Llama/Qwen3-style transformer: parameters and
+// gradients in one flat float32 buffer each, explicit forward and backward
+// per layer, activations in an arena sized once, and attention vitals taken
+// where the numbers already are.
+//
+// This file pins the API the trainer builds on; the engine issue fills it in.
+package model
+
+import "errors"
+
+// ErrNotImplemented is returned until the engine lands.
+var ErrNotImplemented = errors.New("model: not implemented yet (see docs/roadmap.md)")
+
+// Tensor is a named view into the flat parameter (and gradient) buffer.
+// Names follow Hugging Face Llama/Qwen3 (model.layers.3.self_attn.q_proj.weight).
+type Tensor struct {
+	Name   string
+	Shape  []int
+	Offset int // into Model.Params / Model.Grads
+	Size   int
+	// Kind classifies the tensor for parameter groups: "embedding", "norm",
+	// "bias" or "matrix". Weight decay applies to "matrix" by default.
+	Kind string
+}
+
+// Batch is one micro-batch of B sequences of T tokens.
+type Batch struct {
+	B, T    int
+	Inputs  []int32   // [B*T] token ids
+	Targets []int32   // [B*T] next-token ids
+	Mask    []float32 // [B*T] loss weights; nil means every position counts
+	// SegIDs [B*T], optional: with model.doc_mask a position attends only to
+	// earlier positions of the same sequence with the same segment id.
+	SegIDs []int32
+}
+
+// Stats is what one forward(/backward) pass reports.
+type Stats struct {
+	Loss   float64 // mean cross-entropy over counted positions (without z-loss)
+	ZLoss  float64 // mean z-loss term added to the objective (0 when off)
+	Tokens int     // counted positions
+}
+
+// Vitals are the per-step model health numbers (seed-004 names), computed
+// inside the forward pass of the last micro-batch.
+type Vitals struct {
+	MaxAttnLogit          [][]float32 // [layer][head] max pre-softmax attention logit
+	AttnEntropy           [][]float32 // [layer][head] mean attention entropy (nats)
+	ResidualRMS           []float32   // [layer] RMS of the residual stream after the block
+	ActivationOutlierRate []float32   // [layer] fraction of residual activations beyond 6σ
+	LogitLSEMean          float32     // mean logsumexp of the output logits
+}
