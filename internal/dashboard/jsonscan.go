@@ -1,0 +1,330 @@
+package dashboard
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"unsafe"
+)
+
+// flatRecord is one metrics line flattened: nested objects and arrays become
+// slash-joined names ("vitals/layer0/max_attn_logit", "attn/1/0").
+type flatRecord struct {
+	kvs    []kv
+	intern map[string]string // key bytes → one shared string, so lines allocate no names
+}
+
+func newFlatRecord() *flatRecord { return &flatRecord{intern: map[string]string{}} }
+
+func (r *flatRecord) reset() { r.kvs = r.kvs[:0] }
+
+// num returns the numeric value of name.
+func (r *flatRecord) num(name string) (float64, bool) {
+	for i := range r.kvs {
+		if !r.kvs[i].isS && r.kvs[i].name == name {
+			return r.kvs[i].num, true
+		}
+	}
+	return math.NaN(), false
+}
+
+// str returns the string value of name.
+func (r *flatRecord) str(name string) (string, bool) {
+	for i := range r.kvs {
+		if r.kvs[i].isS && r.kvs[i].name == name {
+			return r.kvs[i].str, true
+		}
+	}
+	return "", false
+}
+
+// scanLine parses one JSON object into rec. It is a small hand-written
+// parser because the dashboard must read 100,000-line files in well under a
+// second; it accepts standard JSON and reports the byte offset of an error.
+func scanLine(line []byte, rec *flatRecord) error {
+	p := parser{b: line, out: rec.kvs[:0], intern: rec.intern}
+	p.ws()
+	if p.i >= len(p.b) || p.b[p.i] != '{' {
+		return p.err("expected '{'")
+	}
+	if err := p.object(""); err != nil {
+		return err
+	}
+	p.ws()
+	if p.i != len(p.b) {
+		return p.err("trailing data")
+	}
+	rec.kvs = p.out
+	return nil
+}
+
+type kv struct {
+	name string
+	num  float64
+	str  string
+	isS  bool
+}
+
+type parser struct {
+	b      []byte
+	i      int
+	out    []kv
+	intern map[string]string
+}
+
+func (p *parser) err(msg string) error { return fmt.Errorf("offset %d: %s", p.i, msg) }
+
+func (p *parser) ws() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\r', '\n':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) join(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	var buf [128]byte
+	b := append(append(append(buf[:0], prefix...), '/'), name...)
+	if s, ok := p.intern[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	p.intern[s] = s
+	return s
+}
+
+func (p *parser) object(prefix string) error {
+	p.i++ // '{'
+	p.ws()
+	if p.i < len(p.b) && p.b[p.i] == '}' {
+		p.i++
+		return nil
+	}
+	for {
+		p.ws()
+		key, err := p.key()
+		if err != nil {
+			return err
+		}
+		p.ws()
+		if p.i >= len(p.b) || p.b[p.i] != ':' {
+			return p.err("expected ':'")
+		}
+		p.i++
+		p.ws()
+		if err := p.value(p.join(prefix, key)); err != nil {
+			return err
+		}
+		p.ws()
+		if p.i >= len(p.b) {
+			return p.err("unterminated object")
+		}
+		switch p.b[p.i] {
+		case ',':
+			p.i++
+		case '}':
+			p.i++
+			return nil
+		default:
+			return p.err("expected ',' or '}'")
+		}
+	}
+}
+
+func (p *parser) array(prefix string) error {
+	p.i++ // '['
+	p.ws()
+	if p.i < len(p.b) && p.b[p.i] == ']' {
+		p.i++
+		return nil
+	}
+	for n := 0; ; n++ {
+		p.ws()
+		if err := p.value(p.join(prefix, strconv.Itoa(n))); err != nil {
+			return err
+		}
+		p.ws()
+		if p.i >= len(p.b) {
+			return p.err("unterminated array")
+		}
+		switch p.b[p.i] {
+		case ',':
+			p.i++
+		case ']':
+			p.i++
+			return nil
+		default:
+			return p.err("expected ',' or ']'")
+		}
+	}
+}
+
+func (p *parser) value(name string) error {
+	if p.i >= len(p.b) {
+		return p.err("expected a value")
+	}
+	switch c := p.b[p.i]; {
+	case c == '{':
+		return p.object(name)
+	case c == '[':
+		return p.array(name)
+	case c == '"':
+		s, err := p.str()
+		if err != nil {
+			return err
+		}
+		// Non-finite numbers are written as strings by some loggers.
+		switch s {
+		case "NaN", "nan":
+			p.out = append(p.out, kv{name: name, num: math.NaN()})
+		case "Infinity", "inf", "+Inf":
+			p.out = append(p.out, kv{name: name, num: math.Inf(1)})
+		case "-Infinity", "-inf", "-Inf":
+			p.out = append(p.out, kv{name: name, num: math.Inf(-1)})
+		default:
+			p.out = append(p.out, kv{name: name, str: s, isS: true})
+		}
+		return nil
+	case c == 't':
+		return p.lit("true", name, 1)
+	case c == 'f':
+		return p.lit("false", name, 0)
+	case c == 'n':
+		if err := p.lit("null", name, 0); err != nil {
+			return err
+		}
+		p.out = p.out[:len(p.out)-1] // null: no value
+		return nil
+	case c == 'N':
+		return p.lit("NaN", name, math.NaN())
+	case c == '-' || (c >= '0' && c <= '9'):
+		start := p.i
+		p.i++
+		for p.i < len(p.b) {
+			c := p.b[p.i]
+			if (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-' {
+				p.i++
+				continue
+			}
+			break
+		}
+		tok := p.b[start:p.i]
+		if string(tok) == "-" && p.i < len(p.b) && p.b[p.i] == 'I' {
+			p.i = start
+			return p.lit("-Infinity", name, math.Inf(-1))
+		}
+		v, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(tok), len(tok)), 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			p.i = start
+			return p.err("bad number")
+		}
+		p.out = append(p.out, kv{name: name, num: v})
+		return nil
+	case c == 'I':
+		return p.lit("Infinity", name, math.Inf(1))
+	}
+	return p.err("unexpected character")
+}
+
+func (p *parser) lit(word, name string, v float64) error {
+	if len(p.b)-p.i < len(word) || string(p.b[p.i:p.i+len(word)]) != word {
+		return p.err("bad literal")
+	}
+	p.i += len(word)
+	p.out = append(p.out, kv{name: name, num: v})
+	return nil
+}
+
+// key parses an object key, interned so repeated lines allocate nothing.
+func (p *parser) key() (string, error) {
+	if p.i < len(p.b) && p.b[p.i] == '"' {
+		for j := p.i + 1; j < len(p.b); j++ {
+			if p.b[j] == '\\' {
+				break
+			}
+			if p.b[j] == '"' {
+				if s, ok := p.intern[string(p.b[p.i+1:j])]; ok {
+					p.i = j + 1
+					return s, nil
+				}
+				break
+			}
+		}
+	}
+	s, err := p.str()
+	if err == nil && len(p.intern) < 1<<16 {
+		p.intern[s] = s
+	}
+	return s, err
+}
+
+// str parses a JSON string. Keys and values without escapes (the common
+// case) are sliced without copying the bytes twice.
+func (p *parser) str() (string, error) {
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return "", p.err("expected a string")
+	}
+	start := p.i + 1
+	for j := start; j < len(p.b); j++ {
+		switch p.b[j] {
+		case '"':
+			p.i = j + 1
+			return string(p.b[start:j]), nil
+		case '\\':
+			return p.slowStr()
+		}
+	}
+	return "", p.err("unterminated string")
+}
+
+func (p *parser) slowStr() (string, error) {
+	start := p.i
+	j := p.i + 1
+	for ; j < len(p.b); j++ {
+		if p.b[j] == '\\' {
+			j++
+			continue
+		}
+		if p.b[j] == '"' {
+			break
+		}
+	}
+	if j >= len(p.b) {
+		return "", p.err("unterminated string")
+	}
+	s, err := strconv.Unquote(string(p.b[start : j+1]))
+	if err != nil {
+		// JSON escapes are a subset of Go's except \/ ; handle it.
+		s2, err2 := strconv.Unquote(replaceSlashEscape(string(p.b[start : j+1])))
+		if err2 != nil {
+			return "", p.err("bad string escape")
+		}
+		s = s2
+	}
+	p.i = j + 1
+	return s, nil
+}
+
+func replaceSlashEscape(s string) string {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && s[i+1] == '/' {
+			out = append(out, '/')
+			i++
+			continue
+		}
+		out = append(out, s[i])
+		if s[i] == '\\' && i+1 < len(s) {
+			out = append(out, s[i+1])
+			i++
+		}
+	}
+	return string(out)
+}
