@@ -6,11 +6,23 @@ LDFLAGS := -X main.gitSHA=$(SHA)
 # Packages' tests must all finish well inside CI's budget on 2 cores.
 TESTFLAGS ?= -timeout 20m
 
-.PHONY: all build test lint bench demo demo-quick clean
+# The dashboard's chart library comes from npm (pinned in package-lock.json)
+# and is embedded into the binary; it is never committed.
+DASH    := internal/dashboard
+ASSETS  := $(DASH)/web/vendor/uPlot.iife.min.js $(DASH)/web/vendor/uPlot.min.css
+
+.PHONY: all build assets test lint bench demo demo-quick clean
 
 all: build
 
-build:
+assets: $(ASSETS)
+
+$(ASSETS): $(DASH)/package.json $(DASH)/package-lock.json
+	cd $(DASH) && npm ci --no-audit --no-fund --loglevel=error
+	mkdir -p $(DASH)/web/vendor
+	cp $(DASH)/node_modules/uplot/dist/uPlot.iife.min.js $(DASH)/node_modules/uplot/dist/uPlot.min.css $(DASH)/web/vendor/
+
+build: $(ASSETS)
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kestrel
 
 lint:
@@ -33,4 +45,4 @@ demo-quick: build
 	$(BIN) demo --quick
 
 clean:
-	rm -rf bin
+	rm -rf bin $(DASH)/web/vendor $(DASH)/node_modules

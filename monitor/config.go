@@ -5,11 +5,121 @@
 // so it can watch any trainer.
 package monitor
 
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
 // Config is the [monitor] section of a run config.
 type Config struct {
 	Enabled        bool   `toml:"enabled" comment:"run the monitor beside training"`
-	PrometheusAddr string `toml:"prometheus_addr" comment:"serve Prometheus /metrics on this address while training (empty = off)"`
+	PrometheusAddr string `toml:"prometheus_addr" comment:"serve Prometheus /metrics on this address while training (empty = off; use 127.0.0.1:PORT to stay on loopback)"`
+
+	SQLite      bool `toml:"sqlite" comment:"write metrics, events and alerts to <run>/metrics.sqlite (batched in a background goroutine)"`
+	TensorBoard bool `toml:"tensorboard" comment:"write TensorBoard event files <run>/events.out.tfevents.* (scalars and per-layer histograms)"`
+	Webhook     string `toml:"webhook" comment:"POST every alert as JSON to this URL (empty = off)"`
+
+	TraceFromStep int `toml:"trace_from_step" comment:"first step recorded in <run>/trace.json (Chrome/Perfetto trace of step phases)"`
+	TraceSteps    int `toml:"trace_steps" comment:"number of steps recorded in trace.json (0 = no trace)"`
+
+	IncidentSteps int  `toml:"incident_steps" comment:"steps of metrics and batch ids kept for a SEV0 evidence bundle"`
+	PauseOnSEV0   bool `toml:"pause_on_sev0" comment:"a SEV0 alert asks the trainer to stop (it keeps the last good checkpoint)"`
+
+	LossEMABeta float64 `toml:"loss_ema_beta" comment:"β of train_loss_ema when the trainer does not report it"`
+	Window      int     `toml:"window" comment:"rolling window (steps) for robust statistics (median/MAD) and rates"`
+	Cooldown    int     `toml:"cooldown" comment:"steps before the same rule may fire again"`
+
+	SpikeZ          float64 `toml:"spike_z" comment:"loss spike: robust z-score (x-median)/(1.4826·MAD) over the window above which a step is a spike"`
+	SpikeMinRise    float64 `toml:"spike_min_rise" comment:"loss spike: also require a rise of at least this fraction over the window median"`
+	SpikeFollow     int     `toml:"spike_follow" comment:"steps after a spike before the classifier gives its verdict"`
+	SpikeLookback   int     `toml:"spike_lookback" comment:"steps before a spike searched for grad/update-norm precursors"`
+	NormZ           float64 `toml:"norm_z" comment:"robust z-score above which a grad/update norm counts as a spike"`
+	ValShift        float64 `toml:"val_shift" comment:"val_loss rise (nats) after a spike that counts as 'eval shifted'"`
+	SpikeCluster    int     `toml:"spike_cluster" comment:"loss spikes within cluster_window steps that make a SEV1 spike cluster"`
+	ClusterWindow   int     `toml:"cluster_window" comment:"steps over which spikes are counted for a cluster"`
+	SkipStormFrac   float64 `toml:"skip_storm_frac" comment:"SEV0 when this fraction of the last skip_storm_steps steps were skipped/overflowed"`
+	SkipStormSteps  int     `toml:"skip_storm_steps" comment:"window (steps) of the skip/overflow storm rule"`
+	AttnLogitRed    float64 `toml:"attn_logit_red" comment:"SEV1 when max_attn_logit exceeds this (Kimi K2 red flag: > 1000)"`
+	AttnLogitCap    float64 `toml:"attn_logit_cap" comment:"SEV2 when max_attn_logit stays above this cap (QK-Clip τ = 100) for cooldown steps"`
+	EntropyCollapse float64 `toml:"entropy_collapse" comment:"SEV1 when the worst attn_entropy falls below this many nats"`
+	EntropyDropFrac float64 `toml:"entropy_drop_frac" comment:"SEV1 also when the worst attn_entropy falls below this fraction of its early-run median"`
+	ThroughputDrop  float64 `toml:"throughput_drop" comment:"SEV1 when tokens_per_sec or mfu (short median) falls this fraction below its long median"`
+	ClipRate        float64 `toml:"clip_rate" comment:"SEV1 when grad_clip_rate over the window exceeds this and is rising"`
+	MixDrift        float64 `toml:"mix_drift" comment:"SEV2 when a source's source_mix_share differs from its target weight by more than this (absolute)"`
+	ValRegressEvals int     `toml:"val_regress_evals" comment:"SEV2 when val_loss rose in this many consecutive evals"`
+	StallFrac       float64 `toml:"stall_frac" comment:"SEV2 when dataloader_stall_frac (window mean) exceeds this"`
+
+	MixTargets map[string]float64 `toml:"mix_targets" comment:"target source weights for the mixture-drift rule (empty = taken from the data config by the trainer)"`
 }
 
 // DefaultConfig returns the defaults of the [monitor] section.
-func DefaultConfig() Config { return Config{Enabled: true} }
+func DefaultConfig() Config {
+	return Config{
+		Enabled:         true,
+		SQLite:          true,
+		TensorBoard:     true,
+		TraceFromStep:   10,
+		TraceSteps:      0,
+		IncidentSteps:   64,
+		PauseOnSEV0:     true,
+		LossEMABeta:     0.95,
+		Window:          64,
+		Cooldown:        50,
+		SpikeZ:          6,
+		SpikeMinRise:    0.05,
+		SpikeFollow:     40,
+		SpikeLookback:   5,
+		NormZ:           6,
+		ValShift:        0.02,
+		SpikeCluster:    3,
+		ClusterWindow:   500,
+		SkipStormFrac:   0.5,
+		SkipStormSteps:  16,
+		AttnLogitRed:    1000,
+		AttnLogitCap:    100,
+		EntropyCollapse: 0.05,
+		EntropyDropFrac: 0.1,
+		ThroughputDrop:  0.2,
+		ClipRate:        0.5,
+		MixDrift:        0.05,
+		ValRegressEvals: 3,
+		StallFrac:       0.10,
+	}
+}
+
+// Validate reports inconsistent fields, naming them as in the config file.
+func (c Config) Validate() error {
+	var errs []error
+	pos := func(name string, v int) {
+		if v <= 0 {
+			errs = append(errs, fmt.Errorf("monitor.%s must be > 0, got %d", name, v))
+		}
+	}
+	pos("window", c.Window)
+	pos("spike_follow", c.SpikeFollow)
+	pos("skip_storm_steps", c.SkipStormSteps)
+	pos("incident_steps", c.IncidentSteps)
+	pos("cluster_window", c.ClusterWindow)
+	if c.Window < 8 {
+		errs = append(errs, fmt.Errorf("monitor.window must be >= 8, got %d", c.Window))
+	}
+	if c.Cooldown < 0 || c.SpikeLookback < 0 || c.TraceSteps < 0 || c.TraceFromStep < 0 {
+		errs = append(errs, errors.New("monitor.cooldown, spike_lookback, trace_steps and trace_from_step must be >= 0"))
+	}
+	if c.LossEMABeta < 0 || c.LossEMABeta >= 1 {
+		errs = append(errs, fmt.Errorf("monitor.loss_ema_beta must be in [0, 1), got %g", c.LossEMABeta))
+	}
+	for _, f := range []struct {
+		n string
+		v float64
+	}{{"skip_storm_frac", c.SkipStormFrac}, {"throughput_drop", c.ThroughputDrop}, {"clip_rate", c.ClipRate}, {"stall_frac", c.StallFrac}, {"entropy_drop_frac", c.EntropyDropFrac}} {
+		if f.v < 0 || f.v > 1 {
+			errs = append(errs, fmt.Errorf("monitor.%s must be in [0, 1], got %g", f.n, f.v))
+		}
+	}
+	if c.Webhook != "" && !strings.HasPrefix(c.Webhook, "http://") && !strings.HasPrefix(c.Webhook, "https://") {
+		errs = append(errs, fmt.Errorf("monitor.webhook must be an http(s) URL, got %q", c.Webhook))
+	}
+	return errors.Join(errs...)
+}

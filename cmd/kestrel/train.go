@@ -1,6 +1,18 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/datadir"
+	"github.com/kestrel-lm/kestrel/internal/train"
+)
 
 func newTrainCmd() *cobra.Command {
 	var out string
@@ -20,8 +32,95 @@ Every step appends a JSON line to <out>/metrics.jsonl.`,
 	cmd.Flags().StringVar(&out, "out", "", "run directory (default runs/<run.name>)")
 	cmd.Flags().BoolVar(&fresh, "fresh", false, "refuse to touch an existing run directory instead of resuming")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		_ = cf
-		return errNotImplemented("train")
+		cfg, err := cf.load()
+		if err != nil {
+			return err
+		}
+		if out == "" {
+			out = filepath.Join("runs", cfg.Run.Name)
+		}
+		opts, err := trainOptions(cfg, out)
+		if err != nil {
+			return err
+		}
+		opts.Fresh = fresh
+		start := time.Now()
+		res, err := train.Run(cmd.Context(), opts)
+		if err != nil {
+			return fmt.Errorf("train %s: %w", out, err)
+		}
+		wall := time.Since(start).Round(time.Second)
+		switch {
+		case res.Interrupted:
+			fmt.Fprintf(cmd.ErrOrStderr(), "interrupted at step %d; checkpoint %s written; rerun the same command to resume\n", res.Step, res.Checkpoint)
+		default:
+			fmt.Fprintf(cmd.OutOrStdout(), "done: step %d, val_loss %.4f, val_loss_ema %.4f, wall %s, run %s\n", res.Step, res.ValLoss, res.ValLossEMA, wall, out)
+		}
+		return nil
 	}
 	return cmd
+}
+
+// trainOptions assembles the trainer's options from the resolved config.
+// The monitor (and other observers) attach through opts.Observers.
+func trainOptions(cfg config.Config, out string) (train.Options, error) {
+	hash, err := config.Hash(cfg)
+	if err != nil {
+		return train.Options{}, err
+	}
+	opts := train.Options{
+		Dir:        out,
+		Seed:       cfg.Run.Seed,
+		Model:      cfg.Model,
+		Optim:      cfg.Optim,
+		Train:      cfg.Train,
+		Checkpoint: cfg.Checkpoint,
+		Init:       cfg.Init,
+		Debug:      cfg.Debug,
+		ConfigHash: hash,
+		WriteConfig: func(path string) error {
+			return config.WriteFile(path, cfg)
+		},
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+	}
+	if opts.Init.From != "" {
+		if opts.Init.From, err = datadir.Expand(opts.Init.From); err != nil {
+			return opts, fmt.Errorf("init.from: %w", err)
+		}
+	}
+	switch cfg.Data.Kind {
+	case "bytes":
+		if cfg.Model.Vocab < 256 {
+			return opts, fmt.Errorf("data.kind = \"bytes\" needs model.vocab >= 256, got %d", cfg.Model.Vocab)
+		}
+		tr, err := datadir.Expand(cfg.Data.Train)
+		if err != nil {
+			return opts, fmt.Errorf("data.train: %w", err)
+		}
+		va := cfg.Data.Val
+		if va != "" {
+			if va, err = datadir.Expand(va); err != nil {
+				return opts, fmt.Errorf("data.val: %w", err)
+			}
+		}
+		src, err := train.OpenBytes(tr, va, cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
+		if err != nil {
+			return opts, err
+		}
+		opts.Data = src
+		opts.Tokenizer = "bytes"
+		opts.DataInfo = map[string]any{"kind": "bytes", "train": tr, "val": va, "val_fraction": cfg.Train.ValFraction,
+			"train_bytes": src.TrainBytes(), "val_bytes": src.ValBytes()}
+	case "dataset":
+		src, err := openDatasetSource(cfg)
+		if err != nil {
+			return opts, err
+		}
+		opts.Data = src
+		opts.Tokenizer = cfg.Data.Path
+		opts.DataInfo = map[string]any{"kind": "dataset", "path": cfg.Data.Path}
+	default:
+		return opts, fmt.Errorf("data.kind: unknown kind %q (want bytes or dataset)", cfg.Data.Kind)
+	}
+	return opts, nil
 }

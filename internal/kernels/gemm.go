@@ -1,33 +1,416 @@
 package kernels
 
-// gemmImpl names the implementation Sgemm dispatches to.
-var gemmImpl = "go-naive"
+import (
+	"sync"
+)
+
+// SGEMM in the Goto/BLIS style. For each kc-deep slice of the k dimension
+// and each nc-wide panel of op(B), the panel is packed into nr-wide strips
+// (k-major, zero-padded to a multiple of nr), then every mc-tall block of
+// op(A) is packed into mr-tall strips (k-major, zero-padded) and the
+// micro-kernel computes each mr×nr tile of C from one A strip and one B
+// strip. Packing hides the transposes: the micro-kernel only ever sees the
+// packed layout, so NN, NT, TN and TT share it.
+//
+// Parallelism: with op(A) tall enough, the B panel is packed by all threads
+// together and the mc blocks of C rows are shared out dynamically; when m is
+// small but n large, op(A) is packed once and the nr-strip columns of C are
+// shared out instead, each thread packing its own part of B.
+
+// gemmKernel is one micro-kernel and its blocking parameters.
+type gemmKernel struct {
+	name       string
+	mr, nr     int // tile of C computed by one call
+	kc, mc, nc int // cache blocking: k depth, rows of A per block, columns of B per panel
+	// fn sets the mr×nr tile c (row stride ldc) to
+	// alpha·Σ_p ap[p·mr+i]·bp[p·nr+j] + beta·c, for p < k. When beta == 0 the
+	// tile is not read. ap holds k·mr values, bp k·nr, k ≥ 1.
+	fn func(k int, ap, bp, c []float32, ldc int, alpha, beta float32)
+}
+
+// gemmImpl names the implementation Sgemm dispatches to; kern is it.
+var (
+	gemmImpl string
+	kern     *gemmKernel
+)
+
+// kernelGo is the portable micro-kernel.
+var kernelGo = &gemmKernel{name: "go", mr: 4, nr: 4, kc: 256, mc: 128, nc: 2048, fn: kernel4x4Go}
+
+func init() {
+	useKernel(selectKernel(envImpl()))
+}
+
+// useKernel switches the implementation (tests use it to cover every path).
+func useKernel(k *gemmKernel) {
+	kern = k
+	gemmImpl = k.name
+}
+
+// Thresholds: below serialFlops multiply-adds a GEMM runs on the calling
+// goroutine only.
+var serialFlops = 1 << 17
+
+// gemmCtx is the per-call state; contexts are recycled through ctxFree so that
+// a steady-state Sgemm allocates nothing, even when called concurrently.
+type gemmCtx struct {
+	k *gemmKernel
+
+	transA, transB bool
+	m, n, kk       int
+	alpha, beta    float32
+	a, b, c        []float32
+	lda, ldb, ldc  int
+
+	// current block
+	pc, kcCur   int
+	betaCur     float32
+	jc, ncCur   int
+	mcChunk     int // rows per work item in the m-split
+	ncChunk     int // columns per work item in the n-split
+	phase       int
+	bPack       []float32      // shared packed B panel (m-split) or shared packed A (n-split)
+	per         []gemmPerThread // indexed by pool participant
+	packStrips  int
+	packStripsA bool
+}
+
+type gemmPerThread struct {
+	pack []float32 // packed A block (m-split) or B part (n-split)
+	edge []float32 // mr×nr scratch tile for ragged edges
+	_    [64]byte  // keep threads' headers on separate cache lines
+}
+
+const (
+	phasePackB = iota
+	phaseMBlocks
+	phasePackA
+	phaseNBlocks
+)
+
+var (
+	ctxMu   sync.Mutex
+	ctxFree []*gemmCtx
+)
+
+func getCtx() *gemmCtx {
+	ctxMu.Lock()
+	defer ctxMu.Unlock()
+	if n := len(ctxFree); n > 0 {
+		c := ctxFree[n-1]
+		ctxFree = ctxFree[:n-1]
+		return c
+	}
+	return new(gemmCtx)
+}
+
+func putCtx(c *gemmCtx) {
+	c.a, c.b, c.c = nil, nil, nil
+	ctxMu.Lock()
+	ctxFree = append(ctxFree, c)
+	ctxMu.Unlock()
+}
+
+func grow(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
 
 // Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices, where
 // op(X) is X or Xᵀ. op(A) is m×k, op(B) is k×n, C is m×n; lda, ldb and ldc are
-// the row strides of A, B and C as stored.
+// the row strides of A, B and C as stored (A is m×k, or k×m when transA). When
+// beta == 0, C is not read (it may hold NaNs). Large products run on the
+// worker pool; steady-state calls allocate nothing.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if m <= 0 || n <= 0 {
+		return
+	}
+	if k <= 0 || alpha == 0 {
+		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	ctx := getCtx()
+	ctx.k = kern
+	ctx.transA, ctx.transB = transA, transB
+	ctx.m, ctx.n, ctx.kk = m, n, k
+	ctx.alpha, ctx.beta = alpha, beta
+	ctx.a, ctx.b, ctx.c = a, b, c
+	ctx.lda, ctx.ldb, ctx.ldc = lda, ldb, ldc
+	ctx.run()
+	putCtx(ctx)
+}
+
+// scaleC sets C = beta·C (C = 0 without reading it when beta == 0).
+func scaleC(m, n int, beta float32, c []float32, ldc int) {
 	for i := 0; i < m; i++ {
-		for j := 0; j < n; j++ {
-			var s float32
-			for p := 0; p < k; p++ {
-				var av, bv float32
-				if transA {
-					av = a[p*lda+i]
-				} else {
-					av = a[i*lda+p]
-				}
-				if transB {
-					bv = b[j*ldb+p]
-				} else {
-					bv = b[p*ldb+j]
-				}
-				s += av * bv
+		row := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			clear(row)
+		} else if beta != 1 {
+			for j := range row {
+				row[j] *= beta
 			}
-			if beta == 0 {
-				c[i*ldc+j] = alpha * s
-			} else {
-				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+		}
+	}
+}
+
+func (g *gemmCtx) run() {
+	kn := g.k
+	threads := 1
+	if g.m*g.n*g.kk >= serialFlops {
+		threads = Threads()
+	}
+	if len(g.per) < threads {
+		g.per = make([]gemmPerThread, threads)
+	}
+	for i := range g.per[:threads] {
+		g.per[i].edge = grow(g.per[i].edge, kn.mr*kn.nr)
+	}
+	// n-split when op(A) fits in one mc block and gives fewer row tiles than
+	// threads to share, while op(B) has columns to spare.
+	nsplit := threads > 1 && g.m <= kn.mc && (g.m+kn.mr-1)/kn.mr < 2*threads && g.n >= 2*kn.nr*threads
+	if threads > 1 && !nsplit {
+		// About four row blocks per thread, whole tiles, at most mc.
+		c := (g.m + 4*threads - 1) / (4 * threads)
+		c = (c + kn.mr - 1) / kn.mr * kn.mr
+		g.mcChunk = max(kn.mr, min(c, kn.mc))
+	} else {
+		g.mcChunk = kn.mc
+	}
+	for pc := 0; pc < g.kk; pc += kn.kc {
+		g.pc, g.kcCur = pc, min(kn.kc, g.kk-pc)
+		g.betaCur = g.beta
+		if pc > 0 {
+			g.betaCur = 1
+		}
+		if nsplit {
+			g.runNSplit(threads)
+			continue
+		}
+		for jc := 0; jc < g.n; jc += kn.nc {
+			g.jc, g.ncCur = jc, min(kn.nc, g.n-jc)
+			strips := (g.ncCur + kn.nr - 1) / kn.nr
+			g.bPack = grow(g.bPack, strips*kn.nr*g.kcCur)
+			g.phase = phasePackB
+			g.dispatch(threads, strips, max(1, strips/(2*threads)))
+			g.phase = phaseMBlocks
+			g.dispatch(threads, g.m, g.mcChunk)
+		}
+	}
+}
+
+// runNSplit handles one kc slice when columns are shared out: pack all of
+// op(A) once, then give each thread whole nr strips of C.
+func (g *gemmCtx) runNSplit(threads int) {
+	kn := g.k
+	strips := (g.m + kn.mr - 1) / kn.mr
+	g.bPack = grow(g.bPack, strips*kn.mr*g.kcCur) // holds packed A here
+	packA(g.transA, g.a, g.lda, 0, g.pc, g.m, g.kcCur, kn.mr, g.bPack)
+	g.jc, g.ncCur = 0, g.n
+	nstrips := (g.n + kn.nr - 1) / kn.nr
+	per := max(1, min((nstrips+4*threads-1)/(4*threads), kn.nc/kn.nr))
+	g.phase = phaseNBlocks
+	g.dispatch(threads, g.n, per*kn.nr)
+}
+
+// dispatch runs phase over [0,n) in chunks on up to threads participants.
+func (g *gemmCtx) dispatch(threads, n, chunk int) {
+	if threads == 1 {
+		serialChunks(n, chunk, g)
+		return
+	}
+	parallelChunksW(n, chunk, threads, g)
+}
+
+// runw is one work item [s,e) of the current phase on participant w.
+func (g *gemmCtx) runw(w, s, e int) {
+	kn := g.k
+	pt := &g.per[w]
+	switch g.phase {
+	case phasePackB:
+		// strips s..e of the B panel
+		for st := s; st < e; st++ {
+			j0 := st * kn.nr
+			cols := min(kn.nr, g.ncCur-j0)
+			packBStrip(g.transB, g.b, g.ldb, g.pc, g.jc+j0, g.kcCur, cols, kn.nr, g.bPack[st*kn.nr*g.kcCur:])
+		}
+	case phaseMBlocks:
+		// rows s..e of C against the packed B panel
+		for i0 := s; i0 < e; i0 += g.mcChunk {
+			mc := min(g.mcChunk, e-i0)
+			strips := (mc + kn.mr - 1) / kn.mr
+			pt.pack = grow(pt.pack, strips*kn.mr*g.kcCur)
+			packA(g.transA, g.a, g.lda, i0, g.pc, mc, g.kcCur, kn.mr, pt.pack)
+			g.macro(pt, pt.pack, g.bPack, i0, mc, g.jc, g.ncCur)
+		}
+	case phaseNBlocks:
+		// columns s..e of C against the packed A (all of op(A)'s rows)
+		nc := e - s
+		strips := (nc + kn.nr - 1) / kn.nr
+		pt.pack = grow(pt.pack, strips*kn.nr*g.kcCur)
+		for st := 0; st < strips; st++ {
+			j0 := st * kn.nr
+			packBStrip(g.transB, g.b, g.ldb, g.pc, s+j0, g.kcCur, min(kn.nr, nc-j0), kn.nr, pt.pack[st*kn.nr*g.kcCur:])
+		}
+		g.macro(pt, g.bPack, pt.pack, 0, g.m, s, nc)
+	}
+}
+
+// macro multiplies a packed mc×kc block of op(A) (ap) by a packed kc×nc panel
+// of op(B) (bp) into C[i0:i0+mc, j0:j0+nc].
+func (g *gemmCtx) macro(pt *gemmPerThread, ap, bp []float32, i0, mc, j0, nc int) {
+	kn := g.k
+	mr, nr, kc := kn.mr, kn.nr, g.kcCur
+	alpha, beta := g.alpha, g.betaCur
+	c, ldc := g.c, g.ldc
+	for jr := 0; jr < nc; jr += nr {
+		cols := min(nr, nc-jr)
+		bs := bp[(jr/nr)*nr*kc:][:nr*kc]
+		for ir := 0; ir < mc; ir += mr {
+			rows := min(mr, mc-ir)
+			as := ap[(ir/mr)*mr*kc:][:mr*kc]
+			off := (i0+ir)*ldc + j0 + jr
+			if rows == mr && cols == nr {
+				kn.fn(kc, as, bs, c[off:], ldc, alpha, beta)
+				continue
+			}
+			// Ragged edge: compute the full tile into scratch, then merge.
+			kn.fn(kc, as, bs, pt.edge, nr, 1, 0)
+			for i := 0; i < rows; i++ {
+				crow := c[off+i*ldc : off+i*ldc+cols]
+				erow := pt.edge[i*nr : i*nr+cols]
+				if beta == 0 {
+					for j, v := range erow {
+						crow[j] = alpha * v
+					}
+				} else {
+					for j, v := range erow {
+						crow[j] = alpha*v + beta*crow[j]
+					}
+				}
+			}
+		}
+	}
+}
+
+// packA packs rows i0..i0+mc, columns p0..p0+kc of op(A) into mr-tall strips:
+// dst[s·mr·kc + p·mr + i] = op(A)[i0+s·mr+i, p0+p], zero-padded past mc.
+func packA(trans bool, a []float32, lda, i0, p0, mc, kc, mr int, dst []float32) {
+	for s := 0; s*mr < mc; s++ {
+		rows := min(mr, mc-s*mr)
+		d := dst[s*mr*kc : (s+1)*mr*kc]
+		r0 := i0 + s*mr
+		if trans {
+			// op(A)[i,p] = a[p·lda+i]: each p gives rows contiguous values.
+			for p := 0; p < kc; p++ {
+				src := a[(p0+p)*lda+r0:][:rows]
+				dp := d[p*mr : p*mr+mr]
+				copy(dp, src)
+				clear(dp[rows:])
+			}
+			continue
+		}
+		for i := 0; i < rows; i++ {
+			src := a[(r0+i)*lda+p0:][:kc]
+			for p, v := range src {
+				d[p*mr+i] = v
+			}
+		}
+		if rows < mr {
+			for p := 0; p < kc; p++ {
+				clear(d[p*mr+rows : p*mr+mr])
+			}
+		}
+	}
+}
+
+// packBStrip packs rows p0..p0+kc, columns j0..j0+cols of op(B) into one
+// nr-wide strip: dst[p·nr + j] = op(B)[p0+p, j0+j], zero-padded past cols.
+func packBStrip(trans bool, b []float32, ldb, p0, j0, kc, cols, nr int, dst []float32) {
+	d := dst[:kc*nr]
+	if !trans {
+		for p := 0; p < kc; p++ {
+			dp := d[p*nr : p*nr+nr]
+			copy(dp, b[(p0+p)*ldb+j0:][:cols])
+			clear(dp[cols:])
+		}
+		return
+	}
+	// op(B)[p,j] = b[j·ldb+p]
+	for j := 0; j < cols; j++ {
+		src := b[(j0+j)*ldb+p0:][:kc]
+		for p, v := range src {
+			d[p*nr+j] = v
+		}
+	}
+	if cols < nr {
+		for p := 0; p < kc; p++ {
+			clear(d[p*nr+cols : p*nr+nr])
+		}
+	}
+}
+
+// kernel4x4Go is the portable micro-kernel (mr = nr = 4).
+func kernel4x4Go(k int, ap, bp, c []float32, ldc int, alpha, beta float32) {
+	var c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33 float32
+	ap = ap[:4*k]
+	bp = bp[:4*k]
+	for p := 0; p < k; p++ {
+		a := ap[p*4 : p*4+4 : p*4+4]
+		b := bp[p*4 : p*4+4 : p*4+4]
+		a0, a1, a2, a3 := a[0], a[1], a[2], a[3]
+		b0, b1, b2, b3 := b[0], b[1], b[2], b[3]
+		c00 += a0 * b0
+		c01 += a0 * b1
+		c02 += a0 * b2
+		c03 += a0 * b3
+		c10 += a1 * b0
+		c11 += a1 * b1
+		c12 += a1 * b2
+		c13 += a1 * b3
+		c20 += a2 * b0
+		c21 += a2 * b1
+		c22 += a2 * b2
+		c23 += a2 * b3
+		c30 += a3 * b0
+		c31 += a3 * b1
+		c32 += a3 * b2
+		c33 += a3 * b3
+	}
+	storeRow4(c[0:4:4], c00, c01, c02, c03, alpha, beta)
+	storeRow4(c[ldc:ldc+4:ldc+4], c10, c11, c12, c13, alpha, beta)
+	storeRow4(c[2*ldc:2*ldc+4:2*ldc+4], c20, c21, c22, c23, alpha, beta)
+	storeRow4(c[3*ldc:3*ldc+4:3*ldc+4], c30, c31, c32, c33, alpha, beta)
+}
+
+func storeRow4(c []float32, v0, v1, v2, v3, alpha, beta float32) {
+	if beta == 0 {
+		c[0], c[1], c[2], c[3] = alpha*v0, alpha*v1, alpha*v2, alpha*v3
+		return
+	}
+	c[0] = alpha*v0 + beta*c[0]
+	c[1] = alpha*v1 + beta*c[1]
+	c[2] = alpha*v2 + beta*c[2]
+	c[3] = alpha*v3 + beta*c[3]
+}
+
+// kernelRef is a generic scalar micro-kernel for any mr×nr; tests use it as
+// the twin of the assembly kernels.
+func kernelRef(mr, nr int) func(k int, ap, bp, c []float32, ldc int, alpha, beta float32) {
+	return func(k int, ap, bp, c []float32, ldc int, alpha, beta float32) {
+		for i := 0; i < mr; i++ {
+			for j := 0; j < nr; j++ {
+				var s float32
+				for p := 0; p < k; p++ {
+					s += ap[p*mr+i] * bp[p*nr+j]
+				}
+				if beta == 0 {
+					c[i*ldc+j] = alpha * s
+				} else {
+					c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+				}
 			}
 		}
 	}

@@ -1,14 +1,14 @@
 // Package model is kestrel's Llama/Qwen3-style transformer: parameters and
 // gradients in one flat float32 buffer each, explicit forward and backward
 // per layer, activations in an arena sized once, and attention vitals taken
-// where the numbers already are.
-//
-// This file pins the API the trainer builds on; the engine issue fills it in.
+// where the numbers already are (see engine.go; the ops are in
+// internal/kernels/ops).
 package model
 
 import "errors"
 
-// ErrNotImplemented is returned until the engine lands.
+// ErrNotImplemented is kept for callers written before the engine landed;
+// the model no longer returns it.
 var ErrNotImplemented = errors.New("model: not implemented yet (see docs/roadmap.md)")
 
 // Tensor is a named view into the flat parameter (and gradient) buffer.

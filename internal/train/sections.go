@@ -1,28 +1,60 @@
 package train
 
+import (
+	"errors"
+	"fmt"
+)
+
 // CheckpointConfig is the [checkpoint] section of a run config.
 type CheckpointConfig struct {
-	Every int `toml:"every" comment:"write a rolling checkpoint every N steps (0 = only at the end and on Ctrl-C)"`
-	Keep  int `toml:"keep" comment:"rolling checkpoints to keep"`
+	Every          int     `toml:"every" comment:"write a rolling checkpoint every N steps (0 = only at the end and on Ctrl-C)"`
+	EveryMinutes   float64 `toml:"every_minutes" comment:"also write a rolling checkpoint when this many minutes passed since the last one (0 = off)"`
+	Keep           int     `toml:"keep" comment:"rolling checkpoints to keep (older ones are deleted only after a newer one is committed)"`
+	PermanentEvery int     `toml:"permanent_every" comment:"write a permanent checkpoint (never deleted) every K steps (0 = off); the final checkpoint is always permanent"`
 }
 
 // DefaultCheckpointConfig returns the defaults of the [checkpoint] section.
 func DefaultCheckpointConfig() CheckpointConfig { return CheckpointConfig{Every: 500, Keep: 2} }
 
+// Validate reports inconsistent fields.
+func (c CheckpointConfig) Validate() error {
+	if c.Every < 0 || c.EveryMinutes < 0 || c.PermanentEvery < 0 {
+		return errors.New("checkpoint.every, checkpoint.every_minutes and checkpoint.permanent_every must be >= 0")
+	}
+	if c.Keep < 1 {
+		return fmt.Errorf("checkpoint.keep must be >= 1, got %d", c.Keep)
+	}
+	return nil
+}
+
 // InitConfig is the [init] section: warm-starting from another checkpoint.
 type InitConfig struct {
-	From string `toml:"from" comment:"warm-start from this checkpoint directory (empty = fresh initialisation)"`
-	Mode string `toml:"mode" comment:"what to take from init.from: weights | weights+optimizer | full"`
+	From string `toml:"from" comment:"warm-start from this checkpoint directory, or the newest valid checkpoint of this run directory (empty = fresh initialisation)"`
+	Mode string `toml:"mode" comment:"what to take from init.from: weights | weights+optimizer (also Adam moments and clip/skip windows) | full (also step, tokens, data position, EMA, schedule)"`
 }
 
 // DefaultInitConfig returns the defaults of the [init] section.
 func DefaultInitConfig() InitConfig { return InitConfig{Mode: "weights"} }
 
+// Validate reports inconsistent fields.
+func (c InitConfig) Validate() error {
+	switch c.Mode {
+	case "weights", "weights+optimizer", "full":
+		return nil
+	}
+	return fmt.Errorf("init.mode: unknown mode %q (want weights, weights+optimizer or full)", c.Mode)
+}
+
 // DebugConfig is the [debug] section: fault-injection knobs for testing the
-// stability toolkit and the monitor. All are off by default.
+// stability toolkit and the monitor. All are off by default. Steps are
+// 1-based (the step number written to metrics.jsonl).
 type DebugConfig struct {
-	NaNAtStep int `toml:"nan_at_step" comment:"inject a NaN into the loss at this step (0 = never)"`
+	NaNAtStep          int     `toml:"nan_at_step" comment:"inject a NaN into the loss and gradients at this step (0 = never); the run must stop without checkpointing"`
+	LRSpikeAtStep      int     `toml:"lr_spike_at_step" comment:"multiply the learning rate by lr_spike_factor from this step on (0 = never)"`
+	LRSpikeFactor      float64 `toml:"lr_spike_factor" comment:"learning-rate multiplier of the injected spike"`
+	LRSpikeSteps       int     `toml:"lr_spike_steps" comment:"how many steps the LR spike lasts"`
+	CorruptBatchAtStep int     `toml:"corrupt_batch_at_step" comment:"replace this step's batch with uniformly random tokens (0 = never)"`
 }
 
 // DefaultDebugConfig returns the defaults of the [debug] section.
-func DefaultDebugConfig() DebugConfig { return DebugConfig{} }
+func DefaultDebugConfig() DebugConfig { return DebugConfig{LRSpikeFactor: 10, LRSpikeSteps: 3} }

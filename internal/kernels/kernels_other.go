@@ -1,0 +1,8 @@
+//go:build !amd64
+
+package kernels
+
+func hasAVX512() bool { return false }
+func hasAVX2() bool   { return false }
+
+var kernelAVX512, kernelAVX2 *gemmKernel

@@ -1,0 +1,221 @@
+package ops
+
+import (
+	"math"
+
+	"github.com/kestrel-lm/kestrel/internal/kernels"
+)
+
+// AttnDims describes causal self-attention over a packed qkv buffer: row
+// n = b·T+t of qkv holds H query heads at column QOff, KVH key heads at
+// KOff and KVH value heads at VOff, each HD wide, with row stride Stride.
+// The output row n holds H heads of HD at row stride OutStride.
+type AttnDims struct {
+	B, T, H, KVH, HD int
+	Stride           int
+	QOff, KOff, VOff int
+	OutStride        int
+}
+
+// Attention is causal multi-head attention with grouped-query heads (query
+// head h reads key/value head h/(H/KVH)) and an optional intra-document
+// mask. Per (b, h), with scale s = 1/√HD:
+//
+//	S = s·Q·Kᵀ,   P = softmax(S + mask) row-wise,   O = P·V
+//
+// where mask_tj = 0 if j ≤ t and seg_j = seg_t (or no Seg), −∞ otherwise.
+// Backward:
+//
+//	dP = dO·Vᵀ,  dS = P ⊙ (dP − rowsum(P⊙dP)),
+//	dQ = s·dS·K,  dK += s·dSᵀ·Q,  dV += Pᵀ·dO
+//
+// (the sums over the heads sharing a K/V head give the GQA gradient). The
+// products run as SGEMMs on row blocks of Block queries, skipping key
+// blocks entirely above the diagonal; softmax rows run in parallel.
+type Attention struct {
+	D     AttnDims
+	Seg   []int32 // [B*T] segment ids, or nil for plain causal attention
+	Block int     // query rows per GEMM block (0 = 64)
+
+	sm  softmaxTask
+	smb softmaxBackTask
+}
+
+func (a *Attention) block() int {
+	bs := a.Block
+	if bs <= 0 {
+		bs = 64
+	}
+	if bs > a.D.T {
+		bs = a.D.T
+	}
+	return bs
+}
+
+// Forward computes out [B*T, OutStride] and saves the probabilities in att
+// [B, H, T, T] (entries above the diagonal or across documents are 0). For
+// each query row r = (b·H+h)·T+t it stores the max pre-softmax logit in
+// rowMax[r] and the attention entropy (nats) in rowEnt[r].
+func (a *Attention) Forward(out, att, qkv, rowMax, rowEnt []float32) {
+	d := a.D
+	T, hd := d.T, d.HD
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	group := d.H / d.KVH
+	bs := a.block()
+	for b := 0; b < d.B; b++ {
+		base := b * T * d.Stride
+		for h := 0; h < d.H; h++ {
+			kv := h / group
+			S := att[(b*d.H+h)*T*T:]
+			for r0 := 0; r0 < T; r0 += bs {
+				r1 := min(r0+bs, T)
+				kernels.Sgemm(false, true, r1-r0, r1, hd, scale,
+					qkv[base+r0*d.Stride+d.QOff+h*hd:], d.Stride,
+					qkv[base+d.KOff+kv*hd:], d.Stride,
+					0, S[r0*T:], T)
+			}
+		}
+	}
+	a.sm = softmaxTask{att: att, T: T, H: d.H, seg: a.Seg, rowMax: rowMax, rowEnt: rowEnt}
+	kernels.ParallelForTask(d.B*d.H*T, 32, &a.sm)
+	for b := 0; b < d.B; b++ {
+		base := b * T * d.Stride
+		for h := 0; h < d.H; h++ {
+			kv := h / group
+			P := att[(b*d.H+h)*T*T:]
+			for r0 := 0; r0 < T; r0 += bs {
+				r1 := min(r0+bs, T)
+				kernels.Sgemm(false, false, r1-r0, hd, r1, 1,
+					P[r0*T:], T,
+					qkv[base+d.VOff+kv*hd:], d.Stride,
+					0, out[(b*T+r0)*d.OutStride+h*hd:], d.OutStride)
+			}
+		}
+	}
+}
+
+// Backward overwrites dqkv (layout of qkv) with the gradient of the q, k and
+// v heads given dout; datt is scratch of the size of att.
+func (a *Attention) Backward(dqkv, dout, qkv, att, datt []float32) {
+	d := a.D
+	T, hd := d.T, d.HD
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	group := d.H / d.KVH
+	bs := a.block()
+	clear(dqkv[:d.B*T*d.Stride])
+	for b := 0; b < d.B; b++ {
+		for h := 0; h < d.H; h++ {
+			kv := h / group
+			dP := datt[(b*d.H+h)*T*T:]
+			for r0 := 0; r0 < T; r0 += bs {
+				r1 := min(r0+bs, T)
+				kernels.Sgemm(false, true, r1-r0, r1, hd, 1,
+					dout[(b*T+r0)*d.OutStride+h*hd:], d.OutStride,
+					qkv[b*T*d.Stride+d.VOff+kv*hd:], d.Stride,
+					0, dP[r0*T:], T)
+			}
+		}
+	}
+	a.smb = softmaxBackTask{datt: datt, att: att, T: T}
+	kernels.ParallelForTask(d.B*d.H*T, 32, &a.smb)
+	for b := 0; b < d.B; b++ {
+		base := b * T * d.Stride
+		for h := 0; h < d.H; h++ {
+			kv := h / group
+			dS := datt[(b*d.H+h)*T*T:]
+			P := att[(b*d.H+h)*T*T:]
+			for r0 := 0; r0 < T; r0 += bs {
+				r1 := min(r0+bs, T)
+				m := r1 - r0
+				// dQ[r0:r1] = s·dS[r0:r1, 0:r1]·K[0:r1]
+				kernels.Sgemm(false, false, m, hd, r1, scale,
+					dS[r0*T:], T, qkv[base+d.KOff+kv*hd:], d.Stride,
+					0, dqkv[base+r0*d.Stride+d.QOff+h*hd:], d.Stride)
+				// dK[0:r1] += s·dS[r0:r1, 0:r1]ᵀ·Q[r0:r1]
+				kernels.Sgemm(true, false, r1, hd, m, scale,
+					dS[r0*T:], T, qkv[base+r0*d.Stride+d.QOff+h*hd:], d.Stride,
+					1, dqkv[base+d.KOff+kv*hd:], d.Stride)
+				// dV[0:r1] += P[r0:r1, 0:r1]ᵀ·dO[r0:r1]
+				kernels.Sgemm(true, false, r1, hd, m, 1,
+					P[r0*T:], T, dout[(b*T+r0)*d.OutStride+h*hd:], d.OutStride,
+					1, dqkv[base+d.VOff+kv*hd:], d.Stride)
+			}
+		}
+	}
+}
+
+// softmaxTask: masked softmax over attention rows r = (b·H+h)·T+t, in place,
+// with per-row vitals. Entropy = lse − Σ_j p_j·s_j.
+type softmaxTask struct {
+	att            []float32
+	T, H           int
+	seg            []int32
+	rowMax, rowEnt []float32
+}
+
+func (k *softmaxTask) Run(s, e int) {
+	T := k.T
+	for r := s; r < e; r++ {
+		t := r % T
+		b := r / T / k.H
+		row := k.att[r*T : (r+1)*T]
+		var seg []int32
+		var st int32
+		if k.seg != nil {
+			seg = k.seg[b*T : (b+1)*T]
+			st = seg[t]
+		}
+		mx := row[t]
+		for j := 0; j < t; j++ {
+			if seg != nil && seg[j] != st {
+				continue
+			}
+			if row[j] > mx {
+				mx = row[j]
+			}
+		}
+		var sum, ps float32
+		for j := 0; j <= t; j++ {
+			if seg != nil && seg[j] != st {
+				row[j] = 0
+				continue
+			}
+			v := row[j]
+			ex := Expf(v - mx)
+			sum += ex
+			ps += ex * v
+			row[j] = ex
+		}
+		inv := 1 / sum
+		for j := 0; j <= t; j++ {
+			row[j] *= inv
+		}
+		clear(row[t+1:])
+		lse := mx + float32(math.Log(float64(sum)))
+		k.rowMax[r] = mx
+		k.rowEnt[r] = lse - ps*inv
+	}
+}
+
+// softmaxBackTask: dS = P ⊙ (dP − Σ P⊙dP) in place in datt, per row.
+type softmaxBackTask struct {
+	datt, att []float32
+	T         int
+}
+
+func (k *softmaxBackTask) Run(s, e int) {
+	T := k.T
+	for r := s; r < e; r++ {
+		t := r % T
+		p := k.att[r*T : r*T+t+1]
+		dp := k.datt[r*T : (r+1)*T]
+		var dot float32
+		for j, pv := range p {
+			dot += pv * dp[j]
+		}
+		for j, pv := range p {
+			dp[j] = pv * (dp[j] - dot)
+		}
+		clear(dp[t+1:])
+	}
+}

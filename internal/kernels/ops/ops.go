@@ -1,0 +1,362 @@
+// Package ops holds the transformer's neural-network operations as explicit
+// forward/backward function pairs over float32 row-major slices, in the
+// style of llm.c: each pair carries its math in a comment, nothing
+// allocates, and every function works on a row range [s, e) so callers can
+// split the rows over the worker pool (see Runner). Matrix products go
+// through kernels.Sgemm.
+//
+// Conventions: N rows (tokens), C columns; backward functions ADD into
+// parameter gradients (dw) and, unless stated otherwise, into input
+// gradients too, so callers zero them once per step.
+package ops
+
+import (
+	"math"
+
+	"github.com/kestrel-lm/kestrel/internal/kernels"
+)
+
+// ---------------------------------------------------------------- embedding
+
+// EmbeddingForward gathers rows: out[i,:] = wte[tokens[i],:] for i in [s, e).
+func EmbeddingForward(out []float32, tokens []int32, wte []float32, C, s, e int) {
+	for i := s; i < e; i++ {
+		t := int(tokens[i])
+		copy(out[i*C:(i+1)*C], wte[t*C:(t+1)*C])
+	}
+}
+
+// EmbeddingBackward scatters: dwte[tokens[i],:] += dout[i,:] for every row.
+// It runs serially (rows with equal tokens hit the same gradient row).
+func EmbeddingBackward(dwte, dout []float32, tokens []int32, C int) {
+	for i, tok := range tokens {
+		t := int(tok)
+		axpy(1, dout[i*C:(i+1)*C], dwte[t*C:(t+1)*C])
+	}
+}
+
+// ------------------------------------------------------------------ RMSNorm
+
+// RMSNormForward normalises each row by its root mean square:
+//
+//	rstd_i = 1/sqrt(mean_j(x_ij²) + eps),   y_ij = x_ij · rstd_i · w_j
+//
+// rstd is saved for the backward pass.
+func RMSNormForward(out, rstd, inp, w []float32, C int, eps float32, s, e int) {
+	for i := s; i < e; i++ {
+		x := inp[i*C : (i+1)*C]
+		r := rmsnormRow(out[i*C:(i+1)*C], x, w, eps)
+		rstd[i] = r
+	}
+}
+
+func rmsnormRow(y, x, w []float32, eps float32) float32 {
+	var ss float32
+	for _, v := range x {
+		ss += v * v
+	}
+	r := float32(1 / math.Sqrt(float64(ss/float32(len(x))+eps)))
+	y = y[:len(x)]
+	w = w[:len(x)]
+	for j, v := range x {
+		y[j] = v * r * w[j]
+	}
+	return r
+}
+
+// RMSNormBackward with x̂ = x·rstd and g = w⊙dy:
+//
+//	dx_j += rstd · (g_j − x̂_j · mean_k(g_k·x̂_k)),   dw_j += Σ_i dy_ij · x̂_ij
+//
+// dw may be a per-chunk partial buffer (see the model's reduction).
+func RMSNormBackward(dinp, dw, dout, inp, w, rstd []float32, C, s, e int) {
+	for i := s; i < e; i++ {
+		rmsnormBackRow(dinp[i*C:(i+1)*C], dw, dout[i*C:(i+1)*C], inp[i*C:(i+1)*C], w, rstd[i], false)
+	}
+}
+
+// rmsnormBackRow handles one row; with inPlace the gradient overwrites dx
+// (which may alias dy) instead of being added.
+func rmsnormBackRow(dx, dw, dy, x, w []float32, r float32, inPlace bool) {
+	n := len(x)
+	dx, dw, dy, w = dx[:n], dw[:n], dy[:n], w[:n]
+	var dot float32
+	for j := range x {
+		xh := x[j] * r
+		dot += dy[j] * w[j] * xh
+		dw[j] += dy[j] * xh
+	}
+	m := dot / float32(n)
+	for j := range x {
+		xh := x[j] * r
+		g := r * (dy[j]*w[j] - xh*m)
+		if inPlace {
+			dx[j] = g
+		} else {
+			dx[j] += g
+		}
+	}
+}
+
+// HeadRMSNormForward is QK-Norm: an RMSNorm over each head vector of size hd
+// with one shared gain w[hd]. Row n holds nh heads starting at n*stride+off;
+// src and dst share that layout. rstd[n*nh+h] is saved.
+func HeadRMSNormForward(dst, src, rstd, w []float32, stride, off, nh, hd int, eps float32, s, e int) {
+	for n := s; n < e; n++ {
+		for h := 0; h < nh; h++ {
+			o := n*stride + off + h*hd
+			rstd[n*nh+h] = rmsnormRow(dst[o:o+hd], src[o:o+hd], w, eps)
+		}
+	}
+}
+
+// HeadRMSNormBackward is the backward of HeadRMSNormForward, in place: d
+// holds ∂L/∂dst on entry and ∂L/∂src on return (same layout); dw += the gain
+// gradient (a per-chunk partial buffer when rows run in parallel).
+func HeadRMSNormBackward(d, src, rstd, w, dw []float32, stride, off, nh, hd, s, e int) {
+	for n := s; n < e; n++ {
+		for h := 0; h < nh; h++ {
+			o := n*stride + off + h*hd
+			rmsnormBackRow(d[o:o+hd], dw, d[o:o+hd], src[o:o+hd], w, rstd[n*nh+h], true)
+		}
+	}
+}
+
+// --------------------------------------------------------------------- RoPE
+
+// RoPETables fills cos/sin [T, hd/2] for rotary embeddings as Hugging Face
+// Llama computes them: inv_freq_i = θ^(−2i/hd), angle(t, i) = t·inv_freq_i.
+func RoPETables(cos, sin []float32, T, hd int, theta float64) {
+	half := hd / 2
+	for i := 0; i < half; i++ {
+		inv := float32(1 / math.Pow(theta, float64(2*i)/float64(hd)))
+		for t := 0; t < T; t++ {
+			a := float64(float32(t) * inv)
+			cos[t*half+i] = float32(math.Cos(a))
+			sin[t*half+i] = float32(math.Sin(a))
+		}
+	}
+}
+
+// RoPEForward rotates, in place, nh head vectors per row (layout as in
+// HeadRMSNormForward) by position p = n mod T, in the half-split
+// ("rotate_half") layout of Hugging Face Llama, for i < hd/2:
+//
+//	y_i      = x_i·cos(p,i) − x_{i+hd/2}·sin(p,i)
+//	y_{i+hd/2} = x_{i+hd/2}·cos(p,i) + x_i·sin(p,i)
+func RoPEForward(x, cos, sin []float32, T, stride, off, nh, hd, s, e int) {
+	rope(x, cos, sin, T, stride, off, nh, hd, s, e, 1)
+}
+
+// RoPEBackward applies the transposed rotation (angle −θ) to the gradient
+// in place: dx = Rᵀ·dy.
+func RoPEBackward(dx, cos, sin []float32, T, stride, off, nh, hd, s, e int) {
+	rope(dx, cos, sin, T, stride, off, nh, hd, s, e, -1)
+}
+
+func rope(x, cos, sin []float32, T, stride, off, nh, hd, s, e int, sign float32) {
+	half := hd / 2
+	for n := s; n < e; n++ {
+		p := n % T
+		c := cos[p*half : (p+1)*half]
+		sn := sin[p*half : (p+1)*half]
+		for h := 0; h < nh; h++ {
+			o := n*stride + off + h*hd
+			a := x[o : o+half]
+			b := x[o+half : o+hd]
+			for i := range a {
+				x1, x2 := a[i], b[i]
+				si := sign * sn[i]
+				a[i] = x1*c[i] - x2*si
+				b[i] = x2*c[i] + x1*si
+			}
+		}
+	}
+}
+
+// ------------------------------------------------------------------- SwiGLU
+
+// SwiGLUForward with g = gu[n, 0:F], u = gu[n, F:2F]:
+//
+//	h = silu(g)·u,   silu(g) = g·σ(g)
+func SwiGLUForward(h, gu []float32, F, s, e int) {
+	for n := s; n < e; n++ {
+		g := gu[n*2*F : n*2*F+F]
+		u := gu[n*2*F+F : (n+1)*2*F]
+		o := h[n*F : (n+1)*F]
+		for j, gv := range g {
+			sg := 1 / (1 + Expf(-gv))
+			o[j] = gv * sg * u[j]
+		}
+	}
+}
+
+// SwiGLUBackward writes (overwrites) dgu:
+//
+//	du = dh·silu(g),   dg = dh·u·σ(g)·(1 + g·(1 − σ(g)))
+func SwiGLUBackward(dgu, dh, gu []float32, F, s, e int) {
+	for n := s; n < e; n++ {
+		g := gu[n*2*F : n*2*F+F]
+		u := gu[n*2*F+F : (n+1)*2*F]
+		dg := dgu[n*2*F : n*2*F+F]
+		du := dgu[n*2*F+F : (n+1)*2*F]
+		d := dh[n*F : (n+1)*F]
+		for j, gv := range g {
+			sg := 1 / (1 + Expf(-gv))
+			du[j] = d[j] * gv * sg
+			dg[j] = d[j] * u[j] * sg * (1 + gv*(1-sg))
+		}
+	}
+}
+
+// ----------------------------------------------------------------- residual
+
+// ResidualForward: out = a + b over elements [s, e).
+func ResidualForward(out, a, b []float32, s, e int) {
+	for i := s; i < e; i++ {
+		out[i] = a[i] + b[i]
+	}
+}
+
+// ResidualBackward: da += dout, db += dout over elements [s, e).
+func ResidualBackward(da, db, dout []float32, s, e int) {
+	for i := s; i < e; i++ {
+		da[i] += dout[i]
+		db[i] += dout[i]
+	}
+}
+
+// ------------------------------------------------------------------- matmul
+
+// MatmulForward is a linear layer without bias, weights [out, in] as in
+// Hugging Face: y[N,out] = x[N,in]·Wᵀ (+ y when accumulate).
+func MatmulForward(y, x, w []float32, N, in, out int, accumulate bool) {
+	var beta float32
+	if accumulate {
+		beta = 1
+	}
+	kernels.Sgemm(false, true, N, out, in, 1, x, in, w, in, beta, y, out)
+}
+
+// MatmulBackward: dx = dy·W (+ dx when accumulate), dW += dyᵀ·x. dx may be
+// nil to skip the input gradient.
+func MatmulBackward(dx, dw, dy, x, w []float32, N, in, out int, accumulate bool) {
+	if dx != nil {
+		var beta float32
+		if accumulate {
+			beta = 1
+		}
+		kernels.Sgemm(false, false, N, in, out, 1, dy, out, w, in, beta, dx, in)
+	}
+	kernels.Sgemm(true, false, out, in, N, 1, dy, out, x, in, 1, dw, in)
+}
+
+// ------------------------------------------------------------ cross-entropy
+
+// CrossEntropy computes, for rows [s, e) of logits z [N, V] with targets y:
+//
+//	lse_i = log Σ_v exp(z_iv),   loss_i = lse_i − z_iy,   zl_i = λ·lse_i²
+//
+// and, when grad is non-nil, overwrites z in place with the gradient of
+// Σ_i grad_i·(loss_i + zl_i):
+//
+//	dz_iv = grad_i · (softmax_iv·(1 + 2λ·lse_i) − [v = y_i])
+//
+// Rows with y_i < 0 are ignored (loss 0, gradient 0).
+func CrossEntropy(z []float32, V int, targets []int32, grad []float32, lambda float32, loss, lse []float32, s, e int) {
+	for i := s; i < e; i++ {
+		row := z[i*V : (i+1)*V]
+		y := int(targets[i])
+		mx := row[0]
+		for _, v := range row {
+			if v > mx {
+				mx = v
+			}
+		}
+		zy := float32(0)
+		if y >= 0 {
+			zy = row[y]
+		}
+		var g float32
+		if grad != nil {
+			g = grad[i]
+		}
+		var sum float32
+		if grad != nil && y >= 0 && g != 0 {
+			// keep e^(z−max) in the row for the gradient pass
+			for v, x := range row {
+				ex := Expf(x - mx)
+				row[v] = ex
+				sum += ex
+			}
+		} else {
+			for _, x := range row {
+				sum += Expf(x - mx)
+			}
+		}
+		l := mx + float32(math.Log(float64(sum)))
+		lse[i] = l
+		if y < 0 {
+			loss[i] = 0
+		} else {
+			loss[i] = l - zy
+		}
+		if grad == nil {
+			continue
+		}
+		if y < 0 || g == 0 {
+			clear(row)
+			continue
+		}
+		k := g * (1 + 2*lambda*l) / sum
+		for v := range row {
+			row[v] *= k
+		}
+		row[y] -= g
+	}
+}
+
+// -------------------------------------------------------------------- utils
+
+func axpy(a float32, x, y []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] += a * v
+	}
+}
+
+// Expf is a fast float32 e^x (relative error below 2e-7 on [−87, 88]):
+// x = k·ln2 + r with |r| ≤ ln2/2, e^r by a degree-7 Taylor polynomial, 2^k
+// through the exponent bits. Inputs below −87.3 give 0, above 88.7 +Inf.
+func Expf(x float32) float32 {
+	if x < -87.3 {
+		return 0
+	}
+	if x > 88.7 {
+		return float32(math.Inf(1))
+	}
+	if x != x {
+		return x
+	}
+	const (
+		log2e = 1.44269504088896341
+		ln2hi = 0.693359375
+		ln2lo = -2.12194440e-4
+	)
+	kf := float32(math.Floor(float64(x*log2e + 0.5)))
+	r := x - kf*ln2hi - kf*ln2lo
+	p := float32(1.0 / 5040)
+	p = p*r + 1.0/720
+	p = p*r + 1.0/120
+	p = p*r + 1.0/24
+	p = p*r + 1.0/6
+	p = p*r + 0.5
+	p = p*r + 1
+	p = p*r + 1
+	k := int32(kf)
+	if k < -126 {
+		// keep the result normal-range safe: scale in two steps
+		return p * math.Float32frombits(uint32(k+126+127)<<23) * math.Float32frombits(uint32(1)<<23)
+	}
+	return p * math.Float32frombits(uint32(k+127)<<23)
+}

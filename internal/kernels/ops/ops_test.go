@@ -1,0 +1,279 @@
+package ops
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func randVec(r *rand.Rand, n int, s float32) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64()) * s
+	}
+	return v
+}
+
+// dotR is the scalar test functional L = Σ r_i·y_i (so ∂L/∂y = r).
+func dotR(r, y []float32) float64 {
+	var s float64
+	for i := range r {
+		s += float64(r[i]) * float64(y[i])
+	}
+	return s
+}
+
+// fdCheck compares grad (analytic ∂L/∂x) with float32 central differences
+// of loss() over every entry of x (or a sample of at most 40).
+func fdCheck(t *testing.T, name string, x, grad []float32, loss func() float64) {
+	t.Helper()
+	const h = 1e-2
+	step := 1
+	if len(x) > 40 {
+		step = len(x) / 40
+	}
+	for i := 0; i < len(x); i += step {
+		old := x[i]
+		x[i] = old + h
+		lp := loss()
+		x[i] = old - h
+		lm := loss()
+		x[i] = old
+		num := (lp - lm) / (2 * h)
+		ana := float64(grad[i])
+		if math.Abs(num-ana) > 2e-2*math.Abs(ana)+2e-3 {
+			t.Errorf("%s[%d]: analytic %.6g numeric %.6g", name, i, ana, num)
+		}
+	}
+}
+
+func TestExpf(t *testing.T) {
+	worst := 0.0
+	for x := float32(-87); x < 88; x += 0.0137 {
+		got := float64(Expf(x))
+		want := math.Exp(float64(x))
+		if rel := math.Abs(got-want) / want; rel > worst {
+			worst = rel
+		}
+	}
+	if worst > 3e-7 {
+		t.Fatalf("Expf max relative error %g", worst)
+	}
+	if Expf(-100) != 0 || !math.IsInf(float64(Expf(100)), 1) {
+		t.Fatal("Expf limits")
+	}
+}
+
+func TestEmbeddingGrad(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	V, C := 5, 4
+	tokens := []int32{0, 3, 3, 1, 4, 3}
+	N := len(tokens)
+	wte := randVec(r, V*C, 1)
+	rr := randVec(r, N*C, 1)
+	out := make([]float32, N*C)
+	loss := func() float64 { EmbeddingForward(out, tokens, wte, C, 0, N); return dotR(rr, out) }
+	dw := make([]float32, V*C)
+	EmbeddingBackward(dw, rr, tokens, C)
+	fdCheck(t, "dwte", wte, dw, loss)
+}
+
+func TestRMSNormGrad(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 1))
+	N, C := 3, 8
+	x := randVec(r, N*C, 1)
+	w := randVec(r, C, 1)
+	rr := randVec(r, N*C, 1)
+	out, rstd := make([]float32, N*C), make([]float32, N)
+	loss := func() float64 { RMSNormForward(out, rstd, x, w, C, 1e-5, 0, N); return dotR(rr, out) }
+	loss()
+	dx, dw := make([]float32, N*C), make([]float32, C)
+	RMSNormBackward(dx, dw, rr, x, w, rstd, C, 0, N)
+	fdCheck(t, "dx", x, dx, loss)
+	fdCheck(t, "dw", w, dw, loss)
+}
+
+func TestHeadRMSNormGrad(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 1))
+	N, nh, hd, stride, off := 3, 2, 6, 17, 3
+	src := randVec(r, N*stride, 1)
+	w := randVec(r, hd, 1)
+	rr := randVec(r, N*stride, 1)
+	// only the normalised columns enter L
+	mask := func(v []float32) {
+		for n := 0; n < N; n++ {
+			for j := 0; j < stride; j++ {
+				if j < off || j >= off+nh*hd {
+					v[n*stride+j] = 0
+				}
+			}
+		}
+	}
+	mask(rr)
+	dst, rstd := make([]float32, N*stride), make([]float32, N*nh)
+	loss := func() float64 {
+		HeadRMSNormForward(dst, src, rstd, w, stride, off, nh, hd, 1e-6, 0, N)
+		return dotR(rr, dst)
+	}
+	loss()
+	d := append([]float32(nil), rr...)
+	dw := make([]float32, hd)
+	HeadRMSNormBackward(d, src, rstd, w, dw, stride, off, nh, hd, 0, N)
+	mask(d)
+	fdCheck(t, "dsrc", src, d, loss)
+	fdCheck(t, "dw", w, dw, loss)
+}
+
+func TestRoPEGradAndRelative(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 1))
+	T, nh, hd, stride := 5, 2, 8, 16
+	N := 2 * T
+	cos, sin := make([]float32, T*hd/2), make([]float32, T*hd/2)
+	RoPETables(cos, sin, T, hd, 100)
+	x := randVec(r, N*stride, 1)
+	rr := randVec(r, N*stride, 1)
+	y := make([]float32, len(x))
+	loss := func() float64 {
+		copy(y, x)
+		RoPEForward(y, cos, sin, T, stride, 0, nh, hd, 0, N)
+		return dotR(rr, y)
+	}
+	d := append([]float32(nil), rr...)
+	RoPEBackward(d, cos, sin, T, stride, 0, nh, hd, 0, N)
+	fdCheck(t, "dx", x, d, loss)
+
+	// relative property: <R_p q, R_{p+k} k> depends only on k
+	q, k := randVec(r, hd, 1), randVec(r, hd, 1)
+	score := func(p, s int) float64 {
+		a, b := make([]float32, T*hd), make([]float32, T*hd)
+		copy(a[p*hd:], q)
+		copy(b[s*hd:], k)
+		RoPEForward(a, cos, sin, T, hd, 0, 1, hd, 0, T)
+		RoPEForward(b, cos, sin, T, hd, 0, 1, hd, 0, T)
+		return dotR(a[p*hd:(p+1)*hd], b[s*hd:(s+1)*hd])
+	}
+	if d := math.Abs(score(0, 2) - score(2, 4)); d > 1e-4 {
+		t.Errorf("RoPE not relative: %g", d)
+	}
+}
+
+func TestSwiGLUGrad(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 1))
+	N, F := 3, 5
+	gu := randVec(r, N*2*F, 2)
+	rr := randVec(r, N*F, 1)
+	h := make([]float32, N*F)
+	loss := func() float64 { SwiGLUForward(h, gu, F, 0, N); return dotR(rr, h) }
+	dgu := make([]float32, N*2*F)
+	SwiGLUBackward(dgu, rr, gu, F, 0, N)
+	fdCheck(t, "dgu", gu, dgu, loss)
+}
+
+func TestResidualGrad(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 1))
+	a, b, rr := randVec(r, 7, 1), randVec(r, 7, 1), randVec(r, 7, 1)
+	out := make([]float32, 7)
+	loss := func() float64 { ResidualForward(out, a, b, 0, 7); return dotR(rr, out) }
+	da, db := make([]float32, 7), make([]float32, 7)
+	ResidualBackward(da, db, rr, 0, 7)
+	fdCheck(t, "da", a, da, loss)
+	fdCheck(t, "db", b, db, loss)
+}
+
+func TestMatmulGrad(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 1))
+	N, in, out := 4, 5, 3
+	x, w := randVec(r, N*in, 1), randVec(r, out*in, 1)
+	rr := randVec(r, N*out, 1)
+	y := make([]float32, N*out)
+	loss := func() float64 { MatmulForward(y, x, w, N, in, out, false); return dotR(rr, y) }
+	dx, dw := make([]float32, N*in), make([]float32, out*in)
+	MatmulBackward(dx, dw, rr, x, w, N, in, out, false)
+	fdCheck(t, "dx", x, dx, loss)
+	fdCheck(t, "dw", w, dw, loss)
+}
+
+func TestCrossEntropyGrad(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 1))
+	N, V := 4, 7
+	z := randVec(r, N*V, 2)
+	targets := []int32{1, -1, 6, 0}
+	weights := []float32{0.25, 0.25, 0.5, 0}
+	const lambda = 0.05
+	loss, lse := make([]float32, N), make([]float32, N)
+	obj := func() float64 {
+		CrossEntropy(z, V, targets, nil, lambda, loss, lse, 0, N)
+		var s float64
+		for i := range loss {
+			if targets[i] >= 0 {
+				s += float64(weights[i]) * (float64(loss[i]) + lambda*float64(lse[i])*float64(lse[i]))
+			}
+		}
+		return s
+	}
+	obj()
+	// reference value for row 0
+	var se float64
+	for _, v := range z[:V] {
+		se += math.Exp(float64(v))
+	}
+	if want := math.Log(se) - float64(z[1]); math.Abs(want-float64(loss[0])) > 1e-5 {
+		t.Fatalf("loss %g want %g", loss[0], want)
+	}
+	dz := append([]float32(nil), z...)
+	CrossEntropy(dz, V, targets, weights, lambda, make([]float32, N), make([]float32, N), 0, N)
+	fdCheck(t, "dz", z, dz, obj)
+}
+
+func TestAttentionGrad(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		seg   bool
+		block int
+	}{{"causal", false, 0}, {"docmask-blocked", true, 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(9, 1))
+			B, T, H, KV, hd := 2, 5, 4, 2, 4
+			d := AttnDims{B: B, T: T, H: H, KVH: KV, HD: hd, Stride: (H + 2*KV) * hd,
+				QOff: 0, KOff: H * hd, VOff: (H + KV) * hd, OutStride: H * hd}
+			var seg []int32
+			if tc.seg {
+				seg = []int32{0, 0, 1, 1, 1, 4, 4, 4, 4, 9}
+			}
+			a := &Attention{D: d, Seg: seg, Block: tc.block}
+			N := B * T
+			qkv := randVec(r, N*d.Stride, 1.5)
+			rr := randVec(r, N*d.OutStride, 1)
+			out := make([]float32, N*d.OutStride)
+			att := make([]float32, B*H*T*T)
+			rowMax, rowEnt := make([]float32, B*H*T), make([]float32, B*H*T)
+			loss := func() float64 { a.Forward(out, att, qkv, rowMax, rowEnt); return dotR(rr, out) }
+			loss()
+			// probabilities: rows sum to 1, masked entries are 0
+			for row := 0; row < B*H*T; row++ {
+				tt := row % T
+				b := row / T / H
+				var s float32
+				for j := 0; j < T; j++ {
+					p := att[row*T+j]
+					if j > tt || (seg != nil && seg[b*T+j] != seg[b*T+tt]) {
+						if p != 0 {
+							t.Fatalf("row %d masked p[%d]=%g", row, j, p)
+						}
+					}
+					s += p
+				}
+				if math.Abs(float64(s-1)) > 1e-5 {
+					t.Fatalf("row %d sums to %g", row, s)
+				}
+				if tt == 0 && rowEnt[row] > 1e-6 {
+					t.Fatalf("first row entropy %g", rowEnt[row])
+				}
+			}
+			dqkv := make([]float32, N*d.Stride)
+			datt := make([]float32, len(att))
+			a.Backward(dqkv, rr, qkv, att, datt)
+			fdCheck(t, "dqkv", qkv, dqkv, loss)
+		})
+	}
+}

@@ -1,0 +1,238 @@
+package kernels
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// The worker pool: Threads()-1 persistent goroutines plus the calling
+// goroutine. A parallel call publishes one job, wakes the workers it needs,
+// and every participant (the caller included) claims chunks from an atomic
+// counter until none are left, so a worker slowed down by other load on the
+// machine simply takes fewer chunks. Nothing is allocated per call.
+//
+// Only one parallel job runs at a time: a ParallelFor issued while the pool is
+// busy (from inside another ParallelFor's fn, or from a second goroutine) runs
+// inline on its caller, which keeps nesting deadlock-free.
+
+// Task is the allocation-free form of a ParallelFor body: a pointer to a
+// caller-owned struct converts to Task without allocating, whereas a closure
+// built at the call site may be heap-allocated on every call.
+type Task interface {
+	Run(start, end int)
+}
+
+// funcTask adapts a func to Task without allocating (it is a named func type).
+type funcTask func(start, end int)
+
+func (f funcTask) Run(start, end int) { f(start, end) }
+
+type pool struct {
+	mu      sync.Mutex // held for the duration of one parallel job
+	workers []*worker
+	stopped bool // set (under mu) when SetThreads retired this pool
+
+	// The current job, written by the caller before waking workers: either a
+	// Task, or a wtask that is also told which participant runs each chunk.
+	task   Task
+	wt     wtask
+	n      int
+	chunk  int
+	chunks int64
+	next   atomic.Int64 // next chunk index to claim
+	active atomic.Int32 // woken workers still running
+	done   chan struct{}
+}
+
+// wtask is the internal form of a job body that needs per-thread scratch:
+// w is the participant index, 0 for the caller and 1..Threads()-1 for workers.
+type wtask interface {
+	runw(w, start, end int)
+}
+
+type worker struct {
+	id   int
+	wake chan struct{}
+	quit chan struct{}
+}
+
+var thePool = newPool(runtime.GOMAXPROCS(0))
+
+// poolSizeMu serialises SetThreads against itself.
+var poolSizeMu sync.Mutex
+
+func newPool(threads int) *pool {
+	if threads < 1 {
+		threads = 1
+	}
+	p := &pool{done: make(chan struct{}, 1)}
+	for i := 0; i < threads-1; i++ {
+		w := &worker{id: i + 1, wake: make(chan struct{}, 1), quit: make(chan struct{})}
+		p.workers = append(p.workers, w)
+		go p.loop(w)
+	}
+	return p
+}
+
+func (p *pool) loop(w *worker) {
+	for {
+		select {
+		case <-w.wake:
+			p.work(w.id)
+			if p.active.Add(-1) == 0 {
+				p.done <- struct{}{}
+			}
+		case <-w.quit:
+			return
+		}
+	}
+}
+
+// work claims and runs chunks of the current job until none are left.
+func (p *pool) work(id int) {
+	for {
+		c := p.next.Add(1) - 1
+		if c >= p.chunks {
+			return
+		}
+		s := int(c) * p.chunk
+		e := s + p.chunk
+		if e > p.n {
+			e = p.n
+		}
+		if p.wt != nil {
+			p.wt.runw(id, s, e)
+		} else {
+			p.task.Run(s, e)
+		}
+	}
+}
+
+// run executes task (or wt) over [0,n) in chunks of the given size using up
+// to maxThreads participants. The caller must hold p.mu.
+func (p *pool) run(n, chunk, maxThreads int, task Task, wt wtask) {
+	chunks := (n + chunk - 1) / chunk
+	p.task, p.wt, p.n, p.chunk, p.chunks = task, wt, n, chunk, int64(chunks)
+	p.next.Store(0)
+	helpers := min(len(p.workers), maxThreads-1)
+	if helpers > chunks-1 {
+		helpers = chunks - 1
+	}
+	if helpers > 0 {
+		p.active.Store(int32(helpers))
+		for _, w := range p.workers[:helpers] {
+			w.wake <- struct{}{}
+		}
+	}
+	p.work(0)
+	if helpers > 0 {
+		<-p.done
+	}
+	p.task, p.wt = nil, nil
+}
+
+func (p *pool) stop() {
+	p.stopped = true
+	for _, w := range p.workers {
+		close(w.quit)
+	}
+}
+
+func currentPool() *pool {
+	poolSizeMu.Lock()
+	p := thePool
+	poolSizeMu.Unlock()
+	return p
+}
+
+// Threads returns the number of threads parallel kernels use (the persistent
+// workers plus the calling goroutine). It starts at GOMAXPROCS.
+func Threads() int { return len(currentPool().workers) + 1 }
+
+// SetThreads resizes the pool to n threads (n < 1 means GOMAXPROCS). It waits
+// for a running parallel job to finish first.
+func SetThreads(n int) {
+	if n < 1 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	poolSizeMu.Lock()
+	defer poolSizeMu.Unlock()
+	old := thePool
+	if len(old.workers)+1 == n {
+		return
+	}
+	old.mu.Lock()
+	old.stop()
+	thePool = newPool(n)
+	old.mu.Unlock()
+}
+
+// ParallelFor splits [0,n) into chunks of at least grain items and runs
+// fn(start, end) for each on the persistent pool, the caller included; it
+// returns when all chunks are done. It runs fn(0, n) inline when n < 2·grain,
+// when the pool has one thread, or when the pool is already busy (nested or
+// concurrent calls). Chunks may run in any order and concurrently, so fn must
+// only write disjoint data per range.
+//
+// To stay allocation-free, pass a func value created once (for example stored
+// in a struct field) rather than a closure built at each call, or use
+// ParallelForTask.
+func ParallelFor(n, grain int, fn func(start, end int)) {
+	ParallelForTask(n, grain, funcTask(fn))
+}
+
+// ParallelForTask is ParallelFor with the body given as a Task.
+func ParallelForTask(n, grain int, t Task) {
+	if n <= 0 {
+		return
+	}
+	if grain < 1 {
+		grain = 1
+	}
+	p := currentPool()
+	if len(p.workers) == 0 || n < 2*grain || !p.mu.TryLock() {
+		t.Run(0, n)
+		return
+	}
+	defer p.mu.Unlock()
+	if p.stopped {
+		t.Run(0, n)
+		return
+	}
+	threads := len(p.workers) + 1
+	// Up to 4 chunks per thread balance load when a core is shared with other
+	// processes, without making chunks smaller than grain.
+	chunks := 4 * threads
+	if mx := n / grain; chunks > mx {
+		chunks = mx
+	}
+	chunk := (n + chunks - 1) / chunks
+	p.run(n, chunk, threads, t, nil)
+}
+
+// parallelChunksW runs t over [0,n) in ceil(n/chunk) chunks of the given
+// size on at most maxThreads participants (inline, as participant 0, when the
+// pool is busy or single-threaded).
+func parallelChunksW(n, chunk, maxThreads int, t wtask) {
+	if n <= 0 {
+		return
+	}
+	p := currentPool()
+	if len(p.workers) == 0 || maxThreads < 2 || n <= chunk || !p.mu.TryLock() {
+		serialChunks(n, chunk, t)
+		return
+	}
+	defer p.mu.Unlock()
+	if p.stopped {
+		serialChunks(n, chunk, t)
+		return
+	}
+	p.run(n, chunk, maxThreads, nil, t)
+}
+
+func serialChunks(n, chunk int, t wtask) {
+	for s := 0; s < n; s += chunk {
+		t.runw(0, s, min(s+chunk, n))
+	}
+}

@@ -1,0 +1,88 @@
+package kernels
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+func TestParallelForCoversRangeOnce(t *testing.T) {
+	defer SetThreads(Threads())
+	for _, threads := range []int{1, 2, 3} {
+		SetThreads(threads)
+		if got := Threads(); got != threads {
+			t.Fatalf("Threads() = %d after SetThreads(%d)", got, threads)
+		}
+		for _, tc := range []struct{ n, grain int }{{0, 1}, {1, 1}, {7, 1}, {100, 3}, {1000, 64}, {5, 100}, {1 << 16, 1}} {
+			hits := make([]int32, tc.n)
+			ParallelFor(tc.n, tc.grain, func(s, e int) {
+				if e-s < 1 {
+					t.Errorf("empty chunk [%d,%d)", s, e)
+				}
+				for i := s; i < e; i++ {
+					atomic.AddInt32(&hits[i], 1)
+				}
+			})
+			for i, h := range hits {
+				if h != 1 {
+					t.Fatalf("threads %d n %d grain %d: index %d visited %d times", threads, tc.n, tc.grain, i, h)
+				}
+			}
+		}
+	}
+}
+
+func TestParallelForNestedAndConcurrent(t *testing.T) {
+	defer SetThreads(Threads())
+	SetThreads(2)
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 0; r < 50; r++ {
+				ParallelFor(10, 1, func(s, e int) {
+					ParallelFor(10, 1, func(s2, e2 int) {
+						total.Add(int64((e - s) * (e2 - s2)))
+					})
+				})
+			}
+		}()
+	}
+	// Resize while others run: must neither deadlock nor lose work.
+	for i := 0; i < 10; i++ {
+		SetThreads(1 + i%3)
+	}
+	wg.Wait()
+	if got, want := total.Load(), int64(4*50*100); got != want {
+		t.Fatalf("total %d, want %d", got, want)
+	}
+}
+
+type sumTask struct{ out []float32 }
+
+func (s *sumTask) Run(a, b int) {
+	for i := a; i < b; i++ {
+		s.out[i]++
+	}
+}
+
+func TestParallelForTaskNoAllocs(t *testing.T) {
+	defer SetThreads(Threads())
+	SetThreads(2)
+	task := &sumTask{out: make([]float32, 4096)}
+	fn := task.Run // created once: passing it allocates nothing
+	allocs := testing.AllocsPerRun(100, func() {
+		ParallelForTask(len(task.out), 16, task)
+		ParallelFor(len(task.out), 16, fn)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per call, want 0", allocs)
+	}
+	for i, v := range task.out {
+		if v != 202 {
+			t.Fatalf("out[%d] = %v, want 202", i, v)
+		}
+	}
+}

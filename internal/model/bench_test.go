@@ -1,0 +1,37 @@
+package model
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+func ref7m() Config {
+	return Config{Vocab: 8192, DModel: 256, NLayers: 4, NHeads: 4, NKVHeads: 4, MLPHidden: 768,
+		SeqLen: 256, RopeTheta: 10000, NormEps: 1e-5, InitStd: 0.02}
+}
+
+// BenchmarkForwardBackwardRef7m times one ref7m micro-batch of 2×256 tokens
+// (the full bench is `kestrel bench step`).
+func BenchmarkForwardBackwardRef7m(b *testing.B) {
+	cfg := ref7m()
+	m, err := New(cfg, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const B = 2
+	r := rand.New(rand.NewPCG(1, 1))
+	bt := &Batch{B: B, T: cfg.SeqLen, Inputs: make([]int32, B*cfg.SeqLen), Targets: make([]int32, B*cfg.SeqLen)}
+	for i := range bt.Inputs {
+		bt.Inputs[i] = int32(r.IntN(cfg.Vocab))
+		bt.Targets[i] = int32(r.IntN(cfg.Vocab))
+	}
+	m.ForwardBackward(bt, 1)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		m.ZeroGrads()
+		if _, err := m.ForwardBackward(bt, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(B*cfg.SeqLen*b.N)/b.Elapsed().Seconds(), "tok/s")
+}

@@ -1,0 +1,781 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/kestrel-lm/kestrel/internal/kernels"
+	"github.com/kestrel-lm/kestrel/internal/kernels/ops"
+)
+
+// Model is a Llama/Qwen3-style decoder: token embedding, n_layers pre-norm
+// blocks x += attn(rmsnorm(x)); x += mlp(rmsnorm(x)), a final RMSNorm and
+// an lm_head (or the embedding, when tied). Params and Grads are one flat
+// buffer each; Tensors names the views. A Model is not safe for concurrent
+// use.
+type Model struct {
+	Cfg    Config
+	Params []float32
+	Grads  []float32
+
+	tensors []Tensor
+	byName  map[string]int
+	p, g    weights // views into Params and Grads
+
+	hd, qkvDim, attDim int
+
+	a        arena
+	cos, sin []float32
+	vit      Vitals
+	attn     ops.Attention
+	lastB    int
+
+	// long-lived tasks handed to the worker pool (pointers: no allocation)
+	tEmb   embedTask
+	tRMS   rmsFwdTask
+	tRMSB  rmsBwdTask
+	tHN    headNormTask
+	tHNB   headNormBwdTask
+	tRope  ropeTask
+	tCopyV copyColsTask
+	tSwi   swigluTask
+	tCE    ceTask
+}
+
+// layerW holds the views of one block's parameters (or gradients).
+type layerW struct {
+	ln1, qkv, wo, qn, kn, ln2, gu, down []float32
+}
+
+type weights struct {
+	emb, lnf, lm []float32
+	layers       []layerW
+}
+
+// New validates cfg, lays out the parameters and initialises them
+// deterministically from seed: truncated normal N(0, init_std²) cut at ±3σ,
+// o_proj and down_proj scaled by 1/√(2·n_layers), norm gains 1.
+func New(cfg Config, seed uint64) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("model config: %w", err)
+	}
+	m := &Model{Cfg: cfg, byName: map[string]int{}}
+	D, H, KV, F, V := cfg.DModel, cfg.NHeads, cfg.NKVHeads, cfg.MLPHidden, cfg.Vocab
+	m.hd = D / H
+	m.attDim = H * m.hd
+	m.qkvDim = (H + 2*KV) * m.hd
+
+	off := 0
+	add := func(name, kind string, shape ...int) {
+		n := 1
+		for _, s := range shape {
+			n *= s
+		}
+		m.byName[name] = len(m.tensors)
+		m.tensors = append(m.tensors, Tensor{Name: name, Shape: shape, Offset: off, Size: n, Kind: kind})
+		off += n
+	}
+	add("model.embed_tokens.weight", "embedding", V, D)
+	for l := 0; l < cfg.NLayers; l++ {
+		p := "model.layers." + strconv.Itoa(l) + "."
+		add(p+"input_layernorm.weight", "norm", D)
+		// q, k, v adjacent: one GEMM computes all three.
+		add(p+"self_attn.q_proj.weight", "matrix", H*m.hd, D)
+		add(p+"self_attn.k_proj.weight", "matrix", KV*m.hd, D)
+		add(p+"self_attn.v_proj.weight", "matrix", KV*m.hd, D)
+		add(p+"self_attn.o_proj.weight", "matrix", D, H*m.hd)
+		if cfg.QKNorm {
+			add(p+"self_attn.q_norm.weight", "norm", m.hd)
+			add(p+"self_attn.k_norm.weight", "norm", m.hd)
+		}
+		add(p+"post_attention_layernorm.weight", "norm", D)
+		// gate and up adjacent: one GEMM computes both.
+		add(p+"mlp.gate_proj.weight", "matrix", F, D)
+		add(p+"mlp.up_proj.weight", "matrix", F, D)
+		add(p+"mlp.down_proj.weight", "matrix", D, F)
+	}
+	add("model.norm.weight", "norm", D)
+	if !cfg.Tied {
+		add("lm_head.weight", "matrix", V, D)
+	}
+	m.Params = make([]float32, off)
+	m.Grads = make([]float32, off)
+	m.p = m.views(m.Params)
+	m.g = m.views(m.Grads)
+	m.init(seed)
+
+	m.vit.MaxAttnLogit = make([][]float32, cfg.NLayers)
+	m.vit.AttnEntropy = make([][]float32, cfg.NLayers)
+	for l := range m.vit.MaxAttnLogit {
+		m.vit.MaxAttnLogit[l] = make([]float32, H)
+		m.vit.AttnEntropy[l] = make([]float32, H)
+	}
+	m.vit.ResidualRMS = make([]float32, cfg.NLayers)
+	m.vit.ActivationOutlierRate = make([]float32, cfg.NLayers)
+
+	half := m.hd / 2
+	m.cos = make([]float32, cfg.SeqLen*half)
+	m.sin = make([]float32, cfg.SeqLen*half)
+	ops.RoPETables(m.cos, m.sin, cfg.SeqLen, m.hd, cfg.RopeTheta)
+	return m, nil
+}
+
+func (m *Model) views(buf []float32) weights {
+	at := func(name string) []float32 {
+		t := m.tensors[m.byName[name]]
+		return buf[t.Offset : t.Offset+t.Size : t.Offset+t.Size]
+	}
+	span := func(first, last string) []float32 {
+		a := m.tensors[m.byName[first]]
+		b := m.tensors[m.byName[last]]
+		return buf[a.Offset : b.Offset+b.Size : b.Offset+b.Size]
+	}
+	w := weights{emb: at("model.embed_tokens.weight"), lnf: at("model.norm.weight")}
+	if m.Cfg.Tied {
+		w.lm = w.emb
+	} else {
+		w.lm = at("lm_head.weight")
+	}
+	for l := 0; l < m.Cfg.NLayers; l++ {
+		p := "model.layers." + strconv.Itoa(l) + "."
+		lw := layerW{
+			ln1:  at(p + "input_layernorm.weight"),
+			qkv:  span(p+"self_attn.q_proj.weight", p+"self_attn.v_proj.weight"),
+			wo:   at(p + "self_attn.o_proj.weight"),
+			ln2:  at(p + "post_attention_layernorm.weight"),
+			gu:   span(p+"mlp.gate_proj.weight", p+"mlp.up_proj.weight"),
+			down: at(p + "mlp.down_proj.weight"),
+		}
+		if m.Cfg.QKNorm {
+			lw.qn = at(p + "self_attn.q_norm.weight")
+			lw.kn = at(p + "self_attn.k_norm.weight")
+		}
+		w.layers = append(w.layers, lw)
+	}
+	return w
+}
+
+func (m *Model) init(seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0x6b657374726c))
+	std := m.Cfg.InitStd
+	outStd := std / math.Sqrt(2*float64(m.Cfg.NLayers))
+	for _, t := range m.tensors {
+		dst := m.Params[t.Offset : t.Offset+t.Size]
+		if t.Kind == "norm" {
+			for i := range dst {
+				dst[i] = 1
+			}
+			continue
+		}
+		s := std
+		if hasSuffix(t.Name, "o_proj.weight") || hasSuffix(t.Name, "down_proj.weight") {
+			s = outStd
+		}
+		for i := range dst {
+			z := rng.NormFloat64()
+			for z > 3 || z < -3 {
+				z = rng.NormFloat64()
+			}
+			dst[i] = float32(z * s)
+		}
+	}
+}
+
+func hasSuffix(s, suf string) bool { return len(s) >= len(suf) && s[len(s)-len(suf):] == suf }
+
+// Tensors returns the named parameter views in a stable order (embedding,
+// then per layer input_layernorm, q/k/v/o_proj, q/k_norm, post-attention
+// norm, gate/up/down_proj, then model.norm and lm_head). The slice is
+// shared; do not modify it.
+func (m *Model) Tensors() []Tensor { return m.tensors }
+
+// Tensor looks a view up by its Hugging Face name.
+func (m *Model) Tensor(name string) (Tensor, bool) {
+	i, ok := m.byName[name]
+	if !ok {
+		return Tensor{}, false
+	}
+	return m.tensors[i], true
+}
+
+// NumParams is the number of parameters (the lm_head counts only when untied).
+func (m *Model) NumParams() int { return len(m.Params) }
+
+// ZeroGrads clears the gradient buffer.
+func (m *Model) ZeroGrads() { clear(m.Grads) }
+
+// Vitals returns the health numbers of the last Forward or ForwardBackward.
+// The struct is owned by the model and overwritten by the next pass.
+func (m *Model) Vitals() *Vitals { return &m.vit }
+
+// FLOPsPerToken is the training cost per token used for MFU:
+//
+//	6·N + 12·n_layers·seq_len·(n_heads·head_dim)
+//
+// N counts the parameters of every matrix multiply (q,k,v,o, gate, up,
+// down in each layer and the lm_head, tied or not; not the embedding
+// lookup or norm gains); 6 = 2 (multiply-add) × 3 (forward, two backward
+// products). The attention term counts QKᵀ and P·V forward and backward
+// over the full T×T square, as in the PaLM paper's MFU definition, although
+// causal attention computes only about half of it.
+func (m *Model) FLOPsPerToken() float64 {
+	c := m.Cfg
+	D, F := float64(c.DModel), float64(c.MLPHidden)
+	perLayer := D*float64(m.qkvDim) + float64(m.attDim)*D + 3*D*F
+	n := float64(c.NLayers)*perLayer + float64(c.Vocab)*D
+	return 6*n + 12*float64(c.NLayers)*float64(c.SeqLen)*float64(m.attDim)
+}
+
+// ---------------------------------------------------------------- arena
+
+// arena holds every activation of one pass for up to maxB sequences of
+// seq_len tokens; it is allocated once (and again only when a larger B
+// arrives). All slices are views into buf.
+type arena struct {
+	maxB int
+	buf  []float32
+
+	resid                    [][]float32 // [L+1][N*D]
+	residMid, ln1, ln2       [][]float32 // [L][N*D]
+	rstd1, rstd2             [][]float32 // [L][N]
+	qkvRaw, qkv              [][]float32 // [L][N*QKV] (qkvRaw only with QK-Norm)
+	qnRstd, knRstd           [][]float32 // [L][N*H], [L][N*KV]
+	att                      [][]float32 // [L][B*H*T*T]
+	atty                     [][]float32 // [L][N*H*hd]
+	gu, h                    [][]float32 // [L][N*2F], [L][N*F]
+	lnf, rstdf, logits       []float32
+	loss, lse, rowGrad       []float32 // [N]
+	rowMax, rowEnt           []float32 // [B*H*T]
+	dresid, dln, dqkv, datty []float32
+	dgu, dh, datt            []float32
+	partial                  []float32 // [normChunks*max(D,hd)]
+}
+
+// normChunks is the fixed number of row chunks whose partial norm-gain
+// gradients are summed in order, so results do not depend on thread count.
+const normChunks = 16
+
+// Bytes reports the arena size in bytes.
+func (a *arena) Bytes() int { return 4 * len(a.buf) }
+
+// ArenaBytes returns the bytes of activation memory currently allocated (it
+// grows with the largest batch seen: linear in B·T plus the B·H·T² of
+// attention probabilities).
+func (m *Model) ArenaBytes() int { return m.a.Bytes() }
+
+func (m *Model) ensureArena(B int) {
+	if B <= m.a.maxB {
+		return
+	}
+	c := m.Cfg
+	L, D, H, KV, F, V, T := c.NLayers, c.DModel, c.NHeads, c.NKVHeads, c.MLPHidden, c.Vocab, c.SeqLen
+	N := B * T
+	var sizes []int
+	var dsts []*[]float32
+	want := func(dst *[]float32, n int) {
+		dsts = append(dsts, dst)
+		sizes = append(sizes, n)
+	}
+	a := arena{maxB: B}
+	a.resid = make([][]float32, L+1)
+	for i := range a.resid {
+		want(&a.resid[i], N*D)
+	}
+	mk := func(p *[][]float32, n int) {
+		*p = make([][]float32, L)
+		for i := range *p {
+			want(&(*p)[i], n)
+		}
+	}
+	mk(&a.residMid, N*D)
+	mk(&a.ln1, N*D)
+	mk(&a.ln2, N*D)
+	mk(&a.rstd1, N)
+	mk(&a.rstd2, N)
+	mk(&a.qkv, N*m.qkvDim)
+	if c.QKNorm {
+		mk(&a.qkvRaw, N*m.qkvDim)
+		mk(&a.qnRstd, N*H)
+		mk(&a.knRstd, N*KV)
+	}
+	mk(&a.att, B*H*T*T)
+	mk(&a.atty, N*m.attDim)
+	mk(&a.gu, N*2*F)
+	mk(&a.h, N*F)
+	want(&a.lnf, N*D)
+	want(&a.rstdf, N)
+	want(&a.logits, N*V)
+	want(&a.loss, N)
+	want(&a.lse, N)
+	want(&a.rowGrad, N)
+	want(&a.rowMax, B*H*T)
+	want(&a.rowEnt, B*H*T)
+	want(&a.dresid, N*D)
+	want(&a.dln, N*D)
+	want(&a.dqkv, N*m.qkvDim)
+	want(&a.datty, N*m.attDim)
+	want(&a.dgu, N*2*F)
+	want(&a.dh, N*F)
+	want(&a.datt, B*H*T*T)
+	want(&a.partial, normChunks*max(D, m.hd))
+	total := 0
+	for _, s := range sizes {
+		total += s
+	}
+	m.a = arena{} // release the old buffer before allocating the new one
+	a.buf = make([]float32, total)
+	off := 0
+	for i, d := range dsts {
+		*d = a.buf[off : off+sizes[i] : off+sizes[i]]
+		off += sizes[i]
+	}
+	m.a = a
+}
+
+// ---------------------------------------------------------------- passes
+
+func (m *Model) checkBatch(b *Batch, needTargets bool) error {
+	if b == nil {
+		return errors.New("model: nil batch")
+	}
+	c := m.Cfg
+	if b.B <= 0 || b.T <= 0 {
+		return fmt.Errorf("model: batch B=%d T=%d must be > 0", b.B, b.T)
+	}
+	if b.T > c.SeqLen {
+		return fmt.Errorf("model: batch T=%d exceeds model.seq_len=%d", b.T, c.SeqLen)
+	}
+	N := b.B * b.T
+	if len(b.Inputs) != N {
+		return fmt.Errorf("model: batch Inputs has %d tokens, want B·T=%d", len(b.Inputs), N)
+	}
+	if needTargets && len(b.Targets) != N {
+		return fmt.Errorf("model: batch Targets has %d tokens, want B·T=%d", len(b.Targets), N)
+	}
+	if b.Mask != nil && len(b.Mask) != N {
+		return fmt.Errorf("model: batch Mask has %d entries, want B·T=%d", len(b.Mask), N)
+	}
+	if b.SegIDs != nil && len(b.SegIDs) != N {
+		return fmt.Errorf("model: batch SegIDs has %d entries, want B·T=%d", len(b.SegIDs), N)
+	}
+	for i, t := range b.Inputs {
+		if t < 0 || int(t) >= c.Vocab {
+			return fmt.Errorf("model: batch Inputs[%d]=%d outside vocab [0,%d)", i, t, c.Vocab)
+		}
+	}
+	if needTargets {
+		for i, t := range b.Targets {
+			if int(t) >= c.Vocab {
+				return fmt.Errorf("model: batch Targets[%d]=%d outside vocab [0,%d) (negative = ignored)", i, t, c.Vocab)
+			}
+		}
+	}
+	return nil
+}
+
+// ForwardBackward runs forward and backward on one micro-batch and adds
+// scale·∂objective/∂θ into Grads, where the objective is the mean
+// cross-entropy over counted positions plus the mean z-loss (λ·lse²) when
+// model.z_loss > 0. A position counts when its target is ≥ 0 and its Mask
+// weight (default 1) is non-zero; Mask weights the average. Use
+// scale = 1/number_of_micro_batches to accumulate.
+func (m *Model) ForwardBackward(b *Batch, scale float32) (Stats, error) {
+	if err := m.checkBatch(b, true); err != nil {
+		return Stats{}, err
+	}
+	m.ensureArena(b.B)
+	m.forwardBody(b, true)
+	st := m.head(b, scale, true)
+	m.backward(b)
+	return st, nil
+}
+
+// Forward is ForwardBackward without gradients (evaluation). It uses the
+// same arena, and a later ForwardBackward recomputes everything it needs.
+func (m *Model) Forward(b *Batch) (Stats, error) {
+	if err := m.checkBatch(b, true); err != nil {
+		return Stats{}, err
+	}
+	m.ensureArena(b.B)
+	m.forwardBody(b, true)
+	return m.head(b, 0, false), nil
+}
+
+// Logits writes into dst (len vocab) the next-token logits after the given
+// context (1..seq_len tokens).
+func (m *Model) Logits(tokens []int32, dst []float32) error {
+	c := m.Cfg
+	if len(tokens) == 0 || len(tokens) > c.SeqLen {
+		return fmt.Errorf("model: Logits context of %d tokens, want 1..%d", len(tokens), c.SeqLen)
+	}
+	if len(dst) != c.Vocab {
+		return fmt.Errorf("model: Logits dst has length %d, want vocab=%d", len(dst), c.Vocab)
+	}
+	b := Batch{B: 1, T: len(tokens), Inputs: tokens}
+	if err := m.checkBatch(&b, false); err != nil {
+		return err
+	}
+	m.ensureArena(1)
+	m.forwardBody(&b, false)
+	D := c.DModel
+	last := len(tokens) - 1
+	x := m.a.resid[c.NLayers][last*D : (last+1)*D]
+	ops.RMSNormForward(m.a.lnf, m.a.rstdf, x, m.p.lnf, D, float32(c.NormEps), 0, 1)
+	kernels.Sgemm(false, true, 1, c.Vocab, D, 1, m.a.lnf, D, m.p.lm, D, 0, dst, c.Vocab)
+	return nil
+}
+
+func (m *Model) ropeLayer(l int) bool {
+	k := m.Cfg.NoPEEvery
+	return k == 0 || (l+1)%k != 0
+}
+
+// forwardBody runs the embedding and every block, filling the arena and
+// (with vitals) the attention/residual vitals.
+func (m *Model) forwardBody(b *Batch, vitals bool) {
+	c := m.Cfg
+	a := &m.a
+	B, T := b.B, b.T
+	N := B * T
+	D, H, KV, F, hd := c.DModel, c.NHeads, c.NKVHeads, c.MLPHidden, m.hd
+	eps := float32(c.NormEps)
+	m.lastB = B
+
+	m.tEmb = embedTask{out: a.resid[0], tokens: b.Inputs, wte: m.p.emb, C: D}
+	kernels.ParallelForTask(N, 64, &m.tEmb)
+
+	var seg []int32
+	if c.DocMask {
+		seg = b.SegIDs
+	}
+	m.attn = ops.Attention{D: ops.AttnDims{B: B, T: T, H: H, KVH: KV, HD: hd, Stride: m.qkvDim,
+		QOff: 0, KOff: H * hd, VOff: (H + KV) * hd, OutStride: m.attDim}, Seg: seg}
+
+	for l := 0; l < c.NLayers; l++ {
+		w := &m.p.layers[l]
+		x := a.resid[l]
+		m.rmsForward(a.ln1[l], a.rstd1[l], x, w.ln1, N, D, eps)
+		qkv := a.qkv[l]
+		if c.QKNorm {
+			ops.MatmulForward(a.qkvRaw[l], a.ln1[l], w.qkv, N, D, m.qkvDim, false)
+			m.tHN = headNormTask{dst: qkv, src: a.qkvRaw[l], rstd: a.qnRstd[l], w: w.qn, stride: m.qkvDim, off: 0, nh: H, hd: hd, eps: eps}
+			kernels.ParallelForTask(N, 16, &m.tHN)
+			m.tHN = headNormTask{dst: qkv, src: a.qkvRaw[l], rstd: a.knRstd[l], w: w.kn, stride: m.qkvDim, off: H * hd, nh: KV, hd: hd, eps: eps}
+			kernels.ParallelForTask(N, 16, &m.tHN)
+			m.tCopyV = copyColsTask{dst: qkv, src: a.qkvRaw[l], stride: m.qkvDim, off: (H + KV) * hd, n: KV * hd}
+			kernels.ParallelForTask(N, 64, &m.tCopyV)
+		} else {
+			ops.MatmulForward(qkv, a.ln1[l], w.qkv, N, D, m.qkvDim, false)
+		}
+		if m.ropeLayer(l) {
+			m.tRope = ropeTask{x: qkv, cos: m.cos, sin: m.sin, T: T, stride: m.qkvDim, nh: H + KV, hd: hd}
+			kernels.ParallelForTask(N, 16, &m.tRope)
+		}
+		m.attn.Forward(a.atty[l], a.att[l], qkv, a.rowMax, a.rowEnt)
+		if vitals {
+			m.attnVitals(l, B, T)
+		}
+		copy(a.residMid[l][:N*D], x[:N*D])
+		ops.MatmulForward(a.residMid[l], a.atty[l], w.wo, N, m.attDim, D, true)
+		m.rmsForward(a.ln2[l], a.rstd2[l], a.residMid[l], w.ln2, N, D, eps)
+		ops.MatmulForward(a.gu[l], a.ln2[l], w.gu, N, D, 2*F, false)
+		m.tSwi = swigluTask{h: a.h[l], gu: a.gu[l], F: F}
+		kernels.ParallelForTask(N, 16, &m.tSwi)
+		out := a.resid[l+1]
+		copy(out[:N*D], a.residMid[l][:N*D])
+		ops.MatmulForward(out, a.h[l], w.down, N, F, D, true)
+		if vitals {
+			m.residVitals(l, out[:N*D])
+		}
+	}
+}
+
+func (m *Model) rmsForward(out, rstd, inp, w []float32, N, C int, eps float32) {
+	m.tRMS = rmsFwdTask{out: out, rstd: rstd, inp: inp, w: w, C: C, eps: eps}
+	kernels.ParallelForTask(N, 32, &m.tRMS)
+}
+
+// rmsBackward adds the input gradient into dinp and the gain gradient into
+// dw, summing per-chunk partials in a fixed order.
+func (m *Model) rmsBackward(dinp, dw, dout, inp, w, rstd []float32, N, C int) {
+	m.tRMSB = rmsBwdTask{dinp: dinp, dout: dout, inp: inp, w: w, rstd: rstd, C: C, N: N, partial: m.a.partial}
+	kernels.ParallelForTask(normChunks, 1, &m.tRMSB)
+	sumPartials(dw, m.a.partial, C)
+}
+
+func sumPartials(dw, partial []float32, C int) {
+	for c := 0; c < normChunks; c++ {
+		p := partial[c*C : (c+1)*C]
+		for j, v := range p {
+			dw[j] += v
+		}
+	}
+}
+
+func (m *Model) attnVitals(l, B, T int) {
+	H := m.Cfg.NHeads
+	mx, en := m.vit.MaxAttnLogit[l], m.vit.AttnEntropy[l]
+	for h := 0; h < H; h++ {
+		best := float32(math.Inf(-1))
+		var sum float64
+		for b := 0; b < B; b++ {
+			r0 := (b*H + h) * T
+			for _, v := range m.a.rowMax[r0 : r0+T] {
+				if v > best {
+					best = v
+				}
+			}
+			for _, v := range m.a.rowEnt[r0 : r0+T] {
+				sum += float64(v)
+			}
+		}
+		mx[h] = best
+		en[h] = float32(sum / float64(B*T))
+	}
+}
+
+func (m *Model) residVitals(l int, x []float32) {
+	var s, ss float64
+	for _, v := range x {
+		s += float64(v)
+		ss += float64(v) * float64(v)
+	}
+	n := float64(len(x))
+	mean := s / n
+	m.vit.ResidualRMS[l] = float32(math.Sqrt(ss / n))
+	sd := math.Sqrt(math.Max(ss/n-mean*mean, 0))
+	lo, hi := float32(mean-6*sd), float32(mean+6*sd)
+	cnt := 0
+	for _, v := range x {
+		if v < lo || v > hi {
+			cnt++
+		}
+	}
+	m.vit.ActivationOutlierRate[l] = float32(float64(cnt) / n)
+}
+
+// head runs the final norm, lm_head and loss; with grad it leaves
+// scale·∂objective/∂logits in the logits buffer.
+func (m *Model) head(b *Batch, scale float32, grad bool) Stats {
+	c := m.Cfg
+	a := &m.a
+	N := b.B * b.T
+	D, V := c.DModel, c.Vocab
+	m.rmsForward(a.lnf, a.rstdf, a.resid[c.NLayers], m.p.lnf, N, D, float32(c.NormEps))
+	ops.MatmulForward(a.logits, a.lnf, m.p.lm, N, D, V, false)
+
+	var wsum float64
+	count := 0
+	for i := 0; i < N; i++ {
+		w := float32(1)
+		if b.Mask != nil {
+			w = b.Mask[i]
+		}
+		if b.Targets[i] < 0 {
+			w = 0
+		}
+		if w != 0 {
+			count++
+		}
+		a.rowGrad[i] = w
+		wsum += float64(w)
+	}
+	var gradArg []float32
+	if grad {
+		k := float32(0)
+		if wsum != 0 {
+			k = scale / float32(wsum)
+		}
+		for i := 0; i < N; i++ {
+			a.rowGrad[i] *= k
+		}
+		gradArg = a.rowGrad
+	}
+	lambda := float32(c.ZLoss)
+	m.tCE = ceTask{z: a.logits, V: V, targets: b.Targets, grad: gradArg, lambda: lambda, loss: a.loss, lse: a.lse}
+	kernels.ParallelForTask(N, 8, &m.tCE)
+
+	var loss, zl, lseSum float64
+	for i := 0; i < N; i++ {
+		w := 1.0
+		if b.Mask != nil {
+			w = float64(b.Mask[i])
+		}
+		if b.Targets[i] < 0 {
+			w = 0
+		}
+		l := float64(a.lse[i])
+		loss += w * float64(a.loss[i])
+		zl += w * l * l
+		lseSum += w * l
+	}
+	st := Stats{Tokens: count}
+	if wsum != 0 {
+		st.Loss = loss / wsum
+		st.ZLoss = float64(lambda) * zl / wsum
+		m.vit.LogitLSEMean = float32(lseSum / wsum)
+	} else {
+		m.vit.LogitLSEMean = 0
+	}
+	return st
+}
+
+// backward propagates from the dlogits left by head to every parameter.
+func (m *Model) backward(b *Batch) {
+	c := m.Cfg
+	a := &m.a
+	B, T := b.B, b.T
+	N := B * T
+	D, H, KV, F, V, hd := c.DModel, c.NHeads, c.NKVHeads, c.MLPHidden, c.Vocab, m.hd
+	L := c.NLayers
+
+	// lm_head and final norm
+	ops.MatmulBackward(a.dln, m.g.lm, a.logits, a.lnf, m.p.lm, N, D, V, false)
+	clear(a.dresid[:N*D])
+	m.rmsBackward(a.dresid, m.g.lnf, a.dln, a.resid[L], m.p.lnf, a.rstdf, N, D)
+
+	for l := L - 1; l >= 0; l-- {
+		w, g := &m.p.layers[l], &m.g.layers[l]
+		// MLP: resid[l+1] = residMid + down(swiglu(gu(ln2)))
+		ops.MatmulBackward(a.dh, g.down, a.dresid, a.h[l], w.down, N, F, D, false)
+		m.tSwi = swigluTask{h: a.dh, gu: a.gu[l], dgu: a.dgu, F: F, back: true}
+		kernels.ParallelForTask(N, 16, &m.tSwi)
+		ops.MatmulBackward(a.dln, g.gu, a.dgu, a.ln2[l], w.gu, N, D, 2*F, false)
+		m.rmsBackward(a.dresid, g.ln2, a.dln, a.residMid[l], w.ln2, a.rstd2[l], N, D)
+		// attention: residMid = resid[l] + o_proj(attn(qkv(ln1)))
+		ops.MatmulBackward(a.datty, g.wo, a.dresid, a.atty[l], w.wo, N, m.attDim, D, false)
+		m.attn.Backward(a.dqkv, a.datty, a.qkv[l], a.att[l], a.datt)
+		if m.ropeLayer(l) {
+			m.tRope = ropeTask{x: a.dqkv, cos: m.cos, sin: m.sin, T: T, stride: m.qkvDim, nh: H + KV, hd: hd, back: true}
+			kernels.ParallelForTask(N, 16, &m.tRope)
+		}
+		src := a.qkv[l]
+		if c.QKNorm {
+			src = a.qkvRaw[l]
+			m.headNormBackward(a.dqkv, src, a.qnRstd[l], w.qn, g.qn, N, 0, H)
+			m.headNormBackward(a.dqkv, src, a.knRstd[l], w.kn, g.kn, N, H*hd, KV)
+		}
+		ops.MatmulBackward(a.dln, g.qkv, a.dqkv, a.ln1[l], w.qkv, N, D, m.qkvDim, false)
+		m.rmsBackward(a.dresid, g.ln1, a.dln, a.resid[l], w.ln1, a.rstd1[l], N, D)
+	}
+	ops.EmbeddingBackward(m.g.emb, a.dresid[:N*D], b.Inputs, D)
+}
+
+func (m *Model) headNormBackward(d, src, rstd, w, dw []float32, N, off, nh int) {
+	m.tHNB = headNormBwdTask{d: d, src: src, rstd: rstd, w: w, stride: m.qkvDim, off: off, nh: nh, hd: m.hd, N: N, partial: m.a.partial}
+	kernels.ParallelForTask(normChunks, 1, &m.tHNB)
+	sumPartials(dw, m.a.partial, m.hd)
+}
+
+// ---------------------------------------------------------------- tasks
+
+type embedTask struct {
+	out, wte []float32
+	tokens   []int32
+	C        int
+}
+
+func (t *embedTask) Run(s, e int) { ops.EmbeddingForward(t.out, t.tokens, t.wte, t.C, s, e) }
+
+type rmsFwdTask struct {
+	out, rstd, inp, w []float32
+	C                 int
+	eps               float32
+}
+
+func (t *rmsFwdTask) Run(s, e int) { ops.RMSNormForward(t.out, t.rstd, t.inp, t.w, t.C, t.eps, s, e) }
+
+// chunkRows is the row range of chunk c of normChunks over N rows.
+func chunkRows(c, N int) (int, int) { return c * N / normChunks, (c + 1) * N / normChunks }
+
+type rmsBwdTask struct {
+	dinp, dout, inp, w, rstd, partial []float32
+	C, N                              int
+}
+
+func (t *rmsBwdTask) Run(s, e int) {
+	for c := s; c < e; c++ {
+		p := t.partial[c*t.C : (c+1)*t.C]
+		clear(p)
+		r0, r1 := chunkRows(c, t.N)
+		ops.RMSNormBackward(t.dinp, p, t.dout, t.inp, t.w, t.rstd, t.C, r0, r1)
+	}
+}
+
+type headNormTask struct {
+	dst, src, rstd, w   []float32
+	stride, off, nh, hd int
+	eps                 float32
+}
+
+func (t *headNormTask) Run(s, e int) {
+	ops.HeadRMSNormForward(t.dst, t.src, t.rstd, t.w, t.stride, t.off, t.nh, t.hd, t.eps, s, e)
+}
+
+type headNormBwdTask struct {
+	d, src, rstd, w, partial []float32
+	stride, off, nh, hd, N   int
+}
+
+func (t *headNormBwdTask) Run(s, e int) {
+	for c := s; c < e; c++ {
+		p := t.partial[c*t.hd : (c+1)*t.hd]
+		clear(p)
+		r0, r1 := chunkRows(c, t.N)
+		ops.HeadRMSNormBackward(t.d, t.src, t.rstd, t.w, p, t.stride, t.off, t.nh, t.hd, r0, r1)
+	}
+}
+
+type ropeTask struct {
+	x, cos, sin       []float32
+	T, stride, nh, hd int
+	back              bool
+}
+
+func (t *ropeTask) Run(s, e int) {
+	if t.back {
+		ops.RoPEBackward(t.x, t.cos, t.sin, t.T, t.stride, 0, t.nh, t.hd, s, e)
+	} else {
+		ops.RoPEForward(t.x, t.cos, t.sin, t.T, t.stride, 0, t.nh, t.hd, s, e)
+	}
+}
+
+type copyColsTask struct {
+	dst, src       []float32
+	stride, off, n int
+}
+
+func (t *copyColsTask) Run(s, e int) {
+	for r := s; r < e; r++ {
+		o := r*t.stride + t.off
+		copy(t.dst[o:o+t.n], t.src[o:o+t.n])
+	}
+}
+
+type swigluTask struct {
+	h, gu, dgu []float32
+	F          int
+	back       bool
+}
+
+func (t *swigluTask) Run(s, e int) {
+	if t.back {
+		ops.SwiGLUBackward(t.dgu, t.h, t.gu, t.F, s, e)
+	} else {
+		ops.SwiGLUForward(t.h, t.gu, t.F, s, e)
+	}
+}
+
+type ceTask struct {
+	z, grad, loss, lse []float32
+	targets            []int32
+	V                  int
+	lambda             float32
+}
+
+func (t *ceTask) Run(s, e int) {
+	ops.CrossEntropy(t.z, t.V, t.targets, t.grad, t.lambda, t.loss, t.lse, s, e)
+}

@@ -1,0 +1,252 @@
+package optim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/kestrel-lm/kestrel/internal/kernels"
+)
+
+// Span is one named tensor inside the flat parameter buffer. Kind is
+// "matrix", "embedding", "norm" or "bias" and selects the parameter group.
+type Span struct {
+	Name   string
+	Offset int
+	Size   int
+	Kind   string
+}
+
+// ErrNonFinite marks a step refused because a loss, gradient or update
+// value was NaN or ±Inf. Nothing was changed.
+var ErrNonFinite = errors.New("non-finite value")
+
+// AdamW is AdamW with decoupled weight decay per parameter group, global
+// gradient-norm clipping, Levanter-style update-norm clipping over a rolling
+// window, and OLMo-core-style skipping of outlier steps.
+type AdamW struct {
+	cfg    Config
+	spans  []Span
+	wd     []float64 // per span
+	chunks [][]seg   // the spans cut into fixed chunks for parallel passes
+	part   []float64 // per-chunk partial sums (3 per chunk)
+
+	// M and V are the first and second moments, laid out like the params.
+	M, V []float32
+	// Steps counts applied updates (bias correction uses Steps+1).
+	Steps int
+	// UpdateNorms is the rolling window of unclipped update norms.
+	UpdateNorms *Window
+	// Losses and GradNorms are the skip-step windows.
+	Losses, GradNorms *Window
+}
+
+// NewAdamW makes an optimizer for n parameters laid out as spans (which
+// must not overlap; parameters outside every span are not updated).
+func NewAdamW(cfg Config, n int, spans []Span) (*AdamW, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := &AdamW{cfg: cfg, spans: spans, M: make([]float32, n), V: make([]float32, n),
+		UpdateNorms: NewWindow(max(cfg.UpdateWindow, 2)), Losses: NewWindow(max(cfg.SkipWindow, 2)), GradNorms: NewWindow(max(cfg.SkipWindow, 2))}
+	decays := map[string]bool{}
+	for _, k := range cfg.DecayKinds {
+		decays[k] = true
+	}
+	for _, s := range spans {
+		if s.Offset < 0 || s.Size < 0 || s.Offset+s.Size > n {
+			return nil, fmt.Errorf("optim: tensor %s [%d, %d) outside %d parameters", s.Name, s.Offset, s.Offset+s.Size, n)
+		}
+		w := 0.0
+		if decays[s.Kind] {
+			w = cfg.WeightDecay
+		}
+		o.wd = append(o.wd, w)
+	}
+	// Fixed chunks: partial sums are added in chunk order, so results do not
+	// depend on the number of threads.
+	for i, s := range spans {
+		for lo := s.Offset; lo < s.Offset+s.Size; {
+			c := lo / chunkSize
+			hi := min(s.Offset+s.Size, (c+1)*chunkSize)
+			for len(o.chunks) <= c {
+				o.chunks = append(o.chunks, nil)
+			}
+			o.chunks[c] = append(o.chunks[c], seg{lo: lo, hi: hi, wd: o.wd[i]})
+			lo = hi
+		}
+	}
+	o.part = make([]float64, 3*len(o.chunks))
+	return o, nil
+}
+
+const chunkSize = 1 << 14
+
+type seg struct {
+	lo, hi int
+	wd     float64
+}
+
+// sumParts adds column k of the per-chunk partial sums in chunk order.
+func (o *AdamW) sumParts(k int) float64 {
+	var s float64
+	for c := 0; c < len(o.chunks); c++ {
+		s += o.part[3*c+k]
+	}
+	return s
+}
+
+// Spans returns the tensor layout the optimizer was built with.
+func (o *AdamW) Spans() []Span { return o.spans }
+
+// WeightDecayOf reports the weight decay applied to span i.
+func (o *AdamW) WeightDecayOf(i int) float64 { return o.wd[i] }
+
+// Result describes one call of Step.
+type Result struct {
+	GradNorm       float64 // global gradient norm before clipping
+	GradClipped    bool    // the gradient was scaled down to max_grad_norm
+	UpdateNorm     float64 // norm of the AdamW direction (+ weight decay) before update clipping
+	UpdateNormPost float64 // after update clipping
+	UpdateClipAt   float64 // the active update-clipping threshold (+Inf when inactive)
+	UpdateClipped  bool
+	ParamNorm      float64 // parameter norm before the update
+	UpdateToWeight float64 // lr·‖update‖ / ‖θ‖
+	Skipped        bool    // outlier step: nothing changed
+	SkipReason     string
+}
+
+// GradNorm is the global L2 norm of g, accumulated in float64 in order.
+func GradNorm(g []float32) float64 {
+	var s float64
+	for _, x := range g {
+		s += float64(x) * float64(x)
+	}
+	return math.Sqrt(s)
+}
+
+// Step applies one update to params from grads at learning rate lr, given
+// the step's loss. On ErrNonFinite nothing is changed. A skipped step
+// changes neither params nor moments (only the skip windows see it).
+func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) {
+	var r Result
+	r.UpdateClipAt = math.Inf(1)
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return r, fmt.Errorf("loss is %v: %w", loss, ErrNonFinite)
+	}
+	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
+		for c := c0; c < c1; c++ {
+			var g2 float64
+			for _, sg := range o.chunks[c] {
+				for _, x := range grads[sg.lo:sg.hi] {
+					g2 += float64(x) * float64(x)
+				}
+			}
+			o.part[3*c] = g2
+		}
+	})
+	r.GradNorm = math.Sqrt(o.sumParts(0))
+	if math.IsNaN(r.GradNorm) || math.IsInf(r.GradNorm, 0) {
+		return r, fmt.Errorf("gradient norm is %v: %w", r.GradNorm, ErrNonFinite)
+	}
+	c := o.cfg
+	if c.SkipBadSteps {
+		lt, lok := o.Losses.Threshold(c.SkipSigma, c.SkipMinSteps)
+		gt, gok := o.GradNorms.Threshold(c.SkipSigma, c.SkipMinSteps)
+		switch {
+		case lok && loss > lt:
+			r.Skipped, r.SkipReason = true, fmt.Sprintf("loss %.4g > %.4g (mean+%gσ)", loss, lt, c.SkipSigma)
+		case gok && r.GradNorm > gt:
+			r.Skipped, r.SkipReason = true, fmt.Sprintf("grad norm %.4g > %.4g (mean+%gσ)", r.GradNorm, gt, c.SkipSigma)
+		}
+		o.Losses.Push(loss)
+		o.GradNorms.Push(r.GradNorm)
+		if r.Skipped {
+			return r, nil
+		}
+	}
+	gs := 1.0
+	if c.MaxGradNorm > 0 && r.GradNorm > c.MaxGradNorm {
+		gs = c.MaxGradNorm / (r.GradNorm + 1e-6)
+		r.GradClipped = true
+	}
+	t := float64(o.Steps + 1)
+	b1, b2, eps := c.Beta1, c.Beta2, c.Eps
+	bc1 := 1 - math.Pow(b1, t)
+	bc2 := 1 - math.Pow(b2, t)
+	// Pass 1: norms of θ and of the update direction, writing nothing.
+	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
+		for c := c0; c < c1; c++ {
+			var un, pn float64
+			for _, sg := range o.chunks[c] {
+				for j := sg.lo; j < sg.hi; j++ {
+					g := float64(grads[j]) * gs
+					m := b1*float64(o.M[j]) + (1-b1)*g
+					v := b2*float64(o.V[j]) + (1-b2)*g*g
+					p := float64(params[j])
+					u := (float64(float32(m))/bc1)/(math.Sqrt(float64(float32(v))/bc2)+eps) + sg.wd*p
+					un += u * u
+					pn += p * p
+				}
+			}
+			o.part[3*c+1], o.part[3*c+2] = un, pn
+		}
+	})
+	r.UpdateNorm, r.ParamNorm = math.Sqrt(o.sumParts(1)), math.Sqrt(o.sumParts(2))
+	if math.IsNaN(r.UpdateNorm) || math.IsInf(r.UpdateNorm, 0) {
+		return r, fmt.Errorf("update norm is %v: %w", r.UpdateNorm, ErrNonFinite)
+	}
+	us := 1.0
+	if c.ClipUpdateNorm {
+		if thr, ok := o.UpdateNorms.Threshold(c.UpdateSigma, c.UpdateMinSteps); ok {
+			r.UpdateClipAt = thr
+			if r.UpdateNorm > thr {
+				us = thr / r.UpdateNorm
+				r.UpdateClipped = true
+			}
+		}
+		o.UpdateNorms.Push(r.UpdateNorm)
+	}
+	r.UpdateNormPost = r.UpdateNorm * us
+	if r.ParamNorm > 0 {
+		r.UpdateToWeight = lr * r.UpdateNormPost / r.ParamNorm
+	}
+	// Pass 2: commit moments and parameters.
+	step := lr * us
+	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
+		for c := c0; c < c1; c++ {
+			for _, sg := range o.chunks[c] {
+				for j := sg.lo; j < sg.hi; j++ {
+					g := float64(grads[j]) * gs
+					m := float32(b1*float64(o.M[j]) + (1-b1)*g)
+					v := float32(b2*float64(o.V[j]) + (1-b2)*g*g)
+					p := float64(params[j])
+					u := (float64(m)/bc1)/(math.Sqrt(float64(v)/bc2)+eps) + sg.wd*p
+					o.M[j], o.V[j] = m, v
+					params[j] = float32(p - step*u)
+				}
+			}
+		}
+	})
+	o.Steps++
+	return r, nil
+}
+
+// EMA is an exponential moving average of the weights: W ← β·W + (1-β)·θ.
+type EMA struct {
+	Beta float64
+	W    []float32
+}
+
+// NewEMA starts an average at a copy of params.
+func NewEMA(beta float64, params []float32) *EMA {
+	return &EMA{Beta: beta, W: append([]float32(nil), params...)}
+}
+
+// Update folds params into the average.
+func (e *EMA) Update(params []float32) {
+	b := e.Beta
+	for i, p := range params {
+		e.W[i] = float32(b*float64(e.W[i]) + (1-b)*float64(p))
+	}
+}

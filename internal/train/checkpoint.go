@@ -1,0 +1,448 @@
+package train
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/model"
+	"github.com/kestrel-lm/kestrel/internal/optim"
+	"github.com/kestrel-lm/kestrel/internal/safetensors"
+)
+
+// Checkpoint file names inside checkpoints/step-NNNNNNNN/.
+const (
+	ModelFile     = "model.safetensors"
+	OptimizerFile = "optimizer.safetensors"
+	EMAFile       = "ema.safetensors"
+	StateFile     = "state.json"
+	HFConfigFile  = "config.json"
+	SumsFile      = "SHA256SUMS"
+	stateFormat   = 1
+)
+
+// State is state.json: everything besides tensors that a bit-exact resume needs.
+type State struct {
+	Format     int     `json:"format"`
+	Step       int     `json:"step"` // optimizer steps completed
+	Kind       string  `json:"kind"` // rolling | permanent | final | interrupt
+	TokensSeen int64   `json:"tokens_seen"`
+	WallTime   float64 `json:"wall_time"` // training seconds so far
+	Created    string  `json:"created"`
+	ConfigHash string  `json:"config_hash"`
+
+	// Data position: batches are a pure function of (seed, step), so the
+	// next batch is that of step+1.
+	Data struct {
+		NextStep int    `json:"next_step"`
+		Note     string `json:"note"`
+	} `json:"data"`
+	// RNG: every random stream is keyed by the seed and the step; there is
+	// no iterator state to save.
+	RNG struct {
+		Seed   uint64 `json:"seed"`
+		Stream string `json:"stream"`
+	} `json:"rng"`
+	Schedule struct {
+		LR        float64 `json:"lr"`
+		Phase     string  `json:"phase"`
+		Cycle     int     `json:"cycle"`
+		BatchSize int     `json:"batch_size"`
+	} `json:"schedule"`
+
+	AdamSteps      int           `json:"adam_steps"`
+	UpdateNorms    *optim.Window `json:"update_norm_window"`
+	Losses         *optim.Window `json:"skip_loss_window"`
+	GradNorms      *optim.Window `json:"skip_grad_norm_window"`
+	GradClipWindow []bool        `json:"grad_clip_window"`
+	LossEMA        float64       `json:"loss_ema"`
+	LossEMASteps   int           `json:"loss_ema_steps"`
+	SkippedUpdates int           `json:"skipped_updates"`
+	ClippedUpdates int           `json:"clipped_updates"`
+	EMABeta        float64       `json:"ema_beta"`
+
+	Model     model.Config     `json:"model"`
+	Tokenizer string           `json:"tokenizer"` // "bytes" = byte-level (vocab 256)
+	WarmStart *WarmStartReport `json:"warm_start,omitempty"`
+}
+
+// payload is what one checkpoint holds.
+type payload struct {
+	tensors      []model.Tensor
+	params, m, v []float32
+	ema          []float32
+	state        State
+}
+
+// CheckpointName is the directory name of the checkpoint after step steps.
+func CheckpointName(step int) string { return fmt.Sprintf("step-%08d", step) }
+
+func tensorsOf(ts []model.Tensor, buf []float32, suffix string) []safetensors.Tensor {
+	out := make([]safetensors.Tensor, len(ts))
+	for i, t := range ts {
+		out[i] = safetensors.FromFloat32(t.Name+suffix, t.Shape, buf[t.Offset:t.Offset+t.Size])
+	}
+	return out
+}
+
+// writeCheckpoint writes root/step-NNNNNNNN atomically: every file goes into
+// a temporary directory, is fsynced, SHA256SUMS is written last, and the
+// directory is renamed into place and the parent fsynced. An existing
+// checkpoint of the same step is replaced only after the new one is whole.
+func writeCheckpoint(root string, p *payload) (string, int64, error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", 0, fmt.Errorf("checkpoint: %w", err)
+	}
+	name := CheckpointName(p.state.Step)
+	final := filepath.Join(root, name)
+	tmp, err := os.MkdirTemp(root, ".tmp-"+name+"-")
+	if err != nil {
+		return "", 0, fmt.Errorf("checkpoint: %w", err)
+	}
+	fail := func(err error) (string, int64, error) {
+		os.RemoveAll(tmp)
+		return "", 0, fmt.Errorf("checkpoint %s: %w", name, err)
+	}
+	meta := map[string]string{"format": "pt", "step": strconv.Itoa(p.state.Step), "producer": "kestrel"}
+	if err := safetensors.WriteFile(filepath.Join(tmp, ModelFile), tensorsOf(p.tensors, p.params, ""), meta); err != nil {
+		return fail(err)
+	}
+	opt := append(tensorsOf(p.tensors, p.m, ".exp_avg"), tensorsOf(p.tensors, p.v, ".exp_avg_sq")...)
+	if err := safetensors.WriteFile(filepath.Join(tmp, OptimizerFile), opt, meta); err != nil {
+		return fail(err)
+	}
+	ema := p.ema
+	if ema == nil {
+		ema = p.params
+	}
+	if err := safetensors.WriteFile(filepath.Join(tmp, EMAFile), tensorsOf(p.tensors, ema, ""), meta); err != nil {
+		return fail(err)
+	}
+	st, err := json.MarshalIndent(p.state, "", "  ")
+	if err != nil {
+		return fail(err)
+	}
+	if err := writeSynced(filepath.Join(tmp, StateFile), append(st, '\n')); err != nil {
+		return fail(err)
+	}
+	hf, err := json.MarshalIndent(HFConfig(p.state.Model), "", "  ")
+	if err != nil {
+		return fail(err)
+	}
+	if err := writeSynced(filepath.Join(tmp, HFConfigFile), append(hf, '\n')); err != nil {
+		return fail(err)
+	}
+	var sums strings.Builder
+	var total int64
+	for _, f := range []string{ModelFile, OptimizerFile, EMAFile, StateFile, HFConfigFile} {
+		h, n, err := hashFile(filepath.Join(tmp, f))
+		if err != nil {
+			return fail(err)
+		}
+		total += n
+		fmt.Fprintf(&sums, "%s  %s\n", h, f)
+	}
+	if err := writeSynced(filepath.Join(tmp, SumsFile), []byte(sums.String())); err != nil {
+		return fail(err)
+	}
+	if err := syncDir(tmp); err != nil {
+		return fail(err)
+	}
+	if _, err := os.Stat(final); err == nil {
+		// Same step written again (e.g. Ctrl-C right after a scheduled
+		// checkpoint): move the old one aside, then delete it once the new
+		// one is in place.
+		old := filepath.Join(root, ".old-"+name)
+		os.RemoveAll(old)
+		if err := os.Rename(final, old); err != nil {
+			return fail(err)
+		}
+		defer os.RemoveAll(old)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return fail(err)
+	}
+	if err := syncDir(root); err != nil {
+		return "", 0, fmt.Errorf("checkpoint %s: %w", name, err)
+	}
+	return final, total, nil
+}
+
+func writeSynced(path string, data []byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+func hashFile(path string) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, bufio.NewReaderSize(f, 1<<20))
+	if err != nil {
+		return "", 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// VerifyCheckpoint checks dir's SHA256SUMS: it must list every checkpoint
+// file, and every listed file must exist with the recorded hash. The error
+// names the offending file.
+func VerifyCheckpoint(dir string) error {
+	sumsPath := filepath.Join(dir, SumsFile)
+	data, err := os.ReadFile(sumsPath)
+	if err != nil {
+		return fmt.Errorf("%s: %w", sumsPath, err)
+	}
+	listed := map[string]string{}
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 || len(f[0]) != 64 {
+			return fmt.Errorf("%s:%d: malformed line %q", sumsPath, i+1, line)
+		}
+		listed[f[1]] = f[0]
+	}
+	for _, need := range []string{ModelFile, OptimizerFile, EMAFile, StateFile} {
+		if _, ok := listed[need]; !ok {
+			return fmt.Errorf("%s: does not list %s", sumsPath, need)
+		}
+	}
+	names := make([]string, 0, len(listed))
+	for n := range listed {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		h, _, err := hashFile(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if h != listed[n] {
+			return fmt.Errorf("%s: SHA-256 %s does not match %s recorded in %s (corrupt or truncated)", p, h[:12], listed[n][:12], SumsFile)
+		}
+	}
+	return nil
+}
+
+// Loaded is a verified checkpoint read into memory.
+type Loaded struct {
+	Dir   string
+	State State
+	Model *safetensors.File
+	Optim *safetensors.File
+	EMA   *safetensors.File
+}
+
+// LoadCheckpoint verifies and reads the checkpoint directory dir.
+func LoadCheckpoint(dir string) (*Loaded, error) {
+	if err := VerifyCheckpoint(dir); err != nil {
+		return nil, err
+	}
+	l := &Loaded{Dir: dir}
+	sp := filepath.Join(dir, StateFile)
+	data, err := os.ReadFile(sp)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(data, &l.State); err != nil {
+		return nil, fmt.Errorf("%s: %w", sp, err)
+	}
+	if l.State.Format != stateFormat {
+		return nil, fmt.Errorf("%s: format %d, this kestrel reads %d", sp, l.State.Format, stateFormat)
+	}
+	if l.Model, err = safetensors.ReadFile(filepath.Join(dir, ModelFile)); err != nil {
+		return nil, err
+	}
+	if l.Optim, err = safetensors.ReadFile(filepath.Join(dir, OptimizerFile)); err != nil {
+		return nil, err
+	}
+	if l.EMA, err = safetensors.ReadFile(filepath.Join(dir, EMAFile)); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// ckptEntry is one step-NNNNNNNN directory.
+type ckptEntry struct {
+	Step int
+	Dir  string
+}
+
+// listCheckpoints returns root's checkpoint directories, newest first.
+// Temporary directories of interrupted writes are ignored.
+func listCheckpoints(root string) ([]ckptEntry, error) {
+	ents, err := os.ReadDir(root)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoints: %w", err)
+	}
+	var out []ckptEntry
+	for _, e := range ents {
+		n := e.Name()
+		if !e.IsDir() || !strings.HasPrefix(n, "step-") {
+			continue
+		}
+		s, err := strconv.Atoi(strings.TrimPrefix(n, "step-"))
+		if err != nil {
+			continue
+		}
+		out = append(out, ckptEntry{Step: s, Dir: filepath.Join(root, n)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Step > out[j].Step })
+	return out, nil
+}
+
+// LatestCheckpoint loads the newest valid checkpoint under root (a
+// checkpoints/ directory). Invalid ones are logged naming the bad file and
+// skipped; it returns nil, nil when root holds no checkpoint at all, and an
+// error when checkpoints exist but none is valid.
+func LatestCheckpoint(root string, log *slog.Logger) (*Loaded, error) {
+	list, err := listCheckpoints(root)
+	if err != nil || len(list) == 0 {
+		return nil, err
+	}
+	var errs []error
+	for _, c := range list {
+		l, err := LoadCheckpoint(c.Dir)
+		if err == nil {
+			return l, nil
+		}
+		if log != nil {
+			log.Warn("rejecting checkpoint, falling back to the previous one", "dir", c.Dir, "err", err)
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("no valid checkpoint in %s: %w", root, errors.Join(errs...))
+}
+
+// resolveCheckpoint turns init.from into a verified checkpoint: a
+// checkpoint directory, a checkpoints/ directory, or a run directory.
+func resolveCheckpoint(path string, log *slog.Logger) (*Loaded, error) {
+	if _, err := os.Stat(filepath.Join(path, SumsFile)); err == nil {
+		return LoadCheckpoint(path)
+	}
+	for _, root := range []string{filepath.Join(path, "checkpoints"), path} {
+		if list, _ := listCheckpoints(root); len(list) > 0 {
+			return LatestCheckpoint(root, log)
+		}
+	}
+	return nil, fmt.Errorf("%s: no checkpoint there (want a step-NNNNNNNN directory or a run directory)", path)
+}
+
+// applyKeepPolicy deletes rolling checkpoints beyond the newest keep ones.
+// Permanent, final and unreadable checkpoints are left alone. Interrupt
+// checkpoints count as rolling.
+func applyKeepPolicy(root string, keep int) ([]string, error) {
+	list, err := listCheckpoints(root)
+	if err != nil {
+		return nil, err
+	}
+	var deleted []string
+	n := 0
+	for _, c := range list {
+		data, err := os.ReadFile(filepath.Join(c.Dir, StateFile))
+		if err != nil {
+			continue
+		}
+		var st struct {
+			Kind string `json:"kind"`
+		}
+		if json.Unmarshal(data, &st) != nil || (st.Kind != "rolling" && st.Kind != "interrupt") {
+			continue
+		}
+		n++
+		if n > keep {
+			if err := os.RemoveAll(c.Dir); err != nil {
+				return deleted, fmt.Errorf("checkpoint keep policy: %w", err)
+			}
+			deleted = append(deleted, filepath.Base(c.Dir))
+		}
+	}
+	return deleted, nil
+}
+
+// removeStaleTemps deletes temporary directories left by interrupted writes.
+func removeStaleTemps(root string) {
+	ents, _ := os.ReadDir(root)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".tmp-") || strings.HasPrefix(e.Name(), ".old-") {
+			os.RemoveAll(filepath.Join(root, e.Name()))
+		}
+	}
+}
+
+// HFConfig renders a Hugging Face Llama (or Qwen3, with QK-Norm) style
+// config.json for the model.
+func HFConfig(c model.Config) map[string]any {
+	arch, typ := "LlamaForCausalLM", "llama"
+	if c.QKNorm {
+		arch, typ = "Qwen3ForCausalLM", "qwen3"
+	}
+	hd := 0
+	if c.NHeads > 0 {
+		hd = c.DModel / c.NHeads
+	}
+	return map[string]any{
+		"architectures":           []string{arch},
+		"model_type":              typ,
+		"vocab_size":              c.Vocab,
+		"hidden_size":             c.DModel,
+		"intermediate_size":       c.MLPHidden,
+		"num_hidden_layers":       c.NLayers,
+		"num_attention_heads":     c.NHeads,
+		"num_key_value_heads":     c.NKVHeads,
+		"head_dim":                hd,
+		"max_position_embeddings": c.SeqLen,
+		"rope_theta":              c.RopeTheta,
+		"rms_norm_eps":            c.NormEps,
+		"hidden_act":              "silu",
+		"tie_word_embeddings":     c.Tied,
+		"attention_bias":          false,
+		"torch_dtype":             "float32",
+		"initializer_range":       c.InitStd,
+		"kestrel_nope_every":      c.NoPEEvery,
+		"kestrel_z_loss":          c.ZLoss,
+		"kestrel_doc_mask":        c.DocMask,
+	}
+}
+
+func nowString() string { return time.Now().UTC().Format(time.RFC3339) }

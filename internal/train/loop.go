@@ -1,0 +1,734 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/model"
+	"github.com/kestrel-lm/kestrel/internal/optim"
+)
+
+// Options is everything one training run needs. cmd/kestrel/train.go fills
+// it from the resolved config; tests fill it directly.
+type Options struct {
+	Dir        string // run directory (metrics.jsonl, checkpoints/, config.toml, manifest.json)
+	Fresh      bool   // refuse an existing Dir instead of resuming
+	Seed       uint64 // master seed (model init; data sources are keyed by it too)
+	Model      model.Config
+	Optim      optim.Config
+	Train      Config
+	Checkpoint CheckpointConfig
+	Init       InitConfig
+	Debug      DebugConfig
+	Data       DataSource
+	ConfigHash string // recorded in state.json and manifest.json; a resume with another hash is logged
+	// Tokenizer names how token ids map to text, recorded in state.json for
+	// kestrel sample: "bytes" for byte-level text, else a tokenizer path or hash.
+	Tokenizer string
+
+	// NewNet builds the network (default NewModelNet).
+	NewNet NetFactory
+	// WriteConfig writes the resolved config to the given path (config.toml
+	// in Dir); nil skips it. (internal/config imports this package, so the
+	// command passes a closure over config.WriteFile.)
+	WriteConfig func(path string) error
+	// DataInfo and Manifest are merged into manifest.json ("data" and top level).
+	DataInfo map[string]any
+	Manifest map[string]any
+	// Observers receive every step, evaluation and checkpoint.
+	Observers []Observer
+	Logger    *slog.Logger
+}
+
+// Result summarises a finished (or interrupted) run.
+type Result struct {
+	Step        int     // last completed step
+	ValLoss     float64 // last evaluation (NaN if none ran)
+	ValLossEMA  float64
+	Resumed     bool   // started from a checkpoint in Dir
+	Interrupted bool   // stopped by context cancellation after writing a checkpoint
+	Checkpoint  string // newest checkpoint written or loaded
+	WarmStart   *WarmStartReport
+}
+
+// NaNError is returned when a loss, gradient or update is not finite: the
+// step was not applied and no checkpoint was written from that state.
+type NaNError struct {
+	Step           int
+	Err            error
+	LastCheckpoint string
+}
+
+func (e *NaNError) Error() string {
+	last := e.LastCheckpoint
+	if last == "" {
+		last = "none written yet"
+	}
+	return fmt.Sprintf("step %d: %v — update not applied, run stopped; last good checkpoint %s is untouched (inspect metrics.jsonl, then resume or lower the LR)", e.Step, e.Err, last)
+}
+
+func (e *NaNError) Unwrap() error { return e.Err }
+
+type trainer struct {
+	o      Options
+	log    *slog.Logger
+	net    Net
+	ts     []model.Tensor
+	opt    *optim.AdamW
+	ema    *optim.EMA
+	sched  *optim.Schedule
+	bsched optim.BatchSchedule
+	st     State
+	ml     *metricsLog
+	ckRoot string
+	T      int
+
+	inputs, targets, segIDs []int32
+	peakFLOPS               float64
+	lastCkpt                string
+	lastCkptTime            time.Time
+	pendingCkptTime         float64
+	pendingEvalTime         float64
+}
+
+// Run trains until Train.Steps, resuming from the newest valid checkpoint
+// in Dir when there is one. Cancelling ctx writes a checkpoint and returns
+// (Result.Interrupted, nil).
+func Run(ctx context.Context, o Options) (*Result, error) {
+	for _, v := range []interface{ Validate() error }{o.Model, o.Optim, o.Train, o.Checkpoint, o.Init} {
+		if err := v.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	if o.Data == nil {
+		return nil, errors.New("train: no data source")
+	}
+	if o.Data.SeqLen() != o.Model.SeqLen {
+		return nil, fmt.Errorf("train: data sequence length %d differs from model.seq_len %d", o.Data.SeqLen(), o.Model.SeqLen)
+	}
+	if o.Dir == "" {
+		return nil, errors.New("train: no run directory")
+	}
+	if o.Fresh {
+		if _, err := os.Stat(o.Dir); err == nil {
+			return nil, fmt.Errorf("train: --fresh: run directory %s already exists; choose another --out or remove it", o.Dir)
+		}
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	t := &trainer{o: o, log: o.Logger, ckRoot: filepath.Join(o.Dir, "checkpoints"), T: o.Model.SeqLen}
+	if t.log == nil {
+		t.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	res, err := t.run(ctx)
+	if t.ml != nil {
+		if cerr := t.ml.close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}
+	return res, err
+}
+
+func (t *trainer) run(ctx context.Context) (*Result, error) {
+	o := t.o
+	var err error
+	newNet := o.NewNet
+	if newNet == nil {
+		newNet = NewModelNet
+	}
+	if t.net, err = newNet(o.Model, o.Seed); err != nil {
+		return nil, fmt.Errorf("train: model: %w", err)
+	}
+	t.ts = t.net.Tensors()
+	spans := make([]optim.Span, len(t.ts))
+	for i, x := range t.ts {
+		spans[i] = optim.Span{Name: x.Name, Offset: x.Offset, Size: x.Size, Kind: x.Kind}
+	}
+	params := t.net.Params()
+	if t.opt, err = optim.NewAdamW(o.Optim, len(params), spans); err != nil {
+		return nil, err
+	}
+	if o.Optim.EMABeta > 0 {
+		t.ema = optim.NewEMA(o.Optim.EMABeta, params)
+	}
+	if t.sched, err = optim.NewSchedule(o.Optim, o.Train.Steps); err != nil {
+		return nil, err
+	}
+	if t.bsched, err = optim.NewBatchSchedule("train.batch_schedule", o.Train.BatchSchedule, o.Train.BatchSize); err != nil {
+		return nil, err
+	}
+	maxB := 0
+	for _, b := range t.bsched.Batches {
+		maxB = max(maxB, b)
+	}
+	mb := o.Train.MicroBatch
+	if mb <= 0 || mb > maxB {
+		mb = maxB
+	}
+	t.inputs, t.targets, t.segIDs = make([]int32, mb*t.T), make([]int32, mb*t.T), make([]int32, mb*t.T)
+	t.st.GradClipWindow = []bool{}
+
+	res := &Result{ValLoss: math.NaN(), ValLossEMA: math.NaN()}
+	removeStaleTemps(t.ckRoot)
+	loaded, err := LatestCheckpoint(t.ckRoot, t.log)
+	if err != nil {
+		return nil, fmt.Errorf("train: resume: %w", err)
+	}
+	metricsPath := filepath.Join(o.Dir, "metrics.jsonl")
+	switch {
+	case loaded != nil:
+		if err := t.resume(loaded); err != nil {
+			return nil, err
+		}
+		res.Resumed, res.Checkpoint = true, loaded.Dir
+		if o.Init.From != "" {
+			t.log.Info("resuming; init.from is ignored because the run directory already holds checkpoints", "init.from", o.Init.From)
+		}
+	case o.Init.From != "":
+		rep, err := t.warmStart()
+		if err != nil {
+			return nil, err
+		}
+		res.WarmStart = rep
+	}
+	if dropped, err := truncateMetrics(metricsPath, t.st.Step); err != nil {
+		return nil, err
+	} else if dropped > 0 {
+		t.log.Info("dropped metrics lines written after the resumed checkpoint", "lines", dropped, "step", t.st.Step)
+	}
+	if t.st.Step >= o.Train.Steps {
+		t.log.Info("nothing to do: the run already reached train.steps", "step", t.st.Step, "steps", o.Train.Steps)
+		res.Step = t.st.Step
+		return res, nil
+	}
+	if o.WriteConfig != nil {
+		if err := o.WriteConfig(filepath.Join(o.Dir, "config.toml")); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.writeManifest(res); err != nil {
+		return nil, err
+	}
+	if t.ml, err = openMetricsLog(metricsPath); err != nil {
+		return nil, err
+	}
+	t.peakFLOPS = o.Train.PeakGFLOPS * 1e9
+	if t.peakFLOPS <= 0 {
+		t.peakFLOPS = measurePeakFLOPS()
+	}
+	t.st.RNG.Seed = o.Seed
+	t.st.RNG.Stream = "splitmix64(seed, step, row): batches are pure functions of the step"
+	t.st.Data.Note = "batch(step) is a pure function of (seed, step)"
+	t.st.ConfigHash = o.ConfigHash
+	t.st.Model = o.Model
+	t.st.EMABeta = o.Optim.EMABeta
+	t.st.Tokenizer = o.Tokenizer
+	t.lastCkptTime = time.Now()
+	t.log.Info("training", "dir", o.Dir, "params", len(params), "from_step", t.st.Step, "steps", o.Train.Steps,
+		"micro_batch", mb, "peak_gflops", fmt.Sprintf("%.1f", t.peakFLOPS/1e9))
+
+	runStart := time.Now()
+	wall0 := t.st.WallTime
+	lastLine := time.Now()
+	for s := t.st.Step + 1; s <= o.Train.Steps; s++ {
+		if ctx.Err() != nil {
+			return t.interrupt(res, wall0, runStart)
+		}
+		m, err := t.step(s)
+		if err != nil {
+			return res, err
+		}
+		t.st.WallTime = wall0 + time.Since(runStart).Seconds()
+		m.WallTime = t.st.WallTime
+		now := time.Now()
+		m.StepTime = now.Sub(lastLine).Seconds()
+		lastLine = now
+		m.CheckpointTime, m.EvalTime = t.pendingCkptTime, t.pendingEvalTime
+		t.pendingCkptTime, t.pendingEvalTime = 0, 0
+		if m.StepTime > 0 {
+			m.TokensPerSec = float64(m.BatchSize*t.T) / m.StepTime
+			m.DataloaderStallFrac = m.DataWaitTime / m.StepTime
+			if t.peakFLOPS > 0 {
+				m.MFU = t.net.FLOPsPerToken() * m.TokensPerSec / t.peakFLOPS
+			}
+		}
+		if err := t.ml.write(m); err != nil {
+			return res, err
+		}
+		res.Step = s
+		for _, ob := range o.Observers {
+			if err := ob.OnStep(m); err != nil {
+				return res, fmt.Errorf("step %d: observer stopped the run (no checkpoint written; last good checkpoint %s): %w", s, orNone(t.lastCkpt), err)
+			}
+		}
+		if o.Train.LogEvery > 0 && (s%o.Train.LogEvery == 0 || s == 1) {
+			t.log.Info("step", "step", s, "loss", fmt.Sprintf("%.4f", m.TrainLossRaw), "loss_ema", fmt.Sprintf("%.4f", m.TrainLossEMA),
+				"lr", fmt.Sprintf("%.3g", m.LearningRate), "grad_norm", fmt.Sprintf("%.3f", m.GradGlobalNorm),
+				"tok/s", fmt.Sprintf("%.0f", m.TokensPerSec), "skipped", m.Skipped, "clipped", m.Clipped)
+		}
+		if (o.Train.EvalEvery > 0 && s%o.Train.EvalEvery == 0) || s == o.Train.Steps {
+			e, err := t.evaluate(s, m.TrainLossEMA)
+			if err != nil {
+				return res, err
+			}
+			res.ValLoss, res.ValLossEMA = e.ValLoss, e.ValLossEMA
+		}
+		kind := ""
+		switch {
+		case s == o.Train.Steps:
+			kind = "final"
+		case o.Checkpoint.PermanentEvery > 0 && s%o.Checkpoint.PermanentEvery == 0:
+			kind = "permanent"
+		case o.Checkpoint.Every > 0 && s%o.Checkpoint.Every == 0,
+			o.Checkpoint.EveryMinutes > 0 && time.Since(t.lastCkptTime).Minutes() >= o.Checkpoint.EveryMinutes:
+			kind = "rolling"
+		}
+		if kind != "" {
+			if err := t.checkpoint(kind); err != nil {
+				return res, err
+			}
+			res.Checkpoint = t.lastCkpt
+		}
+	}
+	return res, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func (t *trainer) interrupt(res *Result, wall0 float64, start time.Time) (*Result, error) {
+	t.st.WallTime = wall0 + time.Since(start).Seconds()
+	if t.lastCkpt == "" || filepath.Base(t.lastCkpt) != CheckpointName(t.st.Step) {
+		if err := t.checkpoint("interrupt"); err != nil {
+			return res, fmt.Errorf("interrupted at step %d, and the checkpoint failed: %w", t.st.Step, err)
+		}
+	}
+	t.log.Info("interrupted: checkpoint written", "step", t.st.Step, "dir", t.lastCkpt)
+	res.Interrupted, res.Checkpoint, res.Step = true, t.lastCkpt, t.st.Step
+	return res, nil
+}
+
+// step runs optimizer step s (1-based) and returns its metrics line.
+func (t *trainer) step(s int) (StepMetrics, error) {
+	o := t.o
+	idx := s - 1
+	B := t.bsched.At(idx)
+	mb := len(t.inputs) / t.T
+	nMicro := (B + mb - 1) / mb
+	m := StepMetrics{Step: s, BatchSize: B, MicroBatches: nMicro, UnixTime: float64(time.Now().UnixNano()) / 1e9}
+	t.net.ZeroGrads()
+	var loss, zl float64
+	tokens := 0
+	for k := 0; k < nMicro; k++ {
+		r0 := k * mb
+		n := min(mb, B-r0)
+		t0 := time.Now()
+		in, tg, sg := t.inputs[:n*t.T], t.targets[:n*t.T], t.segIDs[:n*t.T]
+		if err := o.Data.Fill(s, B, r0, n, in, tg, sg, nil); err != nil {
+			return m, fmt.Errorf("step %d: data: %w", s, err)
+		}
+		if s == o.Debug.CorruptBatchAtStep {
+			for i := range in {
+				in[i] = int32(mix3(o.Seed^0xbadba7c4, uint64(s), uint64(2*(r0*t.T+i))) % uint64(o.Model.Vocab))
+				tg[i] = int32(mix3(o.Seed^0xbadba7c4, uint64(s), uint64(2*(r0*t.T+i)+1)) % uint64(o.Model.Vocab))
+			}
+		}
+		b := &model.Batch{B: n, T: t.T, Inputs: in, Targets: tg}
+		if o.Model.DocMask {
+			b.SegIDs = sg
+		}
+		t1 := time.Now()
+		m.DataWaitTime += t1.Sub(t0).Seconds()
+		st, err := t.net.ForwardBackward(b, float32(n)/float32(B))
+		if err != nil {
+			return m, fmt.Errorf("step %d: forward/backward: %w", s, err)
+		}
+		m.ForwardBackwardTime += time.Since(t1).Seconds()
+		w := float64(n) / float64(B)
+		loss += w * st.Loss
+		zl += w * st.ZLoss
+		tokens += st.Tokens
+	}
+	grads := t.net.Grads()
+	if s == o.Debug.NaNAtStep {
+		loss = math.NaN()
+		grads[0] = float32(math.NaN())
+	}
+	pt := t.sched.At(idx)
+	lr := pt.LR
+	if o.Optim.SqrtBatchScaling {
+		lr *= t.bsched.LRScale(idx)
+	}
+	if d := o.Debug; d.LRSpikeAtStep > 0 && s >= d.LRSpikeAtStep && s < d.LRSpikeAtStep+max(d.LRSpikeSteps, 1) {
+		lr *= d.LRSpikeFactor
+	}
+	t0 := time.Now()
+	params := t.net.Params()
+	r, err := t.opt.Step(params, grads, loss, lr)
+	if err != nil {
+		if errors.Is(err, optim.ErrNonFinite) {
+			ev := map[string]any{"step": s, "event": "nan_inf", "message": err.Error(), "nan_inf_events": 1}
+			if werr := t.ml.write(ev); werr != nil {
+				t.log.Error("metrics", "err", werr)
+			}
+			t.ml.sync()
+			return m, &NaNError{Step: s, Err: err, LastCheckpoint: t.lastCkpt}
+		}
+		return m, fmt.Errorf("step %d: optimizer: %w", s, err)
+	}
+	if !r.Skipped && t.ema != nil {
+		t.ema.Update(params)
+	}
+	m.OptimizerTime = time.Since(t0).Seconds()
+
+	st := &t.st
+	st.Step = s
+	st.TokensSeen += int64(B * t.T)
+	st.Data.NextStep = s + 1
+	st.Schedule.LR, st.Schedule.Phase, st.Schedule.Cycle, st.Schedule.BatchSize = lr, pt.Phase, pt.Cycle, B
+	beta := o.Train.LossEMABeta
+	st.LossEMA = beta*st.LossEMA + (1-beta)*loss
+	st.LossEMASteps++
+	if r.Skipped {
+		st.SkippedUpdates++
+	}
+	if r.UpdateClipped {
+		st.ClippedUpdates++
+	}
+	st.GradClipWindow = append(st.GradClipWindow, r.GradClipped)
+	if len(st.GradClipWindow) > 100 {
+		st.GradClipWindow = st.GradClipWindow[len(st.GradClipWindow)-100:]
+	}
+	nClip := 0
+	for _, c := range st.GradClipWindow {
+		if c {
+			nClip++
+		}
+	}
+
+	m.TokensSeen = st.TokensSeen
+	m.TrainLossRaw, m.ZLoss = loss, zl
+	m.TrainLossEMA = st.LossEMA / (1 - math.Pow(beta, float64(st.LossEMASteps)))
+	m.LearningRate, m.LRPhase, m.LRCycle = lr, pt.Phase, pt.Cycle
+	m.GradGlobalNorm, m.GradClipped = r.GradNorm, r.GradClipped
+	m.UpdateNorm, m.UpdateNormPostClip, m.UpdateToWeight, m.ParamNorm = r.UpdateNorm, r.UpdateNormPost, r.UpdateToWeight, r.ParamNorm
+	if !math.IsInf(r.UpdateClipAt, 0) {
+		m.UpdateClipThreshold = r.UpdateClipAt
+	}
+	m.Clipped, m.Skipped, m.SkipReason = r.UpdateClipped, r.Skipped, r.SkipReason
+	m.SkippedUpdates, m.ClippedUpdates = st.SkippedUpdates, st.ClippedUpdates
+	m.GradClipRate = float64(nClip) / float64(len(st.GradClipWindow))
+	if v := t.net.Vitals(); v != nil {
+		fillVitals(&m, v)
+	}
+	return m, nil
+}
+
+func fillVitals(m *StepMetrics, v *model.Vitals) {
+	m.PerLayer = map[string]float64{}
+	m.MaxAttnLogit, m.AttnEntropy = math.Inf(-1), math.Inf(1)
+	for l, heads := range v.MaxAttnLogit {
+		for h, x := range heads {
+			m.MaxAttnLogit = math.Max(m.MaxAttnLogit, float64(x))
+			m.PerLayer[fmt.Sprintf("max_attn_logit/layer%d/head%d", l, h)] = float64(x)
+		}
+	}
+	for l, heads := range v.AttnEntropy {
+		for h, x := range heads {
+			m.AttnEntropy = math.Min(m.AttnEntropy, float64(x))
+			m.PerLayer[fmt.Sprintf("attn_entropy/layer%d/head%d", l, h)] = float64(x)
+		}
+	}
+	for l, x := range v.ResidualRMS {
+		m.ResidualRMS = math.Max(m.ResidualRMS, float64(x))
+		m.PerLayer[fmt.Sprintf("residual_rms/layer%d", l)] = float64(x)
+	}
+	for l, x := range v.ActivationOutlierRate {
+		m.ActivationOutlierRate = math.Max(m.ActivationOutlierRate, float64(x))
+		m.PerLayer[fmt.Sprintf("activation_outlier_rate/layer%d", l)] = float64(x)
+	}
+	if math.IsInf(m.MaxAttnLogit, 0) {
+		m.MaxAttnLogit = 0
+	}
+	if math.IsInf(m.AttnEntropy, 0) {
+		m.AttnEntropy = 0
+	}
+	m.LogitLSEMean = float64(v.LogitLSEMean)
+}
+
+// evaluate computes the validation loss with the raw and the EMA weights.
+func (t *trainer) evaluate(s int, trainEMA float64) (EvalMetrics, error) {
+	start := time.Now()
+	e := EvalMetrics{Step: s, TokensSeen: t.st.TokensSeen, WallTime: t.st.WallTime}
+	all := s == t.o.Train.Steps // the final evaluation reads every validation row
+	raw, tok, slices, err := t.valLoss(all)
+	if err != nil {
+		return e, fmt.Errorf("step %d: eval: %w", s, err)
+	}
+	e.ValLoss, e.ValTokens = raw, tok
+	if len(slices) > 1 {
+		e.SliceValLoss = slices
+	}
+	if t.ema != nil {
+		params := t.net.Params()
+		saved := append([]float32(nil), params...)
+		copy(params, t.ema.W)
+		emaLoss, _, _, err := t.valLoss(all)
+		copy(params, saved)
+		if err != nil {
+			return e, fmt.Errorf("step %d: eval (EMA weights): %w", s, err)
+		}
+		e.ValLossEMA = emaLoss
+		e.EMAGap = raw - emaLoss
+	}
+	e.TrainValGap = raw - trainEMA
+	e.EvalTime = time.Since(start).Seconds()
+	t.pendingEvalTime += e.EvalTime
+	if err := t.ml.write(e); err != nil {
+		return e, err
+	}
+	t.log.Info("eval", "step", s, "val_loss", fmt.Sprintf("%.4f", e.ValLoss), "val_loss_ema", fmt.Sprintf("%.4f", e.ValLossEMA), "seconds", fmt.Sprintf("%.1f", e.EvalTime))
+	for _, ob := range t.o.Observers {
+		if err := ob.OnEval(e); err != nil {
+			return e, fmt.Errorf("step %d: observer stopped the run at eval: %w", s, err)
+		}
+	}
+	return e, nil
+}
+
+// valLoss is the token-weighted mean loss over the validation rows of every
+// source, and per source: eval_batches × the first batch of rows spread
+// evenly over each source's split, or every row when all is set.
+func (t *trainer) valLoss(all bool) (float64, int, map[string]float64, error) {
+	d := t.o.Data
+	mb := len(t.inputs) / t.T
+	want := t.o.Train.EvalBatches * t.bsched.Batches[0]
+	if all {
+		want = 0
+	}
+	var sum float64
+	total := 0
+	per := map[string]float64{}
+	for src, name := range d.SourceNames() {
+		rows := d.ValRows(src)
+		if rows == 0 {
+			continue
+		}
+		n := rows
+		if want > 0 && want < rows {
+			n = want
+		}
+		var ssum float64
+		stok := 0
+		for r0 := 0; r0 < n; r0 += mb {
+			k := min(mb, n-r0)
+			for j := 0; j < k; j++ {
+				row := (r0 + j) * rows / n // spread evenly over the set
+				if err := d.FillVal(src, row, 1, t.inputs[j*t.T:(j+1)*t.T], t.targets[j*t.T:(j+1)*t.T], t.segIDs[j*t.T:(j+1)*t.T]); err != nil {
+					return 0, 0, nil, err
+				}
+			}
+			b := &model.Batch{B: k, T: t.T, Inputs: t.inputs[:k*t.T], Targets: t.targets[:k*t.T]}
+			if t.o.Model.DocMask {
+				b.SegIDs = t.segIDs[:k*t.T]
+			}
+			st, err := t.net.Forward(b)
+			if err != nil {
+				return 0, 0, nil, err
+			}
+			ssum += st.Loss * float64(st.Tokens)
+			stok += st.Tokens
+		}
+		if stok > 0 {
+			per[name] = ssum / float64(stok)
+		}
+		sum += ssum
+		total += stok
+	}
+	if total == 0 {
+		return math.NaN(), 0, per, errors.New("no validation tokens (empty validation split?)")
+	}
+	return sum / float64(total), total, per, nil
+}
+
+func (t *trainer) checkpoint(kind string) error {
+	start := time.Now()
+	if err := t.ml.sync(); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	t.st.Format = stateFormat
+	t.st.Kind = kind
+	t.st.Created = nowString()
+	t.st.AdamSteps = t.opt.Steps
+	t.st.UpdateNorms, t.st.Losses, t.st.GradNorms = t.opt.UpdateNorms, t.opt.Losses, t.opt.GradNorms
+	p := &payload{tensors: t.ts, params: t.net.Params(), m: t.opt.M, v: t.opt.V, state: t.st}
+	if t.ema != nil {
+		p.ema = t.ema.W
+	}
+	dir, size, err := writeCheckpoint(t.ckRoot, p)
+	if err != nil {
+		return err
+	}
+	t.lastCkpt, t.lastCkptTime = dir, time.Now()
+	deleted, err := applyKeepPolicy(t.ckRoot, t.o.Checkpoint.Keep)
+	if err != nil {
+		return err
+	}
+	ev := CheckpointEvent{Step: t.st.Step, Dir: dir, Kind: kind, Seconds: time.Since(start).Seconds(), Bytes: size, Deleted: deleted}
+	t.pendingCkptTime += ev.Seconds
+	t.log.Info("checkpoint", "step", t.st.Step, "kind", kind, "dir", dir, "seconds", fmt.Sprintf("%.2f", ev.Seconds), "deleted", strings.Join(deleted, ","))
+	for _, ob := range t.o.Observers {
+		if err := ob.OnCheckpoint(ev); err != nil {
+			return fmt.Errorf("checkpoint %s: observer: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// resume restores an exact checkpoint of this run.
+func (t *trainer) resume(l *Loaded) error {
+	var ema []float32
+	if t.ema != nil {
+		ema = t.ema.W
+	}
+	if err := restoreExact(l, t.ts, t.net.Params(), t.opt.M, t.opt.V, ema); err != nil {
+		return fmt.Errorf("train: resume: %w", err)
+	}
+	if l.State.ConfigHash != t.o.ConfigHash {
+		t.log.Warn("resuming with a config that differs from the checkpoint's (losses will match an uninterrupted run only if nothing that affects training changed)",
+			"checkpoint_hash", short(l.State.ConfigHash), "config_hash", short(t.o.ConfigHash))
+	}
+	t.restoreState(l.State)
+	t.lastCkpt = l.Dir
+	t.log.Info("resumed", "dir", l.Dir, "step", l.State.Step, "tokens_seen", l.State.TokensSeen)
+	return nil
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// restoreState takes the counters, windows and EMA state from a checkpoint.
+func (t *trainer) restoreState(s State) {
+	ws := t.st.WarmStart
+	t.st = s
+	if t.st.WarmStart == nil {
+		t.st.WarmStart = ws
+	}
+	if t.st.GradClipWindow == nil {
+		t.st.GradClipWindow = []bool{}
+	}
+	t.opt.Steps = s.AdamSteps
+	t.restoreWindows(s)
+}
+
+func (t *trainer) restoreWindows(s State) {
+	if s.UpdateNorms != nil {
+		t.opt.UpdateNorms = fitWindow(s.UpdateNorms, t.o.Optim.UpdateWindow)
+	}
+	if s.Losses != nil {
+		t.opt.Losses = fitWindow(s.Losses, t.o.Optim.SkipWindow)
+	}
+	if s.GradNorms != nil {
+		t.opt.GradNorms = fitWindow(s.GradNorms, t.o.Optim.SkipWindow)
+	}
+}
+
+// fitWindow re-caps a saved window to the configured size, keeping the newest values.
+func fitWindow(w *optim.Window, capacity int) *optim.Window {
+	capacity = max(capacity, 2)
+	out := optim.NewWindow(capacity)
+	vals := w.Vals
+	if len(vals) > capacity {
+		vals = vals[len(vals)-capacity:]
+	}
+	for _, v := range vals {
+		out.Push(v)
+	}
+	return out
+}
+
+// warmStart initialises from init.from with the configured mode.
+func (t *trainer) warmStart() (*WarmStartReport, error) {
+	o := t.o
+	l, err := resolveCheckpoint(o.Init.From, t.log)
+	if err != nil {
+		return nil, fmt.Errorf("train: init.from: %w", err)
+	}
+	params := t.net.Params()
+	rep := &WarmStartReport{From: l.Dir, Mode: o.Init.Mode, SourceStep: l.State.Step}
+	rep.Copied, rep.Initialized, rep.Mismatched, rep.Unused, err = copyMatching(l.Model, "", t.ts, params)
+	if err != nil {
+		return nil, fmt.Errorf("train: warm-start %s/%s: %w", l.Dir, ModelFile, err)
+	}
+	if len(rep.Copied) == 0 {
+		return nil, fmt.Errorf("train: warm-start from %s: no tensor matches the model by name and shape", l.Dir)
+	}
+	if t.ema != nil {
+		copy(t.ema.W, params)
+	}
+	if o.Init.Mode != "weights" {
+		for _, part := range []struct {
+			suffix string
+			dst    []float32
+		}{{".exp_avg", t.opt.M}, {".exp_avg_sq", t.opt.V}} {
+			if _, _, _, _, err := copyMatching(l.Optim, part.suffix, t.ts, part.dst); err != nil {
+				return nil, fmt.Errorf("train: warm-start %s/%s: %w", l.Dir, OptimizerFile, err)
+			}
+		}
+		// Moments of tensors that were not copied stay zero.
+		for _, name := range append(append([]string{}, rep.Initialized...), mismatchedNames(rep.Mismatched)...) {
+			for _, x := range t.ts {
+				if x.Name == name {
+					clear(t.opt.M[x.Offset : x.Offset+x.Size])
+					clear(t.opt.V[x.Offset : x.Offset+x.Size])
+				}
+			}
+		}
+		t.opt.Steps = l.State.AdamSteps
+		t.restoreWindows(l.State)
+	}
+	if o.Init.Mode == "full" {
+		if t.ema != nil {
+			if _, _, _, _, err := copyMatching(l.EMA, "", t.ts, t.ema.W); err != nil {
+				return nil, fmt.Errorf("train: warm-start %s/%s: %w", l.Dir, EMAFile, err)
+			}
+			for _, name := range append(append([]string{}, rep.Initialized...), mismatchedNames(rep.Mismatched)...) {
+				for _, x := range t.ts {
+					if x.Name == name {
+						copy(t.ema.W[x.Offset:x.Offset+x.Size], params[x.Offset:x.Offset+x.Size])
+					}
+				}
+			}
+		}
+		t.restoreState(l.State)
+	}
+	t.st.WarmStart = rep
+	t.log.Info("warm-start", "from", l.Dir, "mode", rep.Mode, "source_step", rep.SourceStep, "copied", len(rep.Copied),
+		"initialized", strings.Join(rep.Initialized, ","), "mismatched", strings.Join(rep.Mismatched, "; "), "unused", strings.Join(rep.Unused, ","))
+	return rep, nil
+}
+
+func mismatchedNames(ms []string) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i], _, _ = strings.Cut(m, ":")
+	}
+	return out
+}

@@ -1,0 +1,107 @@
+package train
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/kernels"
+)
+
+// writeManifest creates or updates Dir/manifest.json: build and machine
+// facts, the config hash, the data description, the warm-start report and a
+// list of (re)starts. Keys written by others are preserved.
+func (t *trainer) writeManifest(res *Result) error {
+	path := filepath.Join(t.o.Dir, "manifest.json")
+	man := map[string]any{}
+	if b, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(b, &man); err != nil {
+			return fmt.Errorf("manifest: %s: %w", path, err)
+		}
+	}
+	sha, modified := "", false
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				sha = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+	}
+	man["git_sha"] = sha
+	man["git_dirty"] = modified
+	man["go_version"] = runtime.Version()
+	man["os_arch"] = runtime.GOOS + "/" + runtime.GOARCH
+	man["cpu"] = cpuModel()
+	man["num_cpu"] = runtime.NumCPU()
+	man["gemm"] = kernels.Impl() + " " + kernels.FeatureString()
+	man["config_hash"] = t.o.ConfigHash
+	man["seed"] = t.o.Seed
+	man["num_params"] = len(t.net.Params())
+	man["flops_per_token"] = t.net.FLOPsPerToken()
+	if t.o.DataInfo != nil {
+		man["data"] = t.o.DataInfo
+	}
+	for k, v := range t.o.Manifest {
+		man[k] = v
+	}
+	if t.st.WarmStart != nil {
+		man["warm_start"] = t.st.WarmStart
+	}
+	starts, _ := man["starts"].([]any)
+	entry := map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "step": t.st.Step, "config_hash": t.o.ConfigHash}
+	if res.Resumed {
+		entry["resumed_from"] = res.Checkpoint
+	}
+	man["starts"] = append(starts, entry)
+	b, err := json.MarshalIndent(man, "", "  ")
+	if err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	if err := writeFileAtomic(path, append(b, '\n')); err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	return nil
+}
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return runtime.GOARCH
+}
+
+// measurePeakFLOPS times a 256³ float32 GEMM a few times and returns the
+// best rate, the reference for mfu when train.peak_gflops is 0.
+func measurePeakFLOPS() float64 {
+	const n = 256
+	a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
+	for i := range a {
+		a[i], b[i] = float32(i%7)*0.1, float32(i%5)*0.1
+	}
+	best := 0.0
+	for r := 0; r < 5; r++ {
+		t0 := time.Now()
+		kernels.Sgemm(false, false, n, n, n, 1, a, n, b, n, 0, c, n)
+		if d := time.Since(t0).Seconds(); d > 0 {
+			best = max(best, 2*n*n*n/d)
+		}
+	}
+	return best
+}

@@ -1,0 +1,65 @@
+package train
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/kestrel-lm/kestrel/internal/model"
+)
+
+// modelNet adapts *model.Model to Net.
+type modelNet struct{ m *model.Model }
+
+// NewModelNet builds and initialises a model.Model from cfg and seed.
+func NewModelNet(cfg model.Config, seed uint64) (Net, error) {
+	m, err := model.New(cfg, seed)
+	if err != nil {
+		return nil, err
+	}
+	return modelNet{m}, nil
+}
+
+// Model returns the underlying model of a Net made by NewModelNet (nil otherwise).
+func Model(n Net) *model.Model {
+	if mn, ok := n.(modelNet); ok {
+		return mn.m
+	}
+	return nil
+}
+
+func (n modelNet) Params() []float32       { return n.m.Params }
+func (n modelNet) Grads() []float32        { return n.m.Grads }
+func (n modelNet) Tensors() []model.Tensor { return n.m.Tensors() }
+func (n modelNet) ZeroGrads()              { n.m.ZeroGrads() }
+func (n modelNet) ForwardBackward(b *model.Batch, scale float32) (model.Stats, error) {
+	return n.m.ForwardBackward(b, scale)
+}
+func (n modelNet) Forward(b *model.Batch) (model.Stats, error) { return n.m.Forward(b) }
+func (n modelNet) Vitals() *model.Vitals                       { return n.m.Vitals() }
+func (n modelNet) FLOPsPerToken() float64                      { return n.m.FLOPsPerToken() }
+
+// LoadModel builds the model of the newest valid checkpoint of a run
+// directory (or of a checkpoint directory) and loads its weights, or its
+// EMA weights when ema is set.
+func LoadModel(path string, ema bool, log *slog.Logger) (*model.Model, *Loaded, error) {
+	l, err := resolveCheckpoint(path, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := model.New(l.State.Model, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s/%s: %w", l.Dir, StateFile, err)
+	}
+	src, file := l.Model, ModelFile
+	if ema {
+		src, file = l.EMA, EMAFile
+	}
+	_, missing, mismatched, _, err := copyMatching(src, "", m.Tensors(), m.Params)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s/%s: %w", l.Dir, file, err)
+	}
+	if len(missing)+len(mismatched) > 0 {
+		return nil, nil, fmt.Errorf("%s/%s does not match the model in %s (missing %v, mismatched %v)", l.Dir, file, StateFile, missing, mismatched)
+	}
+	return m, l, nil
+}

@@ -1,0 +1,21 @@
+package train
+
+import "github.com/kestrel-lm/kestrel/internal/model"
+
+// Net is what the loop trains: *model.Model through NewModelNet, or a small
+// stand-in in tests. Params and Grads are flat buffers laid out by Tensors.
+type Net interface {
+	Params() []float32
+	Grads() []float32
+	Tensors() []model.Tensor
+	ZeroGrads()
+	// ForwardBackward adds scale·∂loss/∂θ to Grads.
+	ForwardBackward(b *model.Batch, scale float32) (model.Stats, error)
+	Forward(b *model.Batch) (model.Stats, error)
+	// Vitals reports the health numbers of the last forward pass (nil if none).
+	Vitals() *model.Vitals
+	FLOPsPerToken() float64
+}
+
+// NetFactory builds a freshly initialised network.
+type NetFactory func(cfg model.Config, seed uint64) (Net, error)

@@ -1,0 +1,91 @@
+package monitor
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// writeIncident writes the SEV0 evidence bundle under
+// <RunDir>/incidents/<time>-<rule>/ and returns its path relative to the
+// run directory. The bundle holds alert.json, RUNBOOK.md, metrics.jsonl
+// (the last incident_steps samples), batches.jsonl (their batch ids and
+// sources, when given), config.toml and manifest.json.
+func (m *Monitor) writeIncident(a *Alert) (string, error) {
+	if m.opts.RunDir == "" {
+		return "", nil
+	}
+	name := fmt.Sprintf("%s-%s", a.Time.UTC().Format("20060102T150405Z"), a.Rule)
+	rel := filepath.Join("incidents", name)
+	dir := filepath.Join(m.opts.RunDir, rel)
+	for i := 2; ; i++ {
+		if _, err := os.Stat(dir); os.IsNotExist(err) {
+			break
+		}
+		rel = filepath.Join("incidents", fmt.Sprintf("%s-%d", name, i))
+		dir = filepath.Join(m.opts.RunDir, rel)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	write := func(name string, data []byte) error {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
+		}
+		return nil
+	}
+	ab, _ := json.MarshalIndent(a, "", "  ")
+	if err := write("alert.json", append(ab, '\n')); err != nil {
+		return "", err
+	}
+	var rb strings.Builder
+	if r, ok := RunbookFor(a.Rule); ok {
+		fmt.Fprintf(&rb, "# %s — %s (%s)\n\n%s\n\n- Meaning: %s\n- Capture: %s\n- Contain: %s\n- Verify: %s\n",
+			a.Rule, r.Title, r.Severity, a.Message, r.Meaning, r.Capture, r.Contain, r.Verify)
+	}
+	if err := write("RUNBOOK.md", []byte(rb.String())); err != nil {
+		return "", err
+	}
+	var mb, bb strings.Builder
+	for _, s := range m.recent {
+		line := map[string]any{"step": s.Step, "tokens_seen": s.Tokens, "time": s.Time}
+		for k, v := range s.Values {
+			if finite(v) {
+				line[k] = v
+			} else {
+				line[k] = fmt.Sprint(v) // "NaN", "+Inf": JSON has no such numbers
+			}
+		}
+		b, _ := json.Marshal(line)
+		mb.Write(b)
+		mb.WriteByte('\n')
+		if s.Batch != nil {
+			b, _ := json.Marshal(map[string]any{"step": s.Step, "ids": s.Batch.IDs, "sources": s.Batch.Sources, "doc_ids": s.Batch.DocIDs})
+			bb.Write(b)
+			bb.WriteByte('\n')
+		}
+	}
+	if err := write("metrics.jsonl", []byte(mb.String())); err != nil {
+		return "", err
+	}
+	if err := write("batches.jsonl", []byte(bb.String())); err != nil {
+		return "", err
+	}
+	cfg := m.opts.ConfigTOML
+	if cfg == nil {
+		cfg, _ = os.ReadFile(filepath.Join(m.opts.RunDir, "config.toml"))
+	}
+	if cfg != nil {
+		if err := write("config.toml", cfg); err != nil {
+			return "", err
+		}
+	}
+	if man, err := os.ReadFile(filepath.Join(m.opts.RunDir, "manifest.json")); err == nil {
+		if err := write("manifest.json", man); err != nil {
+			return "", err
+		}
+	}
+	return rel, nil
+}

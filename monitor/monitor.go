@@ -1,0 +1,565 @@
+package monitor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Sink receives everything the monitor sees. Implementations must be safe
+// to call from one goroutine at a time (the monitor serialises calls).
+type Sink interface {
+	WriteSample(s *Sample) error
+	WriteEvent(e *Event) error
+	WriteAlert(a *Alert) error
+	Close() error
+}
+
+// Options are the run-specific inputs of a Monitor that are not config.
+type Options struct {
+	// RunDir is the run directory: alerts.jsonl, incidents/, metrics.sqlite,
+	// event files and trace.json go there. Empty = no files (stdout only).
+	RunDir string
+	// Logger receives alerts (default slog.Default()).
+	Logger *slog.Logger
+	// ConfigTOML is the resolved run config, copied into incident bundles
+	// (default: <RunDir>/config.toml when it exists).
+	ConfigTOML []byte
+	// MixTargets are target source weights for the mixture-drift rule
+	// (overridden by Config.MixTargets when that is set).
+	MixTargets map[string]float64
+	// TokenHist is the dataset's token histogram (counts per token id) for
+	// token_kl_drift; nil = off.
+	TokenHist []float64
+	// DataVitals are run-start data metrics (near_dup_rate,
+	// train_val_overlap, bytes_per_token, seq_len_p50/p95) recorded once.
+	DataVitals map[string]float64
+	// Sinks are extra sinks besides the ones Config enables.
+	Sinks []Sink
+	// NoFileSinks disables the config-enabled file sinks (sqlite,
+	// tensorboard, trace) while still writing alerts.jsonl and incidents.
+	NoFileSinks bool
+	// HTTPClient posts webhooks (default: a client with a 5 s timeout).
+	HTTPClient *http.Client
+}
+
+// Monitor is the ICU panel of one run. Feed it with Observe (one Sample per
+// step) and Record (checkpoints, evals, resumes); it derives vitals, runs
+// the alert rules and the spike classifier, writes sinks, alerts.jsonl and
+// incident bundles, and asks the trainer to pause on SEV0.
+type Monitor struct {
+	cfg  Config
+	opts Options
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	rules    *rules
+	spikes   *SpikeClassifier
+	sinks    []Sink
+	alertsF  *os.File
+	recent   []Sample // last IncidentSteps samples (oldest first)
+	lossEMA  float64
+	emaN     int
+	skips    float64 // last skipped_updates counter value
+	lastLoss float64 // train_loss_ema of the latest step (for train_val_gap)
+	tokHist  []float64
+	paused   bool
+	reason   string
+	alerts   []Alert
+	closed   bool
+	webhookW sync.WaitGroup
+	errs     []error
+}
+
+// New starts a Monitor. It opens <RunDir>/alerts.jsonl for appending and
+// the sinks cfg enables.
+func New(cfg Config, opts Options) (*Monitor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	targets := opts.MixTargets
+	if len(cfg.MixTargets) > 0 {
+		targets = cfg.MixTargets
+	}
+	m := &Monitor{cfg: cfg, opts: opts, log: opts.Logger, rules: newRules(cfg, targets),
+		spikes: NewSpikeClassifier(cfg), lossEMA: math.NaN(), skips: math.NaN(), lastLoss: math.NaN()}
+	if opts.RunDir != "" {
+		if err := os.MkdirAll(opts.RunDir, 0o755); err != nil {
+			return nil, fmt.Errorf("monitor: %w", err)
+		}
+		f, err := os.OpenFile(filepath.Join(opts.RunDir, "alerts.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("monitor: %w", err)
+		}
+		m.alertsF = f
+		if !opts.NoFileSinks {
+			if err := m.openSinks(); err != nil {
+				m.Close()
+				return nil, err
+			}
+		}
+	}
+	if cfg.PrometheusAddr != "" {
+		p, err := NewPrometheusSink(cfg.PrometheusAddr)
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
+		m.sinks = append(m.sinks, p)
+	}
+	m.sinks = append(m.sinks, opts.Sinks...)
+	if opts.TokenHist != nil {
+		m.tokHist = opts.TokenHist
+	}
+	if len(opts.DataVitals) > 0 {
+		s := Sample{Step: 0, Time: time.Now(), Values: map[string]float64{}}
+		for k, v := range opts.DataVitals {
+			s.Values[k] = v
+		}
+		for _, sk := range m.sinks {
+			m.keep(sk.WriteSample(&s))
+		}
+	}
+	return m, nil
+}
+
+func (m *Monitor) openSinks() error {
+	dir := m.opts.RunDir
+	if m.cfg.SQLite {
+		s, err := OpenStore(filepath.Join(dir, "metrics.sqlite"))
+		if err != nil {
+			return err
+		}
+		m.sinks = append(m.sinks, s)
+	}
+	if m.cfg.TensorBoard {
+		t, err := NewTFEventsWriter(dir, time.Now())
+		if err != nil {
+			return err
+		}
+		m.sinks = append(m.sinks, t)
+	}
+	if m.cfg.TraceSteps > 0 {
+		t, err := NewTraceWriter(filepath.Join(dir, "trace.json"), int64(m.cfg.TraceFromStep), int64(m.cfg.TraceSteps))
+		if err != nil {
+			return err
+		}
+		m.sinks = append(m.sinks, t)
+	}
+	return nil
+}
+
+func (m *Monitor) keep(err error) {
+	if err != nil {
+		if len(m.errs) < 10 {
+			m.errs = append(m.errs, err)
+		}
+		m.log.Warn("monitor sink", "err", err)
+	}
+}
+
+// Observe feeds one step. It returns the alerts that fired at this step.
+// s.Values may be modified: derived vitals (train_loss_ema, train_ppl,
+// grad_clip_rate, dataloader_stall_frac, worst-of-layers values,
+// token_kl_drift) are added when the trainer did not report them.
+func (m *Monitor) Observe(s Sample) []Alert {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s.Values == nil {
+		s.Values = map[string]float64{}
+	}
+	if s.Time.IsZero() {
+		s.Time = time.Now()
+	}
+	m.derive(&s)
+	// Keep a private copy for incident bundles.
+	cp := s
+	cp.Values = make(map[string]float64, len(s.Values))
+	for k, v := range s.Values {
+		cp.Values[k] = v
+	}
+	cp.Histograms = nil
+	m.recent = append(m.recent, cp)
+	if len(m.recent) > m.cfg.IncidentSteps {
+		m.recent = m.recent[len(m.recent)-m.cfg.IncidentSteps:]
+	}
+	for _, sk := range m.sinks {
+		m.keep(sk.WriteSample(&s))
+	}
+	alerts := m.rules.check(&s)
+	norms := map[string]float64{}
+	for _, n := range classifierNorms {
+		if v, ok := s.Values[n]; ok {
+			norms[n] = v
+		}
+	}
+	if x, ok := s.Values["val_loss"]; ok {
+		m.spikes.Eval(s.Step, x)
+		alerts = append(alerts, m.rules.val(s.Step, s.Tokens, x)...)
+	}
+	loss, ok := s.Values["train_loss_raw"]
+	if !ok {
+		loss = math.NaN()
+	}
+	det, dec := m.spikes.Step(s.Step, loss, norms, s.Batch)
+	alerts = append(alerts, m.spikeAlerts(&s, det, dec)...)
+	return m.emit(alerts, s.Time)
+}
+
+func (m *Monitor) spikeAlerts(s *Sample, det *Spike, dec []*Spike) []Alert {
+	var out []Alert
+	if det != nil {
+		msg := fmt.Sprintf("loss spike at step %d: train_loss_raw %.4g vs window median %.4g (robust z = %.1f); %s",
+			det.Step, det.Loss, det.Median, det.Z, det.PrecursorText())
+		if det.Batch != nil && len(det.Batch.Sources) > 0 {
+			msg += "; batch sources " + listHead(det.Batch.Sources, 8)
+		}
+		m.rules.fire(&out, s, RuleLossSpike, "train_loss_raw", det.Loss, det.BandHi, msg)
+		m.rules.spikes = append(m.rules.spikes, det.Step)
+		n := 0
+		for _, st := range m.rules.spikes {
+			if det.Step-st < int64(m.cfg.ClusterWindow) {
+				n++
+			}
+		}
+		if m.cfg.SpikeCluster > 0 && n >= m.cfg.SpikeCluster {
+			m.rules.fire(&out, s, RuleSpikeCluster, "train_loss_raw", float64(n), float64(m.cfg.SpikeCluster),
+				fmt.Sprintf("%d loss spikes within %d steps", n, m.cfg.ClusterWindow))
+		}
+	}
+	for _, sp := range dec {
+		out = append(out, m.verdictAlert(sp))
+	}
+	return out
+}
+
+func (m *Monitor) verdictAlert(sp *Spike) Alert {
+	a := newAlert(sp.Step, 0, RuleSpikeVerdict, "train_loss_raw", sp.Loss, sp.BandHi, sp.Summary())
+	a.Verdict = sp.Verdict
+	if sp.Verdict == VerdictRecoverable || sp.Verdict == VerdictArtifact || sp.Verdict == VerdictUndetermined {
+		a.Severity, a.Action = SEV2, SEV2.Action()
+	}
+	return a
+}
+
+// derive adds the vitals the monitor can compute from numbers alone.
+func (m *Monitor) derive(s *Sample) {
+	v := s.Values
+	if x, ok := v["train_loss_raw"]; ok && finite(x) {
+		if _, has := v["train_loss_ema"]; !has {
+			// Bias-corrected EMA.
+			b := m.cfg.LossEMABeta
+			if math.IsNaN(m.lossEMA) {
+				m.lossEMA = 0
+			}
+			m.lossEMA = b*m.lossEMA + (1-b)*x
+			m.emaN++
+			v["train_loss_ema"] = m.lossEMA / (1 - math.Pow(b, float64(m.emaN)))
+		}
+	}
+	if x, ok := v["train_loss_ema"]; ok && finite(x) {
+		m.lastLoss = x
+		if _, has := v["train_ppl"]; !has {
+			v["train_ppl"] = math.Exp(x)
+		}
+	}
+	if x, ok := v["val_loss"]; ok && finite(x) {
+		if _, has := v["val_ppl"]; !has {
+			v["val_ppl"] = math.Exp(x)
+		}
+		if _, has := v["train_val_gap"]; !has && finite(m.lastLoss) {
+			v["train_val_gap"] = x - m.lastLoss
+		}
+		if e, ok := v["val_loss_ema"]; ok && finite(e) {
+			if _, has := v["ema_gap"]; !has {
+				v["ema_gap"] = x - e
+			}
+		}
+	}
+	// Skips: a per-step flag, or the increment of the cumulative counter.
+	if x, ok := v["skipped_updates"]; ok && finite(x) {
+		if _, has := v["skipped"]; !has && finite(m.skips) {
+			if x > m.skips {
+				v["skipped"] = 1
+			} else {
+				v["skipped"] = 0
+			}
+		}
+		m.skips = x
+	}
+	if _, has := v["grad_clip_rate"]; !has {
+		if x, ok := v["grad_clipped"]; ok {
+			c := 0.0
+			if x > 0 {
+				c = 1
+			}
+			// The rules keep the window; derive the rate over it here.
+			vals := m.rules.clips.values()
+			w := m.cfg.Window
+			if len(vals) > w-1 {
+				vals = vals[len(vals)-(w-1):]
+			}
+			v["grad_clip_rate"] = (meanOf(vals)*float64(len(vals)) + c) / float64(len(vals)+1)
+		}
+	}
+	if _, has := v["dataloader_stall_frac"]; !has {
+		if w, ok := v["data_wait_time"]; ok {
+			if st, ok := v["step_time"]; ok && st > 0 {
+				v["dataloader_stall_frac"] = w / st
+			}
+		}
+	}
+	worst(v, "max_attn_logit", true)
+	worst(v, "attn_entropy", false)
+	if m.tokHist != nil {
+		if h, ok := s.Histograms["tokens"]; ok {
+			v["token_kl_drift"] = KL(h.Counts, m.tokHist)
+		}
+	}
+}
+
+// worst sets the unsuffixed name to the max (or min) over its variants when
+// the trainer reported only per-layer/head values.
+func worst(v map[string]float64, base string, highest bool) {
+	if _, ok := v[base]; ok {
+		return
+	}
+	best := math.NaN()
+	for n, x := range v {
+		if len(n) > len(base) && n[len(base)] == '/' && n[:len(base)] == base && finite(x) {
+			if math.IsNaN(best) || (highest && x > best) || (!highest && x < best) {
+				best = x
+			}
+		}
+	}
+	if !math.IsNaN(best) {
+		v[base] = best
+	}
+}
+
+// KL returns KL(p‖q) in nats of two histograms over the same categories,
+// each normalised to sum 1; q is smoothed so empty reference bins do not
+// give infinity.
+func KL(p, q []float64) float64 {
+	n := min(len(p), len(q))
+	var sp, sq float64
+	for i := 0; i < n; i++ {
+		sp += p[i]
+		sq += q[i]
+	}
+	if sp <= 0 || sq <= 0 {
+		return math.NaN()
+	}
+	eps := 1e-10
+	var kl float64
+	for i := 0; i < n; i++ {
+		pi := p[i] / sp
+		if pi <= 0 {
+			continue
+		}
+		qi := q[i]/sq*(1-eps*float64(n)) + eps
+		kl += pi * math.Log(pi/qi)
+	}
+	return kl
+}
+
+// Record feeds a non-step event (checkpoint, eval, resume) and returns the
+// alerts it fired.
+func (m *Monitor) Record(e Event) []Alert {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	for _, sk := range m.sinks {
+		m.keep(sk.WriteEvent(&e))
+	}
+	var alerts []Alert
+	switch e.Kind {
+	case EventCheckpoint:
+		if !e.OK {
+			msg := fmt.Sprintf("checkpoint at step %d failed", e.Step)
+			if e.Path != "" {
+				msg += " (" + e.Path + ")"
+			}
+			if e.Detail != "" {
+				msg += ": " + e.Detail
+			}
+			alerts = append(alerts, newAlert(e.Step, e.Tokens, RuleCheckpointFailed, "checkpoint_ok", 0, 1, msg))
+		}
+	case EventEval:
+		if x, ok := e.Values["val_loss"]; ok {
+			if _, has := e.Values["train_val_gap"]; !has && finite(m.lastLoss) && finite(x) {
+				e.Values["train_val_gap"] = x - m.lastLoss
+			}
+			m.spikes.Eval(e.Step, x)
+			alerts = append(alerts, m.rules.val(e.Step, e.Tokens, x)...)
+		}
+	}
+	return m.emit(alerts, e.Time)
+}
+
+// CheckResume compares the manifest of the run being resumed with the
+// current one and fires manifest_mismatch when they differ.
+func (m *Monitor) CheckResume(step int64, prev, cur Manifest) []Alert {
+	diffs := prev.Diff(cur)
+	if len(diffs) == 0 {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a := newAlert(step, 0, RuleManifest, "manifest_ok", 0, 1, "manifest differs on resume: "+strings.Join(diffs, "; "))
+	return m.emit([]Alert{a}, time.Now())
+}
+
+// emit writes alerts everywhere and handles SEV0. m.mu is held.
+func (m *Monitor) emit(alerts []Alert, t time.Time) []Alert {
+	for i := range alerts {
+		a := &alerts[i]
+		a.Time = t
+		if !finite(a.Value) {
+			a.Value = -1
+		}
+		if !finite(a.Threshold) {
+			a.Threshold = -1
+		}
+		if a.Severity == SEV0 {
+			if dir, err := m.writeIncident(a); err != nil {
+				m.keep(fmt.Errorf("incident bundle: %w", err))
+			} else {
+				a.Evidence = dir
+			}
+			if m.cfg.PauseOnSEV0 && !m.paused {
+				m.paused, m.reason = true, fmt.Sprintf("%s %s at step %d: %s", a.Severity, a.Rule, a.Step, a.Message)
+			}
+		}
+		lvl := slog.LevelWarn
+		if a.Severity == SEV0 {
+			lvl = slog.LevelError
+		}
+		attrs := []any{"severity", a.Severity, "rule", a.Rule, "step", a.Step, "msg", a.Message, "action", a.Action}
+		if a.Verdict != "" {
+			attrs = append(attrs, "verdict", a.Verdict)
+		}
+		if a.Evidence != "" {
+			attrs = append(attrs, "evidence", a.Evidence)
+		}
+		m.log.Log(context.Background(), lvl, "ALERT", attrs...)
+		if m.alertsF != nil {
+			b, err := json.Marshal(a)
+			if err == nil {
+				_, err = m.alertsF.Write(append(b, '\n'))
+			}
+			m.keep(err)
+		}
+		for _, sk := range m.sinks {
+			m.keep(sk.WriteAlert(a))
+		}
+		if m.cfg.Webhook != "" {
+			m.post(*a)
+		}
+		m.alerts = append(m.alerts, *a)
+	}
+	return alerts
+}
+
+func (m *Monitor) post(a Alert) {
+	client := m.opts.HTTPClient
+	if client == nil {
+		client = &http.Client{Timeout: 5 * time.Second}
+	}
+	body, err := json.Marshal(a)
+	if err != nil {
+		m.keep(err)
+		return
+	}
+	m.webhookW.Add(1)
+	go func() {
+		defer m.webhookW.Done()
+		resp, err := client.Post(m.cfg.Webhook, "application/json", bytes.NewReader(body))
+		if err != nil {
+			m.log.Warn("monitor webhook", "url", m.cfg.Webhook, "err", err)
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			m.log.Warn("monitor webhook", "url", m.cfg.Webhook, "status", resp.Status)
+		}
+	}()
+}
+
+// Paused reports whether a SEV0 asked the trainer to stop, and why.
+func (m *Monitor) Paused() (bool, string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.paused, m.reason
+}
+
+// Alerts returns every alert fired so far.
+func (m *Monitor) Alerts() []Alert {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Alert(nil), m.alerts...)
+}
+
+// Flush decides every pending spike with what is known now (for the end
+// of a log or of training) and returns the verdict alerts.
+func (m *Monitor) Flush() []Alert {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Alert
+	for _, sp := range m.spikes.Flush() {
+		out = append(out, m.verdictAlert(sp))
+	}
+	t := time.Now()
+	if len(m.recent) > 0 {
+		t = m.recent[len(m.recent)-1].Time
+	}
+	return m.emit(out, t)
+}
+
+// Close flushes pending spike verdicts, waits for webhooks and closes
+// every sink. It returns the first sink error seen during the run.
+func (m *Monitor) Close() error {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	closed := m.closed
+	m.closed = true
+	m.mu.Unlock()
+	if closed {
+		return nil
+	}
+	m.Flush()
+	m.webhookW.Wait()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	errs := append([]error(nil), m.errs...)
+	for _, sk := range m.sinks {
+		if err := sk.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if m.alertsF != nil {
+		if err := m.alertsF.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

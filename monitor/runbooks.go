@@ -1,0 +1,159 @@
+package monitor
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Runbook is what an alert tells the person on call: what the rule means,
+// the evidence to capture, the containment step, and how to verify a fix.
+type Runbook struct {
+	Rule     string
+	Severity Severity
+	Title    string
+	Meaning  string
+	Capture  string
+	Contain  string
+	Verify   string
+}
+
+// Text renders the runbook as the few lines carried by an alert.
+func (r Runbook) Text() string {
+	return fmt.Sprintf("%s [%s] %s. Meaning: %s Capture: %s Contain: %s Verify: %s (docs/runbooks.md#%s)",
+		r.Rule, r.Severity, r.Title, r.Meaning, r.Capture, r.Contain, r.Verify, r.Rule)
+}
+
+// Action is what a severity asks for.
+func (s Severity) Action() string {
+	switch s {
+	case SEV0:
+		return "pause"
+	case SEV1:
+		return "contain"
+	}
+	return "investigate"
+}
+
+// Rule names.
+const (
+	RuleNaNInf           = "nan_inf"
+	RuleCheckpointFailed = "checkpoint_failed"
+	RuleSkipStorm        = "skip_storm"
+	RuleLossSpike        = "loss_spike"
+	RuleSpikeVerdict     = "loss_spike_verdict"
+	RuleSpikeCluster     = "loss_spike_cluster"
+	RuleAttnLogitRunaway = "attn_logit_runaway"
+	RuleAttnLogitCap     = "attn_logit_above_cap"
+	RuleEntropyCollapse  = "attn_entropy_collapse"
+	RuleThroughputDrop   = "throughput_drop"
+	RuleClipRate         = "clip_rate_rising"
+	RuleManifest         = "manifest_mismatch"
+	RuleMixDrift         = "mixture_drift"
+	RuleValRegression    = "val_regression"
+	RuleStall            = "dataloader_stall"
+)
+
+// runbooks are the source of docs/runbooks.md, in severity order.
+var runbooks = []Runbook{
+	{RuleNaNInf, SEV0, "NaN/Inf in loss, gradients or weights",
+		"nan_inf_events > 0 (or a non-finite train_loss_raw/grad_global_norm): numbers are corrupt and any update applied now damages the weights irreversibly.",
+		"the incident bundle (last N steps of metrics, batch ids and sources of those steps, config.toml, manifest.json); the step's learning_rate, grad_global_norm, max_attn_logit, residual_rms.",
+		"the run pauses without checkpointing; the last good checkpoint stays untouched. Roll back to it and replay the recorded batches with the same seed to find the first non-finite op.",
+		"replay the fixed probe batch on the last good checkpoint (fixed_probe_loss unchanged), then resume with a lower LR or the offending batch quarantined."},
+	{RuleCheckpointFailed, SEV0, "checkpoint save or verification failed",
+		"checkpoint_ok is false: without a verified checkpoint there is nothing safe to roll back to.",
+		"the failing checkpoint directory (kept under its temporary name), free disk space, the error text, the previous good checkpoint's SHA256SUMS.",
+		"the run pauses; keep the last verified checkpoint separate from 'latest'; fix space/permissions before resuming.",
+		"load the last good checkpoint (every checksum verifies) and resume; a resumed run reproduces the losses bit for bit."},
+	{RuleSkipStorm, SEV0, "sustained skipped updates or overflows",
+		"more than skip_storm_frac of the last skip_storm_steps steps were skipped or overflowed: the run consumes compute without learning (steps_seen lags tokens_seen).",
+		"the incident bundle; the rolling grad/update-norm windows; loss_scale and overflow_rate; the sources of the skipped batches.",
+		"the run pauses; resume from the last good checkpoint with a lower LR (or longer warmup), and check unscale-before-clip ordering.",
+		"a canary of 200 steps from the checkpoint shows skipped_updates ~0 after warmup."},
+	{RuleLossSpike, SEV1, "loss spike detected",
+		"train_loss_raw rose more than spike_z robust standard deviations (median/MAD) above its rolling window; the message says whether grad/update norms spiked first.",
+		"the spike step's batch ids and sources, max_attn_logit, grad_global_norm, update_norm, learning_rate around the spike.",
+		"raise metric sampling; prepare a rollback point; if norms preceded the loss, tighten grad/update clipping or lower the LR. The classifier gives its verdict after spike_follow steps.",
+		"after the follow-up window the verdict alert says recoverable, logging artifact, data event or structural instability."},
+	{RuleSpikeVerdict, SEV1, "loss spike classified",
+		"the seed-000 flowchart applied to a spike: recoverable (back in the pre-spike band), logging artifact (val did not move), data event (val shifted, norms back to normal: the batch), structural instability / new worse plateau (val shifted, norms stay elevated). Recoverable and artifact verdicts are SEV2.",
+		"for a data event: the named batch sources and document ids; for structural instability: per-layer max_attn_logit, attn_entropy and update_to_weight.",
+		"data event: quarantine the shard/documents and replay; structural: roll back, lower the LR, enable QK-norm/QK-clip style attention control.",
+		"replay the probe batch; rerun a micro-eval; compare val_loss with the pre-spike trend."},
+	{RuleSpikeCluster, SEV1, "repeated loss spikes",
+		"spike_cluster or more loss spikes within cluster_window steps: spikes that keep coming are a warning even when each one recovers (Marin 32B: clipping softened them until the attention stack changed).",
+		"the list of spike steps with their precursors and verdicts; max_attn_logit and attn_entropy per layer.",
+		"reduce the LR or tighten update clipping; plan an attention-stability change (QK-norm) if spikes persist.",
+		"spike rate falls and the loss rejoins its trend band."},
+	{RuleAttnLogitRunaway, SEV1, "max attention logit runaway",
+		"max_attn_logit exceeds attn_logit_red (Kimi K2: > 1000 usually precedes loss spikes and divergence).",
+		"per-layer/head max_attn_logit and attn_entropy, the learning rate, the last checkpoint step.",
+		"cap the logits (QK-Clip with τ = 100 or QK-norm), lower the LR; roll back if coupled with NaNs.",
+		"max_attn_logit stays bounded after resume."},
+	{RuleAttnLogitCap, SEV2, "attention logits above the τ cap",
+		"max_attn_logit stayed above attn_logit_cap (τ = 100) for cooldown steps: heads are sharpening towards the unstable regime.",
+		"which layers/heads exceed the cap and their trend.",
+		"watch attn_entropy; consider QK-norm or a lower peak LR before it runs away.",
+		"the fraction of heads above the cap stops growing."},
+	{RuleEntropyCollapse, SEV1, "attention entropy collapse",
+		"the worst attn_entropy fell below entropy_collapse nats or below entropy_drop_frac of its early-run median: attention concentrates on single tokens, which precedes oscillation and divergence (Zhai et al.).",
+		"per-layer/head attn_entropy and max_attn_logit, the LR schedule position.",
+		"reduce the LR; add spectral or QK-norm control; sample more heads during the incident.",
+		"entropy recovers to a stable band on a canary."},
+	{RuleThroughputDrop, SEV1, "throughput or MFU drop",
+		"tokens_per_sec or mfu (short rolling median) fell more than throughput_drop below its longer median: every unit of learning now costs more.",
+		"step_time decomposition (data wait, forward, backward, optimizer, checkpoint, eval), dataloader_stall_frac, a trace.json around the slow steps.",
+		"find the dominant phase; if input-bound raise prefetch; if another process competes for cores, isolate the run.",
+		"tokens_per_sec returns to its band."},
+	{RuleClipRate, SEV1, "rising gradient clip rate",
+		"grad_clip_rate over the window exceeds clip_rate and is rising: the run keeps hitting its safety rail.",
+		"grad_global_norm trend, the sources of the clipped batches, max_attn_logit.",
+		"localise (shard, attention logits); reduce the LR; improve filtering of the offending source.",
+		"clip rate falls back below the threshold."},
+	{RuleManifest, SEV1, "reproducibility manifest mismatch on resume",
+		"the resumed run's manifest.json differs from the current one (code, Go version, config, tokenizer, dataset or probe/eval hashes): comparisons across the resume are not valid.",
+		"both manifests and the list of differing fields.",
+		"stop if the tokenizer, dataset or probe changed by accident; otherwise note the change and invalidate cross-resume comparisons.",
+		"fixed_probe_loss on the checkpoint is unchanged under the new code."},
+	{RuleMixDrift, SEV2, "data mixture drift",
+		"a source's source_mix_share (window mean) differs from its target weight by more than mix_drift.",
+		"per-source shares over time, the loader's stage, token_kl_drift.",
+		"check the loader's mixture and stage config; quarantine a new source.",
+		"slice_val_loss of the affected sources is stable."},
+	{RuleValRegression, SEV2, "slow validation regression",
+		"val_loss rose in val_regress_evals consecutive evaluations.",
+		"val_loss, slice_val_loss per source, train_val_gap, fixed_probe_loss and eval artifact hashes.",
+		"triage in order: eval harness drift, data drift, internal drift, architecture; roll back a mixture change.",
+		"val_loss resumes its decline."},
+	{RuleStall, SEV2, "dataloader stalls",
+		"dataloader_stall_frac (window mean) exceeds stall_frac: the step waits on input.",
+		"data_wait_time per step, prefetch depth, disk throughput, a trace.json.",
+		"raise prefetch, pre-tokenise, move shards to local disk.",
+		"stall fraction below the threshold."},
+}
+
+var runbookByRule = func() map[string]Runbook {
+	m := map[string]Runbook{}
+	for _, r := range runbooks {
+		m[r.Rule] = r
+	}
+	return m
+}()
+
+// Runbooks returns every rule's runbook in severity order (a copy).
+func Runbooks() []Runbook { return append([]Runbook(nil), runbooks...) }
+
+// RunbookFor returns the runbook of a rule.
+func RunbookFor(rule string) (Runbook, bool) {
+	r, ok := runbookByRule[rule]
+	return r, ok
+}
+
+func runbookText(rule string) string {
+	if r, ok := runbookByRule[rule]; ok {
+		return r.Text()
+	}
+	return rule
+}
+
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", "\\|") }

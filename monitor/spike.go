@@ -1,0 +1,340 @@
+package monitor
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Spike verdicts: the leaves of seed 000's spike flowchart.
+const (
+	VerdictRecoverable  = "recoverable"
+	VerdictArtifact     = "logging artifact"
+	VerdictDataEvent    = "data event"
+	VerdictStructural   = "structural instability / new worse plateau"
+	VerdictUndetermined = "undetermined (no eval after the spike)"
+)
+
+// Spike is one detected loss spike and, once decided, its verdict.
+type Spike struct {
+	Step      int64
+	Loss      float64 // train_loss_raw at the spike
+	Median    float64 // pre-spike window median
+	Sigma     float64 // pre-spike robust standard deviation
+	Z         float64
+	BandHi    float64 // upper edge of the pre-spike band
+	Precursor string  // "update_norm", "grad_global_norm" or "" when no norm spiked first
+	Lead      int     // steps by which Precursor preceded the loss (0 = same step)
+	Batch     *Batch  // the spike step's batch, when the trainer described it
+
+	Verdict   string
+	DecidedAt int64
+	ValBefore float64
+	ValAfter  float64
+	NormsHigh bool
+	TailLoss  float64
+
+	preNorm map[string][2]float64 // name -> (median, sigma) before the spike
+	tail    map[string][]float64  // values in the follow-up window
+	loss    []float64
+}
+
+// PrecursorText is the sentence the alert carries about norm precursors.
+func (s *Spike) PrecursorText() string {
+	if s.Precursor == "" {
+		return "no grad/update-norm spike preceded it"
+	}
+	name := strings.ReplaceAll(strings.TrimSuffix(s.Precursor, "_global_norm"), "_", " ")
+	if s.Precursor == "grad_global_norm" {
+		name = "grad norm"
+	}
+	if s.Lead == 0 {
+		return name + " spiked at the same step as the loss"
+	}
+	unit := "steps"
+	if s.Lead == 1 {
+		unit = "step"
+	}
+	return fmt.Sprintf("%s preceded loss by %d %s", name, s.Lead, unit)
+}
+
+// classifierNorms are the norms watched as spike precursors, in report
+// order of preference.
+var classifierNorms = []string{"update_norm", "grad_global_norm"}
+
+// SpikeClassifier detects loss spikes by robust z-score over a rolling
+// window and, after a follow-up window, classifies each one by the seed-000
+// flowchart. It is fed one step at a time and by evaluations.
+type SpikeClassifier struct {
+	cfg      Config
+	loss     *ring
+	norms    map[string]*ring
+	normZ    map[string][]stepZ // recent z-scores per norm (last lookback+1 steps)
+	pending  []*Spike
+	inSpike  bool
+	bandHi   float64
+	vals     []stepVal // evaluations seen (step, val_loss)
+	lastStep int64
+}
+
+type stepZ struct {
+	step int64
+	z    float64
+}
+
+type stepVal struct {
+	step int64
+	v    float64
+}
+
+// NewSpikeClassifier returns a classifier using cfg's spike_* and norm_z
+// settings.
+func NewSpikeClassifier(cfg Config) *SpikeClassifier {
+	c := &SpikeClassifier{cfg: cfg, loss: newRing(cfg.Window), norms: map[string]*ring{}, normZ: map[string][]stepZ{}}
+	for _, n := range classifierNorms {
+		c.norms[n] = newRing(cfg.Window)
+	}
+	return c
+}
+
+// Eval records a validation loss measured at step.
+func (c *SpikeClassifier) Eval(step int64, valLoss float64) {
+	if finite(valLoss) {
+		c.vals = append(c.vals, stepVal{step, valLoss})
+	}
+}
+
+// Step feeds one step: its loss, its norms (missing ones are NaN) and its
+// batch. It returns a newly detected spike (or nil) and the spikes whose
+// verdict was decided at this step.
+func (c *SpikeClassifier) Step(step int64, loss float64, norms map[string]float64, batch *Batch) (detected *Spike, decided []*Spike) {
+	c.lastStep = step
+	// Norm z-scores against their windows before this step.
+	for _, n := range classifierNorms {
+		v, ok := norms[n]
+		if !ok || !finite(v) {
+			continue
+		}
+		r := c.norms[n]
+		if r.len() >= minWindow(c.cfg) {
+			med, sig := robust(r.values())
+			zs := append(c.normZ[n], stepZ{step, robustZ(v, med, sig)})
+			if len(zs) > c.cfg.SpikeLookback+1 {
+				zs = zs[len(zs)-c.cfg.SpikeLookback-1:]
+			}
+			c.normZ[n] = zs
+		}
+		r.push(v)
+		for _, s := range c.pending {
+			if s.tail != nil {
+				s.tail[n] = append(s.tail[n], v)
+			}
+		}
+	}
+	if !finite(loss) {
+		return nil, c.decide(step)
+	}
+	for _, s := range c.pending {
+		s.loss = append(s.loss, loss)
+	}
+	if c.inSpike && loss <= c.bandHi {
+		c.inSpike = false
+	}
+	if !c.inSpike && c.loss.len() >= minWindow(c.cfg) {
+		med, sig := robust(c.loss.values())
+		z := robustZ(loss, med, sig)
+		if z > c.cfg.SpikeZ && loss > med*(1+c.cfg.SpikeMinRise) {
+			s := &Spike{Step: step, Loss: loss, Median: med, Sigma: sig, Z: z, Batch: batch,
+				BandHi: med + math.Max(3*sig, 0.5*c.cfg.SpikeMinRise*math.Abs(med)),
+				preNorm: map[string][2]float64{}, tail: map[string][]float64{}, ValBefore: math.NaN(), ValAfter: math.NaN(), TailLoss: math.NaN()}
+			s.Precursor, s.Lead = c.precursor(step)
+			for n, r := range c.norms {
+				if r.len() > 0 {
+					m, sg := robust(r.values())
+					s.preNorm[n] = [2]float64{m, sg}
+				}
+			}
+			if v, ok := c.valAtOrBefore(step); ok {
+				s.ValBefore = v
+			}
+			c.pending = append(c.pending, s)
+			c.inSpike, c.bandHi = true, s.BandHi
+			detected = s
+		}
+	}
+	// The spike's own loss stays out of the baseline window only while the
+	// episode lasts, so a spike does not widen the band it is judged by.
+	if !c.inSpike {
+		c.loss.push(loss)
+	}
+	return detected, c.decide(step)
+}
+
+func minWindow(cfg Config) int { return max(8, cfg.Window/2) }
+
+// precursor finds the earliest norm spike within lookback steps up to step.
+func (c *SpikeClassifier) precursor(step int64) (string, int) {
+	best, lead := "", -1
+	for _, n := range classifierNorms {
+		for _, sz := range c.normZ[n] {
+			if sz.step > step || step-sz.step > int64(c.cfg.SpikeLookback) || sz.z <= c.cfg.NormZ {
+				continue
+			}
+			if l := int(step - sz.step); l > lead {
+				best, lead = n, l
+			}
+			break // earliest for this norm found (normZ is in step order)
+		}
+	}
+	if lead < 0 {
+		return "", 0
+	}
+	return best, lead
+}
+
+func (c *SpikeClassifier) valAtOrBefore(step int64) (float64, bool) {
+	for i := len(c.vals) - 1; i >= 0; i-- {
+		if c.vals[i].step <= step {
+			return c.vals[i].v, true
+		}
+	}
+	return 0, false
+}
+
+func (c *SpikeClassifier) valAfter(step int64) (float64, bool) {
+	for i := len(c.vals) - 1; i >= 0; i-- {
+		if c.vals[i].step > step {
+			return c.vals[i].v, true
+		}
+	}
+	return 0, false
+}
+
+// decide gives verdicts to spikes whose follow-up window has passed.
+func (c *SpikeClassifier) decide(step int64) []*Spike {
+	var out []*Spike
+	keep := c.pending[:0]
+	for _, s := range c.pending {
+		if step-s.Step < int64(c.cfg.SpikeFollow) {
+			keep = append(keep, s)
+			continue
+		}
+		if s.classify(c, step) {
+			out = append(out, s)
+		} else {
+			keep = append(keep, s)
+		}
+	}
+	c.pending = keep
+	return out
+}
+
+// Flush decides every pending spike with what is known now (end of a log).
+func (c *SpikeClassifier) Flush() []*Spike {
+	var out []*Spike
+	for _, s := range c.pending {
+		if len(s.loss) < 4 {
+			continue
+		}
+		s.classify(c, -1)
+		out = append(out, s)
+	}
+	c.pending = nil
+	return out
+}
+
+func tailMedian(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	n := max(3, len(xs)/4)
+	if n > len(xs) {
+		n = len(xs)
+	}
+	return median(append([]float64(nil), xs[len(xs)-n:]...))
+}
+
+// classify walks the flowchart; it returns false when it must wait longer
+// for an evaluation. step < 0 forces a decision.
+func (s *Spike) classify(c *SpikeClassifier, step int64) bool {
+	s.TailLoss = tailMedian(s.loss)
+	decidedAt := step
+	if step < 0 {
+		decidedAt = c.lastStep
+	}
+	s.NormsHigh = false
+	for n, pre := range s.preNorm {
+		t := tailMedian(s.tail[n])
+		if finite(t) && t-pre[0] > math.Max(3*pre[1], 0.5*math.Abs(pre[0])) {
+			s.NormsHigh = true
+		}
+	}
+	if s.TailLoss <= s.BandHi {
+		s.Verdict, s.DecidedAt = VerdictRecoverable, decidedAt
+		return true
+	}
+	va, ok := c.valAfter(s.Step)
+	if !ok {
+		if step >= 0 && step-s.Step < 4*int64(c.cfg.SpikeFollow) {
+			return false
+		}
+		s.Verdict, s.DecidedAt = VerdictUndetermined, decidedAt
+		return true
+	}
+	s.ValAfter = va
+	switch {
+	case !finite(s.ValBefore):
+		s.Verdict = VerdictUndetermined
+	case va-s.ValBefore <= c.cfg.ValShift:
+		s.Verdict = VerdictArtifact
+	case !s.NormsHigh:
+		s.Verdict = VerdictDataEvent
+	default:
+		s.Verdict = VerdictStructural
+	}
+	s.DecidedAt = decidedAt
+	return true
+}
+
+// Summary is the one-line description of a decided spike.
+func (s *Spike) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "loss spike at step %d (%.4g vs median %.4g, z=%.1f): %s; %s", s.Step, s.Loss, s.Median, s.Z, s.Verdict, s.PrecursorText())
+	if finite(s.TailLoss) {
+		fmt.Fprintf(&b, "; loss after %d steps %.4g (band ≤ %.4g)", len(s.loss), s.TailLoss, s.BandHi)
+	}
+	if finite(s.ValBefore) && finite(s.ValAfter) {
+		fmt.Fprintf(&b, "; val_loss %.4g → %.4g", s.ValBefore, s.ValAfter)
+	}
+	if s.Verdict == VerdictStructural || s.Verdict == VerdictDataEvent {
+		if s.NormsHigh {
+			b.WriteString("; norms stayed elevated")
+		} else {
+			b.WriteString("; norms back to normal")
+		}
+	}
+	if s.Verdict == VerdictDataEvent && s.Batch != nil {
+		fmt.Fprintf(&b, "; batch sources %s, docs %s", listHead(s.Batch.Sources, 8), listHead(s.Batch.DocIDs, 8))
+	}
+	return b.String()
+}
+
+func listHead(xs []string, n int) string {
+	if len(xs) == 0 {
+		return "[]"
+	}
+	uniq := []string{}
+	seen := map[string]bool{}
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			uniq = append(uniq, x)
+		}
+	}
+	more := ""
+	if len(uniq) > n {
+		more = fmt.Sprintf(" …+%d", len(uniq)-n)
+		uniq = uniq[:n]
+	}
+	return "[" + strings.Join(uniq, ",") + more + "]"
+}

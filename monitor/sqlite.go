@@ -1,0 +1,312 @@
+package monitor
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+)
+
+// storeSchema is the layout of metrics.sqlite. time is Unix seconds.
+const storeSchema = `
+CREATE TABLE IF NOT EXISTS run(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS metrics(step INTEGER NOT NULL, tokens INTEGER NOT NULL, time REAL NOT NULL, name TEXT NOT NULL, value REAL);
+CREATE INDEX IF NOT EXISTS metrics_name_step ON metrics(name, step);
+CREATE TABLE IF NOT EXISTS events(step INTEGER, tokens INTEGER, time REAL, kind TEXT, ok INTEGER, path TEXT, detail TEXT, data TEXT);
+CREATE TABLE IF NOT EXISTS alerts(step INTEGER, tokens INTEGER, time REAL, severity TEXT, rule TEXT, metric TEXT, value REAL, threshold REAL, message TEXT, verdict TEXT, action TEXT, runbook TEXT, evidence TEXT);
+`
+
+// Store is the metrics.sqlite sink. Writes are queued to a background
+// goroutine that commits them in batched transactions, so a training step
+// only pays for building the rows.
+type Store struct {
+	db   *sql.DB
+	path string
+	ch   chan storeBatch
+	done chan struct{}
+	mu   sync.Mutex
+	err  error
+	// FlushEvery bounds how long rows wait before they are committed.
+	flushEvery time.Duration
+}
+
+type metricRow struct {
+	step, tokens int64
+	time         float64
+	name         string
+	value        float64
+}
+
+type storeBatch struct {
+	metrics []metricRow
+	event   *Event
+	alert   *Alert
+	kv      [2]string
+	sync    chan struct{}
+}
+
+// OpenStore opens (creating if needed) the store at path and starts its
+// writer goroutine.
+func OpenStore(path string) (*Store, error) {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	for _, p := range []string{"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA busy_timeout=5000"} {
+		if _, err := db.Exec(p); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("store %s: %s: %w", path, p, err)
+		}
+	}
+	if _, err := db.Exec(storeSchema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store %s: schema: %w", path, err)
+	}
+	s := &Store{db: db, path: path, ch: make(chan storeBatch, 1024), done: make(chan struct{}), flushEvery: 500 * time.Millisecond}
+	go s.loop()
+	return s, nil
+}
+
+// SetRunInfo records a key/value of the run table (name, config hash …).
+func (s *Store) SetRunInfo(key, value string) { s.ch <- storeBatch{kv: [2]string{key, value}} }
+
+func unix(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.UnixNano()) / 1e9
+}
+
+// WriteSample queues every value of smp.
+func (s *Store) WriteSample(smp *Sample) error {
+	if err := s.Err(); err != nil {
+		return err
+	}
+	rows := make([]metricRow, 0, len(smp.Values))
+	t := unix(smp.Time)
+	for k, v := range smp.Values {
+		rows = append(rows, metricRow{smp.Step, smp.Tokens, t, k, v})
+	}
+	s.ch <- storeBatch{metrics: rows}
+	return nil
+}
+
+// WriteEvent queues an event.
+func (s *Store) WriteEvent(e *Event) error {
+	cp := *e
+	s.ch <- storeBatch{event: &cp}
+	return s.Err()
+}
+
+// WriteAlert queues an alert.
+func (s *Store) WriteAlert(a *Alert) error {
+	cp := *a
+	s.ch <- storeBatch{alert: &cp}
+	return s.Err()
+}
+
+// Sync waits until everything queued so far is committed.
+func (s *Store) Sync() error {
+	c := make(chan struct{})
+	s.ch <- storeBatch{sync: c}
+	<-c
+	return s.Err()
+}
+
+// Err returns the first write error, if any.
+func (s *Store) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+func (s *Store) setErr(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = fmt.Errorf("store %s: %w", s.path, err)
+	}
+	s.mu.Unlock()
+}
+
+// Close commits what is queued and closes the database.
+func (s *Store) Close() error {
+	close(s.ch)
+	<-s.done
+	err := s.db.Close()
+	if e := s.Err(); e != nil {
+		return e
+	}
+	return err
+}
+
+func (s *Store) loop() {
+	defer close(s.done)
+	var pending []storeBatch
+	n := 0
+	tick := time.NewTicker(s.flushEvery)
+	defer tick.Stop()
+	flush := func() {
+		if len(pending) == 0 {
+			return
+		}
+		if err := s.commit(pending); err != nil {
+			s.setErr(err)
+		}
+		for _, b := range pending {
+			if b.sync != nil {
+				close(b.sync)
+			}
+		}
+		pending, n = pending[:0], 0
+	}
+	for {
+		select {
+		case b, ok := <-s.ch:
+			if !ok {
+				flush()
+				return
+			}
+			pending = append(pending, b)
+			n += len(b.metrics) + 1
+			if b.sync != nil || n >= 8192 {
+				flush()
+			}
+		case <-tick.C:
+			flush()
+		}
+	}
+}
+
+func nullable(v float64) any {
+	if !finite(v) {
+		return nil
+	}
+	return v
+}
+
+func (s *Store) commit(bs []storeBatch) error {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	ins, err := tx.Prepare("INSERT INTO metrics(step, tokens, time, name, value) VALUES(?,?,?,?,?)")
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	for _, b := range bs {
+		for _, r := range b.metrics {
+			if _, err := ins.Exec(r.step, r.tokens, r.time, r.name, nullable(r.value)); err != nil {
+				return err
+			}
+		}
+		if e := b.event; e != nil {
+			data, _ := json.Marshal(finiteMap(e.Values))
+			ok := 0
+			if e.OK {
+				ok = 1
+			}
+			if _, err := tx.Exec("INSERT INTO events(step, tokens, time, kind, ok, path, detail, data) VALUES(?,?,?,?,?,?,?,?)",
+				e.Step, e.Tokens, unix(e.Time), e.Kind, ok, e.Path, e.Detail, string(data)); err != nil {
+				return err
+			}
+		}
+		if a := b.alert; a != nil {
+			if _, err := tx.Exec("INSERT INTO alerts(step, tokens, time, severity, rule, metric, value, threshold, message, verdict, action, runbook, evidence) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+				a.Step, a.Tokens, unix(a.Time), string(a.Severity), a.Rule, a.Metric, nullable(a.Value), nullable(a.Threshold), a.Message, a.Verdict, a.Action, a.Runbook, a.Evidence); err != nil {
+				return err
+			}
+		}
+		if b.kv[0] != "" {
+			if _, err := tx.Exec("INSERT OR REPLACE INTO run(key, value) VALUES(?,?)", b.kv[0], b.kv[1]); err != nil {
+				return err
+			}
+		}
+	}
+	return tx.Commit()
+}
+
+func finiteMap(m map[string]float64) map[string]float64 {
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		if finite(v) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// ReadStore reads a metrics.sqlite back: samples ordered by step (NULL
+// values come back as NaN), and alerts in insertion order.
+func ReadStore(path string) ([]Sample, []Alert, error) {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	defer db.Close()
+	rows, err := db.Query("SELECT step, tokens, time, name, value FROM metrics ORDER BY step, rowid")
+	if err != nil {
+		return nil, nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	byStep := map[int64]*Sample{}
+	var steps []int64
+	for rows.Next() {
+		var step, tokens int64
+		var t float64
+		var name string
+		var v sql.NullFloat64
+		if err := rows.Scan(&step, &tokens, &t, &name, &v); err != nil {
+			rows.Close()
+			return nil, nil, fmt.Errorf("store %s: %w", path, err)
+		}
+		smp := byStep[step]
+		if smp == nil {
+			sec, frac := math.Modf(t)
+			smp = &Sample{Step: step, Tokens: tokens, Time: time.Unix(int64(sec), int64(frac*1e9)), Values: map[string]float64{}}
+			byStep[step] = smp
+			steps = append(steps, step)
+		}
+		if v.Valid {
+			smp.Values[name] = v.Float64
+		} else {
+			smp.Values[name] = math.NaN()
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	sort.Slice(steps, func(i, j int) bool { return steps[i] < steps[j] })
+	out := make([]Sample, 0, len(steps))
+	for _, st := range steps {
+		out = append(out, *byStep[st])
+	}
+	arows, err := db.Query("SELECT step, tokens, severity, rule, metric, value, threshold, message, verdict, action, runbook, evidence FROM alerts ORDER BY rowid")
+	if err != nil {
+		return nil, nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	defer arows.Close()
+	var alerts []Alert
+	for arows.Next() {
+		var a Alert
+		var sev string
+		var v, th sql.NullFloat64
+		if err := arows.Scan(&a.Step, &a.Tokens, &sev, &a.Rule, &a.Metric, &v, &th, &a.Message, &a.Verdict, &a.Action, &a.Runbook, &a.Evidence); err != nil {
+			return nil, nil, fmt.Errorf("store %s: %w", path, err)
+		}
+		a.Severity, a.Value, a.Threshold = Severity(sev), v.Float64, th.Float64
+		alerts = append(alerts, a)
+	}
+	if err := arows.Err(); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	return out, alerts, nil
+}
