@@ -104,7 +104,7 @@ func (s *Server) scan() {
 		for i := 2; s.runs[name] != nil; i++ {
 			name = fmt.Sprintf("%s-%d", filepath.Base(d), i)
 		}
-		r := &Run{Name: name, Dir: d, data: newRunData()}
+		r := &Run{Name: name, Dir: d, data: newRunData(d)}
 		s.runs[name] = r
 		byDir[d] = r
 	}
@@ -212,9 +212,9 @@ func (s *Server) handleRuns(w http.ResponseWriter, _ *http.Request) {
 		}
 		d := r.data
 		d.mu.RLock()
-		sum := RunSummary{Name: r.Name, Rows: d.rows, Updated: d.modTime, Alerts: len(d.alerts), Metrics: len(d.cols), LastStep: math.NaN()}
-		if d.rows > 0 {
-			sum.LastStep = d.step[d.rows-1]
+		sum := RunSummary{Name: r.Name, Rows: d.Rows, Updated: d.modTime, Alerts: len(d.alerts), Metrics: len(d.Names()), LastStep: math.NaN()}
+		if d.Rows > 0 {
+			sum.LastStep = d.Step[d.Rows-1]
 		}
 		d.mu.RUnlock()
 		if math.IsNaN(sum.LastStep) {
@@ -232,36 +232,9 @@ func (s *Server) handleNames(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.data.mu.RLock()
-	names := r.data.names()
+	names := r.data.Names()
 	r.data.mu.RUnlock()
 	writeJSON(w, names)
-}
-
-// rowOrder returns the row indices to plot against axis x, ordered by x:
-// rows without an x value and rows superseded by a resume are left out.
-func (d *runData) rowOrder(xs []float64) []int {
-	idx := make([]int, 0, d.rows)
-	for i := 0; i < d.rows; i++ {
-		if !math.IsNaN(xs[i]) && !d.superseded[i] {
-			idx = append(idx, i)
-		}
-	}
-	if !sort.SliceIsSorted(idx, func(a, b int) bool { return xs[idx[a]] < xs[idx[b]] }) {
-		sort.SliceStable(idx, func(a, b int) bool { return xs[idx[a]] < xs[idx[b]] })
-	}
-	return idx
-}
-
-func (d *runData) axis(name string) ([]float64, error) {
-	switch name {
-	case "", "step":
-		return d.step, nil
-	case "tokens":
-		return d.tokens, nil
-	case "time":
-		return d.time, nil
-	}
-	return nil, fmt.Errorf("x must be step, tokens or time, got %q", name)
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, req *http.Request) {
@@ -287,17 +260,17 @@ func (s *Server) handleMetrics(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	d := r.data
-	d.mu.Lock() // column() may pad columns
+	d.mu.Lock() // Column may pad columns
 	defer d.mu.Unlock()
-	xs, err := d.axis(q.Get("x"))
+	xs, err := d.Axis(q.Get("x"))
 	if err != nil {
 		httpError(w, http.StatusBadRequest, err)
 		return
 	}
 	if len(names) == 0 {
-		names = d.names()
+		names = d.Names()
 	}
-	idx := d.rowOrder(xs)
+	idx := d.RowOrder(xs)
 	x := make([]float64, len(idx))
 	for i, k := range idx {
 		x[i] = xs[k]
@@ -312,17 +285,16 @@ func (s *Server) handleMetrics(w http.ResponseWriter, req *http.Request) {
 	buf = strconv.AppendQuote(buf, q.Get("x"))
 	buf = append(buf, `,"series":{`...)
 	for i, name := range names {
-		col, ok := d.cols[name]
+		col := d.Column(name)
 		if i > 0 {
 			buf = append(buf, ',')
 		}
 		buf = strconv.AppendQuote(buf, name)
 		buf = append(buf, ':')
-		if !ok {
+		if col == nil {
 			buf = append(buf, "null"...)
 			continue
 		}
-		col = d.column(name)
 		for j, k := range idx {
 			y[j] = col[k]
 		}
@@ -427,9 +399,9 @@ func sanitize(e *Event) {
 
 // lookup returns tokens and time of the last row with the given step.
 func (d *runData) lookup(step float64) (float64, float64) {
-	for i := d.rows - 1; i >= 0; i-- {
-		if d.step[i] == step {
-			return d.tokens[i], d.time[i]
+	for i := d.Rows - 1; i >= 0; i-- {
+		if d.Step[i] == step {
+			return d.Tokens[i], d.Time[i]
 		}
 	}
 	return math.NaN(), math.NaN()
@@ -510,7 +482,7 @@ func (s *Server) handleRunInfo(w http.ResponseWriter, req *http.Request) {
 	}
 	d := r.data
 	d.mu.RLock()
-	info.Rows, info.BadLines, info.FirstBad, info.Updated = d.rows, d.badLines, d.firstBad, d.modTime
+	info.Rows, info.BadLines, info.FirstBad, info.Updated = d.Rows, d.BadLines, d.FirstBad, d.modTime
 	info.Alerts = append([]Event(nil), d.alerts...)
 	d.mu.RUnlock()
 	for i := range info.Alerts {
@@ -602,7 +574,7 @@ func (s *Server) handleStream(w http.ResponseWriter, req *http.Request) {
 			slog.Warn("dashboard: refresh", "run", r.Name, "err", err)
 		}
 		r.data.mu.RLock()
-		rows, alerts := r.data.rows, len(r.data.alerts)
+		rows, alerts := r.data.Rows, len(r.data.alerts)
 		r.data.mu.RUnlock()
 		if rows != last || alerts != lastAlerts {
 			last, lastAlerts = rows, alerts

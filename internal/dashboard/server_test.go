@@ -244,19 +244,3 @@ func TestLiveAppendAndPartialLines(t *testing.T) {
 		t.Fatalf("bad line not reported with its number: %d %q", info.BadLines, info.FirstBad)
 	}
 }
-
-func TestResumedRunRepeatsSteps(t *testing.T) {
-	d := newRunData()
-	rec := newFlatRecord()
-	for _, l := range []string{`{"step":1,"loss":5}`, `{"step":2,"loss":4}`, `{"step":3,"loss":9}`, `{"step":2,"loss":4.5}`, `{"step":3,"loss":3}`} {
-		rec.reset()
-		if err := scanLine([]byte(l), rec); err != nil {
-			t.Fatal(err)
-		}
-		d.add(rec)
-	}
-	idx := d.rowOrder(d.step)
-	if len(idx) != 3 || idx[0] != 0 || idx[1] != 3 || idx[2] != 4 {
-		t.Fatalf("rows after resume: %v (want the last row of each step, in step order)", idx)
-	}
-}

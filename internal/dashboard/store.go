@@ -2,17 +2,17 @@ package dashboard
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
 // Event is something worth marking on the charts: an alert, a classified
@@ -30,45 +30,30 @@ type Event struct {
 	Evidence string  `json:"evidence,omitempty"` // incident directory, relative to the run
 }
 
-// xNames are the JSON fields that hold each x-axis, in order of preference.
-var (
-	stepFields   = []string{"step", "steps_seen"}
-	tokenFields  = []string{"tokens_seen", "tokens"}
-	timeFields   = []string{"wall_time", "elapsed_s", "elapsed", "time"}
-	nonMetric    = map[string]bool{"step": true, "steps_seen": true, "tokens_seen": true, "tokens": true, "wall_time": true, "elapsed_s": true, "elapsed": true, "time": true, "unix_time": true, "timestamp": true}
-	maxLineBytes = 16 << 20
-)
-
-// runData is the columnar, incrementally loaded contents of one run's
-// metrics.jsonl.
+// runData is a run's metrics log plus the events derived from it and its
+// alerts.
 type runData struct {
 	mu sync.RWMutex
 
-	rows               int
-	step, tokens, time []float64
-	superseded         []bool               // rows replaced by a resumed run that repeated their step
-	maxStep            float64              // largest step seen so far
-	cols               map[string][]float32 // NaN where a row lacks the metric
-	events             []Event
-	lastStr            map[string]string  // last value of string fields, for change events
-	lastNum            map[string]float64 // last value of watched numeric fields
-
-	offset   int64 // bytes of metrics.jsonl consumed
-	lineNo   int
-	badLines int
-	firstBad string
-	t0       float64 // first wall-clock value, so time starts at 0
-	hasT0    bool
-
-	rec *flatRecord // reused for every line
+	*runlog.Log
+	events  []Event
+	lastStr map[string]string  // last value of string fields, for change events
+	lastNum map[string]float64 // last value of watched numeric fields
 
 	alertsOffset int64
 	alerts       []Event
 	modTime      time.Time
 }
 
-func newRunData() *runData {
-	return &runData{cols: map[string][]float32{}, lastStr: map[string]string{}, lastNum: map[string]float64{}, rec: newFlatRecord()}
+func newRunData(dir string) *runData {
+	d := &runData{Log: runlog.New(filepath.Join(dir, "metrics.jsonl")), lastStr: map[string]string{}, lastNum: map[string]float64{}}
+	d.OnRecord = d.deriveEvents
+	d.OnReset = func() {
+		d.events = nil
+		clear(d.lastStr)
+		clear(d.lastNum)
+	}
+	return d
 }
 
 // Run is one run directory the dashboard serves.
@@ -79,156 +64,25 @@ type Run struct {
 }
 
 // refresh reads whatever was appended to metrics.jsonl and alerts.jsonl since
-// the last call. A file that shrank (rewritten) is read again from the start.
+// the last call.
 func (r *Run) refresh() error {
 	d := r.data
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	path := filepath.Join(r.Dir, "metrics.jsonl")
-	st, err := os.Stat(path)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil
-		}
+	if err := d.Refresh(); err != nil {
 		return fmt.Errorf("run %s: %w", r.Name, err)
 	}
-	if st.Size() < d.offset {
-		*d = *newRunData()
+	if st, err := os.Stat(d.Path); err == nil {
+		d.modTime = st.ModTime()
 	}
-	if st.Size() > d.offset {
-		if err := d.readMetrics(path); err != nil {
-			return fmt.Errorf("run %s: %w", r.Name, err)
-		}
-	}
-	d.modTime = st.ModTime()
 	return d.readAlerts(filepath.Join(r.Dir, "alerts.jsonl"))
 }
 
-func (d *runData) readMetrics(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if _, err := f.Seek(d.offset, io.SeekStart); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	br := bufio.NewReaderSize(f, 1<<20)
-	rec := d.rec
-	for {
-		line, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			// A very long line: gather it whole.
-			buf := append([]byte(nil), line...)
-			for err == bufio.ErrBufferFull && len(buf) < maxLineBytes {
-				line, err = br.ReadSlice('\n')
-				buf = append(buf, line...)
-			}
-			line = buf
-		}
-		if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if len(line) == 0 || line[len(line)-1] != '\n' {
-			// Incomplete last line: the writer is mid-append; read it next time.
-			return nil
-		}
-		d.offset += int64(len(line))
-		d.lineNo++
-		body := bytes.TrimSpace(line)
-		if len(body) == 0 {
-			continue
-		}
-		rec.reset()
-		if perr := scanLine(body, rec); perr != nil {
-			d.badLines++
-			if d.firstBad == "" {
-				d.firstBad = fmt.Sprintf("%s:%d: %v", path, d.lineNo, perr)
-			}
-			continue
-		}
-		d.add(rec)
-		if err == io.EOF {
-			return nil
-		}
-	}
-}
-
-func first(rec *flatRecord, names []string) (float64, bool) {
-	for _, n := range names {
-		if v, ok := rec.num(n); ok {
-			return v, true
-		}
-	}
-	return math.NaN(), false
-}
-
-// add appends one flattened metrics line as a row.
-func (d *runData) add(rec *flatRecord) {
-	step, _ := first(rec, stepFields)
-	tokens, _ := first(rec, tokenFields)
-	wall, ok := first(rec, timeFields)
-	if ok && !d.hasT0 {
-		d.t0, d.hasT0 = wall, true
-	}
-	if ok {
-		wall -= d.t0
-	}
-	row := d.rows
-	d.rows++
-	// A resumed run repeats the steps after its checkpoint: the new rows
-	// supersede the old ones from that step on.
-	if row > 0 && step < d.maxStep {
-		for i := row - 1; i >= 0; i-- {
-			if d.step[i] >= step {
-				d.superseded[i] = true
-			} else if !d.superseded[i] {
-				break
-			}
-		}
-	}
-	if !math.IsNaN(step) {
-		d.maxStep = step
-	}
-	d.superseded = append(d.superseded, false)
-	d.step = append(d.step, step)
-	d.tokens = append(d.tokens, tokens)
-	d.time = append(d.time, wall)
-	for _, e := range rec.kvs {
-		name, v := e.name, e.num
-		if e.isS || nonMetric[name] {
-			continue
-		}
-		col, ok := d.cols[name]
-		if !ok {
-			col = make([]float32, row, max(row+1, cap(d.step)))
-			for i := range col {
-				col[i] = float32(math.NaN())
-			}
-		}
-		for len(col) < row {
-			col = append(col, float32(math.NaN()))
-		}
-		d.cols[name] = append(col, float32(v))
-	}
-	d.deriveEvents(rec, step, tokens, wall)
-}
-
-// column returns the values of name padded to the current row count.
-func (d *runData) column(name string) []float32 {
-	col := d.cols[name]
-	for len(col) < d.rows {
-		col = append(col, float32(math.NaN()))
-	}
-	d.cols[name] = col
-	return col
-}
-
-func (d *runData) deriveEvents(rec *flatRecord, step, tokens, wall float64) {
+func (d *runData) deriveEvents(rec *runlog.Record, step, tokens, wall float64) {
 	ev := func(kind, title, detail string) {
 		d.events = append(d.events, Event{Step: step, Tokens: tokens, Time: wall, Kind: kind, Title: title, Detail: detail})
 	}
-	val := func(n string) float64 { v, _ := rec.num(n); return v }
+	val := func(n string) float64 { v, _ := rec.Num(n); return v }
 	if val("skipped") == 1 {
 		ev("skipped", "skipped step", fmt.Sprintf("loss %.4g, grad norm %.4g", val("train_loss_raw"), val("grad_global_norm")))
 	}
@@ -240,7 +94,7 @@ func (d *runData) deriveEvents(rec *flatRecord, step, tokens, wall float64) {
 		{"data_stage", "data_stage", "data stage"},
 		{"stage", "data_stage", "data stage"},
 	} {
-		if s, ok := rec.str(f.field); ok {
+		if s, ok := rec.Str(f.field); ok {
 			if old, seen := d.lastStr[f.field]; seen && old != s {
 				ev(f.kind, fmt.Sprintf("%s: %s → %s", f.title, old, s), "")
 			}
@@ -248,7 +102,7 @@ func (d *runData) deriveEvents(rec *flatRecord, step, tokens, wall float64) {
 		}
 	}
 	for _, f := range []string{"batch_size", "global_batch", "tokens_per_update"} {
-		if v, ok := rec.num(f); ok {
+		if v, ok := rec.Num(f); ok {
 			if old, seen := d.lastNum[f]; seen && old != v {
 				ev("batch_size", fmt.Sprintf("%s: %g → %g", f, old, v), "")
 			}
@@ -256,9 +110,9 @@ func (d *runData) deriveEvents(rec *flatRecord, step, tokens, wall float64) {
 			break
 		}
 	}
-	if kind, ok := rec.str("event"); ok {
+	if kind, ok := rec.Str("event"); ok {
 		title := kind
-		if m, ok := rec.str("message"); ok {
+		if m, ok := rec.Str("message"); ok {
 			title = kind + ": " + m
 		}
 		k := kind
@@ -268,7 +122,7 @@ func (d *runData) deriveEvents(rec *flatRecord, step, tokens, wall float64) {
 		case strings.Contains(kind, "warm"):
 			k = "warm_start"
 		}
-		detail, _ := rec.str("detail")
+		detail, _ := rec.Str("detail")
 		ev(k, title, detail)
 	}
 }
@@ -351,14 +205,4 @@ func alertEvent(a map[string]any) Event {
 		e.Detail = strings.TrimSpace(v + ". " + e.Detail)
 	}
 	return e
-}
-
-// names returns the metric names of the run, sorted.
-func (d *runData) names() []string {
-	out := make([]string, 0, len(d.cols))
-	for n := range d.cols {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -1,4 +1,4 @@
-package dashboard
+package runlog
 
 import (
 	"errors"
@@ -8,19 +8,19 @@ import (
 	"unsafe"
 )
 
-// flatRecord is one metrics line flattened: nested objects and arrays become
-// slash-joined names ("vitals/layer0/max_attn_logit", "attn/1/0").
-type flatRecord struct {
+// Record is one metrics line flattened: nested objects and arrays become
+// slash-joined names ("vitals/layer0/max_attn_logit", "attn/1/0"); true and
+// false become 1 and 0; null leaves the name out.
+type Record struct {
 	kvs    []kv
 	intern map[string]string // key bytes → one shared string, so lines allocate no names
 }
 
-func newFlatRecord() *flatRecord { return &flatRecord{intern: map[string]string{}} }
+// NewRecord returns an empty record to parse lines into (reuse it).
+func NewRecord() *Record { return &Record{intern: map[string]string{}} }
 
-func (r *flatRecord) reset() { r.kvs = r.kvs[:0] }
-
-// num returns the numeric value of name.
-func (r *flatRecord) num(name string) (float64, bool) {
+// Num returns the numeric value of name.
+func (r *Record) Num(name string) (float64, bool) {
 	for i := range r.kvs {
 		if !r.kvs[i].isS && r.kvs[i].name == name {
 			return r.kvs[i].num, true
@@ -29,8 +29,8 @@ func (r *flatRecord) num(name string) (float64, bool) {
 	return math.NaN(), false
 }
 
-// str returns the string value of name.
-func (r *flatRecord) str(name string) (string, bool) {
+// Str returns the string value of name.
+func (r *Record) Str(name string) (string, bool) {
 	for i := range r.kvs {
 		if r.kvs[i].isS && r.kvs[i].name == name {
 			return r.kvs[i].str, true
@@ -39,10 +39,20 @@ func (r *flatRecord) str(name string) (string, bool) {
 	return "", false
 }
 
-// scanLine parses one JSON object into rec. It is a small hand-written
-// parser because the dashboard must read 100,000-line files in well under a
-// second; it accepts standard JSON and reports the byte offset of an error.
-func scanLine(line []byte, rec *flatRecord) error {
+// Each calls fn for every numeric field of the record.
+func (r *Record) Each(fn func(name string, v float64)) {
+	for i := range r.kvs {
+		if !r.kvs[i].isS {
+			fn(r.kvs[i].name, r.kvs[i].num)
+		}
+	}
+}
+
+// ParseLine parses one JSON object into rec, replacing its contents. It is a
+// small hand-written parser because the dashboard must read 100,000-line
+// files in well under a second; it accepts standard JSON (plus NaN and
+// ±Infinity, bare or quoted) and reports the byte offset of an error.
+func ParseLine(line []byte, rec *Record) error {
 	p := parser{b: line, out: rec.kvs[:0], intern: rec.intern}
 	p.ws()
 	if p.i >= len(p.b) || p.b[p.i] != '{' {

@@ -1,4 +1,4 @@
-package dashboard
+package runlog
 
 import (
 	"math"
@@ -25,8 +25,8 @@ func TestScanLine(t *testing.T) {
 		{line: `{"a":"x}`, err: "unterminated string"},
 	}
 	for _, tc := range tests {
-		rec := newFlatRecord()
-		err := scanLine([]byte(strings.TrimSpace(tc.line)), rec)
+		rec := NewRecord()
+		err := ParseLine([]byte(strings.TrimSpace(tc.line)), rec)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%s: error %v, want %q", tc.line, err, tc.err)
@@ -47,13 +47,13 @@ func TestScanLine(t *testing.T) {
 			t.Errorf("%s: kvs %v, want nums %v", tc.line, rec.kvs, tc.nums)
 		}
 		for k, v := range tc.nums {
-			got, ok := rec.num(k)
+			got, ok := rec.Num(k)
 			if !ok || !(got == v || (math.IsNaN(got) && math.IsNaN(v))) {
 				t.Errorf("%s: %s = %v, want %v", tc.line, k, got, v)
 			}
 		}
 		for k, v := range tc.strs {
-			if got, _ := rec.str(k); got != v {
+			if got, _ := rec.Str(k); got != v {
 				t.Errorf("%s: %s = %q, want %q", tc.line, k, got, v)
 			}
 		}
