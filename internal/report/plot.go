@@ -1,0 +1,172 @@
+package report
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"path/filepath"
+	"regexp"
+	"sort"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/kestrel-lm/kestrel/internal/runlog"
+)
+
+// panel is one PNG of the report: the metrics matching its patterns,
+// against steps.
+type panel struct {
+	file, title, ylabel string
+	match               []*regexp.Regexp
+	logY                bool
+	hline               float64 // a dashed reference line (NaN = none)
+	hlineLabel          string
+}
+
+var palette = []color.RGBA{
+	{47, 111, 222, 255}, {217, 72, 15, 255}, {43, 138, 62, 255}, {134, 46, 156, 255},
+	{201, 42, 42, 255}, {11, 114, 133, 255}, {230, 119, 0, 255}, {92, 124, 250, 255},
+}
+
+func res(exprs ...string) []*regexp.Regexp {
+	out := make([]*regexp.Regexp, len(exprs))
+	for i, e := range exprs {
+		out[i] = regexp.MustCompile(e)
+	}
+	return out
+}
+
+// panels are the seed-000 panels, in order.
+func panels(unigram float64) []panel {
+	return []panel{
+		{file: "loss.png", title: "held-out and train loss", ylabel: "loss (nats/token)", match: res(`^val_loss$`, `^val_loss_ema$`, `^slice_val_loss/`, `^train_loss_ema$`), hline: unigram, hlineLabel: "unigram baseline"},
+		{file: "norms.png", title: "gradient norm (pre-clip) and update norm", ylabel: "L2 norm", match: res(`^grad_global_norm$`, `^update_norm(_pre|_post|_pre_clip|_post_clip)?$`), logY: true, hline: math.NaN()},
+		{file: "lr.png", title: "learning rate", ylabel: "lr", match: res(`^learning_rate$`), hline: math.NaN()},
+		{file: "throughput.png", title: "throughput", ylabel: "tokens / s", match: res(`^tokens_per_sec$`), hline: math.NaN()},
+		{file: "mfu.png", title: "model FLOPs utilisation", ylabel: "MFU", match: res(`^mfu$`), hline: math.NaN()},
+		{file: "attention.png", title: "max attention logit per layer", ylabel: "logit", match: res(`^max_attn_logit/layer\d+$`, `^max_attn_logit$`), hline: math.NaN()},
+		{file: "entropy.png", title: "attention entropy per layer", ylabel: "nats", match: res(`^attn_entropy/layer\d+$`, `^attn_entropy$`), hline: math.NaN()},
+		{file: "mix.png", title: "source mix share", ylabel: "share of sequences", match: res(`^source_mix_share/`), hline: math.NaN()},
+	}
+}
+
+func (p panel) names(log *runlog.Log) []string {
+	var out []string
+	for _, n := range log.Names() {
+		for _, re := range p.match {
+			if re.MatchString(n) {
+				out = append(out, n)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// maxPlotPoints bounds the points per line; longer series are reduced to
+// per-bucket min and max so spikes stay visible.
+const maxPlotPoints = 1500
+
+// envelope reduces xs/ys to at most 2·n points, keeping each bucket's
+// minimum and maximum in x order.
+func envelope(xs, ys []float64, n int) plotter.XYs {
+	if len(xs) <= 2*n {
+		out := make(plotter.XYs, len(xs))
+		for i := range xs {
+			out[i].X, out[i].Y = xs[i], ys[i]
+		}
+		return out
+	}
+	out := make(plotter.XYs, 0, 2*n)
+	per := (len(xs) + n - 1) / n
+	for s := 0; s < len(xs); s += per {
+		e := min(s+per, len(xs))
+		lo, hi := s, s
+		for i := s; i < e; i++ {
+			if ys[i] < ys[lo] {
+				lo = i
+			}
+			if ys[i] > ys[hi] {
+				hi = i
+			}
+		}
+		a, b := min(lo, hi), max(lo, hi)
+		out = append(out, plotter.XY{X: xs[a], Y: ys[a]})
+		if b != a {
+			out = append(out, plotter.XY{X: xs[b], Y: ys[b]})
+		}
+	}
+	return out
+}
+
+// draw writes the panel's PNG into dir and reports whether it had data.
+func (p panel) draw(log *runlog.Log, dir string) (bool, error) {
+	names := p.names(log)
+	if len(names) == 0 {
+		return false, nil
+	}
+	pl := plot.New()
+	pl.Title.Text = p.title
+	pl.X.Label.Text = "step"
+	pl.Y.Label.Text = p.ylabel
+	pl.Legend.Top = true
+	pl.Add(plotter.NewGrid())
+	if p.logY {
+		pl.Y.Scale = plot.LogScale{}
+		pl.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	drawn, xmin, xmax := 0, math.Inf(1), math.Inf(-1)
+	for i, n := range names {
+		xs, ys, err := log.Series(n, "step")
+		if err != nil {
+			return false, err
+		}
+		var fx, fy []float64
+		for j := range xs {
+			if math.IsInf(ys[j], 0) || (p.logY && ys[j] <= 0) {
+				continue
+			}
+			fx, fy = append(fx, xs[j]), append(fy, ys[j])
+		}
+		if len(fx) == 0 {
+			continue
+		}
+		xmin, xmax = math.Min(xmin, fx[0]), math.Max(xmax, fx[len(fx)-1])
+		line, err := plotter.NewLine(envelope(fx, fy, maxPlotPoints))
+		if err != nil {
+			return false, fmt.Errorf("plot %s: %w", n, err)
+		}
+		line.Color = palette[i%len(palette)]
+		line.Width = vg.Points(1.2)
+		pl.Add(line)
+		pl.Legend.Add(n, line)
+		if len(fx) < 60 { // sparse series (evals): mark the points
+			sc, err := plotter.NewScatter(envelope(fx, fy, maxPlotPoints))
+			if err == nil {
+				sc.Color = line.Color
+				sc.Radius = vg.Points(2)
+				pl.Add(sc)
+			}
+		}
+		drawn++
+	}
+	if drawn == 0 {
+		return false, nil
+	}
+	if !math.IsNaN(p.hline) && p.hline > 0 && xmax >= xmin {
+		ref, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: p.hline}, {X: xmax, Y: p.hline}})
+		if err == nil {
+			ref.Color = color.RGBA{120, 120, 120, 255}
+			ref.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+			pl.Add(ref)
+			pl.Legend.Add(fmt.Sprintf("%s (%.3f)", p.hlineLabel, p.hline), ref)
+		}
+	}
+	if err := pl.Save(7*vg.Inch, 3.6*vg.Inch, filepath.Join(dir, p.file)); err != nil {
+		return false, fmt.Errorf("plot %s: %w", p.file, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,105 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeMetrics(t *testing.T, dir string, steps int, nanAt int) {
+	t.Helper()
+	var b strings.Builder
+	for s := 1; s <= steps; s++ {
+		loss := 5.5 * math.Pow(float64(s), -0.15)
+		nan := 0
+		if s == nanAt {
+			nan = 1
+		}
+		fmt.Fprintf(&b, `{"step":%d,"tokens_seen":%d,"wall_time":%g,"train_loss_raw":%g,"train_loss_ema":%g,"learning_rate":%g,"grad_global_norm":%g,"update_norm":%g,"tokens_per_sec":3000,"mfu":0.2,"skipped":false,"nan_inf_events":%d,"max_attn_logit":%g,"attn_entropy":2.1,"max_attn_logit/layer0":%g,"source_mix_share/web":0.6,"source_mix_share/books":0.4}`+"\n",
+			s, s*4096, 0.5*float64(s), loss, loss, 1e-3, 0.8, 0.3, nan, 5+float64(s)/100, 4+float64(s)/100)
+		if s%25 == 0 {
+			fmt.Fprintf(&b, `{"step":%d,"tokens_seen":%d,"val_loss":%g,"val_loss_ema":%g,"slice_val_loss/web":%g}`+"\n", s, s*4096, loss+0.05, loss+0.03, loss+0.1)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWriteHealthyRun(t *testing.T) {
+	dir := t.TempDir()
+	writeMetrics(t, dir, 300, 0)
+	alerts := `{"step":120,"severity":"SEV2","rule":"stall_fraction","message":"stall 12% | over 10%"}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "alerts.jsonl"), []byte(alerts), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(`{"git_sha":"abc","config_hash":"123"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Write(Input{RunDir: dir, UnigramLoss: 5.0, Samples: []Sample{{Prompt: "ROMEO:", Temperature: 0.8, TopK: 40, Text: " what light"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.Healthy {
+		t.Fatalf("healthy run judged unhealthy: %v", sum.Verdicts)
+	}
+	if sum.Steps != 300 || sum.Tokens != 300*4096 || math.Abs(sum.FinalVal-(5.5*math.Pow(300, -0.15)+0.05)) > 1e-4 {
+		t.Fatalf("summary: steps %v tokens %v val %v", sum.Steps, sum.Tokens, sum.FinalVal)
+	}
+	for _, p := range []string{"loss.png", "norms.png", "lr.png", "throughput.png", "mix.png", "attention.png"} {
+		b, err := os.ReadFile(filepath.Join(dir, "report", p))
+		if err != nil {
+			t.Fatalf("plot %s: %v", p, err)
+		}
+		img, err := png.Decode(bytes.NewReader(b))
+		if err != nil || img.Bounds().Dx() < 300 {
+			t.Fatalf("plot %s is not a usable PNG: %v", p, err)
+		}
+	}
+	md, err := os.ReadFile(sum.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Verdict: **healthy**", "below the unigram baseline 5.000", "![loss](loss.png)", "stall 12% \\| over 10%", "ROMEO: what light", `"git_sha": "abc"`, "| web |"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+}
+
+func TestWriteFlagsProblems(t *testing.T) {
+	dir := t.TempDir()
+	writeMetrics(t, dir, 100, 60)
+	alerts := `{"step":60,"severity":"SEV0","rule":"nan_inf","message":"loss is NaN"}` + "\n" + `not json` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "alerts.jsonl"), []byte(alerts), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Write(Input{RunDir: dir, UnigramLoss: math.NaN()}); err == nil || !strings.Contains(err.Error(), "alerts.jsonl:2") {
+		t.Fatalf("a bad alerts line must be named: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "alerts.jsonl"), []byte(alerts[:strings.Index(alerts, "not json")]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Write(Input{RunDir: dir, UnigramLoss: 1.0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Healthy || sum.NaNEvents != 1 || sum.Alerts["SEV0"] != 1 {
+		t.Fatalf("problems not flagged: healthy=%v nan=%d alerts=%v", sum.Healthy, sum.NaNEvents, sum.Alerts)
+	}
+	joined := strings.Join(sum.Verdicts, "\n")
+	if !strings.Contains(joined, "WARN  1 NaN/Inf events, 1 SEV0") || !strings.Contains(joined, "not below the unigram baseline") {
+		t.Fatalf("verdicts: %s", joined)
+	}
+}
+
+func TestWriteEmptyRun(t *testing.T) {
+	if _, err := Write(Input{RunDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "no metrics") {
+		t.Fatalf("empty run: %v", err)
+	}
+}
