@@ -426,6 +426,18 @@ func (m *Monitor) CheckResume(step int64, prev, cur Manifest) []Alert {
 	return m.emit([]Alert{a}, time.Now())
 }
 
+// ManifestMismatch fires manifest_mismatch with the given differences
+// (for callers that compare manifests in their own format).
+func (m *Monitor) ManifestMismatch(step int64, diffs []string) []Alert {
+	if len(diffs) == 0 {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a := newAlert(step, 0, RuleManifest, "manifest_ok", 0, 1, "manifest differs on resume: "+strings.Join(diffs, "; "))
+	return m.emit([]Alert{a}, time.Now())
+}
+
 // emit writes alerts everywhere and handles SEV0. m.mu is held.
 func (m *Monitor) emit(alerts []Alert, t time.Time) []Alert {
 	for i := range alerts {

@@ -423,3 +423,26 @@ func readTFEventsSource(ctx context.Context, path string, opts SourceOptions, m 
 		}
 	}
 }
+
+// Watch feeds every sample of path to m and calls onAlert for each alert
+// (including the verdicts of spikes still pending at the end of a
+// non-follow read).
+func Watch(ctx context.Context, path string, opts SourceOptions, m *Monitor, onAlert func(Alert)) error {
+	err := ReadSource(ctx, path, opts, func(s Sample) error {
+		for _, a := range m.Observe(s) {
+			if onAlert != nil {
+				onAlert(a)
+			}
+		}
+		return ctx.Err()
+	})
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	for _, a := range m.Flush() {
+		if onAlert != nil {
+			onAlert(a)
+		}
+	}
+	return err
+}

@@ -154,7 +154,7 @@ func (c *SpikeClassifier) Step(step int64, loss float64, norms map[string]float6
 					s.preNorm[n] = [2]float64{m, sg}
 				}
 			}
-			if v, ok := c.valAtOrBefore(step); ok {
+			if v, ok := c.valBefore(step); ok {
 				s.ValBefore = v
 			}
 			c.pending = append(c.pending, s)
@@ -192,18 +192,21 @@ func (c *SpikeClassifier) precursor(step int64) (string, int) {
 	return best, lead
 }
 
-func (c *SpikeClassifier) valAtOrBefore(step int64) (float64, bool) {
+// valBefore is the last evaluation strictly before step (an evaluation at
+// the spike step itself already saw that step's update).
+func (c *SpikeClassifier) valBefore(step int64) (float64, bool) {
 	for i := len(c.vals) - 1; i >= 0; i-- {
-		if c.vals[i].step <= step {
+		if c.vals[i].step < step {
 			return c.vals[i].v, true
 		}
 	}
 	return 0, false
 }
 
+// valAfter is the latest evaluation at or after step.
 func (c *SpikeClassifier) valAfter(step int64) (float64, bool) {
 	for i := len(c.vals) - 1; i >= 0; i-- {
-		if c.vals[i].step > step {
+		if c.vals[i].step >= step {
 			return c.vals[i].v, true
 		}
 	}

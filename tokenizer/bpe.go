@@ -221,7 +221,10 @@ func (t *Tokenizer) encodeOrdinary(st *encState, dst []uint32, text string) []ui
 // encodePiece appends the BPE ids of one pre-token.
 func (t *Tokenizer) encodePiece(st *encState, dst []uint32, piece string) []uint32 {
 	if len(piece) == 1 {
-		return append(dst, t.byteID[piece[0]])
+		if id := t.byteID[piece[0]]; id != noRank {
+			dst = append(dst, id)
+		}
+		return dst
 	}
 	if t.ignoreMerges {
 		if id, ok := t.tokID[piece]; ok {
@@ -265,7 +268,9 @@ func (t *Tokenizer) rankOf(a, b uint32) (rank, id uint32) {
 func (t *Tokenizer) bpeSmall(st *encState, dst []uint32, piece string) []uint32 {
 	syms := st.syms[:0]
 	for i := 0; i < len(piece); i++ {
-		syms = append(syms, t.byteID[piece[i]])
+		if id := t.byteID[piece[i]]; id != noRank {
+			syms = append(syms, id)
+		}
 	}
 	ranks := st.ranks[:0]
 	for i := 0; i+1 < len(syms); i++ {
@@ -321,13 +326,18 @@ func (h *mergeHeap) Pop() any      { old := *h; x := old[len(old)-1]; *h = old[:
 // O(n log n) for long pre-tokens (runs of digits or spaces). Same result
 // as bpeSmall: lowest rank first, leftmost on ties.
 func (t *Tokenizer) bpeLarge(st *encState, dst []uint32, piece string) []uint32 {
-	n := len(piece)
 	syms := st.syms[:0]
 	next, prev := st.next[:0], st.prev[:0]
-	for i := 0; i < n; i++ {
-		syms = append(syms, t.byteID[piece[i]])
-		next = append(next, int32(i+1))
-		prev = append(prev, int32(i-1))
+	for i := 0; i < len(piece); i++ {
+		if id := t.byteID[piece[i]]; id != noRank {
+			next = append(next, int32(len(syms)+1))
+			prev = append(prev, int32(len(syms)-1))
+			syms = append(syms, id)
+		}
+	}
+	n := len(syms)
+	if n == 0 {
+		return dst
 	}
 	next[n-1] = -1
 	h := st.h[:0]
@@ -422,12 +432,20 @@ func (t *Tokenizer) build() error {
 			t.tokID[string(b)] = uint32(id)
 		}
 	}
+	missing := 0
 	for c := 0; c < 256; c++ {
 		id, ok := t.tokID[string([]byte{byte(c)})]
 		if !ok {
-			return fmt.Errorf("vocabulary lacks the single byte 0x%02x: not a byte-level BPE", c)
+			// GPT-NeoX lacks bytes that never occur in UTF-8 (0xC0,
+			// 0xC1, 0xF5–0xFF); such bytes are dropped when encoding,
+			// as Hugging Face does without an unk token.
+			id = noRank
+			missing++
 		}
 		t.byteID[c] = id
+	}
+	if missing > 16 {
+		return fmt.Errorf("vocabulary lacks %d of the 256 single bytes: not a byte-level BPE", missing)
 	}
 	t.mergeOf = make(map[uint64]uint64, len(t.merges))
 	for r, m := range t.merges {

@@ -23,9 +23,11 @@ type gemmKernel struct {
 	mr, nr     int // tile of C computed by one call
 	kc, mc, nc int // cache blocking: k depth, rows of A per block, columns of B per panel
 	// fn sets the mr×nr tile c (row stride ldc) to
-	// alpha·Σ_p ap[p·mr+i]·bp[p·nr+j] + beta·c, for p < k. When beta == 0 the
-	// tile is not read. ap holds k·mr values, bp k·nr, k ≥ 1.
-	fn func(k int, ap, bp, c []float32, ldc int, alpha, beta float32)
+	// alpha·Σ_p ap[i·rs+p·cs]·bp[p·nr+j] + beta·c, for p < k (k ≥ 1). When
+	// beta == 0 the tile is not read. bp is a packed k-major strip; ap is
+	// either a k-major strip (rs=1, cs=mr) or mr row copies (rs=row stride,
+	// cs=1).
+	fn func(k int, ap []float32, rs, cs int, bp, c []float32, ldc int, alpha, beta float32)
 }
 
 // gemmImpl names the implementation Sgemm dispatches to; kern is it.
@@ -63,16 +65,15 @@ type gemmCtx struct {
 	lda, ldb, ldc  int
 
 	// current block
-	pc, kcCur   int
-	betaCur     float32
-	jc, ncCur   int
-	mcChunk     int // rows per work item in the m-split
-	ncChunk     int // columns per work item in the n-split
-	phase       int
-	bPack       []float32      // shared packed B panel (m-split) or shared packed A (n-split)
-	per         []gemmPerThread // indexed by pool participant
-	packStrips  int
-	packStripsA bool
+	pc, kcCur     int
+	betaCur       float32
+	jc, ncCur     int
+	mcChunk       int // rows per work item in the m-split
+	ncChunk       int // columns per work item in the n-split
+	phase         int
+	bPack         []float32       // shared packed B panel (m-split) or shared packed A (n-split)
+	per           []gemmPerThread // indexed by pool participant
+	aRS, aCS, aSS int             // layout of the shared packed A in the n-split
 }
 
 type gemmPerThread struct {
@@ -205,9 +206,8 @@ func (g *gemmCtx) run() {
 // op(A) once, then give each thread whole nr strips of C.
 func (g *gemmCtx) runNSplit(threads int) {
 	kn := g.k
-	strips := (g.m + kn.mr - 1) / kn.mr
-	g.bPack = grow(g.bPack, strips*kn.mr*g.kcCur) // holds packed A here
-	packA(g.transA, g.a, g.lda, 0, g.pc, g.m, g.kcCur, kn.mr, g.bPack)
+	g.bPack = grow(g.bPack, packASize(g.m, g.kcCur, kn.mr)) // holds packed A here
+	g.aRS, g.aCS, g.aSS = packA(g.transA, g.a, g.lda, 0, g.pc, g.m, g.kcCur, kn.mr, g.bPack)
 	g.jc, g.ncCur = 0, g.n
 	nstrips := (g.n + kn.nr - 1) / kn.nr
 	per := max(1, min((nstrips+4*threads-1)/(4*threads), kn.nc/kn.nr))
@@ -240,10 +240,9 @@ func (g *gemmCtx) runw(w, s, e int) {
 		// rows s..e of C against the packed B panel
 		for i0 := s; i0 < e; i0 += g.mcChunk {
 			mc := min(g.mcChunk, e-i0)
-			strips := (mc + kn.mr - 1) / kn.mr
-			pt.pack = grow(pt.pack, strips*kn.mr*g.kcCur)
-			packA(g.transA, g.a, g.lda, i0, g.pc, mc, g.kcCur, kn.mr, pt.pack)
-			g.macro(pt, pt.pack, g.bPack, i0, mc, g.jc, g.ncCur)
+			pt.pack = grow(pt.pack, packASize(mc, g.kcCur, kn.mr))
+			rs, cs, ss := packA(g.transA, g.a, g.lda, i0, g.pc, mc, g.kcCur, kn.mr, pt.pack)
+			g.macro(pt, pt.pack, rs, cs, ss, g.bPack, i0, mc, g.jc, g.ncCur)
 		}
 	case phaseNBlocks:
 		// columns s..e of C against the packed A (all of op(A)'s rows)
@@ -254,13 +253,13 @@ func (g *gemmCtx) runw(w, s, e int) {
 			j0 := st * kn.nr
 			packBStrip(g.transB, g.b, g.ldb, g.pc, s+j0, g.kcCur, min(kn.nr, nc-j0), kn.nr, pt.pack[st*kn.nr*g.kcCur:])
 		}
-		g.macro(pt, g.bPack, pt.pack, 0, g.m, s, nc)
+		g.macro(pt, g.bPack, g.aRS, g.aCS, g.aSS, pt.pack, 0, g.m, s, nc)
 	}
 }
 
-// macro multiplies a packed mc×kc block of op(A) (ap) by a packed kc×nc panel
-// of op(B) (bp) into C[i0:i0+mc, j0:j0+nc].
-func (g *gemmCtx) macro(pt *gemmPerThread, ap, bp []float32, i0, mc, j0, nc int) {
+// macro multiplies a packed mc×kc block of op(A) (ap, laid out as packA
+// describes) by a packed kc×nc panel of op(B) (bp) into C[i0:i0+mc, j0:j0+nc].
+func (g *gemmCtx) macro(pt *gemmPerThread, ap []float32, rs, cs, sstride int, bp []float32, i0, mc, j0, nc int) {
 	kn := g.k
 	mr, nr, kc := kn.mr, kn.nr, g.kcCur
 	alpha, beta := g.alpha, g.betaCur
@@ -270,14 +269,14 @@ func (g *gemmCtx) macro(pt *gemmPerThread, ap, bp []float32, i0, mc, j0, nc int)
 		bs := bp[(jr/nr)*nr*kc:][:nr*kc]
 		for ir := 0; ir < mc; ir += mr {
 			rows := min(mr, mc-ir)
-			as := ap[(ir/mr)*mr*kc:][:mr*kc]
+			as := ap[(ir/mr)*sstride:]
 			off := (i0+ir)*ldc + j0 + jr
 			if rows == mr && cols == nr {
-				kn.fn(kc, as, bs, c[off:], ldc, alpha, beta)
+				kn.fn(kc, as, rs, cs, bs, c[off:], ldc, alpha, beta)
 				continue
 			}
 			// Ragged edge: compute the full tile into scratch, then merge.
-			kn.fn(kc, as, bs, pt.edge, nr, 1, 0)
+			kn.fn(kc, as, rs, cs, bs, pt.edge, nr, 1, 0)
 			for i := 0; i < rows; i++ {
 				crow := c[off+i*ldc : off+i*ldc+cols]
 				erow := pt.edge[i*nr : i*nr+cols]
@@ -295,35 +294,45 @@ func (g *gemmCtx) macro(pt *gemmPerThread, ap, bp []float32, i0, mc, j0, nc int)
 	}
 }
 
-// packA packs rows i0..i0+mc, columns p0..p0+kc of op(A) into mr-tall strips:
-// dst[s·mr·kc + p·mr + i] = op(A)[i0+s·mr+i, p0+p], zero-padded past mc.
-func packA(trans bool, a []float32, lda, i0, p0, mc, kc, mr int, dst []float32) {
-	for s := 0; s*mr < mc; s++ {
+// packedARows is the row stride of A row copies for depth kc: padded by 16
+// floats so that successive rows fall in different cache sets.
+func packedARows(kc int) int { return kc + 16 }
+
+// packASize is the buffer size packA needs for mc rows of depth kc.
+func packASize(mc, kc, mr int) int {
+	return (mc + mr - 1) / mr * mr * packedARows(kc)
+}
+
+// packA packs rows i0..i0+mc, columns p0..p0+kc of op(A) for the
+// micro-kernel and returns the layout: element (i, p) of strip s is
+// dst[s·sstride + i·rs + p·cs]. Rows past mc in the last strip are zero.
+// For op(A) = A (rows contiguous in memory) the rows are copied (rs = row
+// stride, cs = 1), which is a plain memory copy; for op(A) = Aᵀ each k step
+// is a contiguous run of rows, so strips are stored k-major (rs = 1, cs = mr).
+func packA(trans bool, a []float32, lda, i0, p0, mc, kc, mr int, dst []float32) (rs, cs, sstride int) {
+	strips := (mc + mr - 1) / mr
+	if !trans {
+		ld := packedARows(kc)
+		for i := 0; i < mc; i++ {
+			copy(dst[i*ld:i*ld+kc], a[(i0+i)*lda+p0:][:kc])
+		}
+		for i := mc; i < strips*mr; i++ {
+			clear(dst[i*ld : i*ld+kc])
+		}
+		return ld, 1, mr * ld
+	}
+	for s := 0; s < strips; s++ {
 		rows := min(mr, mc-s*mr)
 		d := dst[s*mr*kc : (s+1)*mr*kc]
 		r0 := i0 + s*mr
-		if trans {
-			// op(A)[i,p] = a[p·lda+i]: each p gives rows contiguous values.
-			for p := 0; p < kc; p++ {
-				src := a[(p0+p)*lda+r0:][:rows]
-				dp := d[p*mr : p*mr+mr]
-				copy(dp, src)
-				clear(dp[rows:])
-			}
-			continue
-		}
-		for i := 0; i < rows; i++ {
-			src := a[(r0+i)*lda+p0:][:kc]
-			for p, v := range src {
-				d[p*mr+i] = v
-			}
-		}
-		if rows < mr {
-			for p := 0; p < kc; p++ {
-				clear(d[p*mr+rows : p*mr+mr])
-			}
+		// op(A)[i,p] = a[p·lda+i]: each p gives rows contiguous values.
+		for p := 0; p < kc; p++ {
+			dp := d[p*mr : p*mr+mr]
+			copy(dp, a[(p0+p)*lda+r0:][:rows])
+			clear(dp[rows:])
 		}
 	}
+	return 1, mr, mr * kc
 }
 
 // packBStrip packs rows p0..p0+kc, columns j0..j0+cols of op(B) into one
@@ -353,14 +362,14 @@ func packBStrip(trans bool, b []float32, ldb, p0, j0, kc, cols, nr int, dst []fl
 }
 
 // kernel4x4Go is the portable micro-kernel (mr = nr = 4).
-func kernel4x4Go(k int, ap, bp, c []float32, ldc int, alpha, beta float32) {
+func kernel4x4Go(k int, ap []float32, rs, cs int, bp, c []float32, ldc int, alpha, beta float32) {
 	var c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33 float32
-	ap = ap[:4*k]
 	bp = bp[:4*k]
+	r0, r1, r2, r3 := ap[:], ap[rs:], ap[2*rs:], ap[3*rs:]
 	for p := 0; p < k; p++ {
-		a := ap[p*4 : p*4+4 : p*4+4]
 		b := bp[p*4 : p*4+4 : p*4+4]
-		a0, a1, a2, a3 := a[0], a[1], a[2], a[3]
+		o := p * cs
+		a0, a1, a2, a3 := r0[o], r1[o], r2[o], r3[o]
 		b0, b1, b2, b3 := b[0], b[1], b[2], b[3]
 		c00 += a0 * b0
 		c01 += a0 * b1
@@ -398,13 +407,13 @@ func storeRow4(c []float32, v0, v1, v2, v3, alpha, beta float32) {
 
 // kernelRef is a generic scalar micro-kernel for any mr×nr; tests use it as
 // the twin of the assembly kernels.
-func kernelRef(mr, nr int) func(k int, ap, bp, c []float32, ldc int, alpha, beta float32) {
-	return func(k int, ap, bp, c []float32, ldc int, alpha, beta float32) {
+func kernelRef(mr, nr int) func(k int, ap []float32, rs, cs int, bp, c []float32, ldc int, alpha, beta float32) {
+	return func(k int, ap []float32, rs, cs int, bp, c []float32, ldc int, alpha, beta float32) {
 		for i := 0; i < mr; i++ {
 			for j := 0; j < nr; j++ {
 				var s float32
 				for p := 0; p < k; p++ {
-					s += ap[p*mr+i] * bp[p*nr+j]
+					s += ap[i*rs+p*cs] * bp[p*nr+j]
 				}
 				if beta == 0 {
 					c[i*ldc+j] = alpha * s

@@ -151,7 +151,7 @@ func TestSgemmBlockEdges(t *testing.T) {
 			{kn.mr*4 + 1, kn.nr*2 - 1, kn.kc + 1},
 			{kn.mc + kn.mr + 3, 2*kn.nr + 5, 2*kn.kc + 3},
 			{97, 89, 263}, {2 * kn.mc, 3 * kn.nr, kn.kc},
-			{3, kn.nr*9 + 3, 67},           // n-split
+			{3, kn.nr*9 + 3, 67},              // n-split
 			{kn.mr * 2, kn.nc + kn.nr + 1, 9}, // crosses nc
 			{127, 131, 1},
 		}
@@ -194,8 +194,13 @@ func TestMicroKernelsMatchRef(t *testing.T) {
 	for _, kn := range kernelsAvailable() {
 		ref := kernelRef(kn.mr, kn.nr)
 		for _, k := range []int{1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 255, 256} {
-			for _, beta := range []float32{0, 1, -0.5} {
-				ap, bp := randVec(r, k*kn.mr), randVec(r, k*kn.nr)
+			for bi, beta := range []float32{0, 1, -0.5} {
+				// Both A layouts: k-major strip, and row copies of stride k+3.
+				rs, cs := 1, kn.mr
+				if bi != 1 {
+					rs, cs = k+3, 1
+				}
+				ap, bp := randVec(r, (kn.mr-1)*rs+(k-1)*cs+1), randVec(r, k*kn.nr)
 				ldc := kn.nr + 3
 				c := randVec(r, kn.mr*ldc)
 				if beta == 0 {
@@ -204,8 +209,8 @@ func TestMicroKernelsMatchRef(t *testing.T) {
 					}
 				}
 				want := append([]float32(nil), c...)
-				ref(k, ap, bp, want, ldc, 1.25, beta)
-				kn.fn(k, ap, bp, c, ldc, 1.25, beta)
+				ref(k, ap, rs, cs, bp, want, ldc, 1.25, beta)
+				kn.fn(k, ap, rs, cs, bp, c, ldc, 1.25, beta)
 				for i := range c {
 					w, g := float64(want[i]), float64(c[i])
 					if i%ldc >= kn.nr {

@@ -42,7 +42,7 @@ type Input struct {
 
 // Summary is what the report concluded, for printing.
 type Summary struct {
-	Path          string  // report.md
+	Path          string // report.md
 	Plots         []string
 	FinalVal      float64 // last val_loss (NaN when none)
 	FinalValEMA   float64

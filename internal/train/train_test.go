@@ -588,3 +588,26 @@ func TestStepMetricsJSON(t *testing.T) {
 	}
 	_ = fmt.Sprint
 }
+
+func TestTimeBasedCheckpointsAndStaleTemps(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	stale := filepath.Join(dir, "checkpoints", ".tmp-step-00000003-999")
+	os.MkdirAll(stale, 0o755)
+	o := baseOpts(dir)
+	o.Train.Steps, o.Train.EvalEvery = 5, 0
+	o.Checkpoint = CheckpointConfig{EveryMinutes: 1e-9, Keep: 2} // due after every step
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Error("stale temporary checkpoint directory not removed")
+	}
+	list, _ := listCheckpoints(filepath.Join(dir, "checkpoints"))
+	var steps []int
+	for _, c := range list {
+		steps = append(steps, c.Step)
+	}
+	if !slices.Equal(steps, []int{5, 4, 3}) {
+		t.Errorf("kept %v, want [5 4 3] (final + the 2 newest rolling)", steps)
+	}
+}

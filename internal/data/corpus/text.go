@@ -73,7 +73,11 @@ func (r *reader) readText(in Input) error {
 		}
 		boundary := false
 		skipLine := false
-		switch r.opts.Split {
+		split := r.opts.Split
+		if tooLong {
+			split = "" // an over-long line is content, never a boundary
+		}
+		switch split {
 		case "blank_lines":
 			if len(strings.TrimSpace(string(line))) == 0 {
 				boundary, skipLine = true, true

@@ -273,10 +273,14 @@ func (l *Loader) checkRepetition(steps int) error {
 // Epochs returns, per source, the passes over its train sequences consumed
 // by the steps before step.
 func (l *Loader) Epochs(step int) ([]float64, error) {
+	return l.epochs(step, nil)
+}
+
+func (l *Loader) epochs(step int, c *blockCache) ([]float64, error) {
 	if step < l.base {
 		step = l.base
 	}
-	cnt, err := l.mix.seqsBefore(l.sched.FirstSeq(step - l.base))
+	cnt, err := l.mix.seqsBefore(l.sched.FirstSeq(step-l.base), c)
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +380,7 @@ func (l *Loader) compute(e *entry) {
 		e.pad += pad
 		e.srcs[r] = ref.src
 	}
-	ep, err := l.Epochs(e.step + 1)
+	ep, err := l.epochs(e.step+1, &c.bc)
 	if err != nil {
 		e.err = fmt.Errorf("data: step %d: %w", e.step, err)
 		return

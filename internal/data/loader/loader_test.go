@@ -3,6 +3,7 @@ package loader
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -538,7 +539,7 @@ func BenchmarkFill(b *testing.B) {
 	ds := synthDataset(2_000_000, 1_000_000, 500_000)
 	cfg := testConfig()
 	cfg.MixBlock, cfg.Prefetch = 1024, 0
-	l, err := New(ds, cfg, Options{SeqLen: 512, Schedule: ConstantBatch(32)})
+	l, err := New(ds, cfg, Options{SeqLen: 512, Schedule: ConstantBatch(32), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,7 @@ type mixStage struct {
 	weights   []float64 // normalised
 	counts    []int     // positions per block, per source (sum = K)
 	cum       []int     // cum[s] = Σ counts[<s]
+	owner     []int32   // owner[pos] = the source whose range holds block position pos
 	base      []int64   // sequences of each source drawn before this stage
 }
 
@@ -61,6 +62,12 @@ func newMixture(k int, seed uint64, spec PermSpec, stages []mixStage, sched Batc
 		for s := 1; s < ns; s++ {
 			st.cum[s] = st.cum[s-1] + st.counts[s-1]
 		}
+		st.owner = make([]int32, 0, k)
+		for s, c := range st.counts {
+			for ; c > 0; c-- {
+				st.owner = append(st.owner, int32(s))
+			}
+		}
 		st.base = make([]int64, ns)
 		if i > 0 {
 			c, err := m.countBefore(st.firstSeq, i-1, nil)
@@ -99,11 +106,8 @@ func (m *mixture) table(c *blockCache, stage int, block int64) error {
 		return fmt.Errorf("mixing block %d of stage %d: %w", block, stage, err)
 	}
 	for o := 0; o < m.k; o++ {
-		pos := int(p.Index(int64(o)))
-		// the last source whose range starts at or before pos; it always has
-		// counts > 0, since an empty range starts where the next one does
-		s := sort.Search(ns, func(s int) bool { return st.cum[s] > pos }) - 1
-		c.src[o] = int32(s)
+		s := st.owner[p.Index(int64(o))]
+		c.src[o] = s
 		c.rank[o] = c.cnt[s]
 		c.cnt[s]++
 	}
@@ -149,7 +153,7 @@ func (m *mixture) countBefore(g int64, i int, c *blockCache) ([]int64, error) {
 	return out, nil
 }
 
-// seqsBefore is countBefore for any g.
-func (m *mixture) seqsBefore(g int64) ([]int64, error) {
-	return m.countBefore(g, m.stageOf(g), nil)
+// seqsBefore is countBefore for any g; c (may be nil) caches block tables.
+func (m *mixture) seqsBefore(g int64, c *blockCache) ([]int64, error) {
+	return m.countBefore(g, m.stageOf(g), c)
 }

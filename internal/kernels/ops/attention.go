@@ -39,6 +39,8 @@ type Attention struct {
 
 	sm  softmaxTask
 	smb softmaxBackTask
+	fwd attnFwdTask
+	bwd attnBwdTask
 }
 
 func (a *Attention) block() int {
@@ -55,90 +57,110 @@ func (a *Attention) block() int {
 // Forward computes out [B*T, OutStride] and saves the probabilities in att
 // [B, H, T, T] (entries above the diagonal or across documents are 0). For
 // each query row r = (b·H+h)·T+t it stores the max pre-softmax logit in
-// rowMax[r] and the attention entropy (nats) in rowEnt[r].
+// rowMax[r] and the attention entropy (nats) in rowEnt[r]. The (b, h) pairs
+// run in parallel, each with its GEMMs and softmax rows on one thread.
 func (a *Attention) Forward(out, att, qkv, rowMax, rowEnt []float32) {
+	a.fwd = attnFwdTask{a: a, out: out, att: att, qkv: qkv}
+	a.sm = softmaxTask{att: att, T: a.D.T, H: a.D.H, seg: a.Seg, rowMax: rowMax, rowEnt: rowEnt}
+	kernels.ParallelForTask(a.D.B*a.D.H, 1, &a.fwd)
+	a.fwd = attnFwdTask{}
+}
+
+// Backward overwrites dqkv (layout of qkv) with the gradient of the q, k and
+// v heads given dout; datt is scratch of the size of att. The (b, kv-head)
+// groups run in parallel (their query heads accumulate into one dK, dV).
+func (a *Attention) Backward(dqkv, dout, qkv, att, datt []float32) {
+	a.bwd = attnBwdTask{a: a, dqkv: dqkv, dout: dout, qkv: qkv, att: att, datt: datt}
+	a.smb = softmaxBackTask{datt: datt, att: att, T: a.D.T}
+	kernels.ParallelForTask(a.D.B*a.D.KVH, 1, &a.bwd)
+	a.bwd = attnBwdTask{}
+}
+
+type attnFwdTask struct {
+	a             *Attention
+	out, att, qkv []float32
+}
+
+func (k *attnFwdTask) Run(s, e int) {
+	a := k.a
 	d := a.D
 	T, hd := d.T, d.HD
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	group := d.H / d.KVH
 	bs := a.block()
-	for b := 0; b < d.B; b++ {
+	for bh := s; bh < e; bh++ {
+		b, h := bh/d.H, bh%d.H
+		kv := h / group
 		base := b * T * d.Stride
-		for h := 0; h < d.H; h++ {
-			kv := h / group
-			S := att[(b*d.H+h)*T*T:]
-			for r0 := 0; r0 < T; r0 += bs {
-				r1 := min(r0+bs, T)
-				kernels.Sgemm(false, true, r1-r0, r1, hd, scale,
-					qkv[base+r0*d.Stride+d.QOff+h*hd:], d.Stride,
-					qkv[base+d.KOff+kv*hd:], d.Stride,
-					0, S[r0*T:], T)
-			}
+		S := k.att[bh*T*T:]
+		for r0 := 0; r0 < T; r0 += bs {
+			r1 := min(r0+bs, T)
+			kernels.Sgemm(false, true, r1-r0, r1, hd, scale,
+				k.qkv[base+r0*d.Stride+d.QOff+h*hd:], d.Stride,
+				k.qkv[base+d.KOff+kv*hd:], d.Stride,
+				0, S[r0*T:], T)
 		}
-	}
-	a.sm = softmaxTask{att: att, T: T, H: d.H, seg: a.Seg, rowMax: rowMax, rowEnt: rowEnt}
-	kernels.ParallelForTask(d.B*d.H*T, 32, &a.sm)
-	for b := 0; b < d.B; b++ {
-		base := b * T * d.Stride
-		for h := 0; h < d.H; h++ {
-			kv := h / group
-			P := att[(b*d.H+h)*T*T:]
-			for r0 := 0; r0 < T; r0 += bs {
-				r1 := min(r0+bs, T)
-				kernels.Sgemm(false, false, r1-r0, hd, r1, 1,
-					P[r0*T:], T,
-					qkv[base+d.VOff+kv*hd:], d.Stride,
-					0, out[(b*T+r0)*d.OutStride+h*hd:], d.OutStride)
-			}
+		a.sm.Run(bh*T, (bh+1)*T)
+		for r0 := 0; r0 < T; r0 += bs {
+			r1 := min(r0+bs, T)
+			kernels.Sgemm(false, false, r1-r0, hd, r1, 1,
+				S[r0*T:], T,
+				k.qkv[base+d.VOff+kv*hd:], d.Stride,
+				0, k.out[(b*T+r0)*d.OutStride+h*hd:], d.OutStride)
 		}
 	}
 }
 
-// Backward overwrites dqkv (layout of qkv) with the gradient of the q, k and
-// v heads given dout; datt is scratch of the size of att.
-func (a *Attention) Backward(dqkv, dout, qkv, att, datt []float32) {
+type attnBwdTask struct {
+	a                          *Attention
+	dqkv, dout, qkv, att, datt []float32
+}
+
+func (k *attnBwdTask) Run(s, e int) {
+	a := k.a
 	d := a.D
 	T, hd := d.T, d.HD
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	group := d.H / d.KVH
 	bs := a.block()
-	clear(dqkv[:d.B*T*d.Stride])
-	for b := 0; b < d.B; b++ {
-		for h := 0; h < d.H; h++ {
-			kv := h / group
-			dP := datt[(b*d.H+h)*T*T:]
+	for bk := s; bk < e; bk++ {
+		b, kv := bk/d.KVH, bk%d.KVH
+		base := b * T * d.Stride
+		for r := b * T; r < (b+1)*T; r++ {
+			o := r*d.Stride + d.KOff + kv*hd
+			clear(k.dqkv[o : o+hd])
+			o = r*d.Stride + d.VOff + kv*hd
+			clear(k.dqkv[o : o+hd])
+		}
+		for h := kv * group; h < (kv+1)*group; h++ {
+			bh := b*d.H + h
+			dS := k.datt[bh*T*T:]
+			P := k.att[bh*T*T:]
+			dO := k.dout[b*T*d.OutStride+h*hd:]
+			// dP[r0:r1, 0:r1] = dO[r0:r1]·V[0:r1]ᵀ
 			for r0 := 0; r0 < T; r0 += bs {
 				r1 := min(r0+bs, T)
 				kernels.Sgemm(false, true, r1-r0, r1, hd, 1,
-					dout[(b*T+r0)*d.OutStride+h*hd:], d.OutStride,
-					qkv[b*T*d.Stride+d.VOff+kv*hd:], d.Stride,
-					0, dP[r0*T:], T)
+					dO[r0*d.OutStride:], d.OutStride,
+					k.qkv[base+d.VOff+kv*hd:], d.Stride,
+					0, dS[r0*T:], T)
 			}
-		}
-	}
-	a.smb = softmaxBackTask{datt: datt, att: att, T: T}
-	kernels.ParallelForTask(d.B*d.H*T, 32, &a.smb)
-	for b := 0; b < d.B; b++ {
-		base := b * T * d.Stride
-		for h := 0; h < d.H; h++ {
-			kv := h / group
-			dS := datt[(b*d.H+h)*T*T:]
-			P := att[(b*d.H+h)*T*T:]
+			a.smb.Run(bh*T, (bh+1)*T)
 			for r0 := 0; r0 < T; r0 += bs {
 				r1 := min(r0+bs, T)
 				m := r1 - r0
 				// dQ[r0:r1] = s·dS[r0:r1, 0:r1]·K[0:r1]
 				kernels.Sgemm(false, false, m, hd, r1, scale,
-					dS[r0*T:], T, qkv[base+d.KOff+kv*hd:], d.Stride,
-					0, dqkv[base+r0*d.Stride+d.QOff+h*hd:], d.Stride)
+					dS[r0*T:], T, k.qkv[base+d.KOff+kv*hd:], d.Stride,
+					0, k.dqkv[base+r0*d.Stride+d.QOff+h*hd:], d.Stride)
 				// dK[0:r1] += s·dS[r0:r1, 0:r1]ᵀ·Q[r0:r1]
 				kernels.Sgemm(true, false, r1, hd, m, scale,
-					dS[r0*T:], T, qkv[base+r0*d.Stride+d.QOff+h*hd:], d.Stride,
-					1, dqkv[base+d.KOff+kv*hd:], d.Stride)
+					dS[r0*T:], T, k.qkv[base+r0*d.Stride+d.QOff+h*hd:], d.Stride,
+					1, k.dqkv[base+d.KOff+kv*hd:], d.Stride)
 				// dV[0:r1] += P[r0:r1, 0:r1]ᵀ·dO[r0:r1]
 				kernels.Sgemm(true, false, r1, hd, m, 1,
-					P[r0*T:], T, dout[(b*T+r0)*d.OutStride+h*hd:], d.OutStride,
-					1, dqkv[base+d.VOff+kv*hd:], d.Stride)
+					P[r0*T:], T, dO[r0*d.OutStride:], d.OutStride,
+					1, k.dqkv[base+d.VOff+kv*hd:], d.Stride)
 			}
 		}
 	}

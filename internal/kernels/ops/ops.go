@@ -284,15 +284,9 @@ func CrossEntropy(z []float32, V int, targets []int32, grad []float32, lambda fl
 		var sum float32
 		if grad != nil && y >= 0 && g != 0 {
 			// keep e^(z−max) in the row for the gradient pass
-			for v, x := range row {
-				ex := Expf(x - mx)
-				row[v] = ex
-				sum += ex
-			}
+			sum = expShiftSum(row, row, mx)
 		} else {
-			for _, x := range row {
-				sum += Expf(x - mx)
-			}
+			sum = expShiftSumOnly(row, mx)
 		}
 		l := mx + float32(math.Log(float64(sum)))
 		lse[i] = l
@@ -325,38 +319,64 @@ func axpy(a float32, x, y []float32) {
 	}
 }
 
-// Expf is a fast float32 e^x (relative error below 2e-7 on [−87, 88]):
-// x = k·ln2 + r with |r| ≤ ln2/2, e^r by a degree-7 Taylor polynomial, 2^k
-// through the exponent bits. Inputs below −87.3 give 0, above 88.7 +Inf.
+// Expf is a fast float32 e^x (relative error below 3e-7): x = k·ln2 + r
+// with |r| ≤ ln2/2, e^r by a degree-7 Taylor polynomial, 2^k through the
+// exponent bits. Inputs at or below −87.3 give 0 (e^−87.3 ≈ 1.2e−38), above
+// 88 give +Inf (e^88 ≈ 1.7e38 is the largest value returned), NaN stays NaN.
 func Expf(x float32) float32 {
-	if x < -87.3 {
+	if !(x > -87.3) {
+		if x != x {
+			return x
+		}
 		return 0
 	}
-	if x > 88.7 {
+	if x > 88 {
 		return float32(math.Inf(1))
 	}
-	if x != x {
-		return x
-	}
+	return expCore(x)
+}
+
+// expCore is Expf without the range checks: x must lie in (−87.3, 88].
+func expCore(x float32) float32 {
 	const (
 		log2e = 1.44269504088896341
 		ln2hi = 0.693359375
 		ln2lo = -2.12194440e-4
+		magic = 12582912 // 1.5·2²³: adding it rounds to an integer
 	)
-	kf := float32(math.Floor(float64(x*log2e + 0.5)))
+	t := x*log2e + magic
+	kf := t - magic
+	k := int32(math.Float32bits(t)) - 0x4B400000
 	r := x - kf*ln2hi - kf*ln2lo
-	p := float32(1.0 / 5040)
-	p = p*r + 1.0/720
-	p = p*r + 1.0/120
-	p = p*r + 1.0/24
-	p = p*r + 1.0/6
-	p = p*r + 0.5
-	p = p*r + 1
-	p = p*r + 1
-	k := int32(kf)
-	if k < -126 {
-		// keep the result normal-range safe: scale in two steps
-		return p * math.Float32frombits(uint32(k+126+127)<<23) * math.Float32frombits(uint32(1)<<23)
-	}
+	p := ((((((r*(1.0/5040)+1.0/720)*r+1.0/120)*r+1.0/24)*r+1.0/6)*r+0.5)*r+1)*r + 1
 	return p * math.Float32frombits(uint32(k+127)<<23)
+}
+
+// expShiftSum writes dst[i] = e^(src[i]−mx) and returns their sum; every
+// src[i] must be ≤ mx (so the arguments are ≤ 0). dst may alias src.
+func expShiftSum(dst, src []float32, mx float32) float32 {
+	dst = dst[:len(src)]
+	var sum float32
+	for i, v := range src {
+		d := v - mx
+		var e float32
+		if d > -87.3 {
+			e = expCore(d)
+		}
+		dst[i] = e
+		sum += e
+	}
+	return sum
+}
+
+// expShiftSumOnly returns Σ e^(src[i]−mx) without storing the terms.
+func expShiftSumOnly(src []float32, mx float32) float32 {
+	var sum float32
+	for _, v := range src {
+		d := v - mx
+		if d > -87.3 {
+			sum += expCore(d)
+		}
+	}
+	return sum
 }
