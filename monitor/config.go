@@ -16,8 +16,8 @@ type Config struct {
 	Enabled        bool   `toml:"enabled" comment:"run the monitor beside training"`
 	PrometheusAddr string `toml:"prometheus_addr" comment:"serve Prometheus /metrics on this address while training (empty = off; use 127.0.0.1:PORT to stay on loopback)"`
 
-	SQLite      bool `toml:"sqlite" comment:"write metrics, events and alerts to <run>/metrics.sqlite (batched in a background goroutine)"`
-	TensorBoard bool `toml:"tensorboard" comment:"write TensorBoard event files <run>/events.out.tfevents.* (scalars and per-layer histograms)"`
+	SQLite      bool   `toml:"sqlite" comment:"write metrics, events and alerts to <run>/metrics.sqlite (batched in a background goroutine)"`
+	TensorBoard bool   `toml:"tensorboard" comment:"write TensorBoard event files <run>/events.out.tfevents.* (scalars and per-layer histograms)"`
 	Webhook     string `toml:"webhook" comment:"POST every alert as JSON to this URL (empty = off)"`
 
 	TraceFromStep int `toml:"trace_from_step" comment:"first step recorded in <run>/trace.json (Chrome/Perfetto trace of step phases)"`

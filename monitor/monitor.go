@@ -325,6 +325,19 @@ func (m *Monitor) derive(s *Sample) {
 	}
 	worst(v, "max_attn_logit", true)
 	worst(v, "attn_entropy", false)
+	if _, has := v["attn_entropy_mean"]; !has {
+		var sum float64
+		n := 0
+		for k, x := range v {
+			if strings.HasPrefix(k, "attn_entropy/") && strings.Contains(k, "/head") && finite(x) {
+				sum += x
+				n++
+			}
+		}
+		if n > 0 {
+			v["attn_entropy_mean"] = sum / float64(n)
+		}
+	}
 	if m.tokHist != nil {
 		if h, ok := s.Histograms["tokens"]; ok {
 			v["token_kl_drift"] = KL(h.Counts, m.tokHist)
@@ -513,6 +526,22 @@ func (m *Monitor) post(a Alert) {
 			m.log.Warn("monitor webhook", "url", m.cfg.Webhook, "status", resp.Status)
 		}
 	}()
+}
+
+type busySink interface{ Busy() time.Duration }
+
+// BackgroundBusy is the time background sink writers (the SQLite store)
+// spent so far, beside the time Observe itself takes.
+func (m *Monitor) BackgroundBusy() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var d time.Duration
+	for _, sk := range m.sinks {
+		if b, ok := sk.(busySink); ok {
+			d += b.Busy()
+		}
+	}
+	return d
 }
 
 // Paused reports whether a SEV0 asked the trainer to stop, and why.

@@ -78,6 +78,7 @@ var catalog = []Metric{
 	// Model behavior
 	{Name: "max_attn_logit", Unit: "logit", Kind: Gauge, Category: CatModel, Help: "max pre-softmax attention score QKᵀ/√d (worst over layers/heads, or per layer/head); > 1000 is a red flag, τ = 100 a cap", Variants: []string{layerVar, layerHeadVar}, Sampling: "step", Nano: true},
 	{Name: "attn_entropy", Unit: "nats", Kind: Gauge, Category: CatModel, Help: "mean entropy of attention probabilities (per layer/head; the unsuffixed value is the worst, i.e. lowest)", Variants: []string{layerVar, layerHeadVar}, Sampling: "step", Nano: true},
+	{Name: "attn_entropy_mean", Unit: "nats", Kind: Gauge, Category: CatModel, Help: "mean attn_entropy over layers and heads (the entropy-collapse rule watches it: single sharp heads are normal, broad collapse is not)", Sampling: "step"},
 	{Name: "residual_rms", Unit: "unitless", Kind: Gauge, Category: CatModel, Help: "RMS of the residual stream after each block", Variants: []string{layerVar}, Sampling: "step", Nano: true},
 	{Name: "activation_outlier_rate", Unit: "fraction", Kind: Gauge, Category: CatModel, Help: "fraction of activations beyond kσ of their layer", Variants: []string{layerVar}, Sampling: "step", Nano: true},
 	{Name: "logit_entropy_probe", Unit: "nats", Kind: Gauge, Category: CatModel, Help: "mean entropy of the output distribution on the fixed probe batch", Sampling: "eval"},

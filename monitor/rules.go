@@ -113,8 +113,13 @@ func (r *rules) check(s *Sample) []Alert {
 			r.capSteps = 0
 		}
 	}
-	// SEV1: entropy collapse.
-	if x, ok := get("attn_entropy"); ok && finite(x) {
+	// SEV1: entropy collapse — broad collapse, so the mean over heads when
+	// per-head values exist (single sharp heads are normal), else the worst.
+	entName := "attn_entropy"
+	if _, ok := get("attn_entropy_mean"); ok {
+		entName = "attn_entropy_mean"
+	}
+	if x, ok := get(entName); ok && finite(x) {
 		if len(r.entropy) < r.cfg.Window {
 			r.entropy = append(r.entropy, x)
 			if len(r.entropy) == r.cfg.Window {
@@ -123,11 +128,11 @@ func (r *rules) check(s *Sample) []Alert {
 		}
 		switch {
 		case x < r.cfg.EntropyCollapse:
-			r.fire(&out, s, RuleEntropyCollapse, "attn_entropy", x, r.cfg.EntropyCollapse,
-				fmt.Sprintf("worst attn_entropy %.4g nats < %.4g%s", x, r.cfg.EntropyCollapse, worstSuffix(v, "attn_entropy", false)))
+			r.fire(&out, s, RuleEntropyCollapse, entName, x, r.cfg.EntropyCollapse,
+				fmt.Sprintf("%s %.4g nats < %.4g (worst%s)", entName, x, r.cfg.EntropyCollapse, worstSuffix(v, "attn_entropy", false)))
 		case finite(r.entBase) && x < r.cfg.EntropyDropFrac*r.entBase:
-			r.fire(&out, s, RuleEntropyCollapse, "attn_entropy", x, r.cfg.EntropyDropFrac*r.entBase,
-				fmt.Sprintf("worst attn_entropy %.4g nats fell below %.0f%% of its early median %.4g%s", x, 100*r.cfg.EntropyDropFrac, r.entBase, worstSuffix(v, "attn_entropy", false)))
+			r.fire(&out, s, RuleEntropyCollapse, entName, x, r.cfg.EntropyDropFrac*r.entBase,
+				fmt.Sprintf("%s %.4g nats fell below %.0f%% of its early median %.4g (worst%s)", entName, x, 100*r.cfg.EntropyDropFrac, r.entBase, worstSuffix(v, "attn_entropy", false)))
 		}
 	}
 	// SEV1: throughput / MFU drop.
@@ -196,12 +201,16 @@ func (r *rules) drop(out *[]Alert, s *Sample, name string, rg *ring) {
 	if !ok || !finite(x) {
 		return
 	}
+	// Steps that include an evaluation or a checkpoint are slow by design.
+	if s.Values["eval_time"] > 0 || s.Values["checkpoint_time"] > 0 {
+		return
+	}
 	rg.push(x)
 	if !rg.full {
 		return
 	}
 	all := rg.values()
-	short := max(4, len(all)/8)
+	short := max(8, len(all)/4)
 	ref := median(append([]float64(nil), all[:len(all)-short]...))
 	now := median(append([]float64(nil), all[len(all)-short:]...))
 	if ref > 0 && now < (1-r.cfg.ThroughputDrop)*ref {

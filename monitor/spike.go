@@ -23,7 +23,7 @@ type Spike struct {
 	Sigma     float64 // pre-spike robust standard deviation
 	Z         float64
 	BandHi    float64 // upper edge of the pre-spike band
-	Precursor string  // "update_norm", "grad_global_norm" or "" when no norm spiked first
+	Precursor string  // "update_norm", "update_to_weight", "grad_global_norm" or "" when no norm spiked first
 	Lead      int     // steps by which Precursor preceded the loss (0 = same step)
 	Batch     *Batch  // the spike step's batch, when the trainer described it
 
@@ -44,9 +44,9 @@ func (s *Spike) PrecursorText() string {
 	if s.Precursor == "" {
 		return "no grad/update-norm spike preceded it"
 	}
-	name := strings.ReplaceAll(strings.TrimSuffix(s.Precursor, "_global_norm"), "_", " ")
-	if s.Precursor == "grad_global_norm" {
-		name = "grad norm"
+	name := map[string]string{"update_norm": "update norm", "update_to_weight": "update norm (update_to_weight)", "grad_global_norm": "grad norm"}[s.Precursor]
+	if name == "" {
+		name = s.Precursor
 	}
 	if s.Lead == 0 {
 		return name + " spiked at the same step as the loss"
@@ -59,8 +59,9 @@ func (s *Spike) PrecursorText() string {
 }
 
 // classifierNorms are the norms watched as spike precursors, in report
-// order of preference.
-var classifierNorms = []string{"update_norm", "grad_global_norm"}
+// order of preference. update_to_weight (lr·‖Δ‖/‖θ‖) carries the LR, so it
+// sees an LR spike that the direction norm update_norm does not.
+var classifierNorms = []string{"update_norm", "update_to_weight", "grad_global_norm"}
 
 // SpikeClassifier detects loss spikes by robust z-score over a rolling
 // window and, after a follow-up window, classifies each one by the seed-000
@@ -145,7 +146,7 @@ func (c *SpikeClassifier) Step(step int64, loss float64, norms map[string]float6
 		z := robustZ(loss, med, sig)
 		if z > c.cfg.SpikeZ && loss > med*(1+c.cfg.SpikeMinRise) {
 			s := &Spike{Step: step, Loss: loss, Median: med, Sigma: sig, Z: z, Batch: batch,
-				BandHi: med + math.Max(3*sig, 0.5*c.cfg.SpikeMinRise*math.Abs(med)),
+				BandHi:  med + math.Max(3*sig, 0.5*c.cfg.SpikeMinRise*math.Abs(med)),
 				preNorm: map[string][2]float64{}, tail: map[string][]float64{}, ValBefore: math.NaN(), ValAfter: math.NaN(), TailLoss: math.NaN()}
 			s.Precursor, s.Lead = c.precursor(step)
 			for n, r := range c.norms {

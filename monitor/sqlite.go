@@ -7,17 +7,24 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
 )
 
 // storeSchema is the layout of metrics.sqlite. time is Unix seconds.
+// Each step is one row of samples with its values as a JSON object (one
+// insert per step keeps the writer cheap); the metrics view presents them
+// as (step, tokens, time, name, value) rows, NULL for a non-finite value.
 const storeSchema = `
 CREATE TABLE IF NOT EXISTS run(key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS metrics(step INTEGER NOT NULL, tokens INTEGER NOT NULL, time REAL NOT NULL, name TEXT NOT NULL, value REAL);
-CREATE INDEX IF NOT EXISTS metrics_name_step ON metrics(name, step);
+CREATE TABLE IF NOT EXISTS samples(step INTEGER NOT NULL, tokens INTEGER NOT NULL, time REAL NOT NULL, vals TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS samples_step ON samples(step);
+CREATE VIEW IF NOT EXISTS metrics(step, tokens, time, name, value) AS
+  SELECT s.step, s.tokens, s.time, j.key, j.value FROM samples s, json_each(s.vals) j;
 CREATE TABLE IF NOT EXISTS events(step INTEGER, tokens INTEGER, time REAL, kind TEXT, ok INTEGER, path TEXT, detail TEXT, data TEXT);
 CREATE TABLE IF NOT EXISTS alerts(step INTEGER, tokens INTEGER, time REAL, severity TEXT, rule TEXT, metric TEXT, value REAL, threshold REAL, message TEXT, verdict TEXT, action TEXT, runbook TEXT, evidence TEXT);
 `
@@ -34,7 +41,12 @@ type Store struct {
 	err  error
 	// FlushEvery bounds how long rows wait before they are committed.
 	flushEvery time.Duration
+	busy       atomic.Int64 // nanoseconds spent committing
 }
+
+// Busy is the time the background writer spent committing so far (the
+// store's CPU cost beside the training step).
+func (s *Store) Busy() time.Duration { return time.Duration(s.busy.Load()) }
 
 type metricRow struct {
 	step, tokens int64
@@ -156,9 +168,11 @@ func (s *Store) loop() {
 		if len(pending) == 0 {
 			return
 		}
+		t0 := time.Now()
 		if err := s.commit(pending); err != nil {
 			s.setErr(err)
 		}
+		s.busy.Add(int64(time.Since(t0)))
 		for _, b := range pending {
 			if b.sync != nil {
 				close(b.sync)
@@ -197,14 +211,17 @@ func (s *Store) commit(bs []storeBatch) error {
 		return err
 	}
 	defer tx.Rollback()
-	ins, err := tx.Prepare("INSERT INTO metrics(step, tokens, time, name, value) VALUES(?,?,?,?,?)")
+	ins, err := tx.Prepare("INSERT INTO samples(step, tokens, time, vals) VALUES(?,?,?,?)")
 	if err != nil {
 		return err
 	}
 	defer ins.Close()
+	var js []byte
 	for _, b := range bs {
-		for _, r := range b.metrics {
-			if _, err := ins.Exec(r.step, r.tokens, r.time, r.name, nullable(r.value)); err != nil {
+		if len(b.metrics) > 0 {
+			js = appendValuesJSON(js[:0], b.metrics)
+			r := b.metrics[0]
+			if _, err := ins.Exec(r.step, r.tokens, r.time, string(js)); err != nil {
 				return err
 			}
 		}
@@ -234,6 +251,26 @@ func (s *Store) commit(bs []storeBatch) error {
 	return tx.Commit()
 }
 
+// appendValuesJSON writes rows' names and values as one JSON object, sorted
+// by name; non-finite values become null.
+func appendValuesJSON(b []byte, rows []metricRow) []byte {
+	sort.Slice(rows, func(i, j int) bool { return rows[i].name < rows[j].name })
+	b = append(b, '{')
+	for i, r := range rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, r.name)
+		b = append(b, ':')
+		if finite(r.value) {
+			b = strconv.AppendFloat(b, r.value, 'g', -1, 64)
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	return append(b, '}')
+}
+
 func finiteMap(m map[string]float64) map[string]float64 {
 	out := make(map[string]float64, len(m))
 	for k, v := range m {
@@ -252,7 +289,7 @@ func ReadStore(path string) ([]Sample, []Alert, error) {
 		return nil, nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	defer db.Close()
-	rows, err := db.Query("SELECT step, tokens, time, name, value FROM metrics ORDER BY step, rowid")
+	rows, err := db.Query("SELECT step, tokens, time, name, value FROM metrics")
 	if err != nil {
 		return nil, nil, fmt.Errorf("store %s: %w", path, err)
 	}

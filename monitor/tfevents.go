@@ -59,8 +59,8 @@ type TFScalar struct {
 
 // TFHisto is one histogram summary value.
 type TFHisto struct {
-	Tag                     string
-	Min, Max, Num, Sum, Sq  float64
+	Tag                      string
+	Min, Max, Num, Sum, Sq   float64
 	BucketLimit, BucketCount []float64
 }
 
@@ -134,10 +134,11 @@ func appendPacked(b []byte, num protowire.Number, xs []float64) []byte {
 // TFEventsWriter is the TensorBoard sink: one events.out.tfevents.* file
 // with a scalar per metric value and histograms per layer.
 type TFEventsWriter struct {
-	f    *os.File
-	w    *bufio.Writer
-	path string
-	buf  []byte
+	f       *os.File
+	w       *bufio.Writer
+	path    string
+	buf     []byte
+	flushed time.Time
 }
 
 // NewTFEventsWriter creates events.out.tfevents.<unix>.<host> in dir and
@@ -216,7 +217,13 @@ func (t *TFEventsWriter) WriteSample(s *Sample) error {
 	if err := t.write(e); err != nil {
 		return err
 	}
-	return t.w.Flush()
+	// Flush at most once a second so readers see recent steps without a
+	// write syscall per step.
+	if now := time.Now(); now.Sub(t.flushed) >= time.Second {
+		t.flushed = now
+		return t.w.Flush()
+	}
+	return nil
 }
 
 // HistogramOf buckets xs into n equal-width buckets between their min and max.

@@ -28,17 +28,17 @@ type Tokenizer struct {
 	split   splitter // its implementation
 	// vocab[id] is the byte string of ordinary token id (nil for ids of
 	// added tokens or holes).
-	vocab   [][]byte
-	tokID   map[string]uint32 // ordinary token bytes → id
-	byteID  [256]uint32
-	merges  [][2]uint32       // in rank order
-	mergeOf map[uint64]uint64 // a<<32|b → rank<<32|new id
-	added   []AddedToken      // sorted by id
-	addedID map[string]uint32
+	vocab      [][]byte
+	tokID      map[string]uint32 // ordinary token bytes → id
+	byteID     [256]uint32
+	merges     [][2]uint32       // in rank order
+	mergeOf    map[uint64]uint64 // a<<32|b → rank<<32|new id
+	added      []AddedToken      // sorted by id
+	addedID    map[string]uint32
 	plainAdded []AddedToken // non-special added tokens, matched in any text
-	size    int             // 1 + largest id
-	eot     uint32
-	hasEOT  bool
+	size       int          // 1 + largest id
+	eot        uint32
+	hasEOT     bool
 
 	// options that change encoding
 	ignoreMerges   bool // a pre-token that is itself a token is not merged (tiktoken)
@@ -190,8 +190,17 @@ func (t *Tokenizer) EncodeSpecial(text string) []uint32 {
 // encodeAdded matches added tokens (leftmost, then longest) and encodes the
 // text between them as ordinary text.
 func (t *Tokenizer) encodeAdded(st *encState, dst []uint32, text string, toks []AddedToken) []uint32 {
+	var first [256]bool
+	for _, a := range toks {
+		if a.Content != "" {
+			first[a.Content[0]] = true
+		}
+	}
 	start := 0
 	for i := 0; i < len(text); i++ {
+		if !first[text[i]] {
+			continue
+		}
 		best := -1
 		for k, a := range toks {
 			if len(a.Content) > 0 && text[i] == a.Content[0] && len(text)-i >= len(a.Content) && text[i:i+len(a.Content)] == a.Content {
@@ -318,9 +327,9 @@ func (h mergeHeap) Less(i, j int) bool {
 	}
 	return h[i].pos < h[j].pos
 }
-func (h mergeHeap) Swap(i, j int)  { h[i], h[j] = h[j], h[i] }
-func (h *mergeHeap) Push(x any)    { *h = append(*h, x.(mergeCand)) }
-func (h *mergeHeap) Pop() any      { old := *h; x := old[len(old)-1]; *h = old[:len(old)-1]; return x }
+func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(mergeCand)) }
+func (h *mergeHeap) Pop() any     { old := *h; x := old[len(old)-1]; *h = old[:len(old)-1]; return x }
 
 // bpeLarge merges with a priority queue over a linked list of symbols:
 // O(n log n) for long pre-tokens (runs of digits or spaces). Same result

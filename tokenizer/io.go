@@ -314,16 +314,16 @@ type hfFile struct {
 }
 
 type hfPreTok struct {
-	Type           string     `json:"type"`
-	AddPrefixSpace bool       `json:"add_prefix_space"`
-	UseRegex       *bool      `json:"use_regex"`
+	Type           string `json:"type"`
+	AddPrefixSpace bool   `json:"add_prefix_space"`
+	UseRegex       *bool  `json:"use_regex"`
 	Pattern        *struct {
 		Regex  *string `json:"Regex"`
 		String *string `json:"String"`
 	} `json:"pattern"`
-	Behavior       string     `json:"behavior"`
-	Invert         bool       `json:"invert"`
-	PreTokenizers  []hfPreTok `json:"pretokenizers"`
+	Behavior      string     `json:"behavior"`
+	Invert        bool       `json:"invert"`
+	PreTokenizers []hfPreTok `json:"pretokenizers"`
 }
 
 // loadHF reads a Hugging Face tokenizer.json with a byte-level BPE model.

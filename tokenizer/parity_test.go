@@ -32,7 +32,19 @@ func TestGPT2Parity(t *testing.T) {
 		want[i] = w
 		total += len(s)
 	}
-	for _, rel := range []string{"gpt2-bpe", "gpt2-bpe/r50k_base.tiktoken", "gpt2-bpe/vocab.json"} {
+	// the directory loads its *.tiktoken file: same tokenizer, same hash
+	dirTok, err := Load(mustPath(t, "gpt2-bpe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rankTok, err := Load(mustPath(t, "gpt2-bpe/r50k_base.tiktoken"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dirTok.Hash() != rankTok.Hash() {
+		t.Fatal("gpt2-bpe directory and its r50k_base.tiktoken load differently")
+	}
+	for _, rel := range []string{"gpt2-bpe/r50k_base.tiktoken", "gpt2-bpe/vocab.json"} {
 		t.Run(rel, func(t *testing.T) {
 			p, err := datadir.Path(rel)
 			if err != nil {
@@ -71,4 +83,13 @@ func trunc(s string) string {
 		return s[:200] + "…"
 	}
 	return s
+}
+
+func mustPath(t testing.TB, rel string) string {
+	t.Helper()
+	p, err := datadir.Path(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"bytes"
 	"context"
+	"flag"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 )
+
+var long = flag.Bool("long", false, "compare the pre-tokenizer with regexp2 on every shipped text (slow)")
 
 // regexSplit is the reference: regexp2 matches of pattern, as strings.
 func regexSplit(re *regexp2.Regexp, s string) []string {
@@ -79,11 +82,14 @@ func TestPreTokenizerMatchesRegexp2(t *testing.T) {
 			for _, s := range random {
 				check(s)
 			}
-			// regexp2 is slow: every shipped text for GPT-2 would take
-			// minutes, so the shipped corpus is sampled (1 in 8 texts,
-			// rotating by pattern); TestGPT2Parity covers all of it
+			// regexp2 is slow, so the shipped corpus is sampled (1 text
+			// in 16) unless -long; TestGPT2Parity covers all of it
 			// through the ids.
-			for i := 0; i < len(texts); i += 8 {
+			step := 16
+			if *long {
+				step = 1
+			}
+			for i := 0; i < len(texts); i += step {
 				check(texts[i])
 			}
 			if bad > 0 {
@@ -350,5 +356,34 @@ func TestRegexp2Llama3Deviation(t *testing.T) {
 	re := regexp2.MustCompile(Llama3Pattern, regexp2.None)
 	if ref := regexSplit(re, s); !slices.Equal(ref, []string{"\r\n", "\t\r\n", "x"}) {
 		t.Logf("regexp2 now gives %q: the rewrite in TestPreTokenizerMatchesRegexp2 can go", ref)
+	}
+}
+
+// TestConcurrentEncode: one Tokenizer used from several goroutines gives
+// the same ids as sequential use.
+func TestConcurrentEncode(t *testing.T) {
+	tok := gpt2(t)
+	texts := shipped(t)[:4000]
+	want := make([][]uint32, len(texts))
+	for i, s := range texts {
+		want[i] = tok.Encode(s)
+	}
+	fresh := gpt2(t)
+	errs := make(chan string, 4)
+	for g := 0; g < 4; g++ {
+		go func(g int) {
+			for i := g; i < len(texts); i += 2 { // overlapping halves
+				if !slices.Equal(fresh.Encode(texts[i]), want[i]) {
+					errs <- texts[i]
+					return
+				}
+			}
+			errs <- ""
+		}(g % 2)
+	}
+	for g := 0; g < 4; g++ {
+		if s := <-errs; s != "" {
+			t.Fatalf("concurrent encode of %q differs", trunc(s))
+		}
 	}
 }

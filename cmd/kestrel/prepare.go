@@ -1,10 +1,18 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kestrel-lm/kestrel/internal/data/prepare"
+)
 
 func newPrepareCmd() *cobra.Command {
 	var out string
-	var strict bool
+	var strict, force bool
 	cmd := &cobra.Command{
 		Use:   "prepare --config DATA.toml --out datasets/NAME",
 		Short: "build a training dataset: read sources, filter, dedup, decontaminate, tokenize, shard",
@@ -13,15 +21,38 @@ read (JSONL, text, WARC/WET, Parquet, source trees) → quality filters (Gopher,
 C4, FineWeb, OLMo 2 repeated n-grams) → exact and MinHash near-duplicate removal
 → decontamination against eval sets → tokenization → llm.c-format shards with a
 hashed manifest. Every rejected document is kept with its stage, rule and
-reason under rejects/, and report.json plus a printed summary describe the run.`,
+reason under rejects/, and report.json plus a printed summary describe the run.
+
+The dataset is built in a temporary directory beside --out and renamed into
+place at the end, so a failed or interrupted run leaves no half dataset. A
+re-run with the same config and unchanged inputs is reported as up to date
+(see report.json "fingerprint"); --force rebuilds.
+
+Output:
+  docs/<source>-NNNNN.jsonl.zst   kept documents {id, source, text, meta}
+  rejects/<stage>.jsonl.zst       {id, source, stage, rule, detail} per dropped document
+  report.json                     counts per source and stage, reject rules, near_dup_rate,
+                                  duplicate hotspots, train_val_overlap, bytes/doc percentiles
+  tokenizer.json, manifest.json, shards/   with [prepare.tokenizer] mode = train | load`,
 		Args: cobra.NoArgs,
 	}
 	cf := addConfigFlags(cmd, "data config (TOML) listing sources and stages")
 	cmd.Flags().StringVar(&out, "out", "", "output dataset directory")
 	cmd.Flags().BoolVar(&strict, "strict", false, "treat malformed input as an error instead of counting and skipping it")
+	cmd.Flags().BoolVar(&force, "force", false, "rebuild even when the output is up to date")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		_ = cf
-		return errNotImplemented("prepare")
+		if out == "" {
+			return fmt.Errorf("prepare: --out is required")
+		}
+		cfg, err := cf.load()
+		if err != nil {
+			return err
+		}
+		_, err = prepare.Run(cmd.Context(), cfg.Prepare, prepare.RunOptions{
+			Out: out, Strict: strict, Force: force,
+			Summary: cmd.OutOrStdout(), Progress: os.Stderr, Log: slog.Default(),
+		})
+		return err
 	}
 	return cmd
 }

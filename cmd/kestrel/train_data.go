@@ -6,6 +6,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
+	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/train"
@@ -28,9 +29,12 @@ func openLoader(cfg config.Config) (*loader.Loader, error) {
 	if cfg.Data.Path == "" {
 		return nil, fmt.Errorf("data.kind = \"dataset\" needs data.path (a directory written by kestrel prepare)")
 	}
-	ds, err := openLoaderDataset(cfg.Data.Path)
+	ds, vocab, err := openShards(cfg.Data.Path)
 	if err != nil {
 		return nil, err
+	}
+	if vocab > cfg.Model.Vocab {
+		return nil, fmt.Errorf("dataset %s: its tokenizer has %d tokens but model.vocab is %d (set model.vocab = %d)", cfg.Data.Path, vocab, cfg.Model.Vocab, vocab)
 	}
 	sched, err := trainBatchSchedule(cfg)
 	if err != nil {
@@ -67,11 +71,26 @@ func trainBatchSchedule(cfg config.Config) (loader.BatchSchedule, error) {
 }
 
 // openLoaderDataset opens a directory written by kestrel prepare as the
-// loader's Dataset.
+// loader's Dataset, checking its manifest (shard hashes are verified on
+// first read).
 func openLoaderDataset(path string) (*loader.Dataset, error) {
+	ds, _, err := openShards(path)
+	return ds, err
+}
+
+// openShards also returns the manifest's tokenizer vocabulary size.
+func openShards(path string) (*loader.Dataset, int, error) {
 	p, err := datadir.Expand(path)
 	if err != nil {
-		return nil, fmt.Errorf("dataset %s: %w", path, err)
+		return nil, 0, fmt.Errorf("dataset %s: %w", path, err)
 	}
-	return nil, fmt.Errorf("dataset %s: reading prepared datasets needs internal/data/shards, which has not landed yet", p)
+	sd, err := shards.Open(p)
+	if err != nil {
+		return nil, 0, err
+	}
+	ds, err := loader.FromShards(sd)
+	if err != nil {
+		return nil, 0, err
+	}
+	return ds, sd.Manifest().Tokenizer.VocabSize, nil
 }

@@ -28,6 +28,10 @@ type gemmKernel struct {
 	// either a k-major strip (rs=1, cs=mr) or mr row copies (rs=row stride,
 	// cs=1).
 	fn func(k int, ap []float32, rs, cs int, bp, c []float32, ldc int, alpha, beta float32)
+	// packBT, when set, packs one full nr-wide strip of op(B) = Bᵀ
+	// (columns j0.., depth kc from p0) into dst, reporting false when it
+	// cannot (then the Go loop does it).
+	packBT func(dst, b []float32, ldb, p0, j0, kc int) bool
 }
 
 // gemmImpl names the implementation Sgemm dispatches to; kern is it.
@@ -234,7 +238,7 @@ func (g *gemmCtx) runw(w, s, e int) {
 		for st := s; st < e; st++ {
 			j0 := st * kn.nr
 			cols := min(kn.nr, g.ncCur-j0)
-			packBStrip(g.transB, g.b, g.ldb, g.pc, g.jc+j0, g.kcCur, cols, kn.nr, g.bPack[st*kn.nr*g.kcCur:])
+			packBStrip(kn, g.transB, g.b, g.ldb, g.pc, g.jc+j0, g.kcCur, cols, g.bPack[st*kn.nr*g.kcCur:])
 		}
 	case phaseMBlocks:
 		// rows s..e of C against the packed B panel
@@ -251,7 +255,7 @@ func (g *gemmCtx) runw(w, s, e int) {
 		pt.pack = grow(pt.pack, strips*kn.nr*g.kcCur)
 		for st := 0; st < strips; st++ {
 			j0 := st * kn.nr
-			packBStrip(g.transB, g.b, g.ldb, g.pc, s+j0, g.kcCur, min(kn.nr, nc-j0), kn.nr, pt.pack[st*kn.nr*g.kcCur:])
+			packBStrip(kn, g.transB, g.b, g.ldb, g.pc, s+j0, g.kcCur, min(kn.nr, nc-j0), pt.pack[st*kn.nr*g.kcCur:])
 		}
 		g.macro(pt, g.bPack, g.aRS, g.aCS, g.aSS, pt.pack, 0, g.m, s, nc)
 	}
@@ -300,7 +304,17 @@ func packedARows(kc int) int { return kc + 16 }
 
 // packASize is the buffer size packA needs for mc rows of depth kc.
 func packASize(mc, kc, mr int) int {
-	return (mc + mr - 1) / mr * mr * packedARows(kc)
+	strips := (mc + mr - 1) / mr
+	return max(strips*mr*packedARows(kc), strips*kmajorStride(mr)*kc)
+}
+
+// kmajorStride is the distance between k steps in a k-major A strip: mr
+// rounded up to 8 floats so that a step's values share one cache line.
+func kmajorStride(mr int) int {
+	if mr <= 4 {
+		return mr
+	}
+	return (mr + 7) / 8 * 8
 }
 
 // packA packs rows i0..i0+mc, columns p0..p0+kc of op(A) for the
@@ -308,10 +322,11 @@ func packASize(mc, kc, mr int) int {
 // dst[s·sstride + i·rs + p·cs]. Rows past mc in the last strip are zero.
 // For op(A) = A (rows contiguous in memory) the rows are copied (rs = row
 // stride, cs = 1), which is a plain memory copy; for op(A) = Aᵀ each k step
-// is a contiguous run of rows, so strips are stored k-major (rs = 1, cs = mr).
+// is a contiguous run of rows, so strips are stored k-major (rs = 1, cs =
+// kmajorStride(mr)).
 func packA(trans bool, a []float32, lda, i0, p0, mc, kc, mr int, dst []float32) (rs, cs, sstride int) {
-	strips := (mc + mr - 1) / mr
 	if !trans {
+		strips := (mc + mr - 1) / mr
 		ld := packedARows(kc)
 		for i := 0; i < mc; i++ {
 			copy(dst[i*ld:i*ld+kc], a[(i0+i)*lda+p0:][:kc])
@@ -321,23 +336,40 @@ func packA(trans bool, a []float32, lda, i0, p0, mc, kc, mr int, dst []float32) 
 		}
 		return ld, 1, mr * ld
 	}
-	for s := 0; s < strips; s++ {
-		rows := min(mr, mc-s*mr)
-		d := dst[s*mr*kc : (s+1)*mr*kc]
-		r0 := i0 + s*mr
-		// op(A)[i,p] = a[p·lda+i]: each p gives rows contiguous values.
-		for p := 0; p < kc; p++ {
-			dp := d[p*mr : p*mr+mr]
-			copy(dp, a[(p0+p)*lda+r0:][:rows])
+	// op(A)[i,p] = a[p·lda+i]: row p0+p of a holds op(A)'s column p, read
+	// contiguously and dealt out to the strips.
+	full := mc / mr
+	cs = kmajorStride(mr)
+	ss := cs * kc
+	for p := 0; p < kc; p++ {
+		src := a[(p0+p)*lda+i0:][:mc]
+		switch mr {
+		case 14:
+			for s := 0; s < full; s++ {
+				*(*[14]float32)(dst[s*ss+p*cs:]) = *(*[14]float32)(src[s*14:])
+			}
+		case 6:
+			for s := 0; s < full; s++ {
+				*(*[6]float32)(dst[s*ss+p*cs:]) = *(*[6]float32)(src[s*6:])
+			}
+		default:
+			for s := 0; s < full; s++ {
+				copy(dst[s*ss+p*cs:s*ss+p*cs+mr], src[s*mr:s*mr+mr])
+			}
+		}
+		if rows := mc - full*mr; rows > 0 {
+			dp := dst[full*ss+p*cs : full*ss+p*cs+mr]
+			copy(dp, src[full*mr:])
 			clear(dp[rows:])
 		}
 	}
-	return 1, mr, mr * kc
+	return 1, cs, ss
 }
 
 // packBStrip packs rows p0..p0+kc, columns j0..j0+cols of op(B) into one
 // nr-wide strip: dst[p·nr + j] = op(B)[p0+p, j0+j], zero-padded past cols.
-func packBStrip(trans bool, b []float32, ldb, p0, j0, kc, cols, nr int, dst []float32) {
+func packBStrip(kn *gemmKernel, trans bool, b []float32, ldb, p0, j0, kc, cols int, dst []float32) {
+	nr := kn.nr
 	d := dst[:kc*nr]
 	if !trans {
 		for p := 0; p < kc; p++ {
@@ -348,6 +380,9 @@ func packBStrip(trans bool, b []float32, ldb, p0, j0, kc, cols, nr int, dst []fl
 		return
 	}
 	// op(B)[p,j] = b[j·ldb+p]
+	if cols == nr && kn.packBT != nil && kn.packBT(d, b, ldb, p0, j0, kc) {
+		return
+	}
 	for j := 0; j < cols; j++ {
 		src := b[(j0+j)*ldb+p0:][:kc]
 		for p, v := range src {

@@ -264,3 +264,21 @@ func TestSgemmNoAllocs(t *testing.T) {
 		}
 	})
 }
+
+func TestSelectKernel(t *testing.T) {
+	avail := kernelsAvailable()
+	if got := selectKernel(""); got != avail[0] {
+		t.Fatalf("default kernel %s, want the best available %s", got.name, avail[0].name)
+	}
+	for _, k := range avail {
+		if got := selectKernel(k.name); got != k {
+			t.Fatalf("KESTREL_GEMM=%s selected %s", k.name, got.name)
+		}
+	}
+	if got := selectKernel("no-such-kernel"); got != avail[0] {
+		t.Fatalf("unknown name selected %s, want %s", got.name, avail[0].name)
+	}
+	if avail[len(avail)-1] != kernelGo {
+		t.Fatalf("the pure-Go kernel must always be available")
+	}
+}

@@ -28,9 +28,29 @@ func fmaLoopavx512(n int)
 //go:noescape
 func fmaLoopavx2(n int)
 
-var kernelAVX512 = &gemmKernel{name: "avx512", mr: 14, nr: 32, kc: 256, mc: 224, nc: 4096, fn: kernel14x32AVX512}
+var kernelAVX512 = &gemmKernel{name: "avx512", mr: 14, nr: 32, kc: 512, mc: 168, nc: 4096, fn: kernel14x32AVX512, packBT: packBT32}
 
-var kernelAVX2 = &gemmKernel{name: "avx2", mr: 6, nr: 16, kc: 256, mc: 144, nc: 4096, fn: kernel6x16AVX2}
+//go:noescape
+func packBT32avx512(dst, src *float32, idx *int32, kc int)
+
+// packBT32 packs a 32-wide strip of Bᵀ with AVX-512 gathers: dst[p·32+j] =
+// b[(j0+j)·ldb + p0+p]. The offsets must fit the gather's int32 indices.
+func packBT32(dst, b []float32, ldb, p0, j0, kc int) bool {
+	if 31*ldb+kc > 1<<31-1 || kc < 1 {
+		return false
+	}
+	_ = dst[32*kc-1]
+	src := b[j0*ldb+p0:]
+	_ = src[31*ldb+kc-1]
+	var idx [32]int32
+	for j := range idx {
+		idx[j] = int32(j * ldb)
+	}
+	packBT32avx512(&dst[0], &src[0], &idx[0], kc)
+	return true
+}
+
+var kernelAVX2 = &gemmKernel{name: "avx2", mr: 6, nr: 16, kc: 512, mc: 144, nc: 4096, fn: kernel6x16AVX2}
 
 // The wrappers bounds-check the panels and the C tile, so the assembly can
 // never touch memory outside the slices.

@@ -3,6 +3,8 @@ package kernels
 import (
 	"math"
 	"math/rand"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -16,7 +18,29 @@ func randVec(r *rand.Rand, n int) []float32 {
 
 var vecSizes = []int{0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 1000, 4099}
 
+// vecImpls lists the implementations of the primitives: the pure-Go twins
+// and whatever init selected (assembly where supported).
+func vecImpls() map[string][4]any {
+	return map[string][4]any{
+		"go":       {dotGo, axpyGo, scaleGo, addGo},
+		"selected": {dotImpl, axpyImpl, scaleImpl, addImpl},
+	}
+}
+
 func TestVectorPrimitives(t *testing.T) {
+	saved := [4]any{dotImpl, axpyImpl, scaleImpl, addImpl}
+	defer func() {
+		dotImpl, axpyImpl = saved[0].(func(a, b []float32) float32), saved[1].(func(float32, []float32, []float32))
+		scaleImpl, addImpl = saved[2].(func(float32, []float32)), saved[3].(func(dst, a, b []float32))
+	}()
+	for name, impl := range vecImpls() {
+		dotImpl, axpyImpl = impl[0].(func(a, b []float32) float32), impl[1].(func(float32, []float32, []float32))
+		scaleImpl, addImpl = impl[2].(func(float32, []float32)), impl[3].(func(dst, a, b []float32))
+		t.Run(name, testVectorPrimitives)
+	}
+}
+
+func testVectorPrimitives(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	for _, n := range vecSizes {
 		a, b := randVec(r, n), randVec(r, n+3) // b longer than a on purpose
@@ -24,10 +48,8 @@ func TestVectorPrimitives(t *testing.T) {
 		for i := 0; i < n; i++ {
 			want += float64(a[i]) * float64(b[i])
 		}
-		for name, f := range map[string]func(a, b []float32) float32{"Dot": Dot, "dotGo": dotGo} {
-			if got := f(a, b); math.Abs(float64(got)-want) > 1e-5*float64(n+1) {
-				t.Errorf("%s n=%d: %v, want %v", name, n, got, want)
-			}
+		if got := Dot(a, b); math.Abs(float64(got)-want) > 1e-6*float64(n+1) {
+			t.Errorf("Dot n=%d: %v, want %v", n, got, want)
 		}
 
 		y := randVec(r, n+2)
@@ -64,5 +86,52 @@ func TestVectorPrimitives(t *testing.T) {
 				t.Fatalf("Add aliased n=%d i=%d: %v, want %v", n, i, a[i], dst[i])
 			}
 		}
+	}
+}
+
+// TestAssemblyEndsWithVzeroupper guards the trap of DESIGN.md §2: every
+// assembly routine that touches Y/Z registers must execute VZEROUPPER before
+// each RET, or later scalar float code runs many times slower.
+func TestAssemblyEndsWithVzeroupper(t *testing.T) {
+	src, err := os.ReadFile("gemm_amd64.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, prev, rets := "", "", 0
+	for i, line := range strings.Split(string(src), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "TEXT ") {
+			name = line
+		}
+		if line == "RET" {
+			rets++
+			if prev != "VZEROUPPER" && !strings.HasPrefix(prev, "MOVSS") {
+				t.Errorf("gemm_amd64.s:%d: RET in %q not preceded by VZEROUPPER", i+1, name)
+			}
+		}
+		if line != "" {
+			prev = line
+		}
+	}
+	if rets < 6 {
+		t.Fatalf("only %d RETs found in gemm_amd64.s", rets)
+	}
+}
+
+func BenchmarkVector(b *testing.B) {
+	x, y := make([]float32, 768), make([]float32, 768)
+	for name, impl := range vecImpls() {
+		dot := impl[0].(func(a, b []float32) float32)
+		axpy := impl[1].(func(float32, []float32, []float32))
+		b.Run("dot768/"+name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				peakSink += dot(x, y)
+			}
+		})
+		b.Run("axpy768/"+name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				axpy(0.5, x, y)
+			}
+		})
 	}
 }

@@ -10,7 +10,7 @@ func ref7m() Config {
 		SeqLen: 256, RopeTheta: 10000, NormEps: 1e-5, InitStd: 0.02}
 }
 
-// BenchmarkForwardBackwardRef7m times one ref7m micro-batch of 2×256 tokens
+// BenchmarkForwardBackwardRef7m times one ref7m micro-batch of 8×256 tokens
 // (the full bench is `kestrel bench step`).
 func BenchmarkForwardBackwardRef7m(b *testing.B) {
 	cfg := ref7m()
@@ -18,7 +18,7 @@ func BenchmarkForwardBackwardRef7m(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	const B = 2
+	const B = 8
 	r := rand.New(rand.NewPCG(1, 1))
 	bt := &Batch{B: B, T: cfg.SeqLen, Inputs: make([]int32, B*cfg.SeqLen), Targets: make([]int32, B*cfg.SeqLen)}
 	for i := range bt.Inputs {

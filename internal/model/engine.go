@@ -245,7 +245,7 @@ type arena struct {
 	qnRstd, knRstd           [][]float32 // [L][N*H], [L][N*KV]
 	att                      [][]float32 // [L][B*H*T*T]
 	atty                     [][]float32 // [L][N*H*hd]
-	gu, h                    [][]float32 // [L][N*2F], [L][N*F]
+	gu, h, sig               [][]float32 // [L][N*2F], [L][N*F], [L][N*F]
 	lnf, rstdf, logits       []float32
 	loss, lse, rowGrad       []float32 // [N]
 	rowMax, rowEnt           []float32 // [B*H*T]
@@ -305,6 +305,7 @@ func (m *Model) ensureArena(B int) {
 	mk(&a.atty, N*m.attDim)
 	mk(&a.gu, N*2*F)
 	mk(&a.h, N*F)
+	mk(&a.sig, N*F)
 	want(&a.lnf, N*D)
 	want(&a.rstdf, N)
 	want(&a.logits, N*V)
@@ -482,7 +483,7 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 		ops.MatmulForward(a.residMid[l], a.atty[l], w.wo, N, m.attDim, D, true)
 		m.rmsForward(a.ln2[l], a.rstd2[l], a.residMid[l], w.ln2, N, D, eps)
 		ops.MatmulForward(a.gu[l], a.ln2[l], w.gu, N, D, 2*F, false)
-		m.tSwi = swigluTask{h: a.h[l], gu: a.gu[l], F: F}
+		m.tSwi = swigluTask{h: a.h[l], sig: a.sig[l], gu: a.gu[l], F: F}
 		kernels.ParallelForTask(N, 16, &m.tSwi)
 		out := a.resid[l+1]
 		copy(out[:N*D], a.residMid[l][:N*D])
@@ -641,7 +642,7 @@ func (m *Model) backward(b *Batch) {
 		w, g := &m.p.layers[l], &m.g.layers[l]
 		// MLP: resid[l+1] = residMid + down(swiglu(gu(ln2)))
 		ops.MatmulBackward(a.dh, g.down, a.dresid, a.h[l], w.down, N, F, D, false)
-		m.tSwi = swigluTask{h: a.dh, gu: a.gu[l], dgu: a.dgu, F: F, back: true}
+		m.tSwi = swigluTask{h: a.dh, sig: a.sig[l], gu: a.gu[l], dgu: a.dgu, F: F, back: true}
 		kernels.ParallelForTask(N, 16, &m.tSwi)
 		ops.MatmulBackward(a.dln, g.gu, a.dgu, a.ln2[l], w.gu, N, D, 2*F, false)
 		m.rmsBackward(a.dresid, g.ln2, a.dln, a.residMid[l], w.ln2, a.rstd2[l], N, D)
@@ -756,16 +757,16 @@ func (t *copyColsTask) Run(s, e int) {
 }
 
 type swigluTask struct {
-	h, gu, dgu []float32
-	F          int
-	back       bool
+	h, sig, gu, dgu []float32
+	F               int
+	back            bool
 }
 
 func (t *swigluTask) Run(s, e int) {
 	if t.back {
-		ops.SwiGLUBackward(t.dgu, t.h, t.gu, t.F, s, e)
+		ops.SwiGLUBackward(t.dgu, t.h, t.gu, t.sig, t.F, s, e)
 	} else {
-		ops.SwiGLUForward(t.h, t.gu, t.F, s, e)
+		ops.SwiGLUForward(t.h, t.sig, t.gu, t.F, s, e)
 	}
 }
 

@@ -313,3 +313,27 @@ func TestVitals(t *testing.T) {
 		t.Errorf("lse mean %g", v.LogitLSEMean)
 	}
 }
+
+// TestZeroAllocsPerStepParallel repeats the allocation check at a size
+// where the GEMMs and row loops run on the worker pool.
+func TestZeroAllocsPerStepParallel(t *testing.T) {
+	cfg := Config{Vocab: 512, DModel: 64, NLayers: 2, NHeads: 4, NKVHeads: 2, MLPHidden: 160,
+		SeqLen: 64, RopeTheta: 10000, NormEps: 1e-5, InitStd: 0.02, QKNorm: true, NoPEEvery: 2, ZLoss: 1e-4, DocMask: true}
+	m, err := New(cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := tinyBatch(cfg, 4, 64, 1)
+	// Warm-up: the GEMM package grows a context (and its packing buffers)
+	// the first time it sees a given number of concurrent callers.
+	for i := 0; i < 3; i++ {
+		m.ForwardBackward(b, 1)
+	}
+	allocs := testing.AllocsPerRun(3, func() {
+		m.ZeroGrads()
+		m.ForwardBackward(b, 1)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per step, want 0", allocs)
+	}
+}

@@ -154,6 +154,7 @@ type scratch struct {
 	words  []span   // whitespace-separated words
 	hashes []uint64 // xxh3 of each word's bytes
 	clen   []int    // clen[i] = total bytes of words[0:i]
+	grams  []uint64 // n-gram hashes, see gramHashes
 	tab    table
 }
 
@@ -240,18 +241,32 @@ func (t *table) inc(k uint64) int32 {
 	}
 }
 
-// ngramHash combines n word hashes in order.
-func ngramHash(h []uint64) uint64 {
-	x := uint64(len(h)) * 0x9e3779b97f4a7c15
-	for _, w := range h {
-		x = (x ^ w) * 0xff51afd7ed558ccd
-		x ^= x >> 29
+// gramHashes sets s.grams[j] to a hash of words j..j+k-1 for every j: a
+// polynomial rolling hash of the (random, xxh3) word hashes mod 2^64, so
+// each n-gram costs O(1) instead of O(k).
+func (s *scratch) gramHashes(k int) []uint64 {
+	const base uint64 = 0x9e3779b97f4a7c15 // odd
+	h := s.hashes
+	s.grams = s.grams[:0]
+	if len(h) < k {
+		return s.grams
 	}
-	return x
+	var x, top uint64 = 0, 1 // top = base^(k-1)
+	for i := 0; i < k; i++ {
+		x = x*base + h[i]
+		if i > 0 {
+			top *= base
+		}
+	}
+	s.grams = append(s.grams, x)
+	for j := k; j < len(h); j++ {
+		x = (x-h[j-k]*top)*base + h[j]
+		s.grams = append(s.grams, x)
+	}
+	return s.grams
 }
 
-// pieces splits text on sep runs (sep is "\n" for lines, "\n\n" for
-// paragraphs) and calls fn for each non-empty piece.
+// lines calls fn for each "\n"-separated line of text (empty ones too).
 func lines(text string, fn func(line string)) {
 	for len(text) > 0 {
 		i := strings.IndexByte(text, '\n')
@@ -264,6 +279,8 @@ func lines(text string, fn func(line string)) {
 	}
 }
 
+// paragraphs calls fn for each paragraph: text split on runs of two or
+// more newlines, outer newlines trimmed.
 func paragraphs(text string, fn func(p string)) {
 	text = strings.Trim(text, "\n")
 	for len(text) > 0 {
@@ -328,8 +345,8 @@ func (f *Filter) gopherRepetition(s *scratch, text string) (Verdict, bool) {
 		s.tab.reset(nw - k + 1)
 		var best int32
 		bestAt := 0
-		for j := 0; j+k <= nw; j++ {
-			if cnt := s.tab.inc(ngramHash(s.hashes[j : j+k])); cnt > best {
+		for j, g := range s.gramHashes(k) {
+			if cnt := s.tab.inc(g); cnt > best {
 				best, bestAt = cnt, j
 			}
 		}
@@ -348,8 +365,9 @@ func (f *Filter) gopherRepetition(s *scratch, text string) (Verdict, bool) {
 		}
 		s.tab.reset(nw - k + 1)
 		rep := 0
-		for j := 0; j+k <= nw; {
-			if s.tab.inc(ngramHash(s.hashes[j:j+k])) > 1 {
+		grams := s.gramHashes(k)
+		for j := 0; j < len(grams); {
+			if s.tab.inc(grams[j]) > 1 {
 				rep += s.clen[j+k] - s.clen[j]
 				j += k
 			} else {
@@ -564,13 +582,7 @@ func (f *Filter) c4(text string) (string, Verdict, bool) {
 			keep = false
 		}
 		if keep && (c.LineMinWords > 0 || c.LineMaxWordLength > 0) {
-			nw, long := 0, false
-			for _, w := range strings.Fields(l) {
-				nw++
-				if c.LineMaxWordLength > 0 && len(w) > c.LineMaxWordLength {
-					long = true
-				}
-			}
+			nw, long := countWords(l, c.LineMaxWordLength)
 			if nw < c.LineMinWords || long {
 				keep = false
 			}
@@ -612,6 +624,26 @@ func (f *Filter) c4(text string) (string, Verdict, bool) {
 		return text, Verdict{}, false
 	}
 	return b.String(), Verdict{}, false
+}
+
+// countWords counts the space-separated words of a line and reports
+// whether one is longer than maxLen bytes (maxLen 0 = no limit).
+func countWords(l string, maxLen int) (n int, long bool) {
+	start := -1
+	for i := 0; i <= len(l); i++ {
+		if i == len(l) || l[i] == ' ' || l[i] == '\t' {
+			if start >= 0 {
+				n++
+				if maxLen > 0 && i-start > maxLen {
+					long = true
+				}
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+	}
+	return n, long
 }
 
 // countSentences counts runs of . ! ? that end the line or precede a space;

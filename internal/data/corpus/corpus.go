@@ -12,6 +12,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -68,7 +69,7 @@ type Options struct {
 	Source string // source tag, the first part of every id
 	Format string // jsonl | text | warc | wet | parquet | code
 
-	TextField string   // jsonl/parquet: field holding the text (default "text")
+	TextField string   // jsonl: field(s) holding the text, comma-separated fields joined by a blank line; parquet: the column (default "text")
 	IDField   string   // jsonl/parquet: field kept as meta "orig_id" (default "id")
 	MetaField []string // jsonl: extra top-level fields copied into Meta
 
@@ -155,9 +156,9 @@ type Input struct {
 	Root string
 }
 
-// Resolve expands ${KESTREL_DATA} and globs in patterns and returns the
-// matching inputs in a deterministic order. A pattern that matches nothing
-// is an error naming it.
+// Resolve expands ${KESTREL_DATA}, ${GOROOT} and globs in patterns and
+// returns the matching inputs in a deterministic order. A pattern that
+// matches nothing is an error naming it.
 func Resolve(patterns []string) ([]Input, error) {
 	var out []Input
 	seen := map[string]bool{}
@@ -165,6 +166,16 @@ func Resolve(patterns []string) ([]Input, error) {
 		p, err := datadir.Expand(pat)
 		if err != nil {
 			return nil, err
+		}
+		if strings.Contains(p, "${GOROOT}") {
+			root := os.Getenv("GOROOT")
+			if root == "" {
+				root = runtime.GOROOT()
+			}
+			if root == "" {
+				return nil, fmt.Errorf("input %q: GOROOT unknown (set $GOROOT)", pat)
+			}
+			p = strings.ReplaceAll(p, "${GOROOT}", root)
 		}
 		matches, err := filepath.Glob(p)
 		if err != nil {
@@ -343,4 +354,13 @@ func invalidUTF8Offset(s string) int {
 
 func docID(source, rel string, pos int64) string {
 	return fmt.Sprintf("%s:%s:%d", source, rel, pos)
+}
+
+// RawLen is the size of the document as read: its HTML for a pending WARC
+// response, its text otherwise.
+func (d *Doc) RawLen() int {
+	if d.html != nil {
+		return len(d.html)
+	}
+	return len(d.Text)
 }

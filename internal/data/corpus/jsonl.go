@@ -150,20 +150,14 @@ func (r *reader) readJSONL(in Input) error {
 			}
 			continue
 		}
-		raw, ok := rec[r.opts.TextField]
-		var text string
-		if ok {
-			if err := json.Unmarshal(raw, &text); err != nil {
-				ok = false
-			}
-		}
+		text, ok, valid := textFields(rec, r.opts.TextField)
 		if !ok {
 			if err := r.problem(Problem{File: in.Path, Pos: lineNo, Unit: "line", Kind: "missing_field", Detail: fmt.Sprintf("no string field %q", r.opts.TextField)}); err != nil {
 				return err
 			}
 			continue
 		}
-		if !validJSONStringUTF8(raw) {
+		if !valid {
 			// encoding/json already replaced bad bytes with U+FFFD; make that visible.
 			text = markInvalid(text)
 		}
@@ -187,6 +181,29 @@ func (r *reader) readJSONL(in Input) error {
 			return err
 		}
 	}
+}
+
+// textFields joins the string fields named in the comma-separated list
+// (e.g. "question,answer") with a blank line. ok is false when none is a
+// string; valid is false when a raw field held invalid UTF-8.
+func textFields(rec map[string]json.RawMessage, fields string) (text string, ok, valid bool) {
+	valid = true
+	var parts []string
+	for _, f := range strings.Split(fields, ",") {
+		raw, has := rec[strings.TrimSpace(f)]
+		if !has {
+			continue
+		}
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			continue
+		}
+		if !validJSONStringUTF8(raw) {
+			valid = false
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "\n\n"), len(parts) > 0, valid
 }
 
 // validJSONStringUTF8 reports whether the raw JSON string token is valid UTF-8.

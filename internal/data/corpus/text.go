@@ -2,6 +2,7 @@ package corpus
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"regexp"
@@ -11,7 +12,8 @@ import (
 // readText reads plain text: the whole file as one document, or pieces split
 // on blank lines, on a separator line, or before heading lines matching a
 // regexp; GroupBytes merges consecutive pieces into larger documents. Pos is
-// the 1-based line where a document starts.
+// the 1-based line where a document starts. Trailing spaces and tabs of each
+// line are removed (so space-only lines become blank lines).
 func (r *reader) readText(in Input) error {
 	src, _, closeFn, err := r.openDecompressed(in.Path)
 	if err != nil {
@@ -116,7 +118,7 @@ func (r *reader) readText(in Input) error {
 		if over {
 			continue
 		}
-		cur.Write(line)
+		cur.Write(bytes.TrimRight(line, " \t"))
 		cur.WriteByte('\n')
 	}
 	return flush(true)

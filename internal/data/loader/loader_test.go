@@ -256,10 +256,15 @@ func TestBOSPacking(t *testing.T) {
 			for i := 0; i < T; i++ {
 				in, tg, sg := o.in[r*T+i], o.tg[r*T+i], o.seg[r*T+i]
 				switch {
-				case i < n && i+1 < n || i < n && i+1 == n && int(off)+n < len(st.Tokens):
+				case i+1 < n:
 					if in != int32(off)+int32(i) || tg != in+1 || sg != 0 {
 						t.Fatalf("doc %d pos %d: in %d tg %d seg %d", d, i, in, tg, sg)
 					}
+				case i+1 == n:
+					if in != int32(off)+int32(i) || tg != PadTarget || sg != 0 {
+						t.Fatalf("doc %d last token pos %d: in %d tg %d seg %d", d, i, in, tg, sg)
+					}
+					pads++
 				default:
 					if tg != PadTarget || in != 0 || sg != 1 {
 						t.Fatalf("doc %d (len %d) pos %d: want padding, got in %d tg %d seg %d", d, n, i, in, tg, sg)

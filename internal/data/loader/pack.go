@@ -14,12 +14,13 @@ const PadTarget int32 = -1
 // the window: position p gets the number of documents that start in
 // (i·T, i·T+p], so attention can be masked to the current document.
 //
-// bos: slot i is document i. The row holds its first min(len, T) tokens as
-// inputs and the tokens after them as targets (the token after the
-// document's last one — the next document's first — is its final target, so
-// the model learns where documents end); longer documents are truncated and
-// the rest of a shorter row is padded with input 0, target PadTarget and
-// segment id 1.
+// bos: slot i is document i. The row holds its first min(len−1, T) tokens
+// as inputs and the tokens after them as targets, all inside the document
+// (with kestrel prepare's eos separator the document's last token is the
+// end-of-text, so the model still learns where documents end); longer
+// documents are truncated. In a shorter row the document's last token is
+// an input with target PadTarget, and the rest is padding: input 0, target
+// PadTarget, segment id 1.
 type packer struct {
 	mode string
 	t    int
@@ -44,10 +45,7 @@ func (p packer) slots(s TokenStream) int64 {
 func (p packer) span(s TokenStream, slot int64) (off int64, n int) {
 	if p.mode == PackBOS {
 		off = s.DocStart(slot)
-		end := docEnd(s, slot) + 1 // one more: the target after the last token
-		if end > s.Len() {
-			end = s.Len()
-		}
+		end := docEnd(s, slot)
 		if end-off > int64(p.t+1) {
 			end = off + int64(p.t+1)
 		}
@@ -69,13 +67,15 @@ func (p packer) fill(s TokenStream, slot int64, inputs, targets, segs, buf []int
 	if nt < 0 {
 		nt = 0
 	}
-	copy(inputs, buf[:nt])
+	copy(inputs, buf[:min(n, t)])
 	if n > 0 {
 		copy(targets, buf[1:n])
 	}
 	if p.mode == PackBOS && nt < t {
-		for i := nt; i < t; i++ {
+		for i := n; i < t; i++ {
 			inputs[i] = 0
+		}
+		for i := nt; i < t; i++ {
 			targets[i] = PadTarget
 		}
 		pad = t - nt
@@ -86,7 +86,7 @@ func (p packer) fill(s TokenStream, slot int64, inputs, targets, segs, buf []int
 	if p.mode == PackBOS {
 		for i := 0; i < t; i++ {
 			segs[i] = 0
-			if i >= nt {
+			if i >= n {
 				segs[i] = 1
 			}
 		}

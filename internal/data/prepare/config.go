@@ -5,12 +5,18 @@ package prepare
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/kestrel-lm/kestrel/internal/data/clean"
 	"github.com/kestrel-lm/kestrel/internal/data/corpus"
+	"github.com/kestrel-lm/kestrel/internal/data/decontam"
+	"github.com/kestrel-lm/kestrel/internal/data/dedup"
+	"github.com/kestrel-lm/kestrel/internal/data/shards"
+	"github.com/kestrel-lm/kestrel/internal/datadir"
 )
 
 // Config is the [prepare] section of a data config.
@@ -28,7 +34,9 @@ type Config struct {
 	Report    ReportConfig    `toml:"report" comment:"what report.json and the summary show"`
 }
 
-// Source is one input of the corpus.
+// Source is one input of the corpus. Several entries may share a name (a
+// "web" source read from WARC files and from JSONL, say): their documents
+// go to the same shards and report line.
 type Source struct {
 	Name   string   `toml:"name" comment:"source tag used downstream (web, code, math, books …)"`
 	Inputs []string `toml:"inputs" comment:"paths or globs; ${KESTREL_DATA} expands to the data directory"`
@@ -56,29 +64,27 @@ type Source struct {
 
 // DedupConfig configures the dedup stages.
 type DedupConfig struct {
-	Exact   bool           `toml:"exact" comment:"drop documents whose normalised text was seen before (first occurrence kept)"`
-	Near    bool           `toml:"near" comment:"drop MinHash-LSH near-duplicates (one kept per cluster)"`
-	MinHash map[string]any `toml:"minhash" comment:"overrides of the dedup package's Config (num_hashes, bands, rows, shingle size …)"`
+	Exact   bool         `toml:"exact" comment:"drop documents whose normalised text was seen before (first occurrence kept)"`
+	Near    bool         `toml:"near" comment:"drop MinHash-LSH near-duplicates (one kept per cluster: the smallest id)"`
+	MinHash dedup.Config `toml:"minhash" comment:"MinHash-LSH settings"`
 }
 
 // DecontamConfig configures decontamination.
 type DecontamConfig struct {
-	Enabled      bool           `toml:"enabled" comment:"check documents against the eval sets"`
-	Mode         string         `toml:"mode" comment:"drop = drop a contaminated document; cut = remove the matching spans plus margin and keep the rest"`
-	MarginBytes  int            `toml:"margin_bytes" comment:"cut mode: bytes removed on each side of a matching span"`
-	MinKeepBytes int            `toml:"min_keep_bytes" comment:"cut mode: drop the document when less than this remains"`
-	Index        map[string]any `toml:"index" comment:"overrides of the decontam package's Config (eval sets, n-gram size, common n-gram cut-off …)"`
+	Enabled      bool            `toml:"enabled" comment:"check documents against the eval sets"`
+	MinKeepBytes int             `toml:"min_keep_bytes" comment:"cut mode: drop the document when fewer bytes than this remain"`
+	Index        decontam.Config `toml:"index" comment:"eval sets, n-gram size, common n-gram cut-off, drop or cut"`
 }
 
 // TokenizerConfig configures the tokenizer and token-shard stage.
 type TokenizerConfig struct {
-	Mode          string         `toml:"mode" comment:"none = stop after the kept documents; train = learn a byte-level BPE on the kept documents; load = use the tokenizer at path"`
-	Path          string         `toml:"path" comment:"load mode: tokenizer.json (or other format tokenizer.Load reads)"`
-	VocabSize     int            `toml:"vocab_size" comment:"train mode: vocabulary size"`
-	Pattern       string         `toml:"pattern" comment:"train mode: pre-tokenisation pattern: gpt2 | llama3 | a regexp"`
-	Special       []string       `toml:"special" comment:"train mode: special tokens (empty = <|endoftext|>)"`
-	TrainMaxBytes int64          `toml:"train_max_bytes" comment:"train mode: train on at most this many bytes per source, sampled in document order (0 = all)"`
-	Shards        map[string]any `toml:"shards" comment:"overrides of the shards package's Config (shard size, val fraction …)"`
+	Mode          string        `toml:"mode" comment:"none = stop after the kept documents; train = learn a byte-level BPE on the kept documents; load = use the tokenizer at path"`
+	Path          string        `toml:"path" comment:"load mode: tokenizer.json (or other format tokenizer.Load reads)"`
+	VocabSize     int           `toml:"vocab_size" comment:"train mode: vocabulary size"`
+	Pattern       string        `toml:"pattern" comment:"train mode: pre-tokenisation pattern: gpt2 | llama3 | a regexp"`
+	Special       []string      `toml:"special" comment:"train mode: special tokens (empty = <|endoftext|>)"`
+	TrainMaxBytes int64         `toml:"train_max_bytes" comment:"train mode: train on at most this many bytes per source, sampled in document order (0 = all)"`
+	Shards        shards.Config `toml:"shards" comment:"token shard settings (shard size, validation fraction, separator)"`
 }
 
 // ReportConfig configures the report.
@@ -96,9 +102,9 @@ func DefaultConfig() Config {
 		UTF8:        "repair",
 		ShardBytes:  64 << 20,
 		LogEvery:    "5s",
-		Dedup:       DedupConfig{Exact: true, Near: true},
-		Decontam:    DecontamConfig{Enabled: true, Mode: "drop", MarginBytes: 200, MinKeepBytes: 200},
-		Tokenizer:   TokenizerConfig{Mode: "none", VocabSize: 8192, Pattern: "gpt2"},
+		Dedup:       DedupConfig{Exact: true, Near: true, MinHash: dedup.DefaultConfig()},
+		Decontam:    DecontamConfig{Enabled: true, MinKeepBytes: 200, Index: decontam.DefaultConfig()},
+		Tokenizer:   TokenizerConfig{Mode: "none", VocabSize: 8192, Pattern: "gpt2", Shards: shards.DefaultConfig()},
 		Report:      ReportConfig{Hotspots: 10, SampleChars: 240, MaxItemIDs: 20, MaxProblems: 50},
 	}
 }
@@ -150,6 +156,14 @@ func overlay(raw map[string]any, dst any) error {
 	dec := toml.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
+		var strict *toml.StrictMissingError
+		if errors.As(err, &strict) {
+			keys := make([]string, 0, len(strict.Errors))
+			for _, e := range strict.Errors {
+				keys = append(keys, strings.Join(e.Key(), "."))
+			}
+			return fmt.Errorf("unknown key %s", strings.Join(keys, ", "))
+		}
 		return err
 	}
 	return nil
@@ -160,15 +174,15 @@ func (c Config) validate() error {
 	if len(c.Sources) == 0 {
 		return fmt.Errorf("prepare: no sources (add [[prepare.sources]] tables)")
 	}
-	seen := map[string]bool{}
 	for i, s := range c.Sources {
 		if s.Name == "" {
 			return fmt.Errorf("prepare.sources[%d]: name is empty", i)
 		}
-		if seen[s.Name] {
-			return fmt.Errorf("prepare.sources[%d]: name %q used twice", i, s.Name)
+		for _, r := range s.Name {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
+				return fmt.Errorf("prepare.sources[%d]: name %q: use letters, digits, '-' and '.' only", i, s.Name)
+			}
 		}
-		seen[s.Name] = true
 		if len(s.Inputs) == 0 {
 			return fmt.Errorf("source %q: no inputs", s.Name)
 		}
@@ -178,11 +192,6 @@ func (c Config) validate() error {
 		if _, _, err := s.filterConfig(); err != nil {
 			return err
 		}
-	}
-	switch c.Decontam.Mode {
-	case "drop", "cut":
-	default:
-		return fmt.Errorf("prepare.decontam.mode %q: want drop or cut", c.Decontam.Mode)
 	}
 	switch c.Tokenizer.Mode {
 	case "", "none", "train", "load":
@@ -197,3 +206,5 @@ func (c Config) validate() error {
 	}
 	return nil
 }
+
+func expand(p string) (string, error) { return datadir.Expand(p) }

@@ -203,7 +203,13 @@ func (k *softmaxTask) Run(s, e int) {
 				continue
 			}
 			v := row[j]
-			ex := Expf(v - mx)
+			// e^(v−mx), inlined expCore
+			dd := max(v-mx, -87)
+			q := dd*log2e + expMagic
+			kf := q - expMagic
+			r := dd - kf*ln2hi - kf*ln2lo
+			pp := ((((((r*(1.0/5040)+1.0/720)*r+1.0/120)*r+1.0/24)*r+1.0/6)*r+0.5)*r+1)*r + 1
+			ex := pp * math.Float32frombits(uint32(int32(math.Float32bits(q))-0x4B400000+127)<<23)
 			sum += ex
 			ps += ex * v
 			row[j] = ex

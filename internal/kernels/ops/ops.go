@@ -178,34 +178,53 @@ func rope(x, cos, sin []float32, T, stride, off, nh, hd, s, e int, sign float32)
 
 // SwiGLUForward with g = gu[n, 0:F], u = gu[n, F:2F]:
 //
-//	h = silu(g)·u,   silu(g) = g·σ(g)
-func SwiGLUForward(h, gu []float32, F, s, e int) {
+//	σ = sigmoid(g) (saved in sig for the backward),   h = g·σ·u
+func SwiGLUForward(h, sig, gu []float32, F, s, e int) {
 	for n := s; n < e; n++ {
 		g := gu[n*2*F : n*2*F+F]
 		u := gu[n*2*F+F : (n+1)*2*F]
+		sg := sig[n*F : (n+1)*F]
 		o := h[n*F : (n+1)*F]
+		sigmoidRow(sg, g)
 		for j, gv := range g {
-			sg := 1 / (1 + Expf(-gv))
-			o[j] = gv * sg * u[j]
+			o[j] = gv * sg[j] * u[j]
 		}
 	}
 }
 
-// SwiGLUBackward writes (overwrites) dgu:
+// SwiGLUBackward writes (overwrites) dgu from dh and the saved σ(g):
 //
-//	du = dh·silu(g),   dg = dh·u·σ(g)·(1 + g·(1 − σ(g)))
-func SwiGLUBackward(dgu, dh, gu []float32, F, s, e int) {
+//	du = dh·g·σ,   dg = dh·u·σ·(1 + g·(1 − σ))
+func SwiGLUBackward(dgu, dh, gu, sig []float32, F, s, e int) {
 	for n := s; n < e; n++ {
 		g := gu[n*2*F : n*2*F+F]
 		u := gu[n*2*F+F : (n+1)*2*F]
 		dg := dgu[n*2*F : n*2*F+F]
 		du := dgu[n*2*F+F : (n+1)*2*F]
 		d := dh[n*F : (n+1)*F]
+		sg := sig[n*F : (n+1)*F]
 		for j, gv := range g {
-			sg := 1 / (1 + Expf(-gv))
-			du[j] = d[j] * gv * sg
-			dg[j] = d[j] * u[j] * sg * (1 + gv*(1-sg))
+			sv := sg[j]
+			du[j] = d[j] * gv * sv
+			dg[j] = d[j] * u[j] * sv * (1 + gv*(1-sv))
 		}
+	}
+}
+
+// sigmoidRowGo writes dst[i] = 1/(1+e^(−src[i])) (the exponent clamped to
+// [−87, 88], which changes nothing in float32).
+func sigmoidRowGo(dst, src []float32) {
+	dst = dst[:len(src)]
+	for i, x := range src {
+		t := -x
+		t = min(max(t, -87), 88)
+		// e^t, inlined expCore
+		q := t*log2e + expMagic
+		kf := q - expMagic
+		k := int32(math.Float32bits(q)) - 0x4B400000
+		r := t - kf*ln2hi - kf*ln2lo
+		p := ((((((r*(1.0/5040)+1.0/720)*r+1.0/120)*r+1.0/24)*r+1.0/6)*r+0.5)*r+1)*r + 1
+		dst[i] = 1 / (1 + p*math.Float32frombits(uint32(k+127)<<23))
 	}
 }
 
@@ -336,33 +355,37 @@ func Expf(x float32) float32 {
 	return expCore(x)
 }
 
+const (
+	log2e    = 1.44269504088896341
+	ln2hi    = 0.693359375
+	ln2lo    = -2.12194440e-4
+	expMagic = 12582912 // 1.5·2²³: adding it rounds to an integer
+)
+
 // expCore is Expf without the range checks: x must lie in (−87.3, 88].
 func expCore(x float32) float32 {
-	const (
-		log2e = 1.44269504088896341
-		ln2hi = 0.693359375
-		ln2lo = -2.12194440e-4
-		magic = 12582912 // 1.5·2²³: adding it rounds to an integer
-	)
-	t := x*log2e + magic
-	kf := t - magic
+	t := x*log2e + expMagic
+	kf := t - expMagic
 	k := int32(math.Float32bits(t)) - 0x4B400000
 	r := x - kf*ln2hi - kf*ln2lo
 	p := ((((((r*(1.0/5040)+1.0/720)*r+1.0/120)*r+1.0/24)*r+1.0/6)*r+0.5)*r+1)*r + 1
 	return p * math.Float32frombits(uint32(k+127)<<23)
 }
 
-// expShiftSum writes dst[i] = e^(src[i]−mx) and returns their sum; every
+// expShiftSumGo writes dst[i] = e^(src[i]−mx) and returns their sum; every
 // src[i] must be ≤ mx (so the arguments are ≤ 0). dst may alias src.
-func expShiftSum(dst, src []float32, mx float32) float32 {
+func expShiftSumGo(dst, src []float32, mx float32) float32 {
 	dst = dst[:len(src)]
 	var sum float32
 	for i, v := range src {
-		d := v - mx
-		var e float32
-		if d > -87.3 {
-			e = expCore(d)
-		}
+		d := max(v-mx, -87)
+		// e^d, inlined expCore (e^−87 ≈ 1.6e−38 stands in for smaller values)
+		q := d*log2e + expMagic
+		kf := q - expMagic
+		k := int32(math.Float32bits(q)) - 0x4B400000
+		r := d - kf*ln2hi - kf*ln2lo
+		p := ((((((r*(1.0/5040)+1.0/720)*r+1.0/120)*r+1.0/24)*r+1.0/6)*r+0.5)*r+1)*r + 1
+		e := p * math.Float32frombits(uint32(k+127)<<23)
 		dst[i] = e
 		sum += e
 	}
@@ -373,10 +396,13 @@ func expShiftSum(dst, src []float32, mx float32) float32 {
 func expShiftSumOnly(src []float32, mx float32) float32 {
 	var sum float32
 	for _, v := range src {
-		d := v - mx
-		if d > -87.3 {
-			sum += expCore(d)
-		}
+		d := max(v-mx, -87)
+		q := d*log2e + expMagic
+		kf := q - expMagic
+		k := int32(math.Float32bits(q)) - 0x4B400000
+		r := d - kf*ln2hi - kf*ln2lo
+		p := ((((((r*(1.0/5040)+1.0/720)*r+1.0/120)*r+1.0/24)*r+1.0/6)*r+0.5)*r+1)*r + 1
+		sum += p * math.Float32frombits(uint32(k+127)<<23)
 	}
 	return sum
 }

@@ -162,10 +162,11 @@ func TestSwiGLUGrad(t *testing.T) {
 	N, F := 3, 5
 	gu := randVec(r, N*2*F, 2)
 	rr := randVec(r, N*F, 1)
-	h := make([]float32, N*F)
-	loss := func() float64 { SwiGLUForward(h, gu, F, 0, N); return dotR(rr, h) }
+	h, sig := make([]float32, N*F), make([]float32, N*F)
+	loss := func() float64 { SwiGLUForward(h, sig, gu, F, 0, N); return dotR(rr, h) }
+	loss()
 	dgu := make([]float32, N*2*F)
-	SwiGLUBackward(dgu, rr, gu, F, 0, N)
+	SwiGLUBackward(dgu, rr, gu, sig, F, 0, N)
 	fdCheck(t, "dgu", gu, dgu, loss)
 }
 
@@ -275,5 +276,51 @@ func TestAttentionGrad(t *testing.T) {
 			a.Backward(dqkv, rr, qkv, att, datt)
 			fdCheck(t, "dqkv", qkv, dqkv, loss)
 		})
+	}
+}
+
+// TestExpShiftSumTwins checks the dispatching expShiftSum (AVX2 where
+// available) against the pure-Go twin on ragged lengths and extreme values.
+func TestExpShiftSumTwins(t *testing.T) {
+	r := rand.New(rand.NewPCG(10, 1))
+	for _, n := range []int{1, 7, 8, 9, 16, 31, 33, 1000} {
+		src := randVec(r, n, 20)
+		src[0] = -200 // underflows to ~0
+		mx := float32(3)
+		for i := range src {
+			src[i] = min(src[i], mx)
+		}
+		a, b := make([]float32, n), make([]float32, n)
+		sa := expShiftSum(a, src, mx)
+		sb := expShiftSumGo(b, src, mx)
+		for i := range a {
+			want := math.Exp(float64(src[i] - mx))
+			if math.Abs(float64(a[i])-want) > 3e-7*want+1e-37 || math.Abs(float64(a[i]-b[i])) > 3e-7*float64(b[i])+1e-37 {
+				t.Fatalf("n=%d i=%d: %g (go %g) want %g", n, i, a[i], b[i], want)
+			}
+		}
+		if math.Abs(float64(sa-sb)) > 1e-6*float64(sb) {
+			t.Fatalf("n=%d sums %g vs %g", n, sa, sb)
+		}
+	}
+}
+
+func TestSigmoidTwins(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 1))
+	for _, n := range []int{1, 8, 13, 64, 1001} {
+		src := randVec(r, n, 10)
+		src[0] = 200
+		if n > 1 {
+			src[1] = -200
+		}
+		a, b := make([]float32, n), make([]float32, n)
+		sigmoidRow(a, src)
+		sigmoidRowGo(b, src)
+		for i := range a {
+			want := 1 / (1 + math.Exp(-float64(src[i])))
+			if math.Abs(float64(a[i])-want) > 4e-7*want+1e-37 || math.Abs(float64(a[i]-b[i])) > 4e-7*float64(b[i])+1e-37 {
+				t.Fatalf("n=%d i=%d x=%g: %g (go %g) want %g", n, i, src[i], a[i], b[i], want)
+			}
+		}
 	}
 }

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kestrel-lm/kestrel/monitor"
+)
+
+// TestWatchSyntheticJSONL runs kestrel watch on another trainer's JSONL
+// with a planted loss spike (step 200) and a planted NaN (step 300).
+func TestWatchSyntheticJSONL(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "train_log.jsonl")
+	rng := rand.New(rand.NewPCG(1, 2))
+	var b strings.Builder
+	for s := 1; s <= 320; s++ {
+		loss := fmt.Sprintf("%.5f", 3+2*math.Exp(-float64(s)/200)+0.01*rng.NormFloat64())
+		switch s {
+		case 200:
+			loss = "6.5"
+		case 300:
+			loss = "NaN"
+		}
+		fmt.Fprintf(&b, `{"iter": %d, "loss": %s, "gnorm": %.4f, "sources": ["web"], "doc_ids": ["d%d"]}`+"\n", s, loss, 0.5+0.01*rng.NormFloat64(), s)
+	}
+	os.WriteFile(src, []byte(b.String()), 0o644)
+	store := filepath.Join(dir, "out.sqlite")
+	outDir := filepath.Join(dir, "watch")
+	cmd := newWatchCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{src, "--map", "step=iter", "--map", "train_loss_raw=loss", "--map", "grad_global_norm=gnorm",
+		"--store", store, "--out", outDir, "--monitor.spike_follow=20"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	text := out.String()
+	for _, want := range []string{"SEV1 loss_spike", "step 200", "SEV0 nan_inf", "step 300", "loss_spike_verdict", "recoverable", "[evidence "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	samples, alerts, err := monitor.ReadStore(store)
+	if err != nil || len(samples) != 320 || len(alerts) < 3 {
+		t.Fatalf("store: %d samples, %d alerts, %v", len(samples), len(alerts), err)
+	}
+	if fs, _ := filepath.Glob(filepath.Join(outDir, "incidents", "*-nan_inf", "batches.jsonl")); len(fs) != 1 {
+		t.Errorf("no incident bundle: %v", fs)
+	}
+	// A bad mapping flag is an error naming it.
+	cmd = newWatchCmd()
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{src, "--map", "loss"})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), `--map "loss"`) {
+		t.Errorf("bad --map: %v", err)
+	}
+}

@@ -1,0 +1,28 @@
+package dedup
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// TestConfigTOML round-trips the defaults through TOML with strict decoding,
+// so every field has a toml tag and survives a config file.
+func TestConfigTOML(t *testing.T) {
+	want := DefaultConfig()
+	b, err := toml.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Config
+	dec := toml.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("decode:\n%s\n%v", b, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("round trip differs:\n%s", b)
+	}
+}

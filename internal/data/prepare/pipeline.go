@@ -1,0 +1,671 @@
+package prepare
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/kestrel-lm/kestrel/internal/data/clean"
+	"github.com/kestrel-lm/kestrel/internal/data/corpus"
+	"github.com/kestrel-lm/kestrel/internal/data/decontam"
+)
+
+// Stage names used in reports and rejects/<stage>.jsonl.zst.
+const (
+	StageRead     = "read"
+	StageExtract  = "extract"
+	StageClean    = "clean"
+	StageExact    = "exact_dedup"
+	StageNear     = "near_dedup"
+	StageDecontam = "decontam"
+)
+
+// Stages lists the document stages in pipeline order.
+var Stages = []string{StageRead, StageExtract, StageClean, StageExact, StageNear, StageDecontam}
+
+// pipelineVersion changes when the output of the same config would change.
+const pipelineVersion = 1
+
+// RunOptions are the per-invocation settings of Run.
+type RunOptions struct {
+	Out      string    // dataset directory to create
+	Strict   bool      // malformed input is an error
+	Force    bool      // rebuild even when Out is up to date
+	Summary  io.Writer // human summary (nil = none)
+	Progress io.Writer // progress bar target when it is a terminal (nil = none)
+	Log      *slog.Logger
+	// StopAfter, when > 0, makes the run fail after that many documents
+	// (tests use it to prove a failed run leaves no dataset behind).
+	StopAfter int64
+}
+
+// item is one document travelling through the pipeline.
+type item struct {
+	seq    int64
+	src    int
+	doc    corpus.Doc
+	inLen  int // bytes as read (HTML bytes for WARC responses)
+	rej    *RejectRecord
+	hit    bool   // decontam n-gram hit (acted on in pass 2)
+	html   bool   // read as HTML, extracted in stage A
+	cleanB int    // bytes after extraction, before filters
+	hash   uint64 // exact-dedup hash of the filtered text
+}
+
+// Run executes the pipeline and writes the dataset to opts.Out atomically:
+// everything goes to a temporary sibling directory that is renamed into
+// place only after report.json is written. On any error (or cancellation)
+// the temporary directory is removed and opts.Out is untouched.
+func Run(ctx context.Context, cfg Config, opts RunOptions) (*Report, error) {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Out == "" {
+		return nil, errors.New("prepare: no output directory (--out)")
+	}
+	runStart := time.Now()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	inputs := make([][]corpus.Input, len(cfg.Sources))
+	for i, s := range cfg.Sources {
+		in, err := corpus.Resolve(s.Inputs)
+		if err != nil {
+			return nil, fmt.Errorf("source %q: %w", s.Name, err)
+		}
+		inputs[i] = in
+	}
+	fp, err := fingerprint(cfg, inputs, opts.Strict)
+	if err != nil {
+		return nil, err
+	}
+	if !opts.Force {
+		if old, err := LoadReport(opts.Out); err == nil && old.Complete && old.Fingerprint == fp {
+			old.UpToDate = true
+			if opts.Summary != nil {
+				fmt.Fprintf(opts.Summary, "%s is up to date (fingerprint %s); use --force to rebuild\n", opts.Out, fp[:12])
+			}
+			return old, nil
+		}
+	}
+	parent := filepath.Dir(filepath.Clean(opts.Out))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(opts.Out)+".tmp-")
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(tmp)
+		}
+	}()
+	p, err := newPipeline(cfg, opts, inputs, tmp)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := p.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep.TimingsS["total"] = time.Since(runStart).Seconds()
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	rep.Fingerprint = fp
+	rep.Complete = true
+	rep.Out = opts.Out
+	if err := writeJSON(filepath.Join(tmp, "report.json"), rep); err != nil {
+		return nil, err
+	}
+	if err := install(tmp, opts.Out); err != nil {
+		return nil, err
+	}
+	ok = true
+	if opts.Summary != nil {
+		rep.WriteSummary(opts.Summary)
+	}
+	return rep, nil
+}
+
+// install renames tmp to out, replacing an older dataset only after the
+// new one is complete.
+func install(tmp, out string) error {
+	if _, err := os.Stat(out); err == nil {
+		old := tmp + ".old"
+		if err := os.Rename(out, old); err != nil {
+			return fmt.Errorf("prepare: move old %s aside: %w", out, err)
+		}
+		if err := os.Rename(tmp, out); err != nil {
+			os.Rename(old, out)
+			return fmt.Errorf("prepare: install %s: %w", out, err)
+		}
+		return os.RemoveAll(old)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return fmt.Errorf("prepare: install %s: %w", out, err)
+	}
+	return nil
+}
+
+// fingerprint hashes the resolved config, the pipeline version and every
+// input file's path, size and modification time.
+func fingerprint(cfg Config, inputs [][]corpus.Input, strict bool) (string, error) {
+	h := sha256.New()
+	b, err := toml.Marshal(cfg)
+	if err != nil {
+		return "", fmt.Errorf("prepare: fingerprint: %w", err)
+	}
+	fmt.Fprintf(h, "v%d strict=%v\n", pipelineVersion, strict)
+	h.Write(b)
+	for _, ins := range inputs {
+		for _, in := range ins {
+			err := filepath.WalkDir(in.Path, func(p string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				if d.IsDir() {
+					return nil
+				}
+				info, err := d.Info()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(h, "%s\t%d\t%d\n", p, info.Size(), info.ModTime().UnixNano())
+				return nil
+			})
+			if err != nil {
+				return "", fmt.Errorf("prepare: fingerprint %s: %w", in.Path, err)
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// LoadReport reads <dir>/report.json.
+func LoadReport(dir string) (*Report, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s/report.json: %w", dir, err)
+	}
+	return &r, nil
+}
+
+type pipeline struct {
+	cfg     Config
+	opts    RunOptions
+	inputs  [][]corpus.Input
+	tmp     string
+	workers int
+	filters []*clean.Filter // nil = no filter for that source
+	rewrite []bool
+	exact   *exactDedup
+	near    *nearDedup
+	dec     *decontaminator
+	rep     *Report
+	stats   []*SourceReport
+	mu      sync.Mutex // guards problem/skip counters written from the reader
+
+	readDocs, readBytes atomic.Int64
+	inBytes             atomic.Int64 // raw input bytes consumed (progress)
+	hitIDs              map[string]bool
+	itemSeen            map[string]bool
+	uniq                []*SourceReport    // one per distinct source name, in config order
+	sizes               map[string][]int32 // kept bytes per doc per source (percentiles)
+	timings             map[string]float64
+}
+
+func newPipeline(cfg Config, opts RunOptions, inputs [][]corpus.Input, tmp string) (*pipeline, error) {
+	p := &pipeline{cfg: cfg, opts: opts, inputs: inputs, tmp: tmp, hitIDs: map[string]bool{}, itemSeen: map[string]bool{}, sizes: map[string][]int32{}, timings: map[string]float64{}}
+	p.workers = cfg.Workers
+	if p.workers <= 0 {
+		p.workers = runtime.GOMAXPROCS(0)
+	}
+	for _, s := range cfg.Sources {
+		fc, on, err := s.filterConfig()
+		if err != nil {
+			return nil, err
+		}
+		var f *clean.Filter
+		if on {
+			if f, err = clean.New(fc); err != nil {
+				return nil, fmt.Errorf("source %q: %w", s.Name, err)
+			}
+		}
+		p.filters = append(p.filters, f)
+		p.rewrite = append(p.rewrite, s.Rewrite == nil || *s.Rewrite)
+		var sr *SourceReport
+		for _, u := range p.uniq {
+			if u.Name == s.Name {
+				sr = u
+			}
+		}
+		if sr == nil {
+			sr = newSourceReport(s.Name)
+			p.uniq = append(p.uniq, sr)
+		}
+		p.stats = append(p.stats, sr)
+	}
+	var err error
+	if cfg.Dedup.Exact {
+		p.exact = newExact()
+	}
+	if cfg.Dedup.Near {
+		if p.near, err = newNear(cfg.Dedup.MinHash); err != nil {
+			return nil, fmt.Errorf("prepare.dedup: %w", err)
+		}
+	}
+	if cfg.Decontam.Enabled {
+		t0 := time.Now()
+		if p.dec, err = newDecontam(cfg.Decontam.Index); err != nil {
+			return nil, fmt.Errorf("prepare.decontam: %w", err)
+		}
+		p.timings["decontam_index_build"] = time.Since(t0).Seconds()
+	}
+	p.rep = &Report{Version: pipelineVersion, Created: time.Now().UTC().Format(time.RFC3339), Workers: p.workers,
+		Rejects: map[string]int64{}, Problems: ProblemReport{Counts: map[string]int64{}}, Overlap: map[string]*Overlap{}}
+	return p, nil
+}
+
+func (p *pipeline) run(ctx context.Context) (*Report, error) {
+	start := time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopProgress := p.startProgress(ctx)
+	defer stopProgress()
+
+	rejects, err := newRejectWriters(filepath.Join(p.tmp, "rejects"))
+	if err != nil {
+		return nil, err
+	}
+	defer rejects.abort()
+	spillPath := filepath.Join(p.tmp, "candidates.jsonl.zst")
+	spill, err := createZstdJSONL(spillPath)
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	defer spill.close()
+
+	// Pass 1: read → extract + clean (parallel) → exact dedup (ordered) →
+	// near-dup signatures + decontam check (parallel) → spill survivors.
+	t1 := time.Now()
+	var readErr error
+	src := make(chan *item, 4*p.workers)
+	go func() {
+		defer close(src)
+		readErr = p.read(ctx, src)
+		if readErr != nil {
+			cancel()
+		}
+	}()
+	a := orderedMap(ctx, src, p.workers, p.stageA)
+	b := make(chan *item, 4*p.workers)
+	go func() {
+		defer close(b)
+		for it := range a {
+			p.stageExact(it)
+			b <- it
+		}
+	}()
+	c := orderedMap(ctx, b, p.workers, p.stageB)
+	var sinkErr error
+	for it := range c {
+		if sinkErr != nil || ctx.Err() != nil {
+			continue // drain
+		}
+		if it.rej != nil {
+			sinkErr = rejects.write(*it.rej)
+			continue
+		}
+		sinkErr = spill.write(DocRecord{ID: it.doc.ID, Source: it.doc.Source, Text: it.doc.Text, Meta: it.doc.Meta})
+		if sinkErr == nil && it.hit {
+			p.hitIDs[it.doc.ID] = true
+		}
+	}
+	if readErr != nil {
+		return nil, readErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	if sinkErr != nil {
+		return nil, sinkErr
+	}
+	if err := spill.close(); err != nil {
+		return nil, err
+	}
+	p.timings["pass1_read_clean_dedup_signatures"] = time.Since(t1).Seconds()
+
+	// Pass 2: near-duplicate decisions, decontamination, kept shards.
+	t2 := time.Now()
+	if err := p.pass2(ctx, spillPath, rejects); err != nil {
+		return nil, err
+	}
+	os.Remove(spillPath)
+	if err := rejects.close(); err != nil {
+		return nil, err
+	}
+	p.rep.RejectFiles = rejects.files()
+	p.timings["pass2_near_decontam_write"] = time.Since(t2).Seconds()
+
+	// Tokenizer and token shards.
+	if m := p.cfg.Tokenizer.Mode; m == "train" || m == "load" {
+		t3 := time.Now()
+		if err := p.tokenize(ctx); err != nil {
+			return nil, err
+		}
+		p.timings["tokenize_shards"] = time.Since(t3).Seconds()
+	}
+	p.timings["total"] = time.Since(start).Seconds()
+	p.finishReport()
+	return p.rep, nil
+}
+
+// read streams every source into out, applying per-source limits.
+func (p *pipeline) read(ctx context.Context, out chan<- *item) error {
+	seq := int64(0)
+	for si, s := range p.cfg.Sources {
+		st := p.stats[si]
+		opts := s.readOptions(p.cfg)
+		opts.Strict = p.opts.Strict
+		var fileBase, fileCur int64
+		opts.OnFile = func(path string, size int64) {
+			p.inBytes.Add(fileCur)
+			fileBase, fileCur = fileBase+fileCur, 0
+			st.Files++
+			_ = size
+		}
+		opts.OnBytes = func(n int64) { p.inBytes.Add(n - fileCur); fileCur = n }
+		opts.OnProblem = func(pr corpus.Problem) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			st.Problems[pr.Kind]++
+			p.rep.Problems.Counts[pr.Kind]++
+			p.rep.Problems.Total++
+			if len(p.rep.Problems.List) < p.cfg.Report.MaxProblems {
+				p.rep.Problems.List = append(p.rep.Problems.List, pr.String())
+			}
+		}
+		opts.OnSkip = func(_, kind string) {
+			p.mu.Lock()
+			st.Skipped[kind]++
+			p.mu.Unlock()
+		}
+		var n, bytes int64
+		for d, err := range corpus.Read(ctx, p.inputs[si], opts) {
+			if err != nil {
+				return fmt.Errorf("source %q: %w", s.Name, err)
+			}
+			if p.opts.StopAfter > 0 && seq >= p.opts.StopAfter {
+				return fmt.Errorf("prepare: stopped after %d documents (StopAfter)", seq)
+			}
+			it := &item{seq: seq, src: si, doc: d, inLen: d.RawLen(), html: d.NeedsExtract()}
+			seq++
+			n++
+			bytes += int64(it.inLen)
+			p.readDocs.Add(1)
+			p.readBytes.Add(int64(it.inLen))
+			select {
+			case out <- it:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if (s.MaxDocs > 0 && n >= s.MaxDocs) || (s.MaxBytes > 0 && bytes >= s.MaxBytes) {
+				st.Truncated = true
+				break
+			}
+		}
+		p.inBytes.Add(fileCur)
+	}
+	return nil
+}
+
+// stageA: HTML extraction and quality filters (runs in parallel).
+func (p *pipeline) stageA(it *item) {
+	d := &it.doc
+	if d.NeedsExtract() {
+		if err := corpus.Extract(d); err != nil {
+			it.rej = &RejectRecord{ID: d.ID, Source: d.Source, Stage: StageExtract, Rule: "no_main_content", Detail: err.Error()}
+			return
+		}
+	}
+	it.cleanB = len(d.Text)
+	if f := p.filters[it.src]; f != nil {
+		text, v := f.Apply(d.Text)
+		if !v.Keep {
+			it.rej = &RejectRecord{ID: d.ID, Source: d.Source, Stage: StageClean, Rule: v.Stage + "/" + v.Rule, Detail: v.Detail}
+			return
+		}
+		if p.rewrite[it.src] {
+			d.Text = text
+		}
+	}
+	if p.exact != nil {
+		it.hash = p.exact.hash(d.Text)
+	}
+}
+
+// stageExact runs in sequence order so that the first occurrence is kept.
+func (p *pipeline) stageExact(it *item) {
+	st := p.stats[it.src]
+	st.stage(StageRead).add(true, it.inLen, 0)
+	st.stage(StageRead).add(false, it.inLen, 0)
+	if it.html {
+		st.stage(StageExtract).add(true, it.inLen, 0)
+		if it.rej != nil && it.rej.Stage == StageExtract {
+			p.count(it)
+			return
+		}
+		st.stage(StageExtract).add(false, it.cleanB, 0)
+	}
+	st.stage(StageClean).add(true, it.cleanB, 0)
+	if it.rej != nil {
+		p.count(it)
+		return
+	}
+	st.stage(StageClean).add(false, len(it.doc.Text), 0)
+	if p.exact == nil {
+		return
+	}
+	st.stage(StageExact).add(true, len(it.doc.Text), 0)
+	if first, dup := p.exact.first(it.doc.ID, it.hash); dup {
+		it.rej = &RejectRecord{ID: it.doc.ID, Source: it.doc.Source, Stage: StageExact, Rule: "exact_duplicate", Detail: "same normalised text as " + first}
+		p.count(it)
+		return
+	}
+	st.stage(StageExact).add(false, len(it.doc.Text), 0)
+}
+
+// stageB: near-dup signatures and the decontamination check (parallel).
+func (p *pipeline) stageB(it *item) {
+	if it.rej != nil {
+		return
+	}
+	if p.near != nil {
+		p.near.add(it.doc.ID, it.doc.Text)
+	}
+	if p.dec != nil {
+		it.hit = p.dec.check(it.doc.ID, it.doc.Text).Hit
+	}
+}
+
+// count records a reject in the report counters (called in order).
+func (p *pipeline) count(it *item) {
+	p.rep.Rejects[it.rej.Stage+"/"+it.rej.Rule]++
+	p.stats[it.src].Rejects[it.rej.Stage+"/"+it.rej.Rule]++
+}
+
+func (p *pipeline) srcIndex(name string) int {
+	for i, s := range p.cfg.Sources {
+		if s.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// pass2 applies near-dup drop decisions and decontamination and writes the
+// kept documents.
+func (p *pipeline) pass2(ctx context.Context, spillPath string, rejects *rejectWriters) error {
+	var drop map[string]string
+	var clusters []Cluster
+	if p.near != nil {
+		t := time.Now()
+		var err error
+		drop, clusters, err = p.near.finish()
+		if err != nil {
+			return fmt.Errorf("near dedup: %w", err)
+		}
+		p.timings["near_dedup_clusters"] = time.Since(t).Seconds()
+	}
+	hot := p.hotspots(clusters)
+	hotByKept := map[string]*Hotspot{}
+	for i := range hot {
+		hotByKept[hot[i].KeptID] = &hot[i]
+	}
+	docsDir := filepath.Join(p.tmp, "docs")
+	if err := os.MkdirAll(docsDir, 0o755); err != nil {
+		return err
+	}
+	shards := newShardSet(docsDir, p.cfg.ShardBytes)
+	defer shards.abort()
+	n := 0
+	for rec, err := range ReadDocs([]string{spillPath}) {
+		if err != nil {
+			return err
+		}
+		if n++; n%1024 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		si := p.srcIndex(rec.Source)
+		st := p.stats[si]
+		if p.near != nil {
+			st.stage(StageNear).add(true, len(rec.Text), 0)
+			if kept, ok := drop[rec.ID]; ok && kept != rec.ID {
+				rj := RejectRecord{ID: rec.ID, Source: rec.Source, Stage: StageNear, Rule: "minhash", Detail: "near-duplicate of " + kept}
+				p.countRej(si, rj)
+				if err := rejects.write(rj); err != nil {
+					return err
+				}
+				continue
+			}
+			st.stage(StageNear).add(false, len(rec.Text), 0)
+		}
+		if h := hotByKept[rec.ID]; h != nil {
+			h.Sample = sample(rec.Text, p.cfg.Report.SampleChars)
+		}
+		if p.dec != nil {
+			st.stage(StageDecontam).add(true, len(rec.Text), 0)
+			if p.hitIDs[rec.ID] {
+				m := p.dec.check(rec.ID, rec.Text)
+				p.recordOverlap(rec, m)
+				h := m.Hits[0]
+				if p.cfg.Decontam.Index.Mode != decontam.ModeCut {
+					rj := RejectRecord{ID: rec.ID, Source: rec.Source, Stage: StageDecontam, Rule: h.EvalSet, Detail: fmt.Sprintf("shares %q with %s (%d eval items)", h.NGram, h.ItemID, len(m.Hits))}
+					p.countRej(si, rj)
+					if err := rejects.write(rj); err != nil {
+						return err
+					}
+					continue
+				}
+				text := p.dec.cut(rec.Text, m)
+				if len(strings.TrimSpace(text)) < p.cfg.Decontam.MinKeepBytes {
+					rj := RejectRecord{ID: rec.ID, Source: rec.Source, Stage: StageDecontam, Rule: h.EvalSet, Detail: fmt.Sprintf("only %d bytes left after cutting %d spans", len(text), len(m.Spans))}
+					p.countRej(si, rj)
+					if err := rejects.write(rj); err != nil {
+						return err
+					}
+					continue
+				}
+				if rec.Meta == nil {
+					rec.Meta = map[string]any{}
+				}
+				rec.Meta["decontam_cut"] = len(rec.Text) - len(text)
+				rec.Text = text
+				p.rep.DecontamCutDocs++
+			}
+			st.stage(StageDecontam).add(false, len(rec.Text), 0)
+		}
+		st.Kept.Docs++
+		st.Kept.Bytes += int64(len(rec.Text))
+		p.sizes[rec.Source] = append(p.sizes[rec.Source], int32(min(len(rec.Text), 1<<31-1)))
+		if err := shards.write(rec); err != nil {
+			return err
+		}
+	}
+	files, err := shards.close()
+	if err != nil {
+		return err
+	}
+	p.rep.DocShards = files
+	p.rep.Hotspots = hot
+	p.rep.NearClusters = len(clusters)
+	return nil
+}
+
+func (p *pipeline) countRej(si int, rj RejectRecord) {
+	p.rep.Rejects[rj.Stage+"/"+rj.Rule]++
+	p.stats[si].Rejects[rj.Stage+"/"+rj.Rule]++
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+func sample(text string, n int) string {
+	text = strings.Join(strings.Fields(text), " ")
+	if len(text) <= n {
+		return text
+	}
+	cut := n
+	for cut > 0 && !isRuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + "…"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,0 +1,586 @@
+// Package shards writes and reads tokenized datasets: llm.c-compatible
+// token shards plus a manifest.json with hashes and document boundaries.
+//
+// # Layout
+//
+//	DATASET/manifest.json                    the manifest (see Manifest)
+//	DATASET/tokenizer.json                   a copy of the tokenizer
+//	DATASET/shards/<build>/tokenizer.json    the tokenizer the shards were made with
+//	DATASET/shards/<build>/<source>_<split>_NNNNNN.bin
+//
+// A shard is a 256×int32 little-endian header — magic 20240520 (tokens are
+// uint16, vocabulary ≤ 65536) or 20240801 (uint32), version 1, token count —
+// followed by the tokens, as llm.c reads them. Each source has its own
+// train and val shards; a document goes to val when a hash of its id
+// (seeded) falls below ValFraction, so train and val never share one.
+// Documents are separated by the end-of-text token after each document
+// (Separator "eos") or a beginning token before it ("bos").
+//
+// Build writes a new build directory, then replaces manifest.json by rename,
+// then removes the builds the manifest no longer names: a crash leaves the
+// previous dataset intact.
+//
+// # Reading
+//
+// Open reads manifest.json and checks its dataset hash. Shards are verified
+// lazily: the first read of a shard checks its size, header and sha256 and
+// a mismatch is an error naming the shard (and stays one). Reads use pread
+// on the open shard files; nothing is loaded twice.
+//
+//	ds, _ := shards.Open(dir)
+//	st, _ := ds.Stream("web", "train")      // one source's split, shards concatenated
+//	st.Len()                                 // tokens
+//	st.ReadAt(dst []int32, off)              // tokens [off, off+len(dst))
+//	st.NumDocs(); st.DocStart(i)             // document i starts at token DocStart(i)
+//	st.DocStarts(); st.DocsIn(off, n)        // all starts / those in [off, off+n)
+//
+// Stream satisfies internal/data/loader's TokenStream interface.
+package shards
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/zeebo/xxh3"
+
+	"github.com/kestrel-lm/kestrel/tokenizer"
+)
+
+// llm.c shard header constants.
+const (
+	MagicUint16 = 20240520
+	MagicUint32 = 20240801
+	Version     = 1
+	HeaderInts  = 256
+	HeaderBytes = HeaderInts * 4
+)
+
+// Format names the manifest format.
+const Format = "kestrel-shards/1"
+
+// Splits are the two splits of every source.
+const (
+	Train = "train"
+	Val   = "val"
+)
+
+// Doc is one document to tokenize.
+type Doc struct {
+	ID     string // stable identifier; decides the split
+	Source string // source tag (web, code, math …)
+	Text   string
+}
+
+// Config is the [shards] part of data preparation.
+type Config struct {
+	ShardTokens int     `toml:"shard_tokens" comment:"tokens per shard file (the last shard of a source/split is shorter)"`
+	ValFraction float64 `toml:"val_fraction" comment:"fraction of each source's documents held out for validation, chosen by a hash of the document id"`
+	Seed        uint64  `toml:"seed" comment:"seed of the document-id hash that picks the validation split"`
+	Separator   string  `toml:"separator" comment:"document separator: eos (end-of-text after each document, GPT-2 style) or bos (beginning token before each)"`
+	Workers     int     `toml:"workers" comment:"tokenizer goroutines (0 = all cores)"`
+}
+
+// DefaultConfig returns the shard defaults.
+func DefaultConfig() Config {
+	return Config{ShardTokens: 1 << 24, ValFraction: 0.01, Seed: 0x6b657374, Separator: "eos"}
+}
+
+// Validate checks the config.
+func (c Config) Validate() error {
+	if c.ShardTokens <= 0 || c.ShardTokens > math.MaxInt32 {
+		return fmt.Errorf("shards.shard_tokens: %d must be in [1, 2^31) (the llm.c header holds an int32 count)", c.ShardTokens)
+	}
+	if c.ValFraction < 0 || c.ValFraction >= 1 || math.IsNaN(c.ValFraction) {
+		return fmt.Errorf("shards.val_fraction: %v must be in [0, 1)", c.ValFraction)
+	}
+	if c.Separator != "eos" && c.Separator != "bos" {
+		return fmt.Errorf("shards.separator: %q must be eos or bos", c.Separator)
+	}
+	return nil
+}
+
+// IsVal reports whether the document with this id belongs to the
+// validation split.
+func (c Config) IsVal(id string) bool {
+	if c.ValFraction <= 0 {
+		return false
+	}
+	h := xxh3.HashStringSeed(id, c.Seed)
+	return float64(h>>11)/(1<<53) < c.ValFraction
+}
+
+// Manifest describes a dataset. Its DatasetHash is the sha256 of the
+// manifest JSON written with DatasetHash empty.
+type Manifest struct {
+	Format      string         `json:"format"`
+	Build       string         `json:"build"`
+	Tokenizer   TokenizerInfo  `json:"tokenizer"`
+	TokenBytes  int            `json:"token_bytes"`
+	ShardTokens int            `json:"shard_tokens"`
+	ValFraction float64        `json:"val_fraction"`
+	Seed        uint64         `json:"seed"`
+	Separator   string         `json:"separator"`
+	SeparatorID uint32         `json:"separator_id"`
+	Shards      []ShardInfo    `json:"shards"`
+	Sources     []SourceTotals `json:"sources"`
+	TotalTokens int64          `json:"total_tokens"`
+	TotalDocs   int64          `json:"total_docs"`
+	DatasetHash string         `json:"dataset_hash"`
+}
+
+// TokenizerInfo identifies the tokenizer of a dataset.
+type TokenizerInfo struct {
+	Hash      string `json:"hash"`
+	File      string `json:"file"`
+	Source    string `json:"source,omitempty"`
+	VocabSize int    `json:"vocab_size"`
+	EOT       uint32 `json:"eot"`
+}
+
+// ShardInfo is one shard file.
+type ShardInfo struct {
+	Source string `json:"source"`
+	Split  string `json:"split"`
+	File   string `json:"file"` // relative to the dataset directory
+	SHA256 string `json:"sha256"`
+	Tokens int64  `json:"tokens"`
+	Docs   int64  `json:"docs"` // documents starting in this shard
+	// DocIndex holds the offsets (within the shard) at which documents
+	// start: unsigned LEB128 varints of the deltas, base64.
+	DocIndex string `json:"doc_index"`
+}
+
+// SourceTotals are the counts of one source.
+type SourceTotals struct {
+	Source      string `json:"source"`
+	TrainTokens int64  `json:"train_tokens"`
+	TrainDocs   int64  `json:"train_docs"`
+	ValTokens   int64  `json:"val_tokens"`
+	ValDocs     int64  `json:"val_docs"`
+}
+
+// DocStarts decodes the shard's document index.
+func (s ShardInfo) DocStarts() ([]int64, error) {
+	raw, err := base64.StdEncoding.DecodeString(s.DocIndex)
+	if err != nil {
+		return nil, fmt.Errorf("shard %s: doc_index: %w", s.File, err)
+	}
+	out := make([]int64, 0, s.Docs)
+	var prev int64
+	for len(raw) > 0 {
+		d, n := binary.Uvarint(raw)
+		if n <= 0 {
+			return nil, fmt.Errorf("shard %s: doc_index: bad varint", s.File)
+		}
+		raw = raw[n:]
+		prev += int64(d)
+		out = append(out, prev)
+	}
+	if int64(len(out)) != s.Docs {
+		return nil, fmt.Errorf("shard %s: doc_index has %d documents, manifest says %d", s.File, len(out), s.Docs)
+	}
+	for i, v := range out {
+		if v >= s.Tokens || (i > 0 && v <= out[i-1]) {
+			return nil, fmt.Errorf("shard %s: doc_index entry %d (%d) out of order or beyond %d tokens", s.File, i, v, s.Tokens)
+		}
+	}
+	return out, nil
+}
+
+func encodeDocIndex(starts []int64) string {
+	var buf []byte
+	var prev int64
+	for _, s := range starts {
+		buf = binary.AppendUvarint(buf, uint64(s-prev))
+		prev = s
+	}
+	return base64.StdEncoding.EncodeToString(buf)
+}
+
+// hashManifest computes the dataset hash of m.
+func hashManifest(m Manifest) (string, error) {
+	m.DatasetHash = ""
+	data, err := json.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	s := sha256.Sum256(data)
+	return hex.EncodeToString(s[:]), nil
+}
+
+// shardWriter writes the shards of one source/split.
+type shardWriter struct {
+	source, split string
+	dir, prefix   string // build dir (absolute) and relative prefix
+	width         int
+	magic         int32
+	maxTokens     int64
+	seq           int
+	f             *os.File
+	tokens        int64
+	starts        []int64
+	buf           []byte
+	done          []ShardInfo
+}
+
+func (w *shardWriter) open() error {
+	name := fmt.Sprintf("%s_%s_%06d.bin", w.source, w.split, w.seq)
+	f, err := os.Create(filepath.Join(w.dir, name))
+	if err != nil {
+		return fmt.Errorf("shard %s: %w", name, err)
+	}
+	w.f, w.tokens, w.starts = f, 0, nil
+	var hdr [HeaderBytes]byte // patched in close
+	if _, err := f.Write(hdr[:]); err != nil {
+		return fmt.Errorf("shard %s: %w", name, err)
+	}
+	return nil
+}
+
+func (w *shardWriter) name() string {
+	return fmt.Sprintf("%s_%s_%06d.bin", w.source, w.split, w.seq)
+}
+
+// write appends one document's tokens.
+func (w *shardWriter) write(ids []uint32) error {
+	first := true
+	for len(ids) > 0 {
+		if w.f == nil {
+			if err := w.open(); err != nil {
+				return err
+			}
+		}
+		if first {
+			w.starts = append(w.starts, w.tokens)
+			first = false
+		}
+		n := min(int64(len(ids)), w.maxTokens-w.tokens)
+		w.buf = w.buf[:0]
+		for _, id := range ids[:n] {
+			if w.width == 2 {
+				w.buf = binary.LittleEndian.AppendUint16(w.buf, uint16(id))
+			} else {
+				w.buf = binary.LittleEndian.AppendUint32(w.buf, id)
+			}
+		}
+		if _, err := w.f.Write(w.buf); err != nil {
+			return fmt.Errorf("shard %s: %w", w.name(), err)
+		}
+		w.tokens += n
+		ids = ids[n:]
+		if w.tokens == w.maxTokens {
+			if err := w.close(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// close finishes the current shard: header, fsync, hash.
+func (w *shardWriter) close() error {
+	if w.f == nil {
+		return nil
+	}
+	name := w.name()
+	var hdr [HeaderBytes]byte
+	binary.LittleEndian.PutUint32(hdr[0:], uint32(w.magic))
+	binary.LittleEndian.PutUint32(hdr[4:], Version)
+	binary.LittleEndian.PutUint32(hdr[8:], uint32(w.tokens))
+	if _, err := w.f.WriteAt(hdr[:], 0); err != nil {
+		w.f.Close()
+		return fmt.Errorf("shard %s: %w", name, err)
+	}
+	if err := w.f.Sync(); err != nil {
+		w.f.Close()
+		return fmt.Errorf("shard %s: %w", name, err)
+	}
+	if err := w.f.Close(); err != nil {
+		return fmt.Errorf("shard %s: %w", name, err)
+	}
+	// the file hash covers the header too, so re-read the finished file
+	sum, err := fileSHA256(filepath.Join(w.dir, name))
+	if err != nil {
+		return fmt.Errorf("shard %s: %w", name, err)
+	}
+	w.done = append(w.done, ShardInfo{
+		Source: w.source, Split: w.split, File: w.prefix + "/" + name, SHA256: sum,
+		Tokens: w.tokens, Docs: int64(len(w.starts)), DocIndex: encodeDocIndex(w.starts),
+	})
+	w.f = nil
+	w.seq++
+	return nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// validName checks that a source tag can be part of a file name.
+func validName(s string) error {
+	if s == "" {
+		return errors.New("empty source tag")
+	}
+	for _, r := range s {
+		if !(r == '-' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return fmt.Errorf("source tag %q: use letters, digits, '-' and '.' only", s)
+		}
+	}
+	return nil
+}
+
+// Build tokenizes docs (in parallel, output in input order) into shards
+// under outDir and writes outDir/manifest.json and outDir/tokenizer.json.
+// tokPath is recorded in the manifest as where the tokenizer came from.
+func Build(ctx context.Context, docs iter.Seq2[Doc, error], tok *tokenizer.Tokenizer, tokPath string, cfg Config, outDir string) (*Manifest, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if !tok.HasEOT() {
+		return nil, errors.New("shards: the tokenizer has no end-of-text token to separate documents")
+	}
+	sep := tok.EOT()
+	if cfg.Separator == "bos" {
+		sep, _ = tok.BOS()
+	}
+	if err := os.MkdirAll(filepath.Join(outDir, "shards"), 0o755); err != nil {
+		return nil, fmt.Errorf("shards: %w", err)
+	}
+	stage, err := os.MkdirTemp(filepath.Join(outDir, "shards"), ".build-")
+	if err != nil {
+		return nil, fmt.Errorf("shards: %w", err)
+	}
+	if err := os.Chmod(stage, 0o755); err != nil {
+		return nil, fmt.Errorf("shards: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(stage)
+		}
+	}()
+	width, magic := 2, int32(MagicUint16)
+	if tok.VocabSize() > 65536 {
+		width, magic = 4, MagicUint32
+	}
+	writers := map[string]*shardWriter{}
+	var order []string
+	writer := func(source, split string) (*shardWriter, error) {
+		key := source + "\x00" + split
+		if w, ok := writers[key]; ok {
+			return w, nil
+		}
+		if err := validName(source); err != nil {
+			return nil, err
+		}
+		w := &shardWriter{source: source, split: split, dir: stage, width: width, magic: magic, maxTokens: int64(cfg.ShardTokens)}
+		writers[key] = w
+		order = append(order, key)
+		return w, nil
+	}
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	type item struct {
+		doc Doc
+		ids []uint32
+	}
+	var batch []item
+	batchBytes := 0
+	flush := func() error {
+		var wg sync.WaitGroup
+		var next int64
+		var mu sync.Mutex
+		for g := 0; g < workers; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					mu.Lock()
+					i := next
+					next++
+					mu.Unlock()
+					if i >= int64(len(batch)) {
+						return
+					}
+					it := &batch[i]
+					ids := make([]uint32, 0, len(it.doc.Text)/3+2)
+					if cfg.Separator == "bos" {
+						ids = append(ids, sep)
+					}
+					ids = tok.AppendEncode(ids, it.doc.Text)
+					if cfg.Separator == "eos" {
+						ids = append(ids, sep)
+					}
+					it.ids = ids
+				}
+			}()
+		}
+		wg.Wait()
+		for _, it := range batch {
+			split := Train
+			if cfg.IsVal(it.doc.ID) {
+				split = Val
+			}
+			w, err := writer(it.doc.Source, split)
+			if err != nil {
+				return fmt.Errorf("document %q: %w", it.doc.ID, err)
+			}
+			if err := w.write(it.ids); err != nil {
+				return err
+			}
+		}
+		batch, batchBytes = batch[:0], 0
+		return ctx.Err()
+	}
+	for d, err := range docs {
+		if err != nil {
+			return nil, fmt.Errorf("shards: reading documents: %w", err)
+		}
+		batch = append(batch, item{doc: d})
+		batchBytes += len(d.Text)
+		if batchBytes >= 8<<20 || len(batch) >= 4096 {
+			if err := flush(); err != nil {
+				return nil, fmt.Errorf("shards: %w", err)
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, fmt.Errorf("shards: %w", err)
+	}
+	sort.Strings(order)
+	m := Manifest{
+		Format: Format, TokenBytes: width, ShardTokens: cfg.ShardTokens, ValFraction: cfg.ValFraction,
+		Seed: cfg.Seed, Separator: cfg.Separator, SeparatorID: sep, Shards: []ShardInfo{},
+		Tokenizer: TokenizerInfo{Hash: tok.Hash(), Source: tokPath, VocabSize: tok.VocabSize(), EOT: tok.EOT()},
+	}
+	totals := map[string]*SourceTotals{}
+	for _, key := range order {
+		w := writers[key]
+		if err := w.close(); err != nil {
+			return nil, fmt.Errorf("shards: %w", err)
+		}
+		st := totals[w.source]
+		if st == nil {
+			st = &SourceTotals{Source: w.source}
+			totals[w.source] = st
+		}
+		for _, s := range w.done {
+			if w.split == Train {
+				st.TrainTokens += s.Tokens
+				st.TrainDocs += s.Docs
+			} else {
+				st.ValTokens += s.Tokens
+				st.ValDocs += s.Docs
+			}
+			m.TotalTokens += s.Tokens
+			m.TotalDocs += s.Docs
+		}
+	}
+	if err := tok.Save(filepath.Join(stage, "tokenizer.json")); err != nil {
+		return nil, fmt.Errorf("shards: %w", err)
+	}
+	// the build name is a hash of the shard hashes: same input, same name
+	bh := sha256.New()
+	for _, key := range order {
+		for _, s := range writers[key].done {
+			fmt.Fprintf(bh, "%s %s\n", s.File, s.SHA256)
+		}
+	}
+	bh.Write([]byte(tok.Hash()))
+	build := hex.EncodeToString(bh.Sum(nil))[:16]
+	m.Build = build
+	prefix := "shards/" + build
+	m.Tokenizer.File = prefix + "/tokenizer.json"
+	for _, key := range order {
+		for _, s := range writers[key].done {
+			s.File = prefix + s.File // s.File was "/name"
+			m.Shards = append(m.Shards, s)
+		}
+	}
+	srcNames := make([]string, 0, len(totals))
+	for s := range totals {
+		srcNames = append(srcNames, s)
+	}
+	sort.Strings(srcNames)
+	for _, s := range srcNames {
+		m.Sources = append(m.Sources, *totals[s])
+	}
+	if m.DatasetHash, err = hashManifest(m); err != nil {
+		return nil, fmt.Errorf("shards: manifest: %w", err)
+	}
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("shards: manifest: %w", err)
+	}
+	final := filepath.Join(outDir, prefix)
+	if _, err := os.Stat(final); err == nil {
+		// an identical build already exists: keep it
+		os.RemoveAll(stage)
+	} else if err := os.Rename(stage, final); err != nil {
+		return nil, fmt.Errorf("shards: %w", err)
+	}
+	ok = true
+	if err := writeAtomic(filepath.Join(outDir, "manifest.json"), append(data, '\n')); err != nil {
+		return nil, fmt.Errorf("shards: %w", err)
+	}
+	if err := tok.Save(filepath.Join(outDir, "tokenizer.json")); err != nil {
+		return nil, fmt.Errorf("shards: %w", err)
+	}
+	// remove builds the manifest no longer names
+	entries, _ := os.ReadDir(filepath.Join(outDir, "shards"))
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != build && (strings.HasPrefix(e.Name(), ".build-") || len(e.Name()) == 16) {
+			os.RemoveAll(filepath.Join(outDir, "shards", e.Name()))
+		}
+	}
+	return &m, nil
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}

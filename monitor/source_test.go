@@ -1,0 +1,147 @@
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// writeForeignJSONL writes a run from "another trainer" (its own field
+// names, Python's NaN literal) with a planted spike and a planted NaN.
+func writeForeignJSONL(t *testing.T, path string, from, to int64, c *curve) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for s := from; s <= to; s++ {
+		smp := c.sample(s)
+		loss := fmt.Sprintf("%.6f", smp.Values["train_loss_raw"])
+		if s == 200 {
+			loss = fmt.Sprintf("%.6f", smp.Values["train_loss_raw"]+1.5)
+		}
+		if s == 300 {
+			loss = "NaN"
+		}
+		fmt.Fprintf(f, `{"iter": %d, "loss": %s, "optim": {"grad_norm": %.5f}, "tok_s": %.1f, "sources": ["web", "code"]}`+"\n",
+			s, loss, smp.Values["grad_global_norm"], smp.Values["tokens_per_sec"])
+	}
+}
+
+var foreignMap = map[string]string{"step": "iter", "train_loss_raw": "loss", "grad_global_norm": "optim/grad_norm", "tokens_per_sec": "tok_s"}
+
+func TestWatchForeignJSONL(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "log.jsonl")
+	writeForeignJSONL(t, path, 1, 320, newCurve(8))
+	if f, err := DetectFormat(path); err != nil || f != FormatJSONL {
+		t.Fatalf("format %q %v", f, err)
+	}
+	m := newTestMonitor(t, testConfig(), "")
+	var got []Alert
+	err := Watch(context.Background(), path, SourceOptions{Map: foreignMap}, m, func(a Alert) { got = append(got, a) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := rulesFired(got)
+	if a, ok := f[RuleLossSpike]; !ok || a.Step != 200 || !strings.Contains(a.Message, "web") {
+		t.Errorf("spike: %+v", f[RuleLossSpike])
+	}
+	if a, ok := f[RuleNaNInf]; !ok || a.Step != 300 || a.Severity != SEV0 {
+		t.Errorf("nan: %+v", f[RuleNaNInf])
+	}
+	if a, ok := f[RuleSpikeVerdict]; !ok || a.Verdict != VerdictRecoverable {
+		t.Errorf("verdict: %+v", f[RuleSpikeVerdict])
+	}
+}
+
+func TestWatchFollow(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "log.jsonl")
+	c := newCurve(8)
+	writeForeignJSONL(t, path, 1, 150, c)
+	m := newTestMonitor(t, testConfig(), "")
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var got []Alert
+	done := make(chan error)
+	go func() {
+		done <- Watch(ctx, path, SourceOptions{Map: foreignMap, Follow: true, Poll: 10 * time.Millisecond}, m, func(a Alert) {
+			mu.Lock()
+			got = append(got, a)
+			mu.Unlock()
+		})
+	}()
+	time.Sleep(50 * time.Millisecond)
+	writeForeignJSONL(t, path, 151, 320, c)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		_, ok := rulesFired(got)[RuleNaNInf]
+		mu.Unlock()
+		if ok {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	f := rulesFired(got)
+	if _, ok := f[RuleNaNInf]; !ok {
+		t.Fatalf("follow mode missed the NaN: %+v", got)
+	}
+	if _, ok := f[RuleLossSpike]; !ok {
+		t.Fatalf("follow mode missed the spike")
+	}
+}
+
+func TestWatchBadLineNamesFileAndLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log.jsonl")
+	os.WriteFile(path, []byte("{\"step\": 1, \"train_loss_raw\": 2}\n{\"step\": 2, oops}\n"), 0o644)
+	m := newTestMonitor(t, testConfig(), "")
+	err := Watch(context.Background(), path, SourceOptions{}, m, nil)
+	if err == nil || !strings.Contains(err.Error(), "log.jsonl:2") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestWatchTFEventsAndStore(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig()
+	cfg.SQLite, cfg.TensorBoard = true, true
+	m, err := New(cfg, Options{RunDir: dir, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCurve(9)
+	for s := int64(1); s <= 260; s++ {
+		smp := c.sample(s)
+		if s == 200 {
+			smp.Values["train_loss_raw"] += 1.5
+		}
+		m.Observe(smp)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []struct{ path, format string }{{dir, FormatTFEvents}, {filepath.Join(dir, "metrics.sqlite"), FormatKestrel}} {
+		if f, _ := DetectFormat(src.path); src.format == FormatKestrel && f != FormatKestrel {
+			t.Errorf("%s detected as %s", src.path, f)
+		}
+		m2 := newTestMonitor(t, testConfig(), "")
+		var got []Alert
+		if err := Watch(context.Background(), src.path, SourceOptions{Format: src.format}, m2, func(a Alert) { got = append(got, a) }); err != nil {
+			t.Fatal(err)
+		}
+		if a, ok := rulesFired(got)[RuleLossSpike]; !ok || a.Step != 200 {
+			t.Errorf("%s: spike not found: %+v", src.format, got)
+		}
+	}
+}

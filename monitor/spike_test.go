@@ -1,0 +1,149 @@
+package monitor
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSpikeClassifierShapes runs the seed-000 flowchart on synthetic curves
+// of each shape.
+func TestSpikeClassifierShapes(t *testing.T) {
+	const at = 200
+	cases := []struct {
+		name      string
+		mutate    func(s int64, smp *Sample)
+		verdict   string
+		sev       Severity
+		precursor string
+		wantText  []string
+	}{
+		{"recoverable with update-norm precursor", func(s int64, smp *Sample) {
+			if s == at-1 {
+				smp.Values["update_norm"] = 1.0 // 10× the band, one step before the loss
+			}
+			if s >= at && s < at+3 {
+				smp.Values["train_loss_raw"] += 1.0
+			}
+		}, VerdictRecoverable, SEV2, "update norm preceded loss by 1 step", nil},
+		{"logging artifact", func(s int64, smp *Sample) {
+			if s >= at {
+				smp.Values["train_loss_raw"] += 0.5
+			}
+		}, VerdictArtifact, SEV2, "no grad/update-norm spike preceded it", nil},
+		{"data event", func(s int64, smp *Sample) {
+			if s >= at {
+				smp.Values["train_loss_raw"] += 0.5
+				if v, ok := smp.Values["val_loss"]; ok {
+					smp.Values["val_loss"] = v + 0.3
+				}
+			}
+			if s == at {
+				smp.Batch = &Batch{Sources: []string{"web", "forum"}, DocIDs: []string{"forum/123", "web/9"}}
+			}
+		}, VerdictDataEvent, SEV1, "no grad/update-norm spike preceded it", []string{"forum/123", "norms back to normal"}},
+		{"structural instability", func(s int64, smp *Sample) {
+			if s >= at-2 {
+				smp.Values["grad_global_norm"] = 2.0
+			}
+			if s >= at {
+				smp.Values["train_loss_raw"] += 0.5
+				if v, ok := smp.Values["val_loss"]; ok {
+					smp.Values["val_loss"] = v + 0.3
+				}
+			}
+		}, VerdictStructural, SEV1, "grad norm preceded loss by 2 steps", []string{"norms stayed elevated"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newTestMonitor(t, testConfig(), t.TempDir())
+			c := newCurve(4)
+			var detect, verdict []Alert
+			for s := int64(1); s <= 320; s++ {
+				smp := c.sample(s)
+				if s%25 == 0 {
+					smp.Values["val_loss"] = 3.2 + 2*expNeg(s)
+				}
+				tc.mutate(s, &smp)
+				for _, a := range m.Observe(smp) {
+					switch a.Rule {
+					case RuleLossSpike:
+						detect = append(detect, a)
+					case RuleSpikeVerdict:
+						verdict = append(verdict, a)
+					}
+				}
+			}
+			if len(detect) != 1 || detect[0].Step != at || detect[0].Severity != SEV1 {
+				t.Fatalf("detections %+v", detect)
+			}
+			if !strings.Contains(detect[0].Message, tc.precursor) {
+				t.Errorf("detection message %q lacks %q", detect[0].Message, tc.precursor)
+			}
+			if len(verdict) != 1 {
+				t.Fatalf("verdicts %+v", verdict)
+			}
+			v := verdict[0]
+			if v.Verdict != tc.verdict || v.Severity != tc.sev {
+				t.Errorf("verdict %q %s, want %q %s (%s)", v.Verdict, v.Severity, tc.verdict, tc.sev, v.Message)
+			}
+			for _, w := range append(tc.wantText, tc.precursor) {
+				if !strings.Contains(v.Message, w) {
+					t.Errorf("verdict message %q lacks %q", v.Message, w)
+				}
+			}
+		})
+	}
+}
+
+func expNeg(s int64) float64 {
+	x := 1.0
+	// exp(-s/200) by the curve's own formula, without importing math twice.
+	for i := int64(0); i < s; i++ {
+		x *= 0.995012479192682
+	}
+	return x
+}
+
+func TestSpikeNoiseAndClusters(t *testing.T) {
+	cfg := testConfig()
+	cfg.ClusterWindow = 200
+	m := newTestMonitor(t, cfg, t.TempDir())
+	c := newCurve(5)
+	var spikes, clusters int
+	for s := int64(1); s <= 400; s++ {
+		smp := c.sample(s)
+		if s == 150 || s == 200 || s == 250 {
+			smp.Values["train_loss_raw"] += 1
+		}
+		for _, a := range m.Observe(smp) {
+			switch a.Rule {
+			case RuleLossSpike:
+				spikes++
+			case RuleSpikeCluster:
+				clusters++
+				if a.Step != 250 || a.Severity != SEV1 {
+					t.Errorf("cluster alert %+v", a)
+				}
+			}
+		}
+	}
+	if spikes != 3 || clusters != 1 {
+		t.Fatalf("spikes %d clusters %d, want 3 and 1", spikes, clusters)
+	}
+}
+
+func TestSpikeFlushUndetermined(t *testing.T) {
+	m := newTestMonitor(t, testConfig(), t.TempDir())
+	c := newCurve(6)
+	for s := int64(1); s <= 230; s++ {
+		smp := c.sample(s)
+		if s >= 200 {
+			smp.Values["train_loss_raw"] += 0.5
+		}
+		m.Observe(smp)
+	}
+	as := m.Flush()
+	if len(as) != 1 || as[0].Verdict != VerdictUndetermined {
+		t.Fatalf("flush %+v", as)
+	}
+}
