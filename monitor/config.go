@@ -42,9 +42,9 @@ type Config struct {
 	SkipStormSteps  int     `toml:"skip_storm_steps" comment:"window (steps) of the skip/overflow storm rule"`
 	AttnLogitRed    float64 `toml:"attn_logit_red" comment:"SEV1 when max_attn_logit exceeds this (Kimi K2 red flag: > 1000)"`
 	AttnLogitCap    float64 `toml:"attn_logit_cap" comment:"SEV2 when max_attn_logit stays above this cap (QK-Clip τ = 100) for cooldown steps"`
-	EntropyCollapse float64 `toml:"entropy_collapse" comment:"SEV1 when the worst attn_entropy falls below this many nats"`
-	EntropyDropFrac float64 `toml:"entropy_drop_frac" comment:"SEV1 also when the worst attn_entropy falls below this fraction of its early-run median"`
-	ThroughputDrop  float64 `toml:"throughput_drop" comment:"SEV1 when tokens_per_sec or mfu (short median) falls this fraction below its long median"`
+	EntropyCollapse float64 `toml:"entropy_collapse" comment:"SEV1 when attn_entropy_mean (mean over heads; the worst head when only that is reported) falls below this many nats"`
+	EntropyDropFrac float64 `toml:"entropy_drop_frac" comment:"SEV1 also when attn_entropy_mean falls below this fraction of its early-run median"`
+	ThroughputDrop  float64 `toml:"throughput_drop" comment:"SEV1 when tokens_per_sec or mfu (median of the last quarter of the window) falls this fraction below the median before it"`
 	ClipRate        float64 `toml:"clip_rate" comment:"SEV1 when grad_clip_rate over the window exceeds this and is rising"`
 	MixDrift        float64 `toml:"mix_drift" comment:"SEV2 when a source's source_mix_share differs from its target weight by more than this (absolute)"`
 	ValRegressEvals int     `toml:"val_regress_evals" comment:"SEV2 when val_loss rose in this many consecutive evals"`
@@ -60,7 +60,7 @@ func DefaultConfig() Config {
 		SQLite:          true,
 		TensorBoard:     true,
 		TraceFromStep:   10,
-		TraceSteps:      0,
+		TraceSteps:      20,
 		IncidentSteps:   64,
 		PauseOnSEV0:     true,
 		LossEMABeta:     0.95,

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"math/rand/v2"
 	"os"
@@ -385,5 +386,53 @@ func TestConcurrentEncode(t *testing.T) {
 		if s := <-errs; s != "" {
 			t.Fatalf("concurrent encode of %q differs", trunc(s))
 		}
+	}
+}
+
+// TestHFMergesArrayAndCustomPattern: merges written as [a, b] pairs (newer
+// tokenizers versions) load like "a b" strings, and a pattern other than
+// the two built in runs through regexp2 and still round-trips.
+func TestHFMergesArrayAndCustomPattern(t *testing.T) {
+	texts := shipped(t)[:3000]
+	docs := func(yield func(string) bool) {
+		for _, s := range texts {
+			if !yield(s) {
+				return
+			}
+		}
+	}
+	tok, err := Train(context.Background(), docs, TrainOptions{VocabSize: 400, Pattern: `\p{L}+|\p{N}|\s+|[^\s\p{L}\p{N}]+`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range append(texts[:200], "a\xffb 12 😀", "x\x7fy") {
+		if got := tok.DecodeString(tok.Encode(s)); got != s {
+			t.Fatalf("custom pattern round trip %q → %q", trunc(s), trunc(got))
+		}
+	}
+	data, err := tok.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f map[string]any
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatal(err)
+	}
+	model := f["model"].(map[string]any)
+	var pairs [][2]string
+	for _, m := range model["merges"].([]any) {
+		a, b, _ := strings.Cut(m.(string), " ")
+		pairs = append(pairs, [2]string{a, b})
+	}
+	model["merges"] = pairs
+	data, _ = json.Marshal(f)
+	p := filepath.Join(t.TempDir(), "tokenizer.json")
+	os.WriteFile(p, data, 0o644)
+	back, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Hash() != tok.Hash() {
+		t.Fatal("merges as pairs load differently")
 	}
 }

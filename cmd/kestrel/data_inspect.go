@@ -85,7 +85,7 @@ All shards read are verified against their sha256.`,
 						text = string([]rune(text)[:maxChars]) + " …"
 					}
 					start := st.DocStart(i)
-					fmt.Fprintf(out, "-- document %d: tokens [%d, %d) (%d tokens)\n%s\n", i, start, start+int64(len(toks)), len(toks), strings.TrimRight(text, "\n"))
+					fmt.Fprintf(out, "-- document %d (id %q): tokens [%d, %d) (%d tokens)\n%s\n", i, st.DocID(i), start, start+int64(len(toks)), len(toks), strings.TrimRight(text, "\n"))
 				}
 			}
 			return nil

@@ -56,6 +56,9 @@ func readAlerts(t *testing.T, dir string) []monitor.Alert {
 	}
 	var out []monitor.Alert
 	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if l == "" {
+			continue
+		}
 		var a monitor.Alert
 		if err := json.Unmarshal([]byte(l), &a); err != nil {
 			t.Fatalf("alerts.jsonl: %v", err)
@@ -149,6 +152,20 @@ func TestTrainLRSpikeIsSEV1(t *testing.T) {
 	if fs, _ := filepath.Glob(filepath.Join(dir, "events.out.tfevents.*")); len(fs) != 1 {
 		t.Errorf("event files %v", fs)
 	}
+	// trace.json holds steps 10..29 with their phases.
+	var trace []map[string]any
+	if b, err := os.ReadFile(filepath.Join(dir, "trace.json")); err != nil || json.Unmarshal(b, &trace) != nil {
+		t.Fatalf("trace.json: %v", err)
+	}
+	phases := map[string]int{}
+	for _, e := range trace {
+		if n, _ := e["name"].(string); e["ph"] == "X" {
+			phases[strings.Fields(n)[0]]++
+		}
+	}
+	if phases["step"] != 20 || phases["forward_backward"] != 20 || phases["optimizer"] != 20 {
+		t.Errorf("trace phases %v", phases)
+	}
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -221,4 +238,33 @@ func TestMonitorOverheadRef7m(t *testing.T) {
 		ob.steps, 1e3*step, 1e3*hook, 100*hook/step, 1e3*store, 100*store/step, 100*(hook+store)/step, 1e3*closeT.Seconds())
 	fmt.Printf(`{"op":"monitor_overhead","preset":"ref7m","steps":%d,"step_ms":%.2f,"hook_ms":%.4f,"store_ms":%.4f,"overhead_pct":%.4f}`+"\n",
 		ob.steps, 1e3*step, 1e3*hook, 1e3*store, 100*(hook+store)/step)
+}
+
+// TestTrainResumeManifestMismatch: resuming a run under a different config
+// fires manifest_mismatch naming config_hash.
+func TestTrainResumeManifestMismatch(t *testing.T) {
+	dir := t.TempDir()
+	cfg := tinyRun(40)
+	if _, err := runMonitored(t, cfg, dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range readAlerts(t, dir) {
+		if a.Rule == monitor.RuleManifest {
+			t.Fatalf("fresh run alerted %+v", a)
+		}
+	}
+	cfg.Train.Steps = 60
+	if _, err := runMonitored(t, cfg, dir); err != nil {
+		t.Fatal(err)
+	}
+	var got *monitor.Alert
+	for _, a := range readAlerts(t, dir) {
+		if a.Rule == monitor.RuleManifest {
+			a := a
+			got = &a
+		}
+	}
+	if got == nil || got.Severity != monitor.SEV1 || got.Step != 41 || !strings.Contains(got.Message, "config_hash") {
+		t.Fatalf("manifest alert %+v", got)
+	}
 }

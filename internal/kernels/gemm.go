@@ -28,6 +28,9 @@ type gemmKernel struct {
 	// either a k-major strip (rs=1, cs=mr) or mr row copies (rs=row stride,
 	// cs=1).
 	fn func(k int, ap []float32, rs, cs int, bp, c []float32, ldc int, alpha, beta float32)
+	// rowsFn, when set, is fn for a tile of only rows < mr rows (the bottom
+	// edge of C), writing C directly.
+	rowsFn func(rows, k int, ap []float32, rs, cs int, bp, c []float32, ldc int, alpha, beta float32)
 	// packBT, when set, packs one full nr-wide strip of op(B) = Bᵀ
 	// (columns j0.., depth kc from p0) into dst, reporting false when it
 	// cannot (then the Go loop does it).
@@ -275,9 +278,15 @@ func (g *gemmCtx) macro(pt *gemmPerThread, ap []float32, rs, cs, sstride int, bp
 			rows := min(mr, mc-ir)
 			as := ap[(ir/mr)*sstride:]
 			off := (i0+ir)*ldc + j0 + jr
-			if rows == mr && cols == nr {
-				kn.fn(kc, as, rs, cs, bs, c[off:], ldc, alpha, beta)
-				continue
+			if cols == nr {
+				if rows == mr {
+					kn.fn(kc, as, rs, cs, bs, c[off:], ldc, alpha, beta)
+					continue
+				}
+				if kn.rowsFn != nil {
+					kn.rowsFn(rows, kc, as, rs, cs, bs, c[off:], ldc, alpha, beta)
+					continue
+				}
 			}
 			// Ragged edge: compute the full tile into scratch, then merge.
 			kn.fn(kc, as, rs, cs, bs, pt.edge, nr, 1, 0)

@@ -282,3 +282,41 @@ func TestSelectKernel(t *testing.T) {
 		t.Fatalf("the pure-Go kernel must always be available")
 	}
 }
+
+// TestEdgeKernelsMatchRef checks the short-tile kernels (rows < mr) against
+// the scalar twin; they must not touch rows past their height.
+func TestEdgeKernelsMatchRef(t *testing.T) {
+	r := rand.New(rand.NewSource(4))
+	for _, kn := range kernelsAvailable() {
+		if kn.rowsFn == nil {
+			continue
+		}
+		for rows := 1; rows < kn.mr; rows++ {
+			for _, k := range []int{1, 5, 64} {
+				ref := kernelRef(rows, kn.nr)
+				rs, cs := k+2, 1
+				if rows%2 == 0 {
+					rs, cs = 1, kmajorStride(kn.mr)
+				}
+				ap, bp := randVec(r, (rows-1)*rs+(k-1)*cs+1), randVec(r, k*kn.nr)
+				ldc := kn.nr + 1
+				c := randVec(r, (rows+1)*ldc)
+				want := append([]float32(nil), c...)
+				beta := float32(rows%3) * 0.5
+				ref(k, ap, rs, cs, bp, want, ldc, -0.75, beta)
+				kn.rowsFn(rows, k, ap, rs, cs, bp, c, ldc, -0.75, beta)
+				for i := range c {
+					if i%ldc >= kn.nr || i >= rows*ldc {
+						if c[i] != want[i] {
+							t.Fatalf("%s rows=%d k=%d: wrote outside the tile at %d", kn.name, rows, k, i)
+						}
+						continue
+					}
+					if d := math.Abs(float64(c[i] - want[i])); d > 1e-5*float64(k)*(1+math.Abs(float64(want[i]))) {
+						t.Fatalf("%s rows=%d k=%d: c[%d] = %v, want %v", kn.name, rows, k, i, c[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}

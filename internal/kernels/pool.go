@@ -7,10 +7,13 @@ import (
 )
 
 // The worker pool: Threads()-1 persistent goroutines plus the calling
-// goroutine. A parallel call publishes one job, wakes the workers it needs,
-// and every participant (the caller included) claims chunks from an atomic
-// counter until none are left, so a worker slowed down by other load on the
-// machine simply takes fewer chunks. Nothing is allocated per call.
+// goroutine. A parallel call publishes one job, wakes the workers, and every
+// participant (the caller included) claims chunks until none are left, so a
+// worker slowed down or descheduled by other load on the machine simply takes
+// fewer chunks. The caller waits only for chunks that were claimed and are
+// still running, never for a worker that has not started: a late worker finds
+// the job's epoch changed and goes back to sleep. Nothing is allocated per
+// call.
 //
 // Only one parallel job runs at a time: a ParallelFor issued while the pool is
 // busy (from inside another ParallelFor's fn, or from a second goroutine) runs
@@ -28,21 +31,34 @@ type funcTask func(start, end int)
 
 func (f funcTask) Run(start, end int) { f(start, end) }
 
+// The job state word: epoch (16 bits) | max participants (8) | chunks (20) |
+// next chunk to claim (20). Claiming is one CAS on it, so a participant can
+// only claim a chunk of the job it read the epoch of, and once a chunk is
+// claimed the job (and its fields) stay put until that chunk is reported done.
+const (
+	stNextBits   = 20
+	stChunksBits = 20
+	stMaxBits    = 8
+	stMaxChunks  = 1<<stNextBits - 1
+	stMaxThreads = 1<<stMaxBits - 1
+)
+
 type pool struct {
 	mu      sync.Mutex // held for the duration of one parallel job
 	workers []*worker
 	stopped bool // set (under mu) when SetThreads retired this pool
 
-	// The current job, written by the caller before waking workers: either a
-	// Task, or a wtask that is also told which participant runs each chunk.
-	task   Task
-	wt     wtask
-	n      int
-	chunk  int
-	chunks int64
-	next   atomic.Int64 // next chunk index to claim
-	active atomic.Int32 // woken workers still running
-	done   chan struct{}
+	// The current job, written by the caller before it publishes state:
+	// either a Task, or a wtask that is also told which participant runs
+	// each chunk.
+	task      Task
+	wt        wtask
+	n         int
+	chunk     int
+	epoch     uint64
+	state     atomic.Uint64
+	remaining atomic.Int64  // chunks not yet finished
+	done      chan struct{} // a worker that finishes the last chunk signals here
 }
 
 // wtask is the internal form of a job body that needs per-thread scratch:
@@ -63,9 +79,7 @@ var thePool = newPool(runtime.GOMAXPROCS(0))
 var poolSizeMu sync.Mutex
 
 func newPool(threads int) *pool {
-	if threads < 1 {
-		threads = 1
-	}
+	threads = max(1, min(threads, stMaxThreads))
 	p := &pool{done: make(chan struct{}, 1)}
 	for i := 0; i < threads-1; i++ {
 		w := &worker{id: i + 1, wake: make(chan struct{}, 1), quit: make(chan struct{})}
@@ -79,8 +93,7 @@ func (p *pool) loop(w *worker) {
 	for {
 		select {
 		case <-w.wake:
-			p.work(w.id)
-			if p.active.Add(-1) == 0 {
+			if p.work(w.id) {
 				p.done <- struct{}{}
 			}
 		case <-w.quit:
@@ -89,22 +102,29 @@ func (p *pool) loop(w *worker) {
 	}
 }
 
-// work claims and runs chunks of the current job until none are left.
-func (p *pool) work(id int) {
+// work claims and runs chunks of the current job until none are left; it
+// reports whether this participant finished the job's last chunk.
+func (p *pool) work(id int) (last bool) {
 	for {
-		c := p.next.Add(1) - 1
-		if c >= p.chunks {
-			return
+		st := p.state.Load()
+		next := st & stMaxChunks
+		chunks := st >> stNextBits & (1<<stChunksBits - 1)
+		maxT := st >> (stNextBits + stChunksBits) & stMaxThreads
+		if next >= chunks || uint64(id) >= maxT {
+			return false
 		}
-		s := int(c) * p.chunk
-		e := s + p.chunk
-		if e > p.n {
-			e = p.n
+		if !p.state.CompareAndSwap(st, st+1) {
+			continue
 		}
+		s := int(next) * p.chunk
+		e := min(s+p.chunk, p.n)
 		if p.wt != nil {
 			p.wt.runw(id, s, e)
 		} else {
 			p.task.Run(s, e)
+		}
+		if p.remaining.Add(-1) == 0 {
+			return true
 		}
 	}
 }
@@ -113,22 +133,27 @@ func (p *pool) work(id int) {
 // to maxThreads participants. The caller must hold p.mu.
 func (p *pool) run(n, chunk, maxThreads int, task Task, wt wtask) {
 	chunks := (n + chunk - 1) / chunk
-	p.task, p.wt, p.n, p.chunk, p.chunks = task, wt, n, chunk, int64(chunks)
-	p.next.Store(0)
-	helpers := min(len(p.workers), maxThreads-1)
-	if helpers > chunks-1 {
-		helpers = chunks - 1
+	if chunks > stMaxChunks {
+		chunk = (n + stMaxChunks - 1) / stMaxChunks
+		chunks = (n + chunk - 1) / chunk
 	}
-	if helpers > 0 {
-		p.active.Store(int32(helpers))
-		for _, w := range p.workers[:helpers] {
-			w.wake <- struct{}{}
+	maxThreads = min(maxThreads, stMaxThreads)
+	p.task, p.wt, p.n, p.chunk = task, wt, n, chunk
+	p.remaining.Store(int64(chunks))
+	p.epoch++
+	p.state.Store(p.epoch<<(stNextBits+stChunksBits+stMaxBits) | uint64(maxThreads)<<(stNextBits+stChunksBits) | uint64(chunks)<<stNextBits)
+	helpers := min(len(p.workers), maxThreads-1, chunks-1)
+	for _, w := range p.workers[:helpers] {
+		select {
+		case w.wake <- struct{}{}:
+		default: // already has a wake-up pending; it will see this job
 		}
 	}
-	p.work(0)
-	if helpers > 0 {
-		<-p.done
+	if !p.work(0) {
+		<-p.done // a worker is finishing the last chunk
 	}
+	// Close the job: a late worker now sees next >= chunks.
+	p.state.Store(p.epoch << (stNextBits + stChunksBits + stMaxBits))
 	p.task, p.wt = nil, nil
 }
 

@@ -86,3 +86,25 @@ func TestParallelForTaskNoAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestParallelForManyTinyJobs runs back-to-back jobs so that workers often
+// wake after their job is over; each must still run every index exactly once.
+func TestParallelForManyTinyJobs(t *testing.T) {
+	defer SetThreads(Threads())
+	SetThreads(3)
+	out := make([]int32, 8)
+	fn := func(s, e int) {
+		for i := s; i < e; i++ {
+			atomic.AddInt32(&out[i], 1)
+		}
+	}
+	const jobs = 20000
+	for j := 0; j < jobs; j++ {
+		ParallelFor(len(out), 1, fn)
+	}
+	for i, v := range out {
+		if v != jobs {
+			t.Fatalf("out[%d] = %d, want %d", i, v, jobs)
+		}
+	}
+}

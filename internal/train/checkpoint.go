@@ -43,10 +43,10 @@ type State struct {
 	ConfigHash string  `json:"config_hash"`
 
 	// Data position: batches are a pure function of (seed, step), so the
-	// next batch is that of step+1.
+	// next batch is DataSource.Fill(step = NextFillStep) (0-based, = Step).
 	Data struct {
-		NextStep int    `json:"next_step"`
-		Note     string `json:"note"`
+		NextFillStep int    `json:"next_fill_step"`
+		Note         string `json:"note"`
 	} `json:"data"`
 	// RNG: every random stream is keyed by the seed and the step; there is
 	// no iterator state to save.

@@ -13,7 +13,10 @@ type DataSource interface {
 	// SourceNames names the sources (one, "train", for a plain text file).
 	SourceNames() []string
 	// Fill writes rows [row0, row0+n) of the global batch of `step`, whose
-	// size is `batch` sequences: inputs and targets are n·T long; segIDs
+	// size is `batch` sequences. step is 0-based: the trainer's first
+	// optimizer step (metrics line "step": 1) reads step 0, so step matches
+	// the 0-based index of train.batch_schedule entries. Inputs and targets
+	// are n·T long; segIDs
 	// (n·T) receives document segment ids when not nil; srcs (n) receives
 	// each row's source index when not nil.
 	Fill(step, batch, row0, n int, inputs, targets, segIDs []int32, srcs []int) error

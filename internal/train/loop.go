@@ -227,7 +227,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	}
 	t.st.RNG.Seed = o.Seed
 	t.st.RNG.Stream = "splitmix64(seed, step, row): batches are pure functions of the step"
-	t.st.Data.Note = "batch(step) is a pure function of (seed, step)"
+	t.st.Data.Note = "DataSource.Fill(step) is a pure function of (seed, step); step is 0-based"
 	t.st.ConfigHash = o.ConfigHash
 	t.st.Model = o.Model
 	t.st.EMABeta = o.Optim.EMABeta
@@ -337,7 +337,7 @@ func (t *trainer) step(s int) (StepMetrics, error) {
 		n := min(mb, B-r0)
 		t0 := time.Now()
 		in, tg, sg := t.inputs[:n*t.T], t.targets[:n*t.T], t.segIDs[:n*t.T]
-		if err := o.Data.Fill(s, B, r0, n, in, tg, sg, nil); err != nil {
+		if err := o.Data.Fill(idx, B, r0, n, in, tg, sg, nil); err != nil {
 			return m, fmt.Errorf("step %d: data: %w", s, err)
 		}
 		if s == o.Debug.CorruptBatchAtStep {
@@ -397,7 +397,7 @@ func (t *trainer) step(s int) (StepMetrics, error) {
 	st := &t.st
 	st.Step = s
 	st.TokensSeen += int64(B * t.T)
-	st.Data.NextStep = s + 1
+	st.Data.NextFillStep = s
 	st.Schedule.LR, st.Schedule.Phase, st.Schedule.Cycle, st.Schedule.BatchSize = lr, pt.Phase, pt.Cycle, B
 	beta := o.Train.LossEMABeta
 	st.LossEMA = beta*st.LossEMA + (1-beta)*loss

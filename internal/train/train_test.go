@@ -36,9 +36,12 @@ func corpus() []byte {
 	return b.Bytes()
 }
 
+// tinyModel is small but above the kernels' serial threshold (the q/k/v
+// GEMM of a 4×32 batch is 4·32·96·32 ≈ 393k multiply-adds > 2^17), so the
+// resume tests also cover the multi-threaded code paths.
 func tinyModel() model.Config {
 	c := model.DefaultConfig()
-	c.DModel, c.NLayers, c.NHeads, c.NKVHeads, c.MLPHidden, c.SeqLen = 16, 1, 2, 2, 32, 16
+	c.DModel, c.NLayers, c.NHeads, c.NKVHeads, c.MLPHidden, c.SeqLen = 32, 1, 2, 2, 64, 32
 	return c
 }
 
@@ -57,7 +60,7 @@ func baseOpts(dir string) Options {
 	return Options{
 		Dir: dir, Seed: 42, Model: tinyModel(), Optim: oc, Train: tc, Checkpoint: cc,
 		Init: DefaultInitConfig(), Debug: DefaultDebugConfig(),
-		Data: NewBytesSource(data[:n], data[n:], 16, 42), ConfigHash: "test",
+		Data: NewBytesSource(data[:n], data[n:], 32, 42), ConfigHash: "test",
 		Logger: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)),
 	}
 }
@@ -525,7 +528,7 @@ func TestMetricsLineAndDebugKnobs(t *testing.T) {
 		t.Error("no eval line with val_loss_ema and ema_gap")
 	}
 	hf, _ := os.ReadFile(filepath.Join(dir, "checkpoints", CheckpointName(6), HFConfigFile))
-	if !strings.Contains(string(hf), `"LlamaForCausalLM"`) || !strings.Contains(string(hf), `"hidden_size": 16`) {
+	if !strings.Contains(string(hf), `"LlamaForCausalLM"`) || !strings.Contains(string(hf), `"hidden_size": 32`) {
 		t.Errorf("config.json: %s", hf)
 	}
 }

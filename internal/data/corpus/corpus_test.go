@@ -336,3 +336,37 @@ func TestResolveErrors(t *testing.T) {
 		t.Error("format csv accepted")
 	}
 }
+
+// An uncompressed WARC/WET file reads like its gzip form, with byte offsets.
+func TestPlainWARC(t *testing.T) {
+	src, err := datadir.Path("commoncrawl-whirlwind/whirlwind.warc.wet.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain bytes.Buffer
+	if _, err := plain.ReadFrom(zr); err != nil {
+		t.Fatal(err)
+	}
+	in := writeFile(t, t.TempDir(), "w.warc.wet", plain.Bytes())
+	res := readAll(t, []Input{in}, Options{Source: "web", Format: "wet"})
+	gzres := readAll(t, []Input{{Path: src}}, Options{Source: "web", Format: "wet"})
+	if res.err != nil || len(res.docs) != len(gzres.docs) || len(res.docs) == 0 {
+		t.Fatalf("plain: %d docs (err %v), gzip: %d", len(res.docs), res.err, len(gzres.docs))
+	}
+	if res.docs[0].Text != gzres.docs[0].Text {
+		t.Error("plain and gzip texts differ")
+	}
+	off := res.docs[0].Pos
+	if !bytes.HasPrefix(plain.Bytes()[off:], []byte("WARC/1.0")) {
+		t.Errorf("offset %d does not point at a record", off)
+	}
+}

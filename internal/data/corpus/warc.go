@@ -40,6 +40,7 @@ func (r *reader) readWARC(in Input) error {
 	if !strings.HasSuffix(in.Path, ".gz") {
 		br := bufio.NewReaderSize(cr, 1<<20)
 		for {
+			skipNewlines(br) // the CRLF CRLF that ends the previous record
 			off := cr.n - int64(br.Buffered())
 			rec, err := parseWARCRecord(br, limit)
 			if err == io.EOF {
@@ -156,6 +157,16 @@ func parseWARCRecord(br *bufio.Reader, limit int64) (*warcRecord, error) {
 		return nil, fmt.Errorf("record block (%d bytes): %w", n, unexpected(err))
 	}
 	return &warcRecord{header: h, block: block}, nil
+}
+
+func skipNewlines(br *bufio.Reader) {
+	for {
+		b, err := br.Peek(1)
+		if err != nil || (b[0] != '\r' && b[0] != '\n') {
+			return
+		}
+		br.Discard(1)
+	}
 }
 
 func unexpected(err error) error {

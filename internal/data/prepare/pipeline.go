@@ -356,21 +356,24 @@ func (p *pipeline) run(ctx context.Context) (*Report, error) {
 		}
 		if it.rej != nil {
 			sinkErr = rejects.write(*it.rej)
-			continue
+		} else {
+			sinkErr = spill.write(DocRecord{ID: it.doc.ID, Source: it.doc.Source, Text: it.doc.Text, Meta: it.doc.Meta})
+			if it.hit {
+				p.hitIDs[it.doc.ID] = true
+			}
 		}
-		sinkErr = spill.write(DocRecord{ID: it.doc.ID, Source: it.doc.Source, Text: it.doc.Text, Meta: it.doc.Meta})
-		if sinkErr == nil && it.hit {
-			p.hitIDs[it.doc.ID] = true
+		if sinkErr != nil {
+			cancel() // stop reading; drain what is in flight
 		}
+	}
+	if sinkErr != nil {
+		return nil, sinkErr
 	}
 	if readErr != nil {
 		return nil, readErr
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
-	}
-	if sinkErr != nil {
-		return nil, sinkErr
 	}
 	if err := spill.close(); err != nil {
 		return nil, err
@@ -409,12 +412,11 @@ func (p *pipeline) read(ctx context.Context, out chan<- *item) error {
 		st := p.stats[si]
 		opts := s.readOptions(p.cfg)
 		opts.Strict = p.opts.Strict
-		var fileBase, fileCur int64
+		var fileSize, fileCur int64
 		opts.OnFile = func(path string, size int64) {
-			p.inBytes.Add(fileCur)
-			fileBase, fileCur = fileBase+fileCur, 0
+			p.inBytes.Add(fileSize - fileCur) // the rest of the previous file
+			fileSize, fileCur = size, 0
 			st.Files++
-			_ = size
 		}
 		opts.OnBytes = func(n int64) { p.inBytes.Add(n - fileCur); fileCur = n }
 		opts.OnProblem = func(pr corpus.Problem) {
@@ -456,7 +458,7 @@ func (p *pipeline) read(ctx context.Context, out chan<- *item) error {
 				break
 			}
 		}
-		p.inBytes.Add(fileCur)
+		p.inBytes.Add(fileSize - fileCur)
 	}
 	return nil
 }

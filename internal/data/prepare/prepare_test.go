@@ -399,7 +399,9 @@ func TestConfigErrors(t *testing.T) {
 		{"bad name", func(c *Config) { c.Sources[0].Name = "we b" }, "letters"},
 		{"bad format", func(c *Config) { c.Sources[0].Format = "csv" }, "csv"},
 		{"bad filter", func(c *Config) { c.Sources[0].Filter = "poetry" }, "poetry"},
-		{"bad filter key", func(c *Config) { c.Sources[0].Filters = map[string]any{"gopher_quality": map[string]any{"min_wrods": 3}} }, "min_wrods"},
+		{"bad filter key", func(c *Config) {
+			c.Sources[0].Filters = map[string]any{"gopher_quality": map[string]any{"min_wrods": 3}}
+		}, "min_wrods"},
 		{"bad tokenizer mode", func(c *Config) { c.Tokenizer.Mode = "learn" }, "learn"},
 		{"load without path", func(c *Config) { c.Tokenizer.Mode = "load" }, "path"},
 	}
@@ -418,5 +420,36 @@ func TestConfigErrors(t *testing.T) {
 	fc, on, err := c.Sources[0].filterConfig()
 	if err != nil || !on || fc.GopherQuality.MinWords != 7 || fc.GopherQuality.MaxWords != 100000 {
 		t.Errorf("filter overlay: %v %v %+v", err, on, fc.GopherQuality)
+	}
+}
+
+func TestPrepareDecontamCut(t *testing.T) {
+	fx := writeFixture(t)
+	cfg := testConfig(fx)
+	cfg.Sources = cfg.Sources[:1]
+	cfg.Decontam.Index.Mode = decontam.ModeCut
+	cfg.Decontam.Index.Margin = 5
+	out := filepath.Join(t.TempDir(), "ds")
+	rep, err := Run(context.Background(), cfg, RunOptions{Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := gsm8kQuestion(t, 1)
+	found := false
+	for _, f := range rep.DocShards {
+		for _, d := range readZstdJSONL[DocRecord](t, filepath.Join(out, f.Path)) {
+			if strings.Contains(d.Text, "ducks lay 16 eggs") {
+				t.Errorf("%s still holds the GSM8K question", d.ID)
+			}
+			if d.ID == fmt.Sprintf("web:web.jsonl:%d", fx.planted) {
+				found = true
+				if d.Meta["decontam_cut"] == nil || len(d.Text) >= len(fx.docs[fx.planted-1])-len(q) {
+					t.Errorf("planted doc not cut: meta %v, %d bytes", d.Meta, len(d.Text))
+				}
+			}
+		}
+	}
+	if !found || rep.DecontamCutDocs != 1 || rep.Overlap["gsm8k"].Docs != 1 {
+		t.Errorf("cut doc kept=%v, cut docs %d, overlap %+v", found, rep.DecontamCutDocs, rep.Overlap["gsm8k"])
 	}
 }

@@ -1,7 +1,9 @@
 package shards
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -206,6 +208,10 @@ type Stream struct {
 	base          []int64 // base[i] = offset of shard i; base[len] = Len
 	starts        []int64
 	bufPool       sync.Pool
+	dir           string
+	idsOnce       sync.Once
+	ids           []string
+	idsErr        error
 }
 
 // Stream returns the stream of source/split ("train" or "val"). A source
@@ -227,7 +233,7 @@ func (d *Dataset) Stream(source, split string) (*Stream, error) {
 	if st, ok := d.streams[key]; ok {
 		return st, nil
 	}
-	st := &Stream{Source: source, Split: split, base: []int64{0}}
+	st := &Stream{Source: source, Split: split, base: []int64{0}, dir: d.dir}
 	for i, s := range d.m.Shards {
 		if s.Source != source || s.Split != split {
 			continue
@@ -318,4 +324,53 @@ func (s *Stream) Doc(i int64) ([]int32, error) {
 	}
 	out := make([]int32, end-s.starts[i])
 	return out, s.ReadAt(out, s.starts[i])
+}
+
+// DocIDs returns the upstream ids of the stream's documents, read from the
+// shards' id sidecars (verified against their sha256) on first use.
+func (s *Stream) DocIDs() ([]string, error) {
+	s.idsOnce.Do(func() {
+		ids := make([]string, 0, len(s.starts))
+		for _, sh := range s.shards {
+			p := filepath.Join(s.dir, filepath.FromSlash(sh.info.IDsFile))
+			data, err := os.ReadFile(p)
+			if err != nil {
+				s.idsErr = fmt.Errorf("shard %s: ids: %w", sh.info.File, err)
+				return
+			}
+			sum := sha256.Sum256(data)
+			if hex.EncodeToString(sum[:]) != sh.info.IDsSHA256 {
+				s.idsErr = fmt.Errorf("shard ids %s: sha256 mismatch (corrupted)", sh.info.IDsFile)
+				return
+			}
+			lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+			if len(data) == 0 {
+				lines = nil
+			}
+			if int64(len(lines)) != sh.info.Docs {
+				s.idsErr = fmt.Errorf("shard ids %s: %d ids for %d documents", sh.info.IDsFile, len(lines), sh.info.Docs)
+				return
+			}
+			for k, l := range lines {
+				var id string
+				if err := json.Unmarshal([]byte(l), &id); err != nil {
+					s.idsErr = fmt.Errorf("shard ids %s:%d: %w", sh.info.IDsFile, k+1, err)
+					return
+				}
+				ids = append(ids, id)
+			}
+		}
+		s.ids = ids
+	})
+	return s.ids, s.idsErr
+}
+
+// DocID is the upstream id of document i, or "" when the ids cannot be
+// read (DocIDs reports why). It satisfies the loader's DocIDer.
+func (s *Stream) DocID(i int64) string {
+	ids, err := s.DocIDs()
+	if err != nil || i < 0 || i >= int64(len(ids)) {
+		return ""
+	}
+	return ids[i]
 }

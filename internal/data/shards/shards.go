@@ -7,6 +7,7 @@
 //	DATASET/tokenizer.json                   a copy of the tokenizer
 //	DATASET/shards/<build>/tokenizer.json    the tokenizer the shards were made with
 //	DATASET/shards/<build>/<source>_<split>_NNNNNN.bin
+//	DATASET/shards/<build>/<source>_<split>_NNNNNN.ids   document ids, one JSON string per line
 //
 // A shard is a 256×int32 little-endian header — magic 20240520 (tokens are
 // uint16, vocabulary ≤ 65536) or 20240801 (uint32), version 1, token count —
@@ -33,11 +34,13 @@
 //	st.ReadAt(dst []int32, off)              // tokens [off, off+len(dst))
 //	st.NumDocs(); st.DocStart(i)             // document i starts at token DocStart(i)
 //	st.DocStarts(); st.DocsIn(off, n)        // all starts / those in [off, off+n)
+//	st.DocID(i); st.DocIDs()                 // upstream document ids (sidecar <shard>.ids)
 //
 // Stream satisfies internal/data/loader's TokenStream interface.
 package shards
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -163,6 +166,10 @@ type ShardInfo struct {
 	// DocIndex holds the offsets (within the shard) at which documents
 	// start: unsigned LEB128 varints of the deltas, base64.
 	DocIndex string `json:"doc_index"`
+	// IDsFile lists the upstream ids of those documents, one JSON string
+	// per line (verified against IDsSHA256 when first read).
+	IDsFile   string `json:"ids_file"`
+	IDsSHA256 string `json:"ids_sha256"`
 }
 
 // SourceTotals are the counts of one source.
@@ -234,6 +241,7 @@ type shardWriter struct {
 	f             *os.File
 	tokens        int64
 	starts        []int64
+	ids           []string // ids of the documents starting in this shard
 	buf           []byte
 	done          []ShardInfo
 }
@@ -244,7 +252,7 @@ func (w *shardWriter) open() error {
 	if err != nil {
 		return fmt.Errorf("shard %s: %w", name, err)
 	}
-	w.f, w.tokens, w.starts = f, 0, nil
+	w.f, w.tokens, w.starts, w.ids = f, 0, nil, nil
 	var hdr [HeaderBytes]byte // patched in close
 	if _, err := f.Write(hdr[:]); err != nil {
 		return fmt.Errorf("shard %s: %w", name, err)
@@ -257,7 +265,7 @@ func (w *shardWriter) name() string {
 }
 
 // write appends one document's tokens.
-func (w *shardWriter) write(ids []uint32) error {
+func (w *shardWriter) write(docID string, ids []uint32) error {
 	first := true
 	for len(ids) > 0 {
 		if w.f == nil {
@@ -267,6 +275,7 @@ func (w *shardWriter) write(ids []uint32) error {
 		}
 		if first {
 			w.starts = append(w.starts, w.tokens)
+			w.ids = append(w.ids, docID)
 			first = false
 		}
 		n := min(int64(len(ids)), w.maxTokens-w.tokens)
@@ -318,9 +327,22 @@ func (w *shardWriter) close() error {
 	if err != nil {
 		return fmt.Errorf("shard %s: %w", name, err)
 	}
+	// document ids: a sidecar of JSON strings, one per line
+	var ids bytes.Buffer
+	for _, id := range w.ids {
+		b, _ := json.Marshal(id)
+		ids.Write(b)
+		ids.WriteByte('\n')
+	}
+	idsName := strings.TrimSuffix(name, ".bin") + ".ids"
+	if err := os.WriteFile(filepath.Join(w.dir, idsName), ids.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("shard %s: %w", idsName, err)
+	}
+	idsSum := sha256.Sum256(ids.Bytes())
 	w.done = append(w.done, ShardInfo{
 		Source: w.source, Split: w.split, File: w.prefix + "/" + name, SHA256: sum,
 		Tokens: w.tokens, Docs: int64(len(w.starts)), DocIndex: encodeDocIndex(w.starts),
+		IDsFile: w.prefix + "/" + idsName, IDsSHA256: hex.EncodeToString(idsSum[:]),
 	})
 	w.f = nil
 	w.seq++
@@ -444,14 +466,18 @@ func Build(ctx context.Context, docs iter.Seq2[Doc, error], tok *tokenizer.Token
 		wg.Wait()
 		for _, it := range batch {
 			split := Train
-			if cfg.IsVal(it.doc.ID) {
+			key := it.doc.ID
+			if key == "" {
+				key = it.doc.Text // no id: the text decides, still deterministic
+			}
+			if cfg.IsVal(key) {
 				split = Val
 			}
 			w, err := writer(it.doc.Source, split)
 			if err != nil {
 				return fmt.Errorf("document %q: %w", it.doc.ID, err)
 			}
-			if err := w.write(it.ids); err != nil {
+			if err := w.write(it.doc.ID, it.ids); err != nil {
 				return err
 			}
 		}
@@ -520,6 +546,7 @@ func Build(ctx context.Context, docs iter.Seq2[Doc, error], tok *tokenizer.Token
 	for _, key := range order {
 		for _, s := range writers[key].done {
 			s.File = prefix + s.File // s.File was "/name"
+			s.IDsFile = prefix + s.IDsFile
 			m.Shards = append(m.Shards, s)
 		}
 	}
@@ -555,11 +582,20 @@ func Build(ctx context.Context, docs iter.Seq2[Doc, error], tok *tokenizer.Token
 	// remove builds the manifest no longer names
 	entries, _ := os.ReadDir(filepath.Join(outDir, "shards"))
 	for _, e := range entries {
-		if e.IsDir() && e.Name() != build && (strings.HasPrefix(e.Name(), ".build-") || len(e.Name()) == 16) {
+		// (staging dirs of other, possibly running, builds are left alone)
+		if e.IsDir() && e.Name() != build && isBuildName(e.Name()) {
 			os.RemoveAll(filepath.Join(outDir, "shards", e.Name()))
 		}
 	}
 	return &m, nil
+}
+
+func isBuildName(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
 }
 
 func writeAtomic(path string, data []byte) error {

@@ -79,11 +79,13 @@ func TestBuildOpenRoundTrip(t *testing.T) {
 		for _, split := range []string{Train, Val} {
 			var want []int32
 			var wantStarts []int64
+			var wantIDs []string
 			for _, d := range docs {
 				if d.Source != src || cfg.IsVal(d.ID) != (split == Val) {
 					continue
 				}
 				wantStarts = append(wantStarts, int64(len(want)))
+				wantIDs = append(wantIDs, d.ID)
 				for _, id := range tok.Encode(d.Text) {
 					want = append(want, int32(id))
 				}
@@ -109,6 +111,10 @@ func TestBuildOpenRoundTrip(t *testing.T) {
 				if err := st.ReadAt(part, off); err != nil || !slices.Equal(part, want[off:off+37]) {
 					t.Fatalf("ReadAt(%d): %v", off, err)
 				}
+			}
+			ids, err := st.DocIDs()
+			if err != nil || !slices.Equal(ids, wantIDs) {
+				t.Fatalf("%s/%s: doc ids %v: %v", src, split, err, len(ids))
 			}
 			if split == Val && st.NumDocs() == 0 {
 				t.Fatalf("%s: empty val split", src)
@@ -261,7 +267,7 @@ func TestUint32Shard(t *testing.T) {
 	dir := t.TempDir()
 	w := &shardWriter{source: "s", split: Train, dir: dir, width: 4, magic: MagicUint32, maxTokens: 10}
 	ids := []uint32{70000, 1, 99999, 5}
-	if err := w.write(ids); err != nil {
+	if err := w.write("d0", ids); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.close(); err != nil {
