@@ -57,7 +57,10 @@ With --json, one line per stage:
 			return fmt.Errorf("bench prepare: generate corpus: %w", err)
 		}
 		w := cmd.OutOrStdout()
-		if !asJSON {
+		if asJSON {
+			b, _ := json.Marshal(prepare.BenchResult{Op: "prepare", Stage: "generate", MB: float64(mb), Note: fmt.Sprintf("%d files, planted %d exact and %d near duplicates", len(files), exact, near)})
+			fmt.Fprintln(w, string(b))
+		} else {
 			fmt.Fprintf(w, "corpus: %d MB in %d files, planted %d exact and %d near duplicates\n", mb, len(files), exact, near)
 		}
 		return prepare.Bench(cmd.Context(), files, workers, filepath.Join(dir, "out"), func(r prepare.BenchResult) {

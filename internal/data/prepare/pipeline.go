@@ -671,3 +671,36 @@ func sample(text string, n int) string {
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// Fingerprint returns the hash Run records in report.json for cfg and the
+// current state of its inputs (resolved config, input paths, sizes and
+// modification times). A dataset whose report.json is complete and carries
+// the same fingerprint is up to date.
+func Fingerprint(cfg Config, strict bool) (string, error) {
+	if err := cfg.validate(); err != nil {
+		return "", err
+	}
+	inputs := make([][]corpus.Input, len(cfg.Sources))
+	for i, s := range cfg.Sources {
+		in, err := corpus.Resolve(s.Inputs)
+		if err != nil {
+			return "", fmt.Errorf("source %q: %w", s.Name, err)
+		}
+		inputs[i] = in
+	}
+	return fingerprint(cfg, inputs, strict)
+}
+
+// UpToDate reports whether dir holds a complete dataset built from cfg and
+// the inputs as they are now.
+func UpToDate(cfg Config, dir string, strict bool) (bool, error) {
+	r, err := LoadReport(dir)
+	if err != nil {
+		return false, nil
+	}
+	fp, err := Fingerprint(cfg, strict)
+	if err != nil {
+		return false, err
+	}
+	return r.Complete && r.Fingerprint == fp, nil
+}

@@ -291,8 +291,14 @@ func TestPrepareEndToEnd(t *testing.T) {
 	if err != nil || !again.UpToDate {
 		t.Errorf("second run: up_to_date=%v err=%v", again != nil && again.UpToDate, err)
 	}
+	if ok, err := UpToDate(cfg, out, false); !ok || err != nil {
+		t.Errorf("UpToDate = %v, %v", ok, err)
+	}
 	// A changed input is not up to date.
 	os.WriteFile(filepath.Join(fx.dir, "web.jsonl"), []byte(`{"text":"changed"}`+"\n"), 0o644)
+	if ok, _ := UpToDate(cfg, out, false); ok {
+		t.Error("UpToDate after an input changed")
+	}
 	third, err := Run(context.Background(), cfg, RunOptions{Out: out})
 	if err != nil || third.UpToDate {
 		t.Errorf("changed input: up_to_date=%v err=%v", third != nil && third.UpToDate, err)
@@ -451,5 +457,42 @@ func TestPrepareDecontamCut(t *testing.T) {
 	}
 	if !found || rep.DecontamCutDocs != 1 || rep.Overlap["gsm8k"].Docs != 1 {
 		t.Errorf("cut doc kept=%v, cut docs %d, overlap %+v", found, rep.DecontamCutDocs, rep.Overlap["gsm8k"])
+	}
+}
+
+// BenchmarkRun times a whole prepare (web filters, exact + near dedup, no
+// decontam, no tokenizer) over a generated 4 MiB corpus; `kestrel bench
+// prepare` has the per-stage numbers on larger corpora.
+func BenchmarkRun(b *testing.B) {
+	dir := b.TempDir()
+	files, _, _, err := GenerateBenchCorpus(dir, 4, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var size int64
+	for _, f := range files {
+		st, _ := os.Stat(f)
+		size += st.Size()
+	}
+	cfg := DefaultConfig()
+	cfg.Decontam.Enabled = false
+	cfg.Sources = []Source{{Name: "bench", Inputs: files, Format: "jsonl", Filter: "web"}}
+	b.SetBytes(size)
+	for i := 0; b.Loop(); i++ {
+		if _, err := Run(context.Background(), cfg, RunOptions{Out: filepath.Join(dir, fmt.Sprintf("out%d", i)), Force: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestGenerateBenchCorpus(t *testing.T) {
+	dir := t.TempDir()
+	files, exact, near, err := GenerateBenchCorpus(dir, 1, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(files[0])
+	if err != nil || st.Size() < 1<<20 || exact == 0 || near == 0 {
+		t.Fatalf("files %v size %v exact %d near %d err %v", files, st, exact, near, err)
 	}
 }
