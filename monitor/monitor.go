@@ -78,8 +78,10 @@ type Monitor struct {
 	reason   string
 	alerts   []Alert
 	closed   bool
-	webhookW sync.WaitGroup
-	errs     []error
+	// sinksClosed is set once Close closed the sinks and alerts.jsonl.
+	sinksClosed bool
+	webhookW    sync.WaitGroup
+	errs        []error
 }
 
 // New starts a Monitor. It opens <RunDir>/alerts.jsonl for appending and
@@ -179,6 +181,9 @@ func (m *Monitor) keep(err error) {
 func (m *Monitor) Observe(s Sample) []Alert {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
 	if s.Values == nil {
 		s.Values = map[string]float64{}
 	}
@@ -395,6 +400,9 @@ func KL(p, q []float64) float64 {
 func (m *Monitor) Record(e Event) []Alert {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
@@ -453,6 +461,9 @@ func (m *Monitor) ManifestMismatch(step int64, diffs []string) []Alert {
 
 // emit writes alerts everywhere and handles SEV0. m.mu is held.
 func (m *Monitor) emit(alerts []Alert, t time.Time) []Alert {
+	if m.sinksClosed {
+		return nil
+	}
 	for i := range alerts {
 		a := &alerts[i]
 		a.Time = t
@@ -592,6 +603,7 @@ func (m *Monitor) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	errs := append([]error(nil), m.errs...)
+	m.sinksClosed = true
 	for _, sk := range m.sinks {
 		if err := sk.Close(); err != nil {
 			errs = append(errs, err)

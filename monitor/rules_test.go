@@ -342,3 +342,23 @@ func TestDerivedVitals(t *testing.T) {
 		t.Errorf("KL([1,0]||[.5,.5]) = %g, want ln 2", kl)
 	}
 }
+
+func TestUseAfterClose(t *testing.T) {
+	cfg := testConfig()
+	cfg.SQLite = true
+	m, err := New(cfg, Options{RunDir: t.TempDir(), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if as := m.Observe(Sample{Step: 1, Values: map[string]float64{"nan_inf_events": 1}}); as != nil {
+		t.Errorf("observe after close: %+v", as)
+	}
+	m.Record(Event{Kind: EventCheckpoint, OK: false})
+	m.ManifestMismatch(1, []string{"x"})
+	if err := m.Close(); err != nil {
+		t.Errorf("second close: %v", err)
+	}
+}

@@ -216,3 +216,44 @@ func TestPrometheusEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestSinksReopenKeepData: a resumed run reopens its store and writes a new
+// event file without losing what the first run wrote.
+func TestSinksReopenKeepData(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "metrics.sqlite")
+	for run := 0; run < 2; run++ {
+		s, err := OpenStore(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := int64(1); i <= 10; i++ {
+			s.WriteSample(&Sample{Step: int64(run)*10 + i, Time: t0, Values: map[string]float64{"train_loss_raw": 1}})
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		w, err := NewTFEventsWriter(dir, t0) // same second both times
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.WriteSample(&Sample{Step: int64(run), Time: t0, Values: map[string]float64{"x": 1}})
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	samples, _, err := ReadStore(path)
+	if err != nil || len(samples) != 20 {
+		t.Fatalf("%d samples after reopen, %v", len(samples), err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "events.out.tfevents.*"))
+	if len(files) != 2 {
+		t.Fatalf("event files %v", files)
+	}
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		if recs, err := ReadTFRecords(bytes.NewReader(b)); err != nil || len(recs) != 2 {
+			t.Errorf("%s: %d records, %v", f, len(recs), err)
+		}
+	}
+}

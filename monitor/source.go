@@ -301,10 +301,11 @@ func readJSONL(ctx context.Context, path string, opts SourceOptions, m *mapper, 
 	if err != nil {
 		return fmt.Errorf("watch: %w", err)
 	}
-	defer f.Close()
+	defer func() { f.Close() }()
 	var pending []byte
 	buf := make([]byte, 1<<20)
 	line := 0
+	lastStep, skipUpTo := int64(0), int64(math.MinInt64)
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
@@ -325,9 +326,10 @@ func readJSONL(ctx context.Context, path string, opts SourceOptions, m *mapper, 
 					return fmt.Errorf("%s:%d: %w", path, line, jerr)
 				}
 				s, ok, _ := parseObj(obj, m, line)
-				if !ok {
-					continue
+				if !ok || s.Step <= skipUpTo {
+					continue // a rewritten file's lines already fed
 				}
+				lastStep = s.Step
 				if ferr := fn(s); ferr != nil {
 					return ferr
 				}
@@ -344,6 +346,17 @@ func readJSONL(ctx context.Context, path string, opts SourceOptions, m *mapper, 
 			case <-ctx.Done():
 				return nil
 			case <-time.After(opts.Poll):
+			}
+			// A trainer that resumes rewrites metrics.jsonl (temp file +
+			// rename): follow the new file, skipping steps already fed.
+			if st, serr := os.Stat(path); serr == nil {
+				if cur, cerr := f.Stat(); cerr == nil && !os.SameFile(st, cur) {
+					nf, oerr := os.Open(path)
+					if oerr == nil {
+						f.Close()
+						f, pending, line, skipUpTo = nf, nil, 0, lastStep
+					}
+				}
 			}
 			continue
 		}

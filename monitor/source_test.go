@@ -145,3 +145,54 @@ func TestWatchTFEventsAndStore(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchFollowsRewrittenFile: a resume rewrites metrics.jsonl by rename;
+// follow mode switches to the new file and feeds only new steps.
+func TestWatchFollowsRewrittenFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "metrics.jsonl")
+	line := func(s int) string { return fmt.Sprintf(`{"step": %d, "train_loss_raw": 2}`+"\n", s) }
+	var b strings.Builder
+	for s := 1; s <= 10; s++ {
+		b.WriteString(line(s))
+	}
+	os.WriteFile(path, []byte(b.String()), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var steps []int64
+	done := make(chan error)
+	go func() {
+		done <- ReadSource(ctx, path, SourceOptions{Follow: true, Poll: 5 * time.Millisecond}, func(s Sample) error {
+			mu.Lock()
+			steps = append(steps, s.Step)
+			mu.Unlock()
+			return nil
+		})
+	}()
+	time.Sleep(50 * time.Millisecond)
+	// Resume from step 8: lines 1..8 kept, then 9..12 appended, via rename.
+	b.Reset()
+	for s := 1; s <= 12; s++ {
+		b.WriteString(line(s))
+	}
+	os.WriteFile(path+".tmp", []byte(b.String()), 0o644)
+	os.Rename(path+".tmp", path)
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := len(steps)
+		mu.Unlock()
+		if n >= 12 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want := "[1 2 3 4 5 6 7 8 9 10 11 12]"
+	if got := fmt.Sprint(steps); got != want {
+		t.Fatalf("steps %s, want %s", got, want)
+	}
+}

@@ -148,8 +148,14 @@ func NewTFEventsWriter(dir string, now time.Time) (*TFEventsWriter, error) {
 	if host == "" {
 		host = "localhost"
 	}
+	// A new file per writer; never truncate an existing one (a resume in
+	// the same second gets a numbered name instead).
 	path := filepath.Join(dir, fmt.Sprintf("events.out.tfevents.%d.%s", now.Unix(), host))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o644)
+	for i := 1; err != nil && os.IsExist(err) && i < 100; i++ {
+		path = filepath.Join(dir, fmt.Sprintf("events.out.tfevents.%d.%s.%d", now.Unix(), host, i))
+		f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o644)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tensorboard: %w", err)
 	}

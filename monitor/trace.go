@@ -33,22 +33,27 @@ type traceEvent struct {
 	Args map[string]any `json:"args,omitempty"`
 }
 
-// NewTraceWriter records steps [from, from+steps) to path.
+// NewTraceWriter records steps [from, from+steps) to path. The file is
+// created at the first step inside the window, so a resumed run that starts
+// past the window leaves an earlier trace.json alone.
 func NewTraceWriter(path string, from, steps int64) (*TraceWriter, error) {
-	f, err := os.Create(path)
+	return &TraceWriter{path: path, from: from, until: from + steps}, nil
+}
+
+func (t *TraceWriter) open() error {
+	f, err := os.Create(t.path)
 	if err != nil {
-		return nil, fmt.Errorf("trace: %w", err)
+		return fmt.Errorf("trace: %w", err)
 	}
-	t := &TraceWriter{path: path, f: f, w: bufio.NewWriter(f), from: from, until: from + steps}
+	t.f, t.w = f, bufio.NewWriter(f)
 	_, err = t.w.WriteString("[\n")
 	if err == nil {
 		err = t.emit(traceEvent{Name: "process_name", Ph: "M", Pid: 1, Args: map[string]any{"name": "kestrel train"}})
 	}
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("trace %s: %w", path, err)
+		return fmt.Errorf("trace %s: %w", t.path, err)
 	}
-	return t, nil
+	return nil
 }
 
 func (t *TraceWriter) emit(e traceEvent) error {
@@ -76,6 +81,11 @@ func (t *TraceWriter) us(x time.Time) float64 {
 func (t *TraceWriter) WriteSample(s *Sample) error {
 	if s.Step < t.from || s.Step >= t.until || t.err != nil {
 		return t.err
+	}
+	if t.f == nil {
+		if t.err = t.open(); t.err != nil {
+			return t.err
+		}
 	}
 	start, end := s.Time, s.Time
 	if st, ok := s.Values["step_time"]; ok && finite(st) {
@@ -111,7 +121,7 @@ func (t *TraceWriter) WriteEvent(*Event) error { return nil }
 
 // WriteAlert marks the alert as an instant event when it falls in the window.
 func (t *TraceWriter) WriteAlert(a *Alert) error {
-	if a.Step < t.from || a.Step >= t.until || t.err != nil || t.t0.IsZero() {
+	if a.Step < t.from || a.Step >= t.until || t.err != nil || t.t0.IsZero() || t.f == nil {
 		return t.err
 	}
 	t.err = t.emit(traceEvent{Name: string(a.Severity) + " " + a.Rule, Cat: "alert", Ph: "i", Ts: t.us(a.Time), Pid: 1, Tid: 1})
@@ -120,6 +130,9 @@ func (t *TraceWriter) WriteAlert(a *Alert) error {
 
 // Close terminates the JSON array and closes the file.
 func (t *TraceWriter) Close() error {
+	if t.f == nil {
+		return t.err
+	}
 	t.w.WriteString("\n]\n")
 	err := t.w.Flush()
 	if cerr := t.f.Close(); err == nil {
