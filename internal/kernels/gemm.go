@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"sync"
 )
 
@@ -56,9 +57,14 @@ func useKernel(k *gemmKernel) {
 	gemmImpl = k.name
 }
 
-// Thresholds: below serialFlops multiply-adds a GEMM runs on the calling
-// goroutine only.
-var serialFlops = 1 << 17
+// serialFlops: a GEMM with fewer multiply-adds (m·n·k) runs on the calling
+// goroutine only (about 10 µs of work on one core; waking a worker costs a
+// few µs). serialPack: a B panel with fewer elements is packed by the caller
+// alone.
+var (
+	serialFlops = 1 << 19
+	serialPack  = 1 << 15
+)
 
 // gemmCtx is the per-call state; contexts are recycled through ctxFree so that
 // a steady-state Sgemm allocates nothing, even when called concurrently.
@@ -130,15 +136,20 @@ func grow(s []float32, n int) []float32 {
 // op(X) is X or Xᵀ. op(A) is m×k, op(B) is k×n, C is m×n; lda, ldb and ldc are
 // the row strides of A, B and C as stored (A is m×k, or k×m when transA). When
 // beta == 0, C is not read (it may hold NaNs). Large products run on the
-// worker pool; steady-state calls allocate nothing.
+// worker pool; steady-state calls allocate nothing. Inconsistent sizes
+// (a stride shorter than a row, a slice too short) are programming errors and
+// panic on the calling goroutine with a message naming the operand.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if m <= 0 || n <= 0 {
 		return
 	}
+	checkOperand("C", false, m, n, c, ldc)
 	if k <= 0 || alpha == 0 {
 		scaleC(m, n, beta, c, ldc)
 		return
 	}
+	checkOperand("A", transA, m, k, a, lda)
+	checkOperand("B", transB, k, n, b, ldb)
 	ctx := getCtx()
 	ctx.k = kern
 	ctx.transA, ctx.transB = transA, transB
@@ -148,6 +159,18 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	ctx.lda, ctx.ldb, ctx.ldc = lda, ldb, ldc
 	ctx.run()
 	putCtx(ctx)
+}
+
+// checkOperand panics unless x, stored row-major with row stride ld, holds
+// the rows×cols matrix op(X) (X itself is cols×rows when trans).
+func checkOperand(name string, trans bool, rows, cols int, x []float32, ld int) {
+	if trans {
+		rows, cols = cols, rows
+	}
+	if ld < cols || (rows-1)*ld+cols > len(x) {
+		panic(fmt.Sprintf("kernels.Sgemm: %s is %d×%d as stored with row stride %d, but the stride is below %d or len %d is below %d",
+			name, rows, cols, ld, cols, len(x), (rows-1)*ld+cols))
+	}
 }
 
 // scaleC sets C = beta·C (C = 0 without reading it when beta == 0).
@@ -202,7 +225,11 @@ func (g *gemmCtx) run() {
 			strips := (g.ncCur + kn.nr - 1) / kn.nr
 			g.bPack = grow(g.bPack, strips*kn.nr*g.kcCur)
 			g.phase = phasePackB
-			g.dispatch(threads, strips, max(1, strips/(2*threads)))
+			if strips*kn.nr*g.kcCur < serialPack {
+				serialChunks(strips, strips, g)
+			} else {
+				g.dispatch(threads, strips, max(1, strips/(2*threads)))
+			}
 			g.phase = phaseMBlocks
 			g.dispatch(threads, g.m, g.mcChunk)
 		}

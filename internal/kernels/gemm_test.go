@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 )
 
@@ -100,13 +101,13 @@ func checkGemm(t *testing.T, r *rand.Rand, tc gemmCase) {
 // setTestThreads sets the pool size and, for more than one thread, lets even
 // tiny products take the parallel paths; both are restored when t ends.
 func setTestThreads(t *testing.T, threads int) {
-	savedT, savedF := Threads(), serialFlops
-	t.Cleanup(func() { SetThreads(savedT); serialFlops = savedF })
+	savedT, savedF, savedP := Threads(), serialFlops, serialPack
+	t.Cleanup(func() { SetThreads(savedT); serialFlops, serialPack = savedF, savedP })
 	SetThreads(threads)
 	if threads > 1 {
-		serialFlops = 0
+		serialFlops, serialPack = 0, 0
 	} else {
-		serialFlops = savedF
+		serialFlops, serialPack = savedF, savedP
 	}
 }
 
@@ -318,5 +319,34 @@ func TestEdgeKernelsMatchRef(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestSgemmBadOperandsPanicOnCaller(t *testing.T) {
+	cases := []struct {
+		name string
+		f    func()
+	}{
+		{"short C", func() {
+			Sgemm(false, false, 2, 2, 2, 1, make([]float32, 4), 2, make([]float32, 4), 2, 0, make([]float32, 3), 2)
+		}},
+		{"A stride", func() {
+			Sgemm(false, false, 2, 2, 3, 1, make([]float32, 6), 2, make([]float32, 6), 2, 0, make([]float32, 4), 2)
+		}},
+		{"short Bt", func() {
+			Sgemm(false, true, 2, 3, 2, 1, make([]float32, 4), 2, make([]float32, 5), 2, 0, make([]float32, 6), 3)
+		}},
+	}
+	for _, tc := range cases {
+		func() {
+			defer func() {
+				if r := recover(); r == nil {
+					t.Errorf("%s: no panic", tc.name)
+				} else if !strings.Contains(fmt.Sprint(r), "kernels.Sgemm") {
+					t.Errorf("%s: panic %v does not name Sgemm", tc.name, r)
+				}
+			}()
+			tc.f()
+		}()
 	}
 }

@@ -69,13 +69,16 @@ func main() {
 //
 // computing the MR×NR tile C = alpha·Σ_p a[i·rs+p·cs]·b[p·NR+j] + beta·C
 // (k ≥ 1, NR = vecs·lanes). A is read with general strides so that one
-// kernel serves both A packings (k-major strips: rs=1, cs=MR; row copies:
-// rs=row stride, cs=1); B is a packed k-major strip. Accumulator register
-// r·vecs+v holds row r, vector v; the B vectors of one k step go to the
-// registers after the accumulators, then two alternating broadcast
-// registers. A rows are addressed from four base registers (rows 0-3, 4-7,
-// 8-11, 12-15) plus rs and 3·rs as index registers, and the bases advance by
-// cs every step. C is not read when beta == 0. unroll is the k-loop unroll.
+// kernel serves both A packings (k-major strips: rs=1, cs=MR rounded up;
+// row copies: rs=row stride, cs=1); B is a packed k-major strip.
+// Accumulator register r·vecs+v holds row r, vector v; the B vectors of one
+// k step go to the registers after the accumulators. With AVX-512 the A
+// values are broadcast from memory inside the FMAs (embedded broadcast);
+// AVX2 needs explicit broadcasts into two alternating registers. A rows are
+// addressed from four base registers (rows 0-3, 4-7, 8-11, 12-15) plus rs
+// and 3·rs as index registers, and the bases advance by cs every step. The
+// C tile is prefetched first. C is not read when beta == 0. unroll is the
+// k-loop unroll.
 func kernel(isa string, mr, vecs, lanes, unroll int) {
 	reg := "Z"
 	if isa == "avx2" {
@@ -145,7 +148,7 @@ func kernel(isa string, mr, vecs, lanes, unroll int) {
 			p("\tVMOVUPS %d(BX), %s", u*nr*4+v*vb, bReg(v))
 		}
 		for r := 0; r < mr; r++ {
-			if reg == "Z" && os.Getenv("GEN_BCST") != "" {
+			if reg == "Z" {
 				for v := 0; v < vecs; v++ {
 					p("\tVFMADD231PS.BCST %s, %s, %s", rowAddr(r), bReg(v), acc(r, v))
 				}

@@ -248,7 +248,7 @@ type arena struct {
 	gu, h, sig               [][]float32 // [L][N*2F], [L][N*F], [L][N*F]
 	lnf, rstdf, logits       []float32
 	loss, lse, rowGrad       []float32 // [N]
-	rowMax, rowEnt           []float32 // [B*H*T]
+	rowMax, rowEnt, attnTmp  []float32 // [B*H*T]
 	dresid, dln, dqkv, datty []float32
 	dgu, dh, datt            []float32
 	partial                  []float32 // [normChunks*max(D,hd)]
@@ -314,6 +314,7 @@ func (m *Model) ensureArena(B int) {
 	want(&a.rowGrad, N)
 	want(&a.rowMax, B*H*T)
 	want(&a.rowEnt, B*H*T)
+	want(&a.attnTmp, B*H*T)
 	want(&a.dresid, N*D)
 	want(&a.dln, N*D)
 	want(&a.dqkv, N*m.qkvDim)
@@ -453,7 +454,7 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 		seg = b.SegIDs
 	}
 	m.attn = ops.Attention{D: ops.AttnDims{B: B, T: T, H: H, KVH: KV, HD: hd, Stride: m.qkvDim,
-		QOff: 0, KOff: H * hd, VOff: (H + KV) * hd, OutStride: m.attDim}, Seg: seg}
+		QOff: 0, KOff: H * hd, VOff: (H + KV) * hd, OutStride: m.attDim}, Seg: seg, Scratch: m.a.attnTmp}
 
 	for l := 0; l < c.NLayers; l++ {
 		w := &m.p.layers[l]

@@ -36,6 +36,9 @@ type Attention struct {
 	D     AttnDims
 	Seg   []int32 // [B*T] segment ids, or nil for plain causal attention
 	Block int     // query rows per GEMM block (0 = 64)
+	// Scratch [B*H*T], optional: with it the unmasked softmax rows use the
+	// vectorised exponential.
+	Scratch []float32
 
 	sm  softmaxTask
 	smb softmaxBackTask
@@ -61,7 +64,7 @@ func (a *Attention) block() int {
 // run in parallel, each with its GEMMs and softmax rows on one thread.
 func (a *Attention) Forward(out, att, qkv, rowMax, rowEnt []float32) {
 	a.fwd = attnFwdTask{a: a, out: out, att: att, qkv: qkv}
-	a.sm = softmaxTask{att: att, T: a.D.T, H: a.D.H, seg: a.Seg, rowMax: rowMax, rowEnt: rowEnt}
+	a.sm = softmaxTask{att: att, T: a.D.T, H: a.D.H, seg: a.Seg, rowMax: rowMax, rowEnt: rowEnt, scratch: a.Scratch}
 	kernels.ParallelForTask(a.D.B*a.D.H, 1, &a.fwd)
 	a.fwd = attnFwdTask{}
 }
@@ -173,6 +176,7 @@ type softmaxTask struct {
 	T, H           int
 	seg            []int32
 	rowMax, rowEnt []float32
+	scratch        []float32 // [B*H*T] or nil
 }
 
 func (k *softmaxTask) Run(s, e int) {
@@ -186,6 +190,25 @@ func (k *softmaxTask) Run(s, e int) {
 		if k.seg != nil {
 			seg = k.seg[b*T : (b+1)*T]
 			st = seg[t]
+		}
+		if seg == nil && k.scratch != nil {
+			// e^(s−max) into scratch, entropy from Σ e·s, then normalise
+			v := row[:t+1]
+			mx := v[0]
+			for _, x := range v {
+				mx = max(mx, x)
+			}
+			ex := k.scratch[(r/T)*T : (r/T)*T+t+1]
+			sum := expShiftSum(ex, v, mx)
+			ps := kernels.Dot(ex, v)
+			inv := 1 / sum
+			for j, e := range ex {
+				v[j] = e * inv
+			}
+			clear(row[t+1:])
+			k.rowMax[r] = mx
+			k.rowEnt[r] = mx + float32(math.Log(float64(sum))) - ps*inv
+			continue
 		}
 		mx := row[t]
 		for j := 0; j < t; j++ {

@@ -231,7 +231,8 @@ func TestAttentionGrad(t *testing.T) {
 		name  string
 		seg   bool
 		block int
-	}{{"causal", false, 0}, {"docmask-blocked", true, 2}} {
+		vec   bool
+	}{{"causal", false, 0, false}, {"causal-vec", false, 0, true}, {"docmask-blocked", true, 2, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(9, 1))
 			B, T, H, KV, hd := 2, 5, 4, 2, 4
@@ -242,6 +243,9 @@ func TestAttentionGrad(t *testing.T) {
 				seg = []int32{0, 0, 1, 1, 1, 4, 4, 4, 4, 9}
 			}
 			a := &Attention{D: d, Seg: seg, Block: tc.block}
+			if tc.vec {
+				a.Scratch = make([]float32, B*H*T)
+			}
 			N := B * T
 			qkv := randVec(r, N*d.Stride, 1.5)
 			rr := randVec(r, N*d.OutStride, 1)
@@ -320,6 +324,46 @@ func TestSigmoidTwins(t *testing.T) {
 			want := 1 / (1 + math.Exp(-float64(src[i])))
 			if math.Abs(float64(a[i])-want) > 4e-7*want+1e-37 || math.Abs(float64(a[i]-b[i])) > 4e-7*float64(b[i])+1e-37 {
 				t.Fatalf("n=%d i=%d x=%g: %g (go %g) want %g", n, i, src[i], a[i], b[i], want)
+			}
+		}
+	}
+}
+
+// TestAttentionVitals checks the per-row max logit and entropy of both
+// softmax paths against −Σ p·log p computed from the saved probabilities.
+func TestAttentionVitals(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 1))
+	B, T, H, KV, hd := 1, 9, 2, 1, 4
+	d := AttnDims{B: B, T: T, H: H, KVH: KV, HD: hd, Stride: (H + 2*KV) * hd,
+		QOff: 0, KOff: H * hd, VOff: (H + KV) * hd, OutStride: H * hd}
+	qkv := randVec(r, B*T*d.Stride, 2)
+	for _, scratch := range [][]float32{nil, make([]float32, B*H*T)} {
+		a := &Attention{D: d, Scratch: scratch}
+		att := make([]float32, B*H*T*T)
+		rowMax, rowEnt := make([]float32, B*H*T), make([]float32, B*H*T)
+		a.Forward(make([]float32, B*T*d.OutStride), att, qkv, rowMax, rowEnt)
+		for row := 0; row < B*H*T; row++ {
+			var ent float64
+			for _, p := range att[row*T : (row+1)*T] {
+				if p > 0 {
+					ent -= float64(p) * math.Log(float64(p))
+				}
+			}
+			if math.Abs(ent-float64(rowEnt[row])) > 1e-5 {
+				t.Fatalf("scratch=%v row %d: entropy %g want %g", scratch != nil, row, rowEnt[row], ent)
+			}
+			// the max logit: scale·q·k over j ≤ t
+			tt, h := row%T, row/T%H
+			best := math.Inf(-1)
+			for j := 0; j <= tt; j++ {
+				var s float64
+				for i := 0; i < hd; i++ {
+					s += float64(qkv[tt*d.Stride+h*hd+i]) * float64(qkv[j*d.Stride+d.KOff+i])
+				}
+				best = math.Max(best, s/math.Sqrt(float64(hd)))
+			}
+			if math.Abs(best-float64(rowMax[row])) > 1e-5 {
+				t.Fatalf("row %d: max logit %g want %g", row, rowMax[row], best)
 			}
 		}
 	}
