@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,7 +18,7 @@ import (
 
 func newTrainCmd() *cobra.Command {
 	var out string
-	var fresh bool
+	var fresh, dash bool
 	cmd := &cobra.Command{
 		Use:   "train --config RUN.toml --out runs/NAME",
 		Short: "train a transformer; resumes from the newest valid checkpoint in --out",
@@ -25,12 +27,16 @@ dataset, with AdamW, LR schedules (cosine, WSD, WSD-S, multi-step, re-warmup),
 gradient and update-norm clipping, skip-bad-steps, z-loss, EMA weights, and
 checkpoints with bit-exact resume. If --out already holds a checkpoint the run
 resumes from the newest valid one; Ctrl-C writes a checkpoint and exits 0.
-Every step appends a JSON line to <out>/metrics.jsonl.`,
+Every step appends a JSON line to <out>/metrics.jsonl; the monitor (ICU panel)
+watches every step, writes alerts.jsonl, metrics.sqlite, TensorBoard events and
+trace.json, and stops the run on a SEV0 with an incident bundle under
+<out>/incidents/. --dash serves the live dashboard beside the run.`,
 		Args: cobra.NoArgs,
 	}
 	cf := addConfigFlags(cmd, "run config (TOML)")
 	cmd.Flags().StringVar(&out, "out", "", "run directory (default runs/<run.name>)")
 	cmd.Flags().BoolVar(&fresh, "fresh", false, "refuse to touch an existing run directory instead of resuming")
+	cmd.Flags().BoolVar(&dash, "dash", false, "serve the live dashboard for this run beside training (at dash.addr)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := cf.load()
 		if err != nil {
@@ -39,26 +45,63 @@ Every step appends a JSON line to <out>/metrics.jsonl.`,
 		if out == "" {
 			out = filepath.Join("runs", cfg.Run.Name)
 		}
-		opts, err := trainOptions(cfg, out)
-		if err != nil {
-			return err
-		}
-		opts.Fresh = fresh
-		start := time.Now()
-		res, err := train.Run(cmd.Context(), opts)
-		if err != nil {
-			return fmt.Errorf("train %s: %w", out, err)
-		}
-		wall := time.Since(start).Round(time.Second)
-		switch {
-		case res.Interrupted:
-			fmt.Fprintf(cmd.ErrOrStderr(), "interrupted at step %d; checkpoint %s written; rerun the same command to resume\n", res.Step, res.Checkpoint)
-		default:
-			fmt.Fprintf(cmd.OutOrStdout(), "done: step %d, val_loss %.4f, val_loss_ema %.4f, wall %s, run %s\n", res.Step, res.ValLoss, res.ValLossEMA, wall, out)
-		}
-		return nil
+		_, err = runTraining(cmd.Context(), cfg, out, trainRunOptions{fresh: fresh, dash: dash, stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr()})
+		return err
 	}
 	return cmd
+}
+
+// trainRunOptions are the command-line choices around one training run.
+type trainRunOptions struct {
+	fresh, dash    bool
+	stdout, stderr io.Writer
+}
+
+// runTraining trains (or resumes) the run in out with the monitor attached
+// and, with dash, the dashboard serving it. kestrel train and kestrel demo
+// both use it.
+func runTraining(ctx context.Context, cfg config.Config, out string, ro trainRunOptions) (*train.Result, error) {
+	opts, err := trainOptions(cfg, out)
+	if err != nil {
+		return nil, err
+	}
+	if ro.fresh {
+		// Refuse here, before the monitor creates files in the directory
+		// (train.Run would otherwise see the directory the monitor made).
+		if _, err := os.Stat(out); err == nil {
+			return nil, fmt.Errorf("train: --fresh: run directory %s already exists; choose another --out or remove it", out)
+		}
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	tm, err := newTrainMonitor(cfg, out, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	opts.Observers = append(opts.Observers, tm)
+	if ro.dash {
+		stop, err := startDash(ctx, cfg.Dash.Addr, out, ro.stdout)
+		if err != nil {
+			_ = tm.Finish(nil)
+			return nil, err
+		}
+		defer stop()
+	}
+	start := time.Now()
+	res, err := train.Run(ctx, opts)
+	err = tm.Finish(err)
+	if err != nil {
+		return res, fmt.Errorf("train %s: %w", out, err)
+	}
+	wall := time.Since(start).Round(time.Second)
+	switch {
+	case res.Interrupted:
+		fmt.Fprintf(ro.stderr, "interrupted at step %d; checkpoint %s written; rerun the same command to resume\n", res.Step, res.Checkpoint)
+	default:
+		fmt.Fprintf(ro.stdout, "done: step %d, val_loss %.4f, val_loss_ema %.4f, wall %s, run %s\n", res.Step, res.ValLoss, res.ValLossEMA, wall, out)
+	}
+	return res, nil
 }
 
 // trainOptions assembles the trainer's options from the resolved config.

@@ -1,120 +1,16 @@
 package dashboard
 
 import (
-	"context"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/chromedp/chromedp"
+	"github.com/kestrel-lm/kestrel/internal/dashboard/browsertest"
 )
 
-// chromium returns the path of a Chromium to drive, or skips the test when
-// none is installed — unless KESTREL_REQUIRE_BROWSER=1 (CI sets it), where a
-// missing browser is a failure.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{os.Getenv("KESTREL_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"} {
-		if name == "" {
-			continue
-		}
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("KESTREL_REQUIRE_BROWSER") == "1" {
-		t.Fatal("no chromium found (install Debian's chromium package; .ci/run does)")
-	}
-	t.Skip("no chromium found; set KESTREL_REQUIRE_BROWSER=1 to make this a failure")
-	return ""
-}
-
-// BrowserCheck loads the dashboard at url in headless Chromium, checks that
-// every panel with data drew a chart, switches the x-axis to tokens and
-// saves a screenshot to shot. It returns the panels that rendered.
-func BrowserCheck(t *testing.T, url, shot string, wantPanels []string) []string {
-	t.Helper()
-	bin := chromium(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1400, 2400),
-	)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-
-	err := chromedp.Do(ctx,
-		chromedp.Navigate(url),
-		chromedp.WaitVisible(`.panel canvas`),
-		chromedp.Sleep(300*time.Millisecond),
-	)
-	if err != nil {
-		t.Fatalf("browser: load %s: %v", url, err)
-	}
-	rendered, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('.panel')].filter(p => p.querySelector('canvas') && +p.dataset.points > 0).map(p => p.dataset.panel)`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range wantPanels {
-		if !contains(rendered, want) {
-			t.Errorf("panel %q did not render with data (rendered: %v)", want, rendered)
-		}
-	}
-	empty, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('.panel:not(.nodata)')].filter(p => !p.querySelector('canvas')).map(p => p.dataset.panel)`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(empty) > 0 {
-		t.Errorf("panels without a chart: %v", empty)
-	}
-	err = chromedp.Do(ctx, chromedp.Click(`input[name=x][value=tokens]`))
-	if err == nil {
-		_, err = chromedp.Run(ctx, chromedp.Poll[bool](`location.hash.includes('x=tokens') && !!document.querySelector('.panel .u-legend .u-series th') && document.querySelector('.panel .u-legend .u-series th').textContent.includes('tokens')`, chromedp.WithPollingTimeout(20*time.Second)))
-	}
-	if err != nil {
-		t.Fatalf("switching the x-axis to tokens: %v", err)
-	}
-	xLabel, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('.panel .u-legend .u-series th').textContent`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(xLabel, "tokens") {
-		t.Errorf("x-axis label after switching: %q", xLabel)
-	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(80))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(shot, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// KESTREL_SCREENSHOT_DIR keeps a copy beyond the test's temp dir.
-	if d := os.Getenv("KESTREL_SCREENSHOT_DIR"); d != "" {
-		if err := os.WriteFile(filepath.Join(d, filepath.Base(shot)), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return rendered
-}
-
 func TestBrowserPanels(t *testing.T) {
-	chromium(t)
+	browsertest.Chromium(t)
 	if _, err := os.Stat("web/vendor/uPlot.iife.min.js"); err != nil {
 		t.Fatal("web/vendor is empty: run `make build` (it installs uPlot with npm) before the browser test")
 	}
@@ -126,7 +22,6 @@ func TestBrowserPanels(t *testing.T) {
 	}
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
-	shot := filepath.Join(t.TempDir(), "dash.jpg")
-	BrowserCheck(t, ts.URL+"/", shot, []string{"val", "train", "grad", "update", "lr", "tps", "steptime", "mfu", "maxlogit", "entropy", "maxlogitL-0", "resid"})
-	t.Logf("screenshot: %s", shot)
+	shot := filepath.Join(t.TempDir(), "dash-synthetic.jpg")
+	browsertest.Check(t, ts.URL+"/", shot, []string{"val", "train", "grad", "update", "lr", "tps", "steptime", "mfu", "maxlogit", "entropy", "maxlogitL-0", "resid"})
 }

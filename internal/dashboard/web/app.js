@@ -274,12 +274,22 @@ function zoomPanPlugin() {
   };
 }
 
+// Zoom and pan are shared by every chart. While charts are being built
+// (their own auto-ranging) nothing is propagated; a reset (a chart back at
+// its full range) resets every chart to its own full range.
 let syncing = false;
+const fullRange = (c) => { const x = c.data[0]; return x && x.length ? { min: x[0], max: x[x.length - 1] } : null; };
 function syncScales(u) {
   if (syncing) return;
   syncing = true;
   const { min, max } = u.scales.x;
-  for (const c of state.charts) if (c !== u && c.scales.x) c.setScale('x', { min, max });
+  const full = fullRange(u);
+  const reset = full && min <= full.min && max >= full.max;
+  for (const c of state.charts) {
+    if (c === u || !c.scales.x) continue;
+    const r = reset ? fullRange(c) : { min, max };
+    if (r) c.setScale('x', r);
+  }
   syncing = false;
 }
 
@@ -306,7 +316,9 @@ function buildChart(container, title, hint, series, opts) {
     const color = COLORS[(state.selected.indexOf(run) * 3 + i) % COLORS.length];
     const label = state.selected.length > 1 ? `${run}: ${name}` : name;
     const cols = [env.x, env.y];
-    const sm = /threshold/.test(name) ? null : smooth(env.y, state.smooth, state.smoothAmt);
+    // Sparse series (evaluations, probes) are shown as they are: smoothing
+    // a handful of points only delays them.
+    const sm = /threshold/.test(name) || env.n < 50 ? null : smooth(env.y, state.smooth, state.smoothAmt);
     const base = meta.length + 1;
     meta.push({ label, stroke: sm ? color + '55' : color, width: 1, run, name });
     if (env.downsampled) {
@@ -373,6 +385,12 @@ function buildChart(container, title, hint, series, opts) {
 function render() {
   for (const c of state.charts) c.destroy();
   state.charts = [];
+  syncing = true; // charts range themselves while being built
+  try { renderCharts(); } finally { syncing = false; }
+  if (state.tab === 'run') renderRunPage();
+}
+
+function renderCharts() {
   const root = $('#panels');
   root.replaceChildren();
   if (typeof uPlot === 'undefined') {
@@ -406,7 +424,6 @@ function render() {
     }
   }
   root.append(eventsTable());
-  if (state.tab === 'run') renderRunPage();
 }
 
 function eventsTable() {
