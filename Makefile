@@ -32,6 +32,12 @@ lint:
 
 test: lint build
 	$(GO) test $(TESTFLAGS) ./...
+	@echo "== end-to-end smoke test: kestrel demo --quick"
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  $(BIN) demo --quick --data-out $$tmp/datasets/demo-quick --out $$tmp/runs/demo-quick > $$tmp/demo.log 2>&1 || \
+	  { tail -50 $$tmp/demo.log; echo "demo --quick failed"; exit 1; }; \
+	  grep -q "verdict:" $$tmp/demo.log && test -s $$tmp/runs/demo-quick/report/report.md && \
+	  tail -22 $$tmp/demo.log
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...

@@ -86,7 +86,7 @@ var catalog = []Metric{
 	{Name: "output_kl_to_prev", Unit: "nats", Kind: Gauge, Category: CatModel, Help: "KL(p_t ‖ p_prev) of outputs on the probe batch between consecutive checkpoints", Sampling: "checkpoint"},
 
 	// Data & distribution
-	{Name: "source_mix_share", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "share of this step's non-pad tokens from each source", Variants: []string{sourceVar}, Sampling: "step", Nano: true},
+	{Name: "source_mix_share", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "share of this step's sequences drawn from each source (what the mixture weights control)", Variants: []string{sourceVar}, Sampling: "step", Nano: true},
 	{Name: "pad_fraction", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "padding tokens / all tokens in the batch", Sampling: "step", Nano: true},
 	{Name: "token_kl_drift", Unit: "nats", Kind: Gauge, Category: CatData, Help: "KL(token histogram of the window ‖ dataset token histogram)", Sampling: "window"},
 	{Name: "near_dup_rate", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "within-train near-duplicate fraction from the dataset report", Sampling: "run start", Nano: true},

@@ -96,6 +96,8 @@ func runTraining(ctx context.Context, cfg config.Config, out string, ro trainRun
 	}
 	wall := time.Since(start).Round(time.Second)
 	switch {
+	case res.TimeLimited:
+		fmt.Fprintf(ro.stdout, "time limit (train.max_minutes = %g) reached at step %d of %d: final eval val_loss %.4f, checkpoint %s; rerun the same command to continue\n", cfg.Train.MaxMinutes, res.Step, cfg.Train.Steps, res.ValLoss, res.Checkpoint)
 	case res.Interrupted:
 		fmt.Fprintf(ro.stderr, "interrupted at step %d; checkpoint %s written; rerun the same command to resume\n", res.Step, res.Checkpoint)
 	default:

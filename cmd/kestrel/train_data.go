@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
@@ -15,11 +16,19 @@ import (
 // The loader is the trainer's data source for prepared datasets.
 var _ train.DataSource = (*loader.Loader)(nil)
 
+// The loader's optional extras the trainer uses: Close (Run closes the
+// prefetcher) and DescribeStep (train.DescribeBatch, for spike reports).
+var (
+	_ io.Closer            = (*loader.Loader)(nil)
+	_ train.BatchDescriber = (*loader.Loader)(nil)
+)
+
 // openDatasetSource opens a prepared dataset (data.kind = "dataset") as the
 // trainer's data source: the [data] mixture over the dataset's sources,
 // sequences of model.seq_len, the train batch schedule and run.seed. The
 // returned loader also has Stats() (stall time, source shares, pad
-// fraction), BatchInfo(step)/DescribeStep(step) and Close().
+// fraction), BatchInfo(index)/DescribeStep(index) and Close(); train.Run
+// closes it.
 func openDatasetSource(cfg config.Config) (train.DataSource, error) {
 	return openLoader(cfg)
 }
@@ -36,28 +45,40 @@ func openLoader(cfg config.Config) (*loader.Loader, error) {
 	if vocab > cfg.Model.Vocab {
 		return nil, fmt.Errorf("dataset %s: its tokenizer has %d tokens but model.vocab is %d (set model.vocab = %d)", cfg.Data.Path, vocab, cfg.Model.Vocab, vocab)
 	}
-	sched, err := trainBatchSchedule(cfg)
-	if err != nil {
-		return nil, err
-	}
-	l, err := loader.New(ds, cfg.Data, loader.Options{
-		SeqLen:     cfg.Model.SeqLen,
-		Seed:       cfg.Run.Seed,
-		Schedule:   sched,
-		StepBase:   1, // the trainer numbers steps from 1
-		TotalSteps: cfg.Train.Steps,
-		Logger:     slog.Default(),
-	})
+	l, err := newLoader(ds, cfg, slog.Default())
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: %w", cfg.Data.Path, err)
 	}
 	return l, nil
 }
 
-// trainBatchSchedule is the global batch per step as the trainer runs it
-// (train.batch_schedule, indexed from 0 for step 1, or train.batch_size).
-// The loader numbers sequences cumulatively over this schedule, so it must
-// match what the trainer passes to Fill (a mismatch is an error in Fill).
+// newLoader builds the loader over ds as kestrel train runs it. Step
+// numbering (see train.DataSource): the trainer's metrics step s calls
+// Fill with the 0-based index s−1, which is also the index of
+// train.batch_schedule entries; data.stages[].start_step is a metrics step
+// (ReportBase 1), so a stage with start_step S first shows in the
+// metrics.jsonl line "step": S.
+func newLoader(ds *loader.Dataset, cfg config.Config, log *slog.Logger) (*loader.Loader, error) {
+	sched, err := trainBatchSchedule(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return loader.New(ds, cfg.Data, loader.Options{
+		SeqLen:     cfg.Model.SeqLen,
+		Seed:       cfg.Run.Seed,
+		Schedule:   sched,
+		ReportBase: 1, // metrics.jsonl "step" of Fill's index 0
+		TotalSteps: cfg.Train.Steps,
+		Logger:     log,
+	})
+}
+
+// trainBatchSchedule is the global batch per step index as the trainer runs
+// it: train.batch_schedule ([[start_index, batch], ...], index 0 = metrics
+// step 1) or train.batch_size, read by the same optim.NewBatchSchedule the
+// trainer uses. The loader numbers sequences cumulatively over this
+// schedule, so it must match what the trainer passes to Fill (a mismatch is
+// an error in Fill).
 func trainBatchSchedule(cfg config.Config) (loader.BatchSchedule, error) {
 	bs, err := optim.NewBatchSchedule("train.batch_schedule", cfg.Train.BatchSchedule, cfg.Train.BatchSize)
 	if err != nil {

@@ -9,12 +9,14 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/model"
@@ -74,34 +76,61 @@ func (s stopAtStep) OnStep(m train.StepMetrics) error {
 func (stopAtStep) OnEval(train.EvalMetrics) error           { return nil }
 func (stopAtStep) OnCheckpoint(train.CheckpointEvent) error { return nil }
 
-func loaderRunOpts(t *testing.T, dir string, ds *loader.Dataset, mc model.Config, steps int, sched [][]int) (train.Options, *loader.Loader) {
+// loaderRunOpts builds the loader over ds the way kestrel train does
+// (newLoader from a run config) with data.stages = stages, and the
+// trainer's options around it.
+func loaderRunOpts(t *testing.T, dir string, ds *loader.Dataset, mc model.Config, steps int, sched [][]int, stages ...loader.Stage) (train.Options, *loader.Loader) {
 	t.Helper()
+	cfg := config.Default()
+	cfg.Run.Seed = 7
+	cfg.Model = mc
 	tc := train.DefaultConfig()
 	tc.Steps, tc.BatchSize, tc.BatchSchedule, tc.MicroBatch, tc.EvalEvery, tc.EvalBatches, tc.LogEvery, tc.PeakGFLOPS = steps, 4, sched, 3, 0, 1, 0, 1
-	oc := optim.DefaultConfig()
-	oc.Warmup = 2
-	cc := train.DefaultCheckpointConfig()
-	cc.Every = 4
+	cfg.Train = tc
+	cfg.Optim = optim.DefaultConfig()
+	cfg.Optim.Warmup = 2
+	cfg.Checkpoint = train.DefaultCheckpointConfig()
+	cfg.Checkpoint.Every = 4
 	dc := loader.DefaultConfig()
 	dc.Kind, dc.MixBlock, dc.ValMaxSeqs = "dataset", 64, 8
 	dc.Sources = []loader.SourceConfig{{Name: "shakespeare", Weight: 0.7}, {Name: "wiki", Weight: 0.3}}
-	bs, err := optim.NewBatchSchedule("train.batch_schedule", sched, tc.BatchSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ls loader.BatchSchedule
-	for i := range bs.Starts {
-		ls = append(ls, loader.BatchStage{StartStep: bs.Starts[i], Batch: bs.Batches[i]})
-	}
+	dc.Stages = stages
+	cfg.Data = dc
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	l, err := loader.New(ds, dc, loader.Options{SeqLen: mc.SeqLen, Seed: 7, Schedule: ls, StepBase: 1, TotalSteps: steps, Logger: quiet})
+	l, err := newLoader(ds, cfg, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	return train.Options{Dir: dir, Seed: 7, Model: mc, Optim: oc, Train: tc, Checkpoint: cc,
+	return train.Options{Dir: dir, Seed: 7, Model: mc, Optim: cfg.Optim, Train: tc, Checkpoint: cfg.Checkpoint,
 		Init: train.DefaultInitConfig(), Debug: train.DefaultDebugConfig(), Data: l, ConfigHash: "loader-test",
 		Tokenizer: "bytes", Logger: quiet}, l
+}
+
+// metricLines returns the step lines (those with train_loss_raw) of a run's metrics.jsonl.
+func metricLines(t *testing.T, dir string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := m["train_loss_raw"]; ok {
+			out = append(out, m)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // stepLines returns train_loss_raw and dataloader_stall_frac per step line.
@@ -129,16 +158,20 @@ func stepLines(t *testing.T, dir string) (loss, stall []float64) {
 }
 
 // TestTrainOnLoaderResume: kestrel's trainer runs on the loader (mixture of
-// two shipped sources, document masking, a batch-size change, micro-batches)
-// and a run crashed at step 6 and resumed from its step-4 checkpoint logs
-// exactly the losses of the uninterrupted run.
+// two shipped sources, document masking, micro-batches) across a
+// train.batch_schedule change (index 5 = metrics step 6) and a data.stages
+// switch (start_step 7, a metrics step): the metrics lines show the new
+// batch from step 6 and only the stage's source from step 7, and a run
+// crashed at step 6 and resumed from its step-4 checkpoint logs exactly the
+// losses of the uninterrupted run.
 func TestTrainOnLoaderResume(t *testing.T) {
 	ds := shippedByteDataset(t)
 	mc := model.DefaultConfig()
 	mc.DModel, mc.NLayers, mc.NHeads, mc.NKVHeads, mc.MLPHidden, mc.SeqLen, mc.DocMask = 16, 1, 2, 2, 32, 32, true
 	sched := [][]int{{0, 4}, {5, 6}}
+	stage := loader.Stage{StartStep: 7, Weights: map[string]float64{"wiki": 1}}
 	ref := filepath.Join(t.TempDir(), "ref")
-	o, _ := loaderRunOpts(t, ref, ds, mc, 9, sched)
+	o, _ := loaderRunOpts(t, ref, ds, mc, 9, sched, stage)
 	if _, err := train.Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
@@ -146,13 +179,37 @@ func TestTrainOnLoaderResume(t *testing.T) {
 	if len(want) != 9 {
 		t.Fatalf("%d step lines, want 9", len(want))
 	}
+	sawShakespeare := false
+	for _, m := range metricLines(t, ref) {
+		step := int(m["step"].(float64))
+		wantB := 4
+		if step >= 6 {
+			wantB = 6
+		}
+		wiki, ok1 := m["source_mix_share/wiki"].(float64)
+		sh, ok2 := m["source_mix_share/shakespeare"].(float64)
+		pad, ok3 := m["pad_fraction"].(float64)
+		if !ok1 || !ok2 || !ok3 || int(m["batch_size"].(float64)) != wantB || pad != 0 {
+			t.Fatalf("step %d: batch %v (want %d), shares %v/%v, pad_fraction %v", step, m["batch_size"], wantB, m["source_mix_share/wiki"], m["source_mix_share/shakespeare"], m["pad_fraction"])
+		}
+		if math.Abs(wiki+sh-1) > 1e-12 {
+			t.Fatalf("step %d: shares %v + %v != 1", step, wiki, sh)
+		}
+		if step >= 7 && wiki != 1 {
+			t.Fatalf("step %d: source_mix_share/wiki = %v after the stage at step 7", step, wiki)
+		}
+		sawShakespeare = sawShakespeare || (step == 6 && sh > 0)
+	}
+	if !sawShakespeare {
+		t.Fatal("step 6 (before the stage at 7) has no shakespeare rows")
+	}
 	dir := filepath.Join(t.TempDir(), "run")
-	o, _ = loaderRunOpts(t, dir, ds, mc, 9, sched)
+	o, _ = loaderRunOpts(t, dir, ds, mc, 9, sched, stage)
 	o.Observers = []train.Observer{stopAtStep{6}}
 	if _, err := train.Run(context.Background(), o); err == nil {
 		t.Fatal("want the simulated crash")
 	}
-	o, _ = loaderRunOpts(t, dir, ds, mc, 9, sched) // a fresh loader, as after a restart
+	o, _ = loaderRunOpts(t, dir, ds, mc, 9, sched, stage) // a fresh loader, as after a restart
 	res, err := train.Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ const (
 type State struct {
 	Format     int     `json:"format"`
 	Step       int     `json:"step"` // optimizer steps completed
-	Kind       string  `json:"kind"` // rolling | permanent | final | interrupt
+	Kind       string  `json:"kind"` // rolling | permanent | final | interrupt | time_limit
 	TokensSeen int64   `json:"tokens_seen"`
 	WallTime   float64 `json:"wall_time"` // training seconds so far
 	Created    string  `json:"created"`
@@ -370,7 +370,7 @@ func resolveCheckpoint(path string, log *slog.Logger) (*Loaded, error) {
 
 // applyKeepPolicy deletes rolling checkpoints beyond the newest keep ones.
 // Permanent, final and unreadable checkpoints are left alone. Interrupt
-// checkpoints count as rolling.
+// and time_limit checkpoints count as rolling.
 func applyKeepPolicy(root string, keep int) ([]string, error) {
 	list, err := listCheckpoints(root)
 	if err != nil {
@@ -386,7 +386,7 @@ func applyKeepPolicy(root string, keep int) ([]string, error) {
 		var st struct {
 			Kind string `json:"kind"`
 		}
-		if json.Unmarshal(data, &st) != nil || (st.Kind != "rolling" && st.Kind != "interrupt") {
+		if json.Unmarshal(data, &st) != nil || (st.Kind != "rolling" && st.Kind != "interrupt" && st.Kind != "time_limit") {
 			continue
 		}
 		n++

@@ -6,13 +6,14 @@ package train
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Config is the [train] section of a run config.
 type Config struct {
 	Steps         int     `toml:"steps" comment:"number of optimizer steps (the last step of the run; a warm-start in full mode continues the source's count)"`
 	BatchSize     int     `toml:"batch_size" comment:"global batch in sequences per step (B0 for sqrt batch LR scaling when batch_schedule is empty)"`
-	BatchSchedule [][]int `toml:"batch_schedule" comment:"global batch schedule as [[start_step, batch], ...] starting at step 0 (empty = batch_size throughout; Marin 32B: [[0, 8192], [18500, 7680], [21010, 8192]])"`
+	BatchSchedule [][]int `toml:"batch_schedule" comment:"global batch schedule as [[start_step, batch], ...] starting at step 0; start_step is the 0-based step index, so [s, b] takes effect at metrics.jsonl step s+1 (empty = batch_size throughout; Marin 32B: [[0, 8192], [18500, 7680], [21010, 8192]])"`
 	MicroBatch    int     `toml:"micro_batch" comment:"sequences per forward/backward (gradient accumulation when smaller than the global batch; 0 = the global batch)"`
 	EvalEvery     int     `toml:"eval_every" comment:"evaluate validation loss (raw and EMA weights) every N steps (0 = only at the end)"`
 	EvalBatches   int     `toml:"eval_batches" comment:"validation rows = eval_batches × the first global batch, spread evenly over the validation set (0 = every row; the final evaluation always reads every row)"`
@@ -20,6 +21,7 @@ type Config struct {
 	LossEMABeta   float64 `toml:"loss_ema_beta" comment:"β of the bias-corrected EMA reported as train_loss_ema"`
 	LogEvery      int     `toml:"log_every" comment:"print a progress line every N steps (metrics.jsonl gets every step regardless)"`
 	PeakGFLOPS    float64 `toml:"peak_gflops" comment:"peak GFLOP/s of this machine for mfu (0 = measure a float32 GEMM at start-up)"`
+	MaxMinutes    float64 `toml:"max_minutes" comment:"stop this invocation after this many minutes of wall-clock (checked after each step; at least one step runs) with a final evaluation and checkpoint, exit 0; rerunning resumes (0 = no limit)"`
 }
 
 // DefaultConfig returns the defaults of the [train] section.
@@ -44,6 +46,9 @@ func (c Config) Validate() error {
 	}
 	if c.ValFraction < 0 || c.ValFraction >= 1 {
 		errs = append(errs, fmt.Errorf("train.val_fraction must be in [0, 1), got %g", c.ValFraction))
+	}
+	if c.MaxMinutes < 0 || math.IsNaN(c.MaxMinutes) || math.IsInf(c.MaxMinutes, 0) {
+		errs = append(errs, fmt.Errorf("train.max_minutes must be a finite number >= 0, got %g", c.MaxMinutes))
 	}
 	if c.LossEMABeta < 0 || c.LossEMABeta >= 1 {
 		errs = append(errs, fmt.Errorf("train.loss_ema_beta must be in [0, 1), got %g", c.LossEMABeta))

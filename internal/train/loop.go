@@ -28,6 +28,8 @@ type Options struct {
 	Checkpoint CheckpointConfig
 	Init       InitConfig
 	Debug      DebugConfig
+	// Data is read through Fill/FillVal; Run closes it on return when it
+	// has a Close() error method (the dataset loader's prefetcher).
 	Data       DataSource
 	ConfigHash string // recorded in state.json and manifest.json; a resume with another hash is logged
 	// Tokenizer names how token ids map to text, recorded in state.json for
@@ -53,8 +55,12 @@ type Result struct {
 	Step        int     // last completed step
 	ValLoss     float64 // last evaluation (NaN if none ran)
 	ValLossEMA  float64
-	Resumed     bool   // started from a checkpoint in Dir
-	Interrupted bool   // stopped by context cancellation after writing a checkpoint
+	Resumed     bool // started from a checkpoint in Dir
+	Interrupted bool // stopped by context cancellation after writing a checkpoint
+	// TimeLimited: this invocation ran past train.max_minutes and stopped
+	// before train.steps, after a final evaluation and a checkpoint (kind
+	// "time_limit"); rerunning resumes.
+	TimeLimited bool
 	Checkpoint  string // newest checkpoint written or loaded
 	WarmStart   *WarmStartReport
 }
@@ -92,6 +98,9 @@ type trainer struct {
 	T      int
 
 	inputs, targets, segIDs []int32
+	srcs                    []int     // Fill's per-row source indices (micro-batch)
+	srcNames                []string  // Data.SourceNames()
+	start                   time.Time // when Run was called (train.max_minutes)
 	peakFLOPS               float64
 	lastCkpt                string
 	lastCkptTime            time.Time
@@ -102,7 +111,15 @@ type trainer struct {
 // Run trains until Train.Steps, resuming from the newest valid checkpoint
 // in Dir when there is one. Cancelling ctx writes a checkpoint and returns
 // (Result.Interrupted, nil).
-func Run(ctx context.Context, o Options) (*Result, error) {
+func Run(ctx context.Context, o Options) (res *Result, err error) {
+	start := time.Now()
+	if c, ok := o.Data.(io.Closer); ok {
+		defer func() {
+			if cerr := c.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("train: closing the data source: %w", cerr)
+			}
+		}()
+	}
 	for _, v := range []interface{ Validate() error }{o.Model, o.Optim, o.Train, o.Checkpoint, o.Init} {
 		if err := v.Validate(); err != nil {
 			return nil, err
@@ -125,11 +142,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	t := &trainer{o: o, log: o.Logger, ckRoot: filepath.Join(o.Dir, "checkpoints"), T: o.Model.SeqLen}
+	t := &trainer{o: o, log: o.Logger, ckRoot: filepath.Join(o.Dir, "checkpoints"), T: o.Model.SeqLen, start: start}
 	if t.log == nil {
 		t.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	res, err := t.run(ctx)
+	res, err = t.run(ctx)
 	if t.ml != nil {
 		if cerr := t.ml.close(); err == nil && cerr != nil {
 			err = cerr
@@ -175,6 +192,8 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		mb = maxB
 	}
 	t.inputs, t.targets, t.segIDs = make([]int32, mb*t.T), make([]int32, mb*t.T), make([]int32, mb*t.T)
+	t.srcs = make([]int, mb)
+	t.srcNames = o.Data.SourceNames()
 	t.st.GradClipWindow = []bool{}
 
 	res := &Result{ValLoss: math.NaN(), ValLossEMA: math.NaN()}
@@ -275,8 +294,14 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 				"lr", fmt.Sprintf("%.3g", m.LearningRate), "grad_norm", fmt.Sprintf("%.3f", m.GradGlobalNorm),
 				"tok/s", fmt.Sprintf("%.0f", m.TokensPerSec), "skipped", m.Skipped, "clipped", m.Clipped)
 		}
-		if (o.Train.EvalEvery > 0 && s%o.Train.EvalEvery == 0) || s == o.Train.Steps {
-			e, err := t.evaluate(s, m.TrainLossEMA)
+		// train.max_minutes: stop this invocation like a finished run.
+		timeUp := s < o.Train.Steps && o.Train.MaxMinutes > 0 && time.Since(t.start).Minutes() >= o.Train.MaxMinutes
+		if timeUp {
+			t.log.Info("train.max_minutes reached: final evaluation and checkpoint; rerun to continue",
+				"step", s, "steps", o.Train.Steps, "max_minutes", o.Train.MaxMinutes)
+		}
+		if (o.Train.EvalEvery > 0 && s%o.Train.EvalEvery == 0) || s == o.Train.Steps || timeUp {
+			e, err := t.evaluate(s, m.TrainLossEMA, s == o.Train.Steps || timeUp)
 			if err != nil {
 				return res, err
 			}
@@ -288,6 +313,8 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			kind = "final"
 		case o.Checkpoint.PermanentEvery > 0 && s%o.Checkpoint.PermanentEvery == 0:
 			kind = "permanent"
+		case timeUp:
+			kind = "time_limit"
 		case o.Checkpoint.Every > 0 && s%o.Checkpoint.Every == 0,
 			o.Checkpoint.EveryMinutes > 0 && time.Since(t.lastCkptTime).Minutes() >= o.Checkpoint.EveryMinutes:
 			kind = "rolling"
@@ -298,8 +325,20 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			}
 			res.Checkpoint = t.lastCkpt
 		}
+		if timeUp {
+			res.TimeLimited = true
+			return res, nil
+		}
 	}
 	return res, nil
+}
+
+func sumInts(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
 }
 
 func orNone(s string) string {
@@ -331,14 +370,28 @@ func (t *trainer) step(s int) (StepMetrics, error) {
 	m := StepMetrics{Step: s, BatchSize: B, MicroBatches: nMicro, UnixTime: float64(time.Now().UnixNano()) / 1e9}
 	t.net.ZeroGrads()
 	var loss, zl float64
-	tokens := 0
+	tokens, pads := 0, 0
+	perSrc := make([]int, len(t.srcNames))
 	for k := 0; k < nMicro; k++ {
 		r0 := k * mb
 		n := min(mb, B-r0)
 		t0 := time.Now()
-		in, tg, sg := t.inputs[:n*t.T], t.targets[:n*t.T], t.segIDs[:n*t.T]
-		if err := o.Data.Fill(idx, B, r0, n, in, tg, sg, nil); err != nil {
+		in, tg, sg, sr := t.inputs[:n*t.T], t.targets[:n*t.T], t.segIDs[:n*t.T], t.srcs[:n]
+		for i := range sr {
+			sr[i] = -1
+		}
+		if err := o.Data.Fill(idx, B, r0, n, in, tg, sg, sr); err != nil {
 			return m, fmt.Errorf("step %d: data: %w", s, err)
+		}
+		for _, x := range sr {
+			if x >= 0 && x < len(perSrc) {
+				perSrc[x]++
+			}
+		}
+		for _, x := range tg {
+			if x < 0 {
+				pads++
+			}
 		}
 		if s == o.Debug.CorruptBatchAtStep {
 			for i := range in {
@@ -361,6 +414,13 @@ func (t *trainer) step(s int) (StepMetrics, error) {
 		loss += w * st.Loss
 		zl += w * st.ZLoss
 		tokens += st.Tokens
+	}
+	m.PadFraction = float64(pads) / float64(B*t.T)
+	if counted := sumInts(perSrc); counted > 0 { // a source that does not report rows gets no shares
+		m.SourceMixShare = make(map[string]float64, len(perSrc))
+		for i, c := range perSrc {
+			m.SourceMixShare[t.srcNames[i]] = float64(c) / float64(B)
+		}
 	}
 	grads := t.net.Grads()
 	if s == o.Debug.NaNAtStep {
@@ -469,11 +529,12 @@ func fillVitals(m *StepMetrics, v *model.Vitals) {
 	m.LogitLSEMean = float64(v.LogitLSEMean)
 }
 
-// evaluate computes the validation loss with the raw and the EMA weights.
-func (t *trainer) evaluate(s int, trainEMA float64) (EvalMetrics, error) {
+// evaluate computes the validation loss with the raw and the EMA weights;
+// the final evaluation (the last step, or a train.max_minutes stop) reads
+// every validation row.
+func (t *trainer) evaluate(s int, trainEMA float64, all bool) (EvalMetrics, error) {
 	start := time.Now()
 	e := EvalMetrics{Step: s, TokensSeen: t.st.TokensSeen, WallTime: t.st.WallTime}
-	all := s == t.o.Train.Steps // the final evaluation reads every validation row
 	raw, tok, slices, err := t.valLoss(all)
 	if err != nil {
 		return e, fmt.Errorf("step %d: eval: %w", s, err)

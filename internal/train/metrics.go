@@ -49,9 +49,10 @@ type StepMetrics struct {
 	DataWaitTime        float64 `json:"data_wait_time"`
 	ForwardBackwardTime float64 `json:"forward_backward_time"`
 	OptimizerTime       float64 `json:"optimizer_time"`
-	CheckpointTime      float64 `json:"checkpoint_time"` // checkpoint writes since the previous step line
-	EvalTime            float64 `json:"eval_time"`       // evaluation since the previous step line
-	DataloaderStallFrac float64 `json:"dataloader_stall_frac"`
+	CheckpointTime      float64 `json:"checkpoint_time"`       // checkpoint writes since the previous step line
+	EvalTime            float64 `json:"eval_time"`             // evaluation since the previous step line
+	DataloaderStallFrac float64 `json:"dataloader_stall_frac"` // data_wait_time / step_time
+	PadFraction         float64 `json:"pad_fraction"`          // targets < 0 (no loss) / all target positions of the batch
 	MFU                 float64 `json:"mfu"`
 
 	MaxAttnLogit          float64 `json:"max_attn_logit"`          // max over layers and heads
@@ -63,10 +64,14 @@ type StepMetrics struct {
 	// PerLayer holds the per-layer/head vitals under names such as
 	// "max_attn_logit/layer3/head1"; they are written as top-level keys.
 	PerLayer map[string]float64 `json:"-"`
+	// SourceMixShare is the share of this step's sequences from each source
+	// (by DataSource.SourceNames), written as "source_mix_share/<source>".
+	SourceMixShare map[string]float64 `json:"-"`
 }
 
-// MarshalJSON writes the struct fields and then PerLayer's keys (sorted) as
-// one flat object; NaN and ±Inf become null.
+// MarshalJSON writes the struct fields and then the keys of SourceMixShare
+// ("source_mix_share/<source>") and PerLayer (all sorted) as one flat
+// object; NaN and ±Inf become null.
 func (m StepMetrics) MarshalJSON() ([]byte, error) {
 	type plain StepMetrics
 	c := plain(m)
@@ -78,11 +83,18 @@ func (m StepMetrics) MarshalJSON() ([]byte, error) {
 		}
 	}
 	b, err := json.Marshal(c)
-	if err != nil || len(m.PerLayer) == 0 {
+	if err != nil || len(m.PerLayer)+len(m.SourceMixShare) == 0 {
 		return b, err
 	}
-	keys := make([]string, 0, len(m.PerLayer))
-	for k := range m.PerLayer {
+	flat := make(map[string]float64, len(m.PerLayer)+len(m.SourceMixShare))
+	for k, v := range m.SourceMixShare {
+		flat["source_mix_share/"+k] = v
+	}
+	for k, v := range m.PerLayer {
+		flat[k] = v
+	}
+	keys := make([]string, 0, len(flat))
+	for k := range flat {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
@@ -91,7 +103,7 @@ func (m StepMetrics) MarshalJSON() ([]byte, error) {
 		b = append(b, ',')
 		b = strconv.AppendQuote(b, k)
 		b = append(b, ':')
-		b = appendNum(b, m.PerLayer[k])
+		b = appendNum(b, flat[k])
 	}
 	return append(b, '}'), nil
 }
@@ -143,7 +155,7 @@ func (e EvalMetrics) MarshalJSON() ([]byte, error) {
 type CheckpointEvent struct {
 	Step    int      `json:"step"`
 	Dir     string   `json:"dir"`
-	Kind    string   `json:"kind"` // rolling | permanent | final | interrupt
+	Kind    string   `json:"kind"` // rolling | permanent | final | interrupt | time_limit
 	Seconds float64  `json:"seconds"`
 	Bytes   int64    `json:"bytes"`
 	Deleted []string `json:"deleted,omitempty"` // rolling checkpoints removed by the keep policy

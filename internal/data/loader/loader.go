@@ -20,10 +20,14 @@ type Options struct {
 	// step (the trainer's train.batch_schedule convention): the step with
 	// index i reads the global sequences [Schedule.FirstSeq(i), +Schedule.BatchAt(i)).
 	Schedule BatchSchedule
-	// StepBase is the number of the first step in Fill, BatchInfo, Epochs
-	// and data.stages (the trainer numbers steps from 1): step s has
-	// schedule index s − StepBase.
-	StepBase int
+	// ReportBase is the number the run reports for step index 0: kestrel
+	// train uses 1, the "step" of metrics.jsonl, whose first optimizer step
+	// calls Fill(0, …). Fill, BatchInfo, DescribeStep, Epochs and
+	// Stats.Step always take or give the 0-based step index (the train.DataSource
+	// and train.batch_schedule convention); data.stages[].start_step and the
+	// step numbers in logs, errors and BatchInfo.Number are reported numbers,
+	// so a stage with start_step S is in force from step index S − ReportBase on.
+	ReportBase int
 	// TotalSteps, when > 0, lets New check max_epochs for the whole run up
 	// front and warn about sources that will be repeated.
 	TotalSteps int
@@ -52,7 +56,7 @@ type Loader struct {
 	mix     *mixture
 	log     *slog.Logger
 	pf      int
-	base    int
+	base    int // Options.ReportBase
 
 	mu      sync.Mutex
 	cache   map[int]*entry
@@ -67,7 +71,7 @@ type Loader struct {
 
 // Stats is what the loader reports for the monitor.
 type Stats struct {
-	Step             int       // the most recent step served by Fill
+	Step             int       // the most recent step index served by Fill (0-based)
 	Batches          int64     // distinct steps served
 	WaitSeconds      float64   // total time Fill spent waiting for batches (the numerator of dataloader_stall_frac)
 	StepWaitSeconds  float64   // of it, during Step
@@ -113,7 +117,7 @@ func New(ds *Dataset, cfg Config, opts Options) (*Loader, error) {
 		sched: opts.Schedule,
 		log:   opts.Logger,
 		pf:    cfg.Prefetch,
-		base:  opts.StepBase,
+		base:  opts.ReportBase,
 		cache: map[int]*entry{},
 	}
 	if l.seed == 0 {
@@ -162,7 +166,7 @@ func New(ds *Dataset, cfg Config, opts Options) (*Loader, error) {
 			w[k] = x
 		}
 		if st.StartStep <= l.base {
-			return nil, fmt.Errorf("data.stages[%d]: start_step %d must be after the first step %d", i, st.StartStep, l.base)
+			return nil, fmt.Errorf("data.stages[%d]: start_step %d must be after the first step %d (put the first mixture in data.sources)", i, st.StartStep, l.base)
 		}
 		ms := mixStage{startStep: st.StartStep - l.base}
 		if ms.weights, err = normalise(w, fmt.Sprintf("data.stages[%d].weights", i)); err != nil {
@@ -254,7 +258,7 @@ func normalise(w []float64, field string) ([]float64, error) {
 // checkRepetition warns about sources the run will repeat and refuses a
 // run that would exceed a source's max_epochs.
 func (l *Loader) checkRepetition(steps int) error {
-	ep, err := l.Epochs(l.base + steps)
+	ep, err := l.Epochs(steps)
 	if err != nil {
 		return err
 	}
@@ -271,16 +275,16 @@ func (l *Loader) checkRepetition(steps int) error {
 }
 
 // Epochs returns, per source, the passes over its train sequences consumed
-// by the steps before step.
+// by the steps before step index step (Epochs(n) covers the first n steps).
 func (l *Loader) Epochs(step int) ([]float64, error) {
 	return l.epochs(step, nil)
 }
 
 func (l *Loader) epochs(step int, c *blockCache) ([]float64, error) {
-	if step < l.base {
-		step = l.base
+	if step < 0 {
+		step = 0
 	}
-	cnt, err := l.mix.seqsBefore(l.sched.FirstSeq(step-l.base), c)
+	cnt, err := l.mix.seqsBefore(l.sched.FirstSeq(step), c)
 	if err != nil {
 		return nil, err
 	}
@@ -362,11 +366,11 @@ func (l *Loader) compute(e *entry) {
 	e.srcs = make([]int, e.batch)
 	buf := make([]int32, t+1)
 	var c cursor
-	g0 := l.sched.FirstSeq(e.step - l.base)
+	g0 := l.sched.FirstSeq(e.step)
 	for r := 0; r < e.batch; r++ {
 		ref, err := l.ref(&c, g0+int64(r))
 		if err != nil {
-			e.err = fmt.Errorf("data: step %d row %d: %w", e.step, r, err)
+			e.err = fmt.Errorf("data: step %d row %d: %w", e.step+l.base, r, err)
 			return
 		}
 		if ref.epoch > 0 {
@@ -374,7 +378,7 @@ func (l *Loader) compute(e *entry) {
 		}
 		pad, err := l.pk.fill(l.train[ref.src], ref.slot, e.inputs[r*t:(r+1)*t], e.targets[r*t:(r+1)*t], e.segs[r*t:(r+1)*t], buf)
 		if err != nil {
-			e.err = fmt.Errorf("data: step %d row %d, source %q: %w", e.step, r, l.names[ref.src], err)
+			e.err = fmt.Errorf("data: step %d row %d, source %q: %w", e.step+l.base, r, l.names[ref.src], err)
 			return
 		}
 		e.pad += pad
@@ -382,7 +386,7 @@ func (l *Loader) compute(e *entry) {
 	}
 	ep, err := l.epochs(e.step+1, &c.bc)
 	if err != nil {
-		e.err = fmt.Errorf("data: step %d: %w", e.step, err)
+		e.err = fmt.Errorf("data: step %d: %w", e.step+l.base, err)
 		return
 	}
 	e.epochs = ep
@@ -400,7 +404,7 @@ func (l *Loader) noteRepeat(r rowRef, step int) {
 		return
 	}
 	l.warned[k] = true
-	l.log.Warn("data: source is being repeated", "source", l.names[r.src], "pass", r.epoch+1, "step", step, "sequences_per_pass", l.slots[r.src])
+	l.log.Warn("data: source is being repeated", "source", l.names[r.src], "pass", r.epoch+1, "step", step+l.base, "sequences_per_pass", l.slots[r.src])
 }
 
 func (l *Loader) prefetcher() {
@@ -432,7 +436,7 @@ func (l *Loader) get(step, batch int) *entry {
 			if l.cache[st] != nil {
 				continue
 			}
-			ne := &entry{step: st, batch: l.sched.BatchAt(st - l.base), done: make(chan struct{})}
+			ne := &entry{step: st, batch: l.sched.BatchAt(st), done: make(chan struct{})}
 			select {
 			case l.work <- ne:
 				l.cache[st] = ne
@@ -449,25 +453,25 @@ func (l *Loader) get(step, batch int) *entry {
 	return e
 }
 
-// Fill writes rows [row0, row0+n) of the global batch of step (batch
-// sequences) into inputs and targets (n·T each), segIDs (n·T, document
+// Fill writes rows [row0, row0+n) of the global batch of step index step
+// (0-based; batch sequences) into inputs and targets (n·T each), segIDs (n·T, document
 // segment ids; may be nil) and srcs (n source indices; may be nil). The
 // result depends only on (dataset, config, seed, step); batch must equal
 // the schedule's batch for step. Targets equal to PadTarget carry no loss.
 func (l *Loader) Fill(step, batch, row0, n int, inputs, targets, segIDs []int32, srcs []int) error {
-	if step < l.base {
-		return fmt.Errorf("data: step %d is before the first step %d", step, l.base)
+	if step < 0 {
+		return fmt.Errorf("data: step index %d is negative", step)
 	}
-	if want := l.sched.BatchAt(step - l.base); batch != want {
-		return fmt.Errorf("data: step %d: asked for a global batch of %d but the loader's batch schedule gives %d (pass the trainer's batch schedule to the loader)", step, batch, want)
+	if want := l.sched.BatchAt(step); batch != want {
+		return fmt.Errorf("data: step %d: asked for a global batch of %d but the loader's batch schedule gives %d (pass the trainer's batch schedule to the loader)", step+l.base, batch, want)
 	}
 	if row0 < 0 || n < 0 || row0+n > batch {
-		return fmt.Errorf("data: step %d: rows [%d,%d) outside the batch of %d", step, row0, row0+n, batch)
+		return fmt.Errorf("data: step %d: rows [%d,%d) outside the batch of %d", step+l.base, row0, row0+n, batch)
 	}
 	t := l.t
 	if len(inputs) < n*t || len(targets) < n*t || (segIDs != nil && len(segIDs) < n*t) || (srcs != nil && len(srcs) < n) {
 		return fmt.Errorf("data: step %d: buffers too short for %d rows of %d tokens (inputs %d, targets %d, segIDs %d, srcs %d)",
-			step, n, t, len(inputs), len(targets), len(segIDs), len(srcs))
+			step+l.base, n, t, len(inputs), len(targets), len(segIDs), len(srcs))
 	}
 	start := time.Now()
 	e := l.get(step, batch)
@@ -591,24 +595,26 @@ type RowInfo struct {
 
 // BatchInfo describes a step's batch: which documents were in it.
 type BatchInfo struct {
-	Step     int
+	Step     int // 0-based step index
+	Number   int // the step as the run reports it (Step + Options.ReportBase)
 	Batch    int
 	FirstSeq int64
 	Rows     []RowInfo
 }
 
-// BatchInfo recomputes where every row of step's batch comes from, without
-// reading tokens ("which documents were in the batch at the spike?").
+// BatchInfo recomputes where every row of the batch of step index step
+// (0-based, as in Fill) comes from, without reading tokens ("which documents
+// were in the batch at the spike?").
 func (l *Loader) BatchInfo(step int) (BatchInfo, error) {
-	if step < l.base {
-		return BatchInfo{}, fmt.Errorf("data: step %d is before the first step %d", step, l.base)
+	if step < 0 {
+		return BatchInfo{}, fmt.Errorf("data: step index %d is negative", step)
 	}
-	b := BatchInfo{Step: step, Batch: l.sched.BatchAt(step - l.base), FirstSeq: l.sched.FirstSeq(step - l.base)}
+	b := BatchInfo{Step: step, Number: step + l.base, Batch: l.sched.BatchAt(step), FirstSeq: l.sched.FirstSeq(step)}
 	var c cursor
 	for r := 0; r < b.Batch; r++ {
 		ref, err := l.ref(&c, b.FirstSeq+int64(r))
 		if err != nil {
-			return b, fmt.Errorf("data: step %d row %d: %w", step, r, err)
+			return b, fmt.Errorf("data: step %d row %d: %w", step+l.base, r, err)
 		}
 		off, _ := l.pk.span(l.train[ref.src], ref.slot)
 		b.Rows = append(b.Rows, RowInfo{
@@ -632,7 +638,7 @@ func (b BatchInfo) Shares() map[string]float64 {
 // documents (index[@offset-in-doc]).
 func (b BatchInfo) String() string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "step %d: %d sequences from global index %d\n", b.Step, b.Batch, b.FirstSeq)
+	fmt.Fprintf(&sb, "step %d: %d sequences from global index %d\n", b.Number, b.Batch, b.FirstSeq)
 	shares := b.Shares()
 	names := make([]string, 0, len(shares))
 	for n := range shares {
@@ -661,7 +667,7 @@ func (b BatchInfo) String() string {
 }
 
 // DescribeStep is BatchInfo(step) rendered as text, for the monitor's
-// spike reports.
+// spike reports; step is the 0-based index (the text names the reported step).
 func (l *Loader) DescribeStep(step int) (string, error) {
 	b, err := l.BatchInfo(step)
 	if err != nil {

@@ -78,7 +78,7 @@ type batchOut struct {
 // fillStep reads a step's batch in micro-batches of mb rows.
 func fillStep(t *testing.T, l *Loader, step, mb int) batchOut {
 	t.Helper()
-	b := l.sched.BatchAt(step - l.base)
+	b := l.sched.BatchAt(step)
 	T := l.SeqLen()
 	o := batchOut{make([]int32, b*T), make([]int32, b*T), make([]int32, b*T), make([]int, b)}
 	for r := 0; r < b; r += mb {
@@ -138,35 +138,53 @@ func TestFillPureAndResume(t *testing.T) {
 	}
 }
 
-// TestStepBase: a trainer that numbers steps from 1 (StepBase 1) gets at
-// step s the batch a 0-based loader gives at s-1, with the schedule and the
-// stages read in the same numbering.
-func TestStepBase(t *testing.T) {
+// TestReportBase: Fill always takes the 0-based step index; ReportBase only
+// renumbers data.stages (and messages), so a loader with ReportBase 1 and a
+// stage at 12 gives, at every index, the batch of a ReportBase-0 loader with
+// the stage at 11, and the stage is in force from index 11 (reported step 12).
+func TestReportBase(t *testing.T) {
 	ds := synthDataset(20000, 9000)
 	sched := BatchSchedule{{0, 4}, {9, 6}}
 	cfg := testConfig()
 	cfg.Stages = []Stage{{StartStep: 12, Weights: map[string]float64{"src1": 1}}}
-	one := mustNew(t, ds, cfg, Options{Schedule: sched, StepBase: 1})
+	one := mustNew(t, ds, cfg, Options{Schedule: sched, ReportBase: 1})
 	cfg0 := cfg
 	cfg0.Stages = []Stage{{StartStep: 11, Weights: map[string]float64{"src1": 1}}}
 	zero := mustNew(t, ds, cfg0, Options{Schedule: sched})
-	for s := 1; s <= 20; s++ {
-		a, b := fillStep(t, one, s, 3), fillStep(t, zero, s-1, 3)
+	sawSrc0 := false
+	for i := 0; i < 20; i++ {
+		a, b := fillStep(t, one, i, 3), fillStep(t, zero, i, 3)
 		if !equalBatch(a, b) {
-			t.Fatalf("step %d (base 1) differs from step %d (base 0)", s, s-1)
+			t.Fatalf("step index %d differs between ReportBase 1 and 0", i)
 		}
-		if len(a.src) != sched.BatchAt(s-1) {
-			t.Fatalf("step %d: batch %d, want %d", s, len(a.src), sched.BatchAt(s-1))
+		if len(a.src) != sched.BatchAt(i) {
+			t.Fatalf("step index %d: batch %d, want %d", i, len(a.src), sched.BatchAt(i))
 		}
-		if s >= 12 && slices.Contains(a.src, 0) {
-			t.Fatalf("step %d: src0 after the stage switch at 12", s)
+		has0 := slices.Contains(a.src, 0)
+		if i >= 11 && has0 {
+			t.Fatalf("step index %d (reported %d): src0 after the stage switch at reported step 12", i, i+1)
 		}
+		sawSrc0 = sawSrc0 || (i == 10 && has0)
 	}
-	if err := one.Fill(0, 4, 0, 4, make([]int32, 64), make([]int32, 64), nil, nil); err == nil {
-		t.Fatal("step 0 with StepBase 1: want error")
+	if !sawSrc0 {
+		t.Fatal("index 10 (reported step 11, before the stage) has no src0 row")
+	}
+	info, err := one.BatchInfo(11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Step != 11 || info.Number != 12 || !strings.HasPrefix(info.String(), "step 12:") {
+		t.Fatalf("BatchInfo(11): Step %d Number %d, text %q", info.Step, info.Number, strings.SplitN(info.String(), "\n", 2)[0])
+	}
+	if err := one.Fill(-1, 4, 0, 4, make([]int32, 64), make([]int32, 64), nil, nil); err == nil {
+		t.Fatal("negative step index: want error")
+	}
+	err = one.Fill(9, 4, 0, 4, make([]int32, 64), make([]int32, 64), nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "step 10:") {
+		t.Fatalf("wrong batch at index 9: want an error naming reported step 10, got %v", err)
 	}
 	cfg.Stages[0].StartStep = 1
-	if _, err := New(ds, cfg, Options{SeqLen: 16, Schedule: sched, StepBase: 1}); err == nil || !strings.Contains(err.Error(), "data.stages[0]") {
+	if _, err := New(ds, cfg, Options{SeqLen: 16, Schedule: sched, ReportBase: 1}); err == nil || !strings.Contains(err.Error(), "data.stages[0]") {
 		t.Fatalf("stage at the first step: want error, got %v", err)
 	}
 }
