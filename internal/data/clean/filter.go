@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/zeebo/xxh3"
+
+	"github.com/kestrel-lm/kestrel/internal/data/ngram"
 )
 
 // Stage names, in the order Apply runs them.
@@ -245,24 +247,7 @@ func (t *table) inc(k uint64) int32 {
 // polynomial rolling hash of the (random, xxh3) word hashes mod 2^64, so
 // each n-gram costs O(1) instead of O(k).
 func (s *scratch) gramHashes(k int) []uint64 {
-	const base uint64 = 0x9e3779b97f4a7c15 // odd
-	h := s.hashes
-	s.grams = s.grams[:0]
-	if len(h) < k {
-		return s.grams
-	}
-	var x, top uint64 = 0, 1 // top = base^(k-1)
-	for i := 0; i < k; i++ {
-		x = x*base + h[i]
-		if i > 0 {
-			top *= base
-		}
-	}
-	s.grams = append(s.grams, x)
-	for j := k; j < len(h); j++ {
-		x = (x-h[j-k]*top)*base + h[j]
-		s.grams = append(s.grams, x)
-	}
+	s.grams = ngram.Rolling(s.grams[:0], s.hashes, k)
 	return s.grams
 }
 

@@ -23,6 +23,8 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/zeebo/xxh3"
+
+	"github.com/kestrel-lm/kestrel/internal/data/ngram"
 )
 
 // Config is the decontamination configuration.
@@ -396,24 +398,7 @@ var asciiPunct = func() (t [128]bool) {
 // polynomial rolling hash mod 2^64 of the (xxh3) word hashes, O(1) per
 // n-gram.
 func (s *scratch) gramHashes(k int) []uint64 {
-	const base uint64 = 0x9e3779b97f4a7c15 // odd
-	h := s.hashes
-	s.grams = s.grams[:0]
-	if len(h) < k {
-		return s.grams
-	}
-	var x, top uint64 = 0, 1 // top = base^(k-1)
-	for i := 0; i < k; i++ {
-		x = x*base + h[i]
-		if i > 0 {
-			top *= base
-		}
-	}
-	s.grams = append(s.grams, x)
-	for j := k; j < len(h); j++ {
-		x = (x-h[j-k]*top)*base + h[j]
-		s.grams = append(s.grams, x)
-	}
+	s.grams = ngram.Rolling(s.grams[:0], s.hashes, k)
 	return s.grams
 }
 
