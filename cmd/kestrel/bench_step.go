@@ -25,18 +25,6 @@ func ref7mConfig() model.Config {
 		SeqLen: 256, RopeTheta: 10000, NormEps: 1e-5, InitStd: 0.02}
 }
 
-// nominalPeakGFLOPS is the FMA peak measured on the project's quiet 2-core
-// machines (issue 3: ~197 GFLOP/s per core, ~336 for both). MFU is quoted
-// against it because kernels.PeakGFLOPS run on a shared, busy machine comes
-// out far too low (15–180 GFLOP/s seen), which would push MFU above 1; the
-// JSON also gives that live measurement and the MFU against it.
-func nominalPeakGFLOPS(threads int) float64 {
-	if threads >= 2 {
-		return 336
-	}
-	return 197
-}
-
 func newBenchStepCmd() *cobra.Command {
 	var (
 		asJSON  bool
@@ -55,9 +43,9 @@ forward + backward + one AdamW update over the flat buffers. Prints
 
 MFU = tokens/s · FLOPs/token ÷ peak, with FLOPs/token = 6·N(matmul params,
 lm_head included) + 12·n_layers·seq_len·d_attn (model.FLOPsPerToken) and the
-FMA peak measured on a quiet machine (issue 3: 336 GFLOP/s on 2 threads, 197
-on one). peak_gflops_now / mfu_vs_peak_now use kernels.PeakGFLOPS measured
-during this run, which a busy shared machine drags down.
+peak the FMA peak measured by kernels.PeakGFLOPS on the same threads just
+before and just after the steps (the larger of the two, so a moment of
+contention during one probe does not inflate MFU).
 Compare with tools/torchref/bench_step.py run in the same session.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if steps < 1 {
@@ -82,6 +70,7 @@ Compare with tools/torchref/bench_step.py run in the same session.`,
 			if err != nil {
 				return fmt.Errorf("bench step: optimizer: %w", err)
 			}
+			peakBefore := kernels.PeakGFLOPS(kernels.Threads(), 300*time.Millisecond)
 			T := cfg.SeqLen
 			r := rand.New(rand.NewPCG(1, 2))
 			b := &model.Batch{B: batch, T: T, Inputs: make([]int32, batch*T), Targets: make([]int32, batch*T)}
@@ -117,17 +106,15 @@ Compare with tools/torchref/bench_step.py run in the same session.`,
 			med := times[len(times)/2]
 			tokens := float64(batch * T)
 			tps := tokens / med
-			peakNow := kernels.PeakGFLOPS(kernels.Threads(), 300*time.Millisecond)
-			peak := nominalPeakGFLOPS(kernels.Threads())
+			peak := max(peakBefore, kernels.PeakGFLOPS(kernels.Threads(), 300*time.Millisecond))
 			mfu := tps * m.FLOPsPerToken() / (peak * 1e9)
-			mfuNow := tps * m.FLOPsPerToken() / (peakNow * 1e9)
 			var ru syscall.Rusage
 			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 			out := map[string]any{
 				"op": "step", "preset": "ref7m", "tokens_per_sec": stepRound(tps), "mfu": stepRound(mfu),
 				"step_ms": stepRound(med * 1000), "peak_rss_mb": stepRound(float64(ru.Maxrss) / 1024),
 				"threads": kernels.Threads(), "batch": batch, "seq": T, "steps": steps,
-				"params": m.NumParams(), "flops_per_token": m.FLOPsPerToken(), "peak_gflops": peak, "peak_gflops_now": stepRound(peakNow), "mfu_vs_peak_now": stepRound(mfuNow),
+				"params": m.NumParams(), "flops_per_token": m.FLOPsPerToken(), "peak_gflops": stepRound(peak),
 				"arena_mb": stepRound(float64(m.ArenaBytes()) / (1 << 20)), "gemm": kernels.Impl(),
 				"loss_first": stepRound(first), "loss_last": stepRound(last), "gomaxprocs": runtime.GOMAXPROCS(0),
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
@@ -78,6 +79,9 @@ func runTraining(ctx context.Context, cfg config.Config, out string, ro trainRun
 	tm, err := newTrainMonitor(cfg, out, opts.Logger)
 	if err != nil {
 		return nil, err
+	}
+	if l, ok := opts.Data.(*loader.Loader); ok {
+		tm.batch = loaderBatches(l)
 	}
 	opts.Observers = append(opts.Observers, tm)
 	if ro.dash {

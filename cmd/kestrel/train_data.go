@@ -11,6 +11,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/train"
+	"github.com/kestrel-lm/kestrel/monitor"
 )
 
 // The loader is the trainer's data source for prepared datasets.
@@ -114,4 +115,29 @@ func openShards(path string) (*loader.Dataset, int, error) {
 		return nil, 0, err
 	}
 	return ds, sd.Manifest().Tokenizer.VocabSize, nil
+}
+
+// loaderBatches returns a function naming the sources and documents of the
+// batch of a metrics step (1-based), for the monitor's incident bundles and
+// spike verdicts; it reads no tokens.
+func loaderBatches(l *loader.Loader) func(step int) *monitor.Batch {
+	return func(step int) *monitor.Batch {
+		info, err := l.BatchInfo(step - 1)
+		if err != nil {
+			return nil
+		}
+		b := &monitor.Batch{}
+		for _, r := range info.Rows {
+			b.Sources = append(b.Sources, r.Source)
+			b.IDs = append(b.IDs, fmt.Sprintf("%s/seq%d", r.Source, r.Seq))
+			for _, d := range r.Docs {
+				id := d.ID
+				if id == "" {
+					id = fmt.Sprintf("%s#%d", r.Source, d.Doc)
+				}
+				b.DocIDs = append(b.DocIDs, id)
+			}
+		}
+		return b
+	}
 }

@@ -35,6 +35,9 @@ type trainMonitor struct {
 	prevMan map[string]any // manifest.json of the run being resumed (nil = fresh run)
 	checked bool
 	last    train.StepMetrics
+	// batch, when set, names the sources and documents of a metrics step's
+	// batch, so incident bundles and "data event" verdicts can name them.
+	batch func(step int) *monitor.Batch
 }
 
 // manifestKeys are the manifest.json fields compared on resume.
@@ -147,6 +150,9 @@ func (t *trainMonitor) OnStep(sm train.StepMetrics) error {
 	s, err := stepSample(sm)
 	if err != nil {
 		return fmt.Errorf("monitor: step %d: %w", sm.Step, err)
+	}
+	if t.batch != nil {
+		s.Batch = t.batch(sm.Step)
 	}
 	t.m.Observe(s)
 	if paused, why := t.m.Paused(); paused {

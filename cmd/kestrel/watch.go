@@ -28,8 +28,8 @@ func newWatchCmd() *cobra.Command {
 		Long: `Read a run kestrel did not train — a kestrel run directory, a JSONL metrics file
 from any trainer (field mapping configurable), or TensorBoard event files — and
 apply the same SEV0/1/2 rules and loss-spike classifier as kestrel train,
-printing alerts (follow the file with -f) and optionally writing a metric
-store the dashboard reads.
+printing alerts (follow the file with -f); --out DIR writes the metrics in
+kestrel's names and the alerts where 'kestrel dash DIR' reads them.
 
 SOURCE is a run directory (metrics.jsonl or metrics.sqlite), a .jsonl file, a
 .sqlite store, an events.out.tfevents.* file or a directory of them.
@@ -49,7 +49,7 @@ Each alert prints one line: severity, rule, step, message, verdict.`,
 	cmd.Flags().StringVar(&format, "format", "auto", "source format: auto, kestrel, jsonl or tfevents")
 	cmd.Flags().StringArrayVar(&maps, "map", nil, "field mapping kestrel_name=source_field (repeatable)")
 	cmd.Flags().StringVar(&store, "store", "", "also write metrics, events and alerts to this SQLite store")
-	cmd.Flags().StringVar(&out, "out", "", "write alerts.jsonl and SEV0 incident bundles to this directory (e.g. for kestrel dash)")
+	cmd.Flags().StringVar(&out, "out", "", "write metrics.jsonl (kestrel names), alerts.jsonl and SEV0 incident bundles to this directory: kestrel dash OUT shows them")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also log alerts with their runbook text to stderr")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		cfg, err := cf.load()
@@ -76,6 +76,21 @@ Each alert prints one line: severity, rule, step, message, verdict.`,
 			if st, err := os.Stat(filepath.Join(src, "config.toml")); err == nil && !st.IsDir() {
 				opts.ConfigTOML, _ = os.ReadFile(filepath.Join(src, "config.toml"))
 			}
+		}
+		if out != "" {
+			// metrics.jsonl in kestrel's names beside alerts.jsonl, so
+			// `kestrel dash OUT` shows the run with its alerts.
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				return fmt.Errorf("watch: %w", err)
+			}
+			if same, _ := sameDir(src, out); same {
+				return fmt.Errorf("watch: --out %s is the run being watched; choose another directory", out)
+			}
+			js, err := monitor.OpenJSONLSink(filepath.Join(out, "metrics.jsonl"))
+			if err != nil {
+				return fmt.Errorf("watch: %w", err)
+			}
+			opts.Sinks = append(opts.Sinks, js)
 		}
 		if store != "" {
 			s, err := monitor.OpenStore(store)
@@ -110,4 +125,17 @@ Each alert prints one line: severity, rule, step, message, verdict.`,
 		return nil
 	}
 	return cmd
+}
+
+// sameDir reports whether a and b name the same directory.
+func sameDir(a, b string) (bool, error) {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false, err
+	}
+	sb, err := os.Stat(b)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(sa, sb), nil
 }

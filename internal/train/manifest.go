@@ -87,21 +87,9 @@ func cpuModel() string {
 	return runtime.GOARCH
 }
 
-// measurePeakFLOPS times a 256³ float32 GEMM a few times and returns the
-// best rate, the reference for mfu when train.peak_gflops is 0.
+// measurePeakFLOPS measures the FMA peak of this machine on the kernels'
+// threads (kernels.PeakGFLOPS), the reference for mfu when
+// train.peak_gflops is 0.
 func measurePeakFLOPS() float64 {
-	const n = 256
-	a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
-	for i := range a {
-		a[i], b[i] = float32(i%7)*0.1, float32(i%5)*0.1
-	}
-	best := 0.0
-	for r := 0; r < 5; r++ {
-		t0 := time.Now()
-		kernels.Sgemm(false, false, n, n, n, 1, a, n, b, n, 0, c, n)
-		if d := time.Since(t0).Seconds(); d > 0 {
-			best = max(best, 2*n*n*n/d)
-		}
-	}
-	return best
+	return kernels.PeakGFLOPS(kernels.Threads(), 300*time.Millisecond) * 1e9
 }
