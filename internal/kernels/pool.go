@@ -73,7 +73,12 @@ type worker struct {
 	quit chan struct{}
 }
 
-var thePool = newPool(runtime.GOMAXPROCS(0))
+// thePool is read without a lock: a chunk running on a worker may issue a
+// nested ParallelFor while SetThreads (holding poolSizeMu) waits for that
+// worker's job to end, so the read path must never wait on poolSizeMu.
+var thePool atomic.Pointer[pool]
+
+func init() { thePool.Store(newPool(runtime.GOMAXPROCS(0))) }
 
 // poolSizeMu serialises SetThreads against itself.
 var poolSizeMu sync.Mutex
@@ -164,12 +169,7 @@ func (p *pool) stop() {
 	}
 }
 
-func currentPool() *pool {
-	poolSizeMu.Lock()
-	p := thePool
-	poolSizeMu.Unlock()
-	return p
-}
+func currentPool() *pool { return thePool.Load() }
 
 // Threads returns the number of threads parallel kernels use (the persistent
 // workers plus the calling goroutine). It starts at GOMAXPROCS.
@@ -183,13 +183,16 @@ func SetThreads(n int) {
 	}
 	poolSizeMu.Lock()
 	defer poolSizeMu.Unlock()
-	old := thePool
+	old := thePool.Load()
 	if len(old.workers)+1 == n {
 		return
 	}
+	// Publish the new pool first so that callers (including nested calls
+	// from the old pool's running job) move on, then retire the old one once
+	// its job, if any, has finished.
+	thePool.Store(newPool(n))
 	old.mu.Lock()
 	old.stop()
-	thePool = newPool(n)
 	old.mu.Unlock()
 }
 
