@@ -37,10 +37,16 @@ func newRules(cfg Config, targets map[string]float64) *rules {
 
 // fire builds an alert unless the rule fired within the cooldown.
 func (r *rules) fire(out *[]Alert, s *Sample, rule, metric string, value, thr float64, msg string) {
-	if last, ok := r.lastFired[rule+"|"+metric]; ok && s.Step-last < int64(max(1, r.cfg.Cooldown)) {
+	key := rule + "|" + metric
+	if rule == RuleThroughputDrop {
+		// tokens_per_sec and mfu move together (mfu is tokens_per_sec times a
+		// constant unless the model changes): one incident, not two pages.
+		key = rule
+	}
+	if last, ok := r.lastFired[key]; ok && s.Step-last < int64(max(1, r.cfg.Cooldown)) {
 		return
 	}
-	r.lastFired[rule+"|"+metric] = s.Step
+	r.lastFired[key] = s.Step
 	*out = append(*out, newAlert(s.Step, s.Tokens, rule, metric, value, thr, msg))
 }
 

@@ -362,3 +362,26 @@ func TestUseAfterClose(t *testing.T) {
 		t.Errorf("second close: %v", err)
 	}
 }
+
+// TestThroughputDropPagesOnce: tokens_per_sec and mfu falling together (as
+// they do: mfu is proportional to throughput) raise one incident, not two.
+func TestThroughputDropPagesOnce(t *testing.T) {
+	m := newTestMonitor(t, testConfig(), t.TempDir())
+	c := newCurve(4)
+	n := 0
+	for s := int64(1); s <= 260; s++ {
+		smp := c.sample(s)
+		if s >= 150 {
+			smp.Values["tokens_per_sec"] = 7000
+			smp.Values["mfu"] = 0.2
+		}
+		for _, a := range m.Observe(smp) {
+			if a.Rule == RuleThroughputDrop {
+				n++
+			}
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d throughput_drop alerts for one slowdown, want 1", n)
+	}
+}
