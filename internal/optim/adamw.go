@@ -30,6 +30,7 @@ type AdamW struct {
 	wd     []float64 // per span
 	chunks [][]seg   // the spans cut into fixed chunks for parallel passes
 	part   []float64 // per-chunk partial sums (3 per chunk)
+	u      []float32 // scratch: this step's update direction (not state)
 
 	// M and V are the first and second moments, laid out like the params.
 	M, V []float32
@@ -171,20 +172,32 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 		r.GradClipped = true
 	}
 	t := float64(o.Steps + 1)
-	b1, b2, eps := c.Beta1, c.Beta2, c.Eps
+	b1, b2 := c.Beta1, c.Beta2
 	bc1 := 1 - math.Pow(b1, t)
 	bc2 := 1 - math.Pow(b2, t)
-	// Pass 1: norms of θ and of the update direction, writing nothing.
+	ib1, ib2, eps := float32(1/bc1), float32(1/math.Sqrt(bc2)), float32(c.Eps)
+	// Pass 1: the update direction into the scratch buffer u (the only
+	// division and square root per parameter), and the norms of θ and of u.
+	// M, V and θ are not written yet: a non-finite update norm must leave
+	// them untouched.
+	if len(o.u) != len(params) {
+		o.u = make([]float32, len(params))
+	}
 	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
 		for c := c0; c < c1; c++ {
 			var un, pn float64
 			for _, sg := range o.chunks[c] {
-				for j := sg.lo; j < sg.hi; j++ {
-					g := float64(grads[j]) * gs
-					m := b1*float64(o.M[j]) + (1-b1)*g
-					v := b2*float64(o.V[j]) + (1-b2)*g*g
-					p := float64(params[j])
-					u := (float64(float32(m))/bc1)/(math.Sqrt(float64(float32(v))/bc2)+eps) + sg.wd*p
+				gr, mm, vv, pp, uu := grads[sg.lo:sg.hi], o.M[sg.lo:sg.hi], o.V[sg.lo:sg.hi], params[sg.lo:sg.hi], o.u[sg.lo:sg.hi]
+				for j := range gr {
+					g := float64(gr[j]) * gs
+					m := b1*float64(mm[j]) + (1-b1)*g
+					v := b2*float64(vv[j]) + (1-b2)*g*g
+					p := float64(pp[j])
+					// m̂/(√v̂+ε) with v̂ = v/bc2, as (m·ib1)/(√v·ib2 + ε) in
+					// single precision, as PyTorch's float32 AdamW does: one
+					// division and one square root per parameter.
+					u := float64(float32(m)*ib1/(sqrt32(float32(v))*ib2+eps)) + sg.wd*p
+					uu[j] = float32(u)
 					un += u * u
 					pn += p * p
 				}
@@ -216,14 +229,12 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
 		for c := c0; c < c1; c++ {
 			for _, sg := range o.chunks[c] {
-				for j := sg.lo; j < sg.hi; j++ {
-					g := float64(grads[j]) * gs
-					m := float32(b1*float64(o.M[j]) + (1-b1)*g)
-					v := float32(b2*float64(o.V[j]) + (1-b2)*g*g)
-					p := float64(params[j])
-					u := (float64(m)/bc1)/(math.Sqrt(float64(v)/bc2)+eps) + sg.wd*p
-					o.M[j], o.V[j] = m, v
-					params[j] = float32(p - step*u)
+				gr, mm, vv, pp, uu := grads[sg.lo:sg.hi], o.M[sg.lo:sg.hi], o.V[sg.lo:sg.hi], params[sg.lo:sg.hi], o.u[sg.lo:sg.hi]
+				for j := range gr {
+					g := float64(gr[j]) * gs
+					mm[j] = float32(b1*float64(mm[j]) + (1-b1)*g)
+					vv[j] = float32(b2*float64(vv[j]) + (1-b2)*g*g)
+					pp[j] = float32(float64(pp[j]) - step*float64(uu[j]))
 				}
 			}
 		}
@@ -231,6 +242,10 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	o.Steps++
 	return r, nil
 }
+
+// sqrt32 is a single-precision square root (the compiler emits SQRTSS for
+// this pattern).
+func sqrt32(x float32) float32 { return float32(math.Sqrt(float64(x))) }
 
 // EMA is an exponential moving average of the weights: W ← β·W + (1-β)·θ.
 type EMA struct {
