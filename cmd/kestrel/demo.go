@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -190,9 +191,15 @@ run       %[2]s   (metrics.jsonl, metrics.sqlite, alerts.jsonl, trace.json, chec
 report    %[3]s
 
 look further:
-  kestrel dash %[2]s                       live panel in the browser
-  kestrel data inspect %[1]s --n 2          decode sample documents back to text
-  kestrel sample --run %[2]s --prompt "ROMEO:" --ema
-  kestrel watch %[2]s                      the alert rules over the run's metrics
 `, p.data, p.run, sum.Path)
+	tw := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
+	for _, l := range [][2]string{
+		{"kestrel dash " + p.run, "live panel in the browser"},
+		{"kestrel data inspect " + p.data + " --n 2", "decode sample documents back to text"},
+		{"kestrel sample --run " + p.run + ` --prompt "ROMEO:" --ema`, "generate text with the EMA weights"},
+		{"kestrel watch " + p.run, "the alert rules over the run's metrics"},
+	} {
+		fmt.Fprintf(tw, "  %s\t%s\n", l[0], l[1])
+	}
+	tw.Flush()
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -104,6 +105,8 @@ func runTraining(ctx context.Context, cfg config.Config, out string, ro trainRun
 		fmt.Fprintf(ro.stdout, "time limit (train.max_minutes = %g) reached at step %d of %d: final eval val_loss %.4f, checkpoint %s; rerun the same command to continue\n", cfg.Train.MaxMinutes, res.Step, cfg.Train.Steps, res.ValLoss, res.Checkpoint)
 	case res.Interrupted:
 		fmt.Fprintf(ro.stderr, "interrupted at step %d; checkpoint %s written; rerun the same command to resume\n", res.Step, res.Checkpoint)
+	case math.IsNaN(res.ValLoss): // resumed a finished run: nothing evaluated
+		fmt.Fprintf(ro.stdout, "done: the run was already at step %d (train.steps); nothing to train, run %s\n", res.Step, out)
 	default:
 		fmt.Fprintf(ro.stdout, "done: step %d, val_loss %.4f, val_loss_ema %.4f, wall %s, run %s\n", res.Step, res.ValLoss, res.ValLossEMA, wall, out)
 	}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/data/prepare"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -341,46 +342,148 @@ func mdCell(s string) string {
 	return strings.NewReplacer("|", "\\|", "\n", " ").Replace(s)
 }
 
-// writeDataReport renders the dataset's report.json: per-source counts,
-// reject counts per rule, duplicates and contamination. Unknown layouts are
-// shown as their top-level numbers.
+// writeDataReport renders the dataset's report.json as tables a person can
+// scan: documents through each stage per source, rejects per rule, the
+// duplicates found and the benchmark contamination caught. The full JSON
+// stays one click away.
 func writeDataReport(b *strings.Builder, datasetDir string) {
 	if datasetDir == "" {
 		b.WriteString("The run trained on a plain text file (no prepared dataset).\n\n")
 		return
 	}
-	raw, err := os.ReadFile(filepath.Join(datasetDir, "report.json"))
+	path := filepath.Join(datasetDir, "report.json")
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		fmt.Fprintf(b, "No data report found in `%s`.\n\n", datasetDir)
 		return
 	}
-	var rep map[string]any
+	var rep prepare.Report
 	if err := json.Unmarshal(raw, &rep); err != nil {
-		fmt.Fprintf(b, "`%s/report.json` is not valid JSON: %v\n\n", datasetDir, err)
+		fmt.Fprintf(b, "`%s` is not a valid data report: %v\n\n", path, err)
 		return
 	}
-	fmt.Fprintf(b, "From `%s/report.json`.\n\n", datasetDir)
-	keys := make([]string, 0, len(rep))
-	for k := range rep {
-		keys = append(keys, k)
+	fmt.Fprintf(b, "From `%s` (prepared %s with %d workers in %.1f s).\n\n", path, rep.Created, rep.Workers, rep.TimingsS["total"])
+
+	b.WriteString("### Documents through the pipeline\n\n")
+	b.WriteString("| source | read |")
+	for _, st := range prepare.Stages[1:] {
+		fmt.Fprintf(b, " after %s |", st)
 	}
-	sort.Strings(keys)
-	b.WriteString("| field | value |\n|---|---|\n")
-	for _, k := range keys {
-		switch v := rep[k].(type) {
-		case float64, string, bool:
-			fmt.Fprintf(b, "| %s | %v |\n", k, v)
+	b.WriteString(" kept MB | tokens |\n|---|---:|")
+	b.WriteString(strings.Repeat("---:|", len(prepare.Stages)-1+2) + "\n")
+	tokens := func(src string) string {
+		if rep.Tokens == nil {
+			return "–"
 		}
+		return fmt.Sprint(rep.Tokens.Tokens[src])
 	}
-	b.WriteString("\n")
-	for _, k := range keys {
-		switch v := rep[k].(type) {
-		case map[string]any, []any:
-			js, _ := json.MarshalIndent(v, "", "  ")
-			if len(js) > 4000 {
-				js = append(js[:4000], []byte("\n…")...)
+	row := func(name string, stages map[string]*prepare.StageCount, kept prepare.Count, tok string) {
+		fmt.Fprintf(b, "| %s |", name)
+		for i, st := range prepare.Stages {
+			c, ok := stages[st]
+			switch {
+			case !ok:
+				b.WriteString(" – |")
+			case i == 0:
+				fmt.Fprintf(b, " %d |", c.In.Docs)
+			default:
+				fmt.Fprintf(b, " %d |", c.Out.Docs)
 			}
-			fmt.Fprintf(b, "<details><summary>%s</summary>\n\n```json\n%s\n```\n</details>\n\n", k, js)
+		}
+		fmt.Fprintf(b, " %.2f | %s |\n", float64(kept.Bytes)/1e6, tok)
+	}
+	for _, src := range rep.Sources {
+		row(src.Name, src.Stages, src.Kept, tokens(src.Name))
+	}
+	total := "–"
+	if rep.Tokens != nil {
+		total = fmt.Sprint(rep.Tokens.TotalTokens)
+	}
+	row("**all**", rep.Totals, rep.Kept, total)
+	b.WriteString("\n(– : the stage does not apply to the source, e.g. HTML extraction for plain text.)\n\n")
+
+	b.WriteString("### Rejected documents per rule\n\n")
+	if len(rep.Rejects) == 0 {
+		b.WriteString("No document was rejected.\n\n")
+	} else {
+		rules := make([]string, 0, len(rep.Rejects))
+		for r := range rep.Rejects {
+			rules = append(rules, r)
+		}
+		sort.Slice(rules, func(i, j int) bool {
+			if rep.Rejects[rules[i]] != rep.Rejects[rules[j]] {
+				return rep.Rejects[rules[i]] > rep.Rejects[rules[j]]
+			}
+			return rules[i] < rules[j]
+		})
+		b.WriteString("| stage/rule | documents |\n|---|---:|\n")
+		for _, r := range rules {
+			fmt.Fprintf(b, "| %s | %d |\n", r, rep.Rejects[r])
+		}
+		fmt.Fprintf(b, "\nEvery rejected document is kept with its stage, rule and detail under `%s/rejects/` (zstd-compressed JSON lines).\n\n", datasetDir)
+	}
+
+	b.WriteString("### Duplicates\n\n")
+	fmt.Fprintf(b, "Exact duplicates: %.3f%% of documents. Near duplicates (MinHash LSH): %.3f%% dropped, in %d clusters.\n\n",
+		100*rep.ExactDupRate, 100*rep.NearDupRate, rep.NearClusters)
+	if len(rep.Hotspots) > 0 {
+		b.WriteString("| cluster size | kept document | starts with |\n|---:|---|---|\n")
+		for i, h := range rep.Hotspots {
+			if i == 5 {
+				break
+			}
+			fmt.Fprintf(b, "| %d | %s | %s |\n", h.Size, mdCell(h.KeptID), mdCell(clip(h.Sample, 100)))
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("### Benchmark contamination\n\n")
+	sets := make([]string, 0, len(rep.TrainValOverlap))
+	for s := range rep.TrainValOverlap {
+		sets = append(sets, s)
+	}
+	sort.Strings(sets)
+	if len(sets) == 0 {
+		b.WriteString("Decontamination was off.\n\n")
+	} else {
+		b.WriteString("| eval set | contaminated docs | share | eval items matched | example (doc: shared n-gram) |\n|---|---:|---:|---:|---|\n")
+		for _, s := range sets {
+			ov := rep.Overlap[s]
+			if ov == nil {
+				ov = &prepare.Overlap{}
+			}
+			ex := "–"
+			if len(ov.Examples) > 0 {
+				ex = fmt.Sprintf("%s: “%s”", ov.Examples[0].DocID, ov.Examples[0].NGram)
+			}
+			fmt.Fprintf(b, "| %s | %d | %.3f%% | %d | %s |\n", s, ov.Docs, 100*rep.TrainValOverlap[s], ov.Items, mdCell(ex))
+		}
+		fmt.Fprintf(b, "\nContaminated documents were removed (%d) or had the overlapping span cut (%d).\n\n", sumPrefix(rep.Rejects, "decontam/"), rep.DecontamCutDocs)
+	}
+
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, raw, "", "  ") == nil {
+		raw = pretty.Bytes()
+	}
+	fmt.Fprintf(b, "<details><summary>report.json</summary>\n\n```json\n%s\n```\n</details>\n\n", raw)
+}
+
+// sumPrefix adds the counts whose key starts with prefix.
+func sumPrefix(m map[string]int64, prefix string) int64 {
+	var n int64
+	for k, v := range m {
+		if strings.HasPrefix(k, prefix) {
+			n += v
 		}
 	}
+	return n
+}
+
+// clip shortens s to at most n runes, marking the cut.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"image/png"
 	"math"
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/data/prepare"
 )
 
 func writeMetrics(t *testing.T, dir string, steps int, nanAt int) {
@@ -101,5 +104,66 @@ func TestWriteFlagsProblems(t *testing.T) {
 func TestWriteEmptyRun(t *testing.T) {
 	if _, err := Write(Input{RunDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "no metrics") {
 		t.Fatalf("empty run: %v", err)
+	}
+}
+
+func TestDataSectionTables(t *testing.T) {
+	dir := t.TempDir()
+	rep := prepare.Report{
+		Created: "2026-11-21T00:00:00Z", Workers: 2, TimingsS: map[string]float64{"total": 3.5},
+		Sources: []*prepare.SourceReport{{Name: "math", Stages: map[string]*prepare.StageCount{
+			"read":     {In: prepare.Count{Docs: 100}, Out: prepare.Count{Docs: 100}},
+			"clean":    {In: prepare.Count{Docs: 100}, Out: prepare.Count{Docs: 97}},
+			"decontam": {In: prepare.Count{Docs: 97}, Out: prepare.Count{Docs: 95}},
+		}, Kept: prepare.Count{Docs: 95, Bytes: 2_500_000}}},
+		Totals:          map[string]*prepare.StageCount{"read": {In: prepare.Count{Docs: 100}}},
+		Kept:            prepare.Count{Docs: 95, Bytes: 2_500_000},
+		Rejects:         map[string]int64{"clean/gopher_quality/min_words": 3, "decontam/gsm8k": 2},
+		NearDupRate:     0.0125,
+		NearClusters:    4,
+		Hotspots:        []prepare.Hotspot{{Size: 9, KeptID: "code:a.go", Sample: "// Copyright | header"}},
+		TrainValOverlap: map[string]float64{"gsm8k": 0.02, "piqa": 0},
+		Overlap: map[string]*prepare.Overlap{"gsm8k": {Docs: 2, Items: 2, Examples: []prepare.OverlapExample{
+			{DocID: "math:train.jsonl:21", NGram: "bought stamps at the post office"}}}},
+		Tokens: &prepare.TokenReport{Tokens: map[string]int64{"math": 12345}, TotalTokens: 12345},
+	}
+	js, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	writeDataReport(&b, dir)
+	out := b.String()
+	for _, want := range []string{
+		"| math | 100 | – | 97 | – | – | 95 | 2.50 | 12345 |", // stages in pipeline order
+		"| clean/gopher_quality/min_words | 3 |",
+		"| decontam/gsm8k | 2 |",
+		"1.250% dropped, in 4 clusters",
+		`| 9 | code:a.go | // Copyright \| header |`,
+		"| gsm8k | 2 | 2.000% | 2 | math:train.jsonl:21: “bought stamps at the post office” |",
+		"| piqa | 0 | 0.000% | 0 | – |",
+		"removed (2)",
+		"<summary>report.json</summary>",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("data section lacks %q:\n%s", want, out)
+		}
+	}
+	// Rules are listed most frequent first.
+	if strings.Index(out, "min_words") > strings.Index(out, "decontam/gsm8k |") {
+		t.Error("rejects not sorted by count")
+	}
+
+	// A corrupt report names the file instead of failing the whole report.
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	writeDataReport(&b, dir)
+	if !strings.Contains(b.String(), filepath.Join(dir, "report.json")) || !strings.Contains(b.String(), "not a valid data report") {
+		t.Errorf("corrupt report.json: %s", b.String())
 	}
 }
