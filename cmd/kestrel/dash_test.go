@@ -44,3 +44,24 @@ func TestDashboardOnRealRun(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDashboardScreenshotOfRun refreshes the screenshot in docs/: it runs
+// only when KESTREL_SCREENSHOT_RUN names a run directory (for example
+// runs/demo after `make demo`) and KESTREL_SCREENSHOT_DIR where to write
+// dashboard.png; the same checks as on the test run apply.
+//
+//	KESTREL_SCREENSHOT_RUN=$PWD/runs/demo KESTREL_SCREENSHOT_DIR=$PWD/docs/img \
+//	  go test -run DashboardScreenshotOfRun ./cmd/kestrel
+func TestDashboardScreenshotOfRun(t *testing.T) {
+	run := os.Getenv("KESTREL_SCREENSHOT_RUN")
+	if run == "" || os.Getenv("KESTREL_SCREENSHOT_DIR") == "" {
+		t.Skip("set KESTREL_SCREENSHOT_RUN and KESTREL_SCREENSHOT_DIR to refresh the docs screenshot")
+	}
+	srv, err := dashboard.New("", []string{run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	browsertest.Check(t, ts.URL+"/", filepath.Join(t.TempDir(), "dashboard.png"), []string{"val", "train", "grad", "update", "lr", "tps", "mfu", "maxlogit", "entropy"})
+}

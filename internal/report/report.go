@@ -365,12 +365,12 @@ func writeDataReport(b *strings.Builder, datasetDir string) {
 	fmt.Fprintf(b, "From `%s` (prepared %s with %d workers in %.1f s).\n\n", path, rep.Created, rep.Workers, rep.TimingsS["total"])
 
 	b.WriteString("### Documents through the pipeline\n\n")
-	b.WriteString("| source | read |")
+	b.WriteString("Documents read per source, then removed by each stage, then kept.\n\n| source | read |")
 	for _, st := range prepare.Stages[1:] {
-		fmt.Fprintf(b, " after %s |", st)
+		fmt.Fprintf(b, " %s |", st)
 	}
-	b.WriteString(" kept MB | tokens |\n|---|---:|")
-	b.WriteString(strings.Repeat("---:|", len(prepare.Stages)-1+2) + "\n")
+	b.WriteString(" kept | kept MB | tokens |\n|---|---:|")
+	b.WriteString(strings.Repeat("---:|", len(prepare.Stages)-1+3) + "\n")
 	tokens := func(src string) string {
 		if rep.Tokens == nil {
 			return "–"
@@ -386,11 +386,13 @@ func writeDataReport(b *strings.Builder, datasetDir string) {
 				b.WriteString(" – |")
 			case i == 0:
 				fmt.Fprintf(b, " %d |", c.In.Docs)
+			case c.In.Docs == c.Out.Docs:
+				b.WriteString(" 0 |")
 			default:
-				fmt.Fprintf(b, " %d |", c.Out.Docs)
+				fmt.Fprintf(b, " −%d |", c.In.Docs-c.Out.Docs)
 			}
 		}
-		fmt.Fprintf(b, " %.2f | %s |\n", float64(kept.Bytes)/1e6, tok)
+		fmt.Fprintf(b, " %d | %.2f | %s |\n", kept.Docs, float64(kept.Bytes)/1e6, tok)
 	}
 	for _, src := range rep.Sources {
 		row(src.Name, src.Stages, src.Kept, tokens(src.Name))

@@ -138,7 +138,7 @@ func TestDataSectionTables(t *testing.T) {
 	writeDataReport(&b, dir)
 	out := b.String()
 	for _, want := range []string{
-		"| math | 100 | – | 97 | – | – | 95 | 2.50 | 12345 |", // stages in pipeline order
+		"| math | 100 | – | −3 | – | – | −2 | 95 | 2.50 | 12345 |", // stages in pipeline order
 		"| clean/gopher_quality/min_words | 3 |",
 		"| decontam/gsm8k | 2 |",
 		"1.250% dropped, in 4 clusters",

@@ -38,7 +38,8 @@ func Chromium(t testing.TB) string {
 
 // Check loads the dashboard at url in headless Chromium, checks that
 // every panel with data drew a chart, switches the x-axis to tokens and
-// saves a screenshot to shot. It returns the panels that rendered.
+// saves a screenshot to shot (PNG when shot ends in .png, else JPEG). It
+// returns the panels that rendered.
 func Check(t testing.TB, url, shot string, wantPanels []string) []string {
 	t.Helper()
 	bin := Chromium(t)
@@ -100,16 +101,21 @@ func Check(t testing.TB, url, shot string, wantPanels []string) []string {
 	if !strings.Contains(xLabel, "tokens") {
 		t.Errorf("x-axis label after switching: %q", xLabel)
 	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(80))
+	// Chromium writes PNG at quality 100 and JPEG below it.
+	quality := 80
+	if strings.HasSuffix(shot, ".png") {
+		quality = 100
+	}
+	img, err := chromedp.Run(ctx, chromedp.FullScreenshot(quality))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(shot, png, 0o644); err != nil {
+	if err := os.WriteFile(shot, img, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// KESTREL_SCREENSHOT_DIR keeps a copy beyond the test's temp dir.
 	if d := os.Getenv("KESTREL_SCREENSHOT_DIR"); d != "" {
-		if err := os.WriteFile(filepath.Join(d, filepath.Base(shot)), png, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(d, filepath.Base(shot)), img, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
