@@ -21,7 +21,9 @@ and phase, throughput and MFU, attention vitals, data mix, probes, alerts and
 classified spikes — live while the run writes, offline, from one binary.
 
 Runs are the directories given as arguments plus every run directory under
---runs-dir. The server is read-only, binds to loopback by default and serves
+--runs-dir. A run is read from its metrics.jsonl and alerts.jsonl, or, when it
+has only a metrics.sqlite (what 'kestrel watch --store' writes for another
+trainer), from that store. The server is read-only, binds to loopback by default and serves
 only its own assets and the runs it was given.
 
 API (JSON): /api/runs, /api/names?run=R, /api/metrics?run=R&names=a,b&x=step|tokens|time&max_points=N,

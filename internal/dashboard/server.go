@@ -111,7 +111,7 @@ func (s *Server) scan() {
 }
 
 func isRunDir(d string) bool {
-	for _, f := range []string{"metrics.jsonl", "config.toml"} {
+	for _, f := range []string{"metrics.jsonl", "metrics.sqlite", "config.toml"} {
 		if _, err := os.Stat(filepath.Join(d, f)); err == nil {
 			return true
 		}

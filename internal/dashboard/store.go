@@ -40,13 +40,25 @@ type runData struct {
 	lastStr map[string]string  // last value of string fields, for change events
 	lastNum map[string]float64 // last value of watched numeric fields
 
-	alertsOffset int64
+	alertsOffset int64 // bytes of alerts.jsonl, or the last alerts rowid of a store
 	alerts       []Event
 	modTime      time.Time
 }
 
+// metricsPath is the run's metrics.jsonl, or its metrics.sqlite when only
+// the store exists (as `kestrel watch --store` leaves for other trainers).
+func metricsPath(dir string) string {
+	jsonl, store := filepath.Join(dir, "metrics.jsonl"), filepath.Join(dir, "metrics.sqlite")
+	if _, err := os.Stat(jsonl); err != nil {
+		if _, err := os.Stat(store); err == nil {
+			return store
+		}
+	}
+	return jsonl
+}
+
 func newRunData(dir string) *runData {
-	d := &runData{Log: runlog.New(filepath.Join(dir, "metrics.jsonl")), lastStr: map[string]string{}, lastNum: map[string]float64{}}
+	d := &runData{Log: runlog.New(metricsPath(dir)), lastStr: map[string]string{}, lastNum: map[string]float64{}}
 	d.OnRecord = d.deriveEvents
 	d.OnReset = func() {
 		d.events = nil
@@ -72,8 +84,21 @@ func (r *Run) refresh() error {
 	if err := d.Refresh(); err != nil {
 		return fmt.Errorf("run %s: %w", r.Name, err)
 	}
-	if st, err := os.Stat(d.Path); err == nil {
-		d.modTime = st.ModTime()
+	for _, p := range []string{d.Path, d.Path + "-wal"} {
+		if st, err := os.Stat(p); err == nil && st.ModTime().After(d.modTime) {
+			d.modTime = st.ModTime()
+		}
+	}
+	if runlog.IsSQLite(d.Path) {
+		as, last, err := runlog.StoreAlerts(d.Path, d.alertsOffset)
+		if err != nil {
+			return fmt.Errorf("run %s: %w", r.Name, err)
+		}
+		for _, a := range as {
+			d.alerts = append(d.alerts, alertEvent(a))
+		}
+		d.alertsOffset = last
+		return nil
 	}
 	return d.readAlerts(filepath.Join(r.Dir, "alerts.jsonl"))
 }

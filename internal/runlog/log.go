@@ -1,7 +1,7 @@
 // Package runlog reads a run's metrics.jsonl — one JSON object per line, as
-// kestrel train and most trainers write them — into columns, incrementally,
-// so the dashboard can follow a live run and the report can plot a finished
-// one. Nested objects and arrays are flattened into slash-joined names.
+// kestrel train and most trainers write them — or its metrics.sqlite store
+// into columns, incrementally, so the dashboard can follow a live run and the
+// report can plot a finished one. Nested objects and arrays are flattened into slash-joined names.
 package runlog
 
 import (
@@ -46,7 +46,7 @@ type Log struct {
 
 	cols    map[string][]float32
 	rec     *Record
-	offset  int64
+	offset  int64 // bytes read (JSONL) or the last rowid read (store)
 	lineNo  int
 	t0      float64
 	hasT0   bool
@@ -71,6 +71,9 @@ func Load(path string) (*Log, error) {
 // line is left for the next call; a file that shrank (rewritten) is read
 // again from the start. A missing file is not an error: the log stays empty.
 func (l *Log) Refresh() error {
+	if IsSQLite(l.Path) {
+		return l.refreshSQLite()
+	}
 	st, err := os.Stat(l.Path)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -79,12 +82,7 @@ func (l *Log) Refresh() error {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	if st.Size() < l.offset {
-		onRecord, onReset := l.OnRecord, l.OnReset
-		*l = *New(l.Path)
-		l.OnRecord, l.OnReset = onRecord, onReset
-		if onReset != nil {
-			onReset()
-		}
+		l.reset()
 	}
 	if st.Size() == l.offset {
 		return nil
@@ -128,6 +126,16 @@ func (l *Log) Refresh() error {
 			continue
 		}
 		l.Add(l.rec)
+	}
+}
+
+// reset forgets everything read: the file shrank or the store was recreated.
+func (l *Log) reset() {
+	onRecord, onReset := l.OnRecord, l.OnReset
+	*l = *New(l.Path)
+	l.OnRecord, l.OnReset = onRecord, onReset
+	if onReset != nil {
+		onReset()
 	}
 }
 
