@@ -111,29 +111,16 @@ func stepSample(sm train.StepMetrics) (monitor.Sample, error) {
 		return s, err
 	}
 	s.Step, s.Tokens = int64(sm.Step), sm.TokensSeen
+	// The sample is stamped at the end of the step: the end of its last
+	// measured phase (unix_time is when the step began).
 	end := time.Unix(0, int64(sm.UnixTime*1e9))
-	if sm.UnixTime == 0 {
+	if n := len(sm.Spans); n > 0 {
+		end = sm.Spans[n-1].Start.Add(sm.Spans[n-1].Dur)
+	} else if sm.UnixTime == 0 {
 		end = time.Now()
 	}
 	s.Time = end
-	phases := []struct {
-		name string
-		sec  float64
-	}{{"eval", sm.EvalTime}, {"checkpoint", sm.CheckpointTime}, {"data_wait", sm.DataWaitTime},
-		{"forward_backward", sm.ForwardBackwardTime}, {"optimizer", sm.OptimizerTime}}
-	var total float64
-	for _, p := range phases {
-		total += p.sec
-	}
-	at := end.Add(-time.Duration(total * float64(time.Second)))
-	for _, p := range phases {
-		if p.sec <= 0 {
-			continue
-		}
-		d := time.Duration(p.sec * float64(time.Second))
-		s.Phases = append(s.Phases, monitor.Phase{Name: p.name, Start: at, Dur: d})
-		at = at.Add(d)
-	}
+	s.Phases = stepPhases(sm, end)
 	return s, nil
 }
 
@@ -173,6 +160,11 @@ func (t *trainMonitor) OnEval(e train.EvalMetrics) error {
 	for k, v := range e.SliceValLoss {
 		vals["slice_val_loss/"+k] = v
 	}
+	for k, v := range map[string]float64{"fixed_probe_loss": e.FixedProbeLoss, "logit_entropy_probe": e.LogitEntropyProbe, "topk_mass_probe": e.TopKMassProbe} {
+		if v != 0 {
+			vals[k] = v
+		}
+	}
 	t.m.Record(monitor.Event{Kind: monitor.EventEval, Step: int64(e.Step), Tokens: e.TokensSeen, OK: true, Values: vals})
 	if paused, why := t.m.Paused(); paused {
 		return fmt.Errorf("monitor paused the run: %s", why)
@@ -185,8 +177,11 @@ func (t *trainMonitor) OnCheckpoint(ev train.CheckpointEvent) error {
 	if t.m == nil {
 		return nil
 	}
-	t.m.Record(monitor.Event{Kind: monitor.EventCheckpoint, Step: int64(ev.Step), OK: true, Path: ev.Dir, Detail: ev.Kind,
-		Values: map[string]float64{"checkpoint_ok": 1, "checkpoint_time": ev.Seconds, "checkpoint_size": float64(ev.Bytes)}})
+	vals := map[string]float64{"checkpoint_ok": 1, "checkpoint_time": ev.Seconds, "checkpoint_size": float64(ev.Bytes)}
+	if ev.OutputKLToPrev != nil {
+		vals["output_kl_to_prev"] = *ev.OutputKLToPrev
+	}
+	t.m.Record(monitor.Event{Kind: monitor.EventCheckpoint, Step: int64(ev.Step), OK: true, Path: ev.Dir, Detail: ev.Kind, Values: vals})
 	return nil
 }
 
@@ -243,4 +238,35 @@ func (t *trainMonitor) Finish(runErr error) error {
 		t.log.Warn("monitor close", "err", err)
 	}
 	return runErr
+}
+
+// stepPhases lays out a step for trace.json: the evaluation and checkpoint
+// that ran since the previous step (they end where this step's first
+// measured span starts), then the measured spans (data wait, forward and
+// backward per micro-batch, optimizer).
+func stepPhases(sm train.StepMetrics, end time.Time) []monitor.Phase {
+	var out []monitor.Phase
+	first := end
+	if len(sm.Spans) > 0 {
+		first = sm.Spans[0].Start
+	} else {
+		first = end.Add(-time.Duration((sm.DataWaitTime + sm.ForwardTime + sm.BackwardTime + sm.OptimizerTime) * float64(time.Second)))
+	}
+	at := first.Add(-time.Duration((sm.EvalTime + sm.CheckpointTime) * float64(time.Second)))
+	for _, p := range []struct {
+		name string
+		sec  float64
+	}{{"eval", sm.EvalTime}, {"checkpoint", sm.CheckpointTime}} {
+		if p.sec > 0 {
+			d := time.Duration(p.sec * float64(time.Second))
+			out = append(out, monitor.Phase{Name: p.name, Start: at, Dur: d})
+			at = at.Add(d)
+		}
+	}
+	for _, sp := range sm.Spans {
+		if sp.Dur > 0 {
+			out = append(out, monitor.Phase{Name: sp.Name, Start: sp.Start, Dur: sp.Dur})
+		}
+	}
+	return out
 }

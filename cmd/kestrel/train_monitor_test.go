@@ -163,8 +163,30 @@ func TestTrainLRSpikeIsSEV1(t *testing.T) {
 			phases[strings.Fields(n)[0]]++
 		}
 	}
-	if phases["step"] != 20 || phases["forward_backward"] != 20 || phases["optimizer"] != 20 {
+	if phases["step"] != 20 || phases["forward"] < 20 || phases["backward"] != phases["forward"] || phases["data_wait"] != phases["forward"] || phases["optimizer"] != 20 {
 		t.Errorf("trace phases %v", phases)
+	}
+	// Measured spans: within each step, forward ends before backward starts
+	// and everything lies inside the step's slice.
+	var stepTs, stepEnd, lastEnd float64
+	for _, e := range trace {
+		if e["ph"] != "X" {
+			continue
+		}
+		name, _ := e["name"].(string)
+		ts, _ := e["ts"].(float64)
+		dur, _ := e["dur"].(float64)
+		if strings.HasPrefix(name, "step ") {
+			stepTs, stepEnd, lastEnd = ts, ts+dur, ts
+			continue
+		}
+		if ts < stepTs-1 || ts+dur > stepEnd+1 {
+			t.Errorf("%s [%v, %v] outside its step [%v, %v]", name, ts, ts+dur, stepTs, stepEnd)
+		}
+		if name == "backward" && ts < lastEnd-1 {
+			t.Errorf("backward starts at %v before the forward ended at %v", ts, lastEnd)
+		}
+		lastEnd = ts + dur
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/kernels/ops"
@@ -28,6 +29,7 @@ type Model struct {
 	hd, qkvDim, attDim int
 
 	a        arena
+	outN     int // positions whose logits the last Forward left in a.logits (0: none)
 	cos, sin []float32
 	vit      Vitals
 	attn     ops.Attention
@@ -385,30 +387,50 @@ func (m *Model) checkBatch(b *Batch, needTargets bool) error {
 // weight (default 1) is non-zero; Mask weights the average. Use
 // scale = 1/number_of_micro_batches to accumulate.
 func (m *Model) ForwardBackward(b *Batch, scale float32) (Stats, error) {
+	m.outN = 0
 	if err := m.checkBatch(b, true); err != nil {
 		return Stats{}, err
 	}
 	m.ensureArena(b.B)
+	t0 := time.Now()
 	m.forwardBody(b, true)
 	st := m.head(b, scale, true)
+	t1 := time.Now()
 	m.backward(b)
+	st.ForwardTime, st.BackwardTime = t1.Sub(t0), time.Since(t1)
 	return st, nil
 }
 
 // Forward is ForwardBackward without gradients (evaluation). It uses the
 // same arena, and a later ForwardBackward recomputes everything it needs.
 func (m *Model) Forward(b *Batch) (Stats, error) {
+	m.outN = 0
 	if err := m.checkBatch(b, true); err != nil {
 		return Stats{}, err
 	}
 	m.ensureArena(b.B)
+	t0 := time.Now()
 	m.forwardBody(b, true)
-	return m.head(b, 0, false), nil
+	st := m.head(b, 0, false)
+	st.ForwardTime = time.Since(t0)
+	m.outN = b.B * b.T
+	return st, nil
+}
+
+// Outputs returns the logits [B·T, vocab] and their logsumexp per position
+// computed by the last Forward call (nil after any other call). They alias
+// the model's arena: read them before the next call.
+func (m *Model) Outputs() (logits, lse []float32) {
+	if m.outN == 0 {
+		return nil, nil
+	}
+	return m.a.logits[:m.outN*m.Cfg.Vocab], m.a.lse[:m.outN]
 }
 
 // Logits writes into dst (len vocab) the next-token logits after the given
 // context (1..seq_len tokens).
 func (m *Model) Logits(tokens []int32, dst []float32) error {
+	m.outN = 0
 	c := m.Cfg
 	if len(tokens) == 0 || len(tokens) > c.SeqLen {
 		return fmt.Errorf("model: Logits context of %d tokens, want 1..%d", len(tokens), c.SeqLen)

@@ -5,7 +5,10 @@
 // internal/kernels/ops).
 package model
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // ErrNotImplemented is kept for callers written before the engine landed;
 // the model no longer returns it.
@@ -39,6 +42,9 @@ type Stats struct {
 	Loss   float64 // mean cross-entropy over counted positions (without z-loss)
 	ZLoss  float64 // mean z-loss term added to the objective (0 when off)
 	Tokens int     // counted positions
+
+	ForwardTime  time.Duration // forward pass including the loss head
+	BackwardTime time.Duration // backward pass (0 for Forward)
 }
 
 // Vitals are the per-step model health numbers (seed-004 names), computed

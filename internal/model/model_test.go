@@ -182,6 +182,7 @@ func TestAccumulateAndForwardKeepsGrads(t *testing.T) {
 		t.Fatal(err)
 	}
 	st2, _ := m.ForwardBackward(b, 0.5)
+	st1.ForwardTime, st1.BackwardTime, st2.ForwardTime, st2.BackwardTime = 0, 0, 0, 0 // timings differ
 	if st1 != st2 {
 		t.Fatalf("stats differ: %+v vs %+v", st1, st2)
 	}

@@ -11,22 +11,23 @@ import (
 
 // Config is the [train] section of a run config.
 type Config struct {
-	Steps         int     `toml:"steps" comment:"number of optimizer steps (the last step of the run; a warm-start in full mode continues the source's count)"`
-	BatchSize     int     `toml:"batch_size" comment:"global batch in sequences per step (B0 for sqrt batch LR scaling when batch_schedule is empty)"`
-	BatchSchedule [][]int `toml:"batch_schedule" comment:"global batch schedule as [[start_step, batch], ...] starting at step 0; start_step is the 0-based step index, so [s, b] takes effect at metrics.jsonl step s+1 (empty = batch_size throughout; Marin 32B: [[0, 8192], [18500, 7680], [21010, 8192]])"`
-	MicroBatch    int     `toml:"micro_batch" comment:"sequences per forward/backward (gradient accumulation when smaller than the global batch; 0 = the global batch)"`
-	EvalEvery     int     `toml:"eval_every" comment:"evaluate validation loss (raw and EMA weights) every N steps (0 = only at the end)"`
-	EvalBatches   int     `toml:"eval_batches" comment:"validation rows = eval_batches × the first global batch, spread evenly over the validation set (0 = every row; the final evaluation always reads every row)"`
-	ValFraction   float64 `toml:"val_fraction" comment:"bytes mode: fraction at the end of data.train held out for validation when data.val is empty"`
-	LossEMABeta   float64 `toml:"loss_ema_beta" comment:"β of the bias-corrected EMA reported as train_loss_ema"`
-	LogEvery      int     `toml:"log_every" comment:"print a progress line every N steps (metrics.jsonl gets every step regardless)"`
-	PeakGFLOPS    float64 `toml:"peak_gflops" comment:"peak GFLOP/s of this machine for mfu (0 = measure the FMA peak on all kernel threads at start-up, kernels.PeakGFLOPS)"`
-	MaxMinutes    float64 `toml:"max_minutes" comment:"stop this invocation after this many minutes of wall-clock (checked after each step; at least one step runs) with a final evaluation and checkpoint, exit 0; rerunning resumes (0 = no limit)"`
+	Steps          int     `toml:"steps" comment:"number of optimizer steps (the last step of the run; a warm-start in full mode continues the source's count)"`
+	BatchSize      int     `toml:"batch_size" comment:"global batch in sequences per step (B0 for sqrt batch LR scaling when batch_schedule is empty)"`
+	BatchSchedule  [][]int `toml:"batch_schedule" comment:"global batch schedule as [[start_step, batch], ...] starting at step 0; start_step is the 0-based step index, so [s, b] takes effect at metrics.jsonl step s+1 (empty = batch_size throughout; Marin 32B: [[0, 8192], [18500, 7680], [21010, 8192]])"`
+	MicroBatch     int     `toml:"micro_batch" comment:"sequences per forward/backward (gradient accumulation when smaller than the global batch; 0 = the global batch)"`
+	EvalEvery      int     `toml:"eval_every" comment:"evaluate validation loss (raw and EMA weights) every N steps (0 = only at the end)"`
+	EvalBatches    int     `toml:"eval_batches" comment:"validation rows = eval_batches × the first global batch, spread evenly over the validation set (0 = every row; the final evaluation always reads every row)"`
+	ProbeSequences int     `toml:"probe_sequences" comment:"validation sequences in the frozen probe batch (probe.json in the run, hash in manifest.json) measured at every evaluation (fixed_probe_loss, logit_entropy_probe, topk_mass_probe) and at every checkpoint (output_kl_to_prev); 0 = no probes"`
+	ValFraction    float64 `toml:"val_fraction" comment:"bytes mode: fraction at the end of data.train held out for validation when data.val is empty"`
+	LossEMABeta    float64 `toml:"loss_ema_beta" comment:"β of the bias-corrected EMA reported as train_loss_ema"`
+	LogEvery       int     `toml:"log_every" comment:"print a progress line every N steps (metrics.jsonl gets every step regardless)"`
+	PeakGFLOPS     float64 `toml:"peak_gflops" comment:"peak GFLOP/s of this machine for mfu (0 = measure the FMA peak on all kernel threads at start-up, kernels.PeakGFLOPS)"`
+	MaxMinutes     float64 `toml:"max_minutes" comment:"stop this invocation after this many minutes of wall-clock (checked after each step; at least one step runs) with a final evaluation and checkpoint, exit 0; rerunning resumes (0 = no limit)"`
 }
 
 // DefaultConfig returns the defaults of the [train] section.
 func DefaultConfig() Config {
-	return Config{Steps: 2000, BatchSize: 12, EvalEvery: 250, EvalBatches: 20, ValFraction: 0.1, LossEMABeta: 0.95, LogEvery: 50}
+	return Config{Steps: 2000, BatchSize: 12, EvalEvery: 250, EvalBatches: 20, ProbeSequences: 4, ValFraction: 0.1, LossEMABeta: 0.95, LogEvery: 50}
 }
 
 // Validate reports inconsistent fields, naming them as in the config file.
@@ -43,6 +44,9 @@ func (c Config) Validate() error {
 	}
 	if c.EvalEvery < 0 || c.EvalBatches < 0 {
 		errs = append(errs, errors.New("train.eval_every and train.eval_batches must be >= 0"))
+	}
+	if c.ProbeSequences < 0 {
+		errs = append(errs, fmt.Errorf("train.probe_sequences must be >= 0, got %d", c.ProbeSequences))
 	}
 	if c.ValFraction < 0 || c.ValFraction >= 1 {
 		errs = append(errs, fmt.Errorf("train.val_fraction must be in [0, 1), got %g", c.ValFraction))

@@ -106,6 +106,7 @@ type trainer struct {
 	lastCkptTime            time.Time
 	pendingCkptTime         float64
 	pendingEvalTime         float64
+	probe                   *probeBatch // nil: no probes
 }
 
 // Run trains until Train.Steps, resuming from the newest valid checkpoint
@@ -233,6 +234,14 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		if err := o.WriteConfig(filepath.Join(o.Dir, "config.toml")); err != nil {
 			return nil, err
 		}
+	}
+	if err := t.setupProbe(); err != nil {
+		return nil, err
+	}
+	// The first output_kl_to_prev compares against the weights this
+	// invocation starts from (the resumed checkpoint, or the initialisation).
+	if _, _, err := t.probeKL(); err != nil {
+		return nil, err
 	}
 	if err := t.writeManifest(res); err != nil {
 		return nil, err
@@ -409,7 +418,13 @@ func (t *trainer) step(s int) (StepMetrics, error) {
 		if err != nil {
 			return m, fmt.Errorf("step %d: forward/backward: %w", s, err)
 		}
-		m.ForwardBackwardTime += time.Since(t1).Seconds()
+		fwd, bwd := st.ForwardTime, st.BackwardTime
+		if fwd == 0 && bwd == 0 { // a Net that does not time its passes: all of it is forward
+			fwd = time.Since(t1)
+		}
+		m.ForwardTime += fwd.Seconds()
+		m.BackwardTime += bwd.Seconds()
+		m.Spans = append(m.Spans, Span{"data_wait", t0, t1.Sub(t0)}, Span{"forward", t1, fwd}, Span{"backward", t1.Add(fwd), bwd})
 		w := float64(n) / float64(B)
 		loss += w * st.Loss
 		zl += w * st.ZLoss
@@ -453,6 +468,7 @@ func (t *trainer) step(s int) (StepMetrics, error) {
 		t.ema.Update(params)
 	}
 	m.OptimizerTime = time.Since(t0).Seconds()
+	m.Spans = append(m.Spans, Span{"optimizer", t0, time.Since(t0)})
 
 	st := &t.st
 	st.Step = s
@@ -556,6 +572,14 @@ func (t *trainer) evaluate(s int, trainEMA float64, all bool) (EvalMetrics, erro
 		e.EMAGap = raw - emaLoss
 	}
 	e.TrainValGap = raw - trainEMA
+	if pm, ok, err := t.probeEval(); err != nil {
+		return e, fmt.Errorf("step %d: eval: %w", s, err)
+	} else if ok {
+		e.FixedProbeLoss = pm.Loss
+		if !math.IsNaN(pm.Entropy) {
+			e.LogitEntropyProbe, e.TopKMassProbe = pm.Entropy, pm.TopKMass
+		}
+	}
 	e.EvalTime = time.Since(start).Seconds()
 	t.pendingEvalTime += e.EvalTime
 	if err := t.ml.write(e); err != nil {
@@ -649,6 +673,15 @@ func (t *trainer) checkpoint(kind string) error {
 		return err
 	}
 	ev := CheckpointEvent{Step: t.st.Step, Dir: dir, Kind: kind, Seconds: time.Since(start).Seconds(), Bytes: size, Deleted: deleted}
+	if kl, ok, err := t.probeKL(); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", dir, err)
+	} else if ok {
+		ev.OutputKLToPrev = &kl
+		line := map[string]any{"step": t.st.Step, "tokens_seen": t.st.TokensSeen, "wall_time": t.st.WallTime, "output_kl_to_prev": kl}
+		if err := t.ml.write(line); err != nil {
+			return fmt.Errorf("checkpoint %s: metrics: %w", dir, err)
+		}
+	}
 	t.pendingCkptTime += ev.Seconds
 	t.log.Info("checkpoint", "step", t.st.Step, "kind", kind, "dir", dir, "seconds", fmt.Sprintf("%.2f", ev.Seconds), "deleted", strings.Join(deleted, ","))
 	for _, ob := range t.o.Observers {

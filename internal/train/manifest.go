@@ -53,6 +53,10 @@ func (t *trainer) writeManifest(res *Result) error {
 	for k, v := range t.o.Manifest {
 		man[k] = v
 	}
+	if t.probe != nil {
+		man["probe_hash"] = t.probe.SHA256
+		man["probe"] = map[string]any{"file": ProbeFile, "sequences": t.probe.B, "sources": t.probe.Sources}
+	}
 	if t.st.WarmStart != nil {
 		man["warm_start"] = t.st.WarmStart
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"time"
 )
 
 // StepMetrics is one line of metrics.jsonl per optimizer step. Names follow
@@ -47,7 +48,8 @@ type StepMetrics struct {
 	TokensPerSec        float64 `json:"tokens_per_sec"`
 	StepTime            float64 `json:"step_time"` // wall time since the previous step line
 	DataWaitTime        float64 `json:"data_wait_time"`
-	ForwardBackwardTime float64 `json:"forward_backward_time"`
+	ForwardTime         float64 `json:"forward_time"`  // forward passes incl. the loss head, all micro-batches
+	BackwardTime        float64 `json:"backward_time"` // backward passes, all micro-batches
 	OptimizerTime       float64 `json:"optimizer_time"`
 	CheckpointTime      float64 `json:"checkpoint_time"`       // checkpoint writes since the previous step line
 	EvalTime            float64 `json:"eval_time"`             // evaluation since the previous step line
@@ -67,6 +69,16 @@ type StepMetrics struct {
 	// SourceMixShare is the share of this step's sequences from each source
 	// (by DataSource.SourceNames), written as "source_mix_share/<source>".
 	SourceMixShare map[string]float64 `json:"-"`
+	// Spans are the measured phases of the step in order (data_wait,
+	// forward and backward per micro-batch, then optimizer), for trace.json.
+	Spans []Span `json:"-"`
+}
+
+// Span is one measured phase of a step.
+type Span struct {
+	Name  string
+	Start time.Time
+	Dur   time.Duration
 }
 
 // MarshalJSON writes the struct fields and then the keys of SourceMixShare
@@ -117,16 +129,20 @@ func appendNum(b []byte, v float64) []byte {
 
 // EvalMetrics is one evaluation line of metrics.jsonl.
 type EvalMetrics struct {
-	Step         int                `json:"step"`
-	TokensSeen   int64              `json:"tokens_seen"`
-	WallTime     float64            `json:"wall_time"`
-	ValLoss      float64            `json:"val_loss"`      // raw weights (nats/token)
-	ValLossEMA   float64            `json:"val_loss_ema"`  // EMA weights (0 when EMA is off)
-	EMAGap       float64            `json:"ema_gap"`       // val_loss − val_loss_ema
-	TrainValGap  float64            `json:"train_val_gap"` // val_loss − train_loss_ema
-	ValTokens    int                `json:"val_tokens"`
-	EvalTime     float64            `json:"eval_time"`
-	SliceValLoss map[string]float64 `json:"-"` // "slice_val_loss/<source>" for multi-source data
+	Step        int     `json:"step"`
+	TokensSeen  int64   `json:"tokens_seen"`
+	WallTime    float64 `json:"wall_time"`
+	ValLoss     float64 `json:"val_loss"`      // raw weights (nats/token)
+	ValLossEMA  float64 `json:"val_loss_ema"`  // EMA weights (0 when EMA is off)
+	EMAGap      float64 `json:"ema_gap"`       // val_loss − val_loss_ema
+	TrainValGap float64 `json:"train_val_gap"` // val_loss − train_loss_ema
+	ValTokens   int     `json:"val_tokens"`
+	EvalTime    float64 `json:"eval_time"`
+	// Probe-batch measurements (0 and omitted when the run has no probes).
+	FixedProbeLoss    float64            `json:"fixed_probe_loss,omitempty"`
+	LogitEntropyProbe float64            `json:"logit_entropy_probe,omitempty"`
+	TopKMassProbe     float64            `json:"topk_mass_probe,omitempty"`
+	SliceValLoss      map[string]float64 `json:"-"` // "slice_val_loss/<source>" for multi-source data
 }
 
 // MarshalJSON flattens SliceValLoss into top-level keys.
@@ -153,12 +169,15 @@ func (e EvalMetrics) MarshalJSON() ([]byte, error) {
 
 // CheckpointEvent reports a committed checkpoint.
 type CheckpointEvent struct {
-	Step    int      `json:"step"`
-	Dir     string   `json:"dir"`
-	Kind    string   `json:"kind"` // rolling | permanent | final | interrupt | time_limit
-	Seconds float64  `json:"seconds"`
-	Bytes   int64    `json:"bytes"`
-	Deleted []string `json:"deleted,omitempty"` // rolling checkpoints removed by the keep policy
+	Step    int     `json:"step"`
+	Dir     string  `json:"dir"`
+	Kind    string  `json:"kind"` // rolling | permanent | final | interrupt | time_limit
+	Seconds float64 `json:"seconds"`
+	Bytes   int64   `json:"bytes"`
+	// OutputKLToPrev is output_kl_to_prev on the probe batch against the
+	// previous checkpoint (nil when there is none to compare or no probes).
+	OutputKLToPrev *float64 `json:"output_kl_to_prev,omitempty"`
+	Deleted        []string `json:"deleted,omitempty"` // rolling checkpoints removed by the keep policy
 }
 
 // Observer receives every step, evaluation and checkpoint (the monitor

@@ -35,6 +35,7 @@ func (n modelNet) ForwardBackward(b *model.Batch, scale float32) (model.Stats, e
 	return n.m.ForwardBackward(b, scale)
 }
 func (n modelNet) Forward(b *model.Batch) (model.Stats, error) { return n.m.Forward(b) }
+func (n modelNet) Outputs() ([]float32, []float32)             { return n.m.Outputs() }
 func (n modelNet) Vitals() *model.Vitals                       { return n.m.Vitals() }
 func (n modelNet) FLOPsPerToken() float64                      { return n.m.FLOPsPerToken() }
 

@@ -495,7 +495,7 @@ func TestMetricsLineAndDebugKnobs(t *testing.T) {
 	lines := readLines(t, dir)
 	for _, k := range []string{"step", "tokens_seen", "wall_time", "train_loss_raw", "train_loss_ema", "learning_rate", "lr_phase",
 		"grad_global_norm", "update_norm", "update_norm_post_clip", "update_to_weight", "clipped", "skipped", "z_loss",
-		"tokens_per_sec", "step_time", "data_wait_time", "forward_backward_time", "optimizer_time", "mfu",
+		"tokens_per_sec", "step_time", "data_wait_time", "forward_time", "backward_time", "optimizer_time", "mfu",
 		"max_attn_logit", "attn_entropy", "residual_rms", "activation_outlier_rate", "max_attn_logit/layer0/head1",
 		"attn_entropy/layer0/head0", "residual_rms/layer0"} {
 		if _, ok := lines[0][k]; !ok {
