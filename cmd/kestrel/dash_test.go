@@ -39,7 +39,7 @@ func TestDashboardOnRealRun(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	shot := filepath.Join(t.TempDir(), "dash-real-run.jpg")
-	browsertest.Check(t, ts.URL+"/", shot, []string{"val", "train", "grad", "update", "u2w", "lr", "tps", "steptime", "mfu", "maxlogit", "entropy", "maxlogitL-0", "entropyL-1", "resid", "outlier", "stall"})
+	browsertest.Check(t, ts.URL+"/", shot, []string{"val", "train", "grad", "update", "u2w", "lr", "tps", "steptime", "mfu", "maxlogit", "entropy", "maxlogitL-0", "entropyL-1", "resid", "outlier", "stall", "probe", "kl", "probeent"})
 	if _, err := os.Stat(shot); err != nil {
 		t.Fatal(err)
 	}
