@@ -46,8 +46,10 @@ batch by the block of the data it comes from (the data in stored order cut
 into --blocks equal ranges: topics, if it is sorted by topic) or by source,
 and report:
 
-  lag1 / max|acf|   autocorrelation of the per-batch block shares across steps
-                    (~0 for i.i.d. batches; near 1 when batches drift in phases)
+  lag1 / max|acf|   autocorrelation of the per-batch block shares across steps,
+                    as deviations from the mixture weights in force at each step
+                    (a data stage's planned change is not drift); ~0 for i.i.d.
+                    batches, near 1 when batches drift in phases
   max_run           longest run of consecutive batches in which one block holds
                     ≥ 50% of the rows
   mean_max_share    mean over batches of the largest block share

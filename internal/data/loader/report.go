@@ -42,7 +42,12 @@ func (c *Composition) Lag1() float64 {
 
 // Compose builds a Composition from per-step label lists. labels(step)
 // returns the label of every row of the step's batch, each in [0, nLabels).
-func Compose(name string, steps, nLabels, maxLag int, labels func(step int) ([]int, error)) (*Composition, error) {
+// expected, when not nil, gives each label's expected share at a step (the
+// mixture weights in force): the autocorrelation then measures deviations
+// from it, so a planned change of the mixture (a data stage) is not
+// mistaken for drifting batches. With nil the expectation is each label's
+// mean over all steps.
+func Compose(name string, steps, nLabels, maxLag int, labels func(step int) ([]int, error), expected func(step int) []float64) (*Composition, error) {
 	if steps < 2 || nLabels < 1 {
 		return nil, fmt.Errorf("composition: need ≥ 2 steps and ≥ 1 label (got %d, %d)", steps, nLabels)
 	}
@@ -77,6 +82,7 @@ func Compose(name string, steps, nLabels, maxLag int, labels func(step int) ([]i
 	c.ACF = make([]float64, maxLag+1)
 	var den float64
 	num := make([]float64, maxLag+1)
+	dev := make([]float64, steps)
 	for b := 0; b < nLabels; b++ {
 		mu := 0.0
 		for s := 0; s < steps; s++ {
@@ -84,10 +90,15 @@ func Compose(name string, steps, nLabels, maxLag int, labels func(step int) ([]i
 		}
 		mu /= float64(steps)
 		for s := 0; s < steps; s++ {
-			d := c.Shares[s][b] - mu
+			dev[s] = c.Shares[s][b] - mu
+			if expected != nil {
+				dev[s] = c.Shares[s][b] - expected(s)[b]
+			}
+		}
+		for s, d := range dev {
 			den += d * d
 			for k := 0; k <= maxLag && s+k < steps; k++ {
-				num[k] += d * (c.Shares[s+k][b] - mu)
+				num[k] += d * dev[s+k]
 			}
 		}
 	}
@@ -173,7 +184,7 @@ func (sy Synthetic) Composition(spec PermSpec, steps, maxLag int) (*Composition,
 		}
 		name = fmt.Sprintf("lcg stride %d", p.Stride())
 	}
-	return Compose(name, steps, sy.Blocks, maxLag, labels)
+	return Compose(name, steps, sy.Blocks, maxLag, labels, nil)
 }
 
 // Composition measures the loader's own batches for steps [0, steps):
@@ -209,6 +220,23 @@ func (l *Loader) Composition(name string, steps, blocks, maxLag int) (*Compositi
 		}
 		return out, nil
 	}
-	comp, err := Compose(name, steps, n, maxLag, labels)
+	// Expected shares: the block-mixing counts of the stage in force at the
+	// step's first sequence, split evenly over a source's blocks.
+	expected := func(step int) []float64 {
+		st := &l.mix.stages[l.mix.stageOf(l.sched.FirstSeq(step))]
+		out := make([]float64, n)
+		for s, cnt := range st.counts {
+			share := float64(cnt) / float64(l.mix.k)
+			if blocks <= 0 {
+				out[s] = share
+				continue
+			}
+			for b := 0; b < blocks; b++ {
+				out[s*blocks+b] = share / float64(blocks)
+			}
+		}
+		return out
+	}
+	comp, err := Compose(name, steps, n, maxLag, labels, expected)
 	return comp, names, err
 }

@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"math"
 	"testing"
 )
 
@@ -74,10 +75,10 @@ func TestLoaderComposition(t *testing.T) {
 }
 
 func TestComposeErrors(t *testing.T) {
-	if _, err := Compose("x", 1, 2, 3, nil); err == nil {
+	if _, err := Compose("x", 1, 2, 3, nil, nil); err == nil {
 		t.Fatal("one step: want error")
 	}
-	if _, err := Compose("x", 3, 2, 3, func(int) ([]int, error) { return []int{5}, nil }); err == nil {
+	if _, err := Compose("x", 3, 2, 3, func(int) ([]int, error) { return []int{5}, nil }, nil); err == nil {
 		t.Fatal("label out of range: want error")
 	}
 }
@@ -104,5 +105,47 @@ func TestMixingBlocksIID(t *testing.T) {
 		if round == RoundMix && worst > 0.1 {
 			t.Errorf("round %s: max |acf| %.3f, want < 0.1 (i.i.d. noise ≈ 0.03)", round, worst)
 		}
+	}
+}
+
+// TestCompositionAcrossStages: a planned mixture change (a data stage) is
+// not drift. Deviations are measured from the weights in force, so the
+// default permutation stays near i.i.d. across the switch, while
+// deviations from the all-steps mean (computed here for contrast) see the
+// switch as a strong autocorrelation.
+func TestCompositionAcrossStages(t *testing.T) {
+	ds := synthDataset(400000, 400000)
+	cfg := testConfig()
+	cfg.Sources = []SourceConfig{{Name: "src0", Weight: 3}, {Name: "src1", Weight: 1}}
+	cfg.Stages = []Stage{{StartStep: 300, Weights: map[string]float64{"src0": 1, "src1": 3}}}
+	cfg.MixBlock = 1024 // many batches per mixing block, as in TestMixingBlocksIID
+	l := mustNew(t, ds, cfg, Options{SeqLen: 8, Schedule: ConstantBatch(32)})
+	const steps = 600
+	c, _, err := l.Composition("feistel-mix", steps, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst := 0.0
+	for _, a := range c.ACF[1:] {
+		worst = max(worst, math.Abs(a))
+	}
+	// Lag-1 autocorrelation around the all-steps mean, for contrast.
+	var num, den float64
+	for b := 0; b < 2; b++ {
+		for s := 0; s < steps; s++ {
+			d := c.Shares[s][b] - c.Global[b]
+			den += d * d
+			if s+1 < steps {
+				num += d * (c.Shares[s+1][b] - c.Global[b])
+			}
+		}
+	}
+	naive := num / den
+	t.Logf("max |acf| around the stage weights %.3f; lag-1 around the global mean %.3f", worst, naive)
+	if worst > 0.15 {
+		t.Errorf("max |acf| %.3f across a stage switch, want < 0.15", worst)
+	}
+	if naive < 0.5 {
+		t.Errorf("the stage switch should dominate the naive statistic (lag-1 %.3f)", naive)
 	}
 }
