@@ -408,16 +408,7 @@ func writeDataReport(b *strings.Builder, datasetDir string) {
 	if len(rep.Rejects) == 0 {
 		b.WriteString("No document was rejected.\n\n")
 	} else {
-		rules := make([]string, 0, len(rep.Rejects))
-		for r := range rep.Rejects {
-			rules = append(rules, r)
-		}
-		sort.Slice(rules, func(i, j int) bool {
-			if rep.Rejects[rules[i]] != rep.Rejects[rules[j]] {
-				return rep.Rejects[rules[i]] > rep.Rejects[rules[j]]
-			}
-			return rules[i] < rules[j]
-		})
+		rules := rep.RejectRules()
 		b.WriteString("| stage/rule | documents |\n|---|---:|\n")
 		for _, r := range rules {
 			fmt.Fprintf(b, "| %s | %d |\n", r, rep.Rejects[r])

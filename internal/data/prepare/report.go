@@ -266,16 +266,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 		r.BytesPerDoc.P10, r.BytesPerDoc.P50, r.BytesPerDoc.P90, r.BytesPerDoc.P99, r.BytesPerDoc.Max)
 	if len(r.Rejects) > 0 {
 		fmt.Fprintf(w, "\nrejects by rule:\n")
-		keys := make([]string, 0, len(r.Rejects))
-		for k := range r.Rejects {
-			keys = append(keys, k)
-		}
-		sort.Slice(keys, func(i, j int) bool {
-			if r.Rejects[keys[i]] != r.Rejects[keys[j]] {
-				return r.Rejects[keys[i]] > r.Rejects[keys[j]]
-			}
-			return keys[i] < keys[j]
-		})
+		keys := r.RejectRules()
 		for _, k := range keys {
 			fmt.Fprintf(w, "  %-50s %8d\n", k, r.Rejects[k])
 		}
@@ -327,4 +318,20 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// RejectRules lists the "stage/rule" keys of Rejects, most documents first
+// (ties by name).
+func (r *Report) RejectRules() []string {
+	keys := make([]string, 0, len(r.Rejects))
+	for k := range r.Rejects {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if r.Rejects[keys[i]] != r.Rejects[keys[j]] {
+			return r.Rejects[keys[i]] > r.Rejects[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
 }
