@@ -261,7 +261,11 @@ func NewEMA(beta float64, params []float32) *EMA {
 // Update folds params into the average.
 func (e *EMA) Update(params []float32) {
 	b := e.Beta
-	for i, p := range params {
-		e.W[i] = float32(b*float64(e.W[i]) + (1-b)*float64(p))
-	}
+	// Element-wise, so the result does not depend on how the range is split.
+	kernels.ParallelFor(len(params), 1<<15, func(lo, hi int) {
+		w := e.W[lo:hi]
+		for i, p := range params[lo:hi] {
+			w[i] = float32(b*float64(w[i]) + (1-b)*float64(p))
+		}
+	})
 }

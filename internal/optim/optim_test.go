@@ -237,6 +237,23 @@ func TestEMA(t *testing.T) {
 	}
 }
 
+// TestEMAParallelMatchesSerial: the parallel update of a large buffer is
+// bit-identical to the element-wise formula.
+func TestEMAParallelMatchesSerial(t *testing.T) {
+	const n = 1<<17 + 3
+	w0, p := make([]float32, n), make([]float32, n)
+	for i := range w0 {
+		w0[i], p[i] = float32(i%101)*0.013, float32(i%37)*-0.021
+	}
+	e := NewEMA(0.995, w0)
+	e.Update(p)
+	for i := range w0 {
+		if want := float32(0.995*float64(w0[i]) + (1-0.995)*float64(p[i])); e.W[i] != want {
+			t.Fatalf("W[%d] = %v, want %v", i, e.W[i], want)
+		}
+	}
+}
+
 func TestWindow(t *testing.T) {
 	w := NewWindow(3)
 	for _, v := range []float64{1, 2, 3, 4} {
