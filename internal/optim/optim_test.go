@@ -245,10 +245,11 @@ func TestEMAParallelMatchesSerial(t *testing.T) {
 	for i := range w0 {
 		w0[i], p[i] = float32(i%101)*0.013, float32(i%37)*-0.021
 	}
-	e := NewEMA(0.995, w0)
+	b := 0.995
+	e := NewEMA(b, w0)
 	e.Update(p)
 	for i := range w0 {
-		if want := float32(0.995*float64(w0[i]) + (1-0.995)*float64(p[i])); e.W[i] != want {
+		if want := float32(b*float64(w0[i]) + (1-b)*float64(p[i])); e.W[i] != want {
 			t.Fatalf("W[%d] = %v, want %v", i, e.W[i], want)
 		}
 	}
