@@ -49,6 +49,8 @@ func panels(unigram float64) []panel {
 		{file: "attention.png", title: "max attention logit per layer", ylabel: "logit", match: res(`^max_attn_logit/layer\d+$`, `^max_attn_logit$`), hline: math.NaN()},
 		{file: "entropy.png", title: "attention entropy per layer", ylabel: "nats", match: res(`^attn_entropy/layer\d+$`, `^attn_entropy$`), hline: math.NaN()},
 		{file: "mix.png", title: "source mix share", ylabel: "share of sequences", match: res(`^source_mix_share/`), hline: math.NaN()},
+		{file: "probe.png", title: "frozen probe batch: loss and output entropy", ylabel: "nats", match: res(`^fixed_probe_loss$`, `^logit_entropy_probe$`), hline: math.NaN()},
+		{file: "probe_kl.png", title: "output KL to the previous checkpoint (probe batch)", ylabel: "nats", match: res(`^output_kl_to_prev$`), logY: true, hline: math.NaN()},
 	}
 }
 
