@@ -309,12 +309,21 @@ function fmtX(v) {
 function buildChart(container, title, hint, series, opts) {
   const tables = []; const meta = []; const bands = [];
   let allPos = true, any = false;
+  // Per-layer/head panels: legend labels without the shared metric name
+  // ("layer2/head3" rather than "max_attn_logit/layer2/head3").
+  const names = [...new Set(series.map((s) => s.name))];
+  let prefix = '';
+  if (names.length > 1) {
+    prefix = names.reduce((p, n) => { while (!n.startsWith(p)) p = p.slice(0, -1); return p; });
+    prefix = prefix.slice(0, prefix.lastIndexOf('/') + 1);
+  }
   series.forEach(({ run, name }, i) => {
     const env = state.data[run] && state.data[run][name];
     if (!env || !env.x || !env.x.length) return;
     any = true;
     const color = COLORS[(state.selected.indexOf(run) * 3 + i) % COLORS.length];
-    const label = state.selected.length > 1 ? `${run}: ${name}` : name;
+    const short = prefix && name.length > prefix.length ? name.slice(prefix.length) : name;
+    const label = state.selected.length > 1 ? `${run}: ${short}` : short;
     const cols = [env.x, env.y];
     // Sparse series (evaluations, probes) are shown as they are: smoothing
     // a handful of points only delays them.
