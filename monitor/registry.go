@@ -61,7 +61,7 @@ var catalog = []Metric{
 	{Name: "update_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of the optimizer update direction (AdamW direction + weight decay, before the LR and update clipping; global or per layer)", Variants: []string{layerVar}, Sampling: "step", Nano: true},
 	{Name: "update_to_weight", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "lr·‖update‖/‖θ‖, the effective step size; carries LR spikes that update_norm does not (global or per layer)", Variants: []string{layerVar}, Sampling: "step", Nano: true},
 	{Name: "update_norm_post_clip", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "update_norm after update-norm clipping", Sampling: "step"},
-	{Name: "update_clip_threshold", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "active update-norm clip threshold (rolling mean + kσ; 0 while inactive)", Sampling: "step"},
+	{Name: "update_clip_threshold", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "active update-norm clip threshold (rolling mean + kσ; absent while inactive)", Sampling: "step"},
 	{Name: "clipped", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when the update norm was clipped this step", Sampling: "step"},
 	{Name: "clipped_updates", Unit: "count", Kind: Counter, Category: CatTraining, Help: "cumulative update-norm clips", Sampling: "step"},
 	{Name: "z_loss", Unit: "nats/token", Kind: Gauge, Category: CatTraining, Help: "mean z-loss term (log² of the softmax normaliser) of the batch", Sampling: "step"},

@@ -501,8 +501,8 @@ func (t *trainer) step(s int) (StepMetrics, error) {
 	m.LearningRate, m.LRPhase, m.LRCycle = lr, pt.Phase, pt.Cycle
 	m.GradGlobalNorm, m.GradClipped = r.GradNorm, r.GradClipped
 	m.UpdateNorm, m.UpdateNormPostClip, m.UpdateToWeight, m.ParamNorm = r.UpdateNorm, r.UpdateNormPost, r.UpdateToWeight, r.ParamNorm
-	if !math.IsInf(r.UpdateClipAt, 0) {
-		m.UpdateClipThreshold = r.UpdateClipAt
+	if thr := r.UpdateClipAt; !math.IsInf(thr, 0) && !math.IsNaN(thr) {
+		m.UpdateClipThreshold = &thr
 	}
 	m.Clipped, m.Skipped, m.SkipReason = r.UpdateClipped, r.Skipped, r.SkipReason
 	m.SkippedUpdates, m.ClippedUpdates = st.SkippedUpdates, st.ClippedUpdates

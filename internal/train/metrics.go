@@ -30,20 +30,20 @@ type StepMetrics struct {
 	BatchSize    int     `json:"batch_size"`    // global batch in sequences
 	MicroBatches int     `json:"micro_batches"` // forward/backward passes accumulated
 
-	GradGlobalNorm      float64 `json:"grad_global_norm"`      // before clipping
-	GradClipped         bool    `json:"grad_clipped"`          // grad norm was clipped to max_grad_norm
-	UpdateNorm          float64 `json:"update_norm"`           // AdamW direction + decay, before update clipping
-	UpdateNormPostClip  float64 `json:"update_norm_post_clip"` // after update clipping
-	UpdateClipThreshold float64 `json:"update_clip_threshold"` // active threshold (0 while inactive)
-	UpdateToWeight      float64 `json:"update_to_weight"`      // lr·‖update‖/‖θ‖
-	ParamNorm           float64 `json:"param_norm"`
-	Clipped             bool    `json:"clipped"` // the update was clipped
-	Skipped             bool    `json:"skipped"` // the step was skipped as an outlier
-	SkipReason          string  `json:"skip_reason,omitempty"`
-	SkippedUpdates      int     `json:"skipped_updates"` // cumulative
-	ClippedUpdates      int     `json:"clipped_updates"` // cumulative update clips
-	GradClipRate        float64 `json:"grad_clip_rate"`  // fraction of the last 100 steps with grad clipping
-	NaNInfEvents        int     `json:"nan_inf_events"`
+	GradGlobalNorm      float64  `json:"grad_global_norm"`                // before clipping
+	GradClipped         bool     `json:"grad_clipped"`                    // grad norm was clipped to max_grad_norm
+	UpdateNorm          float64  `json:"update_norm"`                     // AdamW direction + decay, before update clipping
+	UpdateNormPostClip  float64  `json:"update_norm_post_clip"`           // after update clipping
+	UpdateClipThreshold *float64 `json:"update_clip_threshold,omitempty"` // active threshold (absent while update clipping is inactive)
+	UpdateToWeight      float64  `json:"update_to_weight"`                // lr·‖update‖/‖θ‖
+	ParamNorm           float64  `json:"param_norm"`
+	Clipped             bool     `json:"clipped"` // the update was clipped
+	Skipped             bool     `json:"skipped"` // the step was skipped as an outlier
+	SkipReason          string   `json:"skip_reason,omitempty"`
+	SkippedUpdates      int      `json:"skipped_updates"` // cumulative
+	ClippedUpdates      int      `json:"clipped_updates"` // cumulative update clips
+	GradClipRate        float64  `json:"grad_clip_rate"`  // fraction of the last 100 steps with grad clipping
+	NaNInfEvents        int      `json:"nan_inf_events"`
 
 	TokensPerSec        float64 `json:"tokens_per_sec"`
 	StepTime            float64 `json:"step_time"` // wall time since the previous step line
@@ -88,7 +88,7 @@ func (m StepMetrics) MarshalJSON() ([]byte, error) {
 	type plain StepMetrics
 	c := plain(m)
 	for _, f := range []*float64{&c.TrainLossRaw, &c.TrainLossEMA, &c.ZLoss, &c.GradGlobalNorm, &c.UpdateNorm,
-		&c.UpdateNormPostClip, &c.UpdateClipThreshold, &c.UpdateToWeight, &c.ParamNorm, &c.MaxAttnLogit, &c.AttnEntropy,
+		&c.UpdateNormPostClip, &c.UpdateToWeight, &c.ParamNorm, &c.MaxAttnLogit, &c.AttnEntropy,
 		&c.ResidualRMS, &c.ActivationOutlierRate, &c.LogitLSEMean, &c.TokensPerSec, &c.MFU, &c.LearningRate} {
 		if math.IsNaN(*f) || math.IsInf(*f, 0) {
 			*f = -1 // never emitted for a committed step; guards the encoder

@@ -291,3 +291,33 @@ func TestProbeFileChanged(t *testing.T) {
 		t.Errorf("%d probe lines with probes off", n)
 	}
 }
+
+// TestUpdateClipThresholdAbsentWhileInactive: before the update-norm window
+// has its minimum entries the threshold is left out of the step line (a
+// chart then starts where clipping starts, instead of at a fake 0).
+func TestUpdateClipThresholdAbsentWhileInactive(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	o := baseOpts(dir) // update clipping active after 3 entries
+	o.Train.Steps = 6
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	lines := readLines(t, dir)
+	active := 0
+	for _, l := range lines {
+		var step int
+		json.Unmarshal(l["step"], &step)
+		thr, ok := l["update_clip_threshold"]
+		switch {
+		case step <= 3 && ok:
+			t.Errorf("step %d: update_clip_threshold %s while clipping is inactive", step, thr)
+		case step > 3 && !ok && string(l["skipped"]) != "true": // a skipped step computes no update
+			t.Errorf("step %d: no update_clip_threshold once clipping is active", step)
+		case ok:
+			active++
+		}
+	}
+	if active == 0 {
+		t.Error("no step reported an active threshold")
+	}
+}
