@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/cpu"
+
+	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 )
 
 // Manifest is the reproducibility manifest of a run (manifest.json): what
@@ -155,12 +157,10 @@ func WriteManifest(dir string, m Manifest) error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, "manifest.json")
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "manifest.json"), append(b, '\n')); err != nil {
 		return fmt.Errorf("manifest: %w", err)
 	}
-	return os.Rename(tmp, path)
+	return nil
 }
 
 // ReadManifest reads <dir>/manifest.json.

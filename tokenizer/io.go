@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 )
 
 // byteToRune is GPT-2's bytes_to_unicode table: every byte maps to a
@@ -540,13 +542,8 @@ func (t *Tokenizer) Save(path string) error {
 	if err != nil {
 		return fmt.Errorf("save tokenizer %s: %w", path, err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return fmt.Errorf("save tokenizer %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("save tokenizer %s: %w", path, err)
+	if err := atomicfile.WriteFile(path, data); err != nil {
+		return fmt.Errorf("save tokenizer: %w", err)
 	}
 	return nil
 }

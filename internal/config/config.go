@@ -17,6 +17,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/dashboard"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/data/prepare"
@@ -147,23 +148,7 @@ func WriteFile(path string, cfg Config) error {
 		return err
 	}
 	head := []byte("# kestrel resolved config: defaults + file + command-line overrides.\n# Re-run with: kestrel train --config <this file>\n\n")
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	if _, err := f.Write(append(head, b...)); err != nil {
-		f.Close()
-		return fmt.Errorf("config: write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("config: sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("config: close %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, append(head, b...)); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/data/prepare"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
@@ -135,21 +136,10 @@ func Write(in Input) (*Summary, error) {
 	sum.fill(log, alerts)
 	var md strings.Builder
 	sum.markdown(&md, in, log, alerts)
-	if err := writeAtomic(sum.Path, []byte(md.String())); err != nil {
-		return nil, err
+	if err := atomicfile.WriteFile(sum.Path, []byte(md.String())); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
 	}
 	return sum, nil
-}
-
-func writeAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	return nil
 }
 
 func last(log *runlog.Log, names ...string) float64 {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 )
 
@@ -70,7 +71,7 @@ func (t *trainer) writeManifest(res *Result) error {
 	if err != nil {
 		return fmt.Errorf("manifest: %w", err)
 	}
-	if err := writeFileAtomic(path, append(b, '\n')); err != nil {
+	if err := atomicfile.WriteFile(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("manifest: %w", err)
 	}
 	return nil

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 )
 
 // StepMetrics is one line of metrics.jsonl per optimizer step. Names follow
@@ -263,26 +265,5 @@ func truncateMetrics(path string, step int) (dropped int, err error) {
 	if dropped == 0 {
 		return 0, nil
 	}
-	return dropped, writeFileAtomic(path, out.Bytes())
-}
-
-// writeFileAtomic writes data to path via a synced temp file and rename.
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return dropped, atomicfile.WriteFile(path, out.Bytes())
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/model"
 )
 
@@ -113,7 +114,7 @@ func (t *trainer) setupProbe() error {
 	if err != nil {
 		return fmt.Errorf("probe batch: %w", err)
 	}
-	if err := writeFileAtomic(path, append(b, '\n')); err != nil {
+	if err := atomicfile.WriteFile(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("probe batch: %w", err)
 	}
 	t.probe = p

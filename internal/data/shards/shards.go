@@ -61,6 +61,7 @@ import (
 
 	"github.com/zeebo/xxh3"
 
+	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/tokenizer"
 )
 
@@ -573,7 +574,7 @@ func Build(ctx context.Context, docs iter.Seq2[Doc, error], tok *tokenizer.Token
 		return nil, fmt.Errorf("shards: %w", err)
 	}
 	ok = true
-	if err := writeAtomic(filepath.Join(outDir, "manifest.json"), append(data, '\n')); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(outDir, "manifest.json"), append(data, '\n')); err != nil {
 		return nil, fmt.Errorf("shards: %w", err)
 	}
 	if err := tok.Save(filepath.Join(outDir, "tokenizer.json")); err != nil {
@@ -596,27 +597,4 @@ func isBuildName(s string) bool {
 	}
 	_, err := hex.DecodeString(s)
 	return err == nil
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
 }
