@@ -10,13 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"sort"
 	"strings"
 
 	"golang.org/x/sys/cpu"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
+	"github.com/kestrel-lm/kestrel/internal/buildinfo"
 )
 
 // Manifest is the reproducibility manifest of a run (manifest.json): what
@@ -126,19 +126,8 @@ func cpuFeatures() []string {
 // gitState returns the commit and dirty flag from the build info, or from
 // git in dir when the binary was built without VCS stamping.
 func gitState(dir string) (string, bool) {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		sha, dirty := "", false
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				sha = s.Value
-			case "vcs.modified":
-				dirty = s.Value == "true"
-			}
-		}
-		if sha != "" {
-			return sha, dirty
-		}
+	if sha, dirty := buildinfo.VCS(); sha != "" {
+		return sha, dirty
 	}
 	if dir == "" {
 		dir = "."

@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/internal/buildinfo"
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 )
 
@@ -22,22 +22,11 @@ func buildSHA() string {
 	if gitSHA != "" {
 		return gitSHA
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		rev, dirty := "", false
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				dirty = s.Value == "true"
-			}
+	if rev, dirty := buildinfo.VCS(); rev != "" {
+		if dirty {
+			rev += "-dirty"
 		}
-		if rev != "" {
-			if dirty {
-				rev += "-dirty"
-			}
-			return rev
-		}
+		return rev
 	}
 	return "unknown"
 }

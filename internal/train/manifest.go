@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
+	"github.com/kestrel-lm/kestrel/internal/buildinfo"
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 )
 
@@ -26,17 +26,7 @@ func (t *trainer) writeManifest(res *Result) error {
 			return fmt.Errorf("manifest: %s: %w", path, err)
 		}
 	}
-	sha, modified := "", false
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				sha = s.Value
-			case "vcs.modified":
-				modified = s.Value == "true"
-			}
-		}
-	}
+	sha, modified := buildinfo.VCS()
 	man["git_sha"] = sha
 	man["git_dirty"] = modified
 	man["go_version"] = runtime.Version()
