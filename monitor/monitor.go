@@ -437,14 +437,7 @@ func (m *Monitor) Record(e Event) []Alert {
 // CheckResume compares the manifest of the run being resumed with the
 // current one and fires manifest_mismatch when they differ.
 func (m *Monitor) CheckResume(step int64, prev, cur Manifest) []Alert {
-	diffs := prev.Diff(cur)
-	if len(diffs) == 0 {
-		return nil
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	a := newAlert(step, 0, RuleManifest, "manifest_ok", 0, 1, "manifest differs on resume: "+strings.Join(diffs, "; "))
-	return m.emit([]Alert{a}, time.Now())
+	return m.ManifestMismatch(step, prev.Diff(cur))
 }
 
 // ManifestMismatch fires manifest_mismatch with the given differences

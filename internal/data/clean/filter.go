@@ -279,45 +279,61 @@ func paragraphs(text string, fn func(p string)) {
 	}
 }
 
+// dupUnits counts the non-empty lines of text (its paragraphs when para)
+// and how many of them, and how many of their characters, repeat an
+// earlier one. It walks the text like lines and paragraphs, without a
+// callback, to stay allocation-free.
+func (s *scratch) dupUnits(text string, para bool) (n, dup, dupChars int) {
+	sep := "\n"
+	if para {
+		sep, text = "\n\n", strings.Trim(text, "\n")
+	}
+	s.tab.reset(strings.Count(text, sep) + 1)
+	for len(text) > 0 {
+		u := text
+		if i := strings.Index(text, sep); i >= 0 {
+			u, text = text[:i], text[i+1:]
+			if para {
+				text = strings.TrimLeft(text, "\n")
+			}
+		} else {
+			text = ""
+		}
+		if u == "" {
+			continue
+		}
+		n++
+		if s.tab.inc(xxh3.HashString(u)) > 1 {
+			dup++
+			dupChars += len(u)
+		}
+	}
+	return n, dup, dupChars
+}
+
 func (f *Filter) gopherRepetition(s *scratch, text string) (Verdict, bool) {
 	c := f.cfg.GopherRepetition
 	total := float64(len(text))
-	// Lines (runs of "\n" separate them, as re.split(r"\n+")).
-	var n, dup, dupChars int
-	s.tab.reset(strings.Count(text, "\n") + 1)
-	lines(text, func(l string) {
-		if l == "" {
-			return
+	// Duplicate lines (runs of "\n" separate them, as re.split(r"\n+")),
+	// then duplicate paragraphs: the share of units seen before and the
+	// share of characters in them.
+	for _, u := range []struct {
+		para               bool
+		fracRule, charRule string
+		maxFrac, maxChars  float64
+	}{
+		{false, "dup_line_frac", "dup_line_char_frac", c.MaxDupLineFrac, c.MaxDupLineCharFrac},
+		{true, "dup_para_frac", "dup_para_char_frac", c.MaxDupParaFrac, c.MaxDupParaCharFrac},
+	} {
+		n, dup, dupChars := s.dupUnits(text, u.para)
+		if n == 0 {
+			continue
 		}
-		n++
-		if s.tab.inc(xxh3.HashString(l)) > 1 {
-			dup++
-			dupChars += len(l)
+		if v := float64(dup) / float64(n); v > u.maxFrac {
+			return reject(StageGopherRepetition, u.fracRule, ff(v)+" > "+ff(u.maxFrac)), true
 		}
-	})
-	if n > 0 {
-		if v := float64(dup) / float64(n); v > c.MaxDupLineFrac {
-			return reject(StageGopherRepetition, "dup_line_frac", ff(v)+" > "+ff(c.MaxDupLineFrac)), true
-		}
-		if v := float64(dupChars) / total; v > c.MaxDupLineCharFrac {
-			return reject(StageGopherRepetition, "dup_line_char_frac", ff(v)+" > "+ff(c.MaxDupLineCharFrac)), true
-		}
-	}
-	n, dup, dupChars = 0, 0, 0
-	s.tab.reset(strings.Count(text, "\n\n") + 1)
-	paragraphs(text, func(p string) {
-		n++
-		if s.tab.inc(xxh3.HashString(p)) > 1 {
-			dup++
-			dupChars += len(p)
-		}
-	})
-	if n > 0 {
-		if v := float64(dup) / float64(n); v > c.MaxDupParaFrac {
-			return reject(StageGopherRepetition, "dup_para_frac", ff(v)+" > "+ff(c.MaxDupParaFrac)), true
-		}
-		if v := float64(dupChars) / total; v > c.MaxDupParaCharFrac {
-			return reject(StageGopherRepetition, "dup_para_char_frac", ff(v)+" > "+ff(c.MaxDupParaCharFrac)), true
+		if v := float64(dupChars) / total; v > u.maxChars {
+			return reject(StageGopherRepetition, u.charRule, ff(v)+" > "+ff(u.maxChars)), true
 		}
 	}
 	nw := len(s.hashes)
