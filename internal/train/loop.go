@@ -376,7 +376,8 @@ func (t *trainer) step(s int) (StepMetrics, error) {
 	B := t.bsched.At(idx)
 	mb := len(t.inputs) / t.T
 	nMicro := (B + mb - 1) / mb
-	m := StepMetrics{Step: s, BatchSize: B, MicroBatches: nMicro, UnixTime: float64(time.Now().UnixNano()) / 1e9}
+	m := StepMetrics{Step: s, BatchSize: B, MicroBatches: nMicro, UnixTime: float64(time.Now().UnixNano()) / 1e9,
+		Spans: make([]Span, 0, 3*nMicro+1)} // data_wait, forward, backward per micro-batch, then optimizer
 	t.net.ZeroGrads()
 	var loss, zl float64
 	tokens, pads := 0, 0
