@@ -3,22 +3,21 @@ package monitor
 import (
 	"bufio"
 	"fmt"
-	"math"
 	"os"
-	"sort"
-	"strconv"
+
+	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
 // JSONLSink writes every sample as one line of a kestrel metrics.jsonl
-// ({"step", "tokens_seen", "wall_time", <metric>: value …}), so that a run
-// kestrel watch read from another trainer can be opened in kestrel dash.
-// Non-finite values are written as the strings "NaN", "Infinity" and
-// "-Infinity". Events and alerts are not written (alerts go to alerts.jsonl).
+// ({"step", "tokens_seen", "unix_time", <metric>: value …}, in the run
+// directory's one number encoding, internal/runlog), so that a run kestrel
+// watch read from another trainer can be opened in kestrel dash. Events and
+// alerts are not written (alerts go to alerts.jsonl).
 type JSONLSink struct {
 	f    *os.File
 	w    *bufio.Writer
 	path string
-	keys []string
+	buf  []byte
 }
 
 // OpenJSONLSink creates (or truncates) path.
@@ -30,44 +29,10 @@ func OpenJSONLSink(path string) (*JSONLSink, error) {
 	return &JSONLSink{f: f, w: bufio.NewWriterSize(f, 1<<16), path: path}, nil
 }
 
-func appendJSONFloat(b []byte, v float64) []byte {
-	switch {
-	case math.IsNaN(v):
-		return append(b, `"NaN"`...)
-	case math.IsInf(v, 1):
-		return append(b, `"Infinity"`...)
-	case math.IsInf(v, -1):
-		return append(b, `"-Infinity"`...)
-	}
-	return strconv.AppendFloat(b, v, 'g', -1, 64)
-}
-
 // WriteSample implements Sink.
 func (j *JSONLSink) WriteSample(s *Sample) error {
-	b := make([]byte, 0, 64+24*len(s.Values))
-	b = append(b, `{"step":`...)
-	b = strconv.AppendInt(b, s.Step, 10)
-	if s.Tokens > 0 {
-		b = append(b, `,"tokens_seen":`...)
-		b = strconv.AppendInt(b, s.Tokens, 10)
-	}
-	if !s.Time.IsZero() {
-		b = append(b, `,"wall_time":`...)
-		b = strconv.AppendFloat(b, float64(s.Time.UnixNano())/1e9, 'f', -1, 64)
-	}
-	j.keys = j.keys[:0]
-	for k := range s.Values {
-		j.keys = append(j.keys, k)
-	}
-	sort.Strings(j.keys)
-	for _, k := range j.keys {
-		b = append(b, ',')
-		b = strconv.AppendQuote(b, k)
-		b = append(b, ':')
-		b = appendJSONFloat(b, s.Values[k])
-	}
-	b = append(b, "}\n"...)
-	if _, err := j.w.Write(b); err != nil {
+	j.buf = runlog.AppendSampleLine(j.buf[:0], s.Step, s.Tokens, unix(s.Time), s.Values)
+	if _, err := j.w.Write(j.buf); err != nil {
 		return fmt.Errorf("metrics jsonl %s: %w", j.path, err)
 	}
 	return nil

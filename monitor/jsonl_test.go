@@ -31,7 +31,7 @@ func TestJSONLSink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"step":1,"tokens_seen":2048,"wall_time":1700000000.5,"grad_global_norm":1.25,"train_loss_raw":3.5}` + "\n" +
+	want := `{"step":1,"tokens_seen":2048,"unix_time":1700000000.5,"grad_global_norm":1.25,"train_loss_raw":3.5}` + "\n" +
 		`{"step":2,"max_attn_logit":"Infinity","train_loss_raw":"NaN"}` + "\n"
 	if string(b) != want {
 		t.Fatalf("got\n%s\nwant\n%s", b, want)

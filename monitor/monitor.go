@@ -12,9 +12,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
 // Sink receives everything the monitor sees. Implementations must be safe
@@ -52,6 +55,9 @@ type Options struct {
 	NoFileSinks bool
 	// HTTPClient posts webhooks (default: a client with a 5 s timeout).
 	HTTPClient *http.Client
+	// RunInfo is written to the run table of metrics.sqlite (run name,
+	// config hash, the manifest's identity fields).
+	RunInfo map[string]string
 }
 
 // Monitor is the ICU panel of one run. Feed it with Observe (one Sample per
@@ -145,6 +151,14 @@ func (m *Monitor) openSinks() error {
 		s, err := OpenStore(filepath.Join(dir, "metrics.sqlite"))
 		if err != nil {
 			return err
+		}
+		keys := make([]string, 0, len(m.opts.RunInfo))
+		for k := range m.opts.RunInfo {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			s.SetRunInfo(k, m.opts.RunInfo[k])
 		}
 		m.sinks = append(m.sinks, s)
 	}
@@ -434,14 +448,9 @@ func (m *Monitor) Record(e Event) []Alert {
 	return m.emit(alerts, e.Time)
 }
 
-// CheckResume compares the manifest of the run being resumed with the
-// current one and fires manifest_mismatch when they differ.
-func (m *Monitor) CheckResume(step int64, prev, cur Manifest) []Alert {
-	return m.ManifestMismatch(step, prev.Diff(cur))
-}
-
-// ManifestMismatch fires manifest_mismatch with the given differences
-// (for callers that compare manifests in their own format).
+// ManifestMismatch fires the SEV1 manifest_mismatch with the differences
+// between the manifest of the run being resumed and the current one (each
+// "field: old → new"; kestrel's trainer lists them with runlog.Manifest.Diff).
 func (m *Monitor) ManifestMismatch(step int64, diffs []string) []Alert {
 	if len(diffs) == 0 {
 		return nil
@@ -460,12 +469,6 @@ func (m *Monitor) emit(alerts []Alert, t time.Time) []Alert {
 	for i := range alerts {
 		a := &alerts[i]
 		a.Time = t
-		if !finite(a.Value) {
-			a.Value = -1
-		}
-		if !finite(a.Threshold) {
-			a.Threshold = -1
-		}
 		if a.Severity == SEV0 {
 			if dir, err := m.writeIncident(a); err != nil {
 				m.keep(fmt.Errorf("incident bundle: %w", err))
@@ -489,10 +492,7 @@ func (m *Monitor) emit(alerts []Alert, t time.Time) []Alert {
 		}
 		m.log.Log(context.Background(), lvl, "ALERT", attrs...)
 		if m.alertsF != nil {
-			b, err := json.Marshal(a)
-			if err == nil {
-				_, err = m.alertsF.Write(append(b, '\n'))
-			}
+			_, err := m.alertsF.Write(runlog.AppendAlert(nil, a))
 			m.keep(err)
 		}
 		for _, sk := range m.sinks {

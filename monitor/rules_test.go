@@ -290,32 +290,13 @@ func TestWebhook(t *testing.T) {
 	}
 }
 
-func TestManifestDiffAlert(t *testing.T) {
-	a, err := NewManifest(ManifestInputs{ConfigTOML: []byte("a = 1")})
-	if err != nil {
-		t.Fatal(err)
+func TestManifestMismatchAlert(t *testing.T) {
+	m := newTestMonitor(t, testConfig(), t.TempDir())
+	if as := m.ManifestMismatch(10, nil); len(as) != 0 {
+		t.Fatalf("no differences fired %+v", as)
 	}
-	b := a
-	if d := a.Diff(b); len(d) != 0 {
-		t.Fatalf("identical manifests differ: %v", d)
-	}
-	b.ConfigHash = hashBytes([]byte("a = 2"))
-	b.EvalHashes = map[string]string{"gsm8k": "ff"}
-	d := a.Diff(b)
-	if len(d) != 2 || !strings.HasPrefix(d[0], "config_hash") || !strings.HasPrefix(d[1], "eval_hashes.gsm8k") {
-		t.Fatalf("diff %v", d)
-	}
-	dir := t.TempDir()
-	if err := WriteManifest(dir, a); err != nil {
-		t.Fatal(err)
-	}
-	back, err := ReadManifest(dir)
-	if err != nil || len(back.Diff(a)) != 0 {
-		t.Fatalf("round trip: %v %v", err, back.Diff(a))
-	}
-	m := newTestMonitor(t, testConfig(), dir)
-	as := m.CheckResume(10, a, b)
-	if len(as) != 1 || as[0].Rule != RuleManifest || as[0].Severity != SEV1 {
+	as := m.ManifestMismatch(10, []string{"dataset_hash: aaaa → bbbb"})
+	if len(as) != 1 || as[0].Rule != RuleManifest || as[0].Severity != SEV1 || !strings.Contains(as[0].Message, "dataset_hash: aaaa → bbbb") {
 		t.Fatalf("got %+v", as)
 	}
 }

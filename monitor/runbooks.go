@@ -23,17 +23,6 @@ func (r Runbook) Text() string {
 		r.Rule, r.Severity, r.Title, r.Meaning, r.Capture, r.Contain, r.Verify, r.Rule)
 }
 
-// Action is what a severity asks for.
-func (s Severity) Action() string {
-	switch s {
-	case SEV0:
-		return "pause"
-	case SEV1:
-		return "contain"
-	}
-	return "investigate"
-}
-
 // Rule names.
 const (
 	RuleNaNInf           = "nan_inf"

@@ -2,6 +2,8 @@ package monitor
 
 import (
 	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
 // Sample is what a trainer (or a log reader) hands the monitor once per
@@ -60,50 +62,34 @@ func (h Histogram) Total() float64 {
 
 // Event kinds the monitor understands.
 const (
-	EventCheckpoint = "checkpoint" // OK false = save or verification failed
-	EventEval       = "eval"       // Values carry val_loss, slice_val_loss/<src>, probes
-	EventResume     = "resume"     // Detail: manifest path of the resumed run
-	EventNote       = "note"       // anything else worth marking
+	EventCheckpoint = runlog.EventCheckpoint // OK false = save or verification failed
+	EventEval       = runlog.EventEval       // Values carry val_loss, slice_val_loss/<src>, probes
+	EventResume     = runlog.EventResume     // Detail: manifest path of the resumed run
+	EventNote       = runlog.EventNote       // anything else worth marking
 )
 
 // Event is something that is not a per-step sample: a checkpoint (and
 // whether it succeeded), an evaluation, a resume.
-type Event struct {
-	Kind   string             `json:"kind"`
-	Step   int64              `json:"step"`
-	Tokens int64              `json:"tokens_seen,omitempty"`
-	Time   time.Time          `json:"time"`
-	OK     bool               `json:"ok"`
-	Path   string             `json:"path,omitempty"`
-	Detail string             `json:"detail,omitempty"`
-	Values map[string]float64 `json:"values,omitempty"`
-}
+type Event = runlog.Event
 
 // Severity is an alert level: SEV0 pauses the run, SEV1 asks for quick
 // containment, SEV2 for investigation.
-type Severity string
+type Severity = runlog.Severity
 
 // The three severities of seed 004.
 const (
-	SEV0 Severity = "SEV0"
-	SEV1 Severity = "SEV1"
-	SEV2 Severity = "SEV2"
+	SEV0 = runlog.SEV0
+	SEV1 = runlog.SEV1
+	SEV2 = runlog.SEV2
 )
 
-// Alert is one fired rule, as written to alerts.jsonl (the field names are
-// the ones the dashboard reads).
-type Alert struct {
-	Time      time.Time `json:"time"`
-	Step      int64     `json:"step"`
-	Tokens    int64     `json:"tokens"`
-	Severity  Severity  `json:"severity"`
-	Rule      string    `json:"rule"`
-	Metric    string    `json:"metric,omitempty"`
-	Value     float64   `json:"value"`
-	Threshold float64   `json:"threshold"`
-	Message   string    `json:"message"`
-	Action    string    `json:"action"` // pause, contain, investigate
-	Verdict   string    `json:"verdict,omitempty"`
-	Runbook   string    `json:"runbook"`
-	Evidence  string    `json:"evidence,omitempty"` // incident directory, relative to the run
+// Alert is one fired rule, as written to alerts.jsonl.
+type Alert = runlog.Alert
+
+// unix is t in Unix seconds (0 for the zero time).
+func unix(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.UnixNano()) / 1e9
 }

@@ -48,6 +48,17 @@ func (r *Record) Each(fn func(name string, v float64)) {
 	}
 }
 
+// set replaces (or adds) the numeric field name.
+func (r *Record) set(name string, v float64) {
+	for i := range r.kvs {
+		if r.kvs[i].name == name {
+			r.kvs[i] = kv{name: name, num: v}
+			return
+		}
+	}
+	r.kvs = append(r.kvs, kv{name: name, num: v})
+}
+
 // ParseLine parses one JSON object into rec, replacing its contents. It is a
 // small hand-written parser because the dashboard must read 100,000-line
 // files in well under a second; it accepts standard JSON (plus NaN and

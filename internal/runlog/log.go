@@ -18,7 +18,7 @@ import (
 var (
 	StepFields  = []string{"step", "steps_seen"}
 	TokenFields = []string{"tokens_seen", "tokens"}
-	TimeFields  = []string{"wall_time", "elapsed_s", "elapsed", "time"}
+	TimeFields  = []string{"wall_time", "elapsed_s", "elapsed", "time", "unix_time"}
 	nonMetric   = map[string]bool{"step": true, "steps_seen": true, "tokens_seen": true, "tokens": true, "wall_time": true, "elapsed_s": true, "elapsed": true, "time": true, "unix_time": true, "timestamp": true}
 )
 

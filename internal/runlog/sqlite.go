@@ -2,10 +2,8 @@ package runlog
 
 import (
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
@@ -56,7 +54,6 @@ func (l *Log) refreshSQLite() error {
 		return fmt.Errorf("metrics store %s: %w (is it a kestrel metrics.sqlite?)", l.Path, err)
 	}
 	defer rows.Close()
-	var line []byte
 	for rows.Next() {
 		var (
 			id, step, tokens int64
@@ -68,29 +65,15 @@ func (l *Log) refreshSQLite() error {
 		}
 		l.offset = id
 		l.lineNo++
-		// One JSON object: the axes, then the step's values.
-		line = append(line[:0], `{"step":`...)
-		line = strconv.AppendInt(line, step, 10)
-		line = append(line, `,"tokens_seen":`...)
-		line = strconv.AppendInt(line, tokens, 10)
-		line = append(line, `,"wall_time":`...)
-		line = strconv.AppendFloat(line, t, 'g', -1, 64)
-		v := strings.TrimSpace(vals)
-		switch {
-		case v == "{}":
-			line = append(line, '}')
-		case strings.HasPrefix(v, "{"):
-			line = append(line, ',')
-			line = append(line, v[1:]...)
-		default:
-			line = append(line, '}')
-			l.badRow(id, errors.New("vals is not a JSON object"))
-			continue
-		}
-		if perr := ParseLine(line, l.rec); perr != nil {
+		// vals is one JSON object of the step's values; the axes come from
+		// their columns.
+		if perr := ParseLine([]byte(vals), l.rec); perr != nil {
 			l.badRow(id, perr)
 			continue
 		}
+		l.rec.set("step", float64(step))
+		l.rec.set("tokens_seen", float64(tokens))
+		l.rec.set("unix_time", t)
 		l.Add(l.rec)
 	}
 	if err := rows.Err(); err != nil {
@@ -107,52 +90,19 @@ func (l *Log) badRow(id int64, err error) {
 }
 
 // StoreAlerts returns the alerts rows of the metrics store at path added
-// after rowid `after`, each as the fields of an alerts.jsonl line (step,
-// tokens, severity, rule, metric, value, threshold, message, verdict, action,
-// runbook, evidence), and the last rowid read. A missing file is not an error.
-func StoreAlerts(path string, after int64) ([]map[string]any, int64, error) {
+// after rowid `after`, and the last rowid read. A missing file is not an
+// error.
+func StoreAlerts(path string, after int64) ([]Alert, int64, error) {
 	if _, err := os.Stat(path); err != nil {
 		if os.IsNotExist(err) {
 			return nil, after, nil
 		}
-		return nil, after, err
+		return nil, after, fmt.Errorf("metrics store: %w", err)
 	}
 	db, err := openStore(path)
 	if err != nil {
 		return nil, after, err
 	}
 	defer db.Close()
-	rows, err := db.Query("SELECT rowid, step, tokens, severity, rule, metric, value, threshold, message, verdict, action, runbook, evidence FROM alerts WHERE rowid > ? ORDER BY rowid", after)
-	if err != nil {
-		return nil, after, fmt.Errorf("metrics store %s: alerts: %w", path, err)
-	}
-	defer rows.Close()
-	var out []map[string]any
-	for rows.Next() {
-		var (
-			id, step, tokens                                               sql.NullInt64
-			value, threshold                                               sql.NullFloat64
-			sev, rule, metric, message, verdict, action, runbook, evidence sql.NullString
-		)
-		if err := rows.Scan(&id, &step, &tokens, &sev, &rule, &metric, &value, &threshold, &message, &verdict, &action, &runbook, &evidence); err != nil {
-			return nil, after, fmt.Errorf("metrics store %s: alerts: %w", path, err)
-		}
-		after = id.Int64
-		a := map[string]any{"severity": sev.String, "rule": rule.String, "metric": metric.String, "message": message.String,
-			"verdict": verdict.String, "action": action.String, "runbook": runbook.String, "evidence": evidence.String}
-		if step.Valid {
-			a["step"] = float64(step.Int64)
-		}
-		if tokens.Valid {
-			a["tokens"] = float64(tokens.Int64)
-		}
-		if value.Valid {
-			a["value"] = value.Float64
-		}
-		if threshold.Valid {
-			a["threshold"] = threshold.Float64
-		}
-		out = append(out, a)
-	}
-	return out, after, rows.Err()
+	return queryAlerts(db, path, after)
 }

@@ -1,8 +1,7 @@
-package monitor
+package runlog
 
 import (
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -15,10 +14,14 @@ import (
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
 )
 
-// storeSchema is the layout of metrics.sqlite. time is Unix seconds.
-// Each step is one row of samples with its values as a JSON object (one
-// insert per step keeps the writer cheap); the metrics view presents them
-// as (step, tokens, time, name, value) rows, NULL for a non-finite value.
+// storeSchema is the layout of metrics.sqlite, the run's metric store; time
+// is Unix seconds. Each step is one row of samples with its values as a
+// JSON object (one insert per step keeps the writer cheap); an evaluation
+// adds a samples row of its values too, so the metrics view presents every
+// metric as (step, tokens, time, name, value) rows, NULL for a non-finite
+// value. events holds checkpoints, evaluations and resumes; alerts the
+// fired rules (as alerts.jsonl); run the run's identity (name, config and
+// manifest hashes).
 const storeSchema = `
 CREATE TABLE IF NOT EXISTS run(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS samples(step INTEGER NOT NULL, tokens INTEGER NOT NULL, time REAL NOT NULL, vals TEXT NOT NULL);
@@ -29,7 +32,7 @@ CREATE TABLE IF NOT EXISTS events(step INTEGER, tokens INTEGER, time REAL, kind 
 CREATE TABLE IF NOT EXISTS alerts(step INTEGER, tokens INTEGER, time REAL, severity TEXT, rule TEXT, metric TEXT, value REAL, threshold REAL, message TEXT, verdict TEXT, action TEXT, runbook TEXT, evidence TEXT);
 `
 
-// Store is the metrics.sqlite sink. Writes are queued to a background
+// Store writes metrics.sqlite. Writes are queued to a background
 // goroutine that commits them in batched transactions, so a training step
 // only pays for building the rows.
 type Store struct {
@@ -96,15 +99,18 @@ func unix(t time.Time) float64 {
 	return float64(t.UnixNano()) / 1e9
 }
 
-// WriteSample queues every value of smp.
-func (s *Store) WriteSample(smp *Sample) error {
+// WriteValues queues one samples row: the values of a step at time t.
+func (s *Store) WriteValues(step, tokens int64, t time.Time, values map[string]float64) error {
 	if err := s.Err(); err != nil {
 		return err
 	}
-	rows := make([]metricRow, 0, len(smp.Values))
-	t := unix(smp.Time)
-	for k, v := range smp.Values {
-		rows = append(rows, metricRow{smp.Step, smp.Tokens, t, k, v})
+	if len(values) == 0 {
+		return nil
+	}
+	rows := make([]metricRow, 0, len(values))
+	ut := unix(t)
+	for k, v := range values {
+		rows = append(rows, metricRow{step, tokens, ut, k, v})
 	}
 	s.ch <- storeBatch{metrics: rows}
 	return nil
@@ -198,6 +204,8 @@ func (s *Store) loop() {
 	}
 }
 
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
 func nullable(v float64) any {
 	if !finite(v) {
 		return nil
@@ -226,13 +234,23 @@ func (s *Store) commit(bs []storeBatch) error {
 			}
 		}
 		if e := b.event; e != nil {
-			data, _ := json.Marshal(finiteMap(e.Values))
+			data := marshalValues(e.Values)
+			if e.Kind == EventEval && len(e.Values) > 0 {
+				rows := make([]metricRow, 0, len(e.Values))
+				for k, v := range e.Values {
+					rows = append(rows, metricRow{e.Step, e.Tokens, unix(e.Time), k, v})
+				}
+				js = appendValuesJSON(js[:0], rows)
+				if _, err := ins.Exec(e.Step, e.Tokens, unix(e.Time), string(js)); err != nil {
+					return err
+				}
+			}
 			ok := 0
 			if e.OK {
 				ok = 1
 			}
 			if _, err := tx.Exec("INSERT INTO events(step, tokens, time, kind, ok, path, detail, data) VALUES(?,?,?,?,?,?,?,?)",
-				e.Step, e.Tokens, unix(e.Time), e.Kind, ok, e.Path, e.Detail, string(data)); err != nil {
+				e.Step, e.Tokens, unix(e.Time), e.Kind, ok, e.Path, e.Detail, data); err != nil {
 				return err
 			}
 		}
@@ -271,19 +289,17 @@ func appendValuesJSON(b []byte, rows []metricRow) []byte {
 	return append(b, '}')
 }
 
-func finiteMap(m map[string]float64) map[string]float64 {
-	out := make(map[string]float64, len(m))
-	for k, v := range m {
-		if finite(v) {
-			out[k] = v
-		}
-	}
-	return out
+// StoreRow is one step's values read back from a metrics store.
+type StoreRow struct {
+	Step, Tokens int64
+	Time         time.Time
+	Values       map[string]float64
 }
 
-// ReadStore reads a metrics.sqlite back: samples ordered by step (NULL
-// values come back as NaN), and alerts in insertion order.
-func ReadStore(path string) ([]Sample, []Alert, error) {
+// ReadStore reads a metrics.sqlite back: one row per step ordered by step
+// (its samples rows merged; NULL values come back as NaN), and the alerts
+// in insertion order.
+func ReadStore(path string) ([]StoreRow, []Alert, error) {
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("store %s: %w", path, err)
@@ -293,7 +309,7 @@ func ReadStore(path string) ([]Sample, []Alert, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	byStep := map[int64]*Sample{}
+	byStep := map[int64]*StoreRow{}
 	var steps []int64
 	for rows.Next() {
 		var step, tokens int64
@@ -307,7 +323,7 @@ func ReadStore(path string) ([]Sample, []Alert, error) {
 		smp := byStep[step]
 		if smp == nil {
 			sec, frac := math.Modf(t)
-			smp = &Sample{Step: step, Tokens: tokens, Time: time.Unix(int64(sec), int64(frac*1e9)), Values: map[string]float64{}}
+			smp = &StoreRow{Step: step, Tokens: tokens, Time: time.Unix(int64(sec), int64(frac*1e9)), Values: map[string]float64{}}
 			byStep[step] = smp
 			steps = append(steps, step)
 		}
@@ -322,28 +338,53 @@ func ReadStore(path string) ([]Sample, []Alert, error) {
 		return nil, nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	sort.Slice(steps, func(i, j int) bool { return steps[i] < steps[j] })
-	out := make([]Sample, 0, len(steps))
+	out := make([]StoreRow, 0, len(steps))
 	for _, st := range steps {
 		out = append(out, *byStep[st])
 	}
-	arows, err := db.Query("SELECT step, tokens, severity, rule, metric, value, threshold, message, verdict, action, runbook, evidence FROM alerts ORDER BY rowid")
+	alerts, _, err := queryAlerts(db, path, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("store %s: %w", path, err)
-	}
-	defer arows.Close()
-	var alerts []Alert
-	for arows.Next() {
-		var a Alert
-		var sev string
-		var v, th sql.NullFloat64
-		if err := arows.Scan(&a.Step, &a.Tokens, &sev, &a.Rule, &a.Metric, &v, &th, &a.Message, &a.Verdict, &a.Action, &a.Runbook, &a.Evidence); err != nil {
-			return nil, nil, fmt.Errorf("store %s: %w", path, err)
-		}
-		a.Severity, a.Value, a.Threshold = Severity(sev), v.Float64, th.Float64
-		alerts = append(alerts, a)
-	}
-	if err := arows.Err(); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, fmt.Errorf("store %s: %w", path, err)
+		return nil, nil, err
 	}
 	return out, alerts, nil
+}
+
+// queryAlerts reads the alerts rows after rowid `after` and returns them
+// with the last rowid read.
+func queryAlerts(db *sql.DB, path string, after int64) ([]Alert, int64, error) {
+	rows, err := db.Query("SELECT rowid, time, step, tokens, severity, rule, metric, value, threshold, message, verdict, action, runbook, evidence FROM alerts WHERE rowid > ? ORDER BY rowid", after)
+	if err != nil {
+		return nil, after, fmt.Errorf("metrics store %s: alerts: %w", path, err)
+	}
+	defer rows.Close()
+	var out []Alert
+	for rows.Next() {
+		var (
+			id, step, tokens                                               sql.NullInt64
+			t, value, threshold                                            sql.NullFloat64
+			sev, rule, metric, message, verdict, action, runbook, evidence sql.NullString
+		)
+		if err := rows.Scan(&id, &t, &step, &tokens, &sev, &rule, &metric, &value, &threshold, &message, &verdict, &action, &runbook, &evidence); err != nil {
+			return nil, after, fmt.Errorf("metrics store %s: alerts: %w", path, err)
+		}
+		after = id.Int64
+		a := Alert{Step: step.Int64, Tokens: tokens.Int64, Severity: Severity(sev.String), Rule: rule.String, Metric: metric.String,
+			Value: math.NaN(), Threshold: math.NaN(), Message: message.String, Verdict: verdict.String, Action: action.String,
+			Runbook: runbook.String, Evidence: evidence.String}
+		if t.Valid && t.Float64 > 0 {
+			sec, frac := math.Modf(t.Float64)
+			a.Time = time.Unix(int64(sec), int64(frac*1e9))
+		}
+		if value.Valid {
+			a.Value = value.Float64
+		}
+		if threshold.Valid {
+			a.Threshold = threshold.Float64
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, after, fmt.Errorf("metrics store %s: alerts: %w", path, err)
+	}
+	return out, after, nil
 }

@@ -1,0 +1,290 @@
+package runlog
+
+import (
+	"sort"
+	"time"
+)
+
+// The records of a run. kestrel's trainer produces them, the monitor reads
+// their values, and metrics.jsonl, alerts.jsonl and metrics.sqlite store
+// them. Every field has one name (the seed-004 catalog, docs/metrics.md),
+// one meaning and one unit; times are seconds unless a name says otherwise.
+
+// Step is one optimizer step: one line of metrics.jsonl.
+type Step struct {
+	Step       int     // 1-based optimizer step
+	TokensSeen int64   // training tokens consumed up to and including this step
+	WallTime   float64 // seconds of training since the run began, summed over resumes
+	UnixTime   float64 // Unix seconds when the step began
+
+	TrainLossRaw float64 // mean cross-entropy of this step's batch (nats/token)
+	TrainLossEMA float64 // bias-corrected EMA of train_loss_raw
+	ZLoss        float64 // mean z-loss term of the batch
+
+	LearningRate float64 // the LR applied (after batch scaling and debug factors)
+	LRPhase      string  // warmup | rewarm | stable | decay | constant | stepN
+	LRCycle      int     // re-warmup cycle index
+	BatchSize    int     // global batch in sequences
+	MicroBatches int     // forward/backward passes accumulated
+
+	GradGlobalNorm      float64  // before clipping
+	GradClipped         bool     // grad norm was clipped to max_grad_norm
+	UpdateNorm          float64  // AdamW direction + decay, before update clipping
+	UpdateNormPostClip  float64  // after update clipping
+	UpdateClipThreshold *float64 // active threshold (nil while update clipping is inactive)
+	UpdateToWeight      float64  // lr·‖update‖/‖θ‖
+	ParamNorm           float64
+	Clipped             bool // the update was clipped
+	Skipped             bool // the step was skipped as an outlier
+	SkipReason          string
+	SkippedUpdates      int     // cumulative
+	ClippedUpdates      int     // cumulative update clips
+	GradClipRate        float64 // fraction of the last 100 steps with grad clipping
+	NaNInfEvents        int
+
+	TokensPerSec        float64
+	StepTime            float64 // wall time since the previous step line
+	DataWaitTime        float64
+	ForwardTime         float64 // forward passes incl. the loss head, all micro-batches
+	BackwardTime        float64 // backward passes, all micro-batches
+	OptimizerTime       float64
+	CheckpointTime      float64 // checkpoint writes since the previous step line
+	EvalTime            float64 // evaluation since the previous step line
+	DataloaderStallFrac float64 // data_wait_time / step_time
+	PadFraction         float64 // targets < 0 (no loss) / all target positions of the batch
+	MFU                 float64
+
+	MaxAttnLogit          float64 // max over layers and heads
+	AttnEntropy           float64 // min over layers and heads (worst)
+	ResidualRMS           float64 // max over layers
+	ActivationOutlierRate float64 // max over layers
+	LogitLSEMean          float64
+
+	// PerLayer holds the per-layer/head vitals under their full names, such
+	// as "max_attn_logit/layer3/head1".
+	PerLayer map[string]float64
+	// SourceMixShare is the share of this step's sequences from each source,
+	// stored as "source_mix_share/<source>".
+	SourceMixShare map[string]float64
+	// Spans are the measured phases of the step in order (data_wait,
+	// forward and backward per micro-batch, then optimizer), for trace.json;
+	// they are not part of metrics.jsonl.
+	Spans []Span
+}
+
+// Span is one measured phase of a step.
+type Span struct {
+	Name  string
+	Start time.Time
+	Dur   time.Duration
+}
+
+// fields visits the step's fields in metrics.jsonl order.
+func (s *Step) fields(w fieldVisitor) {
+	w.int("step", int64(s.Step))
+	w.int("tokens_seen", s.TokensSeen)
+	w.float("wall_time", s.WallTime)
+	w.float("unix_time", s.UnixTime)
+	w.float("train_loss_raw", s.TrainLossRaw)
+	w.float("train_loss_ema", s.TrainLossEMA)
+	w.float("z_loss", s.ZLoss)
+	w.float("learning_rate", s.LearningRate)
+	w.str("lr_phase", s.LRPhase)
+	w.int("lr_cycle", int64(s.LRCycle))
+	w.int("batch_size", int64(s.BatchSize))
+	w.int("micro_batches", int64(s.MicroBatches))
+	w.float("grad_global_norm", s.GradGlobalNorm)
+	w.bool("grad_clipped", s.GradClipped)
+	w.float("update_norm", s.UpdateNorm)
+	w.float("update_norm_post_clip", s.UpdateNormPostClip)
+	if s.UpdateClipThreshold != nil {
+		w.float("update_clip_threshold", *s.UpdateClipThreshold)
+	}
+	w.float("update_to_weight", s.UpdateToWeight)
+	w.float("param_norm", s.ParamNorm)
+	w.bool("clipped", s.Clipped)
+	w.bool("skipped", s.Skipped)
+	if s.SkipReason != "" {
+		w.str("skip_reason", s.SkipReason)
+	}
+	w.int("skipped_updates", int64(s.SkippedUpdates))
+	w.int("clipped_updates", int64(s.ClippedUpdates))
+	w.float("grad_clip_rate", s.GradClipRate)
+	w.int("nan_inf_events", int64(s.NaNInfEvents))
+	w.float("tokens_per_sec", s.TokensPerSec)
+	w.float("step_time", s.StepTime)
+	w.float("data_wait_time", s.DataWaitTime)
+	w.float("forward_time", s.ForwardTime)
+	w.float("backward_time", s.BackwardTime)
+	w.float("optimizer_time", s.OptimizerTime)
+	w.float("checkpoint_time", s.CheckpointTime)
+	w.float("eval_time", s.EvalTime)
+	w.float("dataloader_stall_frac", s.DataloaderStallFrac)
+	w.float("pad_fraction", s.PadFraction)
+	w.float("mfu", s.MFU)
+	w.float("max_attn_logit", s.MaxAttnLogit)
+	w.float("attn_entropy", s.AttnEntropy)
+	w.float("residual_rms", s.ResidualRMS)
+	w.float("activation_outlier_rate", s.ActivationOutlierRate)
+	w.float("logit_lse_mean", s.LogitLSEMean)
+	flat := make(map[string]float64, len(s.PerLayer)+len(s.SourceMixShare))
+	for k, v := range s.SourceMixShare {
+		flat["source_mix_share/"+k] = v
+	}
+	for k, v := range s.PerLayer {
+		flat[k] = v
+	}
+	visitSorted(w, flat, "")
+}
+
+// Eval is one evaluation: a line of metrics.jsonl at the step it ran after.
+type Eval struct {
+	Step        int
+	TokensSeen  int64
+	WallTime    float64
+	ValLoss     float64 // raw weights (nats/token)
+	ValLossEMA  float64 // EMA weights; NaN (left out) when the run keeps no EMA
+	TrainValGap float64 // val_loss − train_loss_ema
+	ValTokens   int
+	EvalTime    float64 // seconds this evaluation took
+	// Probe-batch measurements; NaN (left out) when the run has no probes.
+	FixedProbeLoss    float64
+	LogitEntropyProbe float64
+	TopKMassProbe     float64
+	// SliceValLoss is val_loss per source, stored as "slice_val_loss/<source>".
+	SliceValLoss map[string]float64
+}
+
+// EMAGap is val_loss − val_loss_ema (NaN without EMA).
+func (e *Eval) EMAGap() float64 { return e.ValLoss - e.ValLossEMA }
+
+func (e *Eval) fields(w fieldVisitor) {
+	w.int("step", int64(e.Step))
+	w.int("tokens_seen", e.TokensSeen)
+	w.float("wall_time", e.WallTime)
+	w.float("val_loss", e.ValLoss)
+	optional(w, "val_loss_ema", e.ValLossEMA)
+	optional(w, "ema_gap", e.EMAGap())
+	w.float("train_val_gap", e.TrainValGap)
+	w.int("val_tokens", int64(e.ValTokens))
+	w.float("eval_time", e.EvalTime)
+	optional(w, "fixed_probe_loss", e.FixedProbeLoss)
+	optional(w, "logit_entropy_probe", e.LogitEntropyProbe)
+	optional(w, "topk_mass_probe", e.TopKMassProbe)
+	visitSorted(w, e.SliceValLoss, "slice_val_loss/")
+}
+
+// Checkpoint is a committed checkpoint: a line of metrics.jsonl with
+// "event": "checkpoint" at the step it holds.
+type Checkpoint struct {
+	Step       int
+	TokensSeen int64
+	WallTime   float64
+	Dir        string
+	Kind       string  // rolling | permanent | final | interrupt | time_limit
+	Seconds    float64 // time to write and verify it
+	Bytes      int64
+	// OutputKLToPrev is output_kl_to_prev on the probe batch against the
+	// previous checkpoint; NaN (left out) when there is none or no probes.
+	OutputKLToPrev float64
+	Deleted        []string // rolling checkpoints removed by the keep policy (not stored)
+}
+
+func (c *Checkpoint) fields(w fieldVisitor) {
+	w.int("step", int64(c.Step))
+	w.int("tokens_seen", c.TokensSeen)
+	w.float("wall_time", c.WallTime)
+	w.str("event", "checkpoint")
+	w.str("checkpoint_kind", c.Kind)
+	w.int("checkpoint_ok", 1)
+	w.float("checkpoint_time", c.Seconds)
+	w.int("checkpoint_size", c.Bytes)
+	optional(w, "output_kl_to_prev", c.OutputKLToPrev)
+}
+
+// NaNStop is the line written when a loss, gradient or update was not
+// finite: the step was not applied and the run stopped.
+type NaNStop struct {
+	Step    int
+	Message string
+}
+
+func (n *NaNStop) fields(w fieldVisitor) {
+	w.int("step", int64(n.Step))
+	w.str("event", "nan_inf")
+	w.str("message", n.Message)
+	w.int("nan_inf_events", 1)
+}
+
+// Line is a record of metrics.jsonl: *Step, *Eval, *Checkpoint or *NaNStop.
+type Line interface {
+	fields(fieldVisitor)
+}
+
+// Values returns the numeric fields of a record under their metric names,
+// as the monitor and the metrics store take them: booleans are 0 or 1,
+// fields left out of the line are absent, and the axes step, wall_time and
+// unix_time are not values (tokens_seen is).
+func Values(l Line, into map[string]float64) map[string]float64 {
+	if into == nil {
+		into = map[string]float64{}
+	}
+	l.fields(valueCollector(into))
+	return into
+}
+
+// fieldVisitor receives a record's fields in order.
+type fieldVisitor interface {
+	int(name string, v int64)
+	float(name string, v float64)
+	bool(name string, v bool)
+	str(name, v string)
+}
+
+// optional visits v unless it is NaN (a measurement that was not taken).
+func optional(w fieldVisitor, name string, v float64) {
+	if v == v {
+		w.float(name, v)
+	}
+}
+
+func visitSorted(w fieldVisitor, m map[string]float64, prefix string) {
+	if len(m) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		w.float(prefix+k, m[k])
+	}
+}
+
+// axes are the fields that place a record rather than measure it.
+var axes = map[string]bool{"step": true, "wall_time": true, "unix_time": true}
+
+type valueCollector map[string]float64
+
+func (c valueCollector) int(n string, v int64) {
+	if !axes[n] {
+		c[n] = float64(v)
+	}
+}
+
+func (c valueCollector) float(n string, v float64) {
+	if !axes[n] {
+		c[n] = v
+	}
+}
+
+func (c valueCollector) bool(n string, v bool) {
+	if v {
+		c[n] = 1
+	} else {
+		c[n] = 0
+	}
+}
+
+func (c valueCollector) str(string, string) {}
