@@ -1,11 +1,12 @@
 package train
 
 import (
+	"github.com/kestrel-lm/kestrel/internal/runlog"
+
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -167,22 +168,21 @@ func TestMaxMinutes(t *testing.T) {
 	}
 }
 
-func evalLines(t *testing.T, dir string) []EvalMetrics {
+// evalLine is what the tests check of an evaluation line.
+type evalLine struct{ Step, ValTokens int }
+
+func evalLines(t *testing.T, dir string) []evalLine {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+	log, err := runlog.Load(filepath.Join(dir, "metrics.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []EvalMetrics
-	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		if !strings.Contains(line, `"val_loss"`) {
-			continue
+	var out []evalLine
+	vl, vt := log.Column("val_loss"), log.Column("val_tokens")
+	for i := 0; i < log.Rows; i++ {
+		if vl != nil && !math.IsNaN(float64(vl[i])) {
+			out = append(out, evalLine{Step: int(log.Step[i]), ValTokens: int(vt[i])})
 		}
-		var e EvalMetrics
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, e)
 	}
 	return out
 }

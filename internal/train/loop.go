@@ -14,6 +14,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
 // Options is everything one training run needs. cmd/kestrel/train.go fills
@@ -42,9 +43,10 @@ type Options struct {
 	// in Dir); nil skips it. (internal/config imports this package, so the
 	// command passes a closure over config.WriteFile.)
 	WriteConfig func(path string) error
-	// DataInfo and Manifest are merged into manifest.json ("data" and top level).
-	DataInfo map[string]any
-	Manifest map[string]any
+	// Manifest holds what the caller knows of the run's inputs (data,
+	// dataset, tokenizer and evaluation-set hashes); the trainer completes it
+	// (build, machine, model, probe, starts) and writes manifest.json.
+	Manifest runlog.Manifest
 	// Observers receive every step, evaluation and checkpoint.
 	Observers []Observer
 	Logger    *slog.Logger
@@ -93,7 +95,7 @@ type trainer struct {
 	sched  *optim.Schedule
 	bsched optim.BatchSchedule
 	st     State
-	ml     *metricsLog
+	ml     *runlog.MetricsWriter
 	ckRoot string
 	T      int
 
@@ -149,7 +151,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	}
 	res, err = t.run(ctx)
 	if t.ml != nil {
-		if cerr := t.ml.close(); err == nil && cerr != nil {
+		if cerr := t.ml.Close(); err == nil && cerr != nil {
 			err = cerr
 		}
 	}
@@ -220,7 +222,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		}
 		res.WarmStart = rep
 	}
-	if dropped, err := truncateMetrics(metricsPath, t.st.Step); err != nil {
+	if dropped, err := runlog.TruncateMetrics(metricsPath, t.st.Step); err != nil {
 		return nil, err
 	} else if dropped > 0 {
 		t.log.Info("dropped metrics lines written after the resumed checkpoint", "lines", dropped, "step", t.st.Step)
@@ -246,7 +248,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	if err := t.writeManifest(res); err != nil {
 		return nil, err
 	}
-	if t.ml, err = openMetricsLog(metricsPath); err != nil {
+	if t.ml, err = runlog.OpenMetrics(metricsPath); err != nil {
 		return nil, err
 	}
 	t.peakFLOPS = o.Train.PeakGFLOPS * 1e9
@@ -289,7 +291,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 				m.MFU = t.net.FLOPsPerToken() * m.TokensPerSec / t.peakFLOPS
 			}
 		}
-		if err := t.ml.write(m); err != nil {
+		if err := t.ml.Write(m); err != nil {
 			return res, err
 		}
 		res.Step = s
@@ -370,14 +372,14 @@ func (t *trainer) interrupt(res *Result, wall0 float64, start time.Time) (*Resul
 }
 
 // step runs optimizer step s (1-based) and returns its metrics line.
-func (t *trainer) step(s int) (StepMetrics, error) {
+func (t *trainer) step(s int) (*runlog.Step, error) {
 	o := t.o
 	idx := s - 1
 	B := t.bsched.At(idx)
 	mb := len(t.inputs) / t.T
 	nMicro := (B + mb - 1) / mb
-	m := StepMetrics{Step: s, BatchSize: B, MicroBatches: nMicro, UnixTime: float64(time.Now().UnixNano()) / 1e9,
-		Spans: make([]Span, 0, 3*nMicro+1)} // data_wait, forward, backward per micro-batch, then optimizer
+	m := &runlog.Step{Step: s, BatchSize: B, MicroBatches: nMicro, UnixTime: float64(time.Now().UnixNano()) / 1e9,
+		Spans: make([]runlog.Span, 0, 3*nMicro+1)} // data_wait, forward, backward per micro-batch, then optimizer
 	t.net.ZeroGrads()
 	var loss, zl float64
 	tokens, pads := 0, 0
@@ -425,7 +427,7 @@ func (t *trainer) step(s int) (StepMetrics, error) {
 		}
 		m.ForwardTime += fwd.Seconds()
 		m.BackwardTime += bwd.Seconds()
-		m.Spans = append(m.Spans, Span{"data_wait", t0, t1.Sub(t0)}, Span{"forward", t1, fwd}, Span{"backward", t1.Add(fwd), bwd})
+		m.Spans = append(m.Spans, runlog.Span{Name: "data_wait", Start: t0, Dur: t1.Sub(t0)}, runlog.Span{Name: "forward", Start: t1, Dur: fwd}, runlog.Span{Name: "backward", Start: t1.Add(fwd), Dur: bwd})
 		w := float64(n) / float64(B)
 		loss += w * st.Loss
 		zl += w * st.ZLoss
@@ -456,11 +458,12 @@ func (t *trainer) step(s int) (StepMetrics, error) {
 	r, err := t.opt.Step(params, grads, loss, lr)
 	if err != nil {
 		if errors.Is(err, optim.ErrNonFinite) {
-			ev := map[string]any{"step": s, "event": "nan_inf", "message": err.Error(), "nan_inf_events": 1}
-			if werr := t.ml.write(ev); werr != nil {
+			if werr := t.ml.Write(&runlog.NaNStop{Step: s, Message: err.Error()}); werr != nil {
 				t.log.Error("metrics", "err", werr)
 			}
-			t.ml.sync()
+			if werr := t.ml.Sync(); werr != nil {
+				t.log.Error("metrics", "err", werr)
+			}
 			return m, &NaNError{Step: s, Err: err, LastCheckpoint: t.lastCkpt}
 		}
 		return m, fmt.Errorf("step %d: optimizer: %w", s, err)
@@ -469,7 +472,7 @@ func (t *trainer) step(s int) (StepMetrics, error) {
 		t.ema.Update(params)
 	}
 	m.OptimizerTime = time.Since(t0).Seconds()
-	m.Spans = append(m.Spans, Span{"optimizer", t0, time.Since(t0)})
+	m.Spans = append(m.Spans, runlog.Span{Name: "optimizer", Start: t0, Dur: time.Since(t0)})
 
 	st := &t.st
 	st.Step = s
@@ -509,12 +512,12 @@ func (t *trainer) step(s int) (StepMetrics, error) {
 	m.SkippedUpdates, m.ClippedUpdates = st.SkippedUpdates, st.ClippedUpdates
 	m.GradClipRate = float64(nClip) / float64(len(st.GradClipWindow))
 	if v := t.net.Vitals(); v != nil {
-		fillVitals(&m, v)
+		fillVitals(m, v)
 	}
 	return m, nil
 }
 
-func fillVitals(m *StepMetrics, v *model.Vitals) {
+func fillVitals(m *runlog.Step, v *model.Vitals) {
 	m.PerLayer = map[string]float64{}
 	m.MaxAttnLogit, m.AttnEntropy = math.Inf(-1), math.Inf(1)
 	for l, heads := range v.MaxAttnLogit {
@@ -549,9 +552,10 @@ func fillVitals(m *StepMetrics, v *model.Vitals) {
 // evaluate computes the validation loss with the raw and the EMA weights;
 // the final evaluation (the last step, or a train.max_minutes stop) reads
 // every validation row.
-func (t *trainer) evaluate(s int, trainEMA float64, all bool) (EvalMetrics, error) {
+func (t *trainer) evaluate(s int, trainEMA float64, all bool) (*runlog.Eval, error) {
 	start := time.Now()
-	e := EvalMetrics{Step: s, TokensSeen: t.st.TokensSeen, WallTime: t.st.WallTime}
+	e := &runlog.Eval{Step: s, TokensSeen: t.st.TokensSeen, WallTime: t.st.WallTime,
+		ValLossEMA: math.NaN(), FixedProbeLoss: math.NaN(), LogitEntropyProbe: math.NaN(), TopKMassProbe: math.NaN()}
 	raw, tok, slices, err := t.valLoss(all)
 	if err != nil {
 		return e, fmt.Errorf("step %d: eval: %w", s, err)
@@ -570,7 +574,6 @@ func (t *trainer) evaluate(s int, trainEMA float64, all bool) (EvalMetrics, erro
 			return e, fmt.Errorf("step %d: eval (EMA weights): %w", s, err)
 		}
 		e.ValLossEMA = emaLoss
-		e.EMAGap = raw - emaLoss
 	}
 	e.TrainValGap = raw - trainEMA
 	if pm, ok, err := t.probeEval(); err != nil {
@@ -583,7 +586,7 @@ func (t *trainer) evaluate(s int, trainEMA float64, all bool) (EvalMetrics, erro
 	}
 	e.EvalTime = time.Since(start).Seconds()
 	t.pendingEvalTime += e.EvalTime
-	if err := t.ml.write(e); err != nil {
+	if err := t.ml.Write(e); err != nil {
 		return e, err
 	}
 	t.log.Info("eval", "step", s, "val_loss", fmt.Sprintf("%.4f", e.ValLoss), "val_loss_ema", fmt.Sprintf("%.4f", e.ValLossEMA), "seconds", fmt.Sprintf("%.1f", e.EvalTime))
@@ -652,8 +655,8 @@ func (t *trainer) valLoss(all bool) (float64, int, map[string]float64, error) {
 
 func (t *trainer) checkpoint(kind string) error {
 	start := time.Now()
-	if err := t.ml.sync(); err != nil {
-		return fmt.Errorf("metrics: %w", err)
+	if err := t.ml.Sync(); err != nil {
+		return err
 	}
 	t.st.Format = stateFormat
 	t.st.Kind = kind
@@ -673,15 +676,15 @@ func (t *trainer) checkpoint(kind string) error {
 	if err != nil {
 		return err
 	}
-	ev := CheckpointEvent{Step: t.st.Step, Dir: dir, Kind: kind, Seconds: time.Since(start).Seconds(), Bytes: size, Deleted: deleted}
+	ev := &runlog.Checkpoint{Step: t.st.Step, TokensSeen: t.st.TokensSeen, WallTime: t.st.WallTime, Dir: dir, Kind: kind,
+		Seconds: time.Since(start).Seconds(), Bytes: size, Deleted: deleted, OutputKLToPrev: math.NaN()}
 	if kl, ok, err := t.probeKL(); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", dir, err)
 	} else if ok {
-		ev.OutputKLToPrev = &kl
-		line := map[string]any{"step": t.st.Step, "tokens_seen": t.st.TokensSeen, "wall_time": t.st.WallTime, "output_kl_to_prev": kl}
-		if err := t.ml.write(line); err != nil {
-			return fmt.Errorf("checkpoint %s: metrics: %w", dir, err)
-		}
+		ev.OutputKLToPrev = kl
+	}
+	if err := t.ml.Write(ev); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", dir, err)
 	}
 	t.pendingCkptTime += ev.Seconds
 	t.log.Info("checkpoint", "step", t.st.Step, "kind", kind, "dir", dir, "seconds", fmt.Sprintf("%.2f", ev.Seconds), "deleted", strings.Join(deleted, ","))

@@ -3,68 +3,64 @@ package train
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
-	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/buildinfo"
 	"github.com/kestrel-lm/kestrel/internal/kernels"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
-// writeManifest creates or updates Dir/manifest.json: build and machine
-// facts, the config hash, the data description, the warm-start report and a
-// list of (re)starts. Keys written by others are preserved.
+// writeManifest writes Dir/manifest.json at the start of this invocation:
+// Options.Manifest (the run's inputs, filled by the caller) completed with
+// the build, the machine, the model, the probe, the warm-start report and
+// this start appended to the starts recorded before.
 func (t *trainer) writeManifest(res *Result) error {
-	path := filepath.Join(t.o.Dir, "manifest.json")
-	man := map[string]any{}
-	if b, err := os.ReadFile(path); err == nil {
-		if err := json.Unmarshal(b, &man); err != nil {
-			return fmt.Errorf("manifest: %s: %w", path, err)
+	man := t.o.Manifest
+	prev, err := runlog.ReadManifest(t.o.Dir)
+	switch {
+	case err == nil:
+		man.Starts = prev.Starts
+		if t.st.WarmStart == nil {
+			man.WarmStart = prev.WarmStart
 		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
 	}
-	sha, modified := buildinfo.VCS()
-	man["git_sha"] = sha
-	man["git_dirty"] = modified
-	man["go_version"] = runtime.Version()
-	man["os_arch"] = runtime.GOOS + "/" + runtime.GOARCH
-	man["cpu"] = cpuModel()
-	man["num_cpu"] = runtime.NumCPU()
-	man["gemm"] = kernels.Impl() + " " + kernels.FeatureString()
-	man["config_hash"] = t.o.ConfigHash
-	man["seed"] = t.o.Seed
-	man["num_params"] = len(t.net.Params())
-	man["flops_per_token"] = t.net.FLOPsPerToken()
-	if t.o.DataInfo != nil {
-		man["data"] = t.o.DataInfo
-	}
-	for k, v := range t.o.Manifest {
-		man[k] = v
+	man.GitSHA, man.GitDirty = buildinfo.VCS()
+	man.GoVersion = runtime.Version()
+	man.ModulesHash = buildinfo.ModulesHash()
+	man.OSArch = runtime.GOOS + "/" + runtime.GOARCH
+	man.CPU = cpuModel()
+	man.NumCPU = runtime.NumCPU()
+	man.Kernel = kernels.Impl() + " " + kernels.FeatureString()
+	man.ConfigHash = t.o.ConfigHash
+	man.Seed = t.o.Seed
+	man.NumParams = len(t.net.Params())
+	man.FLOPsPerToken = t.net.FLOPsPerToken()
+	if man.Tokenizer == "" {
+		man.Tokenizer = t.o.Tokenizer
 	}
 	if t.probe != nil {
-		man["probe_hash"] = t.probe.SHA256
-		man["probe"] = map[string]any{"file": ProbeFile, "sequences": t.probe.B, "sources": t.probe.Sources}
+		man.ProbeHash = t.probe.SHA256
+		man.Probe = &runlog.ProbeInfo{File: ProbeFile, Sequences: t.probe.B, Sources: t.probe.Sources}
 	}
 	if t.st.WarmStart != nil {
-		man["warm_start"] = t.st.WarmStart
+		if man.WarmStart, err = json.Marshal(t.st.WarmStart); err != nil {
+			return fmt.Errorf("manifest: warm start: %w", err)
+		}
 	}
-	starts, _ := man["starts"].([]any)
-	entry := map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "step": t.st.Step, "config_hash": t.o.ConfigHash}
+	start := runlog.Start{Time: time.Now().UTC().Format(time.RFC3339), Step: t.st.Step, ConfigHash: t.o.ConfigHash}
 	if res.Resumed {
-		entry["resumed_from"] = res.Checkpoint
+		start.ResumedFrom = res.Checkpoint
 	}
-	man["starts"] = append(starts, entry)
-	b, err := json.MarshalIndent(man, "", "  ")
-	if err != nil {
-		return fmt.Errorf("manifest: %w", err)
-	}
-	if err := atomicfile.WriteFile(path, append(b, '\n')); err != nil {
-		return fmt.Errorf("manifest: %w", err)
-	}
-	return nil
+	man.Starts = append(man.Starts, start)
+	return runlog.WriteManifest(t.o.Dir, &man)
 }
 
 func cpuModel() string {

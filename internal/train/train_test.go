@@ -1,14 +1,14 @@
 package train
 
 import (
+	"github.com/kestrel-lm/kestrel/internal/runlog"
+
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -101,7 +101,7 @@ type stopAt struct {
 	cancel context.CancelFunc // nil: return an error (simulates kill -9: no checkpoint)
 }
 
-func (s stopAt) OnStep(m StepMetrics) error {
+func (s stopAt) OnStep(m *runlog.Step) error {
 	if m.Step == s.step {
 		if s.cancel != nil {
 			s.cancel()
@@ -111,8 +111,8 @@ func (s stopAt) OnStep(m StepMetrics) error {
 	}
 	return nil
 }
-func (stopAt) OnEval(EvalMetrics) error           { return nil }
-func (stopAt) OnCheckpoint(CheckpointEvent) error { return nil }
+func (stopAt) OnEval(*runlog.Eval) error             { return nil }
+func (stopAt) OnCheckpoint(*runlog.Checkpoint) error { return nil }
 
 func fileSum(t *testing.T, dir, name string) string {
 	t.Helper()
@@ -427,9 +427,9 @@ func TestWarmStartQKNorm(t *testing.T) {
 
 type paramsSnap struct{}
 
-func (paramsSnap) OnStep(StepMetrics) error           { return nil }
-func (paramsSnap) OnEval(EvalMetrics) error           { return nil }
-func (paramsSnap) OnCheckpoint(CheckpointEvent) error { return nil }
+func (paramsSnap) OnStep(*runlog.Step) error             { return nil }
+func (paramsSnap) OnEval(*runlog.Eval) error             { return nil }
+func (paramsSnap) OnCheckpoint(*runlog.Checkpoint) error { return nil }
 
 func TestWarmStartCopiesWeights(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "src")
@@ -574,22 +574,6 @@ func TestBytesSource(t *testing.T) {
 	if _, err := OpenBytes(filepath.Join(t.TempDir(), "nope"), "", 0.1, T, 1); err == nil || !strings.Contains(err.Error(), "data.train") {
 		t.Errorf("missing file: %v", err)
 	}
-}
-
-func TestStepMetricsJSON(t *testing.T) {
-	m := StepMetrics{Step: 3, TrainLossRaw: 1.5, PerLayer: map[string]float64{"residual_rms/layer1": 2, "max_attn_logit/layer0/head0": math.NaN()}}
-	b, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back map[string]any
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatalf("%s: %v", b, err)
-	}
-	if back["residual_rms/layer1"] != 2.0 || back["max_attn_logit/layer0/head0"] != nil || back["step"] != 3.0 {
-		t.Errorf("%s", b)
-	}
-	_ = fmt.Sprint
 }
 
 func TestTimeBasedCheckpointsAndStaleTemps(t *testing.T) {
