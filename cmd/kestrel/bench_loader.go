@@ -54,7 +54,7 @@ out of the same streams. Prints one JSON object per measurement with --json:
 		var ds *loader.Dataset
 		name := "synthetic"
 		if dataset != "" {
-			if ds, err = openLoaderDataset(dataset); err != nil {
+			if ds, err = openDataset(dataset); err != nil {
 				return err
 			}
 			name = dataset

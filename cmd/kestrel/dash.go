@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"log/slog"
 
 	"github.com/spf13/cobra"
@@ -54,31 +52,4 @@ API (JSON): /api/runs, /api/names?run=R, /api/metrics?run=R&names=a,b&x=step|tok
 		})
 	}
 	return cmd
-}
-
-// startDash serves the dashboard for one run directory in the background
-// (kestrel train --dash) and returns a function that stops it.
-func startDash(ctx context.Context, addr, runDir string, out io.Writer) (func(), error) {
-	srv, err := dashboard.New("", []string{runDir})
-	if err != nil {
-		return nil, fmt.Errorf("dash: %w", err)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	ready := make(chan error, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		err := srv.ListenAndServe(ctx, addr, func(a string) {
-			fmt.Fprintf(out, "kestrel dash: http://%s/ (live view of %s)\n", a, runDir)
-			ready <- nil
-		})
-		if err != nil {
-			ready <- err
-		}
-	}()
-	if err := <-ready; err != nil {
-		cancel()
-		return nil, err
-	}
-	return func() { cancel(); <-done }, nil
 }

@@ -1,6 +1,10 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/kestrel-lm/kestrel/internal/data/loader"
+)
 
 func newDataCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -14,4 +18,10 @@ func newDataCmd() *cobra.Command {
 	}
 	cmd.AddCommand(newDataInspectCmd(), newDataShuffleReportCmd())
 	return cmd
+}
+
+// openDataset opens a directory written by kestrel prepare for the loader.
+func openDataset(path string) (*loader.Dataset, error) {
+	ds, _, err := loader.Open(path)
+	return ds, err
 }

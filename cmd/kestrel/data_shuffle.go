@@ -100,7 +100,7 @@ per permutation. Marin's phases: --synthetic --lcg-stride 3.`,
 			if path == "" {
 				return fmt.Errorf("shuffle-report: give --dataset DIR (or data.path), or --synthetic")
 			}
-			if ds, err = openLoaderDataset(path); err != nil {
+			if ds, err = openDataset(path); err != nil {
 				return err
 			}
 		}

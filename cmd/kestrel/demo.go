@@ -17,6 +17,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/prepare"
 	"github.com/kestrel-lm/kestrel/internal/report"
+	"github.com/kestrel-lm/kestrel/internal/run"
 )
 
 func newDemoCmd() *cobra.Command {
@@ -140,7 +141,7 @@ func runDemo(cmd *cobra.Command, cfg config.Config, p demoPaths, dash, forcePrep
 	// 2. Training (resumes when runs/<name> has a checkpoint).
 	step(2, "train → "+p.run)
 	fmt.Fprintf(out, "watch it live: kestrel dash %s   (or rerun with --dash)\n", p.run)
-	res, err := runTraining(ctx, cfg, p.run, trainRunOptions{dash: dash, stdout: out, stderr: cmd.ErrOrStderr()})
+	res, err := run.Train(ctx, cfg, p.run, run.Options{Dash: dash, Stdout: out, Stderr: cmd.ErrOrStderr()})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
+	"github.com/kestrel-lm/kestrel/internal/run"
 	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/tokenizer"
 )
@@ -85,11 +88,10 @@ func tinyDatasetRun(data string, steps int) config.Config {
 
 func trainTiny(t *testing.T, cfg config.Config, out string) *train.Result {
 	t.Helper()
-	opts, err := trainOptions(cfg, out)
+	opts, err := run.TrainOptions(cfg, out, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Logger = quietLog()
 	res, err := train.Run(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -155,22 +157,26 @@ func TestSampleDatasetRun(t *testing.T) {
 // TestSampleBytesRun: byte-level runs sample as before (bytes in, bytes out,
 // an empty prompt starts from a newline).
 func TestSampleBytesRun(t *testing.T) {
-	run := filepath.Join(t.TempDir(), "run")
-	cfg := tinyRun(3)
-	cfg.Model.NLayers = 1
-	trainTiny(t, cfg, run)
-	a, err := generate(run, genOptions{prompt: "To be", temperature: 0.8, topK: 200, topP: 1, tokens: 20, seed: 1})
+	runDir := filepath.Join(t.TempDir(), "run")
+	cfg := config.Default()
+	cfg.Model.Vocab, cfg.Model.DModel, cfg.Model.NLayers, cfg.Model.NHeads, cfg.Model.NKVHeads = 256, 32, 1, 2, 2
+	cfg.Model.MLPHidden, cfg.Model.SeqLen = 64, 32
+	cfg.Data.Kind, cfg.Data.Train = "bytes", "${KESTREL_DATA}/tinyshakespeare/input.txt"
+	cfg.Train.Steps, cfg.Train.BatchSize, cfg.Train.EvalEvery, cfg.Train.EvalBatches, cfg.Train.LogEvery = 3, 4, 25, 2, 0
+	cfg.Train.PeakGFLOPS = 10
+	trainTiny(t, cfg, runDir)
+	a, err := generate(runDir, genOptions{prompt: "To be", temperature: 0.8, topK: 200, topP: 1, tokens: 20, seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(a, "To be") || len(a) != len("To be")+20 {
 		t.Fatalf("bytes sample %q: want the prompt and 20 bytes", a)
 	}
-	e, err := generate(run, genOptions{temperature: 0, topP: 1, tokens: 5})
+	e, err := generate(runDir, genOptions{temperature: 0, topP: 1, tokens: 5})
 	if err != nil || len(e) != 5 {
 		t.Fatalf("empty prompt: %q %v", e, err)
 	}
-	if _, err := generate(run, genOptions{topP: 0, tokens: 1}); err == nil {
+	if _, err := generate(runDir, genOptions{topP: 0, tokens: 1}); err == nil {
 		t.Error("top-p 0 accepted")
 	}
 }

@@ -1,10 +1,7 @@
 package dashboard
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -94,8 +91,8 @@ func (r *Run) refresh() error {
 		if err != nil {
 			return fmt.Errorf("run %s: %w", r.Name, err)
 		}
-		for _, a := range as {
-			d.alerts = append(d.alerts, alertEvent(a))
+		for i := range as {
+			d.alerts = append(d.alerts, alertEvent(&as[i]))
 		}
 		d.alertsOffset = last
 		return nil
@@ -152,82 +149,37 @@ func (d *runData) deriveEvents(rec *runlog.Record, step, tokens, wall float64) {
 	}
 }
 
-// readAlerts loads new lines of alerts.jsonl (written by the monitor).
+// readAlerts loads the lines appended to alerts.jsonl (written by the
+// monitor) since the last call; a file that was replaced is read again.
 func (d *runData) readAlerts(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil
-		}
-		return err
+	as, next, err := runlog.ReadAlertsFrom(path, d.alertsOffset)
+	if next < d.alertsOffset {
+		d.alerts = nil
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
+	d.alertsOffset = next
+	for i := range as {
+		d.alerts = append(d.alerts, alertEvent(&as[i]))
 	}
-	if st.Size() < d.alertsOffset {
-		d.alertsOffset, d.alerts = 0, nil
-	}
-	if _, err := f.Seek(d.alertsOffset, io.SeekStart); err != nil {
-		return err
-	}
-	br := bufio.NewReader(f)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) == 0 || line[len(line)-1] != '\n' {
-			return nil
-		}
-		d.alertsOffset += int64(len(line))
-		var a map[string]any
-		if json.Unmarshal(line, &a) != nil {
-			continue
-		}
-		d.alerts = append(d.alerts, alertEvent(a))
-		if err != nil {
-			return nil
-		}
-	}
+	return err
 }
 
-func str(a map[string]any, keys ...string) string {
-	for _, k := range keys {
-		if v, ok := a[k]; ok {
-			switch x := v.(type) {
-			case string:
-				return x
-			case float64:
-				return fmt.Sprint(x)
-			}
-		}
-	}
-	return ""
-}
-
-func num(a map[string]any, keys ...string) float64 {
-	for _, k := range keys {
-		if v, ok := a[k].(float64); ok {
-			return v
-		}
-	}
-	return math.NaN()
-}
-
-func alertEvent(a map[string]any) Event {
+// alertEvent places an alert on the charts; a classified spike is its own
+// kind of marker.
+func alertEvent(a *runlog.Alert) Event {
 	e := Event{
-		Step:     num(a, "step"),
-		Tokens:   num(a, "tokens", "tokens_seen"),
+		Step:     float64(a.Step),
+		Tokens:   float64(a.Tokens),
 		Time:     math.NaN(),
 		Kind:     "alert",
-		Severity: str(a, "severity", "sev"),
-		Title:    str(a, "rule", "name", "title"),
-		Detail:   str(a, "message", "detail", "summary"),
-		Runbook:  str(a, "runbook"),
-		Evidence: str(a, "evidence", "incident", "incident_dir"),
+		Severity: string(a.Severity),
+		Title:    a.Rule,
+		Detail:   a.Message,
+		Runbook:  a.Runbook,
+		Evidence: a.Evidence,
 	}
-	if v := str(a, "verdict", "classification"); v != "" {
+	if a.Verdict != "" {
 		e.Kind = "spike"
-		e.Detail = strings.TrimSpace(v + ". " + e.Detail)
+		e.Detail = strings.TrimSpace(a.Verdict + ". " + e.Detail)
 	}
 	return e
 }

@@ -6,7 +6,6 @@
 package report
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -66,46 +65,6 @@ type Summary struct {
 	MinAttnEntrpy float64
 }
 
-// alert is one line of alerts.jsonl, read loosely (any trainer's monitor).
-type alert map[string]any
-
-func (a alert) s(keys ...string) string {
-	for _, k := range keys {
-		switch v := a[k].(type) {
-		case string:
-			return v
-		case float64:
-			return fmt.Sprint(v)
-		}
-	}
-	return ""
-}
-
-func readAlerts(path string) ([]alert, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	defer f.Close()
-	var out []alert
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for line := 1; sc.Scan(); line++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var a alert
-		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
-			return out, fmt.Errorf("%s:%d: %w", path, line, err)
-		}
-		out = append(out, a)
-	}
-	return out, sc.Err()
-}
-
 // Write generates RunDir/report/report.md and its plots.
 func Write(in Input) (*Summary, error) {
 	dir := filepath.Join(in.RunDir, "report")
@@ -119,7 +78,7 @@ func Write(in Input) (*Summary, error) {
 	if log.Rows == 0 {
 		return nil, fmt.Errorf("report: %s has no metrics (did the run start?)", log.Path)
 	}
-	alerts, err := readAlerts(filepath.Join(in.RunDir, "alerts.jsonl"))
+	alerts, err := runlog.ReadAlerts(filepath.Join(in.RunDir, "alerts.jsonl"))
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
@@ -173,7 +132,7 @@ func extremes(log *runlog.Log, name string) (lo, hi float64, ones int) {
 	return lo, hi, ones
 }
 
-func (s *Summary) fill(log *runlog.Log, alerts []alert) {
+func (s *Summary) fill(log *runlog.Log, alerts []runlog.Alert) {
 	s.FinalVal = last(log, "val_loss")
 	s.FinalValEMA = last(log, "val_loss_ema")
 	s.FirstVal = firstVal(log, "val_loss")
@@ -198,9 +157,9 @@ func (s *Summary) fill(log *runlog.Log, alerts []alert) {
 	_, s.MaxAttnLogit, _ = extremes(log, "max_attn_logit")
 	s.MinAttnEntrpy, _, _ = extremes(log, "attn_entropy")
 	for _, a := range alerts {
-		sev := a.s("severity", "sev")
+		sev := string(a.Severity)
 		s.Alerts[sev]++
-		if a.s("verdict", "classification") != "" {
+		if a.Verdict != "" {
 			s.Spikes++
 		}
 	}
@@ -255,7 +214,7 @@ func f3(v float64) string {
 	return fmt.Sprintf("%.4g", v)
 }
 
-func (s *Summary) markdown(b *strings.Builder, in Input, log *runlog.Log, alerts []alert) {
+func (s *Summary) markdown(b *strings.Builder, in Input, log *runlog.Log, alerts []runlog.Alert) {
 	title := in.Title
 	if title == "" {
 		title = filepath.Base(in.RunDir)
@@ -296,7 +255,7 @@ func (s *Summary) markdown(b *strings.Builder, in Input, log *runlog.Log, alerts
 	} else {
 		b.WriteString("| step | severity | rule | what | verdict |\n|---|---|---|---|---|\n")
 		for _, a := range alerts {
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", a.s("step"), a.s("severity", "sev"), a.s("rule", "name"), mdCell(a.s("message", "detail", "summary")), mdCell(a.s("verdict", "classification")))
+			fmt.Fprintf(b, "| %d | %s | %s | %s | %s |\n", a.Step, a.Severity, a.Rule, mdCell(a.Message), mdCell(a.Verdict))
 		}
 		b.WriteString("\n")
 	}

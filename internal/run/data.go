@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"fmt"
@@ -7,8 +7,6 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
-	"github.com/kestrel-lm/kestrel/internal/data/shards"
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
@@ -24,42 +22,39 @@ var (
 	_ train.BatchDescriber = (*loader.Loader)(nil)
 )
 
-// openDatasetSource opens a prepared dataset (data.kind = "dataset") as the
+// OpenLoader opens a prepared dataset (data.kind = "dataset") as the
 // trainer's data source: the [data] mixture over the dataset's sources,
 // sequences of model.seq_len, the train batch schedule and run.seed. The
-// returned loader also has Stats() (stall time, source shares, pad
-// fraction), BatchInfo(index)/DescribeStep(index) and Close(); train.Run
-// closes it.
-func openDatasetSource(cfg config.Config) (train.DataSource, error) {
-	return openLoader(cfg)
-}
-
-// openLoader is openDatasetSource with the concrete type.
-func openLoader(cfg config.Config) (*loader.Loader, error) {
+// loader also has Stats() (stall time, source shares, pad fraction),
+// BatchInfo(index)/DescribeStep(index) and Close(); train.Run closes it.
+func OpenLoader(cfg config.Config, log *slog.Logger) (*loader.Loader, error) {
 	if cfg.Data.Path == "" {
 		return nil, fmt.Errorf("data.kind = \"dataset\" needs data.path (a directory written by kestrel prepare)")
 	}
-	ds, vocab, err := openShards(cfg.Data.Path)
+	ds, vocab, err := loader.Open(cfg.Data.Path)
 	if err != nil {
 		return nil, err
 	}
 	if vocab > cfg.Model.Vocab {
 		return nil, fmt.Errorf("dataset %s: its tokenizer has %d tokens but model.vocab is %d (set model.vocab = %d)", cfg.Data.Path, vocab, cfg.Model.Vocab, vocab)
 	}
-	l, err := newLoader(ds, cfg, slog.Default())
+	if log == nil {
+		log = slog.Default()
+	}
+	l, err := NewLoader(ds, cfg, log)
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: %w", cfg.Data.Path, err)
 	}
 	return l, nil
 }
 
-// newLoader builds the loader over ds as kestrel train runs it. Step
+// NewLoader builds the loader over ds as kestrel train runs it. Step
 // numbering (see train.DataSource): the trainer's metrics step s calls
 // Fill with the 0-based index s−1, which is also the index of
 // train.batch_schedule entries; data.stages[].start_step is a metrics step
 // (ReportBase 1), so a stage with start_step S first shows in the
 // metrics.jsonl line "step": S.
-func newLoader(ds *loader.Dataset, cfg config.Config, log *slog.Logger) (*loader.Loader, error) {
+func NewLoader(ds *loader.Dataset, cfg config.Config, log *slog.Logger) (*loader.Loader, error) {
 	sched, err := trainBatchSchedule(cfg)
 	if err != nil {
 		return nil, err
@@ -92,35 +87,10 @@ func trainBatchSchedule(cfg config.Config) (loader.BatchSchedule, error) {
 	return out, nil
 }
 
-// openLoaderDataset opens a directory written by kestrel prepare as the
-// loader's Dataset, checking its manifest (shard hashes are verified on
-// first read).
-func openLoaderDataset(path string) (*loader.Dataset, error) {
-	ds, _, err := openShards(path)
-	return ds, err
-}
-
-// openShards also returns the manifest's tokenizer vocabulary size.
-func openShards(path string) (*loader.Dataset, int, error) {
-	p, err := datadir.Expand(path)
-	if err != nil {
-		return nil, 0, fmt.Errorf("dataset %s: %w", path, err)
-	}
-	sd, err := shards.Open(p)
-	if err != nil {
-		return nil, 0, err
-	}
-	ds, err := loader.FromShards(sd)
-	if err != nil {
-		return nil, 0, err
-	}
-	return ds, sd.Manifest().Tokenizer.VocabSize, nil
-}
-
-// loaderBatches returns a function naming the sources and documents of the
+// LoaderBatches returns a function naming the sources and documents of the
 // batch of a metrics step (1-based), for the monitor's incident bundles and
 // spike verdicts; it reads no tokens.
-func loaderBatches(l *loader.Loader) func(step int) *monitor.Batch {
+func LoaderBatches(l *loader.Loader) func(step int) *monitor.Batch {
 	return func(step int) *monitor.Batch {
 		info, err := l.BatchInfo(step - 1)
 		if err != nil {

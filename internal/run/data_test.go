@@ -1,6 +1,8 @@
-package main
+package run
 
 import (
+	"github.com/kestrel-lm/kestrel/internal/runlog"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -67,14 +69,14 @@ func shippedByteDataset(t *testing.T) *loader.Dataset {
 
 type stopAtStep struct{ step int }
 
-func (s stopAtStep) OnStep(m train.StepMetrics) error {
+func (s stopAtStep) OnStep(m *runlog.Step) error {
 	if m.Step == s.step {
 		return errors.New("simulated crash")
 	}
 	return nil
 }
-func (stopAtStep) OnEval(train.EvalMetrics) error           { return nil }
-func (stopAtStep) OnCheckpoint(train.CheckpointEvent) error { return nil }
+func (stopAtStep) OnEval(*runlog.Eval) error             { return nil }
+func (stopAtStep) OnCheckpoint(*runlog.Checkpoint) error { return nil }
 
 // loaderRunOpts builds the loader over ds the way kestrel train does
 // (newLoader from a run config) with data.stages = stages, and the
@@ -97,7 +99,7 @@ func loaderRunOpts(t *testing.T, dir string, ds *loader.Dataset, mc model.Config
 	dc.Stages = stages
 	cfg.Data = dc
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	l, err := newLoader(ds, cfg, quiet)
+	l, err := NewLoader(ds, cfg, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}

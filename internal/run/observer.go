@@ -1,67 +1,64 @@
-package main
+package run
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
 
-// trainMonitor feeds kestrel train's observer hooks to the monitor (the ICU
+// Observer feeds the trainer's typed records to the monitor (the ICU
 // panel). It implements train.Observer: OnStep returns an error once a SEV0
 // alert paused the run, which stops training without a new checkpoint.
-//
-// Wiring in train.go:
-//
-//	tm, err := newTrainMonitor(cfg, out, logger)
-//	if err != nil { return err }
-//	o.Observers = append(o.Observers, tm)
-//	res, err := train.Run(ctx, o)
-//	err = tm.Finish(err)
-type trainMonitor struct {
+type Observer struct {
 	m       *monitor.Monitor
 	runDir  string
 	log     *slog.Logger
-	prevMan map[string]any // manifest.json of the run being resumed (nil = fresh run)
+	prevMan *runlog.Manifest // manifest.json of the run being resumed (nil = fresh run)
 	checked bool
-	last    train.StepMetrics
-	// batch, when set, names the sources and documents of a metrics step's
+	last    runlog.Step
+	// Batch, when set, names the sources and documents of a metrics step's
 	// batch, so incident bundles and "data event" verdicts can name them.
-	batch func(step int) *monitor.Batch
+	Batch func(step int) *monitor.Batch
 }
 
-// manifestKeys are the manifest.json fields compared on resume.
-var manifestKeys = []string{"git_sha", "go_version", "os_arch", "gemm", "config_hash", "tokenizer", "tokenizer_hash", "data", "dataset_hash", "probe_hash", "eval_hashes"}
-
-// newTrainMonitor starts the monitor for a training run in runDir. With
-// monitor.enabled = false it returns an observer that does nothing.
-func newTrainMonitor(cfg config.Config, runDir string, log *slog.Logger) (*trainMonitor, error) {
+// NewObserver starts the monitor for a training run in runDir. With
+// monitor.enabled = false it returns an observer that does nothing. The
+// manifest the run directory holds now is kept to compare with the one the
+// trainer writes at its start.
+func NewObserver(cfg config.Config, runDir string, log *slog.Logger) (*Observer, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	t := &trainMonitor{runDir: runDir, log: log}
+	t := &Observer{runDir: runDir, log: log}
 	if !cfg.Monitor.Enabled {
 		return t, nil
 	}
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return nil, fmt.Errorf("monitor: %w", err)
 	}
-	if b, err := os.ReadFile(filepath.Join(runDir, "manifest.json")); err == nil {
-		_ = json.Unmarshal(b, &t.prevMan)
+	switch prev, err := runlog.ReadManifest(runDir); {
+	case err == nil:
+		t.prevMan = prev
+	case !errors.Is(err, fs.ErrNotExist):
+		log.Warn("monitor: the run's previous manifest is unreadable; resume checks skipped", "err", err)
 	}
-	opts := monitor.Options{RunDir: runDir, Logger: log}
+	opts := monitor.Options{RunDir: runDir, Logger: log, RunInfo: map[string]string{"name": cfg.Run.Name}}
 	if b, err := config.Marshal(cfg); err == nil {
 		opts.ConfigTOML = b
+	}
+	if h, err := config.Hash(cfg); err == nil {
+		opts.RunInfo["config_hash"] = h
 	}
 	if len(cfg.Data.Sources) > 0 && len(cfg.Data.Stages) == 0 {
 		var sum float64
@@ -99,18 +96,10 @@ func newTrainMonitor(cfg config.Config, runDir string, log *slog.Logger) (*train
 	return t, nil
 }
 
-// sample converts one metrics line into a monitor sample, with the step's
-// phases laid out back to back ending at the line's time.
-func stepSample(sm train.StepMetrics) (monitor.Sample, error) {
-	b, err := json.Marshal(sm)
-	if err != nil {
-		return monitor.Sample{}, err
-	}
-	s, _, err := monitor.ParseJSONLLine(b, nil, "metrics", sm.Step)
-	if err != nil {
-		return s, err
-	}
-	s.Step, s.Tokens = int64(sm.Step), sm.TokensSeen
+// stepSample is the monitor's sample of one step: the record's values, and
+// the step's phases laid out for trace.json.
+func stepSample(sm *runlog.Step) monitor.Sample {
+	s := monitor.Sample{Step: int64(sm.Step), Tokens: sm.TokensSeen, Values: runlog.Values(sm, nil)}
 	// The sample is stamped at the end of the step: the end of its last
 	// measured phase (unix_time is when the step began).
 	end := time.Unix(0, int64(sm.UnixTime*1e9))
@@ -121,25 +110,22 @@ func stepSample(sm train.StepMetrics) (monitor.Sample, error) {
 	}
 	s.Time = end
 	s.Phases = stepPhases(sm, end)
-	return s, nil
+	return s
 }
 
 // OnStep implements train.Observer.
-func (t *trainMonitor) OnStep(sm train.StepMetrics) error {
+func (t *Observer) OnStep(sm *runlog.Step) error {
 	if t.m == nil {
 		return nil
 	}
-	t.last = sm
+	t.last = *sm
 	if !t.checked {
 		t.checked = true
 		t.checkManifest(int64(sm.Step))
 	}
-	s, err := stepSample(sm)
-	if err != nil {
-		return fmt.Errorf("monitor: step %d: %w", sm.Step, err)
-	}
-	if t.batch != nil {
-		s.Batch = t.batch(sm.Step)
+	s := stepSample(sm)
+	if t.Batch != nil {
+		s.Batch = t.Batch(sm.Step)
 	}
 	t.m.Observe(s)
 	if paused, why := t.m.Paused(); paused {
@@ -149,23 +135,11 @@ func (t *trainMonitor) OnStep(sm train.StepMetrics) error {
 }
 
 // OnEval implements train.Observer.
-func (t *trainMonitor) OnEval(e train.EvalMetrics) error {
+func (t *Observer) OnEval(e *runlog.Eval) error {
 	if t.m == nil {
 		return nil
 	}
-	vals := map[string]float64{"val_loss": e.ValLoss, "train_val_gap": e.TrainValGap, "eval_time": e.EvalTime}
-	if e.ValLossEMA != 0 {
-		vals["val_loss_ema"], vals["ema_gap"] = e.ValLossEMA, e.EMAGap
-	}
-	for k, v := range e.SliceValLoss {
-		vals["slice_val_loss/"+k] = v
-	}
-	for k, v := range map[string]float64{"fixed_probe_loss": e.FixedProbeLoss, "logit_entropy_probe": e.LogitEntropyProbe, "topk_mass_probe": e.TopKMassProbe} {
-		if v != 0 {
-			vals[k] = v
-		}
-	}
-	t.m.Record(monitor.Event{Kind: monitor.EventEval, Step: int64(e.Step), Tokens: e.TokensSeen, OK: true, Values: vals})
+	t.m.Record(monitor.Event{Kind: monitor.EventEval, Step: int64(e.Step), Tokens: e.TokensSeen, OK: true, Values: runlog.Values(e, nil)})
 	if paused, why := t.m.Paused(); paused {
 		return fmt.Errorf("monitor paused the run: %s", why)
 	}
@@ -173,57 +147,35 @@ func (t *trainMonitor) OnEval(e train.EvalMetrics) error {
 }
 
 // OnCheckpoint implements train.Observer.
-func (t *trainMonitor) OnCheckpoint(ev train.CheckpointEvent) error {
+func (t *Observer) OnCheckpoint(ev *runlog.Checkpoint) error {
 	if t.m == nil {
 		return nil
 	}
-	vals := map[string]float64{"checkpoint_ok": 1, "checkpoint_time": ev.Seconds, "checkpoint_size": float64(ev.Bytes)}
-	if ev.OutputKLToPrev != nil {
-		vals["output_kl_to_prev"] = *ev.OutputKLToPrev
-	}
-	t.m.Record(monitor.Event{Kind: monitor.EventCheckpoint, Step: int64(ev.Step), OK: true, Path: ev.Dir, Detail: ev.Kind, Values: vals})
+	t.m.Record(monitor.Event{Kind: monitor.EventCheckpoint, Step: int64(ev.Step), Tokens: ev.TokensSeen, OK: true, Path: ev.Dir, Detail: ev.Kind, Values: runlog.Values(ev, nil)})
 	return nil
 }
 
 // checkManifest compares the manifest of the run being resumed (read before
-// training rewrote it) with the one the trainer just wrote.
-func (t *trainMonitor) checkManifest(step int64) {
+// training rewrote it) with the one the trainer just wrote, field by typed
+// field; a difference is the SEV1 manifest_mismatch naming each field.
+func (t *Observer) checkManifest(step int64) {
 	if t.prevMan == nil {
 		return
 	}
-	b, err := os.ReadFile(filepath.Join(t.runDir, "manifest.json"))
+	cur, err := runlog.ReadManifest(t.runDir)
 	if err != nil {
+		t.log.Warn("monitor: resume check skipped", "err", err)
 		return
 	}
-	var cur map[string]any
-	if json.Unmarshal(b, &cur) != nil {
-		return
-	}
-	var diffs []string
-	for _, k := range manifestKeys {
-		a, _ := json.Marshal(t.prevMan[k])
-		c, _ := json.Marshal(cur[k])
-		if string(a) != string(c) {
-			diffs = append(diffs, fmt.Sprintf("%s: %s → %s", k, clip(string(a)), clip(string(c))))
-		}
-	}
-	sort.Strings(diffs)
-	if len(diffs) > 0 {
+	if diffs := t.prevMan.Diff(cur); len(diffs) > 0 {
 		t.m.ManifestMismatch(step, diffs)
 	}
-}
-
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
 }
 
 // Finish records how the run ended — a NaN/Inf stop or a failed checkpoint
 // becomes a SEV0 alert with its incident bundle — closes the monitor, and
 // returns runErr (joined with a monitor close error).
-func (t *trainMonitor) Finish(runErr error) error {
+func (t *Observer) Finish(runErr error) error {
 	if t.m == nil {
 		return runErr
 	}
@@ -244,7 +196,7 @@ func (t *trainMonitor) Finish(runErr error) error {
 // that ran since the previous step (they end where this step's first
 // measured span starts), then the measured spans (data wait, forward and
 // backward per micro-batch, optimizer).
-func stepPhases(sm train.StepMetrics, end time.Time) []monitor.Phase {
+func stepPhases(sm *runlog.Step, end time.Time) []monitor.Phase {
 	var out []monitor.Phase
 	first := end
 	if len(sm.Spans) > 0 {

@@ -1,6 +1,8 @@
-package main
+package run
 
 import (
+	"github.com/kestrel-lm/kestrel/internal/runlog"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,12 +37,11 @@ func tinyRun(steps int) config.Config {
 
 func runMonitored(t *testing.T, cfg config.Config, dir string) (*train.Result, error) {
 	t.Helper()
-	opts, err := trainOptions(cfg, dir)
+	opts, err := TrainOptions(cfg, dir, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Logger = quietLog()
-	tm, err := newTrainMonitor(cfg, dir, opts.Logger)
+	tm, err := NewObserver(cfg, dir, opts.Logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,20 +51,10 @@ func runMonitored(t *testing.T, cfg config.Config, dir string) (*train.Result, e
 }
 
 func readAlerts(t *testing.T, dir string) []monitor.Alert {
-	b, err := os.ReadFile(filepath.Join(dir, "alerts.jsonl"))
+	t.Helper()
+	out, err := runlog.ReadAlerts(filepath.Join(dir, "alerts.jsonl"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	var out []monitor.Alert
-	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if l == "" {
-			continue
-		}
-		var a monitor.Alert
-		if err := json.Unmarshal([]byte(l), &a); err != nil {
-			t.Fatalf("alerts.jsonl: %v", err)
-		}
-		out = append(out, a)
 	}
 	return out
 }
@@ -199,13 +190,13 @@ func exec_cp(t *testing.T, dir, dst string) {
 
 // timedObserver measures the synchronous cost of the monitor's hooks.
 type timedObserver struct {
-	tm       *trainMonitor
+	tm       *Observer
 	busy     time.Duration
 	stepTime float64
 	steps    int
 }
 
-func (o *timedObserver) OnStep(m train.StepMetrics) error {
+func (o *timedObserver) OnStep(m *runlog.Step) error {
 	t0 := time.Now()
 	err := o.tm.OnStep(m)
 	o.busy += time.Since(t0)
@@ -215,8 +206,8 @@ func (o *timedObserver) OnStep(m train.StepMetrics) error {
 	}
 	return err
 }
-func (o *timedObserver) OnEval(e train.EvalMetrics) error { return o.tm.OnEval(e) }
-func (o *timedObserver) OnCheckpoint(c train.CheckpointEvent) error {
+func (o *timedObserver) OnEval(e *runlog.Eval) error { return o.tm.OnEval(e) }
+func (o *timedObserver) OnCheckpoint(c *runlog.Checkpoint) error {
 	return o.tm.OnCheckpoint(c)
 }
 
@@ -235,12 +226,11 @@ func TestMonitorOverheadRef7m(t *testing.T) {
 	cfg.Checkpoint.Every = 0
 	cfg.Monitor = monitor.DefaultConfig()
 	dir := t.TempDir()
-	opts, err := trainOptions(cfg, dir)
+	opts, err := TrainOptions(cfg, dir, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Logger = quietLog()
-	tm, err := newTrainMonitor(cfg, dir, opts.Logger)
+	tm, err := NewObserver(cfg, dir, opts.Logger)
 	if err != nil {
 		t.Fatal(err)
 	}

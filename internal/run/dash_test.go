@@ -1,8 +1,8 @@
-package main
+package run
 
 import (
 	"context"
-	"io"
+
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -29,7 +29,7 @@ func TestDashboardOnRealRun(t *testing.T) {
 		}
 	}
 	runDir := filepath.Join(t.TempDir(), "runs", "shakespeare-tiny")
-	if _, err := runTraining(context.Background(), cfg, runDir, trainRunOptions{stdout: io.Discard, stderr: io.Discard}); err != nil {
+	if _, err := Train(context.Background(), cfg, runDir, Options{Logger: quietLog()}); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := dashboard.New("", []string{runDir})

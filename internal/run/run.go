@@ -1,0 +1,262 @@
+// Package run assembles one training run from a resolved config: it opens or
+// creates the run directory, builds the data source (a prepared dataset
+// through the loader, or byte-level text), fills the run manifest with the
+// hashes of everything the run reads, attaches the monitor (the ICU panel)
+// to the trainer's typed records, optionally serves the dashboard beside
+// it, and runs internal/train. cmd/kestrel's train and demo commands are
+// flag parsing around it.
+package run
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/dashboard"
+	"github.com/kestrel-lm/kestrel/internal/data/loader"
+	"github.com/kestrel-lm/kestrel/internal/datadir"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/internal/train"
+)
+
+// Options are the choices around one training run that are not config.
+type Options struct {
+	// Fresh refuses an existing run directory instead of resuming.
+	Fresh bool
+	// Dash serves the live dashboard for the run (at dash.addr) while it trains.
+	Dash bool
+	// Stdout receives the result line and the dashboard URL; Stderr the
+	// interruption notice. Nil discards.
+	Stdout, Stderr io.Writer
+	// Logger receives the trainer's and the monitor's log lines (default: a
+	// text handler on os.Stderr).
+	Logger *slog.Logger
+}
+
+// Train trains (or resumes) the run in dir with the monitor attached and,
+// with opts.Dash, the dashboard serving it, then prints one line saying how
+// the run ended.
+func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*train.Result, error) {
+	if opts.Stdout == nil {
+		opts.Stdout = io.Discard
+	}
+	if opts.Stderr == nil {
+		opts.Stderr = io.Discard
+	}
+	to, err := TrainOptions(cfg, dir, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Fresh {
+		// Refuse here, before the monitor creates files in the directory
+		// (train.Run would otherwise see the directory the monitor made).
+		if _, err := os.Stat(dir); err == nil {
+			return nil, fmt.Errorf("train: --fresh: run directory %s already exists; choose another --out or remove it", dir)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	ob, err := NewObserver(cfg, dir, to.Logger)
+	if err != nil {
+		return nil, err
+	}
+	if l, ok := to.Data.(*loader.Loader); ok {
+		ob.Batch = LoaderBatches(l)
+	}
+	to.Observers = append(to.Observers, ob)
+	if opts.Dash {
+		stop, err := StartDash(ctx, cfg.Dash.Addr, dir, opts.Stdout)
+		if err != nil {
+			_ = ob.Finish(nil)
+			return nil, err
+		}
+		defer stop()
+	}
+	start := time.Now()
+	res, err := train.Run(ctx, to)
+	err = ob.Finish(err)
+	if err != nil {
+		return res, fmt.Errorf("train %s: %w", dir, err)
+	}
+	wall := time.Since(start).Round(time.Second)
+	switch {
+	case res.TimeLimited:
+		fmt.Fprintf(opts.Stdout, "time limit (train.max_minutes = %g) reached at step %d of %d: final eval val_loss %.4f, checkpoint %s; rerun the same command to continue\n", cfg.Train.MaxMinutes, res.Step, cfg.Train.Steps, res.ValLoss, res.Checkpoint)
+	case res.Interrupted:
+		fmt.Fprintf(opts.Stderr, "interrupted at step %d; checkpoint %s written; rerun the same command to resume\n", res.Step, res.Checkpoint)
+	case math.IsNaN(res.ValLoss): // resumed a finished run: nothing evaluated
+		fmt.Fprintf(opts.Stdout, "done: the run was already at step %d (train.steps); nothing to train, run %s\n", res.Step, dir)
+	default:
+		fmt.Fprintf(opts.Stdout, "done: step %d, val_loss %.4f, val_loss_ema %.4f, wall %s, run %s\n", res.Step, res.ValLoss, res.ValLossEMA, wall, dir)
+	}
+	return res, nil
+}
+
+// TrainOptions assembles the trainer's options from the resolved config:
+// the config sections, the data source and the run manifest's inputs. The
+// monitor (and other observers) attach through Options.Observers.
+func TrainOptions(cfg config.Config, dir string, logger *slog.Logger) (train.Options, error) {
+	hash, err := config.Hash(cfg)
+	if err != nil {
+		return train.Options{}, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	opts := train.Options{
+		Dir:        dir,
+		Seed:       cfg.Run.Seed,
+		Model:      cfg.Model,
+		Optim:      cfg.Optim,
+		Train:      cfg.Train,
+		Checkpoint: cfg.Checkpoint,
+		Init:       cfg.Init,
+		Debug:      cfg.Debug,
+		ConfigHash: hash,
+		WriteConfig: func(path string) error {
+			return config.WriteFile(path, cfg)
+		},
+		Logger: logger,
+	}
+	if opts.Init.From != "" {
+		if opts.Init.From, err = datadir.Expand(opts.Init.From); err != nil {
+			return opts, fmt.Errorf("init.from: %w", err)
+		}
+	}
+	switch cfg.Data.Kind {
+	case "bytes":
+		if cfg.Model.Vocab < 256 {
+			return opts, fmt.Errorf("data.kind = \"bytes\" needs model.vocab >= 256, got %d", cfg.Model.Vocab)
+		}
+		tr, err := datadir.Expand(cfg.Data.Train)
+		if err != nil {
+			return opts, fmt.Errorf("data.train: %w", err)
+		}
+		va := cfg.Data.Val
+		if va != "" {
+			if va, err = datadir.Expand(va); err != nil {
+				return opts, fmt.Errorf("data.val: %w", err)
+			}
+		}
+		src, err := train.OpenBytes(tr, va, cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
+		if err != nil {
+			return opts, err
+		}
+		opts.Data = src
+		opts.Tokenizer = "bytes"
+		opts.Manifest.Data = &runlog.DataInfo{Kind: "bytes", Train: tr, Val: va, ValFraction: cfg.Train.ValFraction,
+			TrainBytes: int64(src.TrainBytes()), ValBytes: int64(src.ValBytes())}
+		files := []string{tr}
+		if va != "" {
+			files = append(files, va)
+		}
+		if opts.Manifest.DatasetHash, err = runlog.HashFiles(files...); err != nil {
+			return opts, fmt.Errorf("data: %w", err)
+		}
+		opts.Manifest.Tokenizer = "bytes"
+	case "dataset":
+		l, err := OpenLoader(cfg, logger)
+		if err != nil {
+			return opts, err
+		}
+		opts.Data = l
+		opts.Tokenizer = cfg.Data.Path
+		opts.Manifest.Data = &runlog.DataInfo{Kind: "dataset", Path: cfg.Data.Path}
+		if err := datasetHashes(&opts.Manifest, cfg.Data.Path); err != nil {
+			l.Close()
+			return opts, err
+		}
+	default:
+		return opts, fmt.Errorf("data.kind: unknown kind %q (want bytes or dataset)", cfg.Data.Kind)
+	}
+	evalHashes(&opts.Manifest, cfg, logger)
+	return opts, nil
+}
+
+// datasetHashes records the hash of the dataset's manifest (which lists
+// every shard's sha256 and the build fingerprint, so a dataset rebuilt with
+// any other setting hashes differently) and of its tokenizer.
+func datasetHashes(m *runlog.Manifest, path string) error {
+	dir, err := datadir.Expand(path)
+	if err != nil {
+		return fmt.Errorf("data.path: %w", err)
+	}
+	if m.DatasetHash, err = runlog.HashFile(filepath.Join(dir, "manifest.json")); err != nil {
+		return fmt.Errorf("dataset %s: %w", path, err)
+	}
+	tok := filepath.Join(dir, "tokenizer.json")
+	m.Tokenizer = tok
+	if m.TokenizerHash, err = runlog.HashFile(tok); err != nil {
+		return fmt.Errorf("dataset %s: %w", path, err)
+	}
+	return nil
+}
+
+// evalHashes records the hash of every evaluation set the data was
+// decontaminated against (prepare.decontam.eval_sets), as
+// "decontam/<name>". A set that cannot be read is logged and left out: it
+// cannot have protected anything either.
+func evalHashes(m *runlog.Manifest, cfg config.Config, log *slog.Logger) {
+	dc := cfg.Prepare.Decontam
+	if cfg.Data.Kind != "dataset" || !dc.Enabled {
+		return
+	}
+	for _, set := range dc.Index.EvalSets {
+		var files []string
+		for _, p := range set.Paths {
+			e, err := datadir.Expand(p)
+			if err != nil {
+				log.Warn("manifest: evaluation set not hashed", "set", set.Name, "path", p, "err", err)
+				files = nil
+				break
+			}
+			files = append(files, e)
+		}
+		if len(files) == 0 {
+			continue
+		}
+		h, err := runlog.HashFiles(files...)
+		if err != nil {
+			log.Warn("manifest: evaluation set not hashed", "set", set.Name, "err", err)
+			continue
+		}
+		if m.EvalHashes == nil {
+			m.EvalHashes = map[string]string{}
+		}
+		m.EvalHashes["decontam/"+set.Name] = h
+	}
+}
+
+// StartDash serves the dashboard for one run directory in the background
+// (kestrel train --dash) and returns a function that stops it.
+func StartDash(ctx context.Context, addr, runDir string, out io.Writer) (func(), error) {
+	srv, err := dashboard.New("", []string{runDir})
+	if err != nil {
+		return nil, fmt.Errorf("dash: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	ready := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err := srv.ListenAndServe(ctx, addr, func(a string) {
+			fmt.Fprintf(out, "kestrel dash: http://%s/ (live view of %s)\n", a, runDir)
+			ready <- nil
+		})
+		if err != nil {
+			ready <- err
+		}
+	}()
+	if err := <-ready; err != nil {
+		cancel()
+		return nil, err
+	}
+	return func() { cancel(); <-done }, nil
+}
