@@ -1,8 +1,12 @@
 # kestrel — see README.md. `make demo` and `make test` are the two set-up commands.
 GO      ?= go
 BIN     := bin/kestrel
-SHA     := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-LDFLAGS := -X main.gitSHA=$(SHA)
+# The commit reaches the run manifest through the linker, so it is there even
+# where the toolchain does not stamp VCS information (GOFLAGS=-buildvcs=false).
+SHA     := $(shell git rev-parse HEAD 2>/dev/null)
+DIRTY   := $(shell git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo true || echo false)
+BUILDINFO := github.com/kestrel-lm/kestrel/internal/buildinfo
+LDFLAGS := -X $(BUILDINFO).gitSHA=$(SHA) -X $(BUILDINFO).gitDirty=$(DIRTY)
 # Packages' tests must all finish well inside CI's budget on 2 cores.
 TESTFLAGS ?= -timeout 20m
 
@@ -37,6 +41,8 @@ test: lint build
 	  $(BIN) demo --quick --data-out $$tmp/datasets/demo-quick --out $$tmp/runs/demo-quick > $$tmp/demo.log 2>&1 || \
 	  { tail -50 $$tmp/demo.log; echo "demo --quick failed"; exit 1; }; \
 	  grep -q "verdict:" $$tmp/demo.log && test -s $$tmp/runs/demo-quick/report/report.md && \
+	  { [ -z "$(SHA)" ] || grep -q '"git_sha": "$(SHA)"' $$tmp/runs/demo-quick/manifest.json || \
+	    { echo "manifest.json lacks git_sha $(SHA)"; exit 1; }; } && \
 	  tail -22 $$tmp/demo.log
 
 bench: build

@@ -10,18 +10,12 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 )
 
-// Set at build time by the Makefile: -ldflags "-X main.version=… -X main.gitSHA=…".
-var (
-	version = "0.1.0-dev"
-	gitSHA  = ""
-)
+// version may be set at build time: -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
 
-// buildSHA returns the git SHA embedded at build time, or the VCS revision Go
-// recorded, or "unknown".
+// buildSHA returns the git SHA the Makefile embedded (internal/buildinfo),
+// or the VCS revision Go recorded, or "unknown".
 func buildSHA() string {
-	if gitSHA != "" {
-		return gitSHA
-	}
 	if rev, dirty := buildinfo.VCS(); rev != "" {
 		if dirty {
 			rev += "-dirty"

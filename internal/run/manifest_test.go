@@ -1,0 +1,128 @@
+package run
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/data/prepare"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/monitor"
+)
+
+// smallDatasetConfig is a one-source run on Tiny Shakespeare prepared with
+// a 320-token BPE: small enough to prepare and train in a second or two.
+func smallDatasetConfig(t *testing.T, data string) config.Config {
+	t.Helper()
+	cfg := config.Default()
+	const toml = `
+[prepare]
+workers = 1
+[prepare.decontam]
+enabled = false
+[prepare.tokenizer]
+mode = "train"
+vocab_size = 320
+train_max_bytes = 200000
+[[prepare.sources]]
+name = "books"
+inputs = ["${KESTREL_DATA}/tinyshakespeare/input.txt"]
+format = "text"
+split = "blank_lines"
+group_bytes = 16384
+filter = "books"
+[data]
+kind = "dataset"
+sources = [{ name = "books", weight = 1.0 }]
+[model]
+vocab = 320
+d_model = 32
+n_layers = 1
+n_heads = 2
+n_kv_heads = 2
+mlp_hidden = 64
+seq_len = 32
+[train]
+steps = 6
+batch_size = 4
+eval_every = 0
+log_every = 0
+peak_gflops = 10
+[checkpoint]
+every = 3
+`
+	if err := config.Decode([]byte(toml), "test.toml", &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Data.Path = data
+	return cfg
+}
+
+func prepareSmall(t *testing.T, cfg config.Config) {
+	t.Helper()
+	if _, err := prepare.Run(context.Background(), cfg.Prepare, prepare.RunOptions{Out: cfg.Data.Path, Force: true, Log: quietLog()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestResumeOnRebuiltDatasetIsSEV1: a dataset rebuilt at the same path with
+// one changed setting changes dataset_hash, and the resumed run says so.
+func TestResumeOnRebuiltDatasetIsSEV1(t *testing.T) {
+	root := t.TempDir()
+	cfg := smallDatasetConfig(t, filepath.Join(root, "data"))
+	dir := filepath.Join(root, "run")
+	prepareSmall(t, cfg)
+	if _, err := Train(context.Background(), cfg, dir, Options{Logger: quietLog(), Stdout: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := runlog.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.DatasetHash == "" || first.TokenizerHash == "" || first.ConfigHash == "" || first.ModulesHash == "" || first.Kernel == "" {
+		t.Fatalf("manifest lacks identity fields: %+v", first)
+	}
+
+	// Resume on the same dataset: no mismatch.
+	cfg.Train.Steps = 9
+	if _, err := Train(context.Background(), cfg, dir, Options{Logger: quietLog(), Stdout: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range readAlerts(t, dir) {
+		if a.Rule == monitor.RuleManifest && !strings.Contains(a.Message, "config_hash") {
+			t.Fatalf("unchanged dataset alerted: %+v", a)
+		}
+	}
+
+	// Rebuild the dataset with one setting changed, resume: SEV1 naming
+	// dataset_hash (the steps change only the config hash).
+	rebuilt := cfg
+	rebuilt.Prepare.Sources[0].GroupBytes = 8192
+	prepareSmall(t, rebuilt)
+	cfg.Train.Steps = 12
+	if _, err := Train(context.Background(), cfg, dir, Options{Logger: quietLog(), Stdout: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	var got *runlog.Alert
+	for _, a := range readAlerts(t, dir) {
+		if a.Rule == monitor.RuleManifest && strings.Contains(a.Message, "dataset_hash") {
+			got = &a
+		}
+	}
+	if got == nil || got.Severity != monitor.SEV1 || got.Step != 10 {
+		t.Fatalf("no SEV1 manifest_mismatch naming dataset_hash at step 10: %+v", got)
+	}
+	last, err := runlog.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "dataset_hash: " + first.DatasetHash[:16] + " → " + last.DatasetHash[:16]; !strings.Contains(got.Message, want) {
+		t.Errorf("message %q lacks %q", got.Message, want)
+	}
+	if len(last.Starts) != 3 || last.Starts[2].ResumedFrom == "" {
+		t.Errorf("starts %+v", last.Starts)
+	}
+}
