@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
 // writeIncident writes the SEV0 evidence bundle under
@@ -48,26 +50,17 @@ func (m *Monitor) writeIncident(a *Alert) (string, error) {
 	if err := write("RUNBOOK.md", []byte(rb.String())); err != nil {
 		return "", err
 	}
-	var mb, bb strings.Builder
+	var mb []byte
+	var bb strings.Builder
 	for _, s := range m.recent {
-		line := map[string]any{"step": s.Step, "tokens_seen": s.Tokens, "time": s.Time}
-		for k, v := range s.Values {
-			if finite(v) {
-				line[k] = v
-			} else {
-				line[k] = fmt.Sprint(v) // "NaN", "+Inf": JSON has no such numbers
-			}
-		}
-		b, _ := json.Marshal(line)
-		mb.Write(b)
-		mb.WriteByte('\n')
+		mb = runlog.AppendSampleLine(mb, s.Step, s.Tokens, unix(s.Time), s.Values)
 		if s.Batch != nil {
 			b, _ := json.Marshal(map[string]any{"step": s.Step, "ids": s.Batch.IDs, "sources": s.Batch.Sources, "doc_ids": s.Batch.DocIDs})
 			bb.Write(b)
 			bb.WriteByte('\n')
 		}
 	}
-	if err := write("metrics.jsonl", []byte(mb.String())); err != nil {
+	if err := write("metrics.jsonl", mb); err != nil {
 		return "", err
 	}
 	if err := write("batches.jsonl", []byte(bb.String())); err != nil {
