@@ -2,21 +2,13 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
-	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kestrel-lm/kestrel/configs"
 	"github.com/kestrel-lm/kestrel/internal/config"
-	"github.com/kestrel-lm/kestrel/internal/data/prepare"
-	"github.com/kestrel-lm/kestrel/internal/report"
 	"github.com/kestrel-lm/kestrel/internal/run"
 )
 
@@ -69,12 +61,16 @@ runs it as a smoke test).`,
 		}
 		cfg.Run.Name = name
 		cfg.Data.Path = dataOut
-		return runDemo(cmd, cfg, demoPaths{data: dataOut, run: runOut}, dash, forcePrep)
+		return run.Demo(cmd.Context(), cfg, run.DemoOptions{
+			Data: dataOut, Run: runOut, Dash: dash, ForcePrepare: forcePrep,
+			Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
+			Sample: func(runDir, prompt string, temperature float64) (string, error) {
+				return generate(runDir, genOptions{prompt: prompt, temperature: temperature, topK: run.DemoTopK, topP: 1, tokens: 60, ema: true, seed: 1})
+			},
+		})
 	}
 	return cmd
 }
-
-type demoPaths struct{ data, run string }
 
 // demoConfig layers defaults ← data-demo.toml ← demo.toml (← demo-quick.toml)
 // ← --config ← --section.key flags.
@@ -110,97 +106,3 @@ func demoConfig(quick bool, cf *configFlags) (config.Config, error) {
 	return cfg, nil
 }
 
-func runDemo(cmd *cobra.Command, cfg config.Config, p demoPaths, dash, forcePrep bool) error {
-	ctx := cmd.Context()
-	out := cmd.OutOrStdout()
-	t0 := time.Now()
-	step := func(n int, what string) { fmt.Fprintf(out, "\n== [%d/4] %s\n", n, what) }
-
-	// 1. Data.
-	step(1, "prepare the mixed corpus → "+p.data)
-	upToDate, err := prepare.UpToDate(cfg.Prepare, p.data, false)
-	if err != nil {
-		return fmt.Errorf("demo: prepare: %w", err)
-	}
-	if upToDate && !forcePrep {
-		fmt.Fprintf(out, "dataset %s is up to date (same config and inputs): reused\n", p.data)
-	} else if _, err := prepare.Run(ctx, cfg.Prepare, prepare.RunOptions{
-		Out: p.data, Force: forcePrep, Summary: out, Progress: os.Stderr, Log: slog.Default(),
-	}); err != nil {
-		return fmt.Errorf("demo: prepare: %w", err)
-	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("demo: interrupted during prepare; run it again to continue")
-	}
-	unigram, err := report.UnigramBaseline(p.data)
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	fmt.Fprintf(out, "unigram baseline of the data: %.3f nats/token (a model must beat this to use context)\n", unigram)
-
-	// 2. Training (resumes when runs/<name> has a checkpoint).
-	step(2, "train → "+p.run)
-	fmt.Fprintf(out, "watch it live: kestrel dash %s   (or rerun with --dash)\n", p.run)
-	res, err := run.Train(ctx, cfg, p.run, run.Options{Dash: dash, Stdout: out, Stderr: cmd.ErrOrStderr()})
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	if res.Interrupted {
-		return fmt.Errorf("demo: interrupted at step %d; run the same command again to continue", res.Step)
-	}
-
-	// 3. Samples and report.
-	step(3, "sample and write the report")
-	var samples []report.Sample
-	for _, s := range demoSamplePrompts {
-		for _, temp := range []float64{0.6, 1.0} {
-			text, err := generate(p.run, genOptions{prompt: s, temperature: temp, topK: 50, topP: 1, tokens: 60, ema: true, seed: 1})
-			if err != nil {
-				return fmt.Errorf("demo: sample: %w", err)
-			}
-			samples = append(samples, report.Sample{Prompt: s, Temperature: temp, TopK: 50, EMA: true, Text: strings.TrimPrefix(text, s)})
-		}
-	}
-	sum, err := report.Write(report.Input{RunDir: p.run, DatasetDir: p.data, Samples: samples, UnigramLoss: unigram, Title: cfg.Run.Name})
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-
-	// 4. Where everything is.
-	step(4, "done in "+time.Since(t0).Round(time.Second).String())
-	printDemoSummary(out, sum, p)
-	if !sum.Healthy {
-		slog.Warn("demo: the report flags problems; read it", "report", sum.Path)
-	}
-	return nil
-}
-
-// demoSamplePrompts start the report's samples: one per kind of data.
-var demoSamplePrompts = []string{"ROMEO:", "The city of", "Natalia sold clips to"}
-
-func printDemoSummary(out io.Writer, sum *report.Summary, p demoPaths) {
-	fmt.Fprintf(out, "verdict: %s\n", map[bool]string{true: "healthy", false: "needs a look"}[sum.Healthy])
-	for _, v := range sum.Verdicts {
-		fmt.Fprintf(out, "  %s\n", v)
-	}
-	if !math.IsNaN(sum.FinalVal) {
-		fmt.Fprintf(out, "held-out loss %.3f (EMA weights %.3f) vs unigram baseline %.3f nats/token\n", sum.FinalVal, sum.FinalValEMA, sum.Unigram)
-	}
-	fmt.Fprintf(out, `
-dataset   %[1]s   (report.json, rejects/, shards/, manifest.json)
-run       %[2]s   (metrics.jsonl, metrics.sqlite, alerts.jsonl, trace.json, checkpoints/)
-report    %[3]s
-
-look further:
-`, p.data, p.run, sum.Path)
-	tw := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
-	for _, l := range [][2]string{
-		{"kestrel dash " + p.run, "live panel in the browser"},
-		{"kestrel data inspect " + p.data + " --n 2", "decode sample documents back to text"},
-		{"kestrel sample --run " + p.run + ` --prompt "ROMEO:" --ema`, "generate text with the EMA weights"},
-		{"kestrel watch " + p.run, "the alert rules over the run's metrics"},
-	} {
-		fmt.Fprintf(tw, "  %s\t%s\n", l[0], l[1])
-	}
-	tw.Flush()
-}

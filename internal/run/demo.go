@@ -1,0 +1,135 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/data/prepare"
+	"github.com/kestrel-lm/kestrel/internal/report"
+)
+
+// DemoOptions say where kestrel demo writes and how it samples.
+type DemoOptions struct {
+	Data, Run    string // dataset and run directories
+	Dash         bool   // serve the dashboard while training
+	ForcePrepare bool   // rebuild the dataset even when it is up to date
+	Stdout       io.Writer
+	Stderr       io.Writer
+	// Sample generates text from the run's EMA weights after prompt (the
+	// prompt included), for the report's samples.
+	Sample func(runDir, prompt string, temperature float64) (string, error)
+}
+
+// DemoTopK is the top-k of the report's samples.
+const DemoTopK = 50
+
+// demoSamplePrompts start the report's samples: one per kind of data.
+var demoSamplePrompts = []string{"ROMEO:", "The city of", "Natalia sold clips to"}
+
+// Demo runs the whole pipeline with cfg: prepare the dataset (reused when it
+// is up to date), train (resuming when the run has a checkpoint), sample,
+// write the run report, and print where everything is.
+func Demo(ctx context.Context, cfg config.Config, o DemoOptions) error {
+	out := o.Stdout
+	if out == nil {
+		out = io.Discard
+	}
+	t0 := time.Now()
+	step := func(n int, what string) { fmt.Fprintf(out, "\n== [%d/4] %s\n", n, what) }
+
+	// 1. Data.
+	step(1, "prepare the mixed corpus → "+o.Data)
+	upToDate, err := prepare.UpToDate(cfg.Prepare, o.Data, false)
+	if err != nil {
+		return fmt.Errorf("demo: prepare: %w", err)
+	}
+	if upToDate && !o.ForcePrepare {
+		fmt.Fprintf(out, "dataset %s is up to date (same config and inputs): reused\n", o.Data)
+	} else if _, err := prepare.Run(ctx, cfg.Prepare, prepare.RunOptions{
+		Out: o.Data, Force: o.ForcePrepare, Summary: out, Progress: os.Stderr, Log: slog.Default(),
+	}); err != nil {
+		return fmt.Errorf("demo: prepare: %w", err)
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("demo: interrupted during prepare; run it again to continue")
+	}
+	unigram, err := report.UnigramBaseline(o.Data)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	fmt.Fprintf(out, "unigram baseline of the data: %.3f nats/token (a model must beat this to use context)\n", unigram)
+
+	// 2. Training (resumes when the run directory has a checkpoint).
+	step(2, "train → "+o.Run)
+	fmt.Fprintf(out, "watch it live: kestrel dash %s   (or rerun with --dash)\n", o.Run)
+	res, err := Train(ctx, cfg, o.Run, Options{Dash: o.Dash, Stdout: out, Stderr: o.Stderr})
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if res.Interrupted {
+		return fmt.Errorf("demo: interrupted at step %d; run the same command again to continue", res.Step)
+	}
+
+	// 3. Samples and report.
+	step(3, "sample and write the report")
+	var samples []report.Sample
+	for _, s := range demoSamplePrompts {
+		for _, temp := range []float64{0.6, 1.0} {
+			if o.Sample == nil {
+				break
+			}
+			text, err := o.Sample(o.Run, s, temp)
+			if err != nil {
+				return fmt.Errorf("demo: sample: %w", err)
+			}
+			samples = append(samples, report.Sample{Prompt: s, Temperature: temp, TopK: DemoTopK, EMA: true, Text: strings.TrimPrefix(text, s)})
+		}
+	}
+	sum, err := report.Write(report.Input{RunDir: o.Run, DatasetDir: o.Data, Samples: samples, UnigramLoss: unigram, Title: cfg.Run.Name})
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+
+	// 4. Where everything is.
+	step(4, "done in "+time.Since(t0).Round(time.Second).String())
+	printDemoSummary(out, sum, o)
+	if !sum.Healthy {
+		slog.Warn("demo: the report flags problems; read it", "report", sum.Path)
+	}
+	return nil
+}
+
+func printDemoSummary(out io.Writer, sum *report.Summary, o DemoOptions) {
+	fmt.Fprintf(out, "verdict: %s\n", map[bool]string{true: "healthy", false: "needs a look"}[sum.Healthy])
+	for _, v := range sum.Verdicts {
+		fmt.Fprintf(out, "  %s\n", v)
+	}
+	if !math.IsNaN(sum.FinalVal) {
+		fmt.Fprintf(out, "held-out loss %.3f (EMA weights %.3f) vs unigram baseline %.3f nats/token\n", sum.FinalVal, sum.FinalValEMA, sum.Unigram)
+	}
+	fmt.Fprintf(out, `
+dataset   %[1]s   (report.json, rejects/, shards/, manifest.json)
+run       %[2]s   (metrics.jsonl, metrics.sqlite, alerts.jsonl, trace.json, checkpoints/)
+report    %[3]s
+
+look further:
+`, o.Data, o.Run, sum.Path)
+	tw := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
+	for _, l := range [][2]string{
+		{"kestrel dash " + o.Run, "live panel in the browser"},
+		{"kestrel data inspect " + o.Data + " --n 2", "decode sample documents back to text"},
+		{"kestrel sample --run " + o.Run + ` --prompt "ROMEO:" --ema`, "generate text with the EMA weights"},
+		{"kestrel watch " + o.Run, "the alert rules over the run's metrics"},
+	} {
+		fmt.Fprintf(tw, "  %s\t%s\n", l[0], l[1])
+	}
+	tw.Flush()
+}
