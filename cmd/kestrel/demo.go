@@ -105,4 +105,3 @@ func demoConfig(quick bool, cf *configFlags) (config.Config, error) {
 	}
 	return cfg, nil
 }
-
