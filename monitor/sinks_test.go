@@ -155,7 +155,7 @@ func TestStoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(samples) != 100 || samples[41].Step != 42 || samples[41].Tokens != 420 || samples[41].Values["train_loss_raw"] != 1.0/42 ||
-		samples[41].Values["max_attn_logit/layer0/head1"] != 42 || !math.IsNaN(samples[41].Values["bad"]) || !samples[41].Time.Equal(t0.Add(42*time.Second)) {
+		samples[41].Values["max_attn_logit/layer0/head1"] != 42 || !math.IsInf(samples[41].Values["bad"], 1) || !samples[41].Time.Equal(t0.Add(42*time.Second)) {
 		t.Fatalf("samples %+v", samples[41])
 	}
 	if len(alerts) != 1 || alerts[0].Rule != RuleLossSpike || alerts[0].Verdict != VerdictRecoverable || alerts[0].Value != 2 {

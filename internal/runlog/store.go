@@ -2,7 +2,6 @@ package runlog
 
 import (
 	"database/sql"
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -16,10 +15,11 @@ import (
 
 // storeSchema is the layout of metrics.sqlite, the run's metric store; time
 // is Unix seconds. Each step is one row of samples with its values as a
-// JSON object (one insert per step keeps the writer cheap); an evaluation
-// adds a samples row of its values too, so the metrics view presents every
-// metric as (step, tokens, time, name, value) rows, NULL for a non-finite
-// value. events holds checkpoints, evaluations and resumes; alerts the
+// JSON object in the run directory's one number encoding (non-finite values
+// as "NaN", "Infinity", "-Infinity"; one insert per step keeps the writer
+// cheap); an evaluation adds a samples row of its values too, so the
+// metrics view presents every metric as (step, tokens, time, name, value)
+// rows, NULL for a non-finite value. events holds checkpoints, evaluations and resumes; alerts the
 // fired rules (as alerts.jsonl); run the run's identity (name, config and
 // manifest hashes).
 const storeSchema = `
@@ -27,7 +27,7 @@ CREATE TABLE IF NOT EXISTS run(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS samples(step INTEGER NOT NULL, tokens INTEGER NOT NULL, time REAL NOT NULL, vals TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS samples_step ON samples(step);
 CREATE VIEW IF NOT EXISTS metrics(step, tokens, time, name, value) AS
-  SELECT s.step, s.tokens, s.time, j.key, j.value FROM samples s, json_each(s.vals) j;
+  SELECT s.step, s.tokens, s.time, j.key, CASE WHEN j.type IN ('integer', 'real') THEN j.value END FROM samples s, json_each(s.vals) j;
 CREATE TABLE IF NOT EXISTS events(step INTEGER, tokens INTEGER, time REAL, kind TEXT, ok INTEGER, path TEXT, detail TEXT, data TEXT);
 CREATE TABLE IF NOT EXISTS alerts(step INTEGER, tokens INTEGER, time REAL, severity TEXT, rule TEXT, metric TEXT, value REAL, threshold REAL, message TEXT, verdict TEXT, action TEXT, runbook TEXT, evidence TEXT);
 `
@@ -270,7 +270,7 @@ func (s *Store) commit(bs []storeBatch) error {
 }
 
 // appendValuesJSON writes rows' names and values as one JSON object, sorted
-// by name; non-finite values become null.
+// by name, in the one number encoding.
 func appendValuesJSON(b []byte, rows []metricRow) []byte {
 	sort.Slice(rows, func(i, j int) bool { return rows[i].name < rows[j].name })
 	b = append(b, '{')
@@ -280,111 +280,8 @@ func appendValuesJSON(b []byte, rows []metricRow) []byte {
 		}
 		b = strconv.AppendQuote(b, r.name)
 		b = append(b, ':')
-		if finite(r.value) {
-			b = strconv.AppendFloat(b, r.value, 'g', -1, 64)
-		} else {
-			b = append(b, "null"...)
-		}
+		b = AppendFloat(b, r.value)
 	}
 	return append(b, '}')
 }
 
-// StoreRow is one step's values read back from a metrics store.
-type StoreRow struct {
-	Step, Tokens int64
-	Time         time.Time
-	Values       map[string]float64
-}
-
-// ReadStore reads a metrics.sqlite back: one row per step ordered by step
-// (its samples rows merged; NULL values come back as NaN), and the alerts
-// in insertion order.
-func ReadStore(path string) ([]StoreRow, []Alert, error) {
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("store %s: %w", path, err)
-	}
-	defer db.Close()
-	rows, err := db.Query("SELECT step, tokens, time, name, value FROM metrics")
-	if err != nil {
-		return nil, nil, fmt.Errorf("store %s: %w", path, err)
-	}
-	byStep := map[int64]*StoreRow{}
-	var steps []int64
-	for rows.Next() {
-		var step, tokens int64
-		var t float64
-		var name string
-		var v sql.NullFloat64
-		if err := rows.Scan(&step, &tokens, &t, &name, &v); err != nil {
-			rows.Close()
-			return nil, nil, fmt.Errorf("store %s: %w", path, err)
-		}
-		smp := byStep[step]
-		if smp == nil {
-			sec, frac := math.Modf(t)
-			smp = &StoreRow{Step: step, Tokens: tokens, Time: time.Unix(int64(sec), int64(frac*1e9)), Values: map[string]float64{}}
-			byStep[step] = smp
-			steps = append(steps, step)
-		}
-		if v.Valid {
-			smp.Values[name] = v.Float64
-		} else {
-			smp.Values[name] = math.NaN()
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("store %s: %w", path, err)
-	}
-	sort.Slice(steps, func(i, j int) bool { return steps[i] < steps[j] })
-	out := make([]StoreRow, 0, len(steps))
-	for _, st := range steps {
-		out = append(out, *byStep[st])
-	}
-	alerts, _, err := queryAlerts(db, path, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return out, alerts, nil
-}
-
-// queryAlerts reads the alerts rows after rowid `after` and returns them
-// with the last rowid read.
-func queryAlerts(db *sql.DB, path string, after int64) ([]Alert, int64, error) {
-	rows, err := db.Query("SELECT rowid, time, step, tokens, severity, rule, metric, value, threshold, message, verdict, action, runbook, evidence FROM alerts WHERE rowid > ? ORDER BY rowid", after)
-	if err != nil {
-		return nil, after, fmt.Errorf("metrics store %s: alerts: %w", path, err)
-	}
-	defer rows.Close()
-	var out []Alert
-	for rows.Next() {
-		var (
-			id, step, tokens                                               sql.NullInt64
-			t, value, threshold                                            sql.NullFloat64
-			sev, rule, metric, message, verdict, action, runbook, evidence sql.NullString
-		)
-		if err := rows.Scan(&id, &t, &step, &tokens, &sev, &rule, &metric, &value, &threshold, &message, &verdict, &action, &runbook, &evidence); err != nil {
-			return nil, after, fmt.Errorf("metrics store %s: alerts: %w", path, err)
-		}
-		after = id.Int64
-		a := Alert{Step: step.Int64, Tokens: tokens.Int64, Severity: Severity(sev.String), Rule: rule.String, Metric: metric.String,
-			Value: math.NaN(), Threshold: math.NaN(), Message: message.String, Verdict: verdict.String, Action: action.String,
-			Runbook: runbook.String, Evidence: evidence.String}
-		if t.Valid && t.Float64 > 0 {
-			sec, frac := math.Modf(t.Float64)
-			a.Time = time.Unix(int64(sec), int64(frac*1e9))
-		}
-		if value.Valid {
-			a.Value = value.Float64
-		}
-		if threshold.Valid {
-			a.Threshold = threshold.Float64
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, after, fmt.Errorf("metrics store %s: alerts: %w", path, err)
-	}
-	return out, after, nil
-}
