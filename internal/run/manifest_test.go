@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"database/sql"
 	"io"
 	"path/filepath"
 	"strings"
@@ -124,5 +125,15 @@ func TestResumeOnRebuiltDatasetIsSEV1(t *testing.T) {
 	}
 	if len(last.Starts) != 3 || last.Starts[2].ResumedFrom == "" {
 		t.Errorf("starts %+v", last.Starts)
+	}
+	// The metric store knows which data the run read.
+	db, err := sql.Open("sqlite", filepath.Join(dir, "metrics.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var h string
+	if err := db.QueryRow("SELECT value FROM run WHERE key = 'dataset_hash'").Scan(&h); err != nil || h != last.DatasetHash {
+		t.Errorf("run table dataset_hash %q, %v; want %q", h, err, last.DatasetHash)
 	}
 }

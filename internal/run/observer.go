@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/buildinfo"
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
@@ -35,8 +36,9 @@ type Observer struct {
 // NewObserver starts the monitor for a training run in runDir. With
 // monitor.enabled = false it returns an observer that does nothing. The
 // manifest the run directory holds now is kept to compare with the one the
-// trainer writes at its start.
-func NewObserver(cfg config.Config, runDir string, log *slog.Logger) (*Observer, error) {
+// trainer writes at its start. man, when not nil, holds the identity of the
+// run's inputs, recorded in the metric store's run table.
+func NewObserver(cfg config.Config, runDir string, log *slog.Logger, man *runlog.Manifest) (*Observer, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -59,6 +61,16 @@ func NewObserver(cfg config.Config, runDir string, log *slog.Logger) (*Observer,
 	}
 	if h, err := config.Hash(cfg); err == nil {
 		opts.RunInfo["config_hash"] = h
+	}
+	if sha, _ := buildinfo.VCS(); sha != "" {
+		opts.RunInfo["git_sha"] = sha
+	}
+	if man != nil {
+		for k, v := range map[string]string{"dataset_hash": man.DatasetHash, "tokenizer_hash": man.TokenizerHash} {
+			if v != "" {
+				opts.RunInfo[k] = v
+			}
+		}
 	}
 	if len(cfg.Data.Sources) > 0 && len(cfg.Data.Stages) == 0 {
 		var sum float64

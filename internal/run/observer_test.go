@@ -41,7 +41,7 @@ func runMonitored(t *testing.T, cfg config.Config, dir string) (*train.Result, e
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm, err := NewObserver(cfg, dir, opts.Logger)
+	tm, err := NewObserver(cfg, dir, opts.Logger, &opts.Manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestMonitorOverheadRef7m(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm, err := NewObserver(cfg, dir, opts.Logger)
+	tm, err := NewObserver(cfg, dir, opts.Logger, &opts.Manifest)
 	if err != nil {
 		t.Fatal(err)
 	}

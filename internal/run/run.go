@@ -63,7 +63,7 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	ob, err := NewObserver(cfg, dir, to.Logger)
+	ob, err := NewObserver(cfg, dir, to.Logger, &to.Manifest)
 	if err != nil {
 		return nil, err
 	}
