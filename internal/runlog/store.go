@@ -284,4 +284,3 @@ func appendValuesJSON(b []byte, rows []metricRow) []byte {
 	}
 	return append(b, '}')
 }
-
