@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/internal/watchsrc"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
 
@@ -106,7 +107,7 @@ Each alert prints one line: severity, rule, step, message, verdict.`,
 		}
 		w := cmd.OutOrStdout()
 		counts := map[monitor.Severity]int{}
-		werr := monitor.Watch(cmd.Context(), src, monitor.SourceOptions{Format: format, Map: mapping, Follow: follow}, m, func(a monitor.Alert) {
+		werr := watchsrc.Watch(cmd.Context(), src, watchsrc.Options{Format: format, Map: mapping, Follow: follow}, m, func(a monitor.Alert) {
 			counts[a.Severity]++
 			line := fmt.Sprintf("%s %-22s step %-8d %s", a.Severity, a.Rule, a.Step, a.Message)
 			if a.Evidence != "" {
