@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"github.com/kestrel-lm/kestrel/internal/tfevents"
 )
 
@@ -148,7 +152,9 @@ func TestPrometheusEndpoint(t *testing.T) {
 	if !strings.HasPrefix(p.Addr(), "127.0.0.1:") {
 		t.Errorf("not on loopback: %s", p.Addr())
 	}
-	p.WriteSample(&Sample{Step: 5, Values: map[string]float64{"train_loss_raw": 2.5, "max_attn_logit/layer1/head0": 9}})
+	p.WriteSample(&Sample{Step: 5, Tokens: 4096, Values: map[string]float64{"train_loss_raw": 2.5, "max_attn_logit/layer1/head0": 9,
+		"skipped_updates": 2, "custom/x": 1, "alerts_total": 3}})
+	p.WriteEvent(&Event{Kind: EventCheckpoint, OK: true, Values: map[string]float64{"checkpoint_time": 0.5}})
 	p.WriteAlert(&Alert{Severity: SEV0, Rule: RuleNaNInf})
 	resp, err := http.Get("http://" + p.Addr() + "/metrics")
 	if err != nil {
@@ -156,11 +162,38 @@ func TestPrometheusEndpoint(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
 	for _, want := range []string{`kestrel_train_loss_raw{variant=""} 2.5`, `kestrel_max_attn_logit{variant="layer1/head0"} 9`,
-		`kestrel_step 5`, `kestrel_alerts_total{rule="nan_inf",severity="SEV0"} 1`, "# HELP kestrel_train_loss_raw mean cross-entropy"} {
+		`kestrel_step 5`, `kestrel_alerts_total{rule="nan_inf",severity="SEV0"} 1`, "# HELP kestrel_train_loss_raw mean cross-entropy",
+		"# TYPE kestrel_train_loss_raw gauge", "# TYPE kestrel_tokens_seen_total counter", `kestrel_tokens_seen_total{variant=""} 4096`,
+		"# TYPE kestrel_skipped_updates_total counter", "# TYPE kestrel_checkpoint_ok gauge", `kestrel_custom{variant="x"} 1`} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)
 		}
+	}
+	// The exposition parses, and every family's type is the registry's kind.
+	tp := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := tp.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("invalid exposition: %v\n%s", err, body)
+	}
+	for name, f := range fams {
+		base := strings.TrimSuffix(strings.TrimPrefix(name, "kestrel_"), "_total")
+		m, ok := Lookup(base)
+		if !ok {
+			continue
+		}
+		if want := map[Kind]dto.MetricType{Gauge: dto.MetricType_GAUGE, Counter: dto.MetricType_COUNTER}[m.Kind]; f.GetType() != want {
+			t.Errorf("%s: type %v, want %v (%s)", name, f.GetType(), want, m.Kind)
+		}
+		if m.Kind == Counter && !strings.HasSuffix(name, "_total") {
+			t.Errorf("counter %s lacks _total", name)
+		}
+	}
+	if f := fams["kestrel_alerts_total"]; f == nil || len(f.Metric) != 1 {
+		t.Errorf("a sample value named alerts_total must not clash with the alert counter: %v", f)
 	}
 }
 
