@@ -36,7 +36,7 @@ SOURCE is a run directory (metrics.jsonl or metrics.sqlite), a .jsonl file, a
 .sqlite store, an events.out.tfevents.* file or a directory of them.
 
 --map renames the source's fields to kestrel's metric names (docs/metrics.md);
-nested JSON objects flatten with "/":
+nested JSON objects and arrays flatten with "/" as in kestrel dash (lr/0):
   kestrel watch log.jsonl --map step=iter --map train_loss_raw=loss \
       --map grad_global_norm=optim/grad_norm --map tokens_per_sec=tok_s
 Arrays named sources, doc_ids or batch_ids describe the step's batch.
