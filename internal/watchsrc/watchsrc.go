@@ -285,16 +285,15 @@ func (f *fields) sample(line int) (monitor.Sample, bool) {
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// ParseJSONLLine decodes one metrics line: m renames fields as Options.Map
-// does, and errors name file and line. The bool is false for a line with no
-// metric values.
-func ParseJSONLLine(b []byte, m map[string]string, file string, line int) (monitor.Sample, bool, error) {
-	rec := runlog.NewRecord()
+// parseLine decodes one metrics line into rec and builds its sample under
+// kestrel names; line numbers the steps of a source without a step field.
+// The bool is false for a line with no metric values.
+func parseLine(b []byte, rec *runlog.Record, m *mapper, line int) (monitor.Sample, bool, error) {
 	if err := runlog.ParseLine(b, rec); err != nil {
-		return monitor.Sample{}, false, fmt.Errorf("%s:%d: %w", file, line, err)
+		return monitor.Sample{}, false, err
 	}
 	var f fields
-	f.collect(rec, newMapper(m))
+	f.collect(rec, m)
 	s, ok := f.sample(line)
 	return s, ok, nil
 }
@@ -308,7 +307,6 @@ func readJSONL(ctx context.Context, path string, opts Options, m *mapper, fn fun
 	var pending []byte
 	buf := make([]byte, 1<<20)
 	rec := runlog.NewRecord()
-	var flds fields
 	line := 0
 	lastStep, skipUpTo := int64(0), int64(math.MinInt64)
 	for {
@@ -326,11 +324,10 @@ func readJSONL(ctx context.Context, path string, opts Options, m *mapper, fn fun
 				if len(body) == 0 {
 					continue
 				}
-				if perr := runlog.ParseLine(body, rec); perr != nil {
+				s, ok, perr := parseLine(body, rec, m, line)
+				if perr != nil {
 					return fmt.Errorf("%s:%d: %w", path, line, perr)
 				}
-				flds.collect(rec, m)
-				s, ok := flds.sample(line)
 				if !ok || s.Step <= skipUpTo {
 					continue // a rewritten file's lines already fed
 				}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
 
@@ -199,10 +200,10 @@ func TestWatchFollowsRewrittenFile(t *testing.T) {
 	}
 }
 
-// TestParseJSONLLine: one line's fields under kestrel names — renamed,
+// TestParseLine: one line's fields under kestrel names — renamed,
 // nested objects flattened with "/", Python's non-finite literals, batch
 // arrays as lists, axis fields out of the values.
-func TestParseJSONLLine(t *testing.T) {
+func TestParseLine(t *testing.T) {
 	tests := []struct {
 		name, line string
 		m          map[string]string
@@ -226,7 +227,7 @@ func TestParseJSONLLine(t *testing.T) {
 		{name: "no values", line: `{"step": 1, "phase": "warmup"}`, want: "1 0 0 map[] <nil>"},
 	}
 	for _, tc := range tests {
-		s, ok, err := ParseJSONLLine([]byte(tc.line), tc.m, "f.jsonl", 7)
+		s, ok, err := parseLine([]byte(tc.line), runlog.NewRecord(), newMapper(tc.m), 7)
 		if err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
@@ -244,7 +245,7 @@ func TestParseJSONLLine(t *testing.T) {
 			t.Errorf("%s: got %s (ok %v), want %s (ok %v)", tc.name, got, ok, tc.want, tc.ok)
 		}
 	}
-	if _, _, err := ParseJSONLLine([]byte(`{"a": }`), nil, "f.jsonl", 3); err == nil || !strings.Contains(err.Error(), "f.jsonl:3: offset") {
+	if _, _, err := parseLine([]byte(`{"a": }`), runlog.NewRecord(), newMapper(nil), 3); err == nil || !strings.Contains(err.Error(), "offset 6") {
 		t.Errorf("bad line error %v", err)
 	}
 }
