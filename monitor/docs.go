@@ -3,24 +3,33 @@ package monitor
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
 //go:generate go test -run TestDocsUpToDate -update .
 
 // WriteMetricsDoc writes docs/metrics.md: the registry as Markdown tables,
-// one per category, in panel order.
+// one per category, then the dashboard panels and report plots it drives.
 func WriteMetricsDoc(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("# Metrics\n\n")
 	b.WriteString("Generated from `monitor/registry.go` (`go generate ./monitor`); a test fails when this file is stale.\n\n")
 	b.WriteString("One name, one meaning, one unit. Per-layer/head and per-source variants append a suffix: `max_attn_logit/layer3/head1`, `source_mix_share/web`. ")
-	b.WriteString("★ marks the nano must-have checklist of seed 004 (plus the per-step vitals of issue 8).\n")
+	b.WriteString("★ marks the nano must-have checklist of seed 004 (plus the per-step vitals of issue 8). ")
+	b.WriteString("The registry is the one list: Prometheus serves each name with its kind (a gauge as `kestrel_<name>`, a counter as `kestrel_<name>_total`; variants as the `variant` label), ")
+	b.WriteString("the dashboard draws the panels below (`GET /api/panels`) and the report the plots below. Aliases are other trainers' names for the same quantity, drawn beside it.\n")
+	panelTitle := map[string]string{}
+	for _, g := range panelGroups {
+		for _, p := range g.Panels {
+			panelTitle[p.ID] = p.Title
+		}
+	}
 	cat := ""
 	for _, m := range catalog {
 		if m.Category != cat {
 			cat = m.Category
-			fmt.Fprintf(&b, "\n## %s\n\n| name | unit | kind | sampling | variants | meaning |\n|---|---|---|---|---|---|\n", cat)
+			fmt.Fprintf(&b, "\n## %s\n\n| name | unit | kind | sampling | variants | panel | meaning |\n|---|---|---|---|---|---|---|\n", cat)
 		}
 		star := ""
 		if m.Nano {
@@ -33,7 +42,63 @@ func WriteMetricsDoc(w io.Writer) error {
 			}
 			vars += "`" + m.Name + "/" + v + "`"
 		}
-		fmt.Fprintf(&b, "| `%s`%s | %s | %s | %s | %s | %s |\n", m.Name, star, m.Unit, m.Kind, m.Sampling, vars, mdEscape(m.Help))
+		var panel []string
+		if m.Panel != "" {
+			panel = append(panel, panelTitle[m.Panel])
+		}
+		if m.VariantPanel != "" && m.VariantPanel != m.Panel {
+			panel = append(panel, "variants: "+panelTitle[m.VariantPanel])
+		}
+		if m.Plot != "" {
+			panel = append(panel, "report `"+m.Plot+"`")
+		}
+		help := mdEscape(m.Help)
+		if len(m.Aliases) > 0 {
+			help += " (aliases: `" + strings.Join(m.Aliases, "`, `") + "`)"
+		}
+		fmt.Fprintf(&b, "| `%s`%s | %s | %s | %s | %s | %s | %s |\n", m.Name, star, m.Unit, m.Kind, m.Sampling, vars, mdEscape(strings.Join(panel, "; ")), help)
+	}
+	b.WriteString("\n## Dashboard panels\n\n| group | panel | draws |\n|---|---|---|\n")
+	for _, g := range panelGroups {
+		for _, p := range g.Panels {
+			var names []string
+			for _, m := range catalog {
+				if m.Panel == p.ID {
+					names = append(names, m.Name)
+				}
+				if m.VariantPanel == p.ID {
+					names = append(names, m.Name+"/…")
+				}
+			}
+			extra := ""
+			if p.Split {
+				extra = " (one chart per layer)"
+			}
+			if p.Threshold != "" {
+				extra = " (dashed: `" + p.Threshold + "`)"
+			}
+			fmt.Fprintf(&b, "| %s | %s%s | %s |\n", mdEscape(g.Title), mdEscape(p.Title), extra, "`"+strings.Join(names, "`, `")+"`")
+		}
+	}
+	b.WriteString("\n## Report plots\n\n| file | title | draws |\n|---|---|---|\n")
+	for _, p := range plots {
+		var names []string
+		for _, m := range catalog {
+			if m.Plot != p.File {
+				continue
+			}
+			if m.Panel != "" {
+				names = append(names, m.Name)
+			}
+			if m.VariantPanel != "" {
+				if slices.Contains(m.Variants, layerVar) {
+					names = append(names, m.Name+"/layer{L}")
+				} else {
+					names = append(names, m.Name+"/…")
+				}
+			}
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", p.File, mdEscape(p.Title), "`"+strings.Join(names, "`, `")+"`")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

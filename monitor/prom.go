@@ -2,10 +2,10 @@ package monitor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -14,13 +14,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// PrometheusSink serves the latest value of every metric on /metrics:
-// kestrel_<name>{variant="layer3/head1"} per registry name, plus
-// kestrel_step, kestrel_tokens_seen and kestrel_alerts_total{severity,rule}.
+// PrometheusSink serves the latest value of every metric on /metrics, typed
+// by the registry: a gauge kestrel_<name>{variant="layer3/head1"}, or for a
+// counter (tokens_seen, skipped_updates …) kestrel_<name>_total. Names the
+// registry does not know are gauges. It also serves kestrel_step and
+// kestrel_alerts_total{severity,rule}.
 type PrometheusSink struct {
 	reg    *prometheus.Registry
 	mu     sync.Mutex
-	gauges map[string]*prometheus.GaugeVec
+	latest map[string]map[string]float64 // base name -> variant -> latest value
 	step   prometheus.Gauge
 	alerts *prometheus.CounterVec
 	srv    *http.Server
@@ -37,10 +39,10 @@ func NewPrometheusSink(addr string) (*PrometheusSink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("monitor.prometheus_addr %q: %w", addr, err)
 	}
-	p := &PrometheusSink{reg: prometheus.NewRegistry(), gauges: map[string]*prometheus.GaugeVec{}, ln: ln}
+	p := &PrometheusSink{reg: prometheus.NewRegistry(), latest: map[string]map[string]float64{}, ln: ln}
 	p.step = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kestrel_step", Help: "latest optimizer step seen by the monitor"})
 	p.alerts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kestrel_alerts_total", Help: "alerts fired by the monitor"}, []string{"severity", "rule"})
-	p.reg.MustRegister(p.step, p.alerts)
+	p.reg.MustRegister(p.step, p.alerts, (*promValues)(p))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(p.reg, promhttp.HandlerOpts{}))
 	p.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -51,6 +53,9 @@ func NewPrometheusSink(addr string) (*PrometheusSink, error) {
 // Addr is the address actually listened on.
 func (p *PrometheusSink) Addr() string { return p.ln.Addr().String() }
 
+// promName is the Prometheus name of a registry base name: kestrel_<name>,
+// with characters outside [a-zA-Z0-9_] as "_", and "_total" after a
+// counter's name.
 func promName(base string) string {
 	var b strings.Builder
 	b.WriteString("kestrel_")
@@ -61,6 +66,9 @@ func promName(base string) string {
 			b.WriteByte('_')
 		}
 	}
+	if m, ok := byName[base]; ok && m.Kind == Counter {
+		b.WriteString("_total")
+	}
 	return b.String()
 }
 
@@ -69,23 +77,51 @@ func (p *PrometheusSink) set(name string, v float64) {
 	if len(name) > len(base) {
 		variant = name[len(base)+1:]
 	}
-	g := p.gauges[base]
-	if g == nil {
-		help := "kestrel metric " + base
-		if m, ok := Lookup(base); ok {
-			help = m.Help + " (" + m.Unit + ")"
-		}
-		g = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: promName(base), Help: help}, []string{"variant"})
-		if err := p.reg.Register(g); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return
-			}
-			g = are.ExistingCollector.(*prometheus.GaugeVec)
-		}
-		p.gauges[base] = g
+	vs := p.latest[base]
+	if vs == nil {
+		vs = map[string]float64{}
+		p.latest[base] = vs
 	}
-	g.WithLabelValues(variant).Set(v)
+	vs[variant] = v
+}
+
+// promValues collects the sink's latest values as constant metrics of the
+// registry's type. It describes nothing up front (the names are only known
+// as samples arrive), which makes it an unchecked collector.
+type promValues PrometheusSink
+
+// Describe implements prometheus.Collector.
+func (*promValues) Describe(chan<- *prometheus.Desc) {}
+
+// Collect implements prometheus.Collector.
+func (c *promValues) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	bases := make([]string, 0, len(c.latest))
+	for b := range c.latest {
+		bases = append(bases, b)
+	}
+	sort.Strings(bases)
+	// The sink's own series, and a name two bases sanitise to, are served once.
+	seen := map[string]bool{"kestrel_step": true, "kestrel_alerts_total": true}
+	for _, base := range bases {
+		name := promName(base)
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		help, typ := "kestrel metric "+base, prometheus.GaugeValue
+		if m, ok := byName[base]; ok {
+			help = m.Help + " (" + m.Unit + ")"
+			if m.Kind == Counter {
+				typ = prometheus.CounterValue
+			}
+		}
+		desc := prometheus.NewDesc(name, help, []string{"variant"}, nil)
+		for variant, v := range c.latest[base] {
+			ch <- prometheus.MustNewConstMetric(desc, typ, v, variant)
+		}
+	}
 }
 
 // WriteSample publishes the sample's values.

@@ -1,6 +1,8 @@
 package monitor
 
 import (
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -26,9 +28,23 @@ type Metric struct {
 	Variants []string
 	Sampling string // when it is taken: step, window, eval, checkpoint, run start
 	Nano     bool   // on seed 004's nano must-have list (or the issue's per-step list)
+
+	// Panel is the ID of the dashboard panel (see PanelGroups) that draws
+	// the unsuffixed name and its aliases; "" when it is not charted.
+	Panel string
+	// VariantPanel is the ID of the panel that draws the suffixed variants
+	// (name/layer3/head1, name/<source>); "" when they are not charted.
+	VariantPanel string
+	// Plot is the report PNG (see Plots) that draws what Panel and
+	// VariantPanel chart (variants with a layer suffix at layer level
+	// only); "" when the report leaves the metric out.
+	Plot string
+	// Aliases are names other trainers use for the same quantity (e.g. "lr"
+	// for learning_rate); the dashboard draws them beside it.
+	Aliases []string
 }
 
-// Categories of seed 004, in panel order.
+// Categories of seed 004, in the order of docs/metrics.md.
 const (
 	CatTraining = "Training/Optimization"
 	CatModel    = "Model behavior"
@@ -44,29 +60,33 @@ const (
 	sourceVar    = "<source>"
 )
 
-// catalog is the registry, in dashboard panel order within each category.
+// catalog is the registry, grouped by category. The dashboard's panel
+// order is panelGroups', the report's is plots'.
 var catalog = []Metric{
 	// Training/Optimization
 	{Name: "tokens_seen", Unit: "tokens", Kind: Counter, Category: CatTraining, Help: "cumulative non-pad target tokens trained on", Sampling: "step", Nano: true},
 	{Name: "steps_seen", Unit: "steps", Kind: Counter, Category: CatTraining, Help: "optimizer updates actually applied (skipped steps do not count)", Sampling: "step", Nano: true},
-	{Name: "train_loss_raw", Unit: "nats/token", Kind: Gauge, Category: CatTraining, Help: "mean cross-entropy of this step's batch over non-pad targets", Sampling: "step", Nano: true},
-	{Name: "train_loss_ema", Unit: "nats/token", Kind: Gauge, Category: CatTraining, Help: "bias-corrected EMA of train_loss_raw (β = train.loss_ema_beta)", Sampling: "step", Nano: true},
+	{Name: "train_loss_raw", Unit: "nats/token", Kind: Gauge, Category: CatTraining, Help: "mean cross-entropy of this step's batch over non-pad targets", Sampling: "step", Nano: true, Panel: "train"},
+	{Name: "train_loss_ema", Unit: "nats/token", Kind: Gauge, Category: CatTraining, Help: "bias-corrected EMA of train_loss_raw (β = train.loss_ema_beta)", Sampling: "step", Nano: true, Panel: "train", Plot: "loss.png"},
 	{Name: "train_ppl", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "exp(train_loss_ema)", Sampling: "step", Nano: true},
-	{Name: "learning_rate", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "learning rate applied at this step (after schedule and debug multipliers)", Sampling: "step", Nano: true},
+	{Name: "learning_rate", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "learning rate applied at this step (after schedule and debug multipliers)", Sampling: "step", Nano: true, Panel: "lr", Plot: "lr.png", Aliases: []string{"lr"}},
 	{Name: "lr_phase", Unit: "phase", Kind: Gauge, Category: CatTraining, Help: "where the schedule is: warmup, rewarm, stable, decay, constant or stepN (a string in metrics.jsonl; numeric sources may report warmup progress 0..1)", Sampling: "step", Nano: true},
+	{Name: "lr_cycle", Unit: "cycle", Kind: Gauge, Category: CatTraining, Help: "index of the LR schedule's re-warmup cycle (0 before the first rewarm)", Sampling: "step"},
 	{Name: "tokens_per_update", Unit: "tokens/update", Kind: Gauge, Category: CatTraining, Help: "effective global batch in non-pad tokens over the accumulation window", Sampling: "step", Nano: true},
-	{Name: "grad_global_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "global L2 norm of the gradient before clipping", Sampling: "step", Nano: true},
+	{Name: "grad_global_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "global L2 norm of the gradient before clipping", Sampling: "step", Nano: true, Panel: "grad", Plot: "norms.png"},
 	{Name: "grad_clipped", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when gradient clipping was active this step", Sampling: "step"},
 	{Name: "grad_clip_rate", Unit: "fraction", Kind: Gauge, Category: CatTraining, Help: "fraction of recent steps with gradient clipping active (kestrel train: last 100 steps; derived over monitor.window from grad_clipped when absent)", Sampling: "window", Nano: true},
-	{Name: "update_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of the optimizer update direction (AdamW direction + weight decay, before the LR and update clipping; global or per layer)", Variants: []string{layerVar}, Sampling: "step", Nano: true},
-	{Name: "update_to_weight", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "lr·‖update‖/‖θ‖, the effective step size; carries LR spikes that update_norm does not (global or per layer)", Variants: []string{layerVar}, Sampling: "step", Nano: true},
-	{Name: "update_norm_post_clip", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "update_norm after update-norm clipping", Sampling: "step"},
-	{Name: "update_clip_threshold", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "active update-norm clip threshold (rolling mean + kσ; absent while inactive)", Sampling: "step"},
+	{Name: "grad_clip_threshold", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "gradient-norm clip threshold, when a source reports it (kestrel draws optim.max_grad_norm from config.toml instead)", Sampling: "step", Panel: "grad"},
+	{Name: "update_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of the optimizer update direction (AdamW direction + weight decay, before the LR and update clipping; global or per layer)", Variants: []string{layerVar}, Sampling: "step", Nano: true, Panel: "update", Plot: "norms.png", Aliases: []string{"update_norm_pre", "update_norm_pre_clip"}},
+	{Name: "update_to_weight", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "lr·‖update‖/‖θ‖, the effective step size; carries LR spikes that update_norm does not (global or per layer)", Variants: []string{layerVar}, Sampling: "step", Nano: true, Panel: "u2w"},
+	{Name: "update_norm_post_clip", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "update_norm after update-norm clipping", Sampling: "step", Panel: "update", Plot: "norms.png", Aliases: []string{"update_norm_post"}},
+	{Name: "update_clip_threshold", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "active update-norm clip threshold (rolling mean + kσ; absent while inactive)", Sampling: "step", Panel: "update"},
 	{Name: "clipped", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when the update norm was clipped this step", Sampling: "step"},
 	{Name: "clipped_updates", Unit: "count", Kind: Counter, Category: CatTraining, Help: "cumulative update-norm clips", Sampling: "step"},
 	{Name: "z_loss", Unit: "nats/token", Kind: Gauge, Category: CatTraining, Help: "mean z-loss term (log² of the softmax normaliser) of the batch", Sampling: "step"},
 	{Name: "logit_lse_mean", Unit: "nats", Kind: Gauge, Category: CatTraining, Help: "mean log-sum-exp of the output logits", Sampling: "step"},
 	{Name: "batch_size", Unit: "sequences", Kind: Gauge, Category: CatTraining, Help: "global batch in sequences at this step", Sampling: "step"},
+	{Name: "micro_batches", Unit: "count", Kind: Gauge, Category: CatTraining, Help: "forward/backward passes accumulated into this update", Sampling: "step"},
 	{Name: "param_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of the parameters", Variants: []string{layerVar}, Sampling: "step"},
 	{Name: "skipped", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when this step's update was skipped (skip-bad-steps or overflow)", Sampling: "step"},
 	{Name: "skipped_updates", Unit: "count", Kind: Counter, Category: CatTraining, Help: "cumulative skipped optimizer updates", Sampling: "step", Nano: true},
@@ -76,18 +96,18 @@ var catalog = []Metric{
 	{Name: "opt_state_finite", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when sampled optimizer moments are all finite", Sampling: "checkpoint"},
 
 	// Model behavior
-	{Name: "max_attn_logit", Unit: "logit", Kind: Gauge, Category: CatModel, Help: "max pre-softmax attention score QKᵀ/√d (worst over layers/heads, or per layer/head); > 1000 is a red flag, τ = 100 a cap", Variants: []string{layerVar, layerHeadVar}, Sampling: "step", Nano: true},
-	{Name: "attn_entropy", Unit: "nats", Kind: Gauge, Category: CatModel, Help: "mean entropy of attention probabilities (per layer/head; the unsuffixed value is the worst, i.e. lowest)", Variants: []string{layerVar, layerHeadVar}, Sampling: "step", Nano: true},
+	{Name: "max_attn_logit", Unit: "logit", Kind: Gauge, Category: CatModel, Help: "max pre-softmax attention score QKᵀ/√d (worst over layers/heads, or per layer/head); > 1000 is a red flag, τ = 100 a cap", Variants: []string{layerVar, layerHeadVar}, Sampling: "step", Nano: true, Panel: "maxlogit", VariantPanel: "maxlogitL", Plot: "attention.png", Aliases: []string{"max_attn_logit_max"}},
+	{Name: "attn_entropy", Unit: "nats", Kind: Gauge, Category: CatModel, Help: "mean entropy of attention probabilities (per layer/head; the unsuffixed value is the worst, i.e. lowest)", Variants: []string{layerVar, layerHeadVar}, Sampling: "step", Nano: true, Panel: "entropy", VariantPanel: "entropyL", Plot: "entropy.png", Aliases: []string{"attn_entropy_min"}},
 	{Name: "attn_entropy_mean", Unit: "nats", Kind: Gauge, Category: CatModel, Help: "mean attn_entropy over layers and heads (the entropy-collapse rule watches it: single sharp heads are normal, broad collapse is not)", Sampling: "step"},
-	{Name: "residual_rms", Unit: "unitless", Kind: Gauge, Category: CatModel, Help: "RMS of the residual stream after each block (unsuffixed: the max over layers)", Variants: []string{layerVar}, Sampling: "step", Nano: true},
-	{Name: "activation_outlier_rate", Unit: "fraction", Kind: Gauge, Category: CatModel, Help: "fraction of activations beyond kσ of their layer (unsuffixed: the max over layers)", Variants: []string{layerVar}, Sampling: "step", Nano: true},
-	{Name: "logit_entropy_probe", Unit: "nats", Kind: Gauge, Category: CatModel, Help: "mean entropy of the output distribution on the fixed probe batch", Sampling: "eval"},
-	{Name: "topk_mass_probe", Unit: "fraction", Kind: Gauge, Category: CatModel, Help: "mean top-k probability mass on the fixed probe batch", Sampling: "eval"},
-	{Name: "output_kl_to_prev", Unit: "nats", Kind: Gauge, Category: CatModel, Help: "KL(p_t ‖ p_prev) of outputs on the probe batch between consecutive checkpoints", Sampling: "checkpoint"},
+	{Name: "residual_rms", Unit: "unitless", Kind: Gauge, Category: CatModel, Help: "RMS of the residual stream after each block (unsuffixed: the max over layers)", Variants: []string{layerVar}, Sampling: "step", Nano: true, Panel: "resid", VariantPanel: "resid"},
+	{Name: "activation_outlier_rate", Unit: "fraction", Kind: Gauge, Category: CatModel, Help: "fraction of activations beyond kσ of their layer (unsuffixed: the max over layers)", Variants: []string{layerVar}, Sampling: "step", Nano: true, Panel: "outlier", VariantPanel: "outlier"},
+	{Name: "logit_entropy_probe", Unit: "nats", Kind: Gauge, Category: CatModel, Help: "mean entropy of the output distribution on the fixed probe batch", Sampling: "eval", Panel: "probeent", Plot: "probe.png"},
+	{Name: "topk_mass_probe", Unit: "fraction", Kind: Gauge, Category: CatModel, Help: "mean top-k probability mass on the fixed probe batch", Sampling: "eval", Panel: "probeent"},
+	{Name: "output_kl_to_prev", Unit: "nats", Kind: Gauge, Category: CatModel, Help: "KL(p_t ‖ p_prev) of outputs on the probe batch between consecutive checkpoints", Sampling: "checkpoint", Panel: "kl", Plot: "probe_kl.png"},
 
 	// Data & distribution
-	{Name: "source_mix_share", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "share of this step's sequences drawn from each source (what the mixture weights control)", Variants: []string{sourceVar}, Sampling: "step", Nano: true},
-	{Name: "pad_fraction", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "padding tokens / all tokens in the batch", Sampling: "step", Nano: true},
+	{Name: "source_mix_share", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "share of this step's sequences drawn from each source (what the mixture weights control)", Variants: []string{sourceVar}, Sampling: "step", Nano: true, VariantPanel: "mix", Plot: "mix.png"},
+	{Name: "pad_fraction", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "padding tokens / all tokens in the batch", Sampling: "step", Nano: true, Panel: "pad"},
 	{Name: "token_kl_drift", Unit: "nats", Kind: Gauge, Category: CatData, Help: "KL(token histogram of the window ‖ dataset token histogram)", Sampling: "window"},
 	{Name: "near_dup_rate", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "within-train near-duplicate fraction from the dataset report", Sampling: "run start", Nano: true},
 	{Name: "train_val_overlap", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "near-duplicate overlap between train and val from the dataset report", Sampling: "run start", Nano: true},
@@ -96,32 +116,199 @@ var catalog = []Metric{
 	{Name: "seq_len_p95", Unit: "tokens", Kind: Gauge, Category: CatData, Help: "95th-percentile document length in tokens", Sampling: "run start"},
 
 	// Compute
-	{Name: "tokens_per_sec", Unit: "tokens/s", Kind: Gauge, Category: CatCompute, Help: "non-pad tokens trained per wall-clock second", Sampling: "step", Nano: true},
-	{Name: "step_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "wall time of the optimizer update", Sampling: "step", Nano: true},
-	{Name: "data_wait_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "part of step_time spent waiting for the batch", Sampling: "step", Nano: true},
-	{Name: "forward_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "part of step_time in forward passes", Sampling: "step", Nano: true},
-	{Name: "backward_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "part of step_time in backward passes", Sampling: "step", Nano: true},
-	{Name: "forward_backward_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "part of step_time in forward and backward passes together (when not split)", Sampling: "step"},
-	{Name: "optimizer_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "part of step_time in clipping, the optimizer and EMA", Sampling: "step", Nano: true},
-	{Name: "checkpoint_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "time to write and verify a checkpoint", Sampling: "checkpoint", Nano: true},
-	{Name: "eval_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "time of the periodic evaluation", Sampling: "eval", Nano: true},
-	{Name: "mfu", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "model FLOPs utilisation: tokens/s × FLOPs/token ÷ peak FLOP/s", Sampling: "step", Nano: true},
-	{Name: "dataloader_stall_frac", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "data_wait_time / step_time", Sampling: "step", Nano: true},
+	{Name: "tokens_per_sec", Unit: "tokens/s", Kind: Gauge, Category: CatCompute, Help: "non-pad tokens trained per wall-clock second", Sampling: "step", Nano: true, Panel: "tps", Plot: "throughput.png"},
+	{Name: "step_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "wall time of the optimizer update", Sampling: "step", Nano: true, Panel: "steptime", VariantPanel: "steptime"},
+	{Name: "data_wait_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "part of step_time spent waiting for the batch", Sampling: "step", Nano: true, Panel: "steptime", Aliases: []string{"data_wait_s", "data_wait_seconds"}},
+	{Name: "forward_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "part of step_time in forward passes", Sampling: "step", Nano: true, Panel: "steptime", Aliases: []string{"forward_s", "forward_seconds"}},
+	{Name: "backward_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "part of step_time in backward passes", Sampling: "step", Nano: true, Panel: "steptime", Aliases: []string{"backward_s", "backward_seconds"}},
+	{Name: "forward_backward_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "part of step_time in forward and backward passes together (when not split)", Sampling: "step", Panel: "steptime", Aliases: []string{"forward_backward_s", "forward_backward_seconds"}},
+	{Name: "optimizer_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "part of step_time in clipping, the optimizer and EMA", Sampling: "step", Nano: true, Panel: "steptime", Aliases: []string{"optimizer_s", "optimizer_seconds"}},
+	{Name: "checkpoint_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "time to write and verify a checkpoint", Sampling: "checkpoint", Nano: true, Panel: "steptime", Aliases: []string{"checkpoint_s", "checkpoint_seconds"}},
+	{Name: "eval_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "time of the periodic evaluation", Sampling: "eval", Nano: true, Panel: "steptime", Aliases: []string{"eval_s", "eval_seconds"}},
+	{Name: "mfu", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "model FLOPs utilisation: tokens/s × FLOPs/token ÷ peak FLOP/s", Sampling: "step", Nano: true, Panel: "mfu", Plot: "mfu.png"},
+	{Name: "dataloader_stall_frac", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "data_wait_time / step_time", Sampling: "step", Nano: true, Panel: "stall"},
 
 	// Evaluation/Validation
-	{Name: "val_loss", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "held-out cross-entropy (raw weights)", Sampling: "eval", Nano: true},
-	{Name: "val_loss_ema", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "held-out cross-entropy with EMA weights", Sampling: "eval"},
-	{Name: "ema_gap", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "val_loss - val_loss_ema (positive: EMA weights are better)", Sampling: "eval"},
+	{Name: "val_loss", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "held-out cross-entropy (raw weights)", Sampling: "eval", Nano: true, Panel: "val", Plot: "loss.png"},
+	{Name: "val_loss_ema", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "held-out cross-entropy with EMA weights", Sampling: "eval", Panel: "val", Plot: "loss.png"},
+	{Name: "ema_gap", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "val_loss - val_loss_ema (positive: EMA weights are better)", Sampling: "eval", Panel: "gap"},
 	{Name: "val_ppl", Unit: "unitless", Kind: Gauge, Category: CatEval, Help: "exp(val_loss)", Sampling: "eval"},
-	{Name: "slice_val_loss", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "held-out cross-entropy of one source's validation split", Variants: []string{sourceVar}, Sampling: "eval", Nano: true},
-	{Name: "train_val_gap", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "val_loss - train_loss_ema", Sampling: "eval"},
-	{Name: "fixed_probe_loss", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "loss on the frozen probe batch (its hash is in manifest.json)", Sampling: "eval"},
+	{Name: "val_tokens", Unit: "tokens", Kind: Gauge, Category: CatEval, Help: "target tokens scored by the held-out evaluation", Sampling: "eval"},
+	{Name: "slice_val_loss", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "held-out cross-entropy of one source's validation split", Variants: []string{sourceVar}, Sampling: "eval", Nano: true, VariantPanel: "val", Plot: "loss.png"},
+	{Name: "train_val_gap", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "val_loss - train_loss_ema", Sampling: "eval", Panel: "gap"},
+	{Name: "fixed_probe_loss", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "loss on the frozen probe batch (its hash is in manifest.json)", Sampling: "eval", Panel: "probe", Plot: "probe.png"},
 
 	// Observability
 	{Name: "nan_inf_events", Unit: "count", Kind: Counter, Category: CatObs, Help: "steps with a NaN/Inf in loss, gradients or weights; any > 0 is SEV0", Sampling: "step", Nano: true},
 	{Name: "checkpoint_ok", Unit: "bool", Kind: Gauge, Category: CatObs, Help: "1 when the last checkpoint was written and verified; 0 is SEV0", Sampling: "checkpoint", Nano: true},
 	{Name: "checkpoint_size", Unit: "bytes", Kind: Gauge, Category: CatObs, Help: "bytes written by the last checkpoint", Sampling: "checkpoint"},
 	{Name: "manifest_ok", Unit: "bool", Kind: Gauge, Category: CatObs, Help: "1 when the resumed run's reproducibility manifest matches this one", Sampling: "run start"},
+}
+
+// PanelGroup is a titled row of dashboard panels.
+type PanelGroup struct {
+	Title  string  `json:"title"`
+	Small  bool    `json:"small,omitempty"` // compact charts
+	Panels []Panel `json:"panels"`
+}
+
+// Panel is one dashboard chart. The metrics it draws are those whose
+// Panel or VariantPanel names its ID; PanelGroups fills Match from them.
+type Panel struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Hint  string `json:"hint,omitempty"`
+	// Threshold is a config key (section.key) whose value the chart draws
+	// as a dashed line.
+	Threshold string `json:"threshold,omitempty"`
+	// Split draws one small chart per layer of the panel's variants.
+	Split bool `json:"-"`
+
+	// Match holds regular expressions (valid in Go and JavaScript) over the
+	// names a run recorded: the names the panel draws.
+	Match []string `json:"match"`
+	// SplitRe captures the layer index of a split panel's names;
+	// SplitTitle titles each chart ($1 is the index).
+	SplitRe    string `json:"split,omitempty"`
+	SplitTitle string `json:"split_title,omitempty"`
+}
+
+// panelGroups is the dashboard layout: the seed-000 default panel group in
+// its order (held-out loss, train loss, norms, learning rate, throughput),
+// then the vitals, data and probe panels.
+var panelGroups = []PanelGroup{
+	{Title: "1 · Held-out loss", Panels: []Panel{
+		{ID: "val", Title: "held-out loss", Hint: "overall and per source, raw and EMA weights"},
+		{ID: "gap", Title: "train–val gap and EMA gap", Hint: "val − train; raw − EMA val loss"},
+	}},
+	{Title: "2 · Train loss", Panels: []Panel{
+		{ID: "train", Title: "train loss", Hint: "raw per step (faint) and smoothed"},
+	}},
+	{Title: "3–4 · Norms", Panels: []Panel{
+		{ID: "grad", Title: "gradient norm (pre-clip)", Hint: "dashed: clip threshold", Threshold: "optim.max_grad_norm"},
+		{ID: "update", Title: "update norm", Hint: "pre- and post-clip; dashed: update-clip threshold"},
+		{ID: "u2w", Title: "update / weight", Hint: "relative step size"},
+	}},
+	{Title: "5 · Learning rate", Panels: []Panel{
+		{ID: "lr", Title: "learning rate", Hint: "with schedule phase changes as events"},
+	}},
+	{Title: "6 · Throughput", Panels: []Panel{
+		{ID: "tps", Title: "tokens / s"},
+		{ID: "steptime", Title: "step time (s)", Hint: "and its decomposition"},
+		{ID: "mfu", Title: "MFU"},
+	}},
+	{Title: "Attention vitals", Small: true, Panels: []Panel{
+		{ID: "maxlogit", Title: "max attention logit", Hint: "worst over layers/heads"},
+		{ID: "entropy", Title: "attention entropy (nats)", Hint: "worst (min) over layers/heads"},
+		{ID: "maxlogitL", Title: "max attention logit", Split: true},
+		{ID: "entropyL", Title: "attention entropy", Split: true},
+		{ID: "resid", Title: "residual RMS per layer"},
+		{ID: "outlier", Title: "activation outlier rate (>6σ)"},
+	}},
+	{Title: "Data", Panels: []Panel{
+		{ID: "mix", Title: "source mix share"},
+		{ID: "stall", Title: "dataloader stall fraction"},
+		{ID: "pad", Title: "pad fraction"},
+	}},
+	{Title: "Probes", Panels: []Panel{
+		{ID: "probe", Title: "fixed-probe loss"},
+		{ID: "kl", Title: "output KL to previous checkpoint"},
+		{ID: "probeent", Title: "probe logit entropy / top-k mass"},
+	}},
+}
+
+// Plot is one PNG of the report (internal/report). The metrics it draws
+// are those whose Plot names its File; Plots fills Match from them.
+type Plot struct {
+	File, Title, YLabel string
+	LogY                bool
+	// Baseline draws the dataset's unigram loss as a dashed reference.
+	Baseline bool
+	// Match holds regular expressions over the names a run recorded.
+	Match []string
+}
+
+// plots are the report's PNGs in the order seed 000 reads them.
+var plots = []Plot{
+	{File: "loss.png", Title: "held-out and train loss", YLabel: "loss (nats/token)", Baseline: true},
+	{File: "norms.png", Title: "gradient norm (pre-clip) and update norm", YLabel: "L2 norm", LogY: true},
+	{File: "lr.png", Title: "learning rate", YLabel: "lr"},
+	{File: "throughput.png", Title: "throughput", YLabel: "tokens / s"},
+	{File: "mfu.png", Title: "model FLOPs utilisation", YLabel: "MFU"},
+	{File: "attention.png", Title: "max attention logit per layer", YLabel: "logit"},
+	{File: "entropy.png", Title: "attention entropy per layer", YLabel: "nats"},
+	{File: "mix.png", Title: "source mix share", YLabel: "share of sequences"},
+	{File: "probe.png", Title: "frozen probe batch: loss and output entropy", YLabel: "nats"},
+	{File: "probe_kl.png", Title: "output KL to the previous checkpoint (probe batch)", YLabel: "nats", LogY: true},
+}
+
+// basePatterns matches the unsuffixed name and its aliases.
+func (m *Metric) basePatterns() []string {
+	out := []string{"^" + regexp.QuoteMeta(m.Name) + "$"}
+	for _, a := range m.Aliases {
+		out = append(out, "^"+regexp.QuoteMeta(a)+"$")
+	}
+	return out
+}
+
+// variantPattern matches the suffixed variants; with layer variants and
+// layerOnly, only the per-layer ones (name/layer3, not name/layer3/head1).
+func (m *Metric) variantPattern(layerOnly bool) string {
+	if layerOnly && slices.Contains(m.Variants, layerVar) {
+		return "^" + regexp.QuoteMeta(m.Name) + `/layer\d+$`
+	}
+	return "^" + regexp.QuoteMeta(m.Name) + "/.+"
+}
+
+// PanelGroups returns the dashboard layout (a copy) with each panel's Match
+// (and SplitRe) filled from the registry.
+func PanelGroups() []PanelGroup {
+	out := make([]PanelGroup, len(panelGroups))
+	for gi, g := range panelGroups {
+		g.Panels = append([]Panel(nil), g.Panels...)
+		for pi := range g.Panels {
+			p := &g.Panels[pi]
+			var split []string
+			for i := range catalog {
+				m := &catalog[i]
+				if m.Panel == p.ID {
+					p.Match = append(p.Match, m.basePatterns()...)
+				}
+				if m.VariantPanel == p.ID {
+					p.Match = append(p.Match, m.variantPattern(false))
+					split = append(split, regexp.QuoteMeta(m.Name))
+				}
+			}
+			if p.Split && len(split) > 0 {
+				p.SplitRe = "^(?:" + strings.Join(split, "|") + `)/(?:layer)?(\d+)`
+				p.SplitTitle = "layer $1"
+			}
+		}
+		out[gi] = g
+	}
+	return out
+}
+
+// Plots returns the report's plots (a copy) with each Match filled from
+// the registry.
+func Plots() []Plot {
+	out := append([]Plot(nil), plots...)
+	for i := range out {
+		p := &out[i]
+		for j := range catalog {
+			m := &catalog[j]
+			if m.Plot != p.File {
+				continue
+			}
+			if m.Panel != "" {
+				p.Match = append(p.Match, m.basePatterns()...)
+			}
+			if m.VariantPanel != "" {
+				p.Match = append(p.Match, m.variantPattern(true))
+			}
+		}
+	}
+	return out
 }
 
 var byName = func() map[string]*Metric {

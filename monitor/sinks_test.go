@@ -2,10 +2,7 @@ package monitor
 
 import (
 	"bytes"
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
 	"math"
 	"net/http"
@@ -14,50 +11,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/kestrel-lm/kestrel/internal/tfevents"
 )
-
-func TestMaskedCRC32C(t *testing.T) {
-	// CRC-32C check value of "123456789" is 0xE3069283 (RFC 3720 / iSCSI).
-	c := uint32(0xE3069283)
-	want := ((c >> 15) | (c << 17)) + 0xa282ead8
-	if got := maskedCRC([]byte("123456789")); got != want {
-		t.Fatalf("masked crc %08x, want %08x", got, want)
-	}
-}
-
-// TestTFEventBytes checks the encoder against bytes assembled by hand from
-// the proto and TFRecord specs.
-func TestTFEventBytes(t *testing.T) {
-	e := TFEvent{WallTime: 1.5, Step: 3, Scalars: []TFScalar{{"loss", 2.0}}}
-	got := MarshalTFEvent(e)
-	want := []byte{
-		0x09, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f, // field 1 fixed64: 1.5
-		0x10, 0x03, // field 2 varint: 3
-		0x2a, 0x0d, // field 5 (summary), 13 bytes
-		0x0a, 0x0b, // Summary.value, 11 bytes
-		0x0a, 0x04, 'l', 'o', 's', 's', // Value.tag
-		0x15, 0, 0, 0, 0x40, // Value.simple_value fixed32: 2.0
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("event bytes\n got %s\nwant %s", hex.EncodeToString(got), hex.EncodeToString(want))
-	}
-	rec := AppendTFRecord(nil, got)
-	if len(rec) != 8+4+len(got)+4 {
-		t.Fatalf("record length %d", len(rec))
-	}
-	if binary.LittleEndian.Uint64(rec) != uint64(len(got)) {
-		t.Fatal("length field")
-	}
-	if binary.LittleEndian.Uint32(rec[8:]) != maskedCRC(rec[:8]) || binary.LittleEndian.Uint32(rec[12+len(got):]) != maskedCRC(got) {
-		t.Fatal("crc fields")
-	}
-	// file_version event
-	fv := MarshalTFEvent(TFEvent{WallTime: 0, FileVersion: "brain.Event:2"})
-	wantFV := append([]byte{0x09, 0, 0, 0, 0, 0, 0, 0, 0, 0x1a, 13}, "brain.Event:2"...)
-	if !bytes.Equal(fv, wantFV) {
-		t.Fatalf("file_version bytes %x", fv)
-	}
-}
 
 func TestTFEventsWriterRoundTrip(t *testing.T) {
 	dir := t.TempDir()
@@ -79,15 +39,15 @@ func TestTFEventsWriterRoundTrip(t *testing.T) {
 		t.Fatalf("files %v", files)
 	}
 	b, _ := os.ReadFile(files[0])
-	recs, err := ReadTFRecords(bytes.NewReader(b))
+	recs, err := tfevents.ReadRecords(bytes.NewReader(b))
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("records %d err %v", len(recs), err)
 	}
-	e0, _ := UnmarshalTFEvent(recs[0])
+	e0, _ := tfevents.Unmarshal(recs[0])
 	if e0.FileVersion != "brain.Event:2" {
 		t.Errorf("first event %+v", e0)
 	}
-	e, err := UnmarshalTFEvent(recs[1])
+	e, err := tfevents.Unmarshal(recs[1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,17 +65,8 @@ func TestTFEventsWriterRoundTrip(t *testing.T) {
 		t.Errorf("variant histo %+v", e.Histos[1])
 	}
 	// Re-encoding the decoded event gives the same bytes.
-	if re := MarshalTFEvent(e); !bytes.Equal(re, recs[1]) {
+	if re := tfevents.Marshal(e); !bytes.Equal(re, recs[1]) {
 		t.Errorf("re-encoded event differs")
-	}
-	// Corruption is caught and located.
-	bad := append([]byte(nil), b...)
-	bad[len(bad)-10] ^= 0xff
-	if _, err := ReadTFRecords(bytes.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "data CRC") {
-		t.Errorf("corruption not detected: %v", err)
-	}
-	if _, err := ReadTFRecords(bytes.NewReader(b[:len(b)-3])); !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Errorf("truncation: %v", err)
 	}
 }
 
@@ -201,7 +152,9 @@ func TestPrometheusEndpoint(t *testing.T) {
 	if !strings.HasPrefix(p.Addr(), "127.0.0.1:") {
 		t.Errorf("not on loopback: %s", p.Addr())
 	}
-	p.WriteSample(&Sample{Step: 5, Values: map[string]float64{"train_loss_raw": 2.5, "max_attn_logit/layer1/head0": 9}})
+	p.WriteSample(&Sample{Step: 5, Tokens: 4096, Values: map[string]float64{"train_loss_raw": 2.5, "max_attn_logit/layer1/head0": 9,
+		"skipped_updates": 2, "custom/x": 1, "alerts_total": 3}})
+	p.WriteEvent(&Event{Kind: EventCheckpoint, OK: true, Values: map[string]float64{"checkpoint_time": 0.5}})
 	p.WriteAlert(&Alert{Severity: SEV0, Rule: RuleNaNInf})
 	resp, err := http.Get("http://" + p.Addr() + "/metrics")
 	if err != nil {
@@ -209,11 +162,38 @@ func TestPrometheusEndpoint(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
 	for _, want := range []string{`kestrel_train_loss_raw{variant=""} 2.5`, `kestrel_max_attn_logit{variant="layer1/head0"} 9`,
-		`kestrel_step 5`, `kestrel_alerts_total{rule="nan_inf",severity="SEV0"} 1`, "# HELP kestrel_train_loss_raw mean cross-entropy"} {
+		`kestrel_step 5`, `kestrel_alerts_total{rule="nan_inf",severity="SEV0"} 1`, "# HELP kestrel_train_loss_raw mean cross-entropy",
+		"# TYPE kestrel_train_loss_raw gauge", "# TYPE kestrel_tokens_seen_total counter", `kestrel_tokens_seen_total{variant=""} 4096`,
+		"# TYPE kestrel_skipped_updates_total counter", "# TYPE kestrel_checkpoint_ok gauge", `kestrel_custom{variant="x"} 1`} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)
 		}
+	}
+	// The exposition parses, and every family's type is the registry's kind.
+	tp := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := tp.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("invalid exposition: %v\n%s", err, body)
+	}
+	for name, f := range fams {
+		base := strings.TrimSuffix(strings.TrimPrefix(name, "kestrel_"), "_total")
+		m, ok := Lookup(base)
+		if !ok {
+			continue
+		}
+		if want := map[Kind]dto.MetricType{Gauge: dto.MetricType_GAUGE, Counter: dto.MetricType_COUNTER}[m.Kind]; f.GetType() != want {
+			t.Errorf("%s: type %v, want %v (%s)", name, f.GetType(), want, m.Kind)
+		}
+		if m.Kind == Counter && !strings.HasSuffix(name, "_total") {
+			t.Errorf("counter %s lacks _total", name)
+		}
+	}
+	if f := fams["kestrel_alerts_total"]; f == nil || len(f.Metric) != 1 {
+		t.Errorf("a sample value named alerts_total must not clash with the alert counter: %v", f)
 	}
 }
 
@@ -252,7 +232,7 @@ func TestSinksReopenKeepData(t *testing.T) {
 	}
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
-		if recs, err := ReadTFRecords(bytes.NewReader(b)); err != nil || len(recs) != 2 {
+		if recs, err := tfevents.ReadRecords(bytes.NewReader(b)); err != nil || len(recs) != 2 {
 			t.Errorf("%s: %d records, %v", f, len(recs), err)
 		}
 	}

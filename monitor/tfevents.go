@@ -1,188 +1,38 @@
 package monitor
 
 import (
-	"bufio"
-	"encoding/binary"
-	"errors"
-	"fmt"
-	"hash/crc32"
-	"io"
-	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protowire"
+	"github.com/kestrel-lm/kestrel/internal/tfevents"
 )
-
-// TensorBoard event files are TFRecord files: each record is
-//
-//	uint64 length (little endian)
-//	uint32 masked CRC-32C of the 8 length bytes
-//	length bytes of data (a serialized tensorflow.Event)
-//	uint32 masked CRC-32C of the data
-//
-// where mask(c) = ((c >> 15) | (c << 17)) + 0xa282ead8. The protos are
-// written by hand with protowire:
-//
-//	Event   { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5; }
-//	Summary { repeated Value value = 1; }
-//	Value   { string tag = 1; float simple_value = 2; HistogramProto histo = 5; }
-//	HistogramProto { double min = 1; double max = 2; double num = 3; double sum = 4;
-//	                 double sum_squares = 5; repeated double bucket_limit = 6 [packed];
-//	                 repeated double bucket = 7 [packed]; }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-func maskedCRC(b []byte) uint32 {
-	c := crc32.Checksum(b, castagnoli)
-	return ((c >> 15) | (c << 17)) + 0xa282ead8
-}
-
-// AppendTFRecord appends one framed record holding data to dst.
-func AppendTFRecord(dst, data []byte) []byte {
-	var hdr [8]byte
-	binary.LittleEndian.PutUint64(hdr[:], uint64(len(data)))
-	dst = append(dst, hdr[:]...)
-	dst = binary.LittleEndian.AppendUint32(dst, maskedCRC(hdr[:]))
-	dst = append(dst, data...)
-	return binary.LittleEndian.AppendUint32(dst, maskedCRC(data))
-}
-
-// TFScalar is one scalar summary value.
-type TFScalar struct {
-	Tag   string
-	Value float32
-}
-
-// TFHisto is one histogram summary value.
-type TFHisto struct {
-	Tag                      string
-	Min, Max, Num, Sum, Sq   float64
-	BucketLimit, BucketCount []float64
-}
-
-// TFEvent is a decoded tensorflow.Event with the fields kestrel uses.
-type TFEvent struct {
-	WallTime    float64
-	Step        int64
-	FileVersion string
-	Scalars     []TFScalar
-	Histos      []TFHisto
-}
-
-// MarshalTFEvent encodes e as a tensorflow.Event proto.
-func MarshalTFEvent(e TFEvent) []byte {
-	var b []byte
-	b = protowire.AppendTag(b, 1, protowire.Fixed64Type)
-	b = protowire.AppendFixed64(b, math.Float64bits(e.WallTime))
-	if e.Step != 0 {
-		b = protowire.AppendTag(b, 2, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(e.Step))
-	}
-	if e.FileVersion != "" {
-		b = protowire.AppendTag(b, 3, protowire.BytesType)
-		b = protowire.AppendString(b, e.FileVersion)
-	}
-	if len(e.Scalars) > 0 || len(e.Histos) > 0 {
-		var sum []byte
-		for _, s := range e.Scalars {
-			var v []byte
-			v = protowire.AppendTag(v, 1, protowire.BytesType)
-			v = protowire.AppendString(v, s.Tag)
-			v = protowire.AppendTag(v, 2, protowire.Fixed32Type)
-			v = protowire.AppendFixed32(v, math.Float32bits(s.Value))
-			sum = protowire.AppendTag(sum, 1, protowire.BytesType)
-			sum = protowire.AppendBytes(sum, v)
-		}
-		for _, h := range e.Histos {
-			var hp []byte
-			for i, x := range []float64{h.Min, h.Max, h.Num, h.Sum, h.Sq} {
-				hp = protowire.AppendTag(hp, protowire.Number(i+1), protowire.Fixed64Type)
-				hp = protowire.AppendFixed64(hp, math.Float64bits(x))
-			}
-			hp = appendPacked(hp, 6, h.BucketLimit)
-			hp = appendPacked(hp, 7, h.BucketCount)
-			var v []byte
-			v = protowire.AppendTag(v, 1, protowire.BytesType)
-			v = protowire.AppendString(v, h.Tag)
-			v = protowire.AppendTag(v, 5, protowire.BytesType)
-			v = protowire.AppendBytes(v, hp)
-			sum = protowire.AppendTag(sum, 1, protowire.BytesType)
-			sum = protowire.AppendBytes(sum, v)
-		}
-		b = protowire.AppendTag(b, 5, protowire.BytesType)
-		b = protowire.AppendBytes(b, sum)
-	}
-	return b
-}
-
-func appendPacked(b []byte, num protowire.Number, xs []float64) []byte {
-	if len(xs) == 0 {
-		return b
-	}
-	var p []byte
-	for _, x := range xs {
-		p = protowire.AppendFixed64(p, math.Float64bits(x))
-	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, p)
-}
 
 // TFEventsWriter is the TensorBoard sink: one events.out.tfevents.* file
 // with a scalar per metric value and histograms per layer.
 type TFEventsWriter struct {
-	f       *os.File
-	w       *bufio.Writer
-	path    string
-	buf     []byte
+	w       *tfevents.Writer
 	flushed time.Time
 }
 
 // NewTFEventsWriter creates events.out.tfevents.<unix>.<host> in dir and
 // writes the file_version record.
 func NewTFEventsWriter(dir string, now time.Time) (*TFEventsWriter, error) {
-	host, _ := os.Hostname()
-	if host == "" {
-		host = "localhost"
-	}
-	// A new file per writer; never truncate an existing one (a resume in
-	// the same second gets a numbered name instead).
-	path := filepath.Join(dir, fmt.Sprintf("events.out.tfevents.%d.%s", now.Unix(), host))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o644)
-	for i := 1; err != nil && os.IsExist(err) && i < 100; i++ {
-		path = filepath.Join(dir, fmt.Sprintf("events.out.tfevents.%d.%s.%d", now.Unix(), host, i))
-		f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o644)
-	}
+	w, err := tfevents.Create(dir, now.Unix(), unix(now))
 	if err != nil {
-		return nil, fmt.Errorf("tensorboard: %w", err)
-	}
-	t := &TFEventsWriter{f: f, w: bufio.NewWriterSize(f, 64<<10), path: path}
-	if err := t.write(TFEvent{WallTime: unix(now), FileVersion: "brain.Event:2"}); err != nil {
-		f.Close()
 		return nil, err
 	}
-	return t, t.w.Flush()
+	return &TFEventsWriter{w: w}, nil
 }
 
 // Path is the event file's path.
-func (t *TFEventsWriter) Path() string { return t.path }
-
-func (t *TFEventsWriter) write(e TFEvent) error {
-	t.buf = AppendTFRecord(t.buf[:0], MarshalTFEvent(e))
-	if _, err := t.w.Write(t.buf); err != nil {
-		return fmt.Errorf("tensorboard %s: %w", t.path, err)
-	}
-	return nil
-}
+func (t *TFEventsWriter) Path() string { return t.w.Path() }
 
 // WriteSample writes one Event with every finite value as a scalar, the
 // sample's histograms, and, for each metric reported per layer/head, a
 // histogram over its variants (tag "<name>/by_variant").
 func (t *TFEventsWriter) WriteSample(s *Sample) error {
-	e := TFEvent{WallTime: unix(s.Time), Step: s.Step}
+	e := tfevents.Event{WallTime: unix(s.Time), Step: s.Step}
 	names := make([]string, 0, len(s.Values))
 	for k, v := range s.Values {
 		if finite(v) {
@@ -192,7 +42,7 @@ func (t *TFEventsWriter) WriteSample(s *Sample) error {
 	sort.Strings(names)
 	variants := map[string][]float64{}
 	for _, k := range names {
-		e.Scalars = append(e.Scalars, TFScalar{k, float32(s.Values[k])})
+		e.Scalars = append(e.Scalars, tfevents.Scalar{Tag: k, Value: float32(s.Values[k])})
 		if i := strings.IndexByte(k, '/'); i > 0 && strings.HasPrefix(k[i+1:], "layer") {
 			variants[k[:i]] = append(variants[k[:i]], s.Values[k])
 		}
@@ -207,7 +57,7 @@ func (t *TFEventsWriter) WriteSample(s *Sample) error {
 		if len(h.Edges) != len(h.Counts)+1 {
 			continue
 		}
-		e.Histos = append(e.Histos, TFHisto{Tag: k, Min: h.Min, Max: h.Max, Num: h.Total(), Sum: h.Sum, Sq: h.SumSq,
+		e.Histos = append(e.Histos, tfevents.Histo{Tag: k, Min: h.Min, Max: h.Max, Num: h.Total(), Sum: h.Sum, Sq: h.SumSq,
 			BucketLimit: append([]float64(nil), h.Edges[1:]...), BucketCount: append([]float64(nil), h.Counts...)})
 	}
 	vn := make([]string, 0, len(variants))
@@ -217,10 +67,10 @@ func (t *TFEventsWriter) WriteSample(s *Sample) error {
 	sort.Strings(vn)
 	for _, k := range vn {
 		if xs := variants[k]; len(xs) >= 2 {
-			e.Histos = append(e.Histos, HistogramOf(k+"/by_variant", xs, 16))
+			e.Histos = append(e.Histos, tfevents.Histogram(k+"/by_variant", xs, 16))
 		}
 	}
-	if err := t.write(e); err != nil {
+	if err := t.w.Write(e); err != nil {
 		return err
 	}
 	// Flush at most once a second so readers see recent steps without a
@@ -230,36 +80,6 @@ func (t *TFEventsWriter) WriteSample(s *Sample) error {
 		return t.w.Flush()
 	}
 	return nil
-}
-
-// HistogramOf buckets xs into n equal-width buckets between their min and max.
-func HistogramOf(tag string, xs []float64, n int) TFHisto {
-	h := TFHisto{Tag: tag, Min: math.Inf(1), Max: math.Inf(-1)}
-	for _, x := range xs {
-		h.Min, h.Max = math.Min(h.Min, x), math.Max(h.Max, x)
-		h.Sum += x
-		h.Sq += x * x
-	}
-	h.Num = float64(len(xs))
-	width := (h.Max - h.Min) / float64(n)
-	if width <= 0 {
-		h.BucketLimit, h.BucketCount = []float64{h.Max}, []float64{h.Num}
-		return h
-	}
-	h.BucketLimit = make([]float64, n)
-	h.BucketCount = make([]float64, n)
-	for i := range h.BucketLimit {
-		h.BucketLimit[i] = h.Min + width*float64(i+1)
-	}
-	h.BucketLimit[n-1] = h.Max
-	for _, x := range xs {
-		i := int((x - h.Min) / width)
-		if i >= n {
-			i = n - 1
-		}
-		h.BucketCount[i]++
-	}
-	return h
 }
 
 // WriteEvent writes event values (e.g. an eval's val_loss) as scalars.
@@ -274,171 +94,4 @@ func (t *TFEventsWriter) WriteEvent(e *Event) error {
 func (t *TFEventsWriter) WriteAlert(*Alert) error { return nil }
 
 // Close flushes and closes the file.
-func (t *TFEventsWriter) Close() error {
-	err := t.w.Flush()
-	if cerr := t.f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// ReadTFRecords splits a TFRecord stream into records, verifying both
-// CRCs. A truncated final record (a writer mid-append) is reported with
-// io.ErrUnexpectedEOF along with the complete records before it.
-func ReadTFRecords(r io.Reader) ([][]byte, error) {
-	br := bufio.NewReader(r)
-	var out [][]byte
-	var off int64
-	for {
-		var hdr [12]byte
-		_, err := io.ReadFull(br, hdr[:])
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return out, fmt.Errorf("record at byte %d: header: %w", off, io.ErrUnexpectedEOF)
-		}
-		length := binary.LittleEndian.Uint64(hdr[:8])
-		if got, want := binary.LittleEndian.Uint32(hdr[8:]), maskedCRC(hdr[:8]); got != want {
-			return out, fmt.Errorf("record at byte %d: length CRC %08x, want %08x", off, got, want)
-		}
-		if length > 1<<30 {
-			return out, fmt.Errorf("record at byte %d: implausible length %d", off, length)
-		}
-		data := make([]byte, length+4)
-		if _, err := io.ReadFull(br, data); err != nil {
-			return out, fmt.Errorf("record at byte %d: data: %w", off, io.ErrUnexpectedEOF)
-		}
-		if got, want := binary.LittleEndian.Uint32(data[length:]), maskedCRC(data[:length]); got != want {
-			return out, fmt.Errorf("record at byte %d: data CRC %08x, want %08x", off, got, want)
-		}
-		out = append(out, data[:length])
-		off += 12 + int64(length) + 4
-	}
-}
-
-// UnmarshalTFEvent decodes a tensorflow.Event (unknown fields skipped).
-func UnmarshalTFEvent(b []byte) (TFEvent, error) {
-	var e TFEvent
-	err := walkProto(b, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
-		switch {
-		case num == 1 && typ == protowire.Fixed64Type:
-			e.WallTime = math.Float64frombits(x)
-		case num == 2 && typ == protowire.VarintType:
-			e.Step = int64(x)
-		case num == 3 && typ == protowire.BytesType:
-			e.FileVersion = string(v)
-		case num == 5 && typ == protowire.BytesType:
-			return walkProto(v, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-				if num != 1 || typ != protowire.BytesType {
-					return nil
-				}
-				return decodeValue(v, &e)
-			})
-		}
-		return nil
-	})
-	return e, err
-}
-
-func decodeValue(b []byte, e *TFEvent) error {
-	var tag string
-	var scalar *float32
-	var histo *TFHisto
-	err := walkProto(b, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
-		switch {
-		case num == 1 && typ == protowire.BytesType:
-			tag = string(v)
-		case num == 2 && typ == protowire.Fixed32Type:
-			f := math.Float32frombits(uint32(x))
-			scalar = &f
-		case num == 5 && typ == protowire.BytesType:
-			h := TFHisto{}
-			histo = &h
-			return walkProto(v, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
-				if typ == protowire.Fixed64Type {
-					f := math.Float64frombits(x)
-					switch num {
-					case 1:
-						h.Min = f
-					case 2:
-						h.Max = f
-					case 3:
-						h.Num = f
-					case 4:
-						h.Sum = f
-					case 5:
-						h.Sq = f
-					case 6:
-						h.BucketLimit = append(h.BucketLimit, f)
-					case 7:
-						h.BucketCount = append(h.BucketCount, f)
-					}
-					return nil
-				}
-				if typ == protowire.BytesType && (num == 6 || num == 7) {
-					if len(v)%8 != 0 {
-						return errors.New("packed doubles: length not a multiple of 8")
-					}
-					for i := 0; i < len(v); i += 8 {
-						f := math.Float64frombits(binary.LittleEndian.Uint64(v[i:]))
-						if num == 6 {
-							h.BucketLimit = append(h.BucketLimit, f)
-						} else {
-							h.BucketCount = append(h.BucketCount, f)
-						}
-					}
-				}
-				return nil
-			})
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if scalar != nil {
-		e.Scalars = append(e.Scalars, TFScalar{tag, *scalar})
-	}
-	if histo != nil {
-		histo.Tag = tag
-		e.Histos = append(e.Histos, *histo)
-	}
-	return nil
-}
-
-// walkProto calls fn for every field of a protobuf message: v holds bytes
-// fields, x holds varint/fixed values.
-func walkProto(b []byte, fn func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return fmt.Errorf("proto tag: %w", protowire.ParseError(n))
-		}
-		b = b[n:]
-		var v []byte
-		var x uint64
-		switch typ {
-		case protowire.VarintType:
-			x, n = protowire.ConsumeVarint(b)
-		case protowire.Fixed64Type:
-			x, n = protowire.ConsumeFixed64(b)
-		case protowire.Fixed32Type:
-			var y uint32
-			y, n = protowire.ConsumeFixed32(b)
-			x = uint64(y)
-		case protowire.BytesType:
-			v, n = protowire.ConsumeBytes(b)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if n < 0 {
-			return fmt.Errorf("proto field %d: %w", num, protowire.ParseError(n))
-		}
-		b = b[n:]
-		if err := fn(num, typ, v, x); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (t *TFEventsWriter) Close() error { return t.w.Close() }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/internal/watchsrc"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
 
@@ -35,7 +36,7 @@ SOURCE is a run directory (metrics.jsonl or metrics.sqlite), a .jsonl file, a
 .sqlite store, an events.out.tfevents.* file or a directory of them.
 
 --map renames the source's fields to kestrel's metric names (docs/metrics.md);
-nested JSON objects flatten with "/":
+nested JSON objects and arrays flatten with "/" as in kestrel dash (lr/0):
   kestrel watch log.jsonl --map step=iter --map train_loss_raw=loss \
       --map grad_global_norm=optim/grad_norm --map tokens_per_sec=tok_s
 Arrays named sources, doc_ids or batch_ids describe the step's batch.
@@ -106,7 +107,7 @@ Each alert prints one line: severity, rule, step, message, verdict.`,
 		}
 		w := cmd.OutOrStdout()
 		counts := map[monitor.Severity]int{}
-		werr := monitor.Watch(cmd.Context(), src, monitor.SourceOptions{Format: format, Map: mapping, Follow: follow}, m, func(a monitor.Alert) {
+		werr := watchsrc.Watch(cmd.Context(), src, watchsrc.Options{Format: format, Map: mapping, Follow: follow}, m, func(a monitor.Alert) {
 			counts[a.Severity]++
 			line := fmt.Sprintf("%s %-22s step %-8d %s", a.Severity, a.Rule, a.Step, a.Message)
 			if a.Evidence != "" {

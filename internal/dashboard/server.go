@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kestrel-lm/kestrel/monitor"
 )
 
 //go:embed web
@@ -144,6 +146,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(webFS, "web")
 	mux.Handle("GET /", noDirListing(http.FileServerFS(static)))
+	mux.HandleFunc("GET /api/panels", handlePanels)
 	mux.HandleFunc("GET /api/runs", s.handleRuns)
 	mux.HandleFunc("GET /api/names", s.handleNames)
 	mux.HandleFunc("GET /api/metrics", s.handleMetrics)
@@ -184,6 +187,13 @@ func httpError(w http.ResponseWriter, code int, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+}
+
+// handlePanels serves the panel layout from the metric registry
+// (monitor.PanelGroups): groups of panels, each with the patterns of the
+// names it draws.
+func handlePanels(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, monitor.PanelGroups())
 }
 
 // RunSummary is one entry of /api/runs.

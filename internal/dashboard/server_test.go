@@ -8,9 +8,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kestrel-lm/kestrel/monitor"
 )
 
 func newTestServer(t *testing.T) (*httptest.Server, string) {
@@ -242,5 +245,73 @@ func TestLiveAppendAndPartialLines(t *testing.T) {
 	}
 	if info.BadLines != 1 || !strings.Contains(info.FirstBad, "metrics.jsonl:205") {
 		t.Fatalf("bad line not reported with its number: %d %q", info.BadLines, info.FirstBad)
+	}
+}
+
+// TestPanelsFromRegistry: /api/panels serves the registry's layout, and
+// every name the test run recorded that the registry charts lands in a
+// panel.
+func TestPanelsFromRegistry(t *testing.T) {
+	ts, _ := newTestServer(t)
+	var groups []struct {
+		Title  string `json:"title"`
+		Small  bool   `json:"small"`
+		Panels []struct {
+			ID, Title, Threshold string
+			Match                []string `json:"match"`
+			Split                string   `json:"split"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(get(t, ts.URL+"/api/panels", 200), &groups); err != nil {
+		t.Fatal(err)
+	}
+	if len(groups) == 0 || groups[0].Title != "1 · Held-out loss" {
+		t.Fatalf("groups %+v", groups)
+	}
+	drawn := func(name string) []string {
+		var ids []string
+		for _, g := range groups {
+			for _, p := range g.Panels {
+				for _, e := range p.Match {
+					if regexp.MustCompile(e).MatchString(name) {
+						ids = append(ids, p.ID)
+						break
+					}
+				}
+			}
+		}
+		return ids
+	}
+	for name, want := range map[string]string{"val_loss": "val", "slice_val_loss/web": "val", "train_loss_raw": "train",
+		"lr": "lr", "max_attn_logit/layer2/head0": "maxlogitL", "source_mix_share/code": "mix", "data_wait_s": "steptime"} {
+		if got := drawn(name); len(got) != 1 || got[0] != want {
+			t.Errorf("%s drawn in %v, want [%s]", name, got, want)
+		}
+	}
+	for _, g := range groups {
+		for _, p := range g.Panels {
+			if p.ID == "grad" && p.Threshold != "optim.max_grad_norm" {
+				t.Errorf("grad threshold %q", p.Threshold)
+			}
+			if p.ID == "maxlogitL" {
+				if m := regexp.MustCompile(p.Split).FindStringSubmatch("max_attn_logit/layer3/head1"); len(m) != 2 || m[1] != "3" {
+					t.Errorf("split %q: %v", p.Split, m)
+				}
+			}
+		}
+	}
+	var names []string
+	if err := json.Unmarshal(get(t, ts.URL+"/api/names?run=alpha", 200), &names); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		m, ok := monitor.Lookup(n)
+		charted := m.Panel != ""
+		if n != m.Name {
+			charted = m.VariantPanel != ""
+		}
+		if ok && charted && len(drawn(n)) == 0 {
+			t.Errorf("recorded %s is charted by the registry but in no panel", n)
+		}
 	}
 }

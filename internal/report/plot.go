@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/monitor"
 )
 
 // panel is one PNG of the report: the metrics matching its patterns,
@@ -30,28 +31,21 @@ var palette = []color.RGBA{
 	{201, 42, 42, 255}, {11, 114, 133, 255}, {230, 119, 0, 255}, {92, 124, 250, 255},
 }
 
-func res(exprs ...string) []*regexp.Regexp {
-	out := make([]*regexp.Regexp, len(exprs))
-	for i, e := range exprs {
-		out[i] = regexp.MustCompile(e)
+// panels are the report's plots from the metric registry
+// (monitor.Plots), in order; the loss plot carries the unigram baseline.
+func panels(unigram float64) []panel {
+	var out []panel
+	for _, pl := range monitor.Plots() {
+		p := panel{file: pl.File, title: pl.Title, ylabel: pl.YLabel, logY: pl.LogY, hline: math.NaN()}
+		if pl.Baseline {
+			p.hline, p.hlineLabel = unigram, "unigram baseline"
+		}
+		for _, e := range pl.Match {
+			p.match = append(p.match, regexp.MustCompile(e))
+		}
+		out = append(out, p)
 	}
 	return out
-}
-
-// panels are the seed-000 panels, in order.
-func panels(unigram float64) []panel {
-	return []panel{
-		{file: "loss.png", title: "held-out and train loss", ylabel: "loss (nats/token)", match: res(`^val_loss$`, `^val_loss_ema$`, `^slice_val_loss/`, `^train_loss_ema$`), hline: unigram, hlineLabel: "unigram baseline"},
-		{file: "norms.png", title: "gradient norm (pre-clip) and update norm", ylabel: "L2 norm", match: res(`^grad_global_norm$`, `^update_norm(_pre|_post|_pre_clip|_post_clip)?$`), logY: true, hline: math.NaN()},
-		{file: "lr.png", title: "learning rate", ylabel: "lr", match: res(`^learning_rate$`), hline: math.NaN()},
-		{file: "throughput.png", title: "throughput", ylabel: "tokens / s", match: res(`^tokens_per_sec$`), hline: math.NaN()},
-		{file: "mfu.png", title: "model FLOPs utilisation", ylabel: "MFU", match: res(`^mfu$`), hline: math.NaN()},
-		{file: "attention.png", title: "max attention logit per layer", ylabel: "logit", match: res(`^max_attn_logit/layer\d+$`, `^max_attn_logit$`), hline: math.NaN()},
-		{file: "entropy.png", title: "attention entropy per layer", ylabel: "nats", match: res(`^attn_entropy/layer\d+$`, `^attn_entropy$`), hline: math.NaN()},
-		{file: "mix.png", title: "source mix share", ylabel: "share of sequences", match: res(`^source_mix_share/`), hline: math.NaN()},
-		{file: "probe.png", title: "frozen probe batch: loss and output entropy", ylabel: "nats", match: res(`^fixed_probe_loss$`, `^logit_entropy_probe$`), hline: math.NaN()},
-		{file: "probe_kl.png", title: "output KL to the previous checkpoint (probe batch)", ylabel: "nats", match: res(`^output_kl_to_prev$`), logY: true, hline: math.NaN()},
-	}
 }
 
 func (p panel) names(log *runlog.Log) []string {

@@ -59,6 +59,16 @@ func (r *Record) set(name string, v float64) {
 	r.kvs = append(r.kvs, kv{name: name, num: v})
 }
 
+// EachStr calls fn for every string field of the record (array elements
+// included, as "name/0", "name/1" …), in line order.
+func (r *Record) EachStr(fn func(name, s string)) {
+	for i := range r.kvs {
+		if r.kvs[i].isS {
+			fn(r.kvs[i].name, r.kvs[i].str)
+		}
+	}
+}
+
 // ParseLine parses one JSON object into rec, replacing its contents. It is a
 // small hand-written parser because the dashboard must read 100,000-line
 // files in well under a second; it accepts standard JSON (plus NaN and
@@ -205,7 +215,7 @@ func (p *parser) value(name string) error {
 		switch s {
 		case "NaN", "nan":
 			p.out = append(p.out, kv{name: name, num: math.NaN()})
-		case "Infinity", "inf", "+Inf":
+		case "Infinity", "inf", "Inf", "+Inf":
 			p.out = append(p.out, kv{name: name, num: math.Inf(1)})
 		case "-Infinity", "-inf", "-Inf":
 			p.out = append(p.out, kv{name: name, num: math.Inf(-1)})

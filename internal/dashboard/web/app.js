@@ -2,49 +2,23 @@
 // `make` from npm into vendor/); the Go server provides the JSON API.
 'use strict';
 
-// The seed-000 default panel group, in its order, then the vitals, data and
-// probe panels. Each panel lists the metric names it draws (regexps over the
-// names a run recorded); `split` makes small multiples (one chart per layer).
-const GROUPS = [
-  { title: '1 · Held-out loss', panels: [
-    { id: 'val', title: 'held-out loss', hint: 'overall and per source, raw and EMA weights', match: [/^val_loss$/, /^val_loss_ema$/, /^slice_val_loss(_ema)?\/.+/] },
-    { id: 'gap', title: 'train–val gap and EMA gap', hint: 'val − train; raw − EMA val loss', match: [/^train_val_gap$/, /^ema_gap$/] },
-  ]},
-  { title: '2 · Train loss', panels: [
-    { id: 'train', title: 'train loss', hint: 'raw per step (faint) and smoothed', match: [/^train_loss_raw$/, /^train_loss_ema$/] },
-  ]},
-  { title: '3–4 · Norms', panels: [
-    { id: 'grad', title: 'gradient norm (pre-clip)', hint: 'dashed: clip threshold', match: [/^grad_global_norm$/, /^grad_clip_threshold$/], threshold: 'optim.max_grad_norm' },
-    { id: 'update', title: 'update norm', hint: 'pre- and post-clip; dashed: update-clip threshold', match: [/^update_norm(_pre|_post|_pre_clip|_post_clip)?$/, /^update_clip_threshold$/] },
-    { id: 'u2w', title: 'update / weight', hint: 'relative step size', match: [/^update_to_weight$/] },
-  ]},
-  { title: '5 · Learning rate', panels: [
-    { id: 'lr', title: 'learning rate', hint: 'with schedule phase changes as events', match: [/^learning_rate$/, /^lr$/] },
-  ]},
-  { title: '6 · Throughput', panels: [
-    { id: 'tps', title: 'tokens / s', match: [/^tokens_per_sec$/] },
-    { id: 'steptime', title: 'step time (s)', hint: 'and its decomposition', match: [/^step_time$/, /^step_time\/.+/, /^(data_wait|forward|backward|forward_backward|optimizer|checkpoint|eval)_(s|time|seconds)$/] },
-    { id: 'mfu', title: 'MFU', match: [/^mfu$/] },
-  ]},
-  { title: 'Attention vitals', small: true, panels: [
-    { id: 'maxlogit', title: 'max attention logit', hint: 'worst over layers/heads', match: [/^max_attn_logit$/, /^max_attn_logit_max$/] },
-    { id: 'entropy', title: 'attention entropy (nats)', hint: 'worst (min) over layers/heads', match: [/^attn_entropy$/, /^attn_entropy_min$/] },
-    { id: 'maxlogitL', title: 'max attention logit', match: [/^max_attn_logit\/.+/], split: /^max_attn_logit\/(?:layer)?(\d+)/, splitTitle: 'layer $1' },
-    { id: 'entropyL', title: 'attention entropy', match: [/^attn_entropy\/.+/], split: /^attn_entropy\/(?:layer)?(\d+)/, splitTitle: 'layer $1' },
-    { id: 'resid', title: 'residual RMS per layer', match: [/^residual_rms(\/.+)?$/] },
-    { id: 'outlier', title: 'activation outlier rate (>6σ)', match: [/^activation_outlier_rate(\/.+)?$/] },
-  ]},
-  { title: 'Data', panels: [
-    { id: 'mix', title: 'source mix share', match: [/^source_mix_share\/.+/] },
-    { id: 'stall', title: 'dataloader stall fraction', match: [/^dataloader_stall_frac$/] },
-    { id: 'pad', title: 'pad fraction', match: [/^pad_fraction$/] },
-  ]},
-  { title: 'Probes', panels: [
-    { id: 'probe', title: 'fixed-probe loss', match: [/^fixed_probe_loss(_ema)?$/] },
-    { id: 'kl', title: 'output KL to previous checkpoint', match: [/^output_kl_to_prev$/] },
-    { id: 'probeent', title: 'probe logit entropy / top-k mass', match: [/^logit_entropy_probe$/, /^topk_mass_probe$/] },
-  ]},
-];
+// The panel layout comes from the metric registry (GET /api/panels): the
+// seed-000 default panel group in its order, then the vitals, data and probe
+// panels. Each panel lists the metric names it draws (regexps over the names
+// a run recorded); `split` makes small multiples (one chart per layer).
+let GROUPS = [];
+async function loadPanels() {
+  const groups = await api('/api/panels');
+  GROUPS = groups.map((g) => ({
+    ...g,
+    panels: g.panels.map((p) => ({
+      ...p,
+      match: (p.match || []).map((s) => new RegExp(s)),
+      split: p.split ? new RegExp(p.split) : null,
+      splitTitle: p.split_title || 'layer $1',
+    })),
+  }));
+}
 
 const COLORS = ['#2f6fde', '#d9480f', '#2b8a3e', '#862e9c', '#c92a2a', '#0b7285', '#e67700', '#5c7cfa', '#a61e4d', '#495057'];
 const EVENT_STYLE = {
@@ -531,7 +505,7 @@ function init() {
   $('#tabRun').addEventListener('click', () => setTab('run'));
   $('#detailClose').addEventListener('click', () => { $('#detail').hidden = true; });
   window.addEventListener('resize', () => { clearTimeout(window._rt); window._rt = setTimeout(render, 200); });
-  loadRuns().then(() => { setTab(state.tab); return refreshAll(); }).catch((e) => showMsg(String(e.message || e)));
+  Promise.all([loadPanels(), loadRuns()]).then(() => { setTab(state.tab); return refreshAll(); }).catch((e) => showMsg(String(e.message || e)));
 }
 
 init();

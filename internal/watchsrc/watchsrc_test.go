@@ -1,4 +1,4 @@
-package monitor
+package watchsrc
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/monitor"
 )
 
 // writeForeignJSONL writes a run from "another trainer" (its own field
@@ -43,20 +46,20 @@ func TestWatchForeignJSONL(t *testing.T) {
 		t.Fatalf("format %q %v", f, err)
 	}
 	m := newTestMonitor(t, testConfig(), "")
-	var got []Alert
-	err := Watch(context.Background(), path, SourceOptions{Map: foreignMap}, m, func(a Alert) { got = append(got, a) })
+	var got []monitor.Alert
+	err := Watch(context.Background(), path, Options{Map: foreignMap}, m, func(a monitor.Alert) { got = append(got, a) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := rulesFired(got)
-	if a, ok := f[RuleLossSpike]; !ok || a.Step != 200 || !strings.Contains(a.Message, "web") {
-		t.Errorf("spike: %+v", f[RuleLossSpike])
+	if a, ok := f[monitor.RuleLossSpike]; !ok || a.Step != 200 || !strings.Contains(a.Message, "web") {
+		t.Errorf("spike: %+v", f[monitor.RuleLossSpike])
 	}
-	if a, ok := f[RuleNaNInf]; !ok || a.Step != 300 || a.Severity != SEV0 {
-		t.Errorf("nan: %+v", f[RuleNaNInf])
+	if a, ok := f[monitor.RuleNaNInf]; !ok || a.Step != 300 || a.Severity != monitor.SEV0 {
+		t.Errorf("nan: %+v", f[monitor.RuleNaNInf])
 	}
-	if a, ok := f[RuleSpikeVerdict]; !ok || a.Verdict != VerdictRecoverable {
-		t.Errorf("verdict: %+v", f[RuleSpikeVerdict])
+	if a, ok := f[monitor.RuleSpikeVerdict]; !ok || a.Verdict != monitor.VerdictRecoverable {
+		t.Errorf("verdict: %+v", f[monitor.RuleSpikeVerdict])
 	}
 }
 
@@ -68,10 +71,10 @@ func TestWatchFollow(t *testing.T) {
 	m := newTestMonitor(t, testConfig(), "")
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
-	var got []Alert
+	var got []monitor.Alert
 	done := make(chan error)
 	go func() {
-		done <- Watch(ctx, path, SourceOptions{Map: foreignMap, Follow: true, Poll: 10 * time.Millisecond}, m, func(a Alert) {
+		done <- Watch(ctx, path, Options{Map: foreignMap, Follow: true, Poll: 10 * time.Millisecond}, m, func(a monitor.Alert) {
 			mu.Lock()
 			got = append(got, a)
 			mu.Unlock()
@@ -82,7 +85,7 @@ func TestWatchFollow(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		mu.Lock()
-		_, ok := rulesFired(got)[RuleNaNInf]
+		_, ok := rulesFired(got)[monitor.RuleNaNInf]
 		mu.Unlock()
 		if ok {
 			break
@@ -94,10 +97,10 @@ func TestWatchFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := rulesFired(got)
-	if _, ok := f[RuleNaNInf]; !ok {
+	if _, ok := f[monitor.RuleNaNInf]; !ok {
 		t.Fatalf("follow mode missed the NaN: %+v", got)
 	}
-	if _, ok := f[RuleLossSpike]; !ok {
+	if _, ok := f[monitor.RuleLossSpike]; !ok {
 		t.Fatalf("follow mode missed the spike")
 	}
 }
@@ -106,7 +109,7 @@ func TestWatchBadLineNamesFileAndLine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "log.jsonl")
 	os.WriteFile(path, []byte("{\"step\": 1, \"train_loss_raw\": 2}\n{\"step\": 2, oops}\n"), 0o644)
 	m := newTestMonitor(t, testConfig(), "")
-	err := Watch(context.Background(), path, SourceOptions{}, m, nil)
+	err := Watch(context.Background(), path, Options{}, m, nil)
 	if err == nil || !strings.Contains(err.Error(), "log.jsonl:2") {
 		t.Fatalf("error %v", err)
 	}
@@ -116,7 +119,7 @@ func TestWatchTFEventsAndStore(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig()
 	cfg.SQLite, cfg.TensorBoard = true, true
-	m, err := New(cfg, Options{RunDir: dir, Logger: quietLogger()})
+	m, err := monitor.New(cfg, monitor.Options{RunDir: dir, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,11 +139,11 @@ func TestWatchTFEventsAndStore(t *testing.T) {
 			t.Errorf("%s detected as %s", src.path, f)
 		}
 		m2 := newTestMonitor(t, testConfig(), "")
-		var got []Alert
-		if err := Watch(context.Background(), src.path, SourceOptions{Format: src.format}, m2, func(a Alert) { got = append(got, a) }); err != nil {
+		var got []monitor.Alert
+		if err := Watch(context.Background(), src.path, Options{Format: src.format}, m2, func(a monitor.Alert) { got = append(got, a) }); err != nil {
 			t.Fatal(err)
 		}
-		if a, ok := rulesFired(got)[RuleLossSpike]; !ok || a.Step != 200 {
+		if a, ok := rulesFired(got)[monitor.RuleLossSpike]; !ok || a.Step != 200 {
 			t.Errorf("%s: spike not found: %+v", src.format, got)
 		}
 	}
@@ -162,7 +165,7 @@ func TestWatchFollowsRewrittenFile(t *testing.T) {
 	var steps []int64
 	done := make(chan error)
 	go func() {
-		done <- ReadSource(ctx, path, SourceOptions{Follow: true, Poll: 5 * time.Millisecond}, func(s Sample) error {
+		done <- Read(ctx, path, Options{Follow: true, Poll: 5 * time.Millisecond}, func(s monitor.Sample) error {
 			mu.Lock()
 			steps = append(steps, s.Step)
 			mu.Unlock()
@@ -194,5 +197,55 @@ func TestWatchFollowsRewrittenFile(t *testing.T) {
 	want := "[1 2 3 4 5 6 7 8 9 10 11 12]"
 	if got := fmt.Sprint(steps); got != want {
 		t.Fatalf("steps %s, want %s", got, want)
+	}
+}
+
+// TestParseLine: one line's fields under kestrel names — renamed,
+// nested objects flattened with "/", Python's non-finite literals, batch
+// arrays as lists, axis fields out of the values.
+func TestParseLine(t *testing.T) {
+	tests := []struct {
+		name, line string
+		m          map[string]string
+		want       string // fmt of step, tokens, unix time, sorted values, batch
+		ok         bool
+	}{
+		{name: "renamed and nested", line: `{"iter": 5, "loss": 2.5, "optim": {"grad_norm": 0.25}, "tokens": 640}`,
+			m: map[string]string{"step": "iter", "train_loss_raw": "loss", "grad_global_norm": "optim/grad_norm"}, ok: true,
+			want: "5 640 0 map[grad_global_norm:0.25 train_loss_raw:2.5] <nil>"},
+		{name: "python literals", line: `{"step": 2, "a": NaN, "b": -Infinity, "c": "Inf", "d": true, "phase": "warmup"}`, ok: true,
+			want: "2 0 0 map[a:NaN b:-Inf c:+Inf d:1] <nil>"},
+		{name: "batch lists", line: `{"step": 3, "x": 1, "docs": [9, "d1", 7], "batch_sources": ["web", "code"], "ids": ["i0"]}`,
+			m: map[string]string{"doc_ids": "docs"}, ok: true,
+			want: "3 0 0 map[x:1] &{[i0] [web code] [9 d1 7]}"},
+		{name: "numeric arrays flatten like the dashboard", line: `{"step": 4, "lr": [0.5, 0.25]}`, ok: true,
+			want: "4 0 0 map[lr/0:0.5 lr/1:0.25] <nil>"},
+		{name: "time and no step", line: `{"time": 1700000000.5, "x": 1, "steps_seen": 9}`, ok: true,
+			want: "9 0 1700000000 map[steps_seen:9 x:1] <nil>"},
+		{name: "rfc3339 time, line as step", line: `{"timestamp": "2026-11-21T12:00:00Z", "x": 1}`, ok: true,
+			want: "7 0 1795262400 map[x:1] <nil>"},
+		{name: "no values", line: `{"step": 1, "phase": "warmup"}`, want: "1 0 0 map[] <nil>"},
+	}
+	for _, tc := range tests {
+		s, ok, err := parseLine([]byte(tc.line), runlog.NewRecord(), newMapper(tc.m), 7)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		var unix int64
+		if !s.Time.IsZero() {
+			unix = s.Time.Unix()
+		}
+		var batch any = s.Batch
+		if s.Batch == nil {
+			batch = nil
+		}
+		got := fmt.Sprint(s.Step, " ", s.Tokens, " ", unix, " ", s.Values, " ", batch)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: got %s (ok %v), want %s (ok %v)", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+	if _, _, err := parseLine([]byte(`{"a": }`), runlog.NewRecord(), newMapper(nil), 3); err == nil || !strings.Contains(err.Error(), "offset 6") {
+		t.Errorf("bad line error %v", err)
 	}
 }

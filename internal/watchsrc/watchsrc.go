@@ -1,9 +1,13 @@
-package monitor
+// Package watchsrc reads the metrics of runs kestrel did not train — a
+// kestrel run directory, a JSONL file from any trainer, TensorBoard event
+// files — as monitor samples, for `kestrel watch`. JSON lines are parsed and
+// flattened by runlog (the dashboard's parser); event files are decoded by
+// tfevents.
+package watchsrc
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,9 +18,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/internal/tfevents"
+	"github.com/kestrel-lm/kestrel/monitor"
 )
 
-// Source formats ReadSource understands.
+// Source formats Read understands.
 const (
 	FormatAuto     = "auto"
 	FormatKestrel  = "kestrel"  // a kestrel run directory (metrics.jsonl, else metrics.sqlite)
@@ -24,12 +32,13 @@ const (
 	FormatTFEvents = "tfevents" // TensorBoard event files (a file or a directory of them)
 )
 
-// SourceOptions say how to read another trainer's metrics.
-type SourceOptions struct {
+// Options say how to read another trainer's metrics.
+type Options struct {
 	Format string
 	// Map renames fields: kestrel name -> field name in the source, e.g.
 	// {"train_loss_raw": "loss", "step": "iter", "tokens_seen": "tokens"}.
-	// Unmapped fields keep their names; nested objects flatten with "/".
+	// Unmapped fields keep their names; nested objects and arrays flatten
+	// with "/" (as in the dashboard).
 	Map map[string]string
 	// Follow keeps reading as the source grows until ctx is cancelled.
 	Follow bool
@@ -51,12 +60,12 @@ func DetectFormat(path string) (string, error) {
 				return FormatKestrel, nil
 			}
 		}
-		if fs, _ := filepath.Glob(filepath.Join(path, "events.out.tfevents.*")); len(fs) > 0 {
+		if fs, _ := filepath.Glob(filepath.Join(path, tfevents.FilePrefix+"*")); len(fs) > 0 {
 			return FormatTFEvents, nil
 		}
 		return "", fmt.Errorf("watch: %s: no metrics.jsonl, metrics.sqlite or events.out.tfevents.* in the directory", path)
 	}
-	if strings.HasPrefix(filepath.Base(path), "events.out.tfevents.") {
+	if strings.HasPrefix(filepath.Base(path), tfevents.FilePrefix) {
 		return FormatTFEvents, nil
 	}
 	if strings.HasSuffix(path, ".sqlite") {
@@ -65,10 +74,10 @@ func DetectFormat(path string) (string, error) {
 	return FormatJSONL, nil
 }
 
-// ReadSource reads samples from path and calls fn for each, in step order
-// within each file. In follow mode it keeps polling the (JSONL or
-// TensorBoard) source for appended records until ctx is done.
-func ReadSource(ctx context.Context, path string, opts SourceOptions, fn func(Sample) error) error {
+// Read reads samples from path and calls fn for each, in step order within
+// each file. In follow mode it keeps polling the (JSONL or TensorBoard)
+// source for appended records until ctx is done.
+func Read(ctx context.Context, path string, opts Options, fn func(monitor.Sample) error) error {
 	format := opts.Format
 	if format == "" || format == FormatAuto {
 		f, err := DetectFormat(path)
@@ -93,7 +102,7 @@ func ReadSource(ctx context.Context, path string, opts SourceOptions, fn func(Sa
 			}
 			path = filepath.Join(path, "metrics.sqlite")
 		}
-		samples, _, err := ReadStore(path)
+		samples, _, err := monitor.ReadStore(path)
 		if err != nil {
 			return err
 		}
@@ -106,9 +115,32 @@ func ReadSource(ctx context.Context, path string, opts SourceOptions, fn func(Sa
 	case FormatJSONL:
 		return readJSONL(ctx, path, opts, m, fn)
 	case FormatTFEvents:
-		return readTFEventsSource(ctx, path, opts, m, fn)
+		return readTFEvents(ctx, path, opts, m, fn)
 	}
 	return fmt.Errorf("watch: unknown format %q (want auto, kestrel, jsonl or tfevents)", format)
+}
+
+// Watch feeds every sample of path to m and calls onAlert for each alert
+// (including the verdicts of spikes still pending at the end of a
+// non-follow read).
+func Watch(ctx context.Context, path string, opts Options, m *monitor.Monitor, onAlert func(monitor.Alert)) error {
+	err := Read(ctx, path, opts, func(s monitor.Sample) error {
+		for _, a := range m.Observe(s) {
+			if onAlert != nil {
+				onAlert(a)
+			}
+		}
+		return ctx.Err()
+	})
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	for _, a := range m.Flush() {
+		if onAlert != nil {
+			onAlert(a)
+		}
+	}
+	return err
 }
 
 // mapper turns source field names into kestrel names.
@@ -136,15 +168,77 @@ var (
 	tokenNames  = []string{"tokens_seen", "tokens"}
 	timeNames   = []string{"time", "wall_time", "timestamp", "unix_time"}
 	batchFields = map[string]bool{"batch_ids": true, "ids": true, "sources": true, "batch_sources": true, "doc_ids": true}
+	// axisNames are read into Sample.Step/Tokens/Time, not Values.
+	axisNames = map[string]bool{"step": true, "iter": true, "iteration": true, "global_step": true, "tokens": true, "time": true, "wall_time": true, "timestamp": true, "unix_time": true}
 )
 
-// sampleFromFields builds a Sample from flattened numeric and string-list
-// fields (already renamed).
-func sampleFromFields(nums map[string]float64, lists map[string][]string, strs map[string]string, line int) (Sample, bool) {
-	s := Sample{Values: map[string]float64{}}
+// fields is one line's flattened fields under kestrel names.
+type fields struct {
+	nums  map[string]float64
+	strs  map[string]string
+	lists map[string][]listItem // batch fields: the array's elements
+}
+
+type listItem struct {
+	i int
+	s string
+}
+
+// batchElem splits "doc_ids/3" into the batch field it belongs to (after
+// renaming) and the element index.
+func (m *mapper) batchElem(name string) (string, int, bool) {
+	j := strings.LastIndexByte(name, '/')
+	if j < 0 {
+		return "", 0, false
+	}
+	i, err := strconv.Atoi(name[j+1:])
+	if err != nil || i < 0 {
+		return "", 0, false
+	}
+	field := m.name(name[:j])
+	return field, i, batchFields[field]
+}
+
+// collect renames the record's flattened fields. Elements of the batch
+// arrays (sources, doc_ids, batch_ids …) become lists, not values.
+func (f *fields) collect(rec *runlog.Record, m *mapper) {
+	f.nums, f.strs, f.lists = map[string]float64{}, map[string]string{}, map[string][]listItem{}
+	rec.Each(func(name string, v float64) {
+		if field, i, ok := m.batchElem(name); ok {
+			f.lists[field] = append(f.lists[field], listItem{i, strconv.FormatFloat(v, 'f', -1, 64)})
+			return
+		}
+		f.nums[m.name(name)] = v
+	})
+	rec.EachStr(func(name, s string) {
+		if field, i, ok := m.batchElem(name); ok {
+			f.lists[field] = append(f.lists[field], listItem{i, s})
+			return
+		}
+		f.strs[m.name(name)] = s
+	})
+}
+
+func (f *fields) list(name string) []string {
+	items := f.lists[name]
+	if items == nil {
+		return nil
+	}
+	sort.SliceStable(items, func(a, b int) bool { return items[a].i < items[b].i })
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.s
+	}
+	return out
+}
+
+// sample builds a Sample from one line's fields; line numbers the steps of
+// a source without a step field.
+func (f *fields) sample(line int) (monitor.Sample, bool) {
+	s := monitor.Sample{Values: map[string]float64{}}
 	hasStep := false
 	for _, n := range stepNames {
-		if v, ok := nums[n]; ok && finite(v) {
+		if v, ok := f.nums[n]; ok && finite(v) {
 			s.Step, hasStep = int64(v), true
 			break
 		}
@@ -153,150 +247,58 @@ func sampleFromFields(nums map[string]float64, lists map[string][]string, strs m
 		s.Step = int64(line)
 	}
 	for _, n := range tokenNames {
-		if v, ok := nums[n]; ok && finite(v) {
+		if v, ok := f.nums[n]; ok && finite(v) {
 			s.Tokens = int64(v)
 			break
 		}
 	}
 	for _, n := range timeNames {
-		if v, ok := nums[n]; ok && finite(v) && v > 1e8 {
+		if v, ok := f.nums[n]; ok && finite(v) && v > 1e8 {
 			sec, frac := math.Modf(v)
 			s.Time = time.Unix(int64(sec), int64(frac*1e9))
 			break
 		}
-		if v, ok := strs[n]; ok {
+		if v, ok := f.strs[n]; ok {
 			if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 				s.Time = t
 				break
 			}
 		}
 	}
-	skip := map[string]bool{"step": true, "iter": true, "iteration": true, "global_step": true, "tokens": true, "time": true, "wall_time": true, "timestamp": true, "unix_time": true}
-	for k, v := range nums {
-		if !skip[k] {
+	for k, v := range f.nums {
+		if !axisNames[k] {
 			s.Values[k] = v
 		}
 	}
-	if len(lists) > 0 {
-		b := &Batch{IDs: lists["batch_ids"], Sources: lists["sources"], DocIDs: lists["doc_ids"]}
+	if len(f.lists) > 0 {
+		b := &monitor.Batch{IDs: f.list("batch_ids"), Sources: f.list("sources"), DocIDs: f.list("doc_ids")}
 		if b.IDs == nil {
-			b.IDs = lists["ids"]
+			b.IDs = f.list("ids")
 		}
 		if b.Sources == nil {
-			b.Sources = lists["batch_sources"]
+			b.Sources = f.list("batch_sources")
 		}
 		s.Batch = b
 	}
 	return s, len(s.Values) > 0
 }
 
-// sanitizeJSON rewrites the non-standard NaN, Infinity and -Infinity
-// literals (as Python's json writes them) into strings Go can decode.
-func sanitizeJSON(b []byte) []byte {
-	if !bytes.Contains(b, []byte("NaN")) && !bytes.Contains(b, []byte("Infinity")) {
-		return b
-	}
-	var out []byte
-	inStr, esc := false, false
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if inStr {
-			out = append(out, c)
-			if esc {
-				esc = false
-			} else if c == '\\' {
-				esc = true
-			} else if c == '"' {
-				inStr = false
-			}
-			continue
-		}
-		switch {
-		case c == '"':
-			inStr = true
-			out = append(out, c)
-		case bytes.HasPrefix(b[i:], []byte("NaN")):
-			out = append(out, `"NaN"`...)
-			i += 2
-		case bytes.HasPrefix(b[i:], []byte("-Infinity")):
-			out = append(out, `"-Inf"`...)
-			i += 8
-		case bytes.HasPrefix(b[i:], []byte("Infinity")):
-			out = append(out, `"+Inf"`...)
-			i += 7
-		default:
-			out = append(out, c)
-		}
-	}
-	return out
-}
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-func flatten(prefix string, v any, m *mapper, nums map[string]float64, lists map[string][]string, strs map[string]string) {
-	switch x := v.(type) {
-	case float64:
-		nums[m.name(prefix)] = x
-	case bool:
-		if x {
-			nums[m.name(prefix)] = 1
-		} else {
-			nums[m.name(prefix)] = 0
-		}
-	case string:
-		switch x {
-		case "NaN", "nan":
-			nums[m.name(prefix)] = math.NaN()
-		case "+Inf", "Inf", "inf", "Infinity":
-			nums[m.name(prefix)] = math.Inf(1)
-		case "-Inf", "-inf", "-Infinity":
-			nums[m.name(prefix)] = math.Inf(-1)
-		default:
-			strs[m.name(prefix)] = x
-		}
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			name := k
-			if prefix != "" {
-				name = prefix + "/" + k
-			}
-			flatten(name, x[k], m, nums, lists, strs)
-		}
-	case []any:
-		name := m.name(prefix)
-		if batchFields[name] {
-			for _, e := range x {
-				switch y := e.(type) {
-				case string:
-					lists[name] = append(lists[name], y)
-				case float64:
-					lists[name] = append(lists[name], strconv.FormatFloat(y, 'f', -1, 64))
-				}
-			}
-		}
+// parseLine decodes one metrics line into rec and builds its sample under
+// kestrel names; line numbers the steps of a source without a step field.
+// The bool is false for a line with no metric values.
+func parseLine(b []byte, rec *runlog.Record, m *mapper, line int) (monitor.Sample, bool, error) {
+	if err := runlog.ParseLine(b, rec); err != nil {
+		return monitor.Sample{}, false, err
 	}
-}
-
-// ParseJSONLLine decodes one metrics line (file and line name errors).
-func ParseJSONLLine(b []byte, m map[string]string, file string, line int) (Sample, bool, error) {
-	var obj map[string]any
-	if err := json.Unmarshal(sanitizeJSON(b), &obj); err != nil {
-		return Sample{}, false, fmt.Errorf("%s:%d: %w", file, line, err)
-	}
-	return parseObj(obj, newMapper(m), line)
-}
-
-func parseObj(obj map[string]any, m *mapper, line int) (Sample, bool, error) {
-	nums, lists, strs := map[string]float64{}, map[string][]string{}, map[string]string{}
-	flatten("", obj, m, nums, lists, strs)
-	s, ok := sampleFromFields(nums, lists, strs, line)
+	var f fields
+	f.collect(rec, m)
+	s, ok := f.sample(line)
 	return s, ok, nil
 }
 
-func readJSONL(ctx context.Context, path string, opts SourceOptions, m *mapper, fn func(Sample) error) error {
+func readJSONL(ctx context.Context, path string, opts Options, m *mapper, fn func(monitor.Sample) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("watch: %w", err)
@@ -304,6 +306,7 @@ func readJSONL(ctx context.Context, path string, opts SourceOptions, m *mapper, 
 	defer func() { f.Close() }()
 	var pending []byte
 	buf := make([]byte, 1<<20)
+	rec := runlog.NewRecord()
 	line := 0
 	lastStep, skipUpTo := int64(0), int64(math.MinInt64)
 	for {
@@ -321,11 +324,10 @@ func readJSONL(ctx context.Context, path string, opts SourceOptions, m *mapper, 
 				if len(body) == 0 {
 					continue
 				}
-				var obj map[string]any
-				if jerr := json.Unmarshal(sanitizeJSON(body), &obj); jerr != nil {
-					return fmt.Errorf("%s:%d: %w", path, line, jerr)
+				s, ok, perr := parseLine(body, rec, m, line)
+				if perr != nil {
+					return fmt.Errorf("%s:%d: %w", path, line, perr)
 				}
-				s, ok, _ := parseObj(obj, m, line)
 				if !ok || s.Step <= skipUpTo {
 					continue // a rewritten file's lines already fed
 				}
@@ -366,18 +368,18 @@ func readJSONL(ctx context.Context, path string, opts SourceOptions, m *mapper, 
 	}
 }
 
-// readTFEventsSource reads TensorBoard event files, merging events of the
-// same step into one Sample.
-func readTFEventsSource(ctx context.Context, path string, opts SourceOptions, m *mapper, fn func(Sample) error) error {
+// readTFEvents reads TensorBoard event files, merging events of the same
+// step into one Sample.
+func readTFEvents(ctx context.Context, path string, opts Options, m *mapper, fn func(monitor.Sample) error) error {
 	files := []string{path}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		files, _ = filepath.Glob(filepath.Join(path, "events.out.tfevents.*"))
+		files, _ = filepath.Glob(filepath.Join(path, tfevents.FilePrefix+"*"))
 		sort.Strings(files)
 		if len(files) == 0 {
 			return fmt.Errorf("watch: %s: no events.out.tfevents.* files", path)
 		}
 	}
-	var cur *Sample
+	var cur *monitor.Sample
 	emit := func() error {
 		if cur == nil || len(cur.Values) == 0 {
 			cur = nil
@@ -398,13 +400,13 @@ func readTFEventsSource(ctx context.Context, path string, opts SourceOptions, m 
 				return fmt.Errorf("watch: %w", err)
 			}
 			off := offsets[file]
-			recs, rerr := ReadTFRecords(bytes.NewReader(b[off:]))
+			recs, rerr := tfevents.ReadRecords(bytes.NewReader(b[off:]))
 			if rerr != nil && !(opts.Follow && errors.Is(rerr, io.ErrUnexpectedEOF)) {
 				return fmt.Errorf("watch: %s: %w", file, rerr)
 			}
 			for _, r := range recs {
-				off += int64(len(r)) + 16
-				e, err := UnmarshalTFEvent(r)
+				off += int64(len(r)) + tfevents.RecordOverhead
+				e, err := tfevents.Unmarshal(r)
 				if err != nil {
 					return fmt.Errorf("watch: %s: byte %d: %w", file, off, err)
 				}
@@ -418,7 +420,7 @@ func readTFEventsSource(ctx context.Context, path string, opts SourceOptions, m 
 				}
 				if cur == nil {
 					sec, frac := math.Modf(e.WallTime)
-					cur = &Sample{Step: e.Step, Time: time.Unix(int64(sec), int64(frac*1e9)), Values: map[string]float64{}}
+					cur = &monitor.Sample{Step: e.Step, Time: time.Unix(int64(sec), int64(frac*1e9)), Values: map[string]float64{}}
 				}
 				for _, sc := range e.Scalars {
 					cur.Values[m.name(sc.Tag)] = float64(sc.Value)
@@ -435,27 +437,4 @@ func readTFEventsSource(ctx context.Context, path string, opts SourceOptions, m 
 		case <-time.After(opts.Poll):
 		}
 	}
-}
-
-// Watch feeds every sample of path to m and calls onAlert for each alert
-// (including the verdicts of spikes still pending at the end of a
-// non-follow read).
-func Watch(ctx context.Context, path string, opts SourceOptions, m *Monitor, onAlert func(Alert)) error {
-	err := ReadSource(ctx, path, opts, func(s Sample) error {
-		for _, a := range m.Observe(s) {
-			if onAlert != nil {
-				onAlert(a)
-			}
-		}
-		return ctx.Err()
-	})
-	if errors.Is(err, context.Canceled) {
-		err = nil
-	}
-	for _, a := range m.Flush() {
-		if onAlert != nil {
-			onAlert(a)
-		}
-	}
-	return err
 }
