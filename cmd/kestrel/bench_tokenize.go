@@ -89,7 +89,7 @@ repetition counts. Documents are split over the threads.`,
 					return fmt.Errorf("bench tokenize: tiktoken-go doc %d: %w", i, err)
 				}
 				got := tok.Encode(d)
-				if len(got) != len(want) || !slices.EqualFunc(got, want, func(a uint32, b uint) bool { return uint(a) == b }) {
+				if len(got) != len(want) || !slices.EqualFunc(got, want, func(a int32, b uint) bool { return uint(a) == b }) {
 					return fmt.Errorf("bench tokenize: document %d encodes differently from tiktoken-go", i)
 				}
 			}
@@ -153,7 +153,7 @@ repetition counts. Documents are split over the threads.`,
 						return err
 					}
 					d, n = run(th, func(int) func(string) int {
-						var buf []uint32
+						var buf []int32
 						return func(s string) int { buf = fresh.AppendEncode(buf[:0], s); return len(buf) }
 					})
 					if kBest == 0 || d < kBest {

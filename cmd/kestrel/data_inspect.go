@@ -76,11 +76,7 @@ All shards read are verified against their sha256.`,
 					if err != nil {
 						return err
 					}
-					ids := make([]uint32, len(toks))
-					for j, t := range toks {
-						ids[j] = uint32(t)
-					}
-					text := tok.DecodeString(ids)
+					text := tok.DecodeString(toks)
 					if maxChars > 0 && len([]rune(text)) > maxChars {
 						text = string([]rune(text)[:maxChars]) + " …"
 					}

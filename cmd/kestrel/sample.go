@@ -212,29 +212,16 @@ func datasetCodec(run string, st train.State) (sampleCodec, error) {
 	}
 	var man struct {
 		Separator   string `json:"separator"`
-		SeparatorID uint32 `json:"separator_id"`
+		SeparatorID int32  `json:"separator_id"`
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "manifest.json")); err == nil && json.Unmarshal(b, &man) == nil && man.Separator != "" {
 		start = man.SeparatorID
 	}
 	return sampleCodec{
-		encode: func(s string) ([]int32, error) {
-			ids := tok.Encode(s)
-			out := make([]int32, len(ids))
-			for i, id := range ids {
-				out[i] = int32(id)
-			}
-			return out, nil
-		},
-		decode: func(ids []int32) string {
-			u := make([]uint32, len(ids))
-			for i, id := range ids {
-				u[i] = uint32(id)
-			}
-			return tok.DecodeString(u)
-		},
-		start: []int32{int32(start)},
-		vocab: tok.VocabSize(),
+		encode: func(s string) ([]int32, error) { return tok.Encode(s), nil },
+		decode: tok.DecodeString,
+		start:  []int32{start},
+		vocab:  tok.VocabSize(),
 	}, nil
 }
 

@@ -123,12 +123,12 @@ func tokDatasetTexts(dir string, yield func(string) bool, errp *error) bool {
 				*errp = err
 				return false
 			}
-			ids := make([]uint32, 0, len(doc))
+			ids := make([]int32, 0, len(doc))
 			for _, id := range doc {
-				if !tok.ValidID(uint32(id)) || isSpecial(tok, uint32(id)) {
+				if !tok.ValidID(id) || tok.IsAdded(id) {
 					continue
 				}
-				ids = append(ids, uint32(id))
+				ids = append(ids, id)
 			}
 			if !yield(tok.DecodeString(ids)) {
 				return false
@@ -136,12 +136,6 @@ func tokDatasetTexts(dir string, yield func(string) bool, errp *error) bool {
 		}
 	}
 	return true
-}
-
-func isSpecial(tok *tokenizer.Tokenizer, id uint32) bool {
-	b, _ := tok.Token(id)
-	sid, ok := tok.SpecialID(string(b))
-	return ok && sid == id
 }
 
 func tokFileTexts(path string, yield func(string) bool, errp *error) bool {
@@ -322,7 +316,7 @@ with --json) for the whole input, or one JSON array per input line with
 	return cmd
 }
 
-func writeIDs(w *bufio.Writer, ids []uint32, asJSON bool) {
+func writeIDs(w *bufio.Writer, ids []int32, asJSON bool) {
 	if asJSON {
 		w.WriteByte('[')
 	}
@@ -334,7 +328,7 @@ func writeIDs(w *bufio.Writer, ids []uint32, asJSON bool) {
 				w.WriteByte(' ')
 			}
 		}
-		w.WriteString(strconv.FormatUint(uint64(id), 10))
+		w.WriteString(strconv.FormatInt(int64(id), 10))
 	}
 	if asJSON {
 		w.WriteByte(']')
@@ -363,7 +357,7 @@ input is whitespace-separated ids decoded as one text.`,
 				lineNo++
 				s := strings.TrimSpace(line)
 				if strings.HasPrefix(s, "[") {
-					var ids []uint32
+					var ids []int32
 					if err := json.Unmarshal([]byte(s), &ids); err != nil {
 						return fmt.Errorf("tokenizer decode: stdin line %d: %w", lineNo, err)
 					}
@@ -373,13 +367,13 @@ input is whitespace-separated ids decoded as one text.`,
 					w.Write(tok.Decode(ids))
 					w.WriteByte('\n')
 				} else if s != "" {
-					var ids []uint32
+					var ids []int32
 					for _, f := range strings.Fields(s) {
-						v, err := strconv.ParseUint(f, 10, 32)
+						v, err := strconv.ParseInt(f, 10, 32)
 						if err != nil {
 							return fmt.Errorf("tokenizer decode: stdin line %d: id %q: %w", lineNo, f, err)
 						}
-						ids = append(ids, uint32(v))
+						ids = append(ids, int32(v))
 					}
 					if err := checkIDs(tok, ids, lineNo); err != nil {
 						return err
@@ -399,7 +393,7 @@ input is whitespace-separated ids decoded as one text.`,
 	return cmd
 }
 
-func checkIDs(tok *tokenizer.Tokenizer, ids []uint32, line int) error {
+func checkIDs(tok *tokenizer.Tokenizer, ids []int32, line int) error {
 	for _, id := range ids {
 		if !tok.ValidID(id) {
 			return fmt.Errorf("tokenizer decode: stdin line %d: id %d is not in the vocabulary (%d)", line, id, tok.VocabSize())
@@ -442,7 +436,7 @@ use (share of ids that occur).`,
 			var st TokStats
 			used := make([]bool, tok.VocabSize())
 			var readErr error
-			var ids []uint32
+			var ids []int32
 			for text := range tokTexts(args, &readErr) {
 				st.Bytes += int64(len(text))
 				ids = tok.AppendEncode(ids[:0], text)
