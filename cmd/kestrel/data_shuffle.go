@@ -9,24 +9,12 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/data/loader/shufflereport"
 )
 
-// shuffleOpts are the flags of `kestrel data shuffle-report`.
-type shuffleOpts struct {
-	dataset   string
-	perms     string
-	synthetic bool
-	items     int64
-	blocks    int
-	steps     int
-	batch     int
-	stride    int64
-	by        string
-	lags      int
-	out       string
-	json      bool
-}
-
 func newDataShuffleReportCmd() *cobra.Command {
-	var o shuffleOpts
+	var (
+		ro                      shufflereport.Options
+		dataset, perms, by, out string
+		synthetic, asJSON       bool
+	)
 	cmd := &cobra.Command{
 		Use:   "shuffle-report (--dataset D | --synthetic) [--permutation feistel,feistel-mix,lcg] [--out report.png]",
 		Short: "measure batch composition over steps for the Feistel or LCG permutation, with a PNG plot",
@@ -54,36 +42,36 @@ per permutation. Marin's phases: --synthetic --lcg-stride 3.`,
 	}
 	cf := addConfigFlags(cmd, "run config (TOML) for --dataset mode: data mixture, model.seq_len, run.seed")
 	f := cmd.Flags()
-	f.StringVar(&o.dataset, "dataset", "", "prepared dataset directory (default data.path of the config)")
-	f.StringVar(&o.perms, "permutation", "feistel,feistel-mix,lcg", "permutations to compare, comma-separated: feistel | feistel-mix | lcg")
-	f.BoolVar(&o.synthetic, "synthetic", false, "use synthetic topic-sorted data instead of a dataset")
-	f.Int64Var(&o.items, "items", 1_000_003, "synthetic: number of items")
-	f.IntVar(&o.blocks, "blocks", 16, "blocks (topics) the stored order is cut into; with --by source, unused")
-	f.IntVar(&o.steps, "steps", 2000, "steps (batches) to measure")
-	f.IntVar(&o.batch, "batch", 32, "sequences per batch")
-	f.Int64Var(&o.stride, "lcg-stride", 0, "LCG multiplier (0 = data.lcg_stride, and if that is 0 drawn from the seed)")
-	f.StringVar(&o.by, "by", "block", "dataset mode: label rows by block (of each source's stored order) or source")
-	f.IntVar(&o.lags, "lags", 50, "autocorrelation lags to compute")
-	f.StringVar(&o.out, "out", "shuffle-report.png", "PNG plot to write (empty = none)")
-	f.BoolVar(&o.json, "json", false, "print one JSON object per permutation instead of a table")
+	f.StringVar(&dataset, "dataset", "", "prepared dataset directory (default data.path of the config)")
+	f.StringVar(&perms, "permutation", "feistel,feistel-mix,lcg", "permutations to compare, comma-separated: feistel | feistel-mix | lcg")
+	f.BoolVar(&synthetic, "synthetic", false, "use synthetic topic-sorted data instead of a dataset")
+	f.Int64Var(&ro.Items, "items", 1_000_003, "synthetic: number of items")
+	f.IntVar(&ro.Blocks, "blocks", 16, "blocks (topics) the stored order is cut into; with --by source, unused")
+	f.IntVar(&ro.Steps, "steps", 2000, "steps (batches) to measure")
+	f.IntVar(&ro.Batch, "batch", 32, "sequences per batch")
+	f.Int64Var(&ro.LCGStride, "lcg-stride", 0, "LCG multiplier (0 = data.lcg_stride, and if that is 0 drawn from the seed)")
+	f.StringVar(&by, "by", "block", "dataset mode: label rows by block (of each source's stored order) or source")
+	f.IntVar(&ro.Lags, "lags", 50, "autocorrelation lags to compute")
+	f.StringVar(&out, "out", "shuffle-report.png", "PNG plot to write (empty = none)")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object per permutation instead of a table")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := cf.load()
 		if err != nil {
 			return err
 		}
-		if o.steps < 2 || o.batch < 1 || o.blocks < 1 || o.lags < 1 {
+		if ro.Steps < 2 || ro.Batch < 1 || ro.Blocks < 1 || ro.Lags < 1 {
 			return fmt.Errorf("shuffle-report: need --steps ≥ 2, --batch ≥ 1, --blocks ≥ 1, --lags ≥ 1")
 		}
-		if o.by != "block" && o.by != "source" {
-			return fmt.Errorf("shuffle-report: --by %q: want block or source", o.by)
+		if by != "block" && by != "source" {
+			return fmt.Errorf("shuffle-report: --by %q: want block or source", by)
 		}
-		if o.stride == 0 {
-			o.stride = cfg.Data.LCGStride
+		if ro.LCGStride == 0 {
+			ro.LCGStride = cfg.Data.LCGStride
 		}
-		ro := shufflereport.Options{Permutations: strings.Split(o.perms, ","), Steps: o.steps, Batch: o.batch, Blocks: o.blocks,
-			Lags: o.lags, LCGStride: o.stride, Items: o.items, BySource: o.by == "source", Data: cfg.Data, SeqLen: cfg.Model.SeqLen, RunSeed: cfg.Run.Seed}
-		if !o.synthetic {
-			path := o.dataset
+		ro.Permutations, ro.BySource = strings.Split(perms, ","), by == "source"
+		ro.Data, ro.SeqLen, ro.RunSeed = cfg.Data, cfg.Model.SeqLen, cfg.Run.Seed
+		if !synthetic {
+			path := dataset
 			if path == "" {
 				path = cfg.Data.Path
 			}
@@ -98,15 +86,15 @@ per permutation. Marin's phases: --synthetic --lcg-stride 3.`,
 		if err != nil {
 			return fmt.Errorf("shuffle-report: %w", err)
 		}
-		if err := shufflereport.Write(cmd.OutOrStdout(), comps, o.json); err != nil {
+		if err := shufflereport.Write(cmd.OutOrStdout(), comps, asJSON); err != nil {
 			return err
 		}
-		if o.out != "" {
-			if err := shufflereport.Plot(o.out, comps, labels); err != nil {
+		if out != "" {
+			if err := shufflereport.Plot(out, comps, labels); err != nil {
 				return err
 			}
-			if !o.json {
-				fmt.Fprintf(cmd.OutOrStdout(), "plot: %s\n", o.out)
+			if !asJSON {
+				fmt.Fprintf(cmd.OutOrStdout(), "plot: %s\n", out)
 			}
 		}
 		return nil
