@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
-	"syscall"
 	"time"
 )
 
@@ -135,15 +134,6 @@ func timeGemm(layout string, m, k, n, threads int, a, b, c []float32, dur time.D
 	cpuSec := processCPUSeconds() - c0
 	sort.Float64s(times)
 	return flops / times[len(times)/2] / 1e9, flops * float64(len(times)) / cpuSec * float64(threads) / 1e9
-}
-
-// processCPUSeconds is the user+system CPU time of this process so far.
-func processCPUSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)*1e-6
 }
 
 func benchRandVec(r *rand.Rand, n int) []float32 {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
-	"syscall"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
@@ -115,11 +114,9 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 	med := times[len(times)/2]
 	tps := float64(opt.Batch*T) / med
 	peak := max(peakBefore, kernels.PeakGFLOPS(kernels.Threads(), probe))
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return StepBench{
 		TokensPerSec: tps, MFU: tps * m.FLOPsPerToken() / (peak * 1e9), StepSec: med,
-		PeakRSSMB: float64(ru.Maxrss) / 1024, PeakGFLOPS: peak, Threads: kernels.Threads(),
+		PeakRSSMB: kernels.PeakRSSMB(), PeakGFLOPS: peak, Threads: kernels.Threads(),
 		Batch: opt.Batch, Seq: T, Steps: opt.Steps, Params: m.NumParams(), FLOPsPerToken: m.FLOPsPerToken(),
 		ArenaBytes: m.ArenaBytes(), LossFirst: first, LossLast: last,
 	}, nil
