@@ -20,7 +20,7 @@ func BenchmarkEncodeGPT2(b *testing.B) {
 	}
 	b.SetBytes(int64(n))
 	b.ResetTimer()
-	var buf []uint32
+	var buf []int32
 	for i := 0; i < b.N; i++ {
 		for _, s := range texts {
 			buf = tok.AppendEncode(buf[:0], s)

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"container/heap"
 	"fmt"
+	"math"
 	"sync"
 	"unicode/utf8"
 
@@ -13,7 +14,7 @@ import (
 // merges: special tokens (<|endoftext|>, BOS, EOS, PAD …) and Hugging Face
 // "added tokens".
 type AddedToken struct {
-	ID         uint32
+	ID         int32
 	Content    string
 	Special    bool // special tokens are only recognised by EncodeSpecial
 	SingleWord bool // kept for tokenizer.json round trips
@@ -29,15 +30,15 @@ type Tokenizer struct {
 	// vocab[id] is the byte string of ordinary token id (nil for ids of
 	// added tokens or holes).
 	vocab      [][]byte
-	tokID      map[string]uint32 // ordinary token bytes → id
-	byteID     [256]uint32
-	merges     [][2]uint32       // in rank order
+	tokID      map[string]int32 // ordinary token bytes → id
+	byteID     [256]int32
+	merges     [][2]int32        // in rank order
 	mergeOf    map[uint64]uint64 // a<<32|b → rank<<32|new id
 	added      []AddedToken      // sorted by id
-	addedID    map[string]uint32
+	addedID    map[string]int32
 	plainAdded []AddedToken // non-special added tokens, matched in any text
 	size       int          // 1 + largest id
-	eot        uint32
+	eot        int32
 	hasEOT     bool
 
 	// options that change encoding
@@ -60,9 +61,9 @@ const (
 // encState is per-goroutine scratch space plus the pre-token cache.
 type encState struct {
 	cache map[string]uint64 // pre-token → off<<16 | n into arena
-	arena []uint32
-	syms  []uint32
-	ranks []uint32
+	arena []int32
+	syms  []int32
+	ranks []int32
 	h     mergeHeap
 	next  []int32
 	prev  []int32
@@ -88,7 +89,7 @@ func (t *Tokenizer) NumMerges() int { return len(t.merges) }
 func (t *Tokenizer) Added() []AddedToken { return append([]AddedToken(nil), t.added...) }
 
 // SpecialID returns the id of the added/special token with this content.
-func (t *Tokenizer) SpecialID(name string) (uint32, bool) {
+func (t *Tokenizer) SpecialID(name string) (int32, bool) {
 	id, ok := t.addedID[name]
 	return id, ok
 }
@@ -102,14 +103,14 @@ var bosNames = []string{"<|begin_of_text|>", "<s>", "<bos>", "<|bos|>", "<|start
 // EOT is the end-of-text id (<|endoftext|>, or another EOS-like special
 // token, or the first special token). It is 0 when the tokenizer has none;
 // HasEOT tells.
-func (t *Tokenizer) EOT() uint32 { return t.eot }
+func (t *Tokenizer) EOT() int32 { return t.eot }
 
 // HasEOT reports whether the tokenizer has an end-of-text token.
 func (t *Tokenizer) HasEOT() bool { return t.hasEOT }
 
 // BOS returns a beginning-of-text token (<|begin_of_text|>, <s> …) or, when
 // there is none, the end-of-text token (GPT-2 uses <|endoftext|> for both).
-func (t *Tokenizer) BOS() (uint32, bool) {
+func (t *Tokenizer) BOS() (int32, bool) {
 	for _, n := range bosNames {
 		if id, ok := t.addedID[n]; ok {
 			return id, true
@@ -134,10 +135,22 @@ func (t *Tokenizer) findEOT() {
 	}
 }
 
+// IsAdded reports whether id is an added token (a special token such as
+// <|endoftext|>, or a Hugging Face "added token") rather than a merge
+// token. Decoding a document's text without its separators skips them.
+func (t *Tokenizer) IsAdded(id int32) bool {
+	for _, a := range t.added {
+		if a.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
 // Token returns the bytes of id (the content of an added token), or false
 // for an unknown id.
-func (t *Tokenizer) Token(id uint32) ([]byte, bool) {
-	if int(id) < len(t.vocab) && t.vocab[id] != nil {
+func (t *Tokenizer) Token(id int32) ([]byte, bool) {
+	if uint(id) < uint(len(t.vocab)) && t.vocab[id] != nil {
 		return t.vocab[id], true
 	}
 	for _, a := range t.added {
@@ -151,12 +164,12 @@ func (t *Tokenizer) Token(id uint32) ([]byte, bool) {
 // Encode returns the ids of text. Special tokens written in the text are
 // encoded as ordinary text (use EncodeSpecial to recognise them), so a
 // document can never inject <|endoftext|>.
-func (t *Tokenizer) Encode(text string) []uint32 {
+func (t *Tokenizer) Encode(text string) []int32 {
 	return t.AppendEncode(nil, text)
 }
 
 // AppendEncode appends the ids of text to dst and returns the extended slice.
-func (t *Tokenizer) AppendEncode(dst []uint32, text string) []uint32 {
+func (t *Tokenizer) AppendEncode(dst []int32, text string) []int32 {
 	if t.nfc && !norm.NFC.IsNormalString(text) {
 		text = norm.NFC.String(text)
 	}
@@ -175,7 +188,7 @@ func (t *Tokenizer) AppendEncode(dst []uint32, text string) []uint32 {
 
 // EncodeSpecial is Encode, except that the contents of special tokens
 // (e.g. "<|endoftext|>") in text become their ids.
-func (t *Tokenizer) EncodeSpecial(text string) []uint32 {
+func (t *Tokenizer) EncodeSpecial(text string) []int32 {
 	if t.nfc && !norm.NFC.IsNormalString(text) {
 		text = norm.NFC.String(text)
 	}
@@ -189,7 +202,7 @@ func (t *Tokenizer) EncodeSpecial(text string) []uint32 {
 
 // encodeAdded matches added tokens (leftmost, then longest) and encodes the
 // text between them as ordinary text.
-func (t *Tokenizer) encodeAdded(st *encState, dst []uint32, text string, toks []AddedToken) []uint32 {
+func (t *Tokenizer) encodeAdded(st *encState, dst []int32, text string, toks []AddedToken) []int32 {
 	var first [256]bool
 	for _, a := range toks {
 		if a.Content != "" {
@@ -220,7 +233,7 @@ func (t *Tokenizer) encodeAdded(st *encState, dst []uint32, text string, toks []
 	return t.encodeOrdinary(st, dst, text[start:])
 }
 
-func (t *Tokenizer) encodeOrdinary(st *encState, dst []uint32, text string) []uint32 {
+func (t *Tokenizer) encodeOrdinary(st *encState, dst []int32, text string) []int32 {
 	t.split.split(text, func(piece string) {
 		dst = t.encodePiece(st, dst, piece)
 	})
@@ -228,7 +241,7 @@ func (t *Tokenizer) encodeOrdinary(st *encState, dst []uint32, text string) []ui
 }
 
 // encodePiece appends the BPE ids of one pre-token.
-func (t *Tokenizer) encodePiece(st *encState, dst []uint32, piece string) []uint32 {
+func (t *Tokenizer) encodePiece(st *encState, dst []int32, piece string) []int32 {
 	if len(piece) == 1 {
 		if id := t.byteID[piece[0]]; id != noRank {
 			dst = append(dst, id)
@@ -263,18 +276,21 @@ func (t *Tokenizer) encodePiece(st *encState, dst []uint32, piece string) []uint
 	return dst
 }
 
-const noRank = ^uint32(0)
+// noRank marks "no merge" among ranks and "no token" among ids (a byte
+// missing from the vocabulary, a symbol merged away): above every real rank
+// and id.
+const noRank = int32(math.MaxInt32)
 
-func (t *Tokenizer) rankOf(a, b uint32) (rank, id uint32) {
+func (t *Tokenizer) rankOf(a, b int32) (rank, id int32) {
 	if v, ok := t.mergeOf[uint64(a)<<32|uint64(b)]; ok {
-		return uint32(v >> 32), uint32(v)
+		return int32(v >> 32), int32(v)
 	}
 	return noRank, 0
 }
 
 // bpeSmall merges with a linear scan for the lowest-ranked pair (leftmost
 // on ties): quadratic, and fastest for short pre-tokens.
-func (t *Tokenizer) bpeSmall(st *encState, dst []uint32, piece string) []uint32 {
+func (t *Tokenizer) bpeSmall(st *encState, dst []int32, piece string) []int32 {
 	syms := st.syms[:0]
 	for i := 0; i < len(piece); i++ {
 		if id := t.byteID[piece[i]]; id != noRank {
@@ -313,9 +329,9 @@ func (t *Tokenizer) bpeSmall(st *encState, dst []uint32, piece string) []uint32 
 
 // mergeCand is a candidate merge of the symbols at pos and next[pos].
 type mergeCand struct {
-	rank uint32
+	rank int32
 	pos  int32
-	a, b uint32
+	a, b int32
 }
 
 type mergeHeap []mergeCand
@@ -334,7 +350,7 @@ func (h *mergeHeap) Pop() any     { old := *h; x := old[len(old)-1]; *h = old[:l
 // bpeLarge merges with a priority queue over a linked list of symbols:
 // O(n log n) for long pre-tokens (runs of digits or spaces). Same result
 // as bpeSmall: lowest rank first, leftmost on ties.
-func (t *Tokenizer) bpeLarge(st *encState, dst []uint32, piece string) []uint32 {
+func (t *Tokenizer) bpeLarge(st *encState, dst []int32, piece string) []int32 {
 	syms := st.syms[:0]
 	next, prev := st.next[:0], st.prev[:0]
 	for i := 0; i < len(piece); i++ {
@@ -395,14 +411,14 @@ func (t *Tokenizer) bpeLarge(st *encState, dst []uint32, piece string) []uint32 
 // Decode returns the bytes of ids, exactly: Decode(Encode(s)) == s for
 // every byte string s (invalid UTF-8 included) when the tokenizer has no
 // normalizer. An unknown id decodes to U+FFFD.
-func (t *Tokenizer) Decode(ids []uint32) []byte {
+func (t *Tokenizer) Decode(ids []int32) []byte {
 	return t.AppendDecode(nil, ids)
 }
 
 // AppendDecode appends the bytes of ids to dst.
-func (t *Tokenizer) AppendDecode(dst []byte, ids []uint32) []byte {
+func (t *Tokenizer) AppendDecode(dst []byte, ids []int32) []byte {
 	for _, id := range ids {
-		if int(id) < len(t.vocab) && t.vocab[id] != nil {
+		if uint(id) < uint(len(t.vocab)) && t.vocab[id] != nil {
 			dst = append(dst, t.vocab[id]...)
 			continue
 		}
@@ -416,29 +432,29 @@ func (t *Tokenizer) AppendDecode(dst []byte, ids []uint32) []byte {
 }
 
 // DecodeString is Decode as a string.
-func (t *Tokenizer) DecodeString(ids []uint32) string { return string(t.Decode(ids)) }
+func (t *Tokenizer) DecodeString(ids []int32) string { return string(t.Decode(ids)) }
 
 // ValidID reports whether id is a token of this tokenizer.
-func (t *Tokenizer) ValidID(id uint32) bool {
+func (t *Tokenizer) ValidID(id int32) bool {
 	_, ok := t.Token(id)
 	return ok
 }
 
 // build fills the derived tables from vocab, merges and added tokens.
 func (t *Tokenizer) build() error {
-	isAdded := make(map[uint32]bool, len(t.added))
+	isAdded := make(map[int32]bool, len(t.added))
 	for _, a := range t.added {
 		isAdded[a.ID] = true
 	}
-	t.tokID = make(map[string]uint32, len(t.vocab))
+	t.tokID = make(map[string]int32, len(t.vocab))
 	for id, b := range t.vocab {
-		if b != nil && !isAdded[uint32(id)] {
-			t.tokID[string(b)] = uint32(id)
+		if b != nil && !isAdded[int32(id)] {
+			t.tokID[string(b)] = int32(id)
 		}
 	}
 	for id, b := range t.vocab { // added tokens only where no merge token has their bytes
-		if _, dup := t.tokID[string(b)]; b != nil && isAdded[uint32(id)] && !dup {
-			t.tokID[string(b)] = uint32(id)
+		if _, dup := t.tokID[string(b)]; b != nil && isAdded[int32(id)] && !dup {
+			t.tokID[string(b)] = int32(id)
 		}
 	}
 	missing := 0
@@ -472,7 +488,7 @@ func (t *Tokenizer) build() error {
 		}
 	}
 	t.size = len(t.vocab)
-	t.addedID = make(map[string]uint32, len(t.added))
+	t.addedID = make(map[string]int32, len(t.added))
 	t.plainAdded = nil
 	for _, a := range t.added {
 		if a.Content == "" {

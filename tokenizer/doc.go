@@ -16,6 +16,16 @@
 //
 //	tok, err = tokenizer.Train(ctx, docs, tokenizer.TrainOptions{VocabSize: 8192, Pattern: "llama3"})
 //
+// Token ids are int32 everywhere in kestrel: the tokenizer's Encode and
+// Decode, the shards (whatever their on-disk width), the loader's batches,
+// the model's inputs and targets, and text generation all use []int32, so
+// ids pass between them without conversion. Vocabularies are far below
+// 2^31 (loading rejects ids above 2^26); negative values never name a
+// token (the loader uses them for targets that carry no loss), and Token,
+// ValidID and Decode treat them as unknown. The file formats are unchanged:
+// tokenizer.json and tiktoken files hold plain integers, shards hold uint16
+// or uint32.
+//
 // Special tokens (<|endoftext|>, BOS, EOS, PAD …) are never produced from
 // text by Encode, so a document cannot inject them; EncodeSpecial
 // recognises them. EOT returns the end-of-text id.

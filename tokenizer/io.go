@@ -152,7 +152,7 @@ func loadTiktoken(path string) (*Tokenizer, error) {
 	if err := t.deriveMerges(); err != nil {
 		return nil, err
 	}
-	t.added = []AddedToken{{ID: uint32(len(vocab)), Content: "<|endoftext|>", Special: true}}
+	t.added = []AddedToken{{ID: int32(len(vocab)), Content: "<|endoftext|>", Special: true}}
 	if err := t.build(); err != nil {
 		return nil, err
 	}
@@ -163,10 +163,10 @@ func loadTiktoken(path string) (*Tokenizer, error) {
 // rank order, BPE its bytes using only lower ranks; it must end as two
 // parts, which form its merge.
 func (t *Tokenizer) deriveMerges() error {
-	t.tokID = make(map[string]uint32, len(t.vocab))
+	t.tokID = make(map[string]int32, len(t.vocab))
 	for id, b := range t.vocab {
 		if b != nil {
-			t.tokID[string(b)] = uint32(id)
+			t.tokID[string(b)] = int32(id)
 		}
 	}
 	for c := 0; c < 256; c++ {
@@ -186,7 +186,7 @@ func (t *Tokenizer) deriveMerges() error {
 		if len(parts) != 2 {
 			return fmt.Errorf("token %d (%q): lower ranks split it into %d parts, not 2", id, b, len(parts))
 		}
-		t.merges = append(t.merges, [2]uint32{parts[0], parts[1]})
+		t.merges = append(t.merges, [2]int32{parts[0], parts[1]})
 		t.mergeOf[uint64(parts[0])<<32|uint64(parts[1])] = uint64(len(t.merges)-1)<<32 | uint64(id)
 	}
 	return nil
@@ -223,7 +223,7 @@ func loadVocabMerges(vocabPath, mergesPath string) (*Tokenizer, error) {
 	var special []AddedToken
 	for s, id := range v {
 		if strings.HasPrefix(s, "<|") && strings.HasSuffix(s, "|>") {
-			special = append(special, AddedToken{ID: uint32(id), Content: s, Special: true})
+			special = append(special, AddedToken{ID: int32(id), Content: s, Special: true})
 		}
 	}
 	return assemble(v, merges, special, GPT2Pattern)
@@ -238,8 +238,11 @@ func assemble(v map[string]int64, merges [][2]string, added []AddedToken, patter
 	if t.split, t.pattern, err = newSplitter(pattern); err != nil {
 		return nil, err
 	}
-	addedByID := map[uint32]AddedToken{}
+	addedByID := map[int32]AddedToken{}
 	for _, a := range added {
+		if a.ID < 0 || a.ID > 1<<26 {
+			return nil, fmt.Errorf("added token %q: id %d out of range", a.Content, a.ID)
+		}
 		addedByID[a.ID] = a
 	}
 	max := int64(-1)
@@ -253,7 +256,7 @@ func assemble(v map[string]int64, merges [][2]string, added []AddedToken, patter
 	}
 	t.vocab = make([][]byte, max+1)
 	for s, id := range v {
-		if a, ok := addedByID[uint32(id)]; ok {
+		if a, ok := addedByID[int32(id)]; ok {
 			// an added token's vocab entry may be byte-level or raw
 			// (GPT-NeoX writes runs of spaces raw): its content rules
 			if !a.Special {
@@ -280,7 +283,7 @@ func assemble(v map[string]int64, merges [][2]string, added []AddedToken, patter
 		if !ok1 || !ok2 {
 			return nil, fmt.Errorf("merge %d (%q %q): token not in vocab", i, m[0], m[1])
 		}
-		t.merges = append(t.merges, [2]uint32{uint32(a), uint32(b)})
+		t.merges = append(t.merges, [2]int32{int32(a), int32(b)})
 	}
 	sort.Slice(added, func(i, j int) bool { return added[i].ID < added[j].ID })
 	t.added = added
@@ -293,7 +296,7 @@ func assemble(v map[string]int64, merges [][2]string, added []AddedToken, patter
 // hfFile is the part of a Hugging Face tokenizer.json that kestrel reads.
 type hfFile struct {
 	AddedTokens []struct {
-		ID         uint32 `json:"id"`
+		ID         int32  `json:"id"`
 		Content    string `json:"content"`
 		SingleWord bool   `json:"single_word"`
 		LStrip     bool   `json:"lstrip"`
@@ -500,17 +503,17 @@ func (t *Tokenizer) Marshal() ([]byte, error) {
 	b.WriteString("  \"decoder\": {\"type\": \"ByteLevel\", \"add_prefix_space\": true, \"trim_offsets\": true, \"use_regex\": true},\n")
 	fmt.Fprintf(&b, "  \"model\": {\n    \"type\": \"BPE\",\n    \"dropout\": null,\n    \"unk_token\": null,\n    \"continuing_subword_prefix\": null,\n    \"end_of_word_suffix\": null,\n    \"fuse_unk\": false,\n    \"byte_fallback\": false,\n    \"ignore_merges\": %t,\n    \"vocab\": {", t.ignoreMerges)
 	first := true
-	addedByID := map[uint32]string{}
+	addedByID := map[int32]string{}
 	for _, a := range t.added {
 		addedByID[a.ID] = a.Content
 	}
 	for id := 0; id < t.size; id++ {
 		var s string
-		if c, ok := addedByID[uint32(id)]; ok {
+		if c, ok := addedByID[int32(id)]; ok {
 			s = c
 		} else if id < len(t.vocab) && t.vocab[id] != nil {
 			s = byteLevel(t.vocab[id])
-		} else if c, ok := addedByID[uint32(id)]; ok {
+		} else if c, ok := addedByID[int32(id)]; ok {
 			s = c
 		} else {
 			continue

@@ -18,16 +18,16 @@ func TestGPT2Parity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := make([][]uint32, len(texts))
+	want := make([][]int32, len(texts))
 	total := 0
 	for i, s := range texts {
 		ids, _, err := ref.Encode(s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := make([]uint32, len(ids))
+		w := make([]int32, len(ids))
 		for k, id := range ids {
-			w[k] = uint32(id)
+			w[k] = int32(id)
 		}
 		want[i] = w
 		total += len(s)

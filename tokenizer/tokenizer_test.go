@@ -175,7 +175,7 @@ func TestRoundTrip(t *testing.T) {
 	if ids := tok.Encode("<|endoftext|>"); slices.Contains(ids, tok.EOT()) {
 		t.Fatalf("Encode produced EOT from text: %v", ids)
 	}
-	if ids := tok.EncodeSpecial("a<|endoftext|>b"); !slices.Equal(ids, []uint32{64, 50256, 65}) {
+	if ids := tok.EncodeSpecial("a<|endoftext|>b"); !slices.Equal(ids, []int32{64, 50256, 65}) {
 		t.Fatalf("EncodeSpecial = %v", ids)
 	}
 }
@@ -314,7 +314,7 @@ func TestNeoXLoadsAndEncodes(t *testing.T) {
 		t.Fatalf("round trip: %q", got)
 	}
 	// Known GPT-NeoX-20B ids ("Hello" = 12092, " world" = 1533).
-	if !slices.Equal(tok.Encode("Hello world"), []uint32{12092, 1533}) {
+	if !slices.Equal(tok.Encode("Hello world"), []int32{12092, 1533}) {
 		t.Fatalf("Hello world = %v", tok.Encode("Hello world"))
 	}
 }
@@ -365,7 +365,7 @@ func TestRegexp2Llama3Deviation(t *testing.T) {
 func TestConcurrentEncode(t *testing.T) {
 	tok := gpt2(t)
 	texts := shipped(t)[:4000]
-	want := make([][]uint32, len(texts))
+	want := make([][]int32, len(texts))
 	for i, s := range texts {
 		want[i] = tok.Encode(s)
 	}
@@ -434,5 +434,33 @@ func TestHFMergesArrayAndCustomPattern(t *testing.T) {
 	}
 	if back.Hash() != tok.Hash() {
 		t.Fatal("merges as pairs load differently")
+	}
+}
+
+// TestIDsOutsideVocabulary: negative and too-large int32 ids are unknown
+// (never a panic), decode to U+FFFD, and only added tokens are IsAdded.
+func TestIDsOutsideVocabulary(t *testing.T) {
+	tok := gpt2(t)
+	eot := tok.EOT()
+	for _, c := range []struct {
+		id            int32
+		valid, added  bool
+		decodedPrefix string
+	}{
+		{-1, false, false, "\uFFFD"},
+		{-1 << 31, false, false, "\uFFFD"},
+		{int32(tok.VocabSize()), false, false, "\uFFFD"},
+		{15496, true, false, "Hello"},
+		{eot, true, true, "<|endoftext|>"},
+	} {
+		if got := tok.ValidID(c.id); got != c.valid {
+			t.Errorf("ValidID(%d) = %v, want %v", c.id, got, c.valid)
+		}
+		if got := tok.IsAdded(c.id); got != c.added {
+			t.Errorf("IsAdded(%d) = %v, want %v", c.id, got, c.added)
+		}
+		if got := tok.DecodeString([]int32{c.id}); got != c.decodedPrefix {
+			t.Errorf("DecodeString([%d]) = %q, want %q", c.id, got, c.decodedPrefix)
+		}
 	}
 }

@@ -65,7 +65,7 @@ func Train(ctx context.Context, docs iter.Seq[string], opts TrainOptions) (*Toke
 		return nil, fmt.Errorf("train tokenizer: %w", err)
 	}
 	for _, s := range special {
-		t.added = append(t.added, AddedToken{ID: uint32(len(t.vocab) + len(t.added)), Content: s, Special: true})
+		t.added = append(t.added, AddedToken{ID: int32(len(t.vocab) + len(t.added)), Content: s, Special: true})
 	}
 	if err := t.build(); err != nil {
 		return nil, fmt.Errorf("train tokenizer: %w", err)
@@ -167,14 +167,14 @@ func learnMerges(ctx context.Context, t *Tokenizer, counts map[string]int64, tar
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	words := make([][]uint32, len(keys))
+	words := make([][]int32, len(keys))
 	freq := make([]int64, len(keys))
 	pairs := map[uint64]int64{}
 	where := map[uint64][]int32{}
 	for i, k := range keys {
-		w := make([]uint32, len(k))
+		w := make([]int32, len(k))
 		for j := 0; j < len(k); j++ {
-			w[j] = uint32(k[j])
+			w[j] = int32(k[j])
 		}
 		words[i], freq[i] = w, counts[k]
 		for j := 0; j+1 < len(w); j++ {
@@ -191,9 +191,9 @@ func learnMerges(ctx context.Context, t *Tokenizer, counts map[string]int64, tar
 	}
 	heap.Init(&h)
 	minFreq := int64(max(opts.MinFrequency, 1))
-	tokID := map[string]uint32{}
+	tokID := map[string]int32{}
 	for id, b := range t.vocab {
-		tokID[string(b)] = uint32(id)
+		tokID[string(b)] = int32(id)
 	}
 	var bar *progressbar.ProgressBar
 	if opts.Progress != nil {
@@ -215,18 +215,18 @@ func learnMerges(ctx context.Context, t *Tokenizer, counts map[string]int64, tar
 		if top.count < minFreq {
 			break
 		}
-		a, b := uint32(top.pair>>32), uint32(top.pair)
+		a, b := int32(top.pair>>32), int32(top.pair)
 		joined := slices.Concat(t.vocab[a], t.vocab[b])
 		id, ok := tokID[string(joined)]
 		if !ok {
-			id = uint32(len(t.vocab))
+			id = int32(len(t.vocab))
 			t.vocab = append(t.vocab, joined)
 			tokID[string(joined)] = id
 			if bar != nil {
 				bar.Add(1)
 			}
 		}
-		t.merges = append(t.merges, [2]uint32{a, b})
+		t.merges = append(t.merges, [2]int32{a, b})
 		list := where[top.pair]
 		delete(where, top.pair)
 		clear(touched)
@@ -288,7 +288,7 @@ func learnMerges(ctx context.Context, t *Tokenizer, counts map[string]int64, tar
 	return nil
 }
 
-func hasPair(w []uint32, a, b uint32) bool {
+func hasPair(w []int32, a, b int32) bool {
 	for j := 0; j+1 < len(w); j++ {
 		if w[j] == a && w[j+1] == b {
 			return true

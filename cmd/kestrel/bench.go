@@ -18,14 +18,3 @@ numbers can be compared across machines and commits.
 	cmd.AddCommand(newBenchGemmCmd(), newBenchStepCmd(), newBenchPrepareCmd(), newBenchTokenizeCmd(), newBenchLoaderCmd())
 	return cmd
 }
-
-// stubBench is a bench subcommand whose issue has not landed.
-func stubBench(use, short string) *cobra.Command {
-	return &cobra.Command{
-		Use:   use,
-		Short: short,
-		RunE: func(*cobra.Command, []string) error {
-			return errNotImplemented("bench " + use)
-		},
-	}
-}

@@ -4,21 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
-	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 )
-
-// gemmBenchShapes are the (m, k, n) products of issue 3: the projections of a
-// 4096-token batch at widths 512, 2048 and 8192.
-var gemmBenchShapes = [][3]int{{4096, 512, 512}, {4096, 512, 2048}, {4096, 2048, 512}, {4096, 512, 8192}}
 
 func newBenchGemmCmd() *cobra.Command {
 	var (
@@ -52,10 +45,6 @@ compares those. With --json it prints one object per line:
 			if !(seconds > 0) {
 				return fmt.Errorf("bench gemm: --seconds must be > 0, got %v", seconds)
 			}
-			dur := time.Duration(seconds * float64(time.Second))
-			peakDur := max(dur/4, 50*time.Millisecond)
-			saved := kernels.Threads()
-			defer kernels.SetThreads(saved)
 			w := cmd.OutOrStdout()
 			emit := func(v map[string]any) {
 				data, _ := json.Marshal(v)
@@ -66,99 +55,33 @@ compares those. With --json it prints one object per line:
 				fmt.Fprintf(w, "%-6s %5s %5s %5s %7s %9s %9s %7s | %9s %9s %7s\n", "layout", "m", "k", "n", "threads",
 					"GFLOP/s", "peak", "%peak", "cpu-rate", "cpu-peak", "%peak")
 			}
-			r := rand.New(rand.NewPCG(1, 2))
-			for _, t := range ts {
-				kernels.SetThreads(t)
-				var peaks, cpuPeaks []float64
-				for _, s := range gemmBenchShapes {
-					m, k, n := s[0], s[1], s[2]
-					a, b := benchRandVec(r, m*k), benchRandVec(r, k*n)
-					c := make([]float32, m*n)
-					for _, ly := range []string{"NN", "NT", "TN"} {
-						if err := cmd.Context().Err(); err != nil {
-							return err
-						}
-						c0 := processCPUSeconds()
-						flops, secs := kernels.PeakFLOPs(t, peakDur)
-						cpu := processCPUSeconds() - c0
-						var peak, total float64
-						for i := range flops {
-							peak += flops[i] / secs[i] / 1e9
-							total += flops[i]
-						}
-						cpuPeak := total / cpu * float64(t) / 1e9
-						peaks, cpuPeaks = append(peaks, peak), append(cpuPeaks, cpuPeak)
-						g, gc := timeGemm(ly, m, k, n, t, a, b, c, dur)
-						if asJSON {
-							emit(map[string]any{"op": "gemm", "layout": ly, "m": m, "k": k, "n": n, "threads": t,
-								"gflops": round1(g), "pct_peak": round1(100 * g / peak),
-								"gflops_cpu": round1(gc), "pct_peak_cpu": round1(100 * gc / cpuPeak), "impl": kernels.Impl()})
-						} else {
-							fmt.Fprintf(w, "%-6s %5d %5d %5d %7d %9.1f %9.1f %6.1f%% | %9.1f %9.1f %6.1f%%\n",
-								ly, m, k, n, t, g, peak, 100*g/peak, gc, cpuPeak, 100*gc/cpuPeak)
-						}
+			return kernels.BenchGEMM(cmd.Context(), kernels.GEMMBenchOptions{
+				Threads: ts, Duration: time.Duration(seconds * float64(time.Second)),
+				Product: func(b kernels.GEMMBench) {
+					if asJSON {
+						emit(map[string]any{"op": "gemm", "layout": b.Layout, "m": b.M, "k": b.K, "n": b.N, "threads": b.Threads,
+							"gflops": round1(b.GFLOPS), "pct_peak": round1(100 * b.GFLOPS / b.Peak),
+							"gflops_cpu": round1(b.GFLOPSCPU), "pct_peak_cpu": round1(100 * b.GFLOPSCPU / b.PeakCPU), "impl": kernels.Impl()})
+						return
 					}
-				}
-				sort.Float64s(peaks)
-				sort.Float64s(cpuPeaks)
-				pk, cpk := peaks[len(peaks)/2], cpuPeaks[len(cpuPeaks)/2]
-				if asJSON {
-					emit(map[string]any{"op": "peak", "threads": t, "gflops": round1(pk), "gflops_cpu": round1(cpk), "impl": kernels.Impl()})
-				} else {
+					fmt.Fprintf(w, "%-6s %5d %5d %5d %7d %9.1f %9.1f %6.1f%% | %9.1f %9.1f %6.1f%%\n",
+						b.Layout, b.M, b.K, b.N, b.Threads, b.GFLOPS, b.Peak, 100*b.GFLOPS/b.Peak, b.GFLOPSCPU, b.PeakCPU, 100*b.GFLOPSCPU/b.PeakCPU)
+				},
+				Peak: func(p kernels.PeakBench) {
+					if asJSON {
+						emit(map[string]any{"op": "peak", "threads": p.Threads, "gflops": round1(p.GFLOPS), "gflops_cpu": round1(p.GFLOPSCPU), "impl": kernels.Impl()})
+						return
+					}
 					fmt.Fprintf(w, "FMA peak, %d thread(s): %.1f GFLOP/s wall (median of %d probes, min %.1f, max %.1f), %.1f by CPU time\n",
-						t, pk, len(peaks), peaks[0], peaks[len(peaks)-1], cpk)
-				}
-			}
-			return nil
+						p.Threads, p.GFLOPS, p.Probes, p.Min, p.Max, p.GFLOPSCPU)
+				},
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per measurement")
 	cmd.Flags().StringVar(&threads, "threads", "1,2", "comma-separated thread counts")
 	cmd.Flags().Float64Var(&seconds, "seconds", 1, "time spent on each product")
 	return cmd
-}
-
-// timeGemm runs one product repeatedly for about dur (at least three calls
-// after a warm-up) and returns the GFLOP/s of the median call and the
-// CPU-time rate over all calls (FLOPs ÷ process CPU seconds × threads).
-func timeGemm(layout string, m, k, n, threads int, a, b, c []float32, dur time.Duration) (wall, cpu float64) {
-	tA, tB := layout == "TN", layout == "NT"
-	lda, ldb := k, n
-	if tA {
-		lda = m
-	}
-	if tB {
-		ldb = k
-	}
-	kernels.Sgemm(tA, tB, m, n, k, 1, a, lda, b, ldb, 0, c, n)
-	var times []float64
-	flops := 2 * float64(m) * float64(n) * float64(k)
-	start, c0 := time.Now(), processCPUSeconds()
-	for len(times) < 3 || time.Since(start) < dur {
-		t0 := time.Now()
-		kernels.Sgemm(tA, tB, m, n, k, 1, a, lda, b, ldb, 0, c, n)
-		times = append(times, time.Since(t0).Seconds())
-	}
-	cpuSec := processCPUSeconds() - c0
-	sort.Float64s(times)
-	return flops / times[len(times)/2] / 1e9, flops * float64(len(times)) / cpuSec * float64(threads) / 1e9
-}
-
-// processCPUSeconds is the user+system CPU time of this process so far.
-func processCPUSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)*1e-6
-}
-
-func benchRandVec(r *rand.Rand, n int) []float32 {
-	v := make([]float32, n)
-	for i := range v {
-		v[i] = r.Float32()*2 - 1
-	}
-	return v
 }
 
 // parseThreadList parses "1,2" into thread counts ≥ 1.

@@ -4,26 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"runtime"
-	"sort"
-	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
-	"github.com/kestrel-lm/kestrel/internal/model"
-	"github.com/kestrel-lm/kestrel/internal/optim"
+	"github.com/kestrel-lm/kestrel/internal/train"
 )
-
-// ref7mConfig is the reference model of the step benchmark (issue 3):
-// vocab 8192, d_model 256, 4 layers, 4 heads, 4 kv heads, SwiGLU 768,
-// seq 256, untied, RMSNorm, RoPE θ 10000 — 7.6M parameters.
-func ref7mConfig() model.Config {
-	return model.Config{Vocab: 8192, DModel: 256, NLayers: 4, NHeads: 4, NKVHeads: 4, MLPHidden: 768,
-		SeqLen: 256, RopeTheta: 10000, NormEps: 1e-5, InitStd: 0.02}
-}
 
 func newBenchStepCmd() *cobra.Command {
 	var (
@@ -57,74 +44,25 @@ Compare with tools/torchref/bench_step.py run in the same session.`,
 			if threads > 0 {
 				kernels.SetThreads(threads)
 			}
-			cfg := ref7mConfig()
-			m, err := model.New(cfg, 1)
+			r, err := train.BenchStep(cmd.Context(), train.StepBenchOptions{Model: train.Ref7mConfig(), Batch: batch, Steps: steps, Warmup: warmup})
 			if err != nil {
-				return fmt.Errorf("bench step: %w", err)
+				return err
 			}
-			var spans []optim.Span
-			for _, t := range m.Tensors() {
-				spans = append(spans, optim.Span{Name: t.Name, Offset: t.Offset, Size: t.Size, Kind: t.Kind})
-			}
-			opt, err := optim.NewAdamW(optim.DefaultConfig(), len(m.Params), spans)
-			if err != nil {
-				return fmt.Errorf("bench step: optimizer: %w", err)
-			}
-			peakBefore := kernels.PeakGFLOPS(kernels.Threads(), 300*time.Millisecond)
-			T := cfg.SeqLen
-			r := rand.New(rand.NewPCG(1, 2))
-			b := &model.Batch{B: batch, T: T, Inputs: make([]int32, batch*T), Targets: make([]int32, batch*T)}
-			for i := range b.Inputs {
-				b.Inputs[i] = int32(r.IntN(cfg.Vocab))
-				b.Targets[i] = int32(r.IntN(cfg.Vocab))
-			}
-			var times []float64
-			var first, last float64
-			for s := 0; s < warmup+steps; s++ {
-				if err := cmd.Context().Err(); err != nil {
-					return err
-				}
-				t0 := time.Now()
-				m.ZeroGrads()
-				st, err := m.ForwardBackward(b, 1)
-				if err != nil {
-					return fmt.Errorf("bench step: %w", err)
-				}
-				if _, err := opt.Step(m.Params, m.Grads, st.Loss, 1e-3); err != nil {
-					return fmt.Errorf("bench step: optimizer: %w", err)
-				}
-				el := time.Since(t0).Seconds()
-				if s == 0 {
-					first = st.Loss
-				}
-				last = st.Loss
-				if s >= warmup {
-					times = append(times, el)
-				}
-			}
-			sort.Float64s(times)
-			med := times[len(times)/2]
-			tokens := float64(batch * T)
-			tps := tokens / med
-			peak := max(peakBefore, kernels.PeakGFLOPS(kernels.Threads(), 300*time.Millisecond))
-			mfu := tps * m.FLOPsPerToken() / (peak * 1e9)
-			var ru syscall.Rusage
-			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-			out := map[string]any{
-				"op": "step", "preset": "ref7m", "tokens_per_sec": stepRound(tps), "mfu": stepRound(mfu),
-				"step_ms": stepRound(med * 1000), "peak_rss_mb": stepRound(float64(ru.Maxrss) / 1024),
-				"threads": kernels.Threads(), "batch": batch, "seq": T, "steps": steps,
-				"params": m.NumParams(), "flops_per_token": m.FLOPsPerToken(), "peak_gflops": stepRound(peak),
-				"arena_mb": stepRound(float64(m.ArenaBytes()) / (1 << 20)), "gemm": kernels.Impl(),
-				"loss_first": stepRound(first), "loss_last": stepRound(last), "gomaxprocs": runtime.GOMAXPROCS(0),
-			}
+			arenaMB := float64(r.ArenaBytes) / (1 << 20)
 			if asJSON {
-				data, _ := json.Marshal(out)
+				data, _ := json.Marshal(map[string]any{
+					"op": "step", "preset": "ref7m", "tokens_per_sec": stepRound(r.TokensPerSec), "mfu": stepRound(r.MFU),
+					"step_ms": stepRound(r.StepSec * 1000), "peak_rss_mb": stepRound(r.PeakRSSMB),
+					"threads": r.Threads, "batch": r.Batch, "seq": r.Seq, "steps": r.Steps,
+					"params": r.Params, "flops_per_token": r.FLOPsPerToken, "peak_gflops": stepRound(r.PeakGFLOPS),
+					"arena_mb": stepRound(arenaMB), "gemm": kernels.Impl(),
+					"loss_first": stepRound(r.LossFirst), "loss_last": stepRound(r.LossLast), "gomaxprocs": runtime.GOMAXPROCS(0),
+				})
 				fmt.Fprintln(cmd.OutOrStdout(), string(data))
 				return nil
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "ref7m step: %.0f tokens/s, %.1f ms/step, MFU %.1f%% (peak %.0f GFLOP/s, %d threads), peak RSS %.0f MB, arena %.0f MB, loss %.3f → %.3f\n",
-				tps, med*1000, 100*mfu, peak, kernels.Threads(), float64(ru.Maxrss)/1024, float64(m.ArenaBytes())/(1<<20), first, last)
+				r.TokensPerSec, r.StepSec*1000, 100*r.MFU, r.PeakGFLOPS, r.Threads, r.PeakRSSMB, arenaMB, r.LossFirst, r.LossLast)
 			return nil
 		},
 	}

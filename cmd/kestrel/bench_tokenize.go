@@ -3,29 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
-	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
-	tiktoken "github.com/tiktoken-go/tokenizer"
 
+	"github.com/kestrel-lm/kestrel/internal/data/texts"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
-	"github.com/kestrel-lm/kestrel/tokenizer"
+	"github.com/kestrel-lm/kestrel/internal/tokbench"
 )
-
-// benchTokResult is one line of `kestrel bench tokenize --json`.
-type benchTokResult struct {
-	Op      string  `json:"op"`
-	Impl    string  `json:"impl"`
-	Threads int     `json:"threads"`
-	MBPerS  float64 `json:"mb_per_s"`
-	MB      float64 `json:"mb"`
-	Seconds float64 `json:"seconds"`
-	Tokens  int64   `json:"tokens"`
-	Ratio   float64 `json:"ratio_vs_tiktoken_go,omitempty"`
-}
 
 func newBenchTokenizeCmd() *cobra.Command {
 	var (
@@ -50,122 +34,32 @@ repetition counts. Documents are split over the threads.`,
 			}
 			var readErr error
 			var docs []string
-			for _, in := range inputs {
-				for d := range tokTexts([]string{in}, &readErr) {
-					// pieces of ≤ 64 KiB cut after a newline, so threads balance
-					for len(d) > 64<<10 {
-						cut := strings.LastIndexByte(d[:64<<10], '\n') + 1
-						if cut <= 0 {
-							cut = 64 << 10
-						}
-						docs = append(docs, d[:cut])
-						d = d[cut:]
-					}
-					docs = append(docs, d)
+			size := 0
+			for _, in := range inputs { // in the order given
+				for d := range texts.Read([]string{in}, &readErr) {
+					docs = append(docs, tokbench.Split([]string{d})...)
+					size += len(d)
 				}
 			}
 			if readErr != nil {
 				return fmt.Errorf("bench tokenize: %w", readErr)
 			}
-			size := 0
-			for _, d := range docs {
-				size += len(d)
-			}
 			if size == 0 {
 				return fmt.Errorf("bench tokenize: no text in %v", inputs)
 			}
-			ref, err := tiktoken.Get(tiktoken.R50kBase)
-			if err != nil {
-				return fmt.Errorf("bench tokenize: tiktoken-go: %w", err)
-			}
-			tok, err := tokenizer.Load(p)
-			if err != nil {
-				return err
-			}
-			// identical output first
-			for i, d := range docs {
-				want, _, err := ref.Encode(d)
-				if err != nil {
-					return fmt.Errorf("bench tokenize: tiktoken-go doc %d: %w", i, err)
-				}
-				got := tok.Encode(d)
-				if len(got) != len(want) || !slices.EqualFunc(got, want, func(a uint32, b uint) bool { return uint(a) == b }) {
-					return fmt.Errorf("bench tokenize: document %d encodes differently from tiktoken-go", i)
-				}
-			}
-			// kestrel: split docs into chunks of ~64 KiB so threads balance
-			run := func(threads int, enc func(worker int) func(string) int) (time.Duration, int64) {
-				var next int
-				var mu sync.Mutex
-				var total int64
-				var wg sync.WaitGroup
-				start := time.Now()
-				for w := 0; w < threads; w++ {
-					wg.Add(1)
-					go func(w int) {
-						defer wg.Done()
-						e := enc(w)
-						var n int64
-						for {
-							mu.Lock()
-							i := next
-							next++
-							mu.Unlock()
-							if i >= len(docs) {
-								break
-							}
-							n += int64(e(docs[i]))
-						}
-						mu.Lock()
-						total += n
-						mu.Unlock()
-					}(w)
-				}
-				wg.Wait()
-				return time.Since(start), total
-			}
-			mb := float64(size) / 1e6
 			out := cmd.OutOrStdout()
-			emit := func(r benchTokResult) {
+			return tokbench.Run(cmd.Context(), tokbench.Options{Tokenizer: p, Docs: docs, Threads: threads, Reps: reps, Emit: func(r tokbench.Result) {
 				if asJSON {
 					b, _ := json.Marshal(r)
 					fmt.Fprintln(out, string(b))
-				} else {
-					fmt.Fprintf(out, "%-12s threads=%d  %8.2f MB/s  (%.1f MB, %d tokens)", r.Impl, r.Threads, r.MBPerS, r.MB, r.Tokens)
-					if r.Ratio > 0 {
-						fmt.Fprintf(out, "  %.2f× tiktoken-go", r.Ratio)
-					}
-					fmt.Fprintln(out)
+					return
 				}
-			}
-			for _, th := range threads {
-				var refBest, kBest time.Duration
-				var refTok, kTok int64
-				for r := 0; r < reps; r++ {
-					d, n := run(th, func(int) func(string) int {
-						return func(s string) int { ids, _, _ := ref.Encode(s); return len(ids) }
-					})
-					if refBest == 0 || d < refBest {
-						refBest, refTok = d, n
-					}
-					fresh, err := tokenizer.Load(p)
-					if err != nil {
-						return err
-					}
-					d, n = run(th, func(int) func(string) int {
-						var buf []uint32
-						return func(s string) int { buf = fresh.AppendEncode(buf[:0], s); return len(buf) }
-					})
-					if kBest == 0 || d < kBest {
-						kBest, kTok = d, n
-					}
+				fmt.Fprintf(out, "%-12s threads=%d  %8.2f MB/s  (%.1f MB, %d tokens)", r.Impl, r.Threads, r.MBPerS, r.MB, r.Tokens)
+				if r.Ratio > 0 {
+					fmt.Fprintf(out, "  %.2f× tiktoken-go", r.Ratio)
 				}
-				refRate := mb / refBest.Seconds()
-				kRate := mb / kBest.Seconds()
-				emit(benchTokResult{Op: "tokenize", Impl: "tiktoken-go", Threads: th, MBPerS: refRate, MB: mb, Seconds: refBest.Seconds(), Tokens: refTok})
-				emit(benchTokResult{Op: "tokenize", Impl: "kestrel", Threads: th, MBPerS: kRate, MB: mb, Seconds: kBest.Seconds(), Tokens: kTok, Ratio: kRate / refRate})
-			}
-			return nil
+				fmt.Fprintln(out)
+			}})
 		},
 	}
 	f := cmd.Flags()

@@ -45,16 +45,8 @@ All shards read are verified against their sha256.`,
 			fmt.Fprintf(out, "tokenizer %s  vocab %d  hash %s  separator %s (%d)  %d-byte tokens\n", m.Tokenizer.File, m.Tokenizer.VocabSize, m.Tokenizer.Hash[:16], m.Separator, m.SeparatorID, m.TokenBytes)
 			fmt.Fprintf(out, "%d shards, %d tokens, %d documents\n\n", len(m.Shards), m.TotalTokens, m.TotalDocs)
 			fmt.Fprintf(out, "%-16s %14s %8s %10s %14s %10s\n", "source", "train tokens", "share", "train docs", "val tokens", "val docs")
-			var trainTotal int64
 			for _, s := range m.Sources {
-				trainTotal += s.TrainTokens
-			}
-			for _, s := range m.Sources {
-				share := 0.0
-				if trainTotal > 0 {
-					share = 100 * float64(s.TrainTokens) / float64(trainTotal)
-				}
-				fmt.Fprintf(out, "%-16s %14d %7.2f%% %10d %14d %10d\n", s.Source, s.TrainTokens, share, s.TrainDocs, s.ValTokens, s.ValDocs)
+				fmt.Fprintf(out, "%-16s %14d %7.2f%% %10d %14d %10d\n", s.Source, s.TrainTokens, m.TrainPercent(s.Source), s.TrainDocs, s.ValTokens, s.ValDocs)
 			}
 			if split != shards.Train && split != shards.Val {
 				return fmt.Errorf("data inspect: --split %q: want train or val", split)
@@ -69,23 +61,16 @@ All shards read are verified against their sha256.`,
 					return err
 				}
 				fmt.Fprintf(out, "\n== %s/%s: %d tokens, %d documents, %d shards\n", src, split, st.Len(), st.NumDocs(), len(ds.Shards(src, split)))
-				docs := st.NumDocs()
-				for k := 0; k < n && int64(k) < docs; k++ {
-					i := int64(k) * docs / int64(min(int64(n), docs))
-					toks, err := st.Doc(i)
-					if err != nil {
-						return err
-					}
-					ids := make([]uint32, len(toks))
-					for j, t := range toks {
-						ids[j] = uint32(t)
-					}
-					text := tok.DecodeString(ids)
+				docs, err := st.SampleDocs(tok, n)
+				if err != nil {
+					return fmt.Errorf("data inspect: %s/%s: %w", src, split, err)
+				}
+				for _, d := range docs {
+					text := d.Text
 					if maxChars > 0 && len([]rune(text)) > maxChars {
 						text = string([]rune(text)[:maxChars]) + " …"
 					}
-					start := st.DocStart(i)
-					fmt.Fprintf(out, "-- document %d (id %q): tokens [%d, %d) (%d tokens)\n%s\n", i, st.DocID(i), start, start+int64(len(toks)), len(toks), strings.TrimRight(text, "\n"))
+					fmt.Fprintf(out, "-- document %d (id %q): tokens [%d, %d) (%d tokens)\n%s\n", d.Index, d.ID, d.Start, d.Start+int64(d.Tokens), d.Tokens, strings.TrimRight(text, "\n"))
 				}
 			}
 			return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/configs"
 	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/generate"
 	"github.com/kestrel-lm/kestrel/internal/run"
 )
 
@@ -65,7 +66,7 @@ runs it as a smoke test).`,
 			Data: dataOut, Run: runOut, Dash: dash, ForcePrepare: forcePrep,
 			Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
 			Sample: func(runDir, prompt string, temperature float64) (string, error) {
-				return generate(runDir, genOptions{prompt: prompt, temperature: temperature, topK: run.DemoTopK, topP: 1, tokens: 60, ema: true, seed: 1})
+				return generate.Generate(runDir, generate.Options{Prompt: prompt, Temperature: temperature, TopK: run.DemoTopK, TopP: 1, Tokens: 60, EMA: true, Seed: 1})
 			},
 		})
 	}

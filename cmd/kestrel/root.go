@@ -1,10 +1,6 @@
 package main
 
-import (
-	"fmt"
-
-	"github.com/spf13/cobra"
-)
+import "github.com/spf13/cobra"
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
@@ -36,9 +32,4 @@ lists them all with their documentation. Shipped data is found in
 		newVersionCmd(),
 	)
 	return root
-}
-
-// errNotImplemented is what commands whose issue has not landed return.
-func errNotImplemented(what string) error {
-	return fmt.Errorf("%s: not implemented yet (see docs/roadmap.md)", what)
 }

@@ -233,7 +233,7 @@ func TestLoaderRef7mStall(t *testing.T) {
 	}
 	ds := shippedByteDataset(t)
 	dir := t.TempDir()
-	o, l := loaderRunOpts(t, dir, ds, ref7mConfig(), 30, [][]int{{0, 8}})
+	o, l := loaderRunOpts(t, dir, ds, train.Ref7mConfig(), 30, [][]int{{0, 8}})
 	o.Train.MicroBatch = 8
 	if _, err := train.Run(context.Background(), o); err != nil {
 		t.Fatal(err)

@@ -221,7 +221,7 @@ func TestMonitorOverheadRef7m(t *testing.T) {
 		t.Skip("set KESTREL_OVERHEAD=STEPS to measure the monitor's overhead on ref7m")
 	}
 	cfg := tinyRun(n)
-	cfg.Model = ref7mConfig()
+	cfg.Model = train.Ref7mConfig()
 	cfg.Train.BatchSize, cfg.Train.EvalEvery, cfg.Train.PeakGFLOPS = 8, 0, 336
 	cfg.Checkpoint.Every = 0
 	cfg.Monitor = monitor.DefaultConfig()

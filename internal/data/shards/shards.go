@@ -139,7 +139,7 @@ type Manifest struct {
 	ValFraction float64        `json:"val_fraction"`
 	Seed        uint64         `json:"seed"`
 	Separator   string         `json:"separator"`
-	SeparatorID uint32         `json:"separator_id"`
+	SeparatorID int32          `json:"separator_id"`
 	Shards      []ShardInfo    `json:"shards"`
 	Sources     []SourceTotals `json:"sources"`
 	TotalTokens int64          `json:"total_tokens"`
@@ -153,7 +153,7 @@ type TokenizerInfo struct {
 	File      string `json:"file"`
 	Source    string `json:"source,omitempty"`
 	VocabSize int    `json:"vocab_size"`
-	EOT       uint32 `json:"eot"`
+	EOT       int32  `json:"eot"`
 }
 
 // ShardInfo is one shard file.
@@ -266,7 +266,7 @@ func (w *shardWriter) name() string {
 }
 
 // write appends one document's tokens.
-func (w *shardWriter) write(docID string, ids []uint32) error {
+func (w *shardWriter) write(docID string, ids []int32) error {
 	first := true
 	for len(ids) > 0 {
 		if w.f == nil {
@@ -285,7 +285,7 @@ func (w *shardWriter) write(docID string, ids []uint32) error {
 			if w.width == 2 {
 				w.buf = binary.LittleEndian.AppendUint16(w.buf, uint16(id))
 			} else {
-				w.buf = binary.LittleEndian.AppendUint32(w.buf, id)
+				w.buf = binary.LittleEndian.AppendUint32(w.buf, uint32(id))
 			}
 		}
 		if _, err := w.f.Write(w.buf); err != nil {
@@ -431,7 +431,7 @@ func Build(ctx context.Context, docs iter.Seq2[Doc, error], tok *tokenizer.Token
 	}
 	type item struct {
 		doc Doc
-		ids []uint32
+		ids []int32
 	}
 	var batch []item
 	batchBytes := 0
@@ -452,7 +452,7 @@ func Build(ctx context.Context, docs iter.Seq2[Doc, error], tok *tokenizer.Token
 						return
 					}
 					it := &batch[i]
-					ids := make([]uint32, 0, len(it.doc.Text)/3+2)
+					ids := make([]int32, 0, len(it.doc.Text)/3+2)
 					if cfg.Separator == "bos" {
 						ids = append(ids, sep)
 					}

@@ -266,7 +266,7 @@ func TestFailedRebuildKeepsDataset(t *testing.T) {
 func TestUint32Shard(t *testing.T) {
 	dir := t.TempDir()
 	w := &shardWriter{source: "s", split: Train, dir: dir, width: 4, magic: MagicUint32, maxTokens: 10}
-	ids := []uint32{70000, 1, 99999, 5}
+	ids := []int32{70000, 1, 99999, 5}
 	if err := w.write("d0", ids); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,228 @@
+// Package shufflereport measures how i.i.d. the loader's batches are
+// (kestrel data shuffle-report): for each permutation it labels every row
+// of every batch by the block of stored order (or the source) it comes
+// from, summarises the batch composition over steps (loader.Composition)
+// and plots it. It is kept apart from package loader so the loader does not
+// depend on the plotting library.
+package shufflereport
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/kestrel-lm/kestrel/internal/data/loader"
+)
+
+// Options configure Run.
+type Options struct {
+	Permutations []string // names: feistel | feistel-mix | lcg
+	Steps        int      // batches measured, ≥ 2
+	Batch        int      // rows per batch, ≥ 1
+	Blocks       int      // blocks the stored order is cut into, ≥ 1
+	Lags         int      // autocorrelation lags, ≥ 1
+	LCGStride    int64    // LCG multiplier (0 = drawn from the seed)
+	// Dataset is the prepared data to run the loader over; nil measures
+	// synthetic data instead: Items items sorted into Blocks topics, one
+	// source, shuffled exactly as the loader shuffles a source.
+	Dataset  *loader.Dataset
+	Items    int64
+	BySource bool          // dataset: label rows by source instead of block
+	Data     loader.Config // dataset: the mixture; its permutation settings are replaced
+	SeqLen   int           // dataset: tokens per sequence
+	RunSeed  uint64        // run.seed (the data seed when Data.Seed is 0)
+}
+
+// Run measures the composition of Steps batches under each permutation
+// and returns one Composition per permutation and the names of the labels
+// (blocks or sources).
+func Run(opt Options) ([]*loader.Composition, []string, error) {
+	if opt.Steps < 2 || opt.Batch < 1 || opt.Blocks < 1 || opt.Lags < 1 {
+		return nil, nil, fmt.Errorf("need steps ≥ 2, batch ≥ 1, blocks ≥ 1, lags ≥ 1")
+	}
+	var comps []*loader.Composition
+	var labels []string
+	for _, name := range opt.Permutations {
+		name = strings.TrimSpace(name)
+		spec, err := PermSpec(name, opt.Data, opt.LCGStride)
+		if err != nil {
+			return nil, nil, err
+		}
+		var c *loader.Composition
+		if opt.Dataset == nil {
+			sy := loader.Synthetic{Items: opt.Items, Blocks: opt.Blocks, Batch: opt.Batch, Seed: dataSeed(opt.Data.Seed, opt.RunSeed)}
+			c, err = sy.Composition(spec, opt.Steps, opt.Lags)
+			if err == nil {
+				labels = nil
+				for b := 0; b < opt.Blocks; b++ {
+					labels = append(labels, fmt.Sprintf("block %d", b))
+				}
+			}
+		} else {
+			c, labels, err = datasetComposition(name, spec, opt)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+		comps = append(comps, c)
+	}
+	return comps, labels, nil
+}
+
+// datasetComposition runs the loader over opt.Dataset with spec.
+func datasetComposition(name string, spec loader.PermSpec, opt Options) (*loader.Composition, []string, error) {
+	dc := opt.Data
+	dc.Permutation, dc.FeistelRound, dc.LCGStride, dc.Prefetch = spec.Kind, spec.Round, spec.LCGStride, 0
+	l, err := loader.New(opt.Dataset, dc, loader.Options{SeqLen: opt.SeqLen, Seed: opt.RunSeed, Schedule: loader.ConstantBatch(opt.Batch)})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer l.Close()
+	blocks := opt.Blocks
+	if opt.BySource {
+		blocks = 0
+	}
+	return l.Composition(name, opt.Steps, blocks, opt.Lags)
+}
+
+// PermSpec turns a permutation name (feistel, feistel-mix, lcg) into a
+// spec, with the Feistel rounds of dc and the given LCG stride.
+func PermSpec(name string, dc loader.Config, stride int64) (loader.PermSpec, error) {
+	switch name {
+	case "feistel":
+		return loader.PermSpec{Kind: loader.PermFeistel, Rounds: dc.FeistelRounds, Round: loader.RoundMul}, nil
+	case "feistel-mix":
+		return loader.PermSpec{Kind: loader.PermFeistel, Rounds: dc.FeistelRounds, Round: loader.RoundMix}, nil
+	case "lcg":
+		return loader.PermSpec{Kind: loader.PermLCG, LCGStride: stride}, nil
+	}
+	return loader.PermSpec{}, fmt.Errorf("permutation %q: want feistel, feistel-mix or lcg", name)
+}
+
+// dataSeed is data.seed, or run.seed when data.seed is 0 (as the loader
+// keys its permutations).
+func dataSeed(data, run uint64) uint64 {
+	if data != 0 {
+		return data
+	}
+	return run
+}
+
+// MaxAbsACF is the largest |autocorrelation| at lags ≥ 1.
+func MaxAbsACF(c *loader.Composition) float64 {
+	m := 0.0
+	for _, a := range c.ACF[1:] {
+		m = math.Max(m, math.Abs(a))
+	}
+	return m
+}
+
+// Write prints the statistics of comps: a table with a closing line that
+// gives the |acf| of i.i.d. batches, or with asJSON one JSON object per
+// permutation.
+func Write(w io.Writer, comps []*loader.Composition, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		for _, c := range comps {
+			if err := enc.Encode(map[string]any{
+				"permutation": c.Label, "steps": c.Steps, "labels": c.Labels,
+				"lag1_acf": c.Lag1(), "max_abs_acf": MaxAbsACF(c), "max_dominated_run": c.MaxRun,
+				"max_run_label": c.RunLabel, "max_run_start": c.RunStart,
+				"mean_max_share": c.MeanMaxShare, "mean_tv": c.MeanTV,
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	fmt.Fprintf(w, "%-22s %8s %10s %8s %15s %8s\n", "permutation", "lag1", "max|acf|", "max_run", "mean_max_share", "mean_tv")
+	for _, c := range comps {
+		fmt.Fprintf(w, "%-22s %8.3f %10.3f %8d %15.3f %8.3f\n", c.Label, c.Lag1(), MaxAbsACF(c), c.MaxRun, c.MeanMaxShare, c.MeanTV)
+	}
+	if len(comps) > 0 {
+		fmt.Fprintf(w, "(%d batches, %d blocks; i.i.d. batches give |acf| ≈ %.2f and max_run 0)\n",
+			comps[0].Steps, comps[0].Labels, 2/math.Sqrt(float64(comps[0].Steps*comps[0].Labels)))
+	}
+	return nil
+}
+
+// Plot writes a two-panel PNG: the mean label of each batch over
+// steps, and the autocorrelation by lag, one line per permutation. It is
+// written to a temporary file and renamed, so an existing plot survives a
+// failure.
+func Plot(out string, comps []*loader.Composition, labels []string) error {
+	top := plot.New()
+	top.Title.Text = "mean block index of each batch's rows (flat stretches = phases)"
+	top.X.Label.Text = "step"
+	top.Y.Label.Text = "block"
+	if len(labels) > 0 && len(labels) <= 8 {
+		top.Title.Text += "; blocks: " + strings.Join(labels, ", ")
+	}
+	bot := plot.New()
+	bot.Title.Text = "autocorrelation of batch composition"
+	bot.X.Label.Text = "lag (steps)"
+	bot.Y.Label.Text = "ACF"
+	for i, c := range comps {
+		share := make(plotter.XYs, c.Steps)
+		for s := range share {
+			m := 0.0
+			for b, x := range c.Shares[s] {
+				m += float64(b) * x
+			}
+			share[s] = plotter.XY{X: float64(s), Y: m}
+		}
+		acf := make(plotter.XYs, len(c.ACF)-1)
+		for k := range acf {
+			acf[k] = plotter.XY{X: float64(k + 1), Y: c.ACF[k+1]}
+		}
+		for _, pl := range []struct {
+			p   *plot.Plot
+			xys plotter.XYs
+		}{{top, share}, {bot, acf}} {
+			line, err := plotter.NewLine(pl.xys)
+			if err != nil {
+				return fmt.Errorf("plot: %w", err)
+			}
+			line.Color = plotutil.Color(i)
+			line.Width = vg.Points(1)
+			pl.p.Add(line)
+			pl.p.Legend.Add(c.Label, line)
+		}
+	}
+	top.Legend.Top = true
+	bot.Legend.Top = true
+	bot.Add(plotter.NewGrid())
+	img := vgimg.New(vg.Points(900), vg.Points(720))
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 2, Cols: 1, PadX: vg.Millimeter * 3, PadY: vg.Millimeter * 6, PadTop: vg.Millimeter * 3, PadBottom: vg.Millimeter * 3, PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 3}
+	cs := plot.Align([][]*plot.Plot{{top}, {bot}}, tiles, dc)
+	top.Draw(cs[0][0])
+	bot.Draw(cs[1][0])
+	tmp, err := os.CreateTemp(filepath.Dir(out), ".shuffle-report-*.png")
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", out, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("plot %s: %w", out, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("plot %s: %w", out, err)
+	}
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		return fmt.Errorf("plot %s: %w", out, err)
+	}
+	return nil
+}

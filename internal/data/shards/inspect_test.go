@@ -1,0 +1,65 @@
+package shards
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/datadir"
+	"github.com/kestrel-lm/kestrel/tokenizer"
+)
+
+// TestSampleDocs: documents are evenly spaced, decode to their text (after
+// the separator), and carry their ids and token ranges; TrainPercent sums
+// to 100 over the sources.
+func TestSampleDocs(t *testing.T) {
+	p, err := datadir.Path("gpt2-bpe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	docs := func(yield func(Doc, error) bool) {
+		for i := 0; i < 40; i++ {
+			src := []string{"web", "math"}[i%2]
+			if !yield(Doc{ID: fmt.Sprint(i), Source: src, Text: fmt.Sprintf("%s document number %d.", src, i)}, nil) {
+				return
+			}
+		}
+	}
+	if _, err := Build(context.Background(), docs, tok, p, Config{ShardTokens: 50, Separator: "eos"}, dir); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	st, err := ds.Stream("math", Train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.SampleDocs(tok, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || got[0].Index != 0 || got[1].Index != st.NumDocs()/4 {
+		t.Fatalf("%d docs, first indices %v", len(got), got)
+	}
+	for _, d := range got {
+		if !strings.Contains(d.Text, "math document number "+d.ID+".") || d.Start != st.DocStart(d.Index) || d.Tokens == 0 {
+			t.Errorf("%+v", d)
+		}
+	}
+	if all, _ := st.SampleDocs(tok, 1000); int64(len(all)) != st.NumDocs() {
+		t.Errorf("n > docs: %d of %d", len(all), st.NumDocs())
+	}
+	m := ds.Manifest()
+	if sum := m.TrainPercent("web") + m.TrainPercent("math"); sum < 99.999 || sum > 100.001 || m.TrainPercent("none") != 0 {
+		t.Errorf("train percent: %v", sum)
+	}
+}

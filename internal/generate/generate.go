@@ -1,0 +1,109 @@
+// Package generate samples text from a trained run: it loads a checkpoint
+// (internal/train), maps text to token ids and back with the run's codec
+// (bytes, or the prepared dataset's tokenizer) and samples one token at a
+// time with temperature, top-k and top-p (nucleus) truncation.
+//
+// It sits just above internal/train and tokenizer; cmd/kestrel (kestrel
+// sample) and the demo call it.
+package generate
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/kestrel-lm/kestrel/internal/train"
+)
+
+// Options are the sampling settings of Generate.
+type Options struct {
+	Prompt      string  // text to continue ("" = start of a document)
+	Temperature float64 // 0 = greedy
+	TopK        int     // 0 = all tokens
+	TopP        float64 // nucleus mass in (0, 1]
+	Tokens      int     // tokens to generate
+	EMA         bool    // sample from the EMA weights
+	Seed        uint64  // sampling seed
+	// Stream, when set, receives the prompt and then the continuation as
+	// it is generated (kestrel sample); Status receives the "sampling …"
+	// line and the checkpoint loader's log.
+	Stream, Status io.Writer
+}
+
+// Validate checks the ranges of the sampling settings.
+func (o Options) Validate() error {
+	if o.Temperature < 0 || o.TopP <= 0 || o.TopP > 1 || o.TopK < 0 || o.Tokens < 0 {
+		return fmt.Errorf("need temperature >= 0, 0 < top-p <= 1, top-k >= 0, tokens >= 0")
+	}
+	return nil
+}
+
+// Generate loads the newest valid checkpoint of run (or a checkpoint
+// directory) and returns opt.Prompt followed by opt.Tokens sampled tokens,
+// decoded with the run's codec (CodecFor). It is deterministic for a given
+// seed.
+func Generate(run string, opt Options) (string, error) {
+	if err := opt.Validate(); err != nil {
+		return "", err
+	}
+	status := opt.Status
+	if status == nil {
+		status = io.Discard
+	}
+	m, l, err := train.LoadModel(run, opt.EMA, slog.New(slog.NewTextHandler(status, nil)))
+	if err != nil {
+		return "", err
+	}
+	codec, err := CodecFor(run, l.State)
+	if err != nil {
+		return "", err
+	}
+	ctx, err := codec.Encode(opt.Prompt)
+	if err != nil {
+		return "", fmt.Errorf("prompt: %w", err)
+	}
+	if len(ctx) == 0 {
+		ctx = append([]int32(nil), codec.Start...)
+	}
+	fmt.Fprintf(status, "sampling %s (step %d%s)\n", l.Dir, l.State.Step, map[bool]string{true: ", EMA weights"}[opt.EMA])
+	var text strings.Builder
+	text.WriteString(opt.Prompt)
+	var out *bufio.Writer
+	if opt.Stream != nil {
+		out = bufio.NewWriter(opt.Stream)
+		defer out.Flush()
+		io.WriteString(out, opt.Prompt)
+	}
+	rng := rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x5eed))
+	T, V := l.State.Model.SeqLen, l.State.Model.Vocab
+	logits := make([]float32, V)
+	for i := 0; i < opt.Tokens; i++ {
+		win := ctx
+		if len(win) > T {
+			win = win[len(win)-T:]
+		}
+		if err := m.Logits(win, logits); err != nil {
+			return text.String(), fmt.Errorf("token %d: %w", i, err)
+		}
+		if codec.Vocab > 0 {
+			for j := codec.Vocab; j < V; j++ {
+				logits[j] = float32(math.Inf(-1))
+			}
+		}
+		next := PickToken(logits, opt.Temperature, opt.TopK, opt.TopP, rng)
+		ctx = append(ctx, next)
+		piece := codec.Decode([]int32{next})
+		text.WriteString(piece)
+		if out != nil {
+			io.WriteString(out, piece)
+			if i%64 == 63 {
+				out.Flush()
+			}
+		}
+	}
+	return text.String(), nil
+}

@@ -1,0 +1,123 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/kernels"
+	"github.com/kestrel-lm/kestrel/internal/model"
+	"github.com/kestrel-lm/kestrel/internal/optim"
+)
+
+// Ref7mConfig is the reference model of the step benchmark: vocab 8192,
+// d_model 256, 4 layers, 4 heads, 4 kv heads, SwiGLU 768, seq 256, untied,
+// RMSNorm, RoPE θ 10000 — 7.6M parameters.
+func Ref7mConfig() model.Config {
+	return model.Config{Vocab: 8192, DModel: 256, NLayers: 4, NHeads: 4, NKVHeads: 4, MLPHidden: 768,
+		SeqLen: 256, RopeTheta: 10000, NormEps: 1e-5, InitStd: 0.02}
+}
+
+// StepBenchOptions configure BenchStep.
+type StepBenchOptions struct {
+	Model  model.Config // the model (Ref7mConfig for kestrel bench step)
+	Batch  int          // sequences per step, ≥ 1
+	Steps  int          // timed steps, ≥ 1 (the median counts)
+	Warmup int          // untimed steps first (arena allocation, page faults)
+	// PeakProbe is how long the FMA peak is probed before and after the
+	// steps (default 300ms).
+	PeakProbe time.Duration
+}
+
+// StepBench is the result of BenchStep.
+type StepBench struct {
+	TokensPerSec  float64 // batch·seq_len ÷ median step time
+	MFU           float64 // TokensPerSec · FLOPsPerToken ÷ PeakGFLOPS
+	StepSec       float64 // median step time
+	PeakRSSMB     float64 // the process's peak resident set
+	PeakGFLOPS    float64 // larger of the FMA peaks probed before and after
+	Threads       int     // kernels.Threads() during the steps
+	Batch, Seq    int
+	Steps         int
+	Params        int
+	FLOPsPerToken float64
+	ArenaBytes    int
+	LossFirst     float64 // loss of the first (warm-up) step
+	LossLast      float64
+}
+
+// BenchStep trains a freshly initialised model (seed 1) on random tokens:
+// each step is forward + backward + one AdamW update over the flat buffers,
+// the same work as a training step without data loading or monitoring. MFU
+// relates the median step to the FMA peak measured by kernels.PeakGFLOPS on
+// the same threads just before and just after the steps (the larger of the
+// two, so a moment of contention during one probe does not inflate MFU).
+func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
+	if opt.Steps < 1 {
+		return StepBench{}, fmt.Errorf("bench step: steps must be >= 1, got %d", opt.Steps)
+	}
+	if opt.Batch < 1 {
+		return StepBench{}, fmt.Errorf("bench step: batch must be >= 1, got %d", opt.Batch)
+	}
+	probe := opt.PeakProbe
+	if probe <= 0 {
+		probe = 300 * time.Millisecond
+	}
+	cfg := opt.Model
+	m, err := model.New(cfg, 1)
+	if err != nil {
+		return StepBench{}, fmt.Errorf("bench step: %w", err)
+	}
+	var spans []optim.Span
+	for _, t := range m.Tensors() {
+		spans = append(spans, optim.Span{Name: t.Name, Offset: t.Offset, Size: t.Size, Kind: t.Kind})
+	}
+	adam, err := optim.NewAdamW(optim.DefaultConfig(), len(m.Params), spans)
+	if err != nil {
+		return StepBench{}, fmt.Errorf("bench step: optimizer: %w", err)
+	}
+	peakBefore := kernels.PeakGFLOPS(kernels.Threads(), probe)
+	T := cfg.SeqLen
+	r := rand.New(rand.NewPCG(1, 2))
+	b := &model.Batch{B: opt.Batch, T: T, Inputs: make([]int32, opt.Batch*T), Targets: make([]int32, opt.Batch*T)}
+	for i := range b.Inputs {
+		b.Inputs[i] = int32(r.IntN(cfg.Vocab))
+		b.Targets[i] = int32(r.IntN(cfg.Vocab))
+	}
+	var times []float64
+	var first, last float64
+	for s := 0; s < opt.Warmup+opt.Steps; s++ {
+		if err := ctx.Err(); err != nil {
+			return StepBench{}, err
+		}
+		t0 := time.Now()
+		m.ZeroGrads()
+		st, err := m.ForwardBackward(b, 1)
+		if err != nil {
+			return StepBench{}, fmt.Errorf("bench step: %w", err)
+		}
+		if _, err := adam.Step(m.Params, m.Grads, st.Loss, 1e-3); err != nil {
+			return StepBench{}, fmt.Errorf("bench step: optimizer: %w", err)
+		}
+		el := time.Since(t0).Seconds()
+		if s == 0 {
+			first = st.Loss
+		}
+		last = st.Loss
+		if s >= opt.Warmup {
+			times = append(times, el)
+		}
+	}
+	sort.Float64s(times)
+	med := times[len(times)/2]
+	tps := float64(opt.Batch*T) / med
+	peak := max(peakBefore, kernels.PeakGFLOPS(kernels.Threads(), probe))
+	return StepBench{
+		TokensPerSec: tps, MFU: tps * m.FLOPsPerToken() / (peak * 1e9), StepSec: med,
+		PeakRSSMB: kernels.PeakRSSMB(), PeakGFLOPS: peak, Threads: kernels.Threads(),
+		Batch: opt.Batch, Seq: T, Steps: opt.Steps, Params: m.NumParams(), FLOPsPerToken: m.FLOPsPerToken(),
+		ArenaBytes: m.ArenaBytes(), LossFirst: first, LossLast: last,
+	}, nil
+}
