@@ -9,7 +9,6 @@ import (
 
 	"github.com/kestrel-lm/kestrel/configs"
 	"github.com/kestrel-lm/kestrel/internal/config"
-	"github.com/kestrel-lm/kestrel/internal/generate"
 	"github.com/kestrel-lm/kestrel/internal/run"
 )
 
@@ -65,9 +64,6 @@ runs it as a smoke test).`,
 		return run.Demo(cmd.Context(), cfg, run.DemoOptions{
 			Data: dataOut, Run: runOut, Dash: dash, ForcePrepare: forcePrep,
 			Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
-			Sample: func(runDir, prompt string, temperature float64) (string, error) {
-				return generate.Generate(runDir, generate.Options{Prompt: prompt, Temperature: temperature, TopK: run.DemoTopK, TopP: 1, Tokens: 60, EMA: true, Seed: 1})
-			},
 		})
 	}
 	return cmd

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/prepare"
+	"github.com/kestrel-lm/kestrel/internal/generate"
 	"github.com/kestrel-lm/kestrel/internal/report"
 )
 
@@ -23,13 +24,10 @@ type DemoOptions struct {
 	ForcePrepare bool   // rebuild the dataset even when it is up to date
 	Stdout       io.Writer
 	Stderr       io.Writer
-	// Sample generates text from the run's EMA weights after prompt (the
-	// prompt included), for the report's samples.
-	Sample func(runDir, prompt string, temperature float64) (string, error)
 }
 
-// DemoTopK is the top-k of the report's samples.
-const DemoTopK = 50
+// demoTopK is the top-k of the report's samples.
+const demoTopK = 50
 
 // demoSamplePrompts start the report's samples: one per kind of data.
 var demoSamplePrompts = []string{"ROMEO:", "The city of", "Natalia sold clips to"}
@@ -83,14 +81,11 @@ func Demo(ctx context.Context, cfg config.Config, o DemoOptions) error {
 	var samples []report.Sample
 	for _, s := range demoSamplePrompts {
 		for _, temp := range []float64{0.6, 1.0} {
-			if o.Sample == nil {
-				break
-			}
-			text, err := o.Sample(o.Run, s, temp)
+			text, err := generate.Generate(o.Run, generate.Options{Prompt: s, Temperature: temp, TopK: demoTopK, TopP: 1, Tokens: 60, EMA: true, Seed: 1})
 			if err != nil {
 				return fmt.Errorf("demo: sample: %w", err)
 			}
-			samples = append(samples, report.Sample{Prompt: s, Temperature: temp, TopK: DemoTopK, EMA: true, Text: strings.TrimPrefix(text, s)})
+			samples = append(samples, report.Sample{Prompt: s, Temperature: temp, TopK: demoTopK, EMA: true, Text: strings.TrimPrefix(text, s)})
 		}
 	}
 	sum, err := report.Write(report.Input{RunDir: o.Run, DatasetDir: o.Data, Samples: samples, UnigramLoss: unigram, Title: cfg.Run.Name})
