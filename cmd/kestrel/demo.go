@@ -1,14 +1,10 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kestrel-lm/kestrel/configs"
-	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/run"
 )
 
@@ -55,7 +51,7 @@ runs it as a smoke test).`,
 		if runOut == "" {
 			runOut = filepath.Join("runs", name)
 		}
-		cfg, err := demoConfig(quick, cf)
+		cfg, err := run.DemoConfig(quick, cf.path, cf.overrides)
 		if err != nil {
 			return err
 		}
@@ -69,36 +65,3 @@ runs it as a smoke test).`,
 	return cmd
 }
 
-// demoConfig layers defaults ← data-demo.toml ← demo.toml (← demo-quick.toml)
-// ← --config ← --section.key flags.
-func demoConfig(quick bool, cf *configFlags) (config.Config, error) {
-	cfg := config.Default()
-	files := []string{"data-demo.toml", "demo.toml"}
-	if quick {
-		files = append(files, "demo-quick.toml")
-	}
-	for _, f := range files {
-		b, err := configs.Read(f)
-		if err != nil {
-			return cfg, err
-		}
-		if err := config.Decode(b, "configs/"+f, &cfg); err != nil {
-			return cfg, err
-		}
-	}
-	if cf.path != "" {
-		b, err := os.ReadFile(cf.path)
-		if err != nil {
-			return cfg, fmt.Errorf("config: %w", err)
-		}
-		if err := config.Decode(b, cf.path, &cfg); err != nil {
-			return cfg, err
-		}
-	}
-	for _, o := range cf.overrides {
-		if err := o.Apply(&cfg); err != nil {
-			return cfg, err
-		}
-	}
-	return cfg, nil
-}

@@ -2,11 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -57,86 +54,22 @@ Each alert prints one line: severity, rule, step, message, verdict.`,
 		if err != nil {
 			return err
 		}
-		src := args[0]
-		mapping := map[string]string{}
-		for _, m := range maps {
-			k, v, ok := strings.Cut(m, "=")
-			if !ok || k == "" || v == "" {
-				return fmt.Errorf("watch: --map %q: want kestrel_name=source_field", m)
-			}
-			mapping[k] = v
-		}
-		mc := cfg.Monitor
-		mc.SQLite, mc.TensorBoard, mc.TraceSteps, mc.PrometheusAddr = false, false, 0, ""
-		mc.PauseOnSEV0 = false
-		opts := monitor.Options{RunDir: out, NoFileSinks: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		o := watchsrc.RunOptions{Options: watchsrc.Options{Format: format, Follow: follow}, Maps: maps, Out: out, Store: store}
 		if verbose {
-			opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-		}
-		if out != "" {
-			if st, err := os.Stat(filepath.Join(src, "config.toml")); err == nil && !st.IsDir() {
-				opts.ConfigTOML, _ = os.ReadFile(filepath.Join(src, "config.toml"))
-			}
-		}
-		if out != "" {
-			// metrics.jsonl in kestrel's names beside alerts.jsonl, so
-			// `kestrel dash OUT` shows the run with its alerts.
-			if err := os.MkdirAll(out, 0o755); err != nil {
-				return fmt.Errorf("watch: %w", err)
-			}
-			if same, _ := sameDir(src, out); same {
-				return fmt.Errorf("watch: --out %s is the run being watched; choose another directory", out)
-			}
-			js, err := monitor.OpenJSONLSink(filepath.Join(out, "metrics.jsonl"))
-			if err != nil {
-				return fmt.Errorf("watch: %w", err)
-			}
-			opts.Sinks = append(opts.Sinks, js)
-		}
-		if store != "" {
-			s, err := monitor.OpenStore(store)
-			if err != nil {
-				return fmt.Errorf("watch: %w", err)
-			}
-			s.SetRunInfo("source", src)
-			opts.Sinks = append(opts.Sinks, s)
-		}
-		m, err := monitor.New(mc, opts)
-		if err != nil {
-			return fmt.Errorf("watch: %w", err)
+			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 		}
 		w := cmd.OutOrStdout()
-		counts := map[monitor.Severity]int{}
-		werr := watchsrc.Watch(cmd.Context(), src, watchsrc.Options{Format: format, Map: mapping, Follow: follow}, m, func(a monitor.Alert) {
-			counts[a.Severity]++
+		counts, err := watchsrc.Run(cmd.Context(), args[0], cfg.Monitor, o, func(a monitor.Alert) {
 			line := fmt.Sprintf("%s %-22s step %-8d %s", a.Severity, a.Rule, a.Step, a.Message)
 			if a.Evidence != "" {
 				line += " [evidence " + filepath.Join(out, a.Evidence) + "]"
 			}
 			fmt.Fprintln(w, line)
 		})
-		cerr := m.Close()
-		fmt.Fprintf(w, "watch: %d SEV0, %d SEV1, %d SEV2 alerts\n", counts[monitor.SEV0], counts[monitor.SEV1], counts[monitor.SEV2])
-		if werr != nil {
-			return fmt.Errorf("watch: %w", werr)
+		if counts != nil {
+			fmt.Fprintf(w, "watch: %d SEV0, %d SEV1, %d SEV2 alerts\n", counts[monitor.SEV0], counts[monitor.SEV1], counts[monitor.SEV2])
 		}
-		if cerr != nil {
-			return fmt.Errorf("watch: %w", cerr)
-		}
-		return nil
+		return err
 	}
 	return cmd
-}
-
-// sameDir reports whether a and b name the same directory.
-func sameDir(a, b string) (bool, error) {
-	sa, err := os.Stat(a)
-	if err != nil {
-		return false, err
-	}
-	sb, err := os.Stat(b)
-	if err != nil {
-		return false, err
-	}
-	return os.SameFile(sa, sb), nil
 }

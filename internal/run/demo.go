@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/configs"
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/prepare"
 	"github.com/kestrel-lm/kestrel/internal/generate"
@@ -31,6 +32,41 @@ const demoTopK = 50
 
 // demoSamplePrompts start the report's samples: one per kind of data.
 var demoSamplePrompts = []string{"ROMEO:", "The city of", "Natalia sold clips to"}
+
+// DemoConfig is kestrel demo's config: defaults ← the embedded
+// data-demo.toml ← demo.toml (← demo-quick.toml when quick) ← the file at
+// path (optional) ← overrides.
+func DemoConfig(quick bool, path string, overrides []config.Override) (config.Config, error) {
+	cfg := config.Default()
+	files := []string{"data-demo.toml", "demo.toml"}
+	if quick {
+		files = append(files, "demo-quick.toml")
+	}
+	for _, f := range files {
+		b, err := configs.Read(f)
+		if err != nil {
+			return cfg, err
+		}
+		if err := config.Decode(b, "configs/"+f, &cfg); err != nil {
+			return cfg, err
+		}
+	}
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, fmt.Errorf("config: %w", err)
+		}
+		if err := config.Decode(b, path, &cfg); err != nil {
+			return cfg, err
+		}
+	}
+	for _, o := range overrides {
+		if err := o.Apply(&cfg); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
 
 // Demo runs the whole pipeline with cfg: prepare the dataset (reused when it
 // is up to date), train (resuming when the run has a checkpoint), sample,

@@ -1,0 +1,106 @@
+package watchsrc
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kestrel-lm/kestrel/monitor"
+)
+
+// RunOptions are kestrel watch's choices around one source.
+type RunOptions struct {
+	Options
+	// Maps are --map flags, each kestrel_name=source_field.
+	Maps []string
+	// Out, when set, receives metrics.jsonl (kestrel's names), alerts.jsonl
+	// and SEV0 incident bundles, so kestrel dash Out shows the run.
+	Out string
+	// Store, when set, also receives metrics, events and alerts (SQLite).
+	Store string
+	// Logger receives alerts with their runbook text (nil: discarded).
+	Logger *slog.Logger
+}
+
+// Counts are the alerts a watch raised, by severity.
+type Counts map[monitor.Severity]int
+
+// Run applies the monitor configured by mc (its file sinks and pausing
+// switched off) to the source at src and calls onAlert for every alert.
+func Run(ctx context.Context, src string, mc monitor.Config, o RunOptions, onAlert func(monitor.Alert)) (Counts, error) {
+	mapping := map[string]string{}
+	for _, m := range o.Maps {
+		k, v, ok := strings.Cut(m, "=")
+		if !ok || k == "" || v == "" {
+			return nil, fmt.Errorf("watch: --map %q: want kestrel_name=source_field", m)
+		}
+		mapping[k] = v
+	}
+	o.Options.Map = mapping
+	mc.SQLite, mc.TensorBoard, mc.TraceSteps, mc.PrometheusAddr = false, false, 0, ""
+	mc.PauseOnSEV0 = false
+	opts := monitor.Options{RunDir: o.Out, NoFileSinks: true, Logger: o.Logger}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Out != "" {
+		if st, err := os.Stat(filepath.Join(src, "config.toml")); err == nil && !st.IsDir() {
+			opts.ConfigTOML, _ = os.ReadFile(filepath.Join(src, "config.toml"))
+		}
+		// metrics.jsonl in kestrel's names beside alerts.jsonl, so
+		// `kestrel dash OUT` shows the run with its alerts.
+		if err := os.MkdirAll(o.Out, 0o755); err != nil {
+			return nil, fmt.Errorf("watch: %w", err)
+		}
+		if same, _ := sameDir(src, o.Out); same {
+			return nil, fmt.Errorf("watch: --out %s is the run being watched; choose another directory", o.Out)
+		}
+		js, err := monitor.OpenJSONLSink(filepath.Join(o.Out, "metrics.jsonl"))
+		if err != nil {
+			return nil, fmt.Errorf("watch: %w", err)
+		}
+		opts.Sinks = append(opts.Sinks, js)
+	}
+	if o.Store != "" {
+		s, err := monitor.OpenStore(o.Store)
+		if err != nil {
+			return nil, fmt.Errorf("watch: %w", err)
+		}
+		s.SetRunInfo("source", src)
+		opts.Sinks = append(opts.Sinks, s)
+	}
+	m, err := monitor.New(mc, opts)
+	if err != nil {
+		return nil, fmt.Errorf("watch: %w", err)
+	}
+	counts := Counts{}
+	werr := Watch(ctx, src, o.Options, m, func(a monitor.Alert) {
+		counts[a.Severity]++
+		onAlert(a)
+	})
+	cerr := m.Close()
+	if werr != nil {
+		return counts, fmt.Errorf("watch: %w", werr)
+	}
+	if cerr != nil {
+		return counts, fmt.Errorf("watch: %w", cerr)
+	}
+	return counts, nil
+}
+
+// sameDir reports whether a and b name the same directory.
+func sameDir(a, b string) (bool, error) {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false, err
+	}
+	sb, err := os.Stat(b)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(sa, sb), nil
+}
