@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/data/document"
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/run"
@@ -24,7 +25,7 @@ import (
 func tinyDataset(t *testing.T) string {
 	t.Helper()
 	var texts []string
-	var docs []shards.Doc
+	var docs []document.Doc
 	for _, s := range []struct{ src, rel, sep string }{{"shakespeare", "tinyshakespeare/input.txt", "\n\n"}, {"wiki", "wikitext-2/valid.txt", "\n \n"}} {
 		p, err := datadir.Path(s.rel)
 		if err != nil {
@@ -39,7 +40,7 @@ func tinyDataset(t *testing.T) string {
 			if strings.TrimSpace(para) == "" {
 				continue
 			}
-			docs = append(docs, shards.Doc{ID: fmt.Sprintf("%s:%d", s.src, n), Source: s.src, Text: para})
+			docs = append(docs, document.Doc{ID: fmt.Sprintf("%s:%d", s.src, n), Source: s.src, Text: para})
 			texts = append(texts, para)
 			n++
 		}
@@ -60,7 +61,7 @@ func tinyDataset(t *testing.T) string {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, "ds")
-	seq := func(yield func(shards.Doc, error) bool) {
+	seq := func(yield func(document.Doc, error) bool) {
 		for _, d := range docs {
 			if !yield(d, nil) {
 				return

@@ -62,6 +62,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
+	"github.com/kestrel-lm/kestrel/internal/data/document"
 	"github.com/kestrel-lm/kestrel/tokenizer"
 )
 
@@ -82,13 +83,6 @@ const (
 	Train = "train"
 	Val   = "val"
 )
-
-// Doc is one document to tokenize.
-type Doc struct {
-	ID     string // stable identifier; decides the split
-	Source string // source tag (web, code, math …)
-	Text   string
-}
 
 // Config is the [shards] part of data preparation.
 type Config struct {
@@ -379,7 +373,7 @@ func validName(s string) error {
 // Build tokenizes docs (in parallel, output in input order) into shards
 // under outDir and writes outDir/manifest.json and outDir/tokenizer.json.
 // tokPath is recorded in the manifest as where the tokenizer came from.
-func Build(ctx context.Context, docs iter.Seq2[Doc, error], tok *tokenizer.Tokenizer, tokPath string, cfg Config, outDir string) (*Manifest, error) {
+func Build(ctx context.Context, docs iter.Seq2[document.Doc, error], tok *tokenizer.Tokenizer, tokPath string, cfg Config, outDir string) (*Manifest, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -430,7 +424,7 @@ func Build(ctx context.Context, docs iter.Seq2[Doc, error], tok *tokenizer.Token
 		workers = runtime.GOMAXPROCS(0)
 	}
 	type item struct {
-		doc Doc
+		doc document.Doc
 		ids []uint32
 	}
 	var batch []item
