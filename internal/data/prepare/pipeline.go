@@ -19,6 +19,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/data/clean"
 	"github.com/kestrel-lm/kestrel/internal/data/corpus"
 	"github.com/kestrel-lm/kestrel/internal/data/datareport"
@@ -91,20 +92,13 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*datareport.Report, 
 			return old, nil
 		}
 	}
-	parent := filepath.Dir(filepath.Clean(opts.Out))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(opts.Out)+".tmp-")
+	out := filepath.Clean(opts.Out)
+	dir, err := atomicfile.NewDir(filepath.Dir(out), filepath.Base(out))
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			os.RemoveAll(tmp)
-		}
-	}()
+	defer dir.Abort()
+	tmp := dir.Path()
 	p, err := newPipeline(cfg, opts, inputs, tmp)
 	if err != nil {
 		return nil, err
@@ -114,9 +108,6 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*datareport.Report, 
 		return nil, err
 	}
 	rep.TimingsS["total"] = time.Since(runStart).Seconds()
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
-	}
 	rep.Fingerprint = fp
 	rep.Complete = true
 	rep.Out = opts.Out
@@ -124,37 +115,16 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*datareport.Report, 
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
-	if err := writeSynced(filepath.Join(tmp, datareport.FileName), rb); err != nil {
-		return nil, err
+	if err := os.WriteFile(filepath.Join(tmp, datareport.FileName), rb, 0o644); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
 	}
-	if err := install(tmp, opts.Out); err != nil {
-		return nil, err
+	if err := dir.Install(out); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
 	}
-	ok = true
 	if opts.Summary != nil {
 		rep.WriteSummary(opts.Summary)
 	}
 	return rep, nil
-}
-
-// install renames tmp to out, replacing an older dataset only after the
-// new one is complete.
-func install(tmp, out string) error {
-	if _, err := os.Stat(out); err == nil {
-		old := tmp + ".old"
-		if err := os.Rename(out, old); err != nil {
-			return fmt.Errorf("prepare: move old %s aside: %w", out, err)
-		}
-		if err := os.Rename(tmp, out); err != nil {
-			os.Rename(old, out)
-			return fmt.Errorf("prepare: install %s: %w", out, err)
-		}
-		return os.RemoveAll(old)
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return fmt.Errorf("prepare: install %s: %w", out, err)
-	}
-	return nil
 }
 
 // fingerprint hashes the resolved config, the pipeline version and every
@@ -189,23 +159,6 @@ func fingerprint(cfg Config, inputs [][]corpus.Input, strict bool) (string, erro
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// writeSynced writes data to path and fsyncs it.
-func writeSynced(path string, b []byte) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return f.Close()
 }
 
 type pipeline struct {

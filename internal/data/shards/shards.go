@@ -384,22 +384,14 @@ func Build(ctx context.Context, docs iter.Seq2[document.Doc, error], tok *tokeni
 	if cfg.Separator == "bos" {
 		sep, _ = tok.BOS()
 	}
-	if err := os.MkdirAll(filepath.Join(outDir, "shards"), 0o755); err != nil {
-		return nil, fmt.Errorf("shards: %w", err)
-	}
-	stage, err := os.MkdirTemp(filepath.Join(outDir, "shards"), ".build-")
+	// the build is staged under a temporary name and installed once its
+	// name (a hash of its contents) is known
+	buildDir, err := atomicfile.NewDir(filepath.Join(outDir, "shards"), "build")
 	if err != nil {
 		return nil, fmt.Errorf("shards: %w", err)
 	}
-	if err := os.Chmod(stage, 0o755); err != nil {
-		return nil, fmt.Errorf("shards: %w", err)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			os.RemoveAll(stage)
-		}
-	}()
+	defer buildDir.Abort()
+	stage := buildDir.Path()
 	width, magic := 2, int32(MagicUint16)
 	if tok.VocabSize() > 65536 {
 		width, magic = 4, MagicUint32
@@ -563,11 +555,10 @@ func Build(ctx context.Context, docs iter.Seq2[document.Doc, error], tok *tokeni
 	final := filepath.Join(outDir, prefix)
 	if _, err := os.Stat(final); err == nil {
 		// an identical build already exists: keep it
-		os.RemoveAll(stage)
-	} else if err := os.Rename(stage, final); err != nil {
+		buildDir.Abort()
+	} else if err := buildDir.Install(final); err != nil {
 		return nil, fmt.Errorf("shards: %w", err)
 	}
-	ok = true
 	if err := atomicfile.WriteFile(filepath.Join(outDir, "manifest.json"), append(data, '\n')); err != nil {
 		return nil, fmt.Errorf("shards: %w", err)
 	}
