@@ -120,12 +120,19 @@ type filterOverlays struct {
 // wrong type.
 func checkFilterOverlays(data []byte, name string) error {
 	var f filterOverlays
-	return tomlstrict.DecodeFiltered(data, name, &f, func(key []string) bool {
-		if len(key) > 3 && key[0] == "prepare" && key[1] == "sources" && key[2] == "filters" {
-			return true
-		}
-		return !hasPath(reflect.TypeOf(Config{}), key)
+	inFilters := func(key []string) bool {
+		return len(key) > 3 && key[0] == "prepare" && key[1] == "sources" && key[2] == "filters"
+	}
+	err := tomlstrict.DecodeFiltered(data, name, &f, func(key []string) bool {
+		return inFilters(key) || !hasPath(reflect.TypeOf(Config{}), key)
 	})
+	tomlstrict.Each(err, func(e *tomlstrict.Error) {
+		if k := strings.Split(e.Key, "."); e.IsUnknownKey() && !inFilters(k) {
+			// an inline table's key, named by the decoder as prepare.sources.<leaf>
+			e.Key, e.In = k[len(k)-1], "a prepare.sources filters table"
+		}
+	})
+	return err
 }
 
 // hasPath reports whether the TOML key path exists in struct type t:

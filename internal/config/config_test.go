@@ -32,7 +32,7 @@ func TestLoadErrors(t *testing.T) {
 		// the per-source filter overlays are checked against clean.Config
 		// at load time, so their errors name the file and line too
 		{"unknown filter key", src + "[prepare.sources.filters.gopher_quality]\nmin_words = 20\nmin_wordz = 20\n", []string{"run.toml:6", "unknown key", "min_wordz"}},
-		{"unknown inline filter key", src + "filters = { c4 = { enabled = false, line_min_wordz = 2 } }\n", []string{"run.toml:4", "unknown key", "line_min_wordz"}},
+		{"unknown inline filter key", src + "filters = { c4 = { enabled = false, line_min_wordz = 2 } }\n", []string{"run.toml:4", `unknown key "line_min_wordz" in a prepare.sources filters table`}},
 		{"filter type error", src + "filters.gopher_quality.min_words = \"many\"\n", []string{"run.toml:4", "min_words"}},
 	}
 	for _, tc := range tests {

@@ -19,6 +19,7 @@ type Error struct {
 	Name string // the file, flag or table the document came from
 	Line int    // 1-based line in it; 0 when the document has no lines of its own (an overlay)
 	Key  string // dotted key, when known
+	In   string // the table the key is in, when Key alone does not say (optional)
 	Msg  string // what is wrong, e.g. "unknown key" or a type mismatch
 }
 
@@ -32,6 +33,9 @@ func (e *Error) Error() string {
 	switch {
 	case e.Msg == msgUnknown:
 		fmt.Fprintf(&b, "unknown key %q", e.Key)
+		if e.In != "" {
+			fmt.Fprintf(&b, " in %s", e.In)
+		}
 	case e.Key != "":
 		fmt.Fprintf(&b, "key %q: %s", e.Key, e.Msg)
 	default:
@@ -103,20 +107,24 @@ func Overlay(raw map[string]any, name string, dst any) error {
 // dropLines clears the line of every *Error in err (lines of a document
 // rendered from a map mean nothing to the user).
 func dropLines(err error) error {
+	Each(err, func(e *Error) { e.Line = 0 })
+	return err
+}
+
+// Each calls f for every *Error in err, a single one or several joined
+// (as Decode returns them), so a caller can add context such as In.
+func Each(err error, f func(*Error)) {
 	if err == nil {
-		return nil
+		return
 	}
-	var list []error
+	list := []error{err}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		list = j.Unwrap()
-	} else {
-		list = []error{err}
 	}
 	for _, e := range list {
 		var te *Error
 		if errors.As(e, &te) {
-			te.Line = 0
+			f(te)
 		}
 	}
-	return err
 }
