@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/internal/data/document"
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/tokenizer"
@@ -77,10 +78,10 @@ func TestDataInspectCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	docs := func(yield func(shards.Doc, error) bool) {
+	docs := func(yield func(document.Doc, error) bool) {
 		for i := 0; i < 40; i++ {
 			src := []string{"web", "math"}[i%2]
-			if !yield(shards.Doc{ID: fmt.Sprint(i), Source: src, Text: fmt.Sprintf("%s document number %d.", src, i)}, nil) {
+			if !yield(document.Doc{ID: fmt.Sprint(i), Source: src, Text: fmt.Sprintf("%s document number %d.", src, i)}, nil) {
 				return
 			}
 		}

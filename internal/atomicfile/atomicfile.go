@@ -1,5 +1,6 @@
-// Package atomicfile replaces files so that a reader (or a crash) sees
-// either the old contents or the new ones whole, never a torn write.
+// Package atomicfile replaces files and directories so that a reader (or a
+// crash) sees either the old contents or the new ones whole, never a torn
+// write.
 package atomicfile
 
 import (

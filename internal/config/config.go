@@ -1,6 +1,6 @@
 // Package config is kestrel's configuration system: typed defaults gathered
-// from the packages that own each section, strict TOML decoding (unknown keys
-// are errors naming the key, file and line), `--section.key=value` overrides
+// from the packages that own each section, strict TOML decoding with
+// internal/tomlstrict (unknown keys are errors naming the key, file and line), `--section.key=value` overrides
 // with type checks, and the resolved config a run writes into its directory.
 package config
 
@@ -19,10 +19,12 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/dashboard"
+	"github.com/kestrel-lm/kestrel/internal/data/clean"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/data/prepare"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
+	"github.com/kestrel-lm/kestrel/internal/tomlstrict"
 	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
@@ -87,35 +89,80 @@ func Load(path string, overrides []Override) (Config, error) {
 	return cfg, nil
 }
 
-// Decode strictly decodes TOML data into cfg (on top of what cfg holds).
-// name labels errors (a file path, or a flag). An unknown key is an error
-// naming the key and its line; a value of the wrong type names the line too.
+// Decode strictly decodes TOML data into cfg (on top of what cfg holds)
+// with tomlstrict. name labels errors (a file path, or a flag). An unknown
+// key is an error naming the key and its line; a value of the wrong type
+// names the line too. The per-source filter overlays
+// (prepare.sources[].filters), which prepare applies later on top of each
+// source's filter set, are checked here against clean.Config so that their
+// errors name the file and line as well.
 func Decode(data []byte, name string, cfg *Config) error {
-	dec := toml.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(cfg)
-	if err == nil {
-		return nil
+	if err := tomlstrict.Decode(data, name, cfg); err != nil {
+		return err
 	}
-	var strict *toml.StrictMissingError
-	if errors.As(err, &strict) {
-		msgs := make([]string, 0, len(strict.Errors))
-		for _, e := range strict.Errors {
-			row, _ := e.Position()
-			msgs = append(msgs, fmt.Sprintf("%s:%d: unknown key %q", name, row, strings.Join(e.Key(), ".")))
+	return checkFilterOverlays(data, name)
+}
+
+// filterOverlays is the typed view of the filter overlays in a config file.
+type filterOverlays struct {
+	Prepare struct {
+		Sources []struct {
+			Filters clean.Config `toml:"filters"`
+		} `toml:"sources"`
+	} `toml:"prepare"`
+}
+
+// checkFilterOverlays decodes data (already decoded into a Config) into
+// filterOverlays. Every key the Config has is unknown to filterOverlays
+// and ignored; what is left are keys under a filters table that
+// clean.Config lacks (the decoder names keys of inline tables by their
+// table and leaf, which a Config path never matches) and values of the
+// wrong type.
+func checkFilterOverlays(data []byte, name string) error {
+	var f filterOverlays
+	inFilters := func(key []string) bool {
+		return len(key) > 3 && key[0] == "prepare" && key[1] == "sources" && key[2] == "filters"
+	}
+	err := tomlstrict.DecodeFiltered(data, name, &f, func(key []string) bool {
+		return inFilters(key) || !hasPath(reflect.TypeOf(Config{}), key)
+	})
+	tomlstrict.Each(err, func(e *tomlstrict.Error) {
+		if k := strings.Split(e.Key, "."); e.IsUnknownKey() && !inFilters(k) {
+			// an inline table's key, named by the decoder as prepare.sources.<leaf>
+			e.Key, e.In = k[len(k)-1], "a prepare.sources filters table"
 		}
-		return errors.New(strings.Join(msgs, "\n"))
-	}
-	var de *toml.DecodeError
-	if errors.As(err, &de) {
-		row, _ := de.Position()
-		key := strings.Join(de.Key(), ".")
-		if key != "" {
-			return fmt.Errorf("%s:%d: key %q: %s", name, row, key, de.Error())
+	})
+	return err
+}
+
+// hasPath reports whether the TOML key path exists in struct type t:
+// struct fields by their toml name, slices by their element, and any key
+// under a map.
+func hasPath(t reflect.Type, key []string) bool {
+	for len(key) > 0 {
+		for t.Kind() == reflect.Slice || t.Kind() == reflect.Pointer {
+			t = t.Elem()
 		}
-		return fmt.Errorf("%s:%d: %s", name, row, de.Error())
+		switch t.Kind() {
+		case reflect.Map:
+			return true
+		case reflect.Struct:
+		default:
+			return false
+		}
+		found := false
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if f.IsExported() && strings.Split(f.Tag.Get("toml"), ",")[0] == key[0] {
+				t, key, found = f.Type, key[1:], true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
 	}
-	return fmt.Errorf("%s: %w", name, err)
+	return true
 }
 
 // Marshal renders cfg as TOML with a comment above every field.
@@ -242,13 +289,16 @@ func (o Override) Apply(cfg *Config) error {
 	return nil
 }
 
+// decodeValue decodes one override rendered as a TOML document; its
+// errors carry only the message (the caller names the flag).
 func decodeValue(doc []byte, cfg *Config) error {
-	dec := toml.NewDecoder(bytes.NewReader(doc))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(cfg)
-	var de *toml.DecodeError
-	if errors.As(err, &de) {
-		return errors.New(de.Error())
+	err := tomlstrict.Decode(doc, "", cfg)
+	var te *tomlstrict.Error
+	switch {
+	case errors.As(err, &te) && te.IsUnknownKey():
+		return fmt.Errorf("unknown key %q", te.Key)
+	case te != nil:
+		return errors.New(te.Msg)
 	}
 	return err
 }

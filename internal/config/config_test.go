@@ -18,6 +18,7 @@ func writeTemp(t *testing.T, body string) string {
 }
 
 func TestLoadErrors(t *testing.T) {
+	const src = "[[prepare.sources]]\nname = \"web\"\ninputs = [\"x.jsonl\"]\n"
 	tests := []struct {
 		name string
 		file string
@@ -28,6 +29,11 @@ func TestLoadErrors(t *testing.T) {
 		{"wrong type", "[model]\n\nn_layers = \"four\"\n", []string{"run.toml:3", "n_layers"}},
 		{"float for int", "[train]\nsteps = 1.5\n", []string{"run.toml:2", "steps"}},
 		{"bad syntax", "[model\n", []string{"run.toml:1"}},
+		// the per-source filter overlays are checked against clean.Config
+		// at load time, so their errors name the file and line too
+		{"unknown filter key", src + "[prepare.sources.filters.gopher_quality]\nmin_words = 20\nmin_wordz = 20\n", []string{"run.toml:6", "unknown key", "min_wordz"}},
+		{"unknown inline filter key", src + "filters = { c4 = { enabled = false, line_min_wordz = 2 } }\n", []string{"run.toml:4", `unknown key "line_min_wordz" in a prepare.sources filters table`}},
+		{"filter type error", src + "filters.gopher_quality.min_words = \"many\"\n", []string{"run.toml:4", "min_words"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,6 +48,20 @@ func TestLoadErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLoadFilterOverlay: a valid filter overlay and map-valued sections
+// (data.stages weights) load without errors from the overlay check.
+func TestLoadFilterOverlay(t *testing.T) {
+	p := writeTemp(t, "[[prepare.sources]]\nname = \"web\"\ninputs = [\"x.jsonl\"]\nfilters = { gopher_quality = { min_words = 20 } }\n"+
+		"[[data.stages]]\nstart_step = 5\nweights = { web = 1.0 }\n")
+	cfg, err := Load(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Prepare.Sources[0].Filters["gopher_quality"]; !reflect.DeepEqual(got, map[string]any{"min_words": int64(20)}) {
+		t.Fatalf("filters = %#v", got)
 	}
 }
 

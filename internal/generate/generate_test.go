@@ -1,6 +1,8 @@
 package generate
 
 import (
+	"github.com/kestrel-lm/kestrel/internal/data/document"
+
 	"context"
 	"fmt"
 	"io"
@@ -25,7 +27,7 @@ import (
 func tinyDataset(t *testing.T) string {
 	t.Helper()
 	var texts []string
-	var docs []shards.Doc
+	var docs []document.Doc
 	for _, s := range []struct{ src, rel, sep string }{{"shakespeare", "tinyshakespeare/input.txt", "\n\n"}, {"wiki", "wikitext-2/valid.txt", "\n \n"}} {
 		p, err := datadir.Path(s.rel)
 		if err != nil {
@@ -40,7 +42,7 @@ func tinyDataset(t *testing.T) string {
 			if strings.TrimSpace(para) == "" {
 				continue
 			}
-			docs = append(docs, shards.Doc{ID: fmt.Sprintf("%s:%d", s.src, n), Source: s.src, Text: para})
+			docs = append(docs, document.Doc{ID: fmt.Sprintf("%s:%d", s.src, n), Source: s.src, Text: para})
 			texts = append(texts, para)
 			n++
 		}
@@ -61,7 +63,7 @@ func tinyDataset(t *testing.T) string {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, "ds")
-	seq := func(yield func(shards.Doc, error) bool) {
+	seq := func(yield func(document.Doc, error) bool) {
 		for _, d := range docs {
 			if !yield(d, nil) {
 				return

@@ -81,25 +81,6 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-func TestBatchSchedule(t *testing.T) {
-	b, err := NewBatchSchedule("train.batch_schedule", [][]int{{0, 8}, {10, 32}}, 12)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.At(9) != 8 || b.At(10) != 32 || b.At(1000) != 32 || !near(b.LRScale(10), 2) || b.LRScale(0) != 1 {
-		t.Errorf("schedule %v: %d %d %g", b, b.At(9), b.At(10), b.LRScale(10))
-	}
-	c, _ := NewBatchSchedule("x", nil, 12)
-	if c.At(5) != 12 {
-		t.Errorf("constant: %d", c.At(5))
-	}
-	for _, bad := range [][][]int{{{1, 8}}, {{0, 8}, {0, 9}}, {{0, 0}}, {{0}}} {
-		if _, err := NewBatchSchedule("train.batch_schedule", bad, 12); err == nil {
-			t.Errorf("accepted %v", bad)
-		}
-	}
-}
-
 func quietCfg() Config {
 	c := DefaultConfig()
 	c.ClipUpdateNorm, c.SkipBadSteps, c.MaxGradNorm = false, false, 0

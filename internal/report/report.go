@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
-	"github.com/kestrel-lm/kestrel/internal/data/prepare"
+	"github.com/kestrel-lm/kestrel/internal/data/datareport"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -300,14 +300,14 @@ func writeDataReport(b *strings.Builder, datasetDir string) {
 		b.WriteString("The run trained on a plain text file (no prepared dataset).\n\n")
 		return
 	}
-	path := filepath.Join(datasetDir, "report.json")
+	path := filepath.Join(datasetDir, datareport.FileName)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		fmt.Fprintf(b, "No data report found in `%s`.\n\n", datasetDir)
 		return
 	}
-	var rep prepare.Report
-	if err := json.Unmarshal(raw, &rep); err != nil {
+	rep, err := datareport.Parse(raw, path)
+	if err != nil {
 		fmt.Fprintf(b, "`%s` is not a valid data report: %v\n\n", path, err)
 		return
 	}
@@ -315,20 +315,20 @@ func writeDataReport(b *strings.Builder, datasetDir string) {
 
 	b.WriteString("### Documents through the pipeline\n\n")
 	b.WriteString("Documents read per source, then removed by each stage, then kept.\n\n| source | read |")
-	for _, st := range prepare.Stages[1:] {
+	for _, st := range datareport.Stages[1:] {
 		fmt.Fprintf(b, " %s |", st)
 	}
 	b.WriteString(" kept | kept MB | tokens |\n|---|---:|")
-	b.WriteString(strings.Repeat("---:|", len(prepare.Stages)-1+3) + "\n")
+	b.WriteString(strings.Repeat("---:|", len(datareport.Stages)-1+3) + "\n")
 	tokens := func(src string) string {
 		if rep.Tokens == nil {
 			return "–"
 		}
 		return fmt.Sprint(rep.Tokens.Tokens[src])
 	}
-	row := func(name string, stages map[string]*prepare.StageCount, kept prepare.Count, tok string) {
+	row := func(name string, stages map[string]*datareport.StageCount, kept datareport.Count, tok string) {
 		fmt.Fprintf(b, "| %s |", name)
-		for i, st := range prepare.Stages {
+		for i, st := range datareport.Stages {
 			c, ok := stages[st]
 			switch {
 			case !ok:
@@ -392,7 +392,7 @@ func writeDataReport(b *strings.Builder, datasetDir string) {
 		for _, s := range sets {
 			ov := rep.Overlap[s]
 			if ov == nil {
-				ov = &prepare.Overlap{}
+				ov = &datareport.Overlap{}
 			}
 			ex := "–"
 			if len(ov.Examples) > 0 {

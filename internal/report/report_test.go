@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kestrel-lm/kestrel/internal/data/prepare"
+	"github.com/kestrel-lm/kestrel/internal/data/datareport"
 )
 
 func writeMetrics(t *testing.T, dir string, steps int, nanAt int) {
@@ -109,23 +109,23 @@ func TestWriteEmptyRun(t *testing.T) {
 
 func TestDataSectionTables(t *testing.T) {
 	dir := t.TempDir()
-	rep := prepare.Report{
+	rep := datareport.Report{
 		Created: "2026-11-21T00:00:00Z", Workers: 2, TimingsS: map[string]float64{"total": 3.5},
-		Sources: []*prepare.SourceReport{{Name: "math", Stages: map[string]*prepare.StageCount{
-			"read":     {In: prepare.Count{Docs: 100}, Out: prepare.Count{Docs: 100}},
-			"clean":    {In: prepare.Count{Docs: 100}, Out: prepare.Count{Docs: 97}},
-			"decontam": {In: prepare.Count{Docs: 97}, Out: prepare.Count{Docs: 95}},
-		}, Kept: prepare.Count{Docs: 95, Bytes: 2_500_000}}},
-		Totals:          map[string]*prepare.StageCount{"read": {In: prepare.Count{Docs: 100}}},
-		Kept:            prepare.Count{Docs: 95, Bytes: 2_500_000},
+		Sources: []*datareport.SourceReport{{Name: "math", Stages: map[string]*datareport.StageCount{
+			"read":     {In: datareport.Count{Docs: 100}, Out: datareport.Count{Docs: 100}},
+			"clean":    {In: datareport.Count{Docs: 100}, Out: datareport.Count{Docs: 97}},
+			"decontam": {In: datareport.Count{Docs: 97}, Out: datareport.Count{Docs: 95}},
+		}, Kept: datareport.Count{Docs: 95, Bytes: 2_500_000}}},
+		Totals:          map[string]*datareport.StageCount{"read": {In: datareport.Count{Docs: 100}}},
+		Kept:            datareport.Count{Docs: 95, Bytes: 2_500_000},
 		Rejects:         map[string]int64{"clean/gopher_quality/min_words": 3, "decontam/gsm8k": 2},
 		NearDupRate:     0.0125,
 		NearClusters:    4,
-		Hotspots:        []prepare.Hotspot{{Size: 9, KeptID: "code:a.go", Sample: "// Copyright | header"}},
+		Hotspots:        []datareport.Hotspot{{Size: 9, KeptID: "code:a.go", Sample: "// Copyright | header"}},
 		TrainValOverlap: map[string]float64{"gsm8k": 0.02, "piqa": 0},
-		Overlap: map[string]*prepare.Overlap{"gsm8k": {Docs: 2, Items: 2, Examples: []prepare.OverlapExample{
+		Overlap: map[string]*datareport.Overlap{"gsm8k": {Docs: 2, Items: 2, Examples: []datareport.OverlapExample{
 			{DocID: "math:train.jsonl:21", NGram: "bought stamps at the post office"}}}},
-		Tokens: &prepare.TokenReport{Tokens: map[string]int64{"math": 12345}, TotalTokens: 12345},
+		Tokens: &datareport.TokenReport{Tokens: map[string]int64{"math": 12345}, TotalTokens: 12345},
 	}
 	js, err := json.Marshal(rep)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/data/document"
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/tokenizer"
@@ -42,9 +43,9 @@ func TestUnigramBaseline(t *testing.T) {
 	cfg := shards.DefaultConfig()
 	cfg.ValFraction = 0.2
 	out := filepath.Join(dir, "ds")
-	docs := func(yield func(shards.Doc, error) bool) {
+	docs := func(yield func(document.Doc, error) bool) {
 		for i, s := range paras {
-			if !yield(shards.Doc{ID: fmt.Sprintf("books:%d", i), Source: "books", Text: s}, nil) {
+			if !yield(document.Doc{ID: fmt.Sprintf("books:%d", i), Source: "books", Text: s}, nil) {
 				return
 			}
 		}

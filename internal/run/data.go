@@ -5,9 +5,9 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/kestrel-lm/kestrel/internal/batchsched"
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
-	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
@@ -48,14 +48,14 @@ func OpenLoader(cfg config.Config, log *slog.Logger) (*loader.Loader, error) {
 	return l, nil
 }
 
-// NewLoader builds the loader over ds as kestrel train runs it. Step
-// numbering (see train.DataSource): the trainer's metrics step s calls
-// Fill with the 0-based index s−1, which is also the index of
-// train.batch_schedule entries; data.stages[].start_step is a metrics step
-// (ReportBase 1), so a stage with start_step S first shows in the
-// metrics.jsonl line "step": S.
+// NewLoader builds the loader over ds as kestrel train runs it, on the
+// batch schedule the trainer runs (the loader numbers sequences
+// cumulatively over it; a mismatch is an error in Fill). Step numbering
+// (see package batchsched): train.batch_schedule and data.stages[].start_step
+// are metrics steps (ReportBase 1), so an entry [S, B] and a stage with
+// start_step S both first show in the metrics.jsonl line "step": S.
 func NewLoader(ds *loader.Dataset, cfg config.Config, log *slog.Logger) (*loader.Loader, error) {
-	sched, err := trainBatchSchedule(cfg)
+	sched, err := batchsched.FromConfig("train.batch_schedule", cfg.Train.BatchSchedule, cfg.Train.BatchSize)
 	if err != nil {
 		return nil, err
 	}
@@ -67,24 +67,6 @@ func NewLoader(ds *loader.Dataset, cfg config.Config, log *slog.Logger) (*loader
 		TotalSteps: cfg.Train.Steps,
 		Logger:     log,
 	})
-}
-
-// trainBatchSchedule is the global batch per step index as the trainer runs
-// it: train.batch_schedule ([[start_index, batch], ...], index 0 = metrics
-// step 1) or train.batch_size, read by the same optim.NewBatchSchedule the
-// trainer uses. The loader numbers sequences cumulatively over this
-// schedule, so it must match what the trainer passes to Fill (a mismatch is
-// an error in Fill).
-func trainBatchSchedule(cfg config.Config) (loader.BatchSchedule, error) {
-	bs, err := optim.NewBatchSchedule("train.batch_schedule", cfg.Train.BatchSchedule, cfg.Train.BatchSize)
-	if err != nil {
-		return nil, err
-	}
-	out := make(loader.BatchSchedule, len(bs.Starts))
-	for i := range bs.Starts {
-		out[i] = loader.BatchStage{StartStep: bs.Starts[i], Batch: bs.Batches[i]}
-	}
-	return out, nil
 }
 
 // LoaderBatches returns a function naming the sources and documents of the

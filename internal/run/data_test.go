@@ -161,16 +161,16 @@ func stepLines(t *testing.T, dir string) (loss, stall []float64) {
 
 // TestTrainOnLoaderResume: kestrel's trainer runs on the loader (mixture of
 // two shipped sources, document masking, micro-batches) across a
-// train.batch_schedule change (index 5 = metrics step 6) and a data.stages
-// switch (start_step 7, a metrics step): the metrics lines show the new
-// batch from step 6 and only the stage's source from step 7, and a run
-// crashed at step 6 and resumed from its step-4 checkpoint logs exactly the
-// losses of the uninterrupted run.
+// train.batch_schedule entry [7, 6] and a data.stages switch with
+// start_step 7 — both metrics steps, the one config convention: the
+// metrics lines show batch_size 6 and only the stage's source from step 7
+// on, and neither at step 6; and a run crashed at step 6 and resumed from
+// its step-4 checkpoint logs exactly the losses of the uninterrupted run.
 func TestTrainOnLoaderResume(t *testing.T) {
 	ds := shippedByteDataset(t)
 	mc := model.DefaultConfig()
 	mc.DModel, mc.NLayers, mc.NHeads, mc.NKVHeads, mc.MLPHidden, mc.SeqLen, mc.DocMask = 16, 1, 2, 2, 32, 32, true
-	sched := [][]int{{0, 4}, {5, 6}}
+	sched := [][]int{{1, 4}, {7, 6}}
 	stage := loader.Stage{StartStep: 7, Weights: map[string]float64{"wiki": 1}}
 	ref := filepath.Join(t.TempDir(), "ref")
 	o, _ := loaderRunOpts(t, ref, ds, mc, 9, sched, stage)
@@ -185,7 +185,7 @@ func TestTrainOnLoaderResume(t *testing.T) {
 	for _, m := range metricLines(t, ref) {
 		step := int(m["step"].(float64))
 		wantB := 4
-		if step >= 6 {
+		if step >= 7 {
 			wantB = 6
 		}
 		wiki, ok1 := m["source_mix_share/wiki"].(float64)
@@ -233,7 +233,7 @@ func TestLoaderRef7mStall(t *testing.T) {
 	}
 	ds := shippedByteDataset(t)
 	dir := t.TempDir()
-	o, l := loaderRunOpts(t, dir, ds, train.Ref7mConfig(), 30, [][]int{{0, 8}})
+	o, l := loaderRunOpts(t, dir, ds, train.Ref7mConfig(), 30, [][]int{{1, 8}})
 	o.Train.MicroBatch = 8
 	if _, err := train.Run(context.Background(), o); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/safetensors"
@@ -96,115 +97,73 @@ func tensorsOf(ts []model.Tensor, buf []float32, suffix string) []safetensors.Te
 	return out
 }
 
-// writeCheckpoint writes root/step-NNNNNNNN atomically: every file goes into
-// a temporary directory, is fsynced, SHA256SUMS is written last, and the
-// directory is renamed into place and the parent fsynced. An existing
-// checkpoint of the same step is replaced only after the new one is whole.
+// writeCheckpoint writes root/step-NNNNNNNN atomically with
+// atomicfile.WriteDir: every file goes into a temporary directory,
+// SHA256SUMS is written last, everything is fsynced, the directory is
+// renamed into place and the parent fsynced. An existing checkpoint of the
+// same step (e.g. Ctrl-C right after a scheduled checkpoint) is replaced
+// only after the new one is whole.
 func writeCheckpoint(root string, p *payload) (string, int64, error) {
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return "", 0, fmt.Errorf("checkpoint: %w", err)
-	}
 	name := CheckpointName(p.state.Step)
 	final := filepath.Join(root, name)
-	tmp, err := os.MkdirTemp(root, ".tmp-"+name+"-")
-	if err != nil {
-		return "", 0, fmt.Errorf("checkpoint: %w", err)
-	}
-	fail := func(err error) (string, int64, error) {
-		os.RemoveAll(tmp)
-		return "", 0, fmt.Errorf("checkpoint %s: %w", name, err)
-	}
-	meta := map[string]string{"format": "pt", "step": strconv.Itoa(p.state.Step), "producer": "kestrel"}
-	if err := safetensors.WriteFile(filepath.Join(tmp, ModelFile), tensorsOf(p.tensors, p.params, ""), meta); err != nil {
-		return fail(err)
-	}
-	opt := append(tensorsOf(p.tensors, p.m, ".exp_avg"), tensorsOf(p.tensors, p.v, ".exp_avg_sq")...)
-	if err := safetensors.WriteFile(filepath.Join(tmp, OptimizerFile), opt, meta); err != nil {
-		return fail(err)
-	}
-	ema := p.ema
-	if ema == nil {
-		ema = p.params
-	}
-	if err := safetensors.WriteFile(filepath.Join(tmp, EMAFile), tensorsOf(p.tensors, ema, ""), meta); err != nil {
-		return fail(err)
-	}
-	st, err := json.MarshalIndent(p.state, "", "  ")
-	if err != nil {
-		return fail(err)
-	}
-	if err := writeSynced(filepath.Join(tmp, StateFile), append(st, '\n')); err != nil {
-		return fail(err)
-	}
-	hf, err := json.MarshalIndent(HFConfig(p.state.Model), "", "  ")
-	if err != nil {
-		return fail(err)
-	}
-	if err := writeSynced(filepath.Join(tmp, HFConfigFile), append(hf, '\n')); err != nil {
-		return fail(err)
-	}
-	var sums strings.Builder
 	var total int64
-	for _, f := range []string{ModelFile, OptimizerFile, EMAFile, StateFile, HFConfigFile} {
-		h, n, err := hashFile(filepath.Join(tmp, f))
-		if err != nil {
-			return fail(err)
-		}
-		total += n
-		fmt.Fprintf(&sums, "%s  %s\n", h, f)
-	}
-	if err := writeSynced(filepath.Join(tmp, SumsFile), []byte(sums.String())); err != nil {
-		return fail(err)
-	}
-	if err := syncDir(tmp); err != nil {
-		return fail(err)
-	}
-	if _, err := os.Stat(final); err == nil {
-		// Same step written again (e.g. Ctrl-C right after a scheduled
-		// checkpoint): move the old one aside, then delete it once the new
-		// one is in place.
-		old := filepath.Join(root, ".old-"+name)
-		os.RemoveAll(old)
-		if err := os.Rename(final, old); err != nil {
-			return fail(err)
-		}
-		defer os.RemoveAll(old)
-	}
-	if err := os.Rename(tmp, final); err != nil {
-		return fail(err)
-	}
-	if err := syncDir(root); err != nil {
+	err := atomicfile.WriteDir(final, func(tmp string) error {
+		var err error
+		total, err = writeCheckpointFiles(tmp, p)
+		return err
+	})
+	if err != nil {
 		return "", 0, fmt.Errorf("checkpoint %s: %w", name, err)
 	}
 	return final, total, nil
 }
 
-func writeSynced(path string, data []byte) error {
-	f, err := os.Create(path)
+// writeCheckpointFiles writes the files of a checkpoint into dir and
+// returns their total size.
+func writeCheckpointFiles(dir string, p *payload) (int64, error) {
+	meta := map[string]string{"format": "pt", "step": strconv.Itoa(p.state.Step), "producer": "kestrel"}
+	if err := safetensors.WriteFile(filepath.Join(dir, ModelFile), tensorsOf(p.tensors, p.params, ""), meta); err != nil {
+		return 0, err
+	}
+	opt := append(tensorsOf(p.tensors, p.m, ".exp_avg"), tensorsOf(p.tensors, p.v, ".exp_avg_sq")...)
+	if err := safetensors.WriteFile(filepath.Join(dir, OptimizerFile), opt, meta); err != nil {
+		return 0, err
+	}
+	ema := p.ema
+	if ema == nil {
+		ema = p.params
+	}
+	if err := safetensors.WriteFile(filepath.Join(dir, EMAFile), tensorsOf(p.tensors, ema, ""), meta); err != nil {
+		return 0, err
+	}
+	st, err := json.MarshalIndent(p.state, "", "  ")
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
+	if err := os.WriteFile(filepath.Join(dir, StateFile), append(st, '\n'), 0o644); err != nil {
+		return 0, err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+	hf, err := json.MarshalIndent(HFConfig(p.state.Model), "", "  ")
 	if err != nil {
-		return err
+		return 0, err
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("sync %s: %w", dir, err)
+	if err := os.WriteFile(filepath.Join(dir, HFConfigFile), append(hf, '\n'), 0o644); err != nil {
+		return 0, err
 	}
-	return nil
+	var sums strings.Builder
+	var total int64
+	for _, f := range []string{ModelFile, OptimizerFile, EMAFile, StateFile, HFConfigFile} {
+		h, n, err := hashFile(filepath.Join(dir, f))
+		if err != nil {
+			return 0, err
+		}
+		total += n
+		fmt.Fprintf(&sums, "%s  %s\n", h, f)
+	}
+	if err := os.WriteFile(filepath.Join(dir, SumsFile), []byte(sums.String()), 0o644); err != nil {
+		return 0, err
+	}
+	return total, nil
 }
 
 func hashFile(path string) (string, int64, error) {
@@ -404,7 +363,7 @@ func applyKeepPolicy(root string, keep int) ([]string, error) {
 func removeStaleTemps(root string) {
 	ents, _ := os.ReadDir(root)
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".tmp-") || strings.HasPrefix(e.Name(), ".old-") {
+		if atomicfile.TempDirName(e.Name()) || strings.HasPrefix(e.Name(), ".old-") { // .old-: older kestrel
 			os.RemoveAll(filepath.Join(root, e.Name()))
 		}
 	}

@@ -13,7 +13,7 @@ import (
 type Config struct {
 	Steps          int     `toml:"steps" comment:"number of optimizer steps (the last step of the run; a warm-start in full mode continues the source's count)"`
 	BatchSize      int     `toml:"batch_size" comment:"global batch in sequences per step (B0 for sqrt batch LR scaling when batch_schedule is empty)"`
-	BatchSchedule  [][]int `toml:"batch_schedule" comment:"global batch schedule as [[start_step, batch], ...] starting at step 0; start_step is the 0-based step index, so [s, b] takes effect at metrics.jsonl step s+1 (empty = batch_size throughout; Marin 32B: [[0, 8192], [18500, 7680], [21010, 8192]])"`
+	BatchSchedule  [][]int `toml:"batch_schedule" comment:"global batch schedule as [[start_step, batch], ...]; start_step is a metrics step, numbered from 1 as the \"step\" of metrics.jsonl and the logs (like data.stages[].start_step), so [s, b] takes effect at step s; the first entry starts at step 1 (empty = batch_size throughout; e.g. [[1, 8192], [18501, 7680], [21011, 8192]])"`
 	MicroBatch     int     `toml:"micro_batch" comment:"sequences per forward/backward (gradient accumulation when smaller than the global batch; 0 = the global batch)"`
 	EvalEvery      int     `toml:"eval_every" comment:"evaluate validation loss (raw and EMA weights) every N steps (0 = only at the end)"`
 	EvalBatches    int     `toml:"eval_batches" comment:"validation rows = eval_batches × the first global batch, spread evenly over the validation set (0 = every row; the final evaluation always reads every row)"`

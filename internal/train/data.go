@@ -10,8 +10,9 @@ package train
 //
 // Step numbering: Fill receives the 0-based step index. The trainer's
 // optimizer step s — the "step" of metrics.jsonl, counted from 1 — reads
-// index s−1, the same index train.batch_schedule entries and the LR schedule
-// use. (data.stages[].start_step of the loader is a metrics step.)
+// index s−1, the index the LR and batch schedules take. Config counts
+// metrics steps (train.batch_schedule, data.stages[].start_step); see
+// package batchsched.
 //
 // A source may also implement io.Closer (Run closes it when it returns) and
 // BatchDescriber.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/batchsched"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
@@ -93,7 +94,7 @@ type trainer struct {
 	opt    *optim.AdamW
 	ema    *optim.EMA
 	sched  *optim.Schedule
-	bsched optim.BatchSchedule
+	bsched batchsched.Schedule
 	st     State
 	ml     *runlog.MetricsWriter
 	ckRoot string
@@ -183,13 +184,10 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	if t.sched, err = optim.NewSchedule(o.Optim, o.Train.Steps); err != nil {
 		return nil, err
 	}
-	if t.bsched, err = optim.NewBatchSchedule("train.batch_schedule", o.Train.BatchSchedule, o.Train.BatchSize); err != nil {
+	if t.bsched, err = batchsched.FromConfig("train.batch_schedule", o.Train.BatchSchedule, o.Train.BatchSize); err != nil {
 		return nil, err
 	}
-	maxB := 0
-	for _, b := range t.bsched.Batches {
-		maxB = max(maxB, b)
-	}
+	maxB := t.bsched.Max()
 	mb := o.Train.MicroBatch
 	if mb <= 0 || mb > maxB {
 		mb = maxB
@@ -604,7 +602,7 @@ func (t *trainer) evaluate(s int, trainEMA float64, all bool) (*runlog.Eval, err
 func (t *trainer) valLoss(all bool) (float64, int, map[string]float64, error) {
 	d := t.o.Data
 	mb := len(t.inputs) / t.T
-	want := t.o.Train.EvalBatches * t.bsched.Batches[0]
+	want := t.o.Train.EvalBatches * t.bsched[0].Batch
 	if all {
 		want = 0
 	}

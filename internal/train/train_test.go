@@ -131,7 +131,7 @@ func TestResumeBitExact(t *testing.T) {
 		{"plain", func(*Options) {}},
 		{"grad-accumulation", func(o *Options) { o.Train.MicroBatch = 3 }}, // 4 = 3 + 1
 		{"batch-schedule", func(o *Options) {
-			o.Train.BatchSchedule = [][]int{{0, 4}, {9, 6}}
+			o.Train.BatchSchedule = [][]int{{1, 4}, {10, 6}} // metrics steps: 6 from step 10 on
 			o.Train.MicroBatch = 4
 			o.Optim.SqrtBatchScaling = true
 		}},
@@ -147,6 +147,17 @@ func TestResumeBitExact(t *testing.T) {
 			want := lossSeq(t, ref)
 			if len(want) != 12 {
 				t.Fatalf("%d step lines", len(want))
+			}
+			if c.name == "batch-schedule" {
+				for _, m := range readLines(t, ref) {
+					var step, batch int
+					if json.Unmarshal(m["step"], &step) != nil || json.Unmarshal(m["batch_size"], &batch) != nil {
+						t.Fatalf("step line %v", m)
+					}
+					if wantB := map[bool]int{true: 6, false: 4}[step >= 10]; batch != wantB {
+						t.Fatalf("step %d: batch_size %d, want %d", step, batch, wantB)
+					}
+				}
 			}
 
 			// Crash at step 10 (between the checkpoints at 8 and 12), then resume.

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/kestrel-lm/kestrel/internal/data/document"
 )
 
 // readCode walks a directory (or reads one file) of source code: one
@@ -70,7 +72,7 @@ func (r *reader) codeFile(in Input, path string, size int64) error {
 		return nil
 	}
 	rel := relName(in, path)
-	d := Doc{ID: r.opts.Source + ":" + rel, Source: r.opts.Source, Text: string(b), Meta: map[string]any{"path": rel}, File: path}
+	d := document.Doc{ID: r.opts.Source + ":" + rel, Source: r.opts.Source, Text: string(b), Meta: map[string]any{"path": rel}, File: path}
 	return r.emit(d, "file")
 }
 

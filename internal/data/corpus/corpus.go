@@ -17,34 +17,14 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/kestrel-lm/kestrel/internal/data/document"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 )
-
-// Doc is one document as read from a source.
-type Doc struct {
-	// ID is stable across runs: source, file (relative to its input root)
-	// and line or record number, e.g. "math:train.jsonl:17".
-	ID     string
-	Source string
-	Text   string
-	// Meta holds small per-document facts (url, original id, offsets).
-	Meta map[string]any
-	// File and Pos locate the document: Pos is a 1-based line number for
-	// line formats, a byte offset for WARC records, a row for Parquet.
-	File string
-	Pos  int64
-
-	html []byte // raw HTML awaiting main-content extraction (Options.DeferHTML)
-}
-
-// NeedsExtract reports whether d holds raw HTML that Extract must turn into
-// text before d.Text is meaningful.
-func (d *Doc) NeedsExtract() bool { return d.html != nil }
 
 // Problem is one malformed-input event.
 type Problem struct {
 	File   string `json:"file"`
-	Pos    int64  `json:"pos"`              // line, byte offset or row, as for Doc.Pos
+	Pos    int64  `json:"pos"`              // line, byte offset or row, as for document.Doc.Pos
 	Unit   string `json:"unit"`             // "line", "offset", "row" or "file"
 	Kind   string `json:"kind"`             // bad_json, missing_field, truncated, invalid_utf8, empty, too_large, bad_record, extract_failed …
 	Detail string `json:"detail,omitempty"` // human detail
@@ -221,22 +201,22 @@ func relName(in Input, path string) string {
 
 // Read streams the documents of inputs. Each yielded error ends the
 // sequence: I/O errors always, malformed input only in strict mode.
-func Read(ctx context.Context, inputs []Input, opts Options) iter.Seq2[Doc, error] {
+func Read(ctx context.Context, inputs []Input, opts Options) iter.Seq2[document.Doc, error] {
 	opts.defaults()
-	return func(yield func(Doc, error) bool) {
+	return func(yield func(document.Doc, error) bool) {
 		if err := opts.Validate(); err != nil {
-			yield(Doc{}, err)
+			yield(document.Doc{}, err)
 			return
 		}
 		r := &reader{ctx: ctx, opts: opts, yield: yield}
 		for _, in := range inputs {
 			if err := ctx.Err(); err != nil {
-				yield(Doc{}, err)
+				yield(document.Doc{}, err)
 				return
 			}
 			if err := r.readInput(in); err != nil {
 				if !errors.Is(err, errStop) {
-					yield(Doc{}, err)
+					yield(document.Doc{}, err)
 				}
 				return
 			}
@@ -250,7 +230,7 @@ var errStop = errors.New("stop")
 type reader struct {
 	ctx   context.Context
 	opts  Options
-	yield func(Doc, error) bool
+	yield func(document.Doc, error) bool
 	n     int64 // documents yielded (for ctx polling)
 }
 
@@ -296,16 +276,16 @@ func (r *reader) problem(p Problem) error {
 }
 
 // emit checks a document's text (empty, size, UTF-8) and yields it.
-func (r *reader) emit(d Doc, unit string) error {
+func (r *reader) emit(d document.Doc, unit string) error {
 	text := d.Text
 	size := len(text)
-	if d.html != nil {
-		size = len(d.html)
+	if d.HTML != nil {
+		size = len(d.HTML)
 	}
 	if size > r.opts.MaxDocBytes {
 		return r.problem(Problem{File: d.File, Pos: d.Pos, Unit: unit, Kind: "too_large", Detail: fmt.Sprintf("%d bytes > max_doc_bytes %d", size, r.opts.MaxDocBytes)})
 	}
-	if d.html == nil {
+	if d.HTML == nil {
 		if strings.TrimSpace(text) == "" {
 			if r.opts.KeepEmpty {
 				return nil
@@ -354,13 +334,4 @@ func invalidUTF8Offset(s string) int {
 
 func docID(source, rel string, pos int64) string {
 	return fmt.Sprintf("%s:%s:%d", source, rel, pos)
-}
-
-// RawLen is the size of the document as read: its HTML for a pending WARC
-// response, its text otherwise.
-func (d *Doc) RawLen() int {
-	if d.html != nil {
-		return len(d.html)
-	}
-	return len(d.Text)
 }

@@ -14,11 +14,12 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/kestrel-lm/kestrel/internal/data/document"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 )
 
 type result struct {
-	docs     []Doc
+	docs     []document.Doc
 	problems []Problem
 	skips    map[string]int
 	err      error

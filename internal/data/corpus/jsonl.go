@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/kestrel-lm/kestrel/internal/data/document"
 )
 
 // countingReader counts bytes read from the underlying file (progress and
@@ -176,7 +178,7 @@ func (r *reader) readJSONL(in Input) error {
 				}
 			}
 		}
-		d := Doc{ID: docID(r.opts.Source, rel, lineNo), Source: r.opts.Source, Text: text, Meta: meta, File: in.Path, Pos: lineNo}
+		d := document.Doc{ID: docID(r.opts.Source, rel, lineNo), Source: r.opts.Source, Text: text, Meta: meta, File: in.Path, Pos: lineNo}
 		if err := r.emit(d, "line"); err != nil {
 			return err
 		}

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/kestrel-lm/kestrel/internal/data/document"
 )
 
 // readParquet streams one text column of a Parquet file, page by page. Pos
@@ -59,7 +61,7 @@ func (r *reader) readParquet(in Input) error {
 							}
 							continue
 						}
-						d := Doc{ID: docID(r.opts.Source, rel, pos), Source: r.opts.Source, Text: string(v.ByteArray()), Meta: map[string]any{}, File: in.Path, Pos: pos}
+						d := document.Doc{ID: docID(r.opts.Source, rel, pos), Source: r.opts.Source, Text: string(v.ByteArray()), Meta: map[string]any{}, File: in.Path, Pos: pos}
 						if e := r.emit(d, "row"); e != nil {
 							return e
 						}

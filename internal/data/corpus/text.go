@@ -7,6 +7,8 @@ import (
 	"io"
 	"regexp"
 	"strings"
+
+	"github.com/kestrel-lm/kestrel/internal/data/document"
 )
 
 // readText reads plain text: the whole file as one document, or pieces split
@@ -54,7 +56,7 @@ func (r *reader) readText(in Input) error {
 		if strings.TrimSpace(text) == "" {
 			return nil // runs of blank lines are separators, not empty documents
 		}
-		d := Doc{ID: docID(r.opts.Source, rel, curStart), Source: r.opts.Source, Text: text, Meta: map[string]any{}, File: in.Path, Pos: curStart}
+		d := document.Doc{ID: docID(r.opts.Source, rel, curStart), Source: r.opts.Source, Text: text, Meta: map[string]any{}, File: in.Path, Pos: curStart}
 		return r.emit(d, "line")
 	}
 	pieceOpen := false // a piece is being accumulated

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	trafilatura "github.com/markusmobius/go-trafilatura"
+
+	"github.com/kestrel-lm/kestrel/internal/data/document"
 )
 
 // warcRecord is one parsed WARC record.
@@ -190,7 +192,7 @@ func (r *reader) handleWARC(in Input, rel string, rec *warcRecord) error {
 	if rec.index > 0 {
 		id += "." + strconv.Itoa(rec.index)
 	}
-	d := Doc{ID: id, Source: r.opts.Source, Meta: meta, File: in.Path, Pos: rec.offset}
+	d := document.Doc{ID: id, Source: r.opts.Source, Meta: meta, File: in.Path, Pos: rec.offset}
 	switch typ {
 	case "conversion":
 		d.Text = string(rec.block)
@@ -204,7 +206,7 @@ func (r *reader) handleWARC(in Input, rel string, rec *warcRecord) error {
 			r.skip(in.Path, "non_html_response")
 			return nil
 		}
-		d.html = body
+		d.HTML = body
 		if r.opts.DeferHTML {
 			return r.emit(d, "offset")
 		}
@@ -257,12 +259,12 @@ var ErrNoContent = errors.New("no main content")
 // DeferHTML) into its main-content text with go-trafilatura. Documents
 // without pending HTML are left alone. Safe for concurrent use on distinct
 // documents.
-func Extract(d *Doc) (err error) {
-	if d.html == nil {
+func Extract(d *document.Doc) (err error) {
+	if d.HTML == nil {
 		return nil
 	}
-	html := d.html
-	d.html = nil
+	html := d.HTML
+	d.HTML = nil
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("html extraction panicked: %v", p)

@@ -1,11 +1,12 @@
 package decontam
 
 import (
-	"bytes"
 	"reflect"
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/kestrel-lm/kestrel/internal/tomlstrict"
 )
 
 // TestConfigTOML round-trips the defaults through TOML with strict decoding,
@@ -17,9 +18,7 @@ func TestConfigTOML(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got Config
-	dec := toml.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&got); err != nil {
+	if err := tomlstrict.Decode(b, "defaults", &got); err != nil {
 		t.Fatalf("decode:\n%s\n%v", b, err)
 	}
 	if !reflect.DeepEqual(got, want) {

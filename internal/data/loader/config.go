@@ -46,7 +46,7 @@ type SourceConfig struct {
 
 // Stage switches the mixture at a step (e.g. a cooldown mix).
 type Stage struct {
-	StartStep int                `toml:"start_step" comment:"first step of this mixture, numbered as the \"step\" of metrics.jsonl (the first optimizer step is 1; train.batch_schedule counts from 0, so its [[s, b]] starts at metrics step s+1)"`
+	StartStep int                `toml:"start_step" comment:"first step of this mixture, a metrics step: numbered from 1 as the \"step\" of metrics.jsonl and the logs, like train.batch_schedule"`
 	Weights   map[string]float64 `toml:"weights" comment:"source = weight (normalised); sources not named get 0"`
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/batchsched"
 )
 
 // Options are the run facts the loader needs besides its [data] config.
@@ -16,17 +18,19 @@ type Options struct {
 	SeqLen int
 	// Seed is the run seed, used when data.seed is 0.
 	Seed uint64
-	// Schedule is the global batch per step, indexed from 0 for the first
-	// step (the trainer's train.batch_schedule convention): the step with
-	// index i reads the global sequences [Schedule.FirstSeq(i), +Schedule.BatchAt(i)).
-	Schedule BatchSchedule
+	// Schedule is the global batch per step index (see package batchsched
+	// for the step numbering): the step with index i reads the global
+	// sequences [Schedule.FirstSeq(i), +Schedule.At(i)). kestrel train
+	// passes the schedule the trainer runs (train.batch_schedule).
+	Schedule batchsched.Schedule
 	// ReportBase is the number the run reports for step index 0: kestrel
 	// train uses 1, the "step" of metrics.jsonl, whose first optimizer step
 	// calls Fill(0, …). Fill, BatchInfo, DescribeStep, Epochs and
-	// Stats.Step always take or give the 0-based step index (the train.DataSource
-	// and train.batch_schedule convention); data.stages[].start_step and the
-	// step numbers in logs, errors and BatchInfo.Number are reported numbers,
-	// so a stage with start_step S is in force from step index S − ReportBase on.
+	// Stats.Step always take or give the 0-based step index (the
+	// train.DataSource convention); data.stages[].start_step and the step
+	// numbers in logs, errors and BatchInfo.Number are reported numbers, so
+	// a stage with start_step S is in force from step index S − ReportBase
+	// on.
 	ReportBase int
 	// TotalSteps, when > 0, lets New check max_epochs for the whole run up
 	// front and warn about sources that will be repeated.
@@ -34,6 +38,10 @@ type Options struct {
 	// Logger receives warnings (nil = slog.Default()).
 	Logger *slog.Logger
 }
+
+// ConstantBatch is batchsched.Constant(batch): the schedule of a fixed
+// global batch, for tools that run the loader without a trainer.
+func ConstantBatch(batch int) batchsched.Schedule { return batchsched.Constant(batch) }
 
 // Loader produces batches as a pure function of (dataset, config, seed,
 // step). It implements the trainer's DataSource (SeqLen, SourceNames, Fill,
@@ -45,7 +53,7 @@ type Loader struct {
 	seed    uint64
 	spec    PermSpec
 	pk      packer
-	sched   BatchSchedule
+	sched   batchsched.Schedule
 	names   []string
 	purpose []string // "order/<source>": key purpose of each source's permutation
 	train   []TokenStream
@@ -305,7 +313,7 @@ func (l *Loader) SeqLen() int { return l.t }
 func (l *Loader) SourceNames() []string { return append([]string(nil), l.names...) }
 
 // Schedule is the batch schedule the loader was built with.
-func (l *Loader) Schedule() BatchSchedule { return append(BatchSchedule(nil), l.sched...) }
+func (l *Loader) Schedule() batchsched.Schedule { return append(batchsched.Schedule(nil), l.sched...) }
 
 // Slots is the number of train sequences of source s per pass.
 func (l *Loader) Slots(s int) int64 { return l.slots[s] }
@@ -436,7 +444,7 @@ func (l *Loader) get(step, batch int) *entry {
 			if l.cache[st] != nil {
 				continue
 			}
-			ne := &entry{step: st, batch: l.sched.BatchAt(st), done: make(chan struct{})}
+			ne := &entry{step: st, batch: l.sched.At(st), done: make(chan struct{})}
 			select {
 			case l.work <- ne:
 				l.cache[st] = ne
@@ -462,7 +470,7 @@ func (l *Loader) Fill(step, batch, row0, n int, inputs, targets, segIDs []int32,
 	if step < 0 {
 		return fmt.Errorf("data: step index %d is negative", step)
 	}
-	if want := l.sched.BatchAt(step); batch != want {
+	if want := l.sched.At(step); batch != want {
 		return fmt.Errorf("data: step %d: asked for a global batch of %d but the loader's batch schedule gives %d (pass the trainer's batch schedule to the loader)", step+l.base, batch, want)
 	}
 	if row0 < 0 || n < 0 || row0+n > batch {
@@ -609,7 +617,7 @@ func (l *Loader) BatchInfo(step int) (BatchInfo, error) {
 	if step < 0 {
 		return BatchInfo{}, fmt.Errorf("data: step index %d is negative", step)
 	}
-	b := BatchInfo{Step: step, Number: step + l.base, Batch: l.sched.BatchAt(step), FirstSeq: l.sched.FirstSeq(step)}
+	b := BatchInfo{Step: step, Number: step + l.base, Batch: l.sched.At(step), FirstSeq: l.sched.FirstSeq(step)}
 	var c cursor
 	for r := 0; r < b.Batch; r++ {
 		ref, err := l.ref(&c, b.FirstSeq+int64(r))

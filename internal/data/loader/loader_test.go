@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/batchsched"
 )
 
 // tokBase spaces the sources' token values so every token names its source
@@ -78,7 +80,7 @@ type batchOut struct {
 // fillStep reads a step's batch in micro-batches of mb rows.
 func fillStep(t *testing.T, l *Loader, step, mb int) batchOut {
 	t.Helper()
-	b := l.sched.BatchAt(step)
+	b := l.sched.At(step)
 	T := l.SeqLen()
 	o := batchOut{make([]int32, b*T), make([]int32, b*T), make([]int32, b*T), make([]int, b)}
 	for r := 0; r < b; r += mb {
@@ -99,7 +101,7 @@ func equalBatch(a, b batchOut) bool {
 // (a fresh loader starting mid-run), across a batch-size change.
 func TestFillPureAndResume(t *testing.T) {
 	ds := synthDataset(20000, 9000, 3000)
-	sched := BatchSchedule{{0, 8}, {20, 12}, {35, 4}}
+	sched := batchsched.Schedule{{Start: 0, Batch: 8}, {Start: 20, Batch: 12}, {Start: 35, Batch: 4}}
 	for _, perm := range []string{PermFeistel, PermLCG} {
 		for _, pack := range []string{PackConcat, PackBOS} {
 			cfg := testConfig()
@@ -144,7 +146,7 @@ func TestFillPureAndResume(t *testing.T) {
 // the stage at 11, and the stage is in force from index 11 (reported step 12).
 func TestReportBase(t *testing.T) {
 	ds := synthDataset(20000, 9000)
-	sched := BatchSchedule{{0, 4}, {9, 6}}
+	sched := batchsched.Schedule{{Start: 0, Batch: 4}, {Start: 9, Batch: 6}}
 	cfg := testConfig()
 	cfg.Stages = []Stage{{StartStep: 12, Weights: map[string]float64{"src1": 1}}}
 	one := mustNew(t, ds, cfg, Options{Schedule: sched, ReportBase: 1})
@@ -157,8 +159,8 @@ func TestReportBase(t *testing.T) {
 		if !equalBatch(a, b) {
 			t.Fatalf("step index %d differs between ReportBase 1 and 0", i)
 		}
-		if len(a.src) != sched.BatchAt(i) {
-			t.Fatalf("step index %d: batch %d, want %d", i, len(a.src), sched.BatchAt(i))
+		if len(a.src) != sched.At(i) {
+			t.Fatalf("step index %d: batch %d, want %d", i, len(a.src), sched.At(i))
 		}
 		has0 := slices.Contains(a.src, 0)
 		if i >= 11 && has0 {
@@ -308,7 +310,7 @@ func TestMixtureShares(t *testing.T) {
 	cfg.MixBlock = 100
 	cfg.Sources = []SourceConfig{{Name: "src0", Weight: 6}, {Name: "src1", Weight: 3}, {Name: "src2", Weight: 1}}
 	cfg.Stages = []Stage{{StartStep: 151, Weights: map[string]float64{"src1": 1, "src2": 1}}}
-	sched := BatchSchedule{{0, 10}, {100, 16}}
+	sched := batchsched.Schedule{{Start: 0, Batch: 10}, {Start: 100, Batch: 16}}
 	l := mustNew(t, ds, cfg, Options{Schedule: sched, SeqLen: 8})
 	count := func(from, to int) ([]float64, map[int][]int64) {
 		sh := make([]float64, 3)
@@ -468,30 +470,6 @@ func TestBatchInfoString(t *testing.T) {
 	}
 }
 
-func TestSchedule(t *testing.T) {
-	s := BatchSchedule{{0, 4}, {10, 8}, {15, 2}}
-	cases := []struct {
-		step, batch int
-		first       int64
-	}{{0, 4, 0}, {1, 4, 4}, {10, 8, 40}, {11, 8, 48}, {15, 2, 80}, {20, 2, 90}}
-	for _, c := range cases {
-		if s.BatchAt(c.step) != c.batch || s.FirstSeq(c.step) != c.first {
-			t.Errorf("step %d: batch %d first %d, want %d %d", c.step, s.BatchAt(c.step), s.FirstSeq(c.step), c.batch, c.first)
-		}
-	}
-	for g := int64(0); g < 100; g++ {
-		st := s.StepOf(g)
-		if s.FirstSeq(st) > g || g >= s.FirstSeq(st)+int64(s.BatchAt(st)) {
-			t.Fatalf("StepOf(%d) = %d", g, st)
-		}
-	}
-	for _, bad := range []BatchSchedule{nil, {{1, 4}}, {{0, 0}}, {{0, 4}, {0, 5}}} {
-		if bad.Validate() == nil {
-			t.Errorf("%v: want error", bad)
-		}
-	}
-}
-
 // TestConfigErrors: bad settings are refused with the field named.
 func TestConfigErrors(t *testing.T) {
 	ds := synthDataset(3000, 40)
@@ -514,7 +492,7 @@ func TestConfigErrors(t *testing.T) {
 		{"tiny source", func(c *Config) {
 			c.Sources = []SourceConfig{{Name: "src0", Weight: 1}, {Name: "src1", Weight: 1}}
 		}, Options{SeqLen: 64}, `source "src1" has no concat sequence`},
-		{"schedule", func(c *Config) {}, Options{Schedule: BatchSchedule{{3, 4}}}, "batch schedule"},
+		{"schedule", func(c *Config) {}, Options{Schedule: batchsched.Schedule{{Start: 3, Batch: 4}}}, "batch schedule"},
 	}
 	for _, c := range cases {
 		cfg := testConfig()

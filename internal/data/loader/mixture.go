@@ -3,6 +3,8 @@ package loader
 import (
 	"fmt"
 	"sort"
+
+	"github.com/kestrel-lm/kestrel/internal/batchsched"
 )
 
 // mixStage is one mixture in force from firstSeq on.
@@ -51,7 +53,7 @@ func blockCounts(w []float64, k int) []int {
 	return c
 }
 
-func newMixture(k int, seed uint64, spec PermSpec, stages []mixStage, sched BatchSchedule) (*mixture, error) {
+func newMixture(k int, seed uint64, spec PermSpec, stages []mixStage, sched batchsched.Schedule) (*mixture, error) {
 	m := &mixture{k: k, seed: seed, spec: spec, stages: stages}
 	ns := len(stages[0].weights)
 	for i := range m.stages {

@@ -206,7 +206,7 @@ func (l *Loader) Composition(name string, steps, blocks, maxLag int) (*Compositi
 	}
 	var c cursor
 	labels := func(step int) ([]int, error) {
-		g0, b := l.sched.FirstSeq(step), l.sched.BatchAt(step)
+		g0, b := l.sched.FirstSeq(step), l.sched.At(step)
 		out := make([]int, b)
 		for r := range out {
 			ref, err := l.ref(&c, g0+int64(r))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/data/document"
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/tokenizer"
@@ -25,14 +26,14 @@ func TestFromShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var docs []shards.Doc
+	var docs []document.Doc
 	for i := 0; i < 400; i++ {
 		src := []string{"web", "code"}[i%2]
-		docs = append(docs, shards.Doc{ID: fmt.Sprintf("%s-%d", src, i), Source: src,
+		docs = append(docs, document.Doc{ID: fmt.Sprintf("%s-%d", src, i), Source: src,
 			Text: fmt.Sprintf("Document %d of %s: %s", i, src, strings.Repeat("words and more words ", 1+i%13))})
 	}
 	dir := t.TempDir()
-	seq := func(yield func(shards.Doc, error) bool) {
+	seq := func(yield func(document.Doc, error) bool) {
 		for _, d := range docs {
 			if !yield(d, nil) {
 				return

@@ -18,8 +18,10 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/data/clean"
 	"github.com/kestrel-lm/kestrel/internal/data/corpus"
+	"github.com/kestrel-lm/kestrel/internal/data/datareport"
 	"github.com/kestrel-lm/kestrel/internal/data/decontam"
 	"github.com/kestrel-lm/kestrel/internal/data/dedup"
+	"github.com/kestrel-lm/kestrel/internal/data/document"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 )
 
@@ -215,7 +217,7 @@ func Bench(ctx context.Context, files []string, workers int, out string, emit fu
 		return nil
 	}
 	stream := func(fn func(text string, id string)) error {
-		ch := make(chan corpus.Doc, 4*workers)
+		ch := make(chan document.Doc, 4*workers)
 		var wg sync.WaitGroup
 		for w := 0; w < workers; w++ {
 			wg.Add(1)
@@ -297,7 +299,7 @@ func Bench(ctx context.Context, files []string, workers int, out string, emit fu
 	cfg := DefaultConfig()
 	cfg.Workers = workers
 	cfg.Sources = []Source{{Name: "bench", Inputs: files, Format: "jsonl", Filter: "web"}}
-	var rep *Report
+	var rep *datareport.Report
 	if err := measure("total", "kestrel prepare end to end (no tokenizer)", func() error {
 		var err error
 		rep, err = Run(ctx, cfg, RunOptions{Out: out, Force: true})

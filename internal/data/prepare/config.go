@@ -4,12 +4,7 @@
 package prepare
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"strings"
-
-	"github.com/pelletier/go-toml/v2"
 
 	"github.com/kestrel-lm/kestrel/internal/data/clean"
 	"github.com/kestrel-lm/kestrel/internal/data/corpus"
@@ -17,6 +12,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/data/dedup"
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
+	"github.com/kestrel-lm/kestrel/internal/tomlstrict"
 )
 
 // Config is the [prepare] section of a data config.
@@ -138,35 +134,10 @@ func (s Source) filterConfig() (clean.Config, bool, error) {
 		return clean.Config{}, false, fmt.Errorf("source %q: filter %q: want one of %v or none", s.Name, kind, clean.Kinds)
 	}
 	cfg := clean.DefaultConfig(kind)
-	if err := overlay(s.Filters, &cfg); err != nil {
-		return cfg, false, fmt.Errorf("source %q: filters: %w", s.Name, err)
+	if err := tomlstrict.Overlay(s.Filters, fmt.Sprintf("source %q: filters", s.Name), &cfg); err != nil {
+		return cfg, false, err
 	}
 	return cfg, true, nil
-}
-
-// overlay decodes a raw TOML table onto dst strictly (unknown keys are errors).
-func overlay(raw map[string]any, dst any) error {
-	if len(raw) == 0 {
-		return nil
-	}
-	b, err := toml.Marshal(raw)
-	if err != nil {
-		return err
-	}
-	dec := toml.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		var strict *toml.StrictMissingError
-		if errors.As(err, &strict) {
-			keys := make([]string, 0, len(strict.Errors))
-			for _, e := range strict.Errors {
-				keys = append(keys, strings.Join(e.Key(), "."))
-			}
-			return fmt.Errorf("unknown key %s", strings.Join(keys, ", "))
-		}
-		return err
-	}
-	return nil
 }
 
 // validate checks the parts of the config prepare uses itself.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,23 +19,13 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/data/clean"
 	"github.com/kestrel-lm/kestrel/internal/data/corpus"
+	"github.com/kestrel-lm/kestrel/internal/data/datareport"
 	"github.com/kestrel-lm/kestrel/internal/data/decontam"
+	"github.com/kestrel-lm/kestrel/internal/data/document"
 )
-
-// Stage names used in reports and rejects/<stage>.jsonl.zst.
-const (
-	StageRead     = "read"
-	StageExtract  = "extract"
-	StageClean    = "clean"
-	StageExact    = "exact_dedup"
-	StageNear     = "near_dedup"
-	StageDecontam = "decontam"
-)
-
-// Stages lists the document stages in pipeline order.
-var Stages = []string{StageRead, StageExtract, StageClean, StageExact, StageNear, StageDecontam}
 
 // pipelineVersion changes when the output of the same config would change.
 const pipelineVersion = 1
@@ -58,7 +47,7 @@ type RunOptions struct {
 type item struct {
 	seq    int64
 	src    int
-	doc    corpus.Doc
+	doc    document.Doc
 	inLen  int // bytes as read (HTML bytes for WARC responses)
 	rej    *RejectRecord
 	hit    bool   // decontam n-gram hit (acted on in pass 2)
@@ -71,7 +60,7 @@ type item struct {
 // everything goes to a temporary sibling directory that is renamed into
 // place only after report.json is written. On any error (or cancellation)
 // the temporary directory is removed and opts.Out is untouched.
-func Run(ctx context.Context, cfg Config, opts RunOptions) (*Report, error) {
+func Run(ctx context.Context, cfg Config, opts RunOptions) (*datareport.Report, error) {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
@@ -95,7 +84,7 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*Report, error) {
 		return nil, err
 	}
 	if !opts.Force {
-		if old, err := LoadReport(opts.Out); err == nil && old.Complete && old.Fingerprint == fp {
+		if old, err := datareport.Load(opts.Out); err == nil && old.Complete && old.Fingerprint == fp {
 			old.UpToDate = true
 			if opts.Summary != nil {
 				fmt.Fprintf(opts.Summary, "%s is up to date (fingerprint %s); use --force to rebuild\n", opts.Out, fp[:12])
@@ -103,20 +92,13 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*Report, error) {
 			return old, nil
 		}
 	}
-	parent := filepath.Dir(filepath.Clean(opts.Out))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(opts.Out)+".tmp-")
+	out := filepath.Clean(opts.Out)
+	dir, err := atomicfile.NewDir(filepath.Dir(out), filepath.Base(out))
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			os.RemoveAll(tmp)
-		}
-	}()
+	defer dir.Abort()
+	tmp := dir.Path()
 	p, err := newPipeline(cfg, opts, inputs, tmp)
 	if err != nil {
 		return nil, err
@@ -126,43 +108,23 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*Report, error) {
 		return nil, err
 	}
 	rep.TimingsS["total"] = time.Since(runStart).Seconds()
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
-	}
 	rep.Fingerprint = fp
 	rep.Complete = true
 	rep.Out = opts.Out
-	if err := writeJSON(filepath.Join(tmp, "report.json"), rep); err != nil {
-		return nil, err
+	rb, err := datareport.Marshal(rep)
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
 	}
-	if err := install(tmp, opts.Out); err != nil {
-		return nil, err
+	if err := os.WriteFile(filepath.Join(tmp, datareport.FileName), rb, 0o644); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
 	}
-	ok = true
+	if err := dir.Install(out); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
 	if opts.Summary != nil {
 		rep.WriteSummary(opts.Summary)
 	}
 	return rep, nil
-}
-
-// install renames tmp to out, replacing an older dataset only after the
-// new one is complete.
-func install(tmp, out string) error {
-	if _, err := os.Stat(out); err == nil {
-		old := tmp + ".old"
-		if err := os.Rename(out, old); err != nil {
-			return fmt.Errorf("prepare: move old %s aside: %w", out, err)
-		}
-		if err := os.Rename(tmp, out); err != nil {
-			os.Rename(old, out)
-			return fmt.Errorf("prepare: install %s: %w", out, err)
-		}
-		return os.RemoveAll(old)
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return fmt.Errorf("prepare: install %s: %w", out, err)
-	}
-	return nil
 }
 
 // fingerprint hashes the resolved config, the pipeline version and every
@@ -199,39 +161,6 @@ func fingerprint(cfg Config, inputs [][]corpus.Input, strict bool) (string, erro
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return f.Close()
-}
-
-// LoadReport reads <dir>/report.json.
-func LoadReport(dir string) (*Report, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
-	if err != nil {
-		return nil, err
-	}
-	var r Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s/report.json: %w", dir, err)
-	}
-	return &r, nil
-}
-
 type pipeline struct {
 	cfg     Config
 	opts    RunOptions
@@ -243,16 +172,16 @@ type pipeline struct {
 	exact   *exactDedup
 	near    *nearDedup
 	dec     *decontaminator
-	rep     *Report
-	stats   []*SourceReport
+	rep     *datareport.Report
+	stats   []*datareport.SourceReport
 	mu      sync.Mutex // guards problem/skip counters written from the reader
 
 	readDocs, readBytes atomic.Int64
 	inBytes             atomic.Int64 // raw input bytes consumed (progress)
 	hitIDs              map[string]bool
 	itemSeen            map[string]bool
-	uniq                []*SourceReport    // one per distinct source name, in config order
-	sizes               map[string][]int32 // kept bytes per doc per source (percentiles)
+	uniq                []*datareport.SourceReport // one per distinct source name, in config order
+	sizes               map[string][]int32         // kept bytes per doc per source (percentiles)
 	timings             map[string]float64
 }
 
@@ -275,14 +204,14 @@ func newPipeline(cfg Config, opts RunOptions, inputs [][]corpus.Input, tmp strin
 		}
 		p.filters = append(p.filters, f)
 		p.rewrite = append(p.rewrite, s.Rewrite == nil || *s.Rewrite)
-		var sr *SourceReport
+		var sr *datareport.SourceReport
 		for _, u := range p.uniq {
 			if u.Name == s.Name {
 				sr = u
 			}
 		}
 		if sr == nil {
-			sr = newSourceReport(s.Name)
+			sr = datareport.NewSourceReport(s.Name)
 			p.uniq = append(p.uniq, sr)
 		}
 		p.stats = append(p.stats, sr)
@@ -303,12 +232,12 @@ func newPipeline(cfg Config, opts RunOptions, inputs [][]corpus.Input, tmp strin
 		}
 		p.timings["decontam_index_build"] = time.Since(t0).Seconds()
 	}
-	p.rep = &Report{Version: pipelineVersion, Created: time.Now().UTC().Format(time.RFC3339), Workers: p.workers,
-		Rejects: map[string]int64{}, Problems: ProblemReport{Counts: map[string]int64{}}, Overlap: map[string]*Overlap{}}
+	p.rep = &datareport.Report{Version: pipelineVersion, Created: time.Now().UTC().Format(time.RFC3339), Workers: p.workers,
+		Rejects: map[string]int64{}, Problems: datareport.ProblemReport{Counts: map[string]int64{}}, Overlap: map[string]*datareport.Overlap{}}
 	return p, nil
 }
 
-func (p *pipeline) run(ctx context.Context) (*Report, error) {
+func (p *pipeline) run(ctx context.Context) (*datareport.Report, error) {
 	start := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -357,7 +286,7 @@ func (p *pipeline) run(ctx context.Context) (*Report, error) {
 		if it.rej != nil {
 			sinkErr = rejects.write(*it.rej)
 		} else {
-			sinkErr = spill.write(DocRecord{ID: it.doc.ID, Source: it.doc.Source, Text: it.doc.Text, Meta: it.doc.Meta})
+			sinkErr = spill.write(document.Doc{ID: it.doc.ID, Source: it.doc.Source, Text: it.doc.Text, Meta: it.doc.Meta})
 			if it.hit {
 				p.hitIDs[it.doc.ID] = true
 			}
@@ -468,7 +397,7 @@ func (p *pipeline) stageA(it *item) {
 	d := &it.doc
 	if d.NeedsExtract() {
 		if err := corpus.Extract(d); err != nil {
-			it.rej = &RejectRecord{ID: d.ID, Source: d.Source, Stage: StageExtract, Rule: "no_main_content", Detail: err.Error()}
+			it.rej = &RejectRecord{ID: d.ID, Source: d.Source, Stage: datareport.StageExtract, Rule: "no_main_content", Detail: err.Error()}
 			return
 		}
 	}
@@ -476,7 +405,7 @@ func (p *pipeline) stageA(it *item) {
 	if f := p.filters[it.src]; f != nil {
 		text, v := f.Apply(d.Text)
 		if !v.Keep {
-			it.rej = &RejectRecord{ID: d.ID, Source: d.Source, Stage: StageClean, Rule: v.Stage + "/" + v.Rule, Detail: v.Detail}
+			it.rej = &RejectRecord{ID: d.ID, Source: d.Source, Stage: datareport.StageClean, Rule: v.Stage + "/" + v.Rule, Detail: v.Detail}
 			return
 		}
 		if p.rewrite[it.src] {
@@ -491,32 +420,32 @@ func (p *pipeline) stageA(it *item) {
 // stageExact runs in sequence order so that the first occurrence is kept.
 func (p *pipeline) stageExact(it *item) {
 	st := p.stats[it.src]
-	st.stage(StageRead).add(true, it.inLen, 0)
-	st.stage(StageRead).add(false, it.inLen, 0)
+	st.Stage(datareport.StageRead).Add(true, it.inLen)
+	st.Stage(datareport.StageRead).Add(false, it.inLen)
 	if it.html {
-		st.stage(StageExtract).add(true, it.inLen, 0)
-		if it.rej != nil && it.rej.Stage == StageExtract {
+		st.Stage(datareport.StageExtract).Add(true, it.inLen)
+		if it.rej != nil && it.rej.Stage == datareport.StageExtract {
 			p.count(it)
 			return
 		}
-		st.stage(StageExtract).add(false, it.cleanB, 0)
+		st.Stage(datareport.StageExtract).Add(false, it.cleanB)
 	}
-	st.stage(StageClean).add(true, it.cleanB, 0)
+	st.Stage(datareport.StageClean).Add(true, it.cleanB)
 	if it.rej != nil {
 		p.count(it)
 		return
 	}
-	st.stage(StageClean).add(false, len(it.doc.Text), 0)
+	st.Stage(datareport.StageClean).Add(false, len(it.doc.Text))
 	if p.exact == nil {
 		return
 	}
-	st.stage(StageExact).add(true, len(it.doc.Text), 0)
+	st.Stage(datareport.StageExact).Add(true, len(it.doc.Text))
 	if first, dup := p.exact.first(it.doc.ID, it.hash); dup {
-		it.rej = &RejectRecord{ID: it.doc.ID, Source: it.doc.Source, Stage: StageExact, Rule: "exact_duplicate", Detail: "same normalised text as " + first}
+		it.rej = &RejectRecord{ID: it.doc.ID, Source: it.doc.Source, Stage: datareport.StageExact, Rule: "exact_duplicate", Detail: "same normalised text as " + first}
 		p.count(it)
 		return
 	}
-	st.stage(StageExact).add(false, len(it.doc.Text), 0)
+	st.Stage(datareport.StageExact).Add(false, len(it.doc.Text))
 }
 
 // stageB: near-dup signatures and the decontamination check (parallel).
@@ -562,7 +491,7 @@ func (p *pipeline) pass2(ctx context.Context, spillPath string, rejects *rejectW
 		p.timings["near_dedup_clusters"] = time.Since(t).Seconds()
 	}
 	hot := p.hotspots(clusters)
-	hotByKept := map[string]*Hotspot{}
+	hotByKept := map[string]*datareport.Hotspot{}
 	for i := range hot {
 		hotByKept[hot[i].KeptID] = &hot[i]
 	}
@@ -583,28 +512,28 @@ func (p *pipeline) pass2(ctx context.Context, spillPath string, rejects *rejectW
 		si := p.srcIndex(rec.Source)
 		st := p.stats[si]
 		if p.near != nil {
-			st.stage(StageNear).add(true, len(rec.Text), 0)
+			st.Stage(datareport.StageNear).Add(true, len(rec.Text))
 			if kept, ok := drop[rec.ID]; ok && kept != rec.ID {
-				rj := RejectRecord{ID: rec.ID, Source: rec.Source, Stage: StageNear, Rule: "minhash", Detail: "near-duplicate of " + kept}
+				rj := RejectRecord{ID: rec.ID, Source: rec.Source, Stage: datareport.StageNear, Rule: "minhash", Detail: "near-duplicate of " + kept}
 				p.countRej(si, rj)
 				if err := rejects.write(rj); err != nil {
 					return err
 				}
 				continue
 			}
-			st.stage(StageNear).add(false, len(rec.Text), 0)
+			st.Stage(datareport.StageNear).Add(false, len(rec.Text))
 		}
 		if h := hotByKept[rec.ID]; h != nil {
 			h.Sample = sample(rec.Text, p.cfg.Report.SampleChars)
 		}
 		if p.dec != nil {
-			st.stage(StageDecontam).add(true, len(rec.Text), 0)
+			st.Stage(datareport.StageDecontam).Add(true, len(rec.Text))
 			if p.hitIDs[rec.ID] {
 				m := p.dec.check(rec.ID, rec.Text)
 				p.recordOverlap(rec, m)
 				h := m.Hits[0]
 				if p.cfg.Decontam.Index.Mode != decontam.ModeCut {
-					rj := RejectRecord{ID: rec.ID, Source: rec.Source, Stage: StageDecontam, Rule: h.EvalSet, Detail: fmt.Sprintf("shares %q with %s (%d eval items)", h.NGram, h.ItemID, len(m.Hits))}
+					rj := RejectRecord{ID: rec.ID, Source: rec.Source, Stage: datareport.StageDecontam, Rule: h.EvalSet, Detail: fmt.Sprintf("shares %q with %s (%d eval items)", h.NGram, h.ItemID, len(m.Hits))}
 					p.countRej(si, rj)
 					if err := rejects.write(rj); err != nil {
 						return err
@@ -613,7 +542,7 @@ func (p *pipeline) pass2(ctx context.Context, spillPath string, rejects *rejectW
 				}
 				text := p.dec.cut(rec.Text, m)
 				if len(strings.TrimSpace(text)) < p.cfg.Decontam.MinKeepBytes {
-					rj := RejectRecord{ID: rec.ID, Source: rec.Source, Stage: StageDecontam, Rule: h.EvalSet, Detail: fmt.Sprintf("only %d bytes left after cutting %d spans", len(text), len(m.Spans))}
+					rj := RejectRecord{ID: rec.ID, Source: rec.Source, Stage: datareport.StageDecontam, Rule: h.EvalSet, Detail: fmt.Sprintf("only %d bytes left after cutting %d spans", len(text), len(m.Spans))}
 					p.countRej(si, rj)
 					if err := rejects.write(rj); err != nil {
 						return err
@@ -627,7 +556,7 @@ func (p *pipeline) pass2(ctx context.Context, spillPath string, rejects *rejectW
 				rec.Text = text
 				p.rep.DecontamCutDocs++
 			}
-			st.stage(StageDecontam).add(false, len(rec.Text), 0)
+			st.Stage(datareport.StageDecontam).Add(false, len(rec.Text))
 		}
 		st.Kept.Docs++
 		st.Kept.Bytes += int64(len(rec.Text))
@@ -694,7 +623,7 @@ func Fingerprint(cfg Config, strict bool) (string, error) {
 // UpToDate reports whether dir holds a complete dataset built from cfg and
 // the inputs as they are now.
 func UpToDate(cfg Config, dir string, strict bool) (bool, error) {
-	r, err := LoadReport(dir)
+	r, err := datareport.Load(dir)
 	if err != nil {
 		return false, nil
 	}

@@ -13,7 +13,9 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/kestrel-lm/kestrel/internal/data/datareport"
 	"github.com/kestrel-lm/kestrel/internal/data/decontam"
+	"github.com/kestrel-lm/kestrel/internal/data/document"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 )
 
@@ -187,9 +189,9 @@ func TestPrepareEndToEnd(t *testing.T) {
 		nearKept, nearDropped = nearDropped, nearKept
 	}
 	wantRej := map[string]string{
-		id(fx.exactDup): StageExact + "/exact_duplicate",
-		nearDropped:     StageNear + "/minhash",
-		id(fx.planted):  StageDecontam + "/gsm8k",
+		id(fx.exactDup): datareport.StageExact + "/exact_duplicate",
+		nearDropped:     datareport.StageNear + "/minhash",
+		id(fx.planted):  datareport.StageDecontam + "/gsm8k",
 	}
 	for docID, want := range wantRej {
 		r, ok := rejects[docID]
@@ -212,7 +214,7 @@ func TestPrepareEndToEnd(t *testing.T) {
 	}
 	cleanRejects := 0
 	for k, n := range rep.Rejects {
-		if strings.HasPrefix(k, StageClean+"/") {
+		if strings.HasPrefix(k, datareport.StageClean+"/") {
 			cleanRejects += int(n)
 		}
 	}
@@ -221,11 +223,11 @@ func TestPrepareEndToEnd(t *testing.T) {
 	}
 
 	// Kept documents: everything else from the fixture, with ids and meta.
-	var kept []DocRecord
+	var kept []document.Doc
 	for _, f := range rep.DocShards {
-		kept = append(kept, readZstdJSONL[DocRecord](t, filepath.Join(out, f.Path))...)
+		kept = append(kept, readZstdJSONL[document.Doc](t, filepath.Join(out, f.Path))...)
 	}
-	keptIDs := map[string]DocRecord{}
+	keptIDs := map[string]document.Doc{}
 	for _, d := range kept {
 		if _, dup := keptIDs[d.ID]; dup {
 			t.Errorf("id %s kept twice", d.ID)
@@ -253,7 +255,7 @@ func TestPrepareEndToEnd(t *testing.T) {
 		t.Errorf("kept %d docs, report says %d", len(kept), rep.Kept.Docs)
 	}
 
-	// Report contents.
+	// datareport.Report contents.
 	if rep.Problems.Counts["bad_json"] != 1 || len(rep.Problems.List) != 1 || !strings.Contains(rep.Problems.List[0], fmt.Sprintf("web.jsonl:line %d: bad_json", fx.badLine)) {
 		t.Errorf("problems %+v", rep.Problems)
 	}
@@ -269,19 +271,19 @@ func TestPrepareEndToEnd(t *testing.T) {
 	if rep.BytesPerDoc.N != len(kept) || rep.BytesPerDoc.P50 <= 0 || rep.BytesPerDoc.Max < rep.BytesPerDoc.P90 {
 		t.Errorf("bytes per doc %+v", rep.BytesPerDoc)
 	}
-	var web *SourceReport
+	var web *datareport.SourceReport
 	for _, s := range rep.Sources {
 		if s.Name == "web" {
 			web = s
 		}
 	}
-	if web == nil || web.Files != 3 || web.Stages[StageRead].In.Docs != int64(len(fx.docs)-1+20) {
+	if web == nil || web.Files != 3 || web.Stages[datareport.StageRead].In.Docs != int64(len(fx.docs)-1+20) {
 		t.Errorf("web source report %+v", web)
 	}
 	if !strings.Contains(sum.String(), "near_dup_rate") || !strings.Contains(sum.String(), "gsm8k") {
 		t.Errorf("summary lacks near_dup_rate / gsm8k")
 	}
-	onDisk, err := LoadReport(out)
+	onDisk, err := datareport.Load(out)
 	if err != nil || !onDisk.Complete || onDisk.Fingerprint != rep.Fingerprint {
 		t.Fatalf("report.json: %v %+v", err, onDisk)
 	}
@@ -361,7 +363,7 @@ func TestPrepareFailureLeavesNothing(t *testing.T) {
 	if _, err := Run(context.Background(), cfg, RunOptions{Out: out, Force: true, StopAfter: 5}); err == nil {
 		t.Fatal("forced failing run succeeded")
 	}
-	still, err := LoadReport(out)
+	still, err := datareport.Load(out)
 	if err != nil || still.Fingerprint != good.Fingerprint || still.Kept.Docs != good.Kept.Docs {
 		t.Fatalf("existing dataset changed by a failed run: %v", err)
 	}
@@ -443,7 +445,7 @@ func TestPrepareDecontamCut(t *testing.T) {
 	q := gsm8kQuestion(t, 1)
 	found := false
 	for _, f := range rep.DocShards {
-		for _, d := range readZstdJSONL[DocRecord](t, filepath.Join(out, f.Path)) {
+		for _, d := range readZstdJSONL[document.Doc](t, filepath.Join(out, f.Path)) {
 			if strings.Contains(d.Text, "ducks lay 16 eggs") {
 				t.Errorf("%s still holds the GSM8K question", d.ID)
 			}

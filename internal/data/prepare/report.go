@@ -1,163 +1,21 @@
 package prepare
 
 import (
-	"fmt"
-
-	"github.com/kestrel-lm/kestrel/internal/data/decontam"
-	"io"
 	"slices"
 	"sort"
-	"strings"
+
+	"github.com/kestrel-lm/kestrel/internal/data/datareport"
+	"github.com/kestrel-lm/kestrel/internal/data/decontam"
+	"github.com/kestrel-lm/kestrel/internal/data/document"
 )
 
-// Report is report.json: what went in, what came out, and why.
-type Report struct {
-	Version     int                    `json:"version"`
-	Fingerprint string                 `json:"fingerprint"` // sha256 of resolved config + input sizes/mtimes; equal = up to date
-	Complete    bool                   `json:"complete"`
-	UpToDate    bool                   `json:"up_to_date,omitempty"` // set on the returned value when nothing was rebuilt
-	Created     string                 `json:"created"`
-	Out         string                 `json:"out"`
-	Workers     int                    `json:"workers"`
-	Sources     []*SourceReport        `json:"sources"`
-	Totals      map[string]*StageCount `json:"totals"` // per stage, over all sources
-	Kept        Count                  `json:"kept"`
-	Rejects     map[string]int64       `json:"rejects"` // "stage/rule" → documents
-	Problems    ProblemReport          `json:"problems"`
-
-	ExactDupRate float64   `json:"exact_dup_rate"` // exact duplicates / documents entering exact dedup
-	NearDupRate  float64   `json:"near_dup_rate"`  // near duplicates dropped / documents entering near dedup
-	NearClusters int       `json:"near_clusters"`
-	Hotspots     []Hotspot `json:"hotspots"`
-
-	TrainValOverlap map[string]float64  `json:"train_val_overlap"` // eval set → contaminated docs / docs checked
-	Overlap         map[string]*Overlap `json:"overlap"`
-	DecontamCutDocs int64               `json:"decontam_cut_docs"`
-
-	BytesPerDoc Percentiles `json:"bytes_per_doc"` // kept documents, all sources
-
-	DocShards   []ShardFile  `json:"doc_shards"`
-	RejectFiles []ShardFile  `json:"reject_files"`
-	Tokens      *TokenReport `json:"tokens,omitempty"`
-
-	TimingsS map[string]float64 `json:"timings_s"`
-}
-
-// Count is documents and bytes.
-type Count struct {
-	Docs  int64 `json:"docs"`
-	Bytes int64 `json:"bytes"`
-}
-
-// StageCount is what entered and left one stage.
-type StageCount struct {
-	In  Count `json:"in"`
-	Out Count `json:"out"`
-}
-
-func (s *StageCount) add(in bool, bytes int, _ int) {
-	c := &s.Out
-	if in {
-		c = &s.In
-	}
-	c.Docs++
-	c.Bytes += int64(bytes)
-}
-
-// SourceReport is one source's part of the report.
-type SourceReport struct {
-	Name        string                 `json:"name"`
-	Files       int                    `json:"files"`
-	Truncated   bool                   `json:"truncated"` // stopped by max_docs / max_bytes
-	Stages      map[string]*StageCount `json:"stages"`
-	Kept        Count                  `json:"kept"`
-	Rejects     map[string]int64       `json:"rejects"`
-	Problems    map[string]int64       `json:"problems"` // malformed input by kind
-	Skipped     map[string]int64       `json:"skipped"`  // non-document records by kind
-	BytesPerDoc Percentiles            `json:"bytes_per_doc"`
-}
-
-func newSourceReport(name string) *SourceReport {
-	return &SourceReport{Name: name, Stages: map[string]*StageCount{}, Rejects: map[string]int64{}, Problems: map[string]int64{}, Skipped: map[string]int64{}}
-}
-
-func (s *SourceReport) stage(name string) *StageCount {
-	c := s.Stages[name]
-	if c == nil {
-		c = &StageCount{}
-		s.Stages[name] = c
-	}
-	return c
-}
-
-// ProblemReport counts malformed input.
-type ProblemReport struct {
-	Total  int64            `json:"total"`
-	Counts map[string]int64 `json:"counts"`
-	List   []string         `json:"list"` // the first few, "file:line N: kind: detail"
-}
-
-// Hotspot is one large near-duplicate cluster.
-type Hotspot struct {
-	Size    int      `json:"size"`
-	KeptID  string   `json:"kept_id"`
-	Members []string `json:"members"` // first few
-	Sample  string   `json:"sample"`  // start of the kept document
-}
-
-// Overlap is the contamination found for one eval set.
-type Overlap struct {
-	Docs      int64            `json:"docs"`
-	PerSource map[string]int64 `json:"per_source"`
-	ItemIDs   []string         `json:"item_ids"` // matched eval items (first few, distinct)
-	Items     int              `json:"items"`    // distinct matched eval items
-	Examples  []OverlapExample `json:"examples"`
-}
-
-// OverlapExample is one contaminated document.
-type OverlapExample struct {
-	DocID string `json:"doc_id"`
-	NGram string `json:"ngram"`
-}
-
-// Percentiles of a size distribution.
-type Percentiles struct {
-	N   int   `json:"n"`
-	P10 int32 `json:"p10"`
-	P50 int32 `json:"p50"`
-	P90 int32 `json:"p90"`
-	P99 int32 `json:"p99"`
-	Max int32 `json:"max"`
-}
-
-func percentiles(v []int32) Percentiles {
-	if len(v) == 0 {
-		return Percentiles{}
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	at := func(q float64) int32 { return s[min(len(s)-1, int(q*float64(len(s))))] }
-	return Percentiles{N: len(s), P10: at(0.10), P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: s[len(s)-1]}
-}
-
-// TokenReport summarises the tokenizer stage.
-type TokenReport struct {
-	Mode        string           `json:"mode"`
-	Tokenizer   string           `json:"tokenizer"`
-	VocabSize   int              `json:"vocab_size"`
-	Manifest    string           `json:"manifest"`
-	DatasetHash string           `json:"dataset_hash"`
-	Tokens      map[string]int64 `json:"tokens"` // per source, train + val
-	TotalTokens int64            `json:"total_tokens"`
-}
-
 // recordOverlap counts a contaminated document once per eval set it hits.
-func (p *pipeline) recordOverlap(rec DocRecord, m decontam.Match) {
+func (p *pipeline) recordOverlap(rec document.Doc, m decontam.Match) {
 	counted := map[string]bool{}
 	for _, h := range m.Hits {
 		o := p.rep.Overlap[h.EvalSet]
 		if o == nil {
-			o = &Overlap{PerSource: map[string]int64{}}
+			o = &datareport.Overlap{PerSource: map[string]int64{}}
 			p.rep.Overlap[h.EvalSet] = o
 		}
 		if p.itemSeen[h.EvalSet+"\x00"+h.ItemID] == false {
@@ -174,12 +32,12 @@ func (p *pipeline) recordOverlap(rec DocRecord, m decontam.Match) {
 		o.Docs++
 		o.PerSource[rec.Source]++
 		if len(o.Examples) < 5 {
-			o.Examples = append(o.Examples, OverlapExample{DocID: rec.ID, NGram: h.NGram})
+			o.Examples = append(o.Examples, datareport.OverlapExample{DocID: rec.ID, NGram: h.NGram})
 		}
 	}
 }
 
-func (p *pipeline) hotspots(clusters []Cluster) []Hotspot {
+func (p *pipeline) hotspots(clusters []Cluster) []datareport.Hotspot {
 	c := slices.Clone(clusters)
 	sort.SliceStable(c, func(i, j int) bool {
 		if len(c[i].Members) != len(c[j].Members) {
@@ -190,9 +48,9 @@ func (p *pipeline) hotspots(clusters []Cluster) []Hotspot {
 	if len(c) > p.cfg.Report.Hotspots {
 		c = c[:p.cfg.Report.Hotspots]
 	}
-	out := make([]Hotspot, len(c))
+	out := make([]datareport.Hotspot, len(c))
 	for i, cl := range c {
-		out[i] = Hotspot{Size: len(cl.Members), KeptID: cl.Kept, Members: firstN(cl.Members, 5)}
+		out[i] = datareport.Hotspot{Size: len(cl.Members), KeptID: cl.Kept, Members: firstN(cl.Members, 5)}
 	}
 	return out
 }
@@ -200,13 +58,13 @@ func (p *pipeline) hotspots(clusters []Cluster) []Hotspot {
 func (p *pipeline) finishReport() {
 	r := p.rep
 	r.Sources = p.uniq
-	r.Totals = map[string]*StageCount{}
+	r.Totals = map[string]*datareport.StageCount{}
 	var all []int32
 	for _, s := range p.uniq {
 		for name, c := range s.Stages {
 			t := r.Totals[name]
 			if t == nil {
-				t = &StageCount{}
+				t = &datareport.StageCount{}
 				r.Totals[name] = t
 			}
 			t.In.Docs += c.In.Docs
@@ -216,18 +74,18 @@ func (p *pipeline) finishReport() {
 		}
 		r.Kept.Docs += s.Kept.Docs
 		r.Kept.Bytes += s.Kept.Bytes
-		s.BytesPerDoc = percentiles(p.sizes[s.Name])
+		s.BytesPerDoc = datareport.PercentilesOf(p.sizes[s.Name])
 		all = append(all, p.sizes[s.Name]...)
 	}
-	r.BytesPerDoc = percentiles(all)
-	if t := r.Totals[StageExact]; t != nil && t.In.Docs > 0 {
+	r.BytesPerDoc = datareport.PercentilesOf(all)
+	if t := r.Totals[datareport.StageExact]; t != nil && t.In.Docs > 0 {
 		r.ExactDupRate = float64(t.In.Docs-t.Out.Docs) / float64(t.In.Docs)
 	}
-	if t := r.Totals[StageNear]; t != nil && t.In.Docs > 0 {
+	if t := r.Totals[datareport.StageNear]; t != nil && t.In.Docs > 0 {
 		r.NearDupRate = float64(t.In.Docs-t.Out.Docs) / float64(t.In.Docs)
 	}
 	r.TrainValOverlap = map[string]float64{}
-	if t := r.Totals[StageDecontam]; t != nil {
+	if t := r.Totals[datareport.StageDecontam]; t != nil {
 		for _, set := range p.evalSets() {
 			o := r.Overlap[set]
 			n := int64(0)
@@ -242,96 +100,4 @@ func (p *pipeline) finishReport() {
 		}
 	}
 	r.TimingsS = p.timings
-}
-
-// WriteSummary prints the human summary of a report.
-func (r *Report) WriteSummary(w io.Writer) {
-	mb := func(b int64) string { return fmt.Sprintf("%.2f MB", float64(b)/1e6) }
-	fmt.Fprintf(w, "kestrel prepare → %s\n", r.Out)
-	fmt.Fprintf(w, "\n%-8s %-12s %10s %12s %10s %12s\n", "source", "stage", "docs in", "bytes in", "docs out", "bytes out")
-	for _, s := range r.Sources {
-		for _, st := range Stages {
-			c := s.Stages[st]
-			if c == nil || c.In.Docs == 0 {
-				continue
-			}
-			fmt.Fprintf(w, "%-8s %-12s %10d %12s %10d %12s\n", s.Name, st, c.In.Docs, mb(c.In.Bytes), c.Out.Docs, mb(c.Out.Bytes))
-		}
-		fmt.Fprintf(w, "%-8s %-12s %10s %12s %10d %12s   (p50 %d B/doc, p90 %d)\n", s.Name, "kept", "", "", s.Kept.Docs, mb(s.Kept.Bytes), s.BytesPerDoc.P50, s.BytesPerDoc.P90)
-		if s.Truncated {
-			fmt.Fprintf(w, "%-8s (stopped at max_docs/max_bytes)\n", s.Name)
-		}
-	}
-	fmt.Fprintf(w, "\ntotal kept: %d docs, %s; bytes/doc p10 %d p50 %d p90 %d p99 %d max %d\n", r.Kept.Docs, mb(r.Kept.Bytes),
-		r.BytesPerDoc.P10, r.BytesPerDoc.P50, r.BytesPerDoc.P90, r.BytesPerDoc.P99, r.BytesPerDoc.Max)
-	if len(r.Rejects) > 0 {
-		fmt.Fprintf(w, "\nrejects by rule:\n")
-		keys := r.RejectRules()
-		for _, k := range keys {
-			fmt.Fprintf(w, "  %-50s %8d\n", k, r.Rejects[k])
-		}
-	}
-	if r.Problems.Total > 0 {
-		fmt.Fprintf(w, "\nmalformed input: %d (skipped or repaired)\n", r.Problems.Total)
-		for _, p := range firstN(r.Problems.List, 5) {
-			fmt.Fprintf(w, "  %s\n", p)
-		}
-	}
-	fmt.Fprintf(w, "\nexact_dup_rate %.4f  near_dup_rate %.4f  (%d near-duplicate clusters)\n", r.ExactDupRate, r.NearDupRate, r.NearClusters)
-	for i, h := range firstN2(r.Hotspots, 3) {
-		fmt.Fprintf(w, "  hotspot %d: %d docs, kept %s: %q\n", i+1, h.Size, h.KeptID, truncate(h.Sample, 100))
-	}
-	if len(r.TrainValOverlap) > 0 {
-		fmt.Fprintf(w, "\ntrain_val_overlap:\n")
-		sets := make([]string, 0, len(r.TrainValOverlap))
-		for k := range r.TrainValOverlap {
-			sets = append(sets, k)
-		}
-		sort.Strings(sets)
-		for _, k := range sets {
-			o := r.Overlap[k]
-			if o == nil {
-				fmt.Fprintf(w, "  %-12s %.5f (0 docs)\n", k, r.TrainValOverlap[k])
-				continue
-			}
-			fmt.Fprintf(w, "  %-12s %.5f (%d docs, %d eval items, e.g. %s)\n", k, r.TrainValOverlap[k], o.Docs, o.Items, strings.Join(firstN(o.ItemIDs, 3), ", "))
-		}
-	}
-	if t := r.Tokens; t != nil {
-		fmt.Fprintf(w, "\ntokens: %d (vocab %d, %s tokenizer) → %s\n", t.TotalTokens, t.VocabSize, t.Mode, t.Manifest)
-	}
-	fmt.Fprintf(w, "\ntime: %.1fs\n", r.TimingsS["total"])
-}
-
-func firstN2(h []Hotspot, n int) []Hotspot {
-	if len(h) > n {
-		return h[:n]
-	}
-	return h
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !isRuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-// RejectRules lists the "stage/rule" keys of Rejects, most documents first
-// (ties by name).
-func (r *Report) RejectRules() []string {
-	keys := make([]string, 0, len(r.Rejects))
-	for k := range r.Rejects {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if r.Rejects[keys[i]] != r.Rejects[keys[j]] {
-			return r.Rejects[keys[i]] > r.Rejects[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	return keys
 }

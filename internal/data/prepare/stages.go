@@ -3,11 +3,11 @@ package prepare
 import (
 	"context"
 	"fmt"
-	"iter"
 	"os"
 	"path/filepath"
 	"sort"
 
+	"github.com/kestrel-lm/kestrel/internal/data/datareport"
 	"github.com/kestrel-lm/kestrel/internal/data/decontam"
 	"github.com/kestrel-lm/kestrel/internal/data/dedup"
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
@@ -103,7 +103,7 @@ func (p *pipeline) evalSets() []string {
 type rejectWriters struct {
 	dir string
 	w   map[string]*zstdJSONL
-	fs  []ShardFile
+	fs  []datareport.ShardFile
 }
 
 func newRejectWriters(dir string) (*rejectWriters, error) {
@@ -137,13 +137,13 @@ func (r *rejectWriters) close() error {
 		if err := w.close(); err != nil {
 			return err
 		}
-		r.fs = append(r.fs, ShardFile{Path: "rejects/" + filepath.Base(w.path), Source: k, Docs: w.docs, Bytes: w.n})
+		r.fs = append(r.fs, datareport.ShardFile{Path: "rejects/" + filepath.Base(w.path), Source: k, Docs: w.docs, Bytes: w.n})
 	}
 	r.w = map[string]*zstdJSONL{}
 	return nil
 }
 
-func (r *rejectWriters) files() []ShardFile { return r.fs }
+func (r *rejectWriters) files() []datareport.ShardFile { return r.fs }
 
 func (r *rejectWriters) abort() {
 	for _, w := range r.w {
@@ -201,18 +201,11 @@ func (p *pipeline) tokenize(ctx context.Context) error {
 	if scfg.Workers == 0 {
 		scfg.Workers = p.workers
 	}
-	docs := func(yield func(shards.Doc, error) bool) {
-		for rec, err := range ReadDocs(paths) {
-			if !yield(shards.Doc{ID: rec.ID, Source: rec.Source, Text: rec.Text}, err) || err != nil {
-				return
-			}
-		}
-	}
-	m, err := shards.Build(ctx, iter.Seq2[shards.Doc, error](docs), tok, tokPath, scfg, p.tmp)
+	m, err := shards.Build(ctx, ReadDocs(paths), tok, tokPath, scfg, p.tmp)
 	if err != nil {
 		return fmt.Errorf("prepare: shards: %w", err)
 	}
-	tr := &TokenReport{Mode: tc.Mode, Tokenizer: "tokenizer.json", VocabSize: tok.VocabSize(), Manifest: "manifest.json", DatasetHash: m.DatasetHash, Tokens: map[string]int64{}, TotalTokens: m.TotalTokens}
+	tr := &datareport.TokenReport{Mode: tc.Mode, Tokenizer: "tokenizer.json", VocabSize: tok.VocabSize(), Manifest: "manifest.json", DatasetHash: m.DatasetHash, Tokens: map[string]int64{}, TotalTokens: m.TotalTokens}
 	for _, s := range m.Sources {
 		tr.Tokens[s.Source] = s.TrainTokens + s.ValTokens
 	}

@@ -10,15 +10,10 @@ import (
 	"sort"
 
 	"github.com/klauspost/compress/zstd"
-)
 
-// DocRecord is one line of a kept-document shard.
-type DocRecord struct {
-	ID     string         `json:"id"`
-	Source string         `json:"source"`
-	Text   string         `json:"text"`
-	Meta   map[string]any `json:"meta,omitempty"`
-}
+	"github.com/kestrel-lm/kestrel/internal/data/datareport"
+	"github.com/kestrel-lm/kestrel/internal/data/document"
+)
 
 // RejectRecord is one line of rejects/<stage>.jsonl.zst.
 type RejectRecord struct {
@@ -101,22 +96,14 @@ type shardSet struct {
 	limit  int64
 	cur    map[string]*zstdJSONL
 	count  map[string]int
-	closed []ShardFile
-}
-
-// ShardFile describes one written document shard.
-type ShardFile struct {
-	Path   string `json:"path"` // relative to the dataset directory
-	Source string `json:"source"`
-	Docs   int64  `json:"docs"`
-	Bytes  int64  `json:"bytes"` // uncompressed JSONL bytes
+	closed []datareport.ShardFile
 }
 
 func newShardSet(dir string, limit int64) *shardSet {
 	return &shardSet{dir: dir, limit: limit, cur: map[string]*zstdJSONL{}, count: map[string]int{}}
 }
 
-func (s *shardSet) write(rec DocRecord) error {
+func (s *shardSet) write(rec document.Doc) error {
 	w := s.cur[rec.Source]
 	if w != nil && w.n >= s.limit {
 		if err := s.finish(rec.Source); err != nil {
@@ -145,11 +132,11 @@ func (s *shardSet) finish(source string) error {
 	if err := w.close(); err != nil {
 		return err
 	}
-	s.closed = append(s.closed, ShardFile{Path: filepath.Join(filepath.Base(s.dir), filepath.Base(w.path)), Source: source, Docs: w.docs, Bytes: w.n})
+	s.closed = append(s.closed, datareport.ShardFile{Path: filepath.Join(filepath.Base(s.dir), filepath.Base(w.path)), Source: source, Docs: w.docs, Bytes: w.n})
 	return nil
 }
 
-func (s *shardSet) close() ([]ShardFile, error) {
+func (s *shardSet) close() ([]datareport.ShardFile, error) {
 	names := make([]string, 0, len(s.cur))
 	for k := range s.cur {
 		names = append(names, k)
@@ -171,19 +158,19 @@ func (s *shardSet) abort() {
 	}
 }
 
-// ReadDocs streams the kept documents of shard files in order.
-func ReadDocs(paths []string) iter.Seq2[DocRecord, error] {
-	return func(yield func(DocRecord, error) bool) {
+// ReadDocs streams the kept documents of shard files (docs/<source>-NNNNN.jsonl.zst) in order.
+func ReadDocs(paths []string) iter.Seq2[document.Doc, error] {
+	return func(yield func(document.Doc, error) bool) {
 		for _, p := range paths {
 			f, err := os.Open(p)
 			if err != nil {
-				yield(DocRecord{}, err)
+				yield(document.Doc{}, err)
 				return
 			}
 			zr, err := zstd.NewReader(bufio.NewReaderSize(f, 1<<20), zstd.WithDecoderConcurrency(1))
 			if err != nil {
 				f.Close()
-				yield(DocRecord{}, fmt.Errorf("%s: %w", p, err))
+				yield(document.Doc{}, fmt.Errorf("%s: %w", p, err))
 				return
 			}
 			dec := json.NewDecoder(zr)
@@ -191,9 +178,9 @@ func ReadDocs(paths []string) iter.Seq2[DocRecord, error] {
 				defer f.Close()
 				defer zr.Close()
 				for line := 1; dec.More(); line++ {
-					var rec DocRecord
+					var rec document.Doc
 					if err := dec.Decode(&rec); err != nil {
-						return yield(DocRecord{}, fmt.Errorf("%s: record %d: %w", p, line, err)) && false
+						return yield(document.Doc{}, fmt.Errorf("%s: record %d: %w", p, line, err)) && false
 					}
 					if !yield(rec, nil) {
 						return false

@@ -1,6 +1,8 @@
 package shards
 
 import (
+	"github.com/kestrel-lm/kestrel/internal/data/document"
+
 	"context"
 	"fmt"
 	"strings"
@@ -23,10 +25,10 @@ func TestSampleDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	docs := func(yield func(Doc, error) bool) {
+	docs := func(yield func(document.Doc, error) bool) {
 		for i := 0; i < 40; i++ {
 			src := []string{"web", "math"}[i%2]
-			if !yield(Doc{ID: fmt.Sprint(i), Source: src, Text: fmt.Sprintf("%s document number %d.", src, i)}, nil) {
+			if !yield(document.Doc{ID: fmt.Sprint(i), Source: src, Text: fmt.Sprintf("%s document number %d.", src, i)}, nil) {
 				return
 			}
 		}

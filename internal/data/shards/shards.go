@@ -62,6 +62,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
+	"github.com/kestrel-lm/kestrel/internal/data/document"
 	"github.com/kestrel-lm/kestrel/tokenizer"
 )
 
@@ -82,13 +83,6 @@ const (
 	Train = "train"
 	Val   = "val"
 )
-
-// Doc is one document to tokenize.
-type Doc struct {
-	ID     string // stable identifier; decides the split
-	Source string // source tag (web, code, math …)
-	Text   string
-}
 
 // Config is the [shards] part of data preparation.
 type Config struct {
@@ -379,7 +373,7 @@ func validName(s string) error {
 // Build tokenizes docs (in parallel, output in input order) into shards
 // under outDir and writes outDir/manifest.json and outDir/tokenizer.json.
 // tokPath is recorded in the manifest as where the tokenizer came from.
-func Build(ctx context.Context, docs iter.Seq2[Doc, error], tok *tokenizer.Tokenizer, tokPath string, cfg Config, outDir string) (*Manifest, error) {
+func Build(ctx context.Context, docs iter.Seq2[document.Doc, error], tok *tokenizer.Tokenizer, tokPath string, cfg Config, outDir string) (*Manifest, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -390,22 +384,14 @@ func Build(ctx context.Context, docs iter.Seq2[Doc, error], tok *tokenizer.Token
 	if cfg.Separator == "bos" {
 		sep, _ = tok.BOS()
 	}
-	if err := os.MkdirAll(filepath.Join(outDir, "shards"), 0o755); err != nil {
-		return nil, fmt.Errorf("shards: %w", err)
-	}
-	stage, err := os.MkdirTemp(filepath.Join(outDir, "shards"), ".build-")
+	// the build is staged under a temporary name and installed once its
+	// name (a hash of its contents) is known
+	buildDir, err := atomicfile.NewDir(filepath.Join(outDir, "shards"), "build")
 	if err != nil {
 		return nil, fmt.Errorf("shards: %w", err)
 	}
-	if err := os.Chmod(stage, 0o755); err != nil {
-		return nil, fmt.Errorf("shards: %w", err)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			os.RemoveAll(stage)
-		}
-	}()
+	defer buildDir.Abort()
+	stage := buildDir.Path()
 	width, magic := 2, int32(MagicUint16)
 	if tok.VocabSize() > 65536 {
 		width, magic = 4, MagicUint32
@@ -430,7 +416,7 @@ func Build(ctx context.Context, docs iter.Seq2[Doc, error], tok *tokenizer.Token
 		workers = runtime.GOMAXPROCS(0)
 	}
 	type item struct {
-		doc Doc
+		doc document.Doc
 		ids []int32
 	}
 	var batch []item
@@ -569,11 +555,10 @@ func Build(ctx context.Context, docs iter.Seq2[Doc, error], tok *tokenizer.Token
 	final := filepath.Join(outDir, prefix)
 	if _, err := os.Stat(final); err == nil {
 		// an identical build already exists: keep it
-		os.RemoveAll(stage)
-	} else if err := os.Rename(stage, final); err != nil {
+		buildDir.Abort()
+	} else if err := buildDir.Install(final); err != nil {
 		return nil, fmt.Errorf("shards: %w", err)
 	}
-	ok = true
 	if err := atomicfile.WriteFile(filepath.Join(outDir, "manifest.json"), append(data, '\n')); err != nil {
 		return nil, fmt.Errorf("shards: %w", err)
 	}

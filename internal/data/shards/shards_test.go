@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/data/document"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/tokenizer"
 )
@@ -28,20 +29,20 @@ func gpt2(t testing.TB) *tokenizer.Tokenizer {
 	return tok
 }
 
-func testDocs(n int) []Doc {
-	var docs []Doc
+func testDocs(n int) []document.Doc {
+	var docs []document.Doc
 	for i := 0; i < n; i++ {
 		src := []string{"web", "code"}[i%2]
-		docs = append(docs, Doc{ID: fmt.Sprintf("%s-%d", src, i), Source: src, Text: fmt.Sprintf("Document %d says hello\nwith %s text, 😀 and \xff bytes.", i, strings.Repeat("more ", i%17))})
+		docs = append(docs, document.Doc{ID: fmt.Sprintf("%s-%d", src, i), Source: src, Text: fmt.Sprintf("Document %d says hello\nwith %s text, 😀 and \xff bytes.", i, strings.Repeat("more ", i%17))})
 	}
 	return docs
 }
 
-func seq(docs []Doc, failAt int) func(func(Doc, error) bool) {
-	return func(yield func(Doc, error) bool) {
+func seq(docs []document.Doc, failAt int) func(func(document.Doc, error) bool) {
+	return func(yield func(document.Doc, error) bool) {
 		for i, d := range docs {
 			if i == failAt {
-				yield(Doc{}, errors.New("boom"))
+				yield(document.Doc{}, errors.New("boom"))
 				return
 			}
 			if !yield(d, nil) {
@@ -292,7 +293,7 @@ func TestConfigErrors(t *testing.T) {
 			t.Fatalf("%+v accepted", c)
 		}
 	}
-	if _, err := Build(context.Background(), seq([]Doc{{ID: "x", Source: "a/b", Text: "t"}}, -1), gpt2(t), "", DefaultConfig(), t.TempDir()); err == nil || !strings.Contains(err.Error(), "a/b") {
+	if _, err := Build(context.Background(), seq([]document.Doc{{ID: "x", Source: "a/b", Text: "t"}}, -1), gpt2(t), "", DefaultConfig(), t.TempDir()); err == nil || !strings.Contains(err.Error(), "a/b") {
 		t.Fatalf("bad source tag: %v", err)
 	}
 }

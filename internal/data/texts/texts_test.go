@@ -1,6 +1,8 @@
 package texts
 
 import (
+	"github.com/kestrel-lm/kestrel/internal/data/document"
+
 	"compress/gzip"
 	"context"
 	"os"
@@ -84,9 +86,9 @@ func TestReadDataset(t *testing.T) {
 	}
 	dir := t.TempDir()
 	want := []string{"alpha document.", "beta document.", "gamma document."}
-	docs := func(yield func(shards.Doc, error) bool) {
+	docs := func(yield func(document.Doc, error) bool) {
 		for i, s := range want {
-			if !yield(shards.Doc{ID: s, Source: "web", Text: want[i]}, nil) {
+			if !yield(document.Doc{ID: s, Source: "web", Text: want[i]}, nil) {
 				return
 			}
 		}

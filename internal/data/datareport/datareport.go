@@ -1,0 +1,315 @@
+// Package datareport holds the types of a prepared dataset's report.json
+// (what went into kestrel prepare, what came out, and why), the stage
+// names they use, and the one reader and writer of that file. prepare
+// fills a Report and writes it; the run report (internal/report) reads it
+// without importing the pipeline.
+package datareport
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// FileName is the report's name inside a dataset directory.
+const FileName = "report.json"
+
+// Stage names used in reports and rejects/<stage>.jsonl.zst.
+const (
+	StageRead     = "read"
+	StageExtract  = "extract"
+	StageClean    = "clean"
+	StageExact    = "exact_dedup"
+	StageNear     = "near_dedup"
+	StageDecontam = "decontam"
+)
+
+// Stages lists the document stages in pipeline order.
+var Stages = []string{StageRead, StageExtract, StageClean, StageExact, StageNear, StageDecontam}
+
+// Report is report.json: what went in, what came out, and why.
+type Report struct {
+	Version     int                    `json:"version"`
+	Fingerprint string                 `json:"fingerprint"` // sha256 of resolved config + input sizes/mtimes; equal = up to date
+	Complete    bool                   `json:"complete"`
+	UpToDate    bool                   `json:"up_to_date,omitempty"` // set on the returned value when nothing was rebuilt
+	Created     string                 `json:"created"`
+	Out         string                 `json:"out"`
+	Workers     int                    `json:"workers"`
+	Sources     []*SourceReport        `json:"sources"`
+	Totals      map[string]*StageCount `json:"totals"` // per stage, over all sources
+	Kept        Count                  `json:"kept"`
+	Rejects     map[string]int64       `json:"rejects"` // "stage/rule" → documents
+	Problems    ProblemReport          `json:"problems"`
+
+	ExactDupRate float64   `json:"exact_dup_rate"` // exact duplicates / documents entering exact dedup
+	NearDupRate  float64   `json:"near_dup_rate"`  // near duplicates dropped / documents entering near dedup
+	NearClusters int       `json:"near_clusters"`
+	Hotspots     []Hotspot `json:"hotspots"`
+
+	TrainValOverlap map[string]float64  `json:"train_val_overlap"` // eval set → contaminated docs / docs checked
+	Overlap         map[string]*Overlap `json:"overlap"`
+	DecontamCutDocs int64               `json:"decontam_cut_docs"`
+
+	BytesPerDoc Percentiles `json:"bytes_per_doc"` // kept documents, all sources
+
+	DocShards   []ShardFile  `json:"doc_shards"`
+	RejectFiles []ShardFile  `json:"reject_files"`
+	Tokens      *TokenReport `json:"tokens,omitempty"`
+
+	TimingsS map[string]float64 `json:"timings_s"`
+}
+
+// Count is documents and bytes.
+type Count struct {
+	Docs  int64 `json:"docs"`
+	Bytes int64 `json:"bytes"`
+}
+
+// StageCount is what entered and left one stage.
+type StageCount struct {
+	In  Count `json:"in"`
+	Out Count `json:"out"`
+}
+
+// Add counts one document of the given size entering (in) or leaving the stage.
+func (s *StageCount) Add(in bool, bytes int) {
+	c := &s.Out
+	if in {
+		c = &s.In
+	}
+	c.Docs++
+	c.Bytes += int64(bytes)
+}
+
+// SourceReport is one source's part of the report.
+type SourceReport struct {
+	Name        string                 `json:"name"`
+	Files       int                    `json:"files"`
+	Truncated   bool                   `json:"truncated"` // stopped by max_docs / max_bytes
+	Stages      map[string]*StageCount `json:"stages"`
+	Kept        Count                  `json:"kept"`
+	Rejects     map[string]int64       `json:"rejects"`
+	Problems    map[string]int64       `json:"problems"` // malformed input by kind
+	Skipped     map[string]int64       `json:"skipped"`  // non-document records by kind
+	BytesPerDoc Percentiles            `json:"bytes_per_doc"`
+}
+
+// NewSourceReport returns an empty report for source name.
+func NewSourceReport(name string) *SourceReport {
+	return &SourceReport{Name: name, Stages: map[string]*StageCount{}, Rejects: map[string]int64{}, Problems: map[string]int64{}, Skipped: map[string]int64{}}
+}
+
+// Stage returns the count of stage name, creating it.
+func (s *SourceReport) Stage(name string) *StageCount {
+	c := s.Stages[name]
+	if c == nil {
+		c = &StageCount{}
+		s.Stages[name] = c
+	}
+	return c
+}
+
+// ProblemReport counts malformed input.
+type ProblemReport struct {
+	Total  int64            `json:"total"`
+	Counts map[string]int64 `json:"counts"`
+	List   []string         `json:"list"` // the first few, "file:line N: kind: detail"
+}
+
+// Hotspot is one large near-duplicate cluster.
+type Hotspot struct {
+	Size    int      `json:"size"`
+	KeptID  string   `json:"kept_id"`
+	Members []string `json:"members"` // first few
+	Sample  string   `json:"sample"`  // start of the kept document
+}
+
+// Overlap is the contamination found for one eval set.
+type Overlap struct {
+	Docs      int64            `json:"docs"`
+	PerSource map[string]int64 `json:"per_source"`
+	ItemIDs   []string         `json:"item_ids"` // matched eval items (first few, distinct)
+	Items     int              `json:"items"`    // distinct matched eval items
+	Examples  []OverlapExample `json:"examples"`
+}
+
+// OverlapExample is one contaminated document.
+type OverlapExample struct {
+	DocID string `json:"doc_id"`
+	NGram string `json:"ngram"`
+}
+
+// Percentiles of a size distribution.
+type Percentiles struct {
+	N   int   `json:"n"`
+	P10 int32 `json:"p10"`
+	P50 int32 `json:"p50"`
+	P90 int32 `json:"p90"`
+	P99 int32 `json:"p99"`
+	Max int32 `json:"max"`
+}
+
+// PercentilesOf summarises the sizes v (v is not modified).
+func PercentilesOf(v []int32) Percentiles {
+	if len(v) == 0 {
+		return Percentiles{}
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	at := func(q float64) int32 { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return Percentiles{N: len(s), P10: at(0.10), P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: s[len(s)-1]}
+}
+
+// TokenReport summarises the tokenizer stage.
+type TokenReport struct {
+	Mode        string           `json:"mode"`
+	Tokenizer   string           `json:"tokenizer"`
+	VocabSize   int              `json:"vocab_size"`
+	Manifest    string           `json:"manifest"`
+	DatasetHash string           `json:"dataset_hash"`
+	Tokens      map[string]int64 `json:"tokens"` // per source, train + val
+	TotalTokens int64            `json:"total_tokens"`
+}
+
+// ShardFile describes one written document shard (docs/…) or reject file (rejects/…).
+type ShardFile struct {
+	Path   string `json:"path"` // relative to the dataset directory
+	Source string `json:"source"`
+	Docs   int64  `json:"docs"`
+	Bytes  int64  `json:"bytes"` // uncompressed JSONL bytes
+}
+
+// Marshal renders r as report.json: indented JSON ending in a newline.
+func Marshal(r *Report) ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", FileName, err)
+	}
+	return append(b, '\n'), nil
+}
+
+// Parse decodes the contents of a report.json; name labels errors.
+func Parse(b []byte, name string) (*Report, error) {
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &r, nil
+}
+
+// Load reads <dir>/report.json.
+func Load(dir string) (*Report, error) {
+	path := filepath.Join(dir, FileName)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(b, path)
+}
+
+// WriteSummary prints the human summary of a report.
+func (r *Report) WriteSummary(w io.Writer) {
+	mb := func(b int64) string { return fmt.Sprintf("%.2f MB", float64(b)/1e6) }
+	fmt.Fprintf(w, "kestrel prepare → %s\n", r.Out)
+	fmt.Fprintf(w, "\n%-8s %-12s %10s %12s %10s %12s\n", "source", "stage", "docs in", "bytes in", "docs out", "bytes out")
+	for _, s := range r.Sources {
+		for _, st := range Stages {
+			c := s.Stages[st]
+			if c == nil || c.In.Docs == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "%-8s %-12s %10d %12s %10d %12s\n", s.Name, st, c.In.Docs, mb(c.In.Bytes), c.Out.Docs, mb(c.Out.Bytes))
+		}
+		fmt.Fprintf(w, "%-8s %-12s %10s %12s %10d %12s   (p50 %d B/doc, p90 %d)\n", s.Name, "kept", "", "", s.Kept.Docs, mb(s.Kept.Bytes), s.BytesPerDoc.P50, s.BytesPerDoc.P90)
+		if s.Truncated {
+			fmt.Fprintf(w, "%-8s (stopped at max_docs/max_bytes)\n", s.Name)
+		}
+	}
+	fmt.Fprintf(w, "\ntotal kept: %d docs, %s; bytes/doc p10 %d p50 %d p90 %d p99 %d max %d\n", r.Kept.Docs, mb(r.Kept.Bytes),
+		r.BytesPerDoc.P10, r.BytesPerDoc.P50, r.BytesPerDoc.P90, r.BytesPerDoc.P99, r.BytesPerDoc.Max)
+	if len(r.Rejects) > 0 {
+		fmt.Fprintf(w, "\nrejects by rule:\n")
+		keys := r.RejectRules()
+		for _, k := range keys {
+			fmt.Fprintf(w, "  %-50s %8d\n", k, r.Rejects[k])
+		}
+	}
+	if r.Problems.Total > 0 {
+		fmt.Fprintf(w, "\nmalformed input: %d (skipped or repaired)\n", r.Problems.Total)
+		for _, p := range firstN(r.Problems.List, 5) {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
+	fmt.Fprintf(w, "\nexact_dup_rate %.4f  near_dup_rate %.4f  (%d near-duplicate clusters)\n", r.ExactDupRate, r.NearDupRate, r.NearClusters)
+	for i, h := range firstN2(r.Hotspots, 3) {
+		fmt.Fprintf(w, "  hotspot %d: %d docs, kept %s: %q\n", i+1, h.Size, h.KeptID, truncate(h.Sample, 100))
+	}
+	if len(r.TrainValOverlap) > 0 {
+		fmt.Fprintf(w, "\ntrain_val_overlap:\n")
+		sets := make([]string, 0, len(r.TrainValOverlap))
+		for k := range r.TrainValOverlap {
+			sets = append(sets, k)
+		}
+		sort.Strings(sets)
+		for _, k := range sets {
+			o := r.Overlap[k]
+			if o == nil {
+				fmt.Fprintf(w, "  %-12s %.5f (0 docs)\n", k, r.TrainValOverlap[k])
+				continue
+			}
+			fmt.Fprintf(w, "  %-12s %.5f (%d docs, %d eval items, e.g. %s)\n", k, r.TrainValOverlap[k], o.Docs, o.Items, strings.Join(firstN(o.ItemIDs, 3), ", "))
+		}
+	}
+	if t := r.Tokens; t != nil {
+		fmt.Fprintf(w, "\ntokens: %d (vocab %d, %s tokenizer) → %s\n", t.TotalTokens, t.VocabSize, t.Mode, t.Manifest)
+	}
+	fmt.Fprintf(w, "\ntime: %.1fs\n", r.TimingsS["total"])
+}
+
+func firstN2(h []Hotspot, n int) []Hotspot {
+	if len(h) > n {
+		return h[:n]
+	}
+	return h
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !isRuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// RejectRules lists the "stage/rule" keys of Rejects, most documents first
+// (ties by name).
+func (r *Report) RejectRules() []string {
+	keys := make([]string, 0, len(r.Rejects))
+	for k := range r.Rejects {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if r.Rejects[keys[i]] != r.Rejects[keys[j]] {
+			return r.Rejects[keys[i]] > r.Rejects[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
