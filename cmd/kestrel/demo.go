@@ -64,4 +64,3 @@ runs it as a smoke test).`,
 	}
 	return cmd
 }
-

@@ -1,8 +1,6 @@
 package run
 
 import (
-	"github.com/kestrel-lm/kestrel/internal/runlog"
-
 	"bufio"
 	"bytes"
 	"context"
@@ -23,6 +21,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
 

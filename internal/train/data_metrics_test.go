@@ -1,8 +1,6 @@
 package train
 
 import (
-	"github.com/kestrel-lm/kestrel/internal/runlog"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
 // twoSources wraps a BytesSource as two sources: even rows of a batch come

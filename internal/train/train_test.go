@@ -1,8 +1,6 @@
 package train
 
 import (
-	"github.com/kestrel-lm/kestrel/internal/runlog"
-
 	"bufio"
 	"bytes"
 	"context"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
 // corpus is a small deterministic text with some structure to learn.

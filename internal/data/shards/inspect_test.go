@@ -1,13 +1,12 @@
 package shards
 
 import (
-	"github.com/kestrel-lm/kestrel/internal/data/document"
-
 	"context"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/data/document"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/tokenizer"
 )

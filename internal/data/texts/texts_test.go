@@ -1,8 +1,6 @@
 package texts
 
 import (
-	"github.com/kestrel-lm/kestrel/internal/data/document"
-
 	"compress/gzip"
 	"context"
 	"os"
@@ -11,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/data/document"
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/tokenizer"
