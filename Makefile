@@ -29,10 +29,14 @@ $(ASSETS): $(DASH)/package.json $(DASH)/package-lock.json
 build: $(ASSETS)
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kestrel
 
+# lint: gofmt, go vet, and go.mod/go.sum exactly as `go mod tidy` leaves them
+# (`go mod tidy -diff`, Go 1.23+, prints the change and exits 1 without
+# writing; on a fresh machine it downloads what it needs through GOPROXY).
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy' and commit the result"; exit 1; }
 
 test: lint build
 	$(GO) test $(TESTFLAGS) ./...
