@@ -15,6 +15,6 @@ numbers can be compared across machines and commits.
   kestrel bench tokenize  BPE encode MB/s against tiktoken-go on GPT-2's vocabulary
   kestrel bench loader    batches/s of the loader`,
 	}
-	cmd.AddCommand(newBenchGemmCmd(), newBenchStepCmd(), newBenchPrepareCmd(), newBenchTokenizeCmd(), newBenchLoaderCmd())
+	cmd.AddCommand(newBenchGemmCmd(), newBenchStepCmd(), newBenchPrepareCmd(), newBenchTokenizeCmd(), newBenchLoaderCmd(), newBenchPeakCmd())
 	return cmd
 }
