@@ -30,9 +30,10 @@ forward + backward + one AdamW update over the flat buffers. Prints
 
 MFU = tokens/s · FLOPs/token ÷ peak, with FLOPs/token = 6·N(matmul params,
 lm_head included) + 12·n_layers·seq_len·d_attn (model.FLOPsPerToken) and the
-peak the FMA peak measured by kernels.PeakGFLOPS on the same threads just
-before and just after the steps (the larger of the two, so a moment of
-contention during one probe does not inflate MFU).
+peak this machine's cached FMA peak on the same threads, as kestrel train
+uses it (see kestrel bench peak; probed and cached when nothing is cached
+yet), so contention at start-up does not inflate MFU; peak_source says
+which ("cached" or "probed").
 Compare with tools/torchref/bench_step.py run in the same session.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if steps < 1 {
@@ -54,7 +55,7 @@ Compare with tools/torchref/bench_step.py run in the same session.`,
 					"op": "step", "preset": "ref7m", "tokens_per_sec": stepRound(r.TokensPerSec), "mfu": stepRound(r.MFU),
 					"step_ms": stepRound(r.StepSec * 1000), "peak_rss_mb": stepRound(r.PeakRSSMB),
 					"threads": r.Threads, "batch": r.Batch, "seq": r.Seq, "steps": r.Steps,
-					"params": r.Params, "flops_per_token": r.FLOPsPerToken, "peak_gflops": stepRound(r.PeakGFLOPS),
+					"params": r.Params, "flops_per_token": r.FLOPsPerToken, "peak_gflops": stepRound(r.PeakGFLOPS), "peak_source": r.PeakSource,
 					"arena_mb": stepRound(arenaMB), "gemm": kernels.Impl(),
 					"loss_first": stepRound(r.LossFirst), "loss_last": stepRound(r.LossLast), "gomaxprocs": runtime.GOMAXPROCS(0),
 				})

@@ -10,6 +10,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
+	"github.com/kestrel-lm/kestrel/internal/peak"
 )
 
 // Ref7mConfig is the reference model of the step benchmark: vocab 8192,
@@ -26,9 +27,10 @@ type StepBenchOptions struct {
 	Batch  int          // sequences per step, ≥ 1
 	Steps  int          // timed steps, ≥ 1 (the median counts)
 	Warmup int          // untimed steps first (arena allocation, page faults)
-	// PeakProbe is how long the FMA peak is probed before and after the
-	// steps (default 300ms).
-	PeakProbe time.Duration
+	// PeakGFLOPS is the peak MFU relates to; 0 = this machine's FMA peak
+	// as a training run resolves it (internal/peak: cached, else probed and
+	// cached).
+	PeakGFLOPS float64
 }
 
 // StepBench is the result of BenchStep.
@@ -37,7 +39,8 @@ type StepBench struct {
 	MFU           float64 // TokensPerSec · FLOPsPerToken ÷ PeakGFLOPS
 	StepSec       float64 // median step time
 	PeakRSSMB     float64 // the process's peak resident set
-	PeakGFLOPS    float64 // larger of the FMA peaks probed before and after
+	PeakGFLOPS    float64 // the peak MFU relates to
+	PeakSource    string  // where it came from: configured, cached or probed
 	Threads       int     // kernels.Threads() during the steps
 	Batch, Seq    int
 	Steps         int
@@ -51,19 +54,15 @@ type StepBench struct {
 // BenchStep trains a freshly initialised model (seed 1) on random tokens:
 // each step is forward + backward + one AdamW update over the flat buffers,
 // the same work as a training step without data loading or monitoring. MFU
-// relates the median step to the FMA peak measured by kernels.PeakGFLOPS on
-// the same threads just before and just after the steps (the larger of the
-// two, so a moment of contention during one probe does not inflate MFU).
+// relates the median step to opt.PeakGFLOPS, else to this machine's FMA peak
+// on the same threads as a training run resolves it (peak.Resolve), so
+// contention while it starts does not inflate MFU.
 func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 	if opt.Steps < 1 {
 		return StepBench{}, fmt.Errorf("bench step: steps must be >= 1, got %d", opt.Steps)
 	}
 	if opt.Batch < 1 {
 		return StepBench{}, fmt.Errorf("bench step: batch must be >= 1, got %d", opt.Batch)
-	}
-	probe := opt.PeakProbe
-	if probe <= 0 {
-		probe = 300 * time.Millisecond
 	}
 	cfg := opt.Model
 	m, err := model.New(cfg, 1)
@@ -78,7 +77,7 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 	if err != nil {
 		return StepBench{}, fmt.Errorf("bench step: optimizer: %w", err)
 	}
-	peakBefore := kernels.PeakGFLOPS(kernels.Threads(), probe)
+	pk := peak.Resolve(peak.Options{Configured: opt.PeakGFLOPS, Threads: kernels.Threads()})
 	T := cfg.SeqLen
 	r := rand.New(rand.NewPCG(1, 2))
 	b := &model.Batch{B: opt.Batch, T: T, Inputs: make([]int32, opt.Batch*T), Targets: make([]int32, opt.Batch*T)}
@@ -113,10 +112,9 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 	sort.Float64s(times)
 	med := times[len(times)/2]
 	tps := float64(opt.Batch*T) / med
-	peak := max(peakBefore, kernels.PeakGFLOPS(kernels.Threads(), probe))
 	return StepBench{
-		TokensPerSec: tps, MFU: tps * m.FLOPsPerToken() / (peak * 1e9), StepSec: med,
-		PeakRSSMB: kernels.PeakRSSMB(), PeakGFLOPS: peak, Threads: kernels.Threads(),
+		TokensPerSec: tps, MFU: tps * m.FLOPsPerToken() / pk.FLOPS(), StepSec: med,
+		PeakRSSMB: kernels.PeakRSSMB(), PeakGFLOPS: pk.GFLOPS, PeakSource: string(pk.Source), Threads: kernels.Threads(),
 		Batch: opt.Batch, Seq: T, Steps: opt.Steps, Params: m.NumParams(), FLOPsPerToken: m.FLOPsPerToken(),
 		ArenaBytes: m.ArenaBytes(), LossFirst: first, LossLast: last,
 	}, nil

@@ -21,7 +21,7 @@ type Config struct {
 	ValFraction    float64 `toml:"val_fraction" comment:"bytes mode: fraction at the end of data.train held out for validation when data.val is empty"`
 	LossEMABeta    float64 `toml:"loss_ema_beta" comment:"β of the bias-corrected EMA reported as train_loss_ema"`
 	LogEvery       int     `toml:"log_every" comment:"print a progress line every N steps (metrics.jsonl gets every step regardless)"`
-	PeakGFLOPS     float64 `toml:"peak_gflops" comment:"peak GFLOP/s of this machine for mfu (0 = measure the FMA peak on all kernel threads at start-up, kernels.PeakGFLOPS)"`
+	PeakGFLOPS     float64 `toml:"peak_gflops" comment:"peak GFLOP/s of this machine for mfu (0 = this machine's FMA peak on the kernel threads from the cache that kestrel bench peak writes, $KESTREL_CACHE_DIR or ~/.cache/kestrel/peak.json, else probed for ~1 s at start-up and cached; the manifest records peak_gflops and peak_source)"`
 	MaxMinutes     float64 `toml:"max_minutes" comment:"stop this invocation after this many minutes of wall-clock (checked after each step; at least one step runs) with a final evaluation and checkpoint, exit 0; rerunning resumes (0 = no limit)"`
 }
 

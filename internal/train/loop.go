@@ -15,6 +15,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/batchsched"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
+	"github.com/kestrel-lm/kestrel/internal/peak"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -66,6 +67,14 @@ type Result struct {
 	TimeLimited bool
 	Checkpoint  string // newest checkpoint written or loaded
 	WarmStart   *WarmStartReport
+	// PeakGFLOPS is the FMA peak mfu divides by and PeakSource where it
+	// came from ("configured", "cached" or "probed"; see internal/peak).
+	// PeakProbeRatio is the start-up probe ÷ that peak (0 when no probe
+	// ran): well below 1 (< peak.ContentionRatio) means other work shared
+	// the cores as the run started.
+	PeakGFLOPS     float64
+	PeakSource     string
+	PeakProbeRatio float64
 }
 
 // NaNError is returned when a loss, gradient or update is not finite: the
@@ -105,6 +114,7 @@ type trainer struct {
 	srcNames                []string  // Data.SourceNames()
 	start                   time.Time // when Run was called (train.max_minutes)
 	peakFLOPS               float64
+	peak                    peak.Peak // where peakFLOPS came from (manifest.json)
 	lastCkpt                string
 	lastCkptTime            time.Time
 	pendingCkptTime         float64
@@ -243,15 +253,16 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	if _, _, err := t.probeKL(); err != nil {
 		return nil, err
 	}
+	// The FMA peak mfu divides by: train.peak_gflops, else this machine's
+	// cached peak (checked by a short probe), else a probe now.
+	t.peak = peak.Resolve(peak.Options{Configured: o.Train.PeakGFLOPS, Logger: t.log})
+	t.peakFLOPS = t.peak.FLOPS()
+	res.PeakGFLOPS, res.PeakSource, res.PeakProbeRatio = t.peak.GFLOPS, string(t.peak.Source), t.peak.ProbeRatio
 	if err := t.writeManifest(res); err != nil {
 		return nil, err
 	}
 	if t.ml, err = runlog.OpenMetrics(metricsPath); err != nil {
 		return nil, err
-	}
-	t.peakFLOPS = o.Train.PeakGFLOPS * 1e9
-	if t.peakFLOPS <= 0 {
-		t.peakFLOPS = measurePeakFLOPS()
 	}
 	t.st.RNG.Seed = o.Seed
 	t.st.RNG.Stream = "splitmix64(seed, step, row): batches are pure functions of the step"
@@ -262,7 +273,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	t.st.Tokenizer = o.Tokenizer
 	t.lastCkptTime = time.Now()
 	t.log.Info("training", "dir", o.Dir, "params", len(params), "from_step", t.st.Step, "steps", o.Train.Steps,
-		"micro_batch", mb, "peak_gflops", fmt.Sprintf("%.1f", t.peakFLOPS/1e9))
+		"micro_batch", mb, "peak_gflops", fmt.Sprintf("%.1f", t.peakFLOPS/1e9), "source", t.peak.Source)
 
 	runStart := time.Now()
 	wall0 := t.st.WallTime

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/buildinfo"
 	"github.com/kestrel-lm/kestrel/internal/kernels"
+	"github.com/kestrel-lm/kestrel/internal/peak"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -43,6 +44,10 @@ func (t *trainer) writeManifest(res *Result) error {
 	man.Seed = t.o.Seed
 	man.NumParams = len(t.net.Params())
 	man.FLOPsPerToken = t.net.FLOPsPerToken()
+	man.PeakGFLOPS, man.PeakSource, man.PeakMeasuredAt = t.peak.GFLOPS, string(t.peak.Source), ""
+	if t.peak.Source == peak.Cached {
+		man.PeakMeasuredAt = t.peak.MeasuredAt.UTC().Format(time.RFC3339)
+	}
 	if man.Tokenizer == "" {
 		man.Tokenizer = t.o.Tokenizer
 	}
@@ -76,11 +81,4 @@ func cpuModel() string {
 		}
 	}
 	return runtime.GOARCH
-}
-
-// measurePeakFLOPS measures the FMA peak of this machine on the kernels'
-// threads (kernels.PeakGFLOPS), the reference for mfu when
-// train.peak_gflops is 0.
-func measurePeakFLOPS() float64 {
-	return kernels.PeakGFLOPS(kernels.Threads(), 300*time.Millisecond) * 1e9
 }
