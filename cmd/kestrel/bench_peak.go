@@ -31,7 +31,7 @@ stores it anyway).
 kestrel train (unless train.peak_gflops is set) and kestrel bench step
 divide by this cached peak for mfu. Their start-up check (3 probes of
 100 ms) raises it when it reads higher and reports contention when it reads
-below 0.7× it; when nothing is cached they probe for about a second and cache
+below 0.8× it; when nothing is cached they probe for about a second and cache
 that. Run this once on a quiet machine so the reference does not depend on
 the load at the start of a run.
 With --json it prints one object:
