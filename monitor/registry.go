@@ -125,7 +125,7 @@ var catalog = []Metric{
 	{Name: "optimizer_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "part of step_time in clipping, the optimizer and EMA", Sampling: "step", Nano: true, Panel: "steptime", Aliases: []string{"optimizer_s", "optimizer_seconds"}},
 	{Name: "checkpoint_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "time to write and verify a checkpoint", Sampling: "checkpoint", Nano: true, Panel: "steptime", Aliases: []string{"checkpoint_s", "checkpoint_seconds"}},
 	{Name: "eval_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "time of the periodic evaluation", Sampling: "eval", Nano: true, Panel: "steptime", Aliases: []string{"eval_s", "eval_seconds"}},
-	{Name: "mfu", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "model FLOPs utilisation: tokens/s × FLOPs/token ÷ peak FLOP/s", Sampling: "step", Nano: true, Panel: "mfu", Plot: "mfu.png"},
+	{Name: "mfu", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "model FLOPs utilisation: tokens/s × FLOPs/token ÷ peak FLOP/s; the peak is train.peak_gflops, else this machine's cached FMA peak (max of repeated probes, only raised; set it with kestrel bench peak), else probed at start-up and cached; manifest.json records peak_gflops and peak_source", Sampling: "step", Nano: true, Panel: "mfu", Plot: "mfu.png"},
 	{Name: "dataloader_stall_frac", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "data_wait_time / step_time", Sampling: "step", Nano: true, Panel: "stall"},
 
 	// Evaluation/Validation
