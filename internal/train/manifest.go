@@ -1,14 +1,11 @@
 package train
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/buildinfo"
@@ -37,7 +34,7 @@ func (t *trainer) writeManifest(res *Result) error {
 	man.GoVersion = runtime.Version()
 	man.ModulesHash = buildinfo.ModulesHash()
 	man.OSArch = runtime.GOOS + "/" + runtime.GOARCH
-	man.CPU = cpuModel()
+	man.CPU = peak.CPUModel()
 	man.NumCPU = runtime.NumCPU()
 	man.Kernel = kernels.Impl() + " " + kernels.FeatureString()
 	man.ConfigHash = t.o.ConfigHash
@@ -66,19 +63,4 @@ func (t *trainer) writeManifest(res *Result) error {
 	}
 	man.Starts = append(man.Starts, start)
 	return runlog.WriteManifest(t.o.Dir, &man)
-}
-
-func cpuModel() string {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return runtime.GOARCH
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return runtime.GOARCH
 }
