@@ -1,6 +1,11 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/spf13/cobra"
+)
 
 func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -9,6 +14,7 @@ func newBenchCmd() *cobra.Command {
 		Long: `Benchmarks that print one JSON object per measurement (with --json), so
 numbers can be compared across machines and commits.
 
+  kestrel bench peak      the FMA peak mfu divides by, measured carefully and cached
   kestrel bench gemm      SGEMM GFLOP/s per layout, shape and thread count, and the FMA peak
   kestrel bench step      tokens/s, MFU and step time of the ref7m training step
   kestrel bench prepare   data pipeline MB/s and peak RSS per stage
@@ -17,4 +23,10 @@ numbers can be compared across machines and commits.
 	}
 	cmd.AddCommand(newBenchGemmCmd(), newBenchStepCmd(), newBenchPrepareCmd(), newBenchTokenizeCmd(), newBenchLoaderCmd(), newBenchPeakCmd())
 	return cmd
+}
+
+// printJSON writes v as one line of JSON (the --json output of the bench
+// commands).
+func printJSON(w io.Writer, v any) error {
+	return json.NewEncoder(w).Encode(v)
 }

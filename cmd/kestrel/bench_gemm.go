@@ -1,11 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"math"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,7 +12,7 @@ import (
 func newBenchGemmCmd() *cobra.Command {
 	var (
 		asJSON  bool
-		threads string
+		threads []int
 		seconds float64
 	)
 	cmd := &cobra.Command{
@@ -38,30 +34,25 @@ compares those. With --json it prints one object per line:
   {"op":"gemm","layout":"NN","m":…,"k":…,"n":…,"threads":…,"gflops":…,"pct_peak":…,"gflops_cpu":…,"pct_peak_cpu":…}
   {"op":"peak","threads":…,"gflops":…,"gflops_cpu":…}   (medians of the probes of that thread count)`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ts, err := parseThreadList(threads)
-			if err != nil {
-				return fmt.Errorf("bench gemm: --threads: %w", err)
+			for _, t := range threads {
+				if t < 1 {
+					return fmt.Errorf("bench gemm: --threads: %d is not a thread count >= 1", t)
+				}
 			}
 			if !(seconds > 0) {
 				return fmt.Errorf("bench gemm: --seconds must be > 0, got %v", seconds)
 			}
 			w := cmd.OutOrStdout()
-			emit := func(v map[string]any) {
-				data, _ := json.Marshal(v)
-				fmt.Fprintln(w, string(data))
-			}
 			if !asJSON {
 				fmt.Fprintf(w, "SGEMM, implementation %s (CPU features %s)\n", kernels.Impl(), kernels.FeatureString())
 				fmt.Fprintf(w, "%-6s %5s %5s %5s %7s %9s %9s %7s | %9s %9s %7s\n", "layout", "m", "k", "n", "threads",
 					"GFLOP/s", "peak", "%peak", "cpu-rate", "cpu-peak", "%peak")
 			}
 			return kernels.BenchGEMM(cmd.Context(), kernels.GEMMBenchOptions{
-				Threads: ts, Duration: time.Duration(seconds * float64(time.Second)),
+				Threads: threads, Duration: time.Duration(seconds * float64(time.Second)),
 				Product: func(b kernels.GEMMBench) {
 					if asJSON {
-						emit(map[string]any{"op": "gemm", "layout": b.Layout, "m": b.M, "k": b.K, "n": b.N, "threads": b.Threads,
-							"gflops": round1(b.GFLOPS), "pct_peak": round1(100 * b.GFLOPS / b.Peak),
-							"gflops_cpu": round1(b.GFLOPSCPU), "pct_peak_cpu": round1(100 * b.GFLOPSCPU / b.PeakCPU), "impl": kernels.Impl()})
+						printJSON(w, b.Fields())
 						return
 					}
 					fmt.Fprintf(w, "%-6s %5d %5d %5d %7d %9.1f %9.1f %6.1f%% | %9.1f %9.1f %6.1f%%\n",
@@ -69,7 +60,7 @@ compares those. With --json it prints one object per line:
 				},
 				Peak: func(p kernels.PeakBench) {
 					if asJSON {
-						emit(map[string]any{"op": "peak", "threads": p.Threads, "gflops": round1(p.GFLOPS), "gflops_cpu": round1(p.GFLOPSCPU), "impl": kernels.Impl()})
+						printJSON(w, p.Fields())
 						return
 					}
 					fmt.Fprintf(w, "FMA peak, %d thread(s): %.1f GFLOP/s wall (median of %d probes, min %.1f, max %.1f), %.1f by CPU time\n",
@@ -79,29 +70,7 @@ compares those. With --json it prints one object per line:
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per measurement")
-	cmd.Flags().StringVar(&threads, "threads", "1,2", "comma-separated thread counts")
+	cmd.Flags().IntSliceVar(&threads, "threads", []int{1, 2}, "comma-separated thread counts")
 	cmd.Flags().Float64Var(&seconds, "seconds", 1, "time spent on each product")
 	return cmd
 }
-
-// parseThreadList parses "1,2" into thread counts ≥ 1.
-func parseThreadList(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		t, err := strconv.Atoi(f)
-		if err != nil || t < 1 {
-			return nil, fmt.Errorf("%q is not a thread count >= 1", f)
-		}
-		out = append(out, t)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no thread counts in %q", s)
-	}
-	return out, nil
-}
-
-func round1(x float64) float64 { return math.Round(x*10) / 10 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -60,44 +59,16 @@ out of the same streams. Prints one JSON object per measurement with --json:
 			ds = loader.SyntheticDataset(sources, tokens)
 		}
 		w := cmd.OutOrStdout()
-		emit := func(m map[string]any) error {
-			m["dataset"] = name
-			if asJSON {
-				return json.NewEncoder(w).Encode(m)
-			}
-			_, err := fmt.Fprintln(w, benchLine(m))
-			return err
-		}
 		return loader.Bench(cmd.Context(), ds, cfg.Data, loader.BenchOptions{
 			Steps: steps, Batch: batch, SeqLen: seqLen, Packing: packing, Permutations: permsToTest, Seed: cfg.Run.Seed,
-			Emit: func(r loader.BenchResult) error { return emit(benchFields(r)) },
+			Emit: func(r loader.BenchResult) error {
+				if asJSON {
+					return printJSON(w, r.Fields(name))
+				}
+				_, err := fmt.Fprintln(w, r.Line())
+				return err
+			},
 		})
 	}
 	return cmd
-}
-
-// benchFields are the JSON fields of one loader benchmark result.
-func benchFields(r loader.BenchResult) map[string]any {
-	switch r.Op {
-	case loader.BenchFill:
-		return map[string]any{"op": r.Op, "permutation": r.Permutation, "packing": r.Packing, "batch": r.Batch, "seq_len": r.SeqLen,
-			"batches_per_sec": r.BatchesPerSec, "tokens_per_sec": r.TokensPerSec, "ratio_to_copy": r.RatioToCopy}
-	case loader.BenchPermIndex:
-		return map[string]any{"op": r.Op, "permutation": r.Permutation, "ns_per_index": r.NsPerIndex, "checksum": r.Checksum}
-	}
-	return map[string]any{"op": r.Op, "batches_per_sec": r.BatchesPerSec, "tokens_per_sec": r.TokensPerSec}
-}
-
-func benchLine(m map[string]any) string {
-	s := fmt.Sprint(m["op"])
-	for _, k := range []string{"permutation", "batches_per_sec", "tokens_per_sec", "ratio_to_copy", "ns_per_index"} {
-		if v, ok := m[k]; ok {
-			if f, ok := v.(float64); ok {
-				s += fmt.Sprintf("  %s=%.4g", k, f)
-			} else {
-				s += fmt.Sprintf("  %s=%v", k, v)
-			}
-		}
-	}
-	return s
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -48,34 +47,10 @@ With --json it prints one object:
 			if err != nil {
 				return fmt.Errorf("bench peak: %w", err)
 			}
-			w := cmd.OutOrStdout()
 			if asJSON {
-				out := map[string]any{"op": "peak", "gflops": round1(r.GFLOPS), "median": round1(r.Median), "min": round1(r.Min),
-					"probes": len(r.Probes), "probe_ms": r.Each.Milliseconds(), "threads": r.Threads, "key": r.Key.String(),
-					"impl": r.Key.Impl, "cache": r.CachePath, "stored": r.Stored, "cached_gflops": round1(r.Cached.GFLOPS),
-					"cached_at": r.Cached.MeasuredAt.Format(time.RFC3339)}
-				if r.CacheWarning != "" {
-					out["cache_warning"] = r.CacheWarning
-				}
-				data, _ := json.Marshal(out)
-				fmt.Fprintln(w, string(data))
-				return nil
+				return printJSON(cmd.OutOrStdout(), r.Fields())
 			}
-			if r.CacheWarning != "" {
-				fmt.Fprintf(w, "warning: %s (replaced)\n", r.CacheWarning)
-			}
-			fmt.Fprintf(w, "FMA peak: %.1f GFLOP/s (max of %d probes of %v on %d threads; median %.1f, min %.1f)\n",
-				r.GFLOPS, len(r.Probes), r.Each, r.Threads, r.Median, r.Min)
-			fmt.Fprintf(w, "key:   %s\ncache: %s\n", r.Key, r.CachePath)
-			switch {
-			case r.Stored && r.Previous != nil:
-				fmt.Fprintf(w, "stored (was %.1f GFLOP/s, measured %s)\n", r.Previous.GFLOPS, r.Previous.MeasuredAt.Format(time.DateOnly))
-			case r.Stored:
-				fmt.Fprintln(w, "stored")
-			default:
-				fmt.Fprintf(w, "kept the cached %.1f GFLOP/s (measured %s): the cache only rises; --replace stores this measurement\n",
-					r.Cached.GFLOPS, r.Cached.MeasuredAt.Format(time.DateOnly))
-			}
+			r.WriteText(cmd.OutOrStdout())
 			return nil
 		},
 	}

@@ -3,6 +3,7 @@ package kernels
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"time"
@@ -143,3 +144,18 @@ func benchRandVec(r *rand.Rand, n int) []float32 {
 	}
 	return v
 }
+
+// Fields are the measurement as `kestrel bench gemm --json` prints it.
+func (b GEMMBench) Fields() map[string]any {
+	return map[string]any{"op": "gemm", "layout": b.Layout, "m": b.M, "k": b.K, "n": b.N, "threads": b.Threads,
+		"gflops": round1(b.GFLOPS), "pct_peak": round1(100 * b.GFLOPS / b.Peak),
+		"gflops_cpu": round1(b.GFLOPSCPU), "pct_peak_cpu": round1(100 * b.GFLOPSCPU / b.PeakCPU), "impl": Impl()}
+}
+
+// Fields are the peak probes of one thread count as `kestrel bench gemm
+// --json` prints them.
+func (p PeakBench) Fields() map[string]any {
+	return map[string]any{"op": "peak", "threads": p.Threads, "gflops": round1(p.GFLOPS), "gflops_cpu": round1(p.GFLOPSCPU), "impl": Impl()}
+}
+
+func round1(x float64) float64 { return math.Round(x*10) / 10 }
