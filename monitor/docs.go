@@ -56,6 +56,9 @@ func WriteMetricsDoc(w io.Writer) error {
 		if len(m.Aliases) > 0 {
 			help += " (aliases: `" + strings.Join(m.Aliases, "`, `") + "`)"
 		}
+		if m.NotEmitted != "" {
+			help += " — not emitted by kestrel train: " + mdEscape(m.NotEmitted)
+		}
 		fmt.Fprintf(&b, "| `%s`%s | %s | %s | %s | %s | %s | %s |\n", m.Name, star, m.Unit, m.Kind, m.Sampling, vars, mdEscape(strings.Join(panel, "; ")), help)
 	}
 	b.WriteString("\n## Dashboard panels\n\n| group | panel | draws |\n|---|---|---|\n")

@@ -28,6 +28,9 @@ type Metric struct {
 	Variants []string
 	Sampling string // when it is taken: step, window, eval, checkpoint, run start
 	Nano     bool   // on seed 004's nano must-have list (or the per-step list)
+	// NotEmitted says why kestrel's own trainer does not emit the metric
+	// ("" = it does); only other trainers' logs carry it.
+	NotEmitted string
 
 	// Panel is the ID of the dashboard panel (see PanelGroups) that draws
 	// the unsuffixed name and its aliases; "" when it is not charted.
@@ -43,6 +46,9 @@ type Metric struct {
 	// for learning_rate); the dashboard draws them beside it.
 	Aliases []string
 }
+
+// notMixedPrecision is why kestrel does not emit the mixed-precision metrics.
+const notMixedPrecision = "kestrel trains in float32: there is no loss scale and no overflow"
 
 // Categories of seed 004, in the order of docs/metrics.md.
 const (
@@ -65,6 +71,7 @@ const (
 var catalog = []Metric{
 	// Training/Optimization
 	{Name: "tokens_seen", Unit: "tokens", Kind: Counter, Category: CatTraining, Help: "cumulative non-pad target tokens trained on", Sampling: "step", Nano: true},
+	{Name: "tokens_computed", Unit: "tokens", Kind: Counter, Category: CatTraining, Help: "cumulative token positions computed, padding included (what the FLOPs and mfu count; tokens_seen counts only non-pad targets)", Sampling: "step"},
 	{Name: "steps_seen", Unit: "steps", Kind: Counter, Category: CatTraining, Help: "optimizer updates actually applied (skipped steps do not count)", Sampling: "step", Nano: true},
 	{Name: "train_loss_raw", Unit: "nats/token", Kind: Gauge, Category: CatTraining, Help: "mean cross-entropy of this step's batch over non-pad targets", Sampling: "step", Nano: true, Panel: "train"},
 	{Name: "train_loss_ema", Unit: "nats/token", Kind: Gauge, Category: CatTraining, Help: "bias-corrected EMA of train_loss_raw (β = train.loss_ema_beta)", Sampling: "step", Nano: true, Panel: "train", Plot: "loss.png"},
@@ -90,9 +97,9 @@ var catalog = []Metric{
 	{Name: "param_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of the parameters", Variants: []string{layerVar}, Sampling: "step"},
 	{Name: "skipped", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when this step's update was skipped (skip-bad-steps or overflow)", Sampling: "step"},
 	{Name: "skipped_updates", Unit: "count", Kind: Counter, Category: CatTraining, Help: "cumulative skipped optimizer updates", Sampling: "step", Nano: true},
-	{Name: "loss_scale", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "mixed-precision loss scale (1 in float32 training)", Sampling: "step", Nano: true},
-	{Name: "overflow", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when this step overflowed (mixed precision)", Sampling: "step"},
-	{Name: "overflow_rate", Unit: "fraction", Kind: Gauge, Category: CatTraining, Help: "fraction of steps in the window with an overflow", Sampling: "window", Nano: true},
+	{Name: "loss_scale", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "mixed-precision loss scale (1 in float32 training)", Sampling: "step", Nano: true, NotEmitted: notMixedPrecision},
+	{Name: "overflow", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when this step overflowed (mixed precision)", Sampling: "step", NotEmitted: notMixedPrecision},
+	{Name: "overflow_rate", Unit: "fraction", Kind: Gauge, Category: CatTraining, Help: "fraction of steps in the window with an overflow", Sampling: "window", Nano: true, NotEmitted: notMixedPrecision},
 	{Name: "opt_state_finite", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when sampled optimizer moments are all finite", Sampling: "checkpoint"},
 
 	// Model behavior
@@ -106,7 +113,7 @@ var catalog = []Metric{
 	{Name: "output_kl_to_prev", Unit: "nats", Kind: Gauge, Category: CatModel, Help: "KL(p_t ‖ p_prev) of outputs on the probe batch between consecutive checkpoints", Sampling: "checkpoint", Panel: "kl", Plot: "probe_kl.png"},
 
 	// Data & distribution
-	{Name: "source_mix_share", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "share of this step's sequences drawn from each source (what the mixture weights control)", Variants: []string{sourceVar}, Sampling: "step", Nano: true, VariantPanel: "mix", Plot: "mix.png"},
+	{Name: "source_mix_share", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "share of this step's non-pad target tokens drawn from each source (what the mixture weights control)", Variants: []string{sourceVar}, Sampling: "step", Nano: true, VariantPanel: "mix", Plot: "mix.png"},
 	{Name: "pad_fraction", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "padding tokens / all tokens in the batch", Sampling: "step", Nano: true, Panel: "pad"},
 	{Name: "token_kl_drift", Unit: "nats", Kind: Gauge, Category: CatData, Help: "KL(token histogram of the window ‖ dataset token histogram)", Sampling: "window"},
 	{Name: "near_dup_rate", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "within-train near-duplicate fraction from the dataset report", Sampling: "run start", Nano: true},
@@ -125,7 +132,7 @@ var catalog = []Metric{
 	{Name: "optimizer_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "part of step_time in clipping, the optimizer and EMA", Sampling: "step", Nano: true, Panel: "steptime", Aliases: []string{"optimizer_s", "optimizer_seconds"}},
 	{Name: "checkpoint_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "time to write and verify a checkpoint", Sampling: "checkpoint", Nano: true, Panel: "steptime", Aliases: []string{"checkpoint_s", "checkpoint_seconds"}},
 	{Name: "eval_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "time of the periodic evaluation", Sampling: "eval", Nano: true, Panel: "steptime", Aliases: []string{"eval_s", "eval_seconds"}},
-	{Name: "mfu", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "model FLOPs utilisation: tokens/s × FLOPs/token ÷ peak FLOP/s; the peak is train.peak_gflops, else this machine's cached FMA peak (max of repeated probes, only raised; set it with kestrel bench peak), else probed at start-up and cached; manifest.json records peak_gflops and peak_source", Sampling: "step", Nano: true, Panel: "mfu", Plot: "mfu.png"},
+	{Name: "mfu", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "model FLOPs utilisation: positions computed per second (padding included: the FLOPs are spent on them) × FLOPs/token ÷ peak FLOP/s; the peak is train.peak_gflops, else this machine's cached FMA peak (max of repeated probes, only raised; set it with kestrel bench peak), else probed at start-up and cached; manifest.json records peak_gflops and peak_source", Sampling: "step", Nano: true, Panel: "mfu", Plot: "mfu.png"},
 	{Name: "dataloader_stall_frac", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "data_wait_time / step_time", Sampling: "step", Nano: true, Panel: "stall"},
 
 	// Evaluation/Validation

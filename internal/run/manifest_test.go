@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/data/prepare"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/monitor"
@@ -135,5 +137,60 @@ func TestResumeOnRebuiltDatasetIsSEV1(t *testing.T) {
 	var h string
 	if err := db.QueryRow("SELECT value FROM run WHERE key = 'dataset_hash'").Scan(&h); err != nil || h != last.DatasetHash {
 		t.Errorf("run table dataset_hash %q, %v; want %q", h, err, last.DatasetHash)
+	}
+}
+
+// TestNanoMustHavesEmitted: every metric of the registry's nano must-have
+// set is recorded by a kestrel train run (metrics.jsonl or the metric
+// store), or the registry says why kestrel does not emit it.
+func TestNanoMustHavesEmitted(t *testing.T) {
+	root := t.TempDir()
+	cfg := smallDatasetConfig(t, filepath.Join(root, "data"))
+	cfg.Train.Steps, cfg.Train.EvalEvery = 8, 4
+	// Two sources (slice_val_loss) and decontamination (train_val_overlap).
+	wiki := cfg.Prepare.Sources[0]
+	wiki.Name, wiki.Inputs = "wiki", []string{"${KESTREL_DATA}/wikitext-2/valid.txt"}
+	cfg.Prepare.Sources = append(cfg.Prepare.Sources, wiki)
+	cfg.Data.Sources = append(cfg.Data.Sources, loader.SourceConfig{Name: "wiki", Weight: 1})
+	cfg.Prepare.Decontam.Enabled = true
+	cfg.Prepare.Decontam.Index.EvalSets = cfg.Prepare.Decontam.Index.EvalSets[:1] // GSM8K
+	cfg.Prepare.Tokenizer.Shards.ValFraction = 0.2                                // every source gets validation documents
+	prepareSmall(t, cfg)
+	dir := filepath.Join(root, "run")
+	if _, err := Train(context.Background(), cfg, dir, Options{Logger: quietLog(), Stdout: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, f := range []string{"metrics.jsonl", "metrics.sqlite"} {
+		log, err := runlog.Load(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if log.Rows == 0 {
+			t.Fatalf("%s is empty", f)
+		}
+		for _, n := range log.Names() {
+			seen[monitor.BaseName(n)] = true
+		}
+	}
+	lines, err := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"tokens_seen", "steps_seen", "lr_phase"} { // axes and a string field: not columns
+		if strings.Contains(string(lines), `"`+n+`":`) {
+			seen[n] = true
+		}
+	}
+	for _, m := range monitor.Metrics() {
+		if !m.Nano {
+			continue
+		}
+		switch {
+		case m.NotEmitted != "" && seen[m.Name]:
+			t.Errorf("%s is marked not emitted (%s) but the run recorded it", m.Name, m.NotEmitted)
+		case m.NotEmitted == "" && !seen[m.Name]:
+			t.Errorf("nano must-have %s is not recorded by kestrel train and the registry gives no reason", m.Name)
+		}
 	}
 }

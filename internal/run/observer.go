@@ -7,12 +7,13 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/buildinfo"
 	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/data/datareport"
+	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
@@ -85,20 +86,11 @@ func NewObserver(cfg config.Config, runDir string, log *slog.Logger, man *runlog
 		}
 	}
 	if cfg.Data.Kind == "dataset" && cfg.Data.Path != "" {
-		for _, n := range []string{"report.json", "manifest.json"} {
-			p := filepath.Join(cfg.Data.Path, n)
-			if b, err := os.ReadFile(p); err == nil {
-				v, err := monitor.DataVitalsFromJSON(b, p)
-				if err != nil {
-					log.Warn("monitor: data vitals", "err", err)
-					continue
-				}
-				if len(v) > 0 {
-					opts.DataVitals = v
-					break
-				}
-			}
+		v, err := dataVitals(cfg.Data.Path)
+		if err != nil {
+			log.Warn("monitor: data vitals", "err", err)
 		}
+		opts.DataVitals = v
 	}
 	m, err := monitor.New(cfg.Monitor, opts)
 	if err != nil {
@@ -233,4 +225,31 @@ func stepPhases(sm *runlog.Step, end time.Time) []monitor.Phase {
 		}
 	}
 	return out
+}
+
+// dataVitals are the run-start data metrics of a prepared dataset, from its
+// report.json: near_dup_rate, train_val_overlap (the largest over the
+// decontamination sets; absent when the data was not decontaminated) and
+// bytes_per_token.
+func dataVitals(path string) (map[string]float64, error) {
+	dir, err := datadir.Expand(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := datareport.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	v := map[string]float64{"near_dup_rate": r.NearDupRate}
+	if len(r.TrainValOverlap) > 0 {
+		worst := 0.0
+		for _, x := range r.TrainValOverlap {
+			worst = max(worst, x)
+		}
+		v["train_val_overlap"] = worst
+	}
+	if r.Tokens != nil && r.Tokens.TotalTokens > 0 && r.Kept.Bytes > 0 {
+		v["bytes_per_token"] = float64(r.Kept.Bytes) / float64(r.Tokens.TotalTokens)
+	}
+	return v, nil
 }

@@ -13,9 +13,17 @@ import (
 // Step is one optimizer step: one line of metrics.jsonl.
 type Step struct {
 	Step       int     // 1-based optimizer step
-	TokensSeen int64   // training tokens consumed up to and including this step
+	TokensSeen int64   // non-pad target tokens trained on, up to and including this step
 	WallTime   float64 // seconds of training since the run began, summed over resumes
 	UnixTime   float64 // Unix seconds when the step began
+	// StepsSeen counts the optimizer updates applied (skipped steps do not).
+	StepsSeen int
+	// TokensPerUpdate is this step's non-pad target tokens (the effective
+	// global batch over the accumulation window).
+	TokensPerUpdate int64
+	// TokensComputed counts every position computed, padding included, up
+	// to and including this step: what the FLOPs (and mfu) count.
+	TokensComputed int64
 
 	TrainLossRaw float64 // mean cross-entropy of this step's batch (nats/token)
 	TrainLossEMA float64 // bias-corrected EMA of train_loss_raw
@@ -42,7 +50,7 @@ type Step struct {
 	GradClipRate        float64 // fraction of the last 100 steps with grad clipping
 	NaNInfEvents        int
 
-	TokensPerSec        float64
+	TokensPerSec        float64 // non-pad target tokens of this step ÷ step_time
 	StepTime            float64 // wall time since the previous step line
 	DataWaitTime        float64
 	ForwardTime         float64 // forward passes incl. the loss head, all micro-batches
@@ -52,7 +60,7 @@ type Step struct {
 	EvalTime            float64 // evaluation since the previous step line
 	DataloaderStallFrac float64 // data_wait_time / step_time
 	PadFraction         float64 // targets < 0 (no loss) / all target positions of the batch
-	MFU                 float64
+	MFU                 float64 // FLOPs of the positions computed (padding included) per second ÷ the FMA peak
 
 	MaxAttnLogit          float64 // max over layers and heads
 	AttnEntropy           float64 // min over layers and heads (worst)
@@ -63,8 +71,8 @@ type Step struct {
 	// PerLayer holds the per-layer/head vitals under their full names, such
 	// as "max_attn_logit/layer3/head1".
 	PerLayer map[string]float64
-	// SourceMixShare is the share of this step's sequences from each source,
-	// stored as "source_mix_share/<source>".
+	// SourceMixShare is the share of this step's non-pad target tokens from
+	// each source, stored as "source_mix_share/<source>".
 	SourceMixShare map[string]float64
 	// Spans are the measured phases of the step in order (data_wait,
 	// forward and backward per micro-batch, then optimizer), for trace.json;
@@ -85,6 +93,9 @@ func (s *Step) fields(w fieldVisitor) {
 	w.int("tokens_seen", s.TokensSeen)
 	w.float("wall_time", s.WallTime)
 	w.float("unix_time", s.UnixTime)
+	w.int("steps_seen", int64(s.StepsSeen))
+	w.int("tokens_per_update", s.TokensPerUpdate)
+	w.int("tokens_computed", s.TokensComputed)
 	w.float("train_loss_raw", s.TrainLossRaw)
 	w.float("train_loss_ema", s.TrainLossEMA)
 	w.float("z_loss", s.ZLoss)

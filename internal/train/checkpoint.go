@@ -35,13 +35,16 @@ const (
 
 // State is state.json: everything besides tensors that a bit-exact resume needs.
 type State struct {
-	Format     int     `json:"format"`
-	Step       int     `json:"step"` // optimizer steps completed
-	Kind       string  `json:"kind"` // rolling | permanent | final | interrupt | time_limit
-	TokensSeen int64   `json:"tokens_seen"`
-	WallTime   float64 `json:"wall_time"` // training seconds so far
-	Created    string  `json:"created"`
-	ConfigHash string  `json:"config_hash"`
+	Format     int    `json:"format"`
+	Step       int    `json:"step"`        // optimizer steps completed
+	Kind       string `json:"kind"`        // rolling | permanent | final | interrupt | time_limit
+	TokensSeen int64  `json:"tokens_seen"` // non-pad target tokens trained on
+	// TokensComputed counts every position computed, padding included
+	// (what the FLOPs and mfu count); 0 in checkpoints written before it.
+	TokensComputed int64   `json:"tokens_computed,omitempty"`
+	WallTime       float64 `json:"wall_time"` // training seconds so far
+	Created        string  `json:"created"`
+	ConfigHash     string  `json:"config_hash"`
 
 	// Data position: batches are a pure function of (seed, step), so the
 	// next batch is DataSource.Fill(step = NextFillStep) (0-based, = Step).

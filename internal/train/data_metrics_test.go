@@ -52,7 +52,7 @@ func (s *twoSources) DescribeStep(step int) (string, error) {
 func (s *twoSources) Close() error { s.closed++; return nil }
 
 // TestDataMetricsAndClose: every step line carries source_mix_share/<source>
-// (share of the step's sequences), pad_fraction (targets < 0 over all target
+// (share of the step's non-pad target tokens), tokens_per_update, pad_fraction (targets < 0 over all target
 // positions) and dataloader_stall_frac; Fill sees 0-based step indices; Run
 // closes a closable source; DescribeBatch maps a metrics step to its index.
 func TestDataMetricsAndClose(t *testing.T) {
@@ -86,8 +86,13 @@ func TestDataMetricsAndClose(t *testing.T) {
 			}
 			return v
 		}
-		if a, b := num("source_mix_share/a"), num("source_mix_share/b"); a != 0.5 || b != 0.5 {
-			t.Errorf("step %d: shares a=%v b=%v, want 0.5 each", i+1, a, b)
+		// Shares of the step's non-pad target tokens: a's two rows hold 32
+		// each, b's two rows 32 − 8 padded.
+		if a, b := num("source_mix_share/a"), num("source_mix_share/b"); a != 64.0/112 || b != 48.0/112 {
+			t.Errorf("step %d: shares a=%v b=%v, want %v and %v (shares of tokens)", i+1, a, b, 64.0/112, 48.0/112)
+		}
+		if n, seen := num("tokens_per_update"), num("tokens_seen"); n != 112 || seen != float64(112*(i+1)) {
+			t.Errorf("step %d: tokens_per_update %v, tokens_seen %v; want 112 and %d (non-pad targets)", i+1, n, seen, 112*(i+1))
 		}
 		if p, want := num("pad_fraction"), float64(2*8)/float64(4*32); p != want {
 			t.Errorf("step %d: pad_fraction %v, want %v", i+1, p, want)

@@ -294,10 +294,10 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		m.CheckpointTime, m.EvalTime = t.pendingCkptTime, t.pendingEvalTime
 		t.pendingCkptTime, t.pendingEvalTime = 0, 0
 		if m.StepTime > 0 {
-			m.TokensPerSec = float64(m.BatchSize*t.T) / m.StepTime
+			m.TokensPerSec = float64(m.TokensPerUpdate) / m.StepTime
 			m.DataloaderStallFrac = m.DataWaitTime / m.StepTime
-			if t.peakFLOPS > 0 {
-				m.MFU = t.net.FLOPsPerToken() * m.TokensPerSec / t.peakFLOPS
+			if t.peakFLOPS > 0 { // FLOPs are spent on every position, padding included
+				m.MFU = t.net.FLOPsPerToken() * float64(m.BatchSize*t.T) / m.StepTime / t.peakFLOPS
 			}
 		}
 		if err := t.ml.Write(m); err != nil {
@@ -404,14 +404,16 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		if err := o.Data.Fill(idx, B, r0, n, in, tg, sg, sr); err != nil {
 			return m, fmt.Errorf("step %d: data: %w", s, err)
 		}
-		for _, x := range sr {
-			if x >= 0 && x < len(perSrc) {
-				perSrc[x]++
+		for row, x := range sr {
+			real := 0
+			for _, y := range tg[row*t.T : (row+1)*t.T] {
+				if y >= 0 {
+					real++
+				}
 			}
-		}
-		for _, x := range tg {
-			if x < 0 {
-				pads++
+			pads += t.T - real
+			if x >= 0 && x < len(perSrc) {
+				perSrc[x] += real
 			}
 		}
 		if s == o.Debug.CorruptBatchAtStep {
@@ -443,10 +445,11 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		tokens += st.Tokens
 	}
 	m.PadFraction = float64(pads) / float64(B*t.T)
+	m.TokensPerUpdate = int64(tokens)            // the positions the loss counted
 	if counted := sumInts(perSrc); counted > 0 { // a source that does not report rows gets no shares
 		m.SourceMixShare = make(map[string]float64, len(perSrc))
 		for i, c := range perSrc {
-			m.SourceMixShare[t.srcNames[i]] = float64(c) / float64(B)
+			m.SourceMixShare[t.srcNames[i]] = float64(c) / float64(counted)
 		}
 	}
 	grads := t.net.Grads()
@@ -485,7 +488,8 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 
 	st := &t.st
 	st.Step = s
-	st.TokensSeen += int64(B * t.T)
+	st.TokensSeen += m.TokensPerUpdate
+	st.TokensComputed += int64(B * t.T)
 	st.Data.NextFillStep = s
 	st.Schedule.LR, st.Schedule.Phase, st.Schedule.Cycle, st.Schedule.BatchSize = lr, pt.Phase, pt.Cycle, B
 	beta := o.Train.LossEMABeta
@@ -508,7 +512,8 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		}
 	}
 
-	m.TokensSeen = st.TokensSeen
+	m.TokensSeen, m.TokensComputed = st.TokensSeen, st.TokensComputed
+	m.StepsSeen = s - st.SkippedUpdates
 	m.TrainLossRaw, m.ZLoss = loss, zl
 	m.TrainLossEMA = st.LossEMA / (1 - math.Pow(beta, float64(st.LossEMASteps)))
 	m.LearningRate, m.LRPhase, m.LRCycle = lr, pt.Phase, pt.Cycle
