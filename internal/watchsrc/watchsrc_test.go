@@ -47,7 +47,7 @@ func TestWatchForeignJSONL(t *testing.T) {
 	}
 	m := newTestMonitor(t, testConfig(), "")
 	var got []monitor.Alert
-	err := Watch(context.Background(), path, Options{Map: foreignMap}, m, func(a monitor.Alert) { got = append(got, a) })
+	_, err := Watch(context.Background(), path, Options{Map: foreignMap}, m, func(a monitor.Alert) { got = append(got, a) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,11 +74,12 @@ func TestWatchFollow(t *testing.T) {
 	var got []monitor.Alert
 	done := make(chan error)
 	go func() {
-		done <- Watch(ctx, path, Options{Map: foreignMap, Follow: true, Poll: 10 * time.Millisecond}, m, func(a monitor.Alert) {
+		_, err := Watch(ctx, path, Options{Map: foreignMap, Follow: true, Poll: 10 * time.Millisecond}, m, func(a monitor.Alert) {
 			mu.Lock()
 			got = append(got, a)
 			mu.Unlock()
 		})
+		done <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
 	writeForeignJSONL(t, path, 151, 320, c)
@@ -105,13 +106,37 @@ func TestWatchFollow(t *testing.T) {
 	}
 }
 
-func TestWatchBadLineNamesFileAndLine(t *testing.T) {
+// TestWatchBadLineCountedNotFatal: a bad line is counted, named (file:line)
+// and skipped; the spike after it is still found.
+func TestWatchBadLineCountedNotFatal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "log.jsonl")
-	os.WriteFile(path, []byte("{\"step\": 1, \"train_loss_raw\": 2}\n{\"step\": 2, oops}\n"), 0o644)
+	c := newCurve(3)
+	var b strings.Builder
+	for s := int64(1); s <= 260; s++ {
+		loss := c.sample(s).Values["train_loss_raw"]
+		switch s {
+		case 150:
+			b.WriteString("{\"step\": 150, oops}\n")
+			continue
+		case 151:
+			b.WriteString("Traceback (most recent call last):\n")
+		case 200:
+			loss *= 16
+		}
+		fmt.Fprintf(&b, `{"step": %d, "train_loss_raw": %.5f}`+"\n", s, loss)
+	}
+	os.WriteFile(path, []byte(b.String()), 0o644)
 	m := newTestMonitor(t, testConfig(), "")
-	err := Watch(context.Background(), path, Options{}, m, nil)
-	if err == nil || !strings.Contains(err.Error(), "log.jsonl:2") {
-		t.Fatalf("error %v", err)
+	var got []monitor.Alert
+	rep, err := Watch(context.Background(), path, Options{}, m, func(a monitor.Alert) { got = append(got, a) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, ok := rulesFired(got)[monitor.RuleLossSpike]; !ok || a.Step != 200 {
+		t.Errorf("spike after the bad line not found: %+v", got)
+	}
+	if rep.BadLines != 2 || !strings.HasPrefix(rep.FirstBad, path+":150: ") || rep.Samples != 259 {
+		t.Errorf("report %+v", rep)
 	}
 }
 
@@ -140,7 +165,7 @@ func TestWatchTFEventsAndStore(t *testing.T) {
 		}
 		m2 := newTestMonitor(t, testConfig(), "")
 		var got []monitor.Alert
-		if err := Watch(context.Background(), src.path, Options{Format: src.format}, m2, func(a monitor.Alert) { got = append(got, a) }); err != nil {
+		if _, err := Watch(context.Background(), src.path, Options{Format: src.format}, m2, func(a monitor.Alert) { got = append(got, a) }); err != nil {
 			t.Fatal(err)
 		}
 		if a, ok := rulesFired(got)[monitor.RuleLossSpike]; !ok || a.Step != 200 {
@@ -165,12 +190,13 @@ func TestWatchFollowsRewrittenFile(t *testing.T) {
 	var steps []int64
 	done := make(chan error)
 	go func() {
-		done <- Read(ctx, path, Options{Follow: true, Poll: 5 * time.Millisecond}, func(s monitor.Sample) error {
+		_, err := Read(ctx, path, Options{Follow: true, Poll: 5 * time.Millisecond}, func(s monitor.Sample) error {
 			mu.Lock()
 			steps = append(steps, s.Step)
 			mu.Unlock()
 			return nil
 		})
+		done <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
 	// Resume from step 8: lines 1..8 kept, then 9..12 appended, via rename.
