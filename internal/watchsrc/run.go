@@ -44,10 +44,17 @@ type NoLossError struct {
 	Fields []string // the source's field names seen
 }
 
+// maxFieldsShown bounds the fields a NoLossError names.
+const maxFieldsShown = 40
+
 func (e *NoLossError) Error() string {
 	seen := "no fields"
-	if len(e.Fields) > 0 {
-		seen = "fields seen: " + strings.Join(e.Fields, ", ")
+	if n := len(e.Fields); n > 0 {
+		fs := e.Fields[:min(n, maxFieldsShown)]
+		seen = "fields seen: " + strings.Join(fs, ", ")
+		if n > len(fs) {
+			seen += fmt.Sprintf(" and %d more", n-len(fs))
+		}
 	}
 	return fmt.Sprintf("watch: %s: no loss metric recognised (%s); name the loss with --map train_loss_raw=FIELD (or val_loss=FIELD)", e.Source, seen)
 }

@@ -251,6 +251,17 @@ func TestParseLine(t *testing.T) {
 		{name: "rfc3339 time, line as step", line: `{"timestamp": "2026-11-21T12:00:00Z", "x": 1}`, ok: true,
 			want: "7 0 1795262400 map[x:1] <nil>"},
 		{name: "no values", line: `{"step": 1, "phase": "warmup"}`, want: "1 0 0 map[] <nil>"},
+		{name: "aliases without a map", line: `{"iter": 5, "loss": 2.5, "lr": 0.1, "train/grad_norm": 0.5, "_runtime": 12}`, ok: true,
+			want: "5 0 0 map[grad_global_norm:0.5 learning_rate:0.1 train_loss_raw:2.5] <nil>"},
+		{name: "a map wins over an alias", line: `{"iter": 5, "loss": 2.5, "smooth": 2.4}`, m: map[string]string{"train_loss_raw": "smooth"}, ok: true,
+			want: "5 0 0 map[loss:2.5 train_loss_raw:2.4] <nil>"},
+		{name: "llm.c train line", line: `s:12 trl:3.2816 lr:0.000600 norm:1.05`, ok: true,
+			want: "12 0 0 map[grad_global_norm:1.05 learning_rate:0.0006 train_loss_raw:3.2816] <nil>"},
+		{name: "llm.c val line", line: `s:250 tel:3.3002`, ok: true, want: "250 0 0 map[val_loss:3.3002] <nil>"},
+		{name: "nanoGPT iter line, mfu not yet estimated", line: `iter 0: loss 10.9532, time 5012.50ms, mfu -100.00%`, ok: true,
+			want: "0 0 0 map[step_time:5.0125 train_loss_raw:10.9532] <nil>"},
+		{name: "nanoGPT eval line", line: `step 250: train loss 1.9812, val loss 2.0701`, ok: true,
+			want: "250 0 0 map[train_loss_eval:1.9812 val_loss:2.0701] <nil>"},
 	}
 	for _, tc := range tests {
 		s, ok, err := parseLine([]byte(tc.line), runlog.NewRecord(), newMapper(tc.m), 7)
@@ -273,5 +284,10 @@ func TestParseLine(t *testing.T) {
 	}
 	if _, _, err := parseLine([]byte(`{"a": }`), runlog.NewRecord(), newMapper(nil), 3); err == nil || !strings.Contains(err.Error(), "offset 6") {
 		t.Errorf("bad line error %v", err)
+	}
+	for _, bad := range []string{"number of parameters: 10.65M", "s:12 trl:abc", "iter 5: loss", "Traceback (most recent call last):"} {
+		if _, _, err := parseLine([]byte(bad), runlog.NewRecord(), newMapper(nil), 3); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
 	}
 }
