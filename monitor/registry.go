@@ -43,7 +43,8 @@ type Metric struct {
 	// only); "" when the report leaves the metric out.
 	Plot string
 	// Aliases are names other trainers use for the same quantity (e.g. "lr"
-	// for learning_rate); the dashboard draws them beside it.
+	// for learning_rate); the dashboard draws them beside it and kestrel
+	// watch reads them as the metric when no --map names it.
 	Aliases []string
 }
 
@@ -73,14 +74,14 @@ var catalog = []Metric{
 	{Name: "tokens_seen", Unit: "tokens", Kind: Counter, Category: CatTraining, Help: "cumulative non-pad target tokens trained on", Sampling: "step", Nano: true},
 	{Name: "tokens_computed", Unit: "tokens", Kind: Counter, Category: CatTraining, Help: "cumulative token positions computed, padding included (what the FLOPs and mfu count; tokens_seen counts only non-pad targets)", Sampling: "step"},
 	{Name: "steps_seen", Unit: "steps", Kind: Counter, Category: CatTraining, Help: "optimizer updates actually applied (skipped steps do not count)", Sampling: "step", Nano: true},
-	{Name: "train_loss_raw", Unit: "nats/token", Kind: Gauge, Category: CatTraining, Help: "mean cross-entropy of this step's batch over non-pad targets", Sampling: "step", Nano: true, Panel: "train"},
+	{Name: "train_loss_raw", Unit: "nats/token", Kind: Gauge, Category: CatTraining, Help: "mean cross-entropy of this step's batch over non-pad targets", Sampling: "step", Nano: true, Panel: "train", Aliases: []string{"loss", "train_loss", "train/loss", "trl", "batch_loss", "epoch_loss"}},
 	{Name: "train_loss_ema", Unit: "nats/token", Kind: Gauge, Category: CatTraining, Help: "bias-corrected EMA of train_loss_raw (β = train.loss_ema_beta)", Sampling: "step", Nano: true, Panel: "train", Plot: "loss.png"},
 	{Name: "train_ppl", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "exp(train_loss_ema)", Sampling: "step", Nano: true},
-	{Name: "learning_rate", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "learning rate applied at this step (after schedule and debug multipliers)", Sampling: "step", Nano: true, Panel: "lr", Plot: "lr.png", Aliases: []string{"lr"}},
+	{Name: "learning_rate", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "learning rate applied at this step (after schedule and debug multipliers)", Sampling: "step", Nano: true, Panel: "lr", Plot: "lr.png", Aliases: []string{"lr", "train/lr", "train/learning_rate", "epoch_learning_rate"}},
 	{Name: "lr_phase", Unit: "phase", Kind: Gauge, Category: CatTraining, Help: "where the schedule is: warmup, rewarm, stable, decay, constant or stepN (a string in metrics.jsonl; numeric sources may report warmup progress 0..1)", Sampling: "step", Nano: true},
 	{Name: "lr_cycle", Unit: "cycle", Kind: Gauge, Category: CatTraining, Help: "index of the LR schedule's re-warmup cycle (0 before the first rewarm)", Sampling: "step"},
 	{Name: "tokens_per_update", Unit: "tokens/update", Kind: Gauge, Category: CatTraining, Help: "effective global batch in non-pad tokens over the accumulation window", Sampling: "step", Nano: true},
-	{Name: "grad_global_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "global L2 norm of the gradient before clipping", Sampling: "step", Nano: true, Panel: "grad", Plot: "norms.png"},
+	{Name: "grad_global_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "global L2 norm of the gradient before clipping", Sampling: "step", Nano: true, Panel: "grad", Plot: "norms.png", Aliases: []string{"grad_norm", "train/grad_norm", "gnorm", "norm"}},
 	{Name: "grad_clipped", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when gradient clipping was active this step", Sampling: "step"},
 	{Name: "grad_clip_rate", Unit: "fraction", Kind: Gauge, Category: CatTraining, Help: "fraction of recent steps with gradient clipping active (kestrel train: last 100 steps; derived over monitor.window from grad_clipped when absent)", Sampling: "window", Nano: true},
 	{Name: "grad_clip_threshold", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "gradient-norm clip threshold, when a source reports it (kestrel draws optim.max_grad_norm from config.toml instead)", Sampling: "step", Panel: "grad"},
@@ -136,7 +137,7 @@ var catalog = []Metric{
 	{Name: "dataloader_stall_frac", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "data_wait_time / step_time", Sampling: "step", Nano: true, Panel: "stall"},
 
 	// Evaluation/Validation
-	{Name: "val_loss", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "held-out cross-entropy (raw weights)", Sampling: "eval", Nano: true, Panel: "val", Plot: "loss.png"},
+	{Name: "val_loss", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "held-out cross-entropy (raw weights)", Sampling: "eval", Nano: true, Panel: "val", Plot: "loss.png", Aliases: []string{"val/loss", "eval_loss", "eval/loss", "validation/loss", "tel"}},
 	{Name: "val_loss_ema", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "held-out cross-entropy with EMA weights", Sampling: "eval", Panel: "val", Plot: "loss.png"},
 	{Name: "ema_gap", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "val_loss - val_loss_ema (positive: EMA weights are better)", Sampling: "eval", Panel: "gap"},
 	{Name: "val_ppl", Unit: "unitless", Kind: Gauge, Category: CatEval, Help: "exp(val_loss)", Sampling: "eval"},

@@ -19,9 +19,10 @@ func newWatchCmd() *cobra.Command {
 		store   string
 		out     string
 		verbose bool
+		allow0  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "watch SOURCE [-f] [--format auto|kestrel|jsonl|tfevents] [--map name=field …] [--store out.sqlite]",
+		Use:   "watch SOURCE [-f] [--format auto|kestrel|jsonl|csv|tfevents] [--map name=field …] [--store out.sqlite] [--allow-sev0]",
 		Short: "apply the ICU-panel alert rules and spike classifier to any run's metrics",
 		Long: `Read a run kestrel did not train — a kestrel run directory, a JSONL metrics file
 from any trainer (field mapping configurable), or TensorBoard event files — and
@@ -30,7 +31,19 @@ printing alerts (follow the file with -f); --out DIR writes the metrics in
 kestrel's names and the alerts where 'kestrel dash DIR' reads them.
 
 SOURCE is a run directory (metrics.jsonl or metrics.sqlite), a .jsonl file, a
-.sqlite store, an events.out.tfevents.* file or a directory of them.
+training log of llm.c (main.log: "s:N trl:X lr:Y norm:Z", "s:N tel:X") or
+nanoGPT ("iter N: loss X, time Yms, mfu Z%"), a .csv export (W&B history with
+_step, train/loss, _runtime, _timestamp; Keras CSVLogger), a .sqlite store, an
+events.out.tfevents.* file or a directory of them (TF1 simple values and TF2 /
+Keras tensor summaries; a Keras log directory's train/).
+
+Other trainers' common names are recognised without --map: loss, train/loss,
+trl, batch_loss, epoch_loss (train_loss_raw); val/loss, eval_loss, tel
+(val_loss); lr (learning_rate); grad_norm, norm (grad_global_norm); iter,
+_step (the step) — the aliases in docs/metrics.md. When no loss metric is
+recognised, watch says so, naming the fields it saw, and exits non-zero.
+Unreadable lines or records are skipped and counted (the first is named at the
+end); a line over 16 MiB stops the read with an error naming it.
 
 --map renames the source's fields to kestrel's metric names (docs/metrics.md);
 nested JSON objects and arrays flatten with "/" as in kestrel dash (lr/0):
@@ -39,7 +52,9 @@ nested JSON objects and arrays flatten with "/" as in kestrel dash (lr/0):
 Arrays named sources, doc_ids or batch_ids describe the step's batch.
 
 Thresholds are the [monitor] config keys (e.g. --monitor.spike_z=5).
-Each alert prints one line: severity, rule, step, message, verdict.`,
+Each alert prints one line: severity, rule, step, message, verdict.
+Exit status: non-zero after any SEV0 alert (--allow-sev0 exits 0 then), when
+no loss metric was recognised, or on an error.`,
 		Args: cobra.ExactArgs(1),
 	}
 	cf := addConfigFlags(cmd, "config file whose [monitor] section to use (optional)")
@@ -49,6 +64,7 @@ Each alert prints one line: severity, rule, step, message, verdict.`,
 	cmd.Flags().StringVar(&store, "store", "", "also write metrics, events and alerts to this SQLite store")
 	cmd.Flags().StringVar(&out, "out", "", "write metrics.jsonl (kestrel names), alerts.jsonl and SEV0 incident bundles to this directory: kestrel dash OUT shows them")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also log alerts with their runbook text to stderr")
+	cmd.Flags().BoolVar(&allow0, "allow-sev0", false, "exit 0 even when a SEV0 alert was raised (the alerts still print)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		cfg, err := cf.load()
 		if err != nil {
@@ -59,15 +75,23 @@ Each alert prints one line: severity, rule, step, message, verdict.`,
 			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 		}
 		w := cmd.OutOrStdout()
-		counts, err := watchsrc.Run(cmd.Context(), args[0], cfg.Monitor, o, func(a monitor.Alert) {
+		res, err := watchsrc.Run(cmd.Context(), args[0], cfg.Monitor, o, func(a monitor.Alert) {
 			line := fmt.Sprintf("%s %-22s step %-8d %s", a.Severity, a.Rule, a.Step, a.Message)
 			if a.Evidence != "" {
 				line += " [evidence " + filepath.Join(out, a.Evidence) + "]"
 			}
 			fmt.Fprintln(w, line)
 		})
-		if counts != nil {
-			fmt.Fprintf(w, "watch: %d SEV0, %d SEV1, %d SEV2 alerts\n", counts[monitor.SEV0], counts[monitor.SEV1], counts[monitor.SEV2])
+		if res == nil {
+			return err
+		}
+		c := res.Counts
+		fmt.Fprintf(w, "watch: %d samples; %d SEV0, %d SEV1, %d SEV2 alerts\n", res.Samples, c[monitor.SEV0], c[monitor.SEV1], c[monitor.SEV2])
+		if res.BadLines > 0 {
+			fmt.Fprintf(w, "watch: %d bad lines or records skipped (first: %s)\n", res.BadLines, res.FirstBad)
+		}
+		if err == nil && c[monitor.SEV0] > 0 && !allow0 {
+			err = fmt.Errorf("watch: %d SEV0 alerts (--allow-sev0 to exit 0)", c[monitor.SEV0])
 		}
 		return err
 	}

@@ -38,7 +38,7 @@ func TestWatchSyntheticJSONL(t *testing.T) {
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
 	cmd.SetArgs([]string{src, "--map", "step=iter", "--map", "train_loss_raw=loss", "--map", "grad_global_norm=gnorm",
-		"--store", store, "--out", outDir, "--monitor.spike_follow=20"})
+		"--store", store, "--out", outDir, "--monitor.spike_follow=20", "--allow-sev0"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -62,5 +62,74 @@ func TestWatchSyntheticJSONL(t *testing.T) {
 	cmd.SetArgs([]string{src, "--map", "loss"})
 	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), `--map "loss"`) {
 		t.Errorf("bad --map: %v", err)
+	}
+}
+
+// runWatchCmd runs kestrel watch with args and returns its output and error.
+func runWatchCmd(args ...string) (string, error) {
+	cmd := newWatchCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+// TestWatchNoFalseAllClear: a nanoGPT-style log needs no --map for its 16×
+// spike to be raised; a bad line is skipped and reported; a SEV0 exits
+// non-zero unless --allow-sev0; a source without a loss is an error.
+func TestWatchNoFalseAllClear(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, line func(s int) string) string {
+		var b strings.Builder
+		for s := 1; s <= 260; s++ {
+			b.WriteString(line(s))
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	loss := func(s int) float64 { return 3 + 2*math.Exp(-float64(s)/200) + 0.01*rng.NormFloat64() }
+	nano := write("nanogpt.jsonl", func(s int) string {
+		l := loss(s)
+		if s == 200 {
+			l *= 16
+		}
+		line := fmt.Sprintf(`{"iter": %d, "loss": %.4f, "lr": 0.0006}`+"\n", s, l)
+		if s == 120 {
+			line = "{\"iter\": 120, \"loss\": \n" + line
+		}
+		return line
+	})
+	text, err := runWatchCmd(nano)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	for _, want := range []string{"SEV1 loss_spike", "step 200", "watch: 260 samples; 0 SEV0, ", "1 bad lines or records skipped (first: " + nano + ":120: "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+
+	nan := write("nan.jsonl", func(s int) string {
+		if s == 250 {
+			return fmt.Sprintf(`{"iter": %d, "loss": NaN}`+"\n", s)
+		}
+		return fmt.Sprintf(`{"iter": %d, "loss": %.4f}`+"\n", s, loss(s))
+	})
+	if text, err := runWatchCmd(nan); err == nil || !strings.Contains(err.Error(), "SEV0") || !strings.Contains(text, "SEV0 nan_inf") {
+		t.Errorf("SEV0 run: err %v\n%s", err, text)
+	}
+	if text, err := runWatchCmd(nan, "--allow-sev0"); err != nil || !strings.Contains(text, "SEV0 nan_inf") {
+		t.Errorf("--allow-sev0: err %v\n%s", err, text)
+	}
+
+	noloss := write("noloss.jsonl", func(s int) string { return fmt.Sprintf(`{"iter": %d, "objective": %.4f}`+"\n", s, loss(s)) })
+	if _, err := runWatchCmd(noloss); err == nil || !strings.Contains(err.Error(), "no loss metric recognised (fields seen: iter, objective)") {
+		t.Errorf("no loss: %v", err)
 	}
 }

@@ -15,10 +15,20 @@
 //
 //	Event   { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5; }
 //	Summary { repeated Value value = 1; }
-//	Value   { string tag = 1; float simple_value = 2; HistogramProto histo = 5; }
+//	Value   { string tag = 1; float simple_value = 2; HistogramProto histo = 5; TensorProto tensor = 8; }
 //	HistogramProto { double min = 1; double max = 2; double num = 3; double sum = 4;
 //	                 double sum_squares = 5; repeated double bucket_limit = 6 [packed];
 //	                 repeated double bucket = 7 [packed]; }
+//	TensorProto { DataType dtype = 1; TensorShapeProto tensor_shape = 2; bytes tensor_content = 4;
+//	              repeated float float_val = 5 [packed]; repeated double double_val = 6 [packed];
+//	              repeated int32 int_val = 7 [packed]; repeated int64 int64_val = 10 [packed];
+//	              repeated int32 half_val = 13 [packed]; }
+//	TensorShapeProto { repeated Dim dim = 2; }  Dim { int64 size = 1; }
+//
+// Only the reader knows tensors: TF2's tf.summary.scalar and Keras write a
+// scalar as a one-element tensor (raw little-endian bytes in tensor_content,
+// or one float_val/double_val …), which Unmarshal reports as a Scalar. The
+// writer uses simple_value.
 package tfevents
 
 import (
@@ -211,6 +221,14 @@ func decodeValue(b []byte, e *Event) error {
 		case num == 2 && typ == protowire.Fixed32Type:
 			f := math.Float32frombits(uint32(x))
 			scalar = &f
+		case num == 8 && typ == protowire.BytesType:
+			f, ok, err := tensorScalar(v)
+			if err != nil {
+				return fmt.Errorf("tensor: %w", err)
+			}
+			if ok {
+				scalar = &f
+			}
 		case num == 5 && typ == protowire.BytesType:
 			h := Histo{}
 			histo = &h
@@ -264,6 +282,134 @@ func decodeValue(b []byte, e *Event) error {
 		e.Histos = append(e.Histos, *histo)
 	}
 	return nil
+}
+
+// TensorFlow DataType values of the numeric tensors a scalar summary holds.
+const (
+	dtFloat    = 1
+	dtDouble   = 2
+	dtInt32    = 3
+	dtInt64    = 9
+	dtBfloat16 = 14
+	dtHalf     = 19
+)
+
+// tensorScalar decodes a TensorProto holding one numeric element (a TF2
+// scalar summary). ok is false for tensors of other shapes or types
+// (histograms, text, images), which are not scalars.
+func tensorScalar(b []byte) (v float32, ok bool, err error) {
+	var dtype uint64
+	n := int64(1)
+	var content []byte
+	var vals []float64
+	err = walkProto(b, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
+		switch {
+		case num == 1 && typ == protowire.VarintType:
+			dtype = x
+		case num == 2 && typ == protowire.BytesType:
+			return walkProto(v, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+				if num != 2 || typ != protowire.BytesType {
+					return nil
+				}
+				return walkProto(v, func(num protowire.Number, typ protowire.Type, _ []byte, x uint64) error {
+					if num == 1 && typ == protowire.VarintType {
+						n *= int64(x)
+					}
+					return nil
+				})
+			})
+		case num == 4 && typ == protowire.BytesType:
+			content = v
+		case num == 5 && typ == protowire.Fixed32Type:
+			vals = append(vals, float64(math.Float32frombits(uint32(x))))
+		case num == 5 && typ == protowire.BytesType:
+			for i := 0; i+4 <= len(v); i += 4 {
+				vals = append(vals, float64(math.Float32frombits(binary.LittleEndian.Uint32(v[i:]))))
+			}
+		case num == 6 && typ == protowire.Fixed64Type:
+			vals = append(vals, math.Float64frombits(x))
+		case num == 6 && typ == protowire.BytesType:
+			for i := 0; i+8 <= len(v); i += 8 {
+				vals = append(vals, math.Float64frombits(binary.LittleEndian.Uint64(v[i:])))
+			}
+		case (num == 7 || num == 10 || num == 13) && typ == protowire.VarintType:
+			vals = append(vals, varintValue(num, x))
+		case (num == 7 || num == 10 || num == 13) && typ == protowire.BytesType:
+			for len(v) > 0 {
+				y, k := protowire.ConsumeVarint(v)
+				if k < 0 {
+					return fmt.Errorf("packed field %d: %w", num, protowire.ParseError(k))
+				}
+				vals = append(vals, varintValue(num, y))
+				v = v[k:]
+			}
+		}
+		return nil
+	})
+	if err != nil || n != 1 {
+		return 0, false, err
+	}
+	if content != nil {
+		switch {
+		case dtype == dtFloat && len(content) == 4:
+			return math.Float32frombits(binary.LittleEndian.Uint32(content)), true, nil
+		case dtype == dtDouble && len(content) == 8:
+			return float32(math.Float64frombits(binary.LittleEndian.Uint64(content))), true, nil
+		case dtype == dtInt32 && len(content) == 4:
+			return float32(int32(binary.LittleEndian.Uint32(content))), true, nil
+		case dtype == dtInt64 && len(content) == 8:
+			return float32(int64(binary.LittleEndian.Uint64(content))), true, nil
+		case dtype == dtHalf && len(content) == 2:
+			return halfToFloat32(binary.LittleEndian.Uint16(content)), true, nil
+		case dtype == dtBfloat16 && len(content) == 2:
+			return math.Float32frombits(uint32(binary.LittleEndian.Uint16(content)) << 16), true, nil
+		}
+		return 0, false, nil
+	}
+	if len(vals) != 1 {
+		return 0, false, nil
+	}
+	switch dtype {
+	case dtFloat, dtDouble, dtInt32, dtInt64:
+		return float32(vals[0]), true, nil
+	case dtHalf:
+		return halfToFloat32(uint16(vals[0])), true, nil
+	case dtBfloat16:
+		return math.Float32frombits(uint32(vals[0]) << 16), true, nil
+	}
+	return 0, false, nil
+}
+
+// varintValue reads one element of a varint-encoded repeated field:
+// int_val (7) and half_val (13) are int32, int64_val (10) int64.
+func varintValue(num protowire.Number, x uint64) float64 {
+	if num == 10 {
+		return float64(int64(x))
+	}
+	if num == 13 {
+		return float64(uint16(x)) // the half's bits, converted by the caller
+	}
+	return float64(int32(x))
+}
+
+// halfToFloat32 converts IEEE 754 binary16 bits to a float32.
+func halfToFloat32(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f: // Inf or NaN
+		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
+	case exp == 0 && frac == 0:
+		return math.Float32frombits(sign)
+	case exp == 0: // subnormal: frac × 2^-24
+		f := float32(frac) / (1 << 24)
+		if sign != 0 {
+			f = -f
+		}
+		return f
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
 }
 
 // walkProto calls fn for every field of a protobuf message: v holds bytes

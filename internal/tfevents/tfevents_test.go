@@ -150,3 +150,60 @@ func TestHistogramConstant(t *testing.T) {
 		t.Errorf("constant histogram %+v", h)
 	}
 }
+
+// TestTensorScalars decodes TF2 scalar summaries (tf.summary.scalar, Keras'
+// TensorBoard callback): the value is a one-element TensorProto in
+// Summary.Value.tensor (field 8), not simple_value. The bytes are assembled
+// by hand from the proto layout in the package comment.
+func TestTensorScalars(t *testing.T) {
+	// plugin_data { plugin_name: "scalars" } inside SummaryMetadata (Value field 9).
+	meta := []byte{0x4a, 0x0b, 0x0a, 0x09, 0x0a, 0x07, 's', 'c', 'a', 'l', 'a', 'r', 's'}
+	tests := []struct {
+		name   string
+		tensor []byte // TensorProto bytes
+		want   float32
+		ok     bool
+	}{
+		{"float tensor_content, scalar shape", []byte{0x08, 0x01, 0x12, 0x00, 0x22, 0x04, 0x00, 0x00, 0x20, 0x40}, 2.5, true},
+		{"double tensor_content", []byte{0x08, 0x02, 0x22, 0x08, 0, 0, 0, 0, 0, 0, 0x0c, 0x40}, 3.5, true},
+		{"packed double_val", []byte{0x08, 0x02, 0x32, 0x08, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f}, 1, true},
+		{"unpacked float_val", []byte{0x08, 0x01, 0x2d, 0x00, 0x00, 0x80, 0x3f}, 1, true},
+		{"half tensor_content", []byte{0x08, 0x13, 0x22, 0x02, 0x00, 0x3c}, 1, true},
+		{"bfloat16 tensor_content", []byte{0x08, 0x0e, 0x22, 0x02, 0x20, 0x40}, 2.5, true},
+		{"int64_val packed", []byte{0x08, 0x09, 0x52, 0x01, 0x07}, 7, true},
+		{"shape [1] is still one element", []byte{0x08, 0x01, 0x12, 0x04, 0x12, 0x02, 0x08, 0x01, 0x22, 0x04, 0x00, 0x00, 0x20, 0x40}, 2.5, true},
+		{"shape [2] is not a scalar", []byte{0x08, 0x01, 0x12, 0x04, 0x12, 0x02, 0x08, 0x02, 0x22, 0x08, 0, 0, 0x20, 0x40, 0, 0, 0x20, 0x40}, 0, false},
+		{"string tensor is not a scalar", []byte{0x08, 0x07, 0x42, 0x02, 'h', 'i'}, 0, false},
+	}
+	for _, tc := range tests {
+		value := append([]byte{0x0a, 0x0a}, "epoch_loss"...)
+		value = append(value, meta...)
+		value = append(value, 0x42, byte(len(tc.tensor)))
+		value = append(value, tc.tensor...)
+		summary := append([]byte{0x0a, byte(len(value))}, value...)
+		event := []byte{0x09, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f, 0x10, 0x05, 0x2a, byte(len(summary))}
+		event = append(event, summary...)
+		e, err := Unmarshal(event)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if e.Step != 5 || e.WallTime != 1.5 {
+			t.Errorf("%s: step %d wall %v", tc.name, e.Step, e.WallTime)
+		}
+		if !tc.ok {
+			if len(e.Scalars) != 0 {
+				t.Errorf("%s: got scalars %+v, want none", tc.name, e.Scalars)
+			}
+			continue
+		}
+		if len(e.Scalars) != 1 || e.Scalars[0].Tag != "epoch_loss" || e.Scalars[0].Value != tc.want {
+			t.Errorf("%s: got %+v, want epoch_loss=%v", tc.name, e.Scalars, tc.want)
+		}
+	}
+	// A truncated tensor is an error, not a silent zero.
+	bad := []byte{0x2a, 0x08, 0x0a, 0x06, 0x42, 0x04, 0x08, 0x01, 0x22, 0x04}
+	if _, err := Unmarshal(bad); err == nil {
+		t.Error("truncated tensor: no error")
+	}
+}

@@ -29,9 +29,42 @@ type RunOptions struct {
 // Counts are the alerts a watch raised, by severity.
 type Counts map[monitor.Severity]int
 
+// Result is what a watch found: its alerts by severity and what the read
+// saw (bad lines skipped, fields).
+type Result struct {
+	Counts Counts
+	Report
+}
+
+// NoLossError is returned by Run when the source carried none of
+// LossMetrics under any name kestrel knows: the watch could not judge the
+// run, whatever its alert counts say.
+type NoLossError struct {
+	Source string
+	Fields []string // the source's field names seen
+}
+
+// maxFieldsShown bounds the fields a NoLossError names.
+const maxFieldsShown = 40
+
+func (e *NoLossError) Error() string {
+	seen := "no fields"
+	if n := len(e.Fields); n > 0 {
+		fs := e.Fields[:min(n, maxFieldsShown)]
+		seen = "fields seen: " + strings.Join(fs, ", ")
+		if n > len(fs) {
+			seen += fmt.Sprintf(" and %d more", n-len(fs))
+		}
+	}
+	return fmt.Sprintf("watch: %s: no loss metric recognised (%s); name the loss with --map train_loss_raw=FIELD (or val_loss=FIELD)", e.Source, seen)
+}
+
 // Run applies the monitor configured by mc (its file sinks and pausing
 // switched off) to the source at src and calls onAlert for every alert.
-func Run(ctx context.Context, src string, mc monitor.Config, o RunOptions, onAlert func(monitor.Alert)) (Counts, error) {
+// A source in which no loss metric was recognised is a *NoLossError (the
+// watch could not have seen a blow-up); bad lines are counted in the
+// Result, not errors.
+func Run(ctx context.Context, src string, mc monitor.Config, o RunOptions, onAlert func(monitor.Alert)) (*Result, error) {
 	mapping := map[string]string{}
 	for _, m := range o.Maps {
 		k, v, ok := strings.Cut(m, "=")
@@ -77,19 +110,23 @@ func Run(ctx context.Context, src string, mc monitor.Config, o RunOptions, onAle
 	if err != nil {
 		return nil, fmt.Errorf("watch: %w", err)
 	}
-	counts := Counts{}
-	werr := Watch(ctx, src, o.Options, m, func(a monitor.Alert) {
-		counts[a.Severity]++
+	res := &Result{Counts: Counts{}}
+	rep, werr := Watch(ctx, src, o.Options, m, func(a monitor.Alert) {
+		res.Counts[a.Severity]++
 		onAlert(a)
 	})
+	res.Report = rep
 	cerr := m.Close()
 	if werr != nil {
-		return counts, fmt.Errorf("watch: %w", werr)
+		return res, fmt.Errorf("watch: %w", werr)
 	}
 	if cerr != nil {
-		return counts, fmt.Errorf("watch: %w", cerr)
+		return res, fmt.Errorf("watch: %w", cerr)
 	}
-	return counts, nil
+	if !rep.Loss {
+		return res, &NoLossError{Source: src, Fields: rep.Fields}
+	}
+	return res, nil
 }
 
 // sameDir reports whether a and b name the same directory.

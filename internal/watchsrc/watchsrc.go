@@ -26,9 +26,13 @@ import (
 
 // Source formats Read understands.
 const (
-	FormatAuto     = "auto"
-	FormatKestrel  = "kestrel"  // a kestrel run directory (metrics.jsonl, else metrics.sqlite)
-	FormatJSONL    = "jsonl"    // one JSON object per line from any trainer
+	FormatAuto    = "auto"
+	FormatKestrel = "kestrel" // a kestrel run directory (metrics.jsonl, else metrics.sqlite)
+	// FormatJSONL is a line-oriented log: one JSON object per line from any
+	// trainer, or the plain-text lines of llm.c's main.log and nanoGPT's
+	// train.py output (see parseTextLine).
+	FormatJSONL    = "jsonl"
+	FormatCSV      = "csv"      // a CSV export (W&B run history or chart, Keras CSVLogger)
 	FormatTFEvents = "tfevents" // TensorBoard event files (a file or a directory of them)
 )
 
@@ -37,8 +41,11 @@ type Options struct {
 	Format string
 	// Map renames fields: kestrel name -> field name in the source, e.g.
 	// {"train_loss_raw": "loss", "step": "iter", "tokens_seen": "tokens"}.
-	// Unmapped fields keep their names; nested objects and arrays flatten
-	// with "/" (as in the dashboard).
+	// Fields no mapping names and that are other trainers' names of a
+	// registered metric (monitor.Metric.Aliases: loss, train/loss, trl,
+	// lr, grad_norm …) take the metric's name; the first such field seen
+	// is the one used for the whole source. Other fields keep their names;
+	// nested objects and arrays flatten with "/" (as in the dashboard).
 	Map map[string]string
 	// Follow keeps reading as the source grows until ctx is cancelled.
 	Follow bool
@@ -46,9 +53,29 @@ type Options struct {
 	Poll time.Duration
 }
 
+// LossMetrics are the kestrel names of which a source must carry at least
+// one for a watch to be able to say anything about its health.
+var LossMetrics = []string{"train_loss_raw", "train_loss_ema", "val_loss"}
+
+// maxFieldsKept bounds Report.Fields.
+const maxFieldsKept = 200
+
+// Report says what a read saw besides its samples.
+type Report struct {
+	Samples  int    // samples fed
+	BadLines int    // lines or records skipped as unreadable
+	FirstBad string // the first of them: "file:line: error"
+	// Loss is true when a sample carried one of LossMetrics.
+	Loss bool
+	// Fields are the source's field names (before renaming), sorted; at
+	// most maxFieldsKept.
+	Fields []string
+}
+
 // DetectFormat picks the format of path: a directory with metrics.jsonl or
 // metrics.sqlite is a kestrel run, a directory or file named
-// events.out.tfevents.* is TensorBoard, anything else JSONL.
+// events.out.tfevents.* is TensorBoard (also a Keras log directory with
+// them under train/), a .csv file CSV, anything else JSONL.
 func DetectFormat(path string) (string, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -60,10 +87,10 @@ func DetectFormat(path string) (string, error) {
 				return FormatKestrel, nil
 			}
 		}
-		if fs, _ := filepath.Glob(filepath.Join(path, tfevents.FilePrefix+"*")); len(fs) > 0 {
+		if len(eventFiles(path)) > 0 {
 			return FormatTFEvents, nil
 		}
-		return "", fmt.Errorf("watch: %s: no metrics.jsonl, metrics.sqlite or events.out.tfevents.* in the directory", path)
+		return "", fmt.Errorf("watch: %s: no metrics.jsonl, metrics.sqlite or events.out.tfevents.* in the directory (or its train/)", path)
 	}
 	if strings.HasPrefix(filepath.Base(path), tfevents.FilePrefix) {
 		return FormatTFEvents, nil
@@ -71,25 +98,83 @@ func DetectFormat(path string) (string, error) {
 	if strings.HasSuffix(path, ".sqlite") {
 		return FormatKestrel, nil
 	}
+	if strings.HasSuffix(strings.ToLower(path), ".csv") {
+		return FormatCSV, nil
+	}
 	return FormatJSONL, nil
 }
 
+// eventFiles lists the event files of dir, else of dir/train (Keras'
+// TensorBoard callback writes train/ and validation/), sorted.
+func eventFiles(dir string) []string {
+	for _, d := range []string{dir, filepath.Join(dir, "train")} {
+		fs, _ := filepath.Glob(filepath.Join(d, tfevents.FilePrefix+"*"))
+		if len(fs) > 0 {
+			sort.Strings(fs)
+			return fs
+		}
+	}
+	return nil
+}
+
+// reader is one Read: the renaming and what it saw.
+type reader struct {
+	m    *mapper
+	rep  Report
+	seen map[string]bool
+	fn   func(monitor.Sample) error
+}
+
+// bad counts a skipped line or record; where is "file:line" or
+// "file: byte N".
+func (r *reader) bad(where string, err error) {
+	r.rep.BadLines++
+	if r.rep.FirstBad == "" {
+		r.rep.FirstBad = where + ": " + err.Error()
+	}
+}
+
+// feed passes s on, noting whether it carries a loss.
+func (r *reader) feed(s monitor.Sample) error {
+	r.rep.Samples++
+	if !r.rep.Loss {
+		for _, n := range LossMetrics {
+			if _, ok := s.Values[n]; ok {
+				r.rep.Loss = true
+				break
+			}
+		}
+	}
+	return r.fn(s)
+}
+
 // Read reads samples from path and calls fn for each, in step order within
-// each file. In follow mode it keeps polling the (JSONL or TensorBoard)
+// each file. Unreadable lines and records are counted in the Report and
+// skipped; a line longer than MaxLineBytes ends the read with an error
+// naming it. In follow mode it keeps polling the (line or TensorBoard)
 // source for appended records until ctx is done.
-func Read(ctx context.Context, path string, opts Options, fn func(monitor.Sample) error) error {
+func Read(ctx context.Context, path string, opts Options, fn func(monitor.Sample) error) (Report, error) {
 	format := opts.Format
 	if format == "" || format == FormatAuto {
 		f, err := DetectFormat(path)
 		if err != nil {
-			return err
+			return Report{}, err
 		}
 		format = f
 	}
 	if opts.Poll <= 0 {
 		opts.Poll = 500 * time.Millisecond
 	}
-	m := newMapper(opts.Map)
+	r := &reader{m: newMapper(opts.Map), fn: fn}
+	err := r.read(ctx, path, format, opts)
+	for n := range r.m.seen {
+		r.rep.Fields = append(r.rep.Fields, n)
+	}
+	sort.Strings(r.rep.Fields)
+	return r.rep, err
+}
+
+func (r *reader) read(ctx context.Context, path, format string, opts Options) error {
 	switch format {
 	case FormatKestrel:
 		st, err := os.Stat(path)
@@ -98,7 +183,7 @@ func Read(ctx context.Context, path string, opts Options, fn func(monitor.Sample
 		}
 		if st.IsDir() {
 			if _, err := os.Stat(filepath.Join(path, "metrics.jsonl")); err == nil {
-				return readJSONL(ctx, filepath.Join(path, "metrics.jsonl"), opts, m, fn)
+				return r.readLines(ctx, filepath.Join(path, "metrics.jsonl"), false, opts)
 			}
 			path = filepath.Join(path, "metrics.sqlite")
 		}
@@ -107,24 +192,29 @@ func Read(ctx context.Context, path string, opts Options, fn func(monitor.Sample
 			return err
 		}
 		for _, s := range samples {
-			if err := fn(s); err != nil {
+			for k := range s.Values {
+				r.m.see(k)
+			}
+			if err := r.feed(s); err != nil {
 				return err
 			}
 		}
 		return nil
 	case FormatJSONL:
-		return readJSONL(ctx, path, opts, m, fn)
+		return r.readLines(ctx, path, false, opts)
+	case FormatCSV:
+		return r.readLines(ctx, path, true, opts)
 	case FormatTFEvents:
-		return readTFEvents(ctx, path, opts, m, fn)
+		return r.readTFEvents(ctx, path, opts)
 	}
-	return fmt.Errorf("watch: unknown format %q (want auto, kestrel, jsonl or tfevents)", format)
+	return fmt.Errorf("watch: unknown format %q (want auto, kestrel, jsonl, csv or tfevents)", format)
 }
 
 // Watch feeds every sample of path to m and calls onAlert for each alert
 // (including the verdicts of spikes still pending at the end of a
 // non-follow read).
-func Watch(ctx context.Context, path string, opts Options, m *monitor.Monitor, onAlert func(monitor.Alert)) error {
-	err := Read(ctx, path, opts, func(s monitor.Sample) error {
+func Watch(ctx context.Context, path string, opts Options, m *monitor.Monitor, onAlert func(monitor.Alert)) (Report, error) {
+	rep, err := Read(ctx, path, opts, func(s monitor.Sample) error {
 		for _, a := range m.Observe(s) {
 			if onAlert != nil {
 				onAlert(a)
@@ -140,43 +230,103 @@ func Watch(ctx context.Context, path string, opts Options, m *monitor.Monitor, o
 			onAlert(a)
 		}
 	}
-	return err
+	return rep, err
 }
 
-// mapper turns source field names into kestrel names.
+// aliasOf maps other trainers' names of registered metrics to the metric
+// (the registry's Aliases); registered holds the metric names.
+var aliasOf, registered = func() (map[string]string, map[string]bool) {
+	a, r := map[string]string{}, map[string]bool{}
+	for _, m := range monitor.Metrics() {
+		r[m.Name] = true
+		for _, al := range m.Aliases {
+			a[al] = m.Name
+		}
+	}
+	return a, r
+}()
+
+// mapper turns source field names into kestrel names: --map first, then
+// the registry's aliases, each kestrel name bound to the first source
+// field that gives it (Keras writes batch_loss and epoch_loss; only one
+// of them can be train_loss_raw).
 type mapper struct {
-	rev map[string]string // source field -> kestrel name
+	rev      map[string]string // source field -> kestrel name (--map)
+	explicit map[string]bool   // kestrel names --map gives
+	bound    map[string]string // kestrel name -> the source field giving it
+	seen     map[string]bool   // source field names seen (at most maxFieldsKept)
 }
 
 func newMapper(m map[string]string) *mapper {
-	r := &mapper{rev: map[string]string{}}
+	r := &mapper{rev: map[string]string{}, explicit: map[string]bool{}, bound: map[string]string{}, seen: map[string]bool{}}
 	for k, v := range m {
 		r.rev[v] = k
+		r.explicit[k] = true
 	}
 	return r
 }
 
+func (m *mapper) see(field string) {
+	if len(m.seen) < maxFieldsKept {
+		m.seen[field] = true
+	}
+}
+
 func (m *mapper) name(field string) string {
+	m.see(field)
 	if n, ok := m.rev[field]; ok {
 		return n
 	}
-	return field
+	if registered[field] {
+		if _, ok := m.bound[field]; !ok {
+			m.bound[field] = field
+		}
+		return field // the metric's own name always means the metric
+	}
+	c, ok := aliasOf[field]
+	if !ok || m.explicit[c] {
+		return field
+	}
+	if b, ok := m.bound[c]; ok && b != field {
+		return field // another field already gives c
+	}
+	m.bound[c] = field
+	return c
 }
 
 var (
-	stepNames   = []string{"step", "steps_seen", "iter", "iteration", "global_step"}
+	stepNames   = []string{"step", "steps_seen", "iter", "iteration", "global_step", "_step", "Step", "epoch"}
 	tokenNames  = []string{"tokens_seen", "tokens"}
-	timeNames   = []string{"time", "wall_time", "timestamp", "unix_time"}
+	timeNames   = []string{"time", "wall_time", "timestamp", "unix_time", "_timestamp"}
 	batchFields = map[string]bool{"batch_ids": true, "ids": true, "sources": true, "batch_sources": true, "doc_ids": true}
-	// axisNames are read into Sample.Step/Tokens/Time, not Values.
-	axisNames = map[string]bool{"step": true, "iter": true, "iteration": true, "global_step": true, "tokens": true, "time": true, "wall_time": true, "timestamp": true, "unix_time": true}
+	// axisNames are read into Sample.Step/Tokens/Time, not Values
+	// (_runtime is W&B's seconds since the start).
+	axisNames = map[string]bool{"step": true, "iter": true, "iteration": true, "global_step": true, "_step": true, "Step": true, "epoch": true,
+		"tokens": true, "time": true, "wall_time": true, "timestamp": true, "unix_time": true, "_timestamp": true, "_runtime": true}
 )
 
 // fields is one line's flattened fields under kestrel names.
 type fields struct {
+	raw   map[string]float64 // a text or CSV line's numbers under the source's names
 	nums  map[string]float64
 	strs  map[string]string
 	lists map[string][]listItem // batch fields: the array's elements
+}
+
+func (f *fields) reset() {
+	f.raw, f.nums, f.strs, f.lists = map[string]float64{}, map[string]float64{}, map[string]string{}, map[string][]listItem{}
+}
+
+// rename moves raw's numbers (and strs) under kestrel names.
+func (f *fields) rename(m *mapper) {
+	for k, v := range f.raw {
+		f.nums[m.name(k)] = v
+	}
+	strs := f.strs
+	f.strs = map[string]string{}
+	for k, v := range strs {
+		f.strs[m.name(k)] = v
+	}
 }
 
 type listItem struct {
@@ -202,7 +352,7 @@ func (m *mapper) batchElem(name string) (string, int, bool) {
 // collect renames the record's flattened fields. Elements of the batch
 // arrays (sources, doc_ids, batch_ids …) become lists, not values.
 func (f *fields) collect(rec *runlog.Record, m *mapper) {
-	f.nums, f.strs, f.lists = map[string]float64{}, map[string]string{}, map[string][]listItem{}
+	f.reset()
 	rec.Each(func(name string, v float64) {
 		if field, i, ok := m.batchElem(name); ok {
 			f.lists[field] = append(f.lists[field], listItem{i, strconv.FormatFloat(v, 'f', -1, 64)})
@@ -285,98 +435,135 @@ func (f *fields) sample(line int) (monitor.Sample, bool) {
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// parseLine decodes one metrics line into rec and builds its sample under
-// kestrel names; line numbers the steps of a source without a step field.
-// The bool is false for a line with no metric values.
+// parseLine decodes one metrics line — a JSON object, or a plain-text
+// line of llm.c or nanoGPT — into rec and builds its sample under kestrel
+// names; line numbers the steps of a source without a step field. The
+// bool is false for a line with no metric values.
 func parseLine(b []byte, rec *runlog.Record, m *mapper, line int) (monitor.Sample, bool, error) {
-	if err := runlog.ParseLine(b, rec); err != nil {
-		return monitor.Sample{}, false, err
-	}
 	var f fields
-	f.collect(rec, m)
+	if len(b) > 0 && b[0] != '{' {
+		if !parseTextLine(string(b), &f) {
+			return monitor.Sample{}, false, errors.New("neither a JSON object nor a known log line (llm.c s:N key:value, nanoGPT iter N: key value)")
+		}
+		f.rename(m)
+	} else {
+		if err := runlog.ParseLine(b, rec); err != nil {
+			return monitor.Sample{}, false, err
+		}
+		f.collect(rec, m)
+	}
 	s, ok := f.sample(line)
 	return s, ok, nil
 }
 
-func readJSONL(ctx context.Context, path string, opts Options, m *mapper, fn func(monitor.Sample) error) error {
+// readLines reads a line-oriented source (JSONL and text logs, or CSV).
+// Bad lines are counted and skipped; a line over MaxLineBytes ends the
+// read with an error naming it.
+func (r *reader) readLines(ctx context.Context, path string, isCSV bool, opts Options) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("watch: %w", err)
 	}
 	defer func() { f.Close() }()
-	var pending []byte
-	buf := make([]byte, 1<<20)
+	return r.readStream(ctx, path, f, isCSV, opts)
+}
+
+// readStream is readLines over an open stream; in follow mode, when path
+// is replaced (a resumed trainer rewrites metrics.jsonl by rename) it
+// switches to the new file, skipping the steps already fed.
+func (r *reader) readStream(ctx context.Context, path string, src io.Reader, isCSV bool, opts Options) error {
+	opened, _ := src.(*os.File) // the caller closes it
+	lr := newLineReader(src)
 	rec := runlog.NewRecord()
-	line := 0
+	var tab *csvTable
 	lastStep, skipUpTo := int64(0), int64(math.MinInt64)
-	for {
-		n, err := f.Read(buf)
-		if n > 0 {
-			pending = append(pending, buf[:n]...)
-			for {
-				i := bytes.IndexByte(pending, '\n')
-				if i < 0 {
-					break
-				}
-				body := bytes.TrimSpace(pending[:i])
-				pending = pending[i+1:]
-				line++
-				if len(body) == 0 {
-					continue
-				}
-				s, ok, perr := parseLine(body, rec, m, line)
-				if perr != nil {
-					return fmt.Errorf("%s:%d: %w", path, line, perr)
-				}
-				if !ok || s.Step <= skipUpTo {
-					continue // a rewritten file's lines already fed
-				}
-				lastStep = s.Step
-				if ferr := fn(s); ferr != nil {
-					return ferr
-				}
-			}
+	handle := func(line []byte, n int) error {
+		body := bytes.TrimSpace(line)
+		if len(body) == 0 {
+			return nil
 		}
-		if err == io.EOF || (err == nil && n == 0) {
-			if !opts.Follow {
-				if len(bytes.TrimSpace(pending)) > 0 {
-					return fmt.Errorf("%s:%d: incomplete last line (no newline)", path, line+1)
-				}
-				return nil
+		var s monitor.Sample
+		var ok bool
+		var perr error
+		switch {
+		case isCSV && tab == nil:
+			tab = &csvTable{}
+			if err := tab.header(body); err != nil {
+				return fmt.Errorf("%s:%d: %w", path, n, err)
 			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(opts.Poll):
+			return nil
+		case isCSV:
+			var f fields
+			if perr = tab.row(body, &f); perr == nil {
+				f.rename(r.m)
+				s, ok = f.sample(n)
 			}
-			// A trainer that resumes rewrites metrics.jsonl (temp file +
-			// rename): follow the new file, skipping steps already fed.
-			if st, serr := os.Stat(path); serr == nil {
-				if cur, cerr := f.Stat(); cerr == nil && !os.SameFile(st, cur) {
-					nf, oerr := os.Open(path)
-					if oerr == nil {
-						f.Close()
-						f, pending, line, skipUpTo = nf, nil, 0, lastStep
-					}
-				}
+		default:
+			s, ok, perr = parseLine(body, rec, r.m, n)
+		}
+		if perr != nil {
+			r.bad(fmt.Sprintf("%s:%d", path, n), perr)
+			return nil
+		}
+		if !ok || s.Step <= skipUpTo {
+			return nil // no values, or a rewritten file's lines already fed
+		}
+		lastStep = s.Step
+		return r.feed(s)
+	}
+	for {
+		line, err := lr.next()
+		if err == nil {
+			if herr := handle(line, lr.n); herr != nil {
+				return herr
 			}
 			continue
 		}
-		if err != nil {
+		if errors.Is(err, errLineTooLong) {
+			return fmt.Errorf("%s:%d: %w", path, lr.n+1, err)
+		}
+		if err != io.EOF {
 			return fmt.Errorf("watch: %s: %w", path, err)
+		}
+		if !opts.Follow {
+			if line, ok := lr.rest(); ok {
+				return handle(line, lr.n)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(opts.Poll):
+		}
+		f, isFile := src.(*os.File)
+		if !isFile {
+			continue
+		}
+		if st, serr := os.Stat(path); serr == nil {
+			if cur, cerr := f.Stat(); cerr == nil && !os.SameFile(st, cur) {
+				if nf, oerr := os.Open(path); oerr == nil {
+					if f != opened {
+						f.Close()
+					}
+					src, lr, tab, skipUpTo = nf, newLineReader(nf), nil, lastStep
+					defer nf.Close()
+				}
+			}
 		}
 	}
 }
 
 // readTFEvents reads TensorBoard event files, merging events of the same
-// step into one Sample.
-func readTFEvents(ctx context.Context, path string, opts Options, m *mapper, fn func(monitor.Sample) error) error {
+// step into one Sample. A record that does not decode is counted and
+// skipped; a broken frame (its length unreadable) ends that file's read,
+// counted likewise.
+func (r *reader) readTFEvents(ctx context.Context, path string, opts Options) error {
 	files := []string{path}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		files, _ = filepath.Glob(filepath.Join(path, tfevents.FilePrefix+"*"))
-		sort.Strings(files)
+		files = eventFiles(path)
 		if len(files) == 0 {
-			return fmt.Errorf("watch: %s: no events.out.tfevents.* files", path)
+			return fmt.Errorf("watch: %s: no events.out.tfevents.* files (nor in train/)", path)
 		}
 	}
 	var cur *monitor.Sample
@@ -390,25 +577,28 @@ func readTFEvents(ctx context.Context, path string, opts Options, m *mapper, fn 
 		if v, ok := s.Values["tokens_seen"]; ok && s.Tokens == 0 {
 			s.Tokens = int64(v)
 		}
-		return fn(s)
+		return r.feed(s)
 	}
 	offsets := map[string]int64{}
+	broken := map[string]bool{}
 	for {
 		for _, file := range files {
+			if broken[file] {
+				continue
+			}
 			b, err := os.ReadFile(file)
 			if err != nil {
 				return fmt.Errorf("watch: %w", err)
 			}
 			off := offsets[file]
 			recs, rerr := tfevents.ReadRecords(bytes.NewReader(b[off:]))
-			if rerr != nil && !(opts.Follow && errors.Is(rerr, io.ErrUnexpectedEOF)) {
-				return fmt.Errorf("watch: %s: %w", file, rerr)
-			}
-			for _, r := range recs {
-				off += int64(len(r)) + tfevents.RecordOverhead
-				e, err := tfevents.Unmarshal(r)
+			for _, rec := range recs {
+				at := off
+				off += int64(len(rec)) + tfevents.RecordOverhead
+				e, err := tfevents.Unmarshal(rec)
 				if err != nil {
-					return fmt.Errorf("watch: %s: byte %d: %w", file, off, err)
+					r.bad(fmt.Sprintf("%s: byte %d", file, at), err)
+					continue
 				}
 				if len(e.Scalars) == 0 {
 					continue
@@ -423,10 +613,14 @@ func readTFEvents(ctx context.Context, path string, opts Options, m *mapper, fn 
 					cur = &monitor.Sample{Step: e.Step, Time: time.Unix(int64(sec), int64(frac*1e9)), Values: map[string]float64{}}
 				}
 				for _, sc := range e.Scalars {
-					cur.Values[m.name(sc.Tag)] = float64(sc.Value)
+					cur.Values[r.m.name(sc.Tag)] = float64(sc.Value)
 				}
 			}
 			offsets[file] = off
+			if rerr != nil && !(opts.Follow && errors.Is(rerr, io.ErrUnexpectedEOF)) {
+				r.bad(fmt.Sprintf("%s: byte %d", file, off), rerr)
+				broken[file] = true
+			}
 		}
 		if !opts.Follow {
 			return emit()

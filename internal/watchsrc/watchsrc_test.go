@@ -47,7 +47,7 @@ func TestWatchForeignJSONL(t *testing.T) {
 	}
 	m := newTestMonitor(t, testConfig(), "")
 	var got []monitor.Alert
-	err := Watch(context.Background(), path, Options{Map: foreignMap}, m, func(a monitor.Alert) { got = append(got, a) })
+	_, err := Watch(context.Background(), path, Options{Map: foreignMap}, m, func(a monitor.Alert) { got = append(got, a) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,11 +74,12 @@ func TestWatchFollow(t *testing.T) {
 	var got []monitor.Alert
 	done := make(chan error)
 	go func() {
-		done <- Watch(ctx, path, Options{Map: foreignMap, Follow: true, Poll: 10 * time.Millisecond}, m, func(a monitor.Alert) {
+		_, err := Watch(ctx, path, Options{Map: foreignMap, Follow: true, Poll: 10 * time.Millisecond}, m, func(a monitor.Alert) {
 			mu.Lock()
 			got = append(got, a)
 			mu.Unlock()
 		})
+		done <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
 	writeForeignJSONL(t, path, 151, 320, c)
@@ -105,13 +106,37 @@ func TestWatchFollow(t *testing.T) {
 	}
 }
 
-func TestWatchBadLineNamesFileAndLine(t *testing.T) {
+// TestWatchBadLineCountedNotFatal: a bad line is counted, named (file:line)
+// and skipped; the spike after it is still found.
+func TestWatchBadLineCountedNotFatal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "log.jsonl")
-	os.WriteFile(path, []byte("{\"step\": 1, \"train_loss_raw\": 2}\n{\"step\": 2, oops}\n"), 0o644)
+	c := newCurve(3)
+	var b strings.Builder
+	for s := int64(1); s <= 260; s++ {
+		loss := c.sample(s).Values["train_loss_raw"]
+		switch s {
+		case 150:
+			b.WriteString("{\"step\": 150, oops}\n")
+			continue
+		case 151:
+			b.WriteString("Traceback (most recent call last):\n")
+		case 200:
+			loss *= 16
+		}
+		fmt.Fprintf(&b, `{"step": %d, "train_loss_raw": %.5f}`+"\n", s, loss)
+	}
+	os.WriteFile(path, []byte(b.String()), 0o644)
 	m := newTestMonitor(t, testConfig(), "")
-	err := Watch(context.Background(), path, Options{}, m, nil)
-	if err == nil || !strings.Contains(err.Error(), "log.jsonl:2") {
-		t.Fatalf("error %v", err)
+	var got []monitor.Alert
+	rep, err := Watch(context.Background(), path, Options{}, m, func(a monitor.Alert) { got = append(got, a) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, ok := rulesFired(got)[monitor.RuleLossSpike]; !ok || a.Step != 200 {
+		t.Errorf("spike after the bad line not found: %+v", got)
+	}
+	if rep.BadLines != 2 || !strings.HasPrefix(rep.FirstBad, path+":150: ") || rep.Samples != 259 {
+		t.Errorf("report %+v", rep)
 	}
 }
 
@@ -140,7 +165,7 @@ func TestWatchTFEventsAndStore(t *testing.T) {
 		}
 		m2 := newTestMonitor(t, testConfig(), "")
 		var got []monitor.Alert
-		if err := Watch(context.Background(), src.path, Options{Format: src.format}, m2, func(a monitor.Alert) { got = append(got, a) }); err != nil {
+		if _, err := Watch(context.Background(), src.path, Options{Format: src.format}, m2, func(a monitor.Alert) { got = append(got, a) }); err != nil {
 			t.Fatal(err)
 		}
 		if a, ok := rulesFired(got)[monitor.RuleLossSpike]; !ok || a.Step != 200 {
@@ -165,12 +190,13 @@ func TestWatchFollowsRewrittenFile(t *testing.T) {
 	var steps []int64
 	done := make(chan error)
 	go func() {
-		done <- Read(ctx, path, Options{Follow: true, Poll: 5 * time.Millisecond}, func(s monitor.Sample) error {
+		_, err := Read(ctx, path, Options{Follow: true, Poll: 5 * time.Millisecond}, func(s monitor.Sample) error {
 			mu.Lock()
 			steps = append(steps, s.Step)
 			mu.Unlock()
 			return nil
 		})
+		done <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
 	// Resume from step 8: lines 1..8 kept, then 9..12 appended, via rename.
@@ -225,6 +251,17 @@ func TestParseLine(t *testing.T) {
 		{name: "rfc3339 time, line as step", line: `{"timestamp": "2026-11-21T12:00:00Z", "x": 1}`, ok: true,
 			want: "7 0 1795262400 map[x:1] <nil>"},
 		{name: "no values", line: `{"step": 1, "phase": "warmup"}`, want: "1 0 0 map[] <nil>"},
+		{name: "aliases without a map", line: `{"iter": 5, "loss": 2.5, "lr": 0.1, "train/grad_norm": 0.5, "_runtime": 12}`, ok: true,
+			want: "5 0 0 map[grad_global_norm:0.5 learning_rate:0.1 train_loss_raw:2.5] <nil>"},
+		{name: "a map wins over an alias", line: `{"iter": 5, "loss": 2.5, "smooth": 2.4}`, m: map[string]string{"train_loss_raw": "smooth"}, ok: true,
+			want: "5 0 0 map[loss:2.5 train_loss_raw:2.4] <nil>"},
+		{name: "llm.c train line", line: `s:12 trl:3.2816 lr:0.000600 norm:1.05`, ok: true,
+			want: "12 0 0 map[grad_global_norm:1.05 learning_rate:0.0006 train_loss_raw:3.2816] <nil>"},
+		{name: "llm.c val line", line: `s:250 tel:3.3002`, ok: true, want: "250 0 0 map[val_loss:3.3002] <nil>"},
+		{name: "nanoGPT iter line, mfu not yet estimated", line: `iter 0: loss 10.9532, time 5012.50ms, mfu -100.00%`, ok: true,
+			want: "0 0 0 map[step_time:5.0125 train_loss_raw:10.9532] <nil>"},
+		{name: "nanoGPT eval line", line: `step 250: train loss 1.9812, val loss 2.0701`, ok: true,
+			want: "250 0 0 map[train_loss_eval:1.9812 val_loss:2.0701] <nil>"},
 	}
 	for _, tc := range tests {
 		s, ok, err := parseLine([]byte(tc.line), runlog.NewRecord(), newMapper(tc.m), 7)
@@ -247,5 +284,10 @@ func TestParseLine(t *testing.T) {
 	}
 	if _, _, err := parseLine([]byte(`{"a": }`), runlog.NewRecord(), newMapper(nil), 3); err == nil || !strings.Contains(err.Error(), "offset 6") {
 		t.Errorf("bad line error %v", err)
+	}
+	for _, bad := range []string{"number of parameters: 10.65M", "s:12 trl:abc", "iter 5: loss", "Traceback (most recent call last):"} {
+		if _, _, err := parseLine([]byte(bad), runlog.NewRecord(), newMapper(nil), 3); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
 	}
 }
