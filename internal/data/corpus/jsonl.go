@@ -123,7 +123,7 @@ func compression(path string) string {
 // emptyCompressed reports a 0-byte compressed file (no valid gzip or zstd
 // stream is empty), which skips it.
 func (r *reader) emptyCompressed(path, format string) error {
-	return r.problem(Problem{File: path, Unit: "file", Kind: "empty_file", Detail: fmt.Sprintf("0 bytes, not a %s stream; file skipped", format), Fatal: true})
+	return r.problem(Problem{File: path, Unit: "file", Kind: "empty_file", Detail: fmt.Sprintf("0 bytes, not a %s stream", format), Fatal: true})
 }
 
 // decodeFailure handles an error met while decoding a compressed file at
@@ -139,7 +139,7 @@ func (r *reader) decodeFailure(cr *countingReader, path string, pos int64, unit,
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		kind = "truncated"
 	}
-	return r.problem(Problem{File: path, Pos: pos, Unit: unit, Kind: kind, Detail: fmt.Sprintf("%s: %v; rest of file skipped", what, err), Fatal: true})
+	return r.problem(Problem{File: path, Pos: pos, Unit: unit, Kind: kind, Detail: fmt.Sprintf("%s: %v", what, err), Fatal: true})
 }
 
 // readLine returns the next line without its newline. A line longer than
