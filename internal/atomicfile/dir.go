@@ -136,11 +136,9 @@ func NewDir(parent, base string) (*Dir, error) {
 		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("create %s: %w", filepath.Join(parent, base), err)
 	}
-	lock, err := lockDir(tmp)
-	if err != nil {
-		os.RemoveAll(tmp)
-		return nil, fmt.Errorf("create %s: lock %s: %w", filepath.Join(parent, base), tmp, err)
-	}
+	// Best effort: a file system without flock (some network ones) still
+	// gets its directory; RemoveStaleTemps cannot tell it is live there.
+	lock, _ := lockDir(tmp)
 	return &Dir{tmp: tmp, lock: lock}, nil
 }
 
