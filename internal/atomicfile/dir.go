@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -19,6 +20,7 @@ var rename = os.Rename
 type Dir struct {
 	tmp  string
 	done bool
+	lock *os.File // flock on tmp while it is being written (unix), so RemoveStaleTemps leaves it alone
 }
 
 // TempDirName reports whether name (a base name) is one of the temporary
@@ -26,6 +28,96 @@ type Dir struct {
 // a crash in a directory only it writes.
 func TempDirName(name string) bool {
 	return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-")
+}
+
+// Leftovers is what RemoveStaleTemps found beside a directory.
+type Leftovers struct {
+	Removed  []string // stale temporary directories removed
+	Restored string   // the previous directory put back in place ("" if none)
+	InUse    []string // temporary directories of a live writer, left alone
+}
+
+// RemoveStaleTemps removes the temporary directories NewDir made in parent
+// for base (".base.tmp-N", and ".base.tmp-N.old", the previous directory
+// moved aside by Install) that a killed writer left behind. Nothing else
+// is touched: only names of exactly that form for this base. A temporary
+// directory a live Dir is still writing (in this process or another) is
+// left alone (on unix NewDir holds an flock on it until Install or Abort;
+// elsewhere liveness cannot be told, so call it only where one writer at a
+// time is expected). An ".old" directory whose final directory is missing
+// (the writer died between moving it aside and installing the new one) is
+// renamed back to final rather than removed, so nothing installed is lost.
+func RemoveStaleTemps(parent, base string) (Leftovers, error) {
+	var lo Leftovers
+	ents, err := os.ReadDir(parent)
+	if errors.Is(err, fs.ErrNotExist) {
+		return lo, nil
+	}
+	if err != nil {
+		return lo, fmt.Errorf("clean up beside %s: %w", filepath.Join(parent, base), err)
+	}
+	final := filepath.Join(parent, base)
+	var olds []string
+	for _, e := range ents {
+		old, ok := tempOf(e.Name(), base)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		p := filepath.Join(parent, e.Name())
+		if old {
+			olds = append(olds, p) // after the temporaries: its own may be live
+			continue
+		}
+		if dirInUse(p) {
+			lo.InUse = append(lo.InUse, p)
+			continue
+		}
+		if err := os.RemoveAll(p); err != nil {
+			return lo, fmt.Errorf("clean up beside %s: %w", final, err)
+		}
+		lo.Removed = append(lo.Removed, p)
+	}
+	for _, p := range olds {
+		tmp := strings.TrimSuffix(p, ".old")
+		if slices.Contains(lo.InUse, tmp) {
+			lo.InUse = append(lo.InUse, p) // its writer is between the two renames of Install
+			continue
+		}
+		if _, err := os.Lstat(final); errors.Is(err, fs.ErrNotExist) && lo.Restored == "" {
+			if err := os.Rename(p, final); err != nil {
+				return lo, fmt.Errorf("clean up beside %s: put back %s: %w", final, p, err)
+			}
+			lo.Restored = p
+			continue
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return lo, fmt.Errorf("clean up beside %s: %w", final, err)
+		}
+		if err := os.RemoveAll(p); err != nil {
+			return lo, fmt.Errorf("clean up beside %s: %w", final, err)
+		}
+		lo.Removed = append(lo.Removed, p)
+	}
+	return lo, nil
+}
+
+// tempOf reports whether name is one of NewDir's temporary names for base:
+// "."+base+".tmp-"+digits (os.MkdirTemp's random part), or that followed
+// by ".old" (old is then true).
+func tempOf(name, base string) (old, ok bool) {
+	rest, ok := strings.CutPrefix(name, "."+base+".tmp-")
+	if !ok {
+		return false, false
+	}
+	digits, old := strings.CutSuffix(rest, ".old")
+	if digits == "" {
+		return false, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false, false
+		}
+	}
+	return old, true
 }
 
 // NewDir creates an empty directory (mode 0755) in parent, named after
@@ -44,7 +136,18 @@ func NewDir(parent, base string) (*Dir, error) {
 		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("create %s: %w", filepath.Join(parent, base), err)
 	}
-	return &Dir{tmp: tmp}, nil
+	// Best effort: a file system without flock (some network ones) still
+	// gets its directory; RemoveStaleTemps cannot tell it is live there.
+	lock, _ := lockDir(tmp)
+	return &Dir{tmp: tmp, lock: lock}, nil
+}
+
+// unlock releases the lock on the temporary directory.
+func (d *Dir) unlock() {
+	if d.lock != nil {
+		d.lock.Close()
+		d.lock = nil
+	}
 }
 
 // Path is the temporary directory to write into.
@@ -57,6 +160,7 @@ func (d *Dir) Abort() {
 		os.RemoveAll(d.tmp)
 		d.done = true
 	}
+	d.unlock()
 }
 
 // Install makes the temporary directory final: every file and directory in
@@ -99,6 +203,7 @@ func (d *Dir) Install(final string) error {
 		return err
 	}
 	d.done = true
+	d.unlock()
 	if err := syncDir(filepath.Dir(d.tmp)); err != nil {
 		return fmt.Errorf("install %s: %w", final, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -133,5 +135,81 @@ func TestTempDirName(t *testing.T) {
 		if got := TempDirName(name); got != want {
 			t.Errorf("TempDirName(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// RemoveStaleTemps removes exactly the temporary directories a killed
+// writer of this name left behind, leaves a live writer's and every other
+// name alone, and puts back a previous directory that was moved aside.
+func TestRemoveStaleTemps(t *testing.T) {
+	parent := t.TempDir()
+	final := filepath.Join(parent, "ds")
+	mk := func(name string) string {
+		p := filepath.Join(parent, name)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "a.txt"), []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	mk("ds")
+	stale := []string{mk(".ds.tmp-123"), mk(".ds.tmp-456.old")}
+	killed, err := NewDir(parent, "ds") // a writer that died: its lock is gone
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed.unlock()
+	stale = append(stale, killed.Path())
+	live, err := NewDir(parent, "ds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Abort()
+	keep := []string{mk(".ds.tmp-12a"), mk(".ds.tmp-"), mk(".other.tmp-1"), mk(".dsx.tmp-1"), mk("ds.tmp-1"), mk(".hidden"), mk(".ds"), mk(".ds.tmp-7.older")}
+	if err := os.WriteFile(filepath.Join(parent, ".ds.tmp-789"), nil, 0o644); err != nil { // a file, not a directory
+		t.Fatal(err)
+	}
+	keep = append(keep, filepath.Join(parent, ".ds.tmp-789"), live.Path(), final)
+
+	lo, err := RemoveStaleTemps(parent, "ds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(lo.Removed)
+	slices.Sort(stale)
+	if !slices.Equal(lo.Removed, stale) || lo.Restored != "" {
+		t.Errorf("removed %v restored %q, want removed %v", lo.Removed, lo.Restored, stale)
+	}
+	if runtime.GOOS != "windows" && !slices.Equal(lo.InUse, []string{live.Path()}) {
+		t.Errorf("in use %v, want the live writer's %s", lo.InUse, live.Path())
+	}
+	for _, p := range stale {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s still there", p)
+		}
+	}
+	for _, p := range keep {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s was touched: %v", p, err)
+		}
+	}
+	if err := live.Install(final); err != nil {
+		t.Errorf("the live writer could not install: %v", err)
+	}
+
+	// Died between moving the old directory aside and installing the new one.
+	os.RemoveAll(final)
+	old := mk(".ds.tmp-99.old")
+	lo, err = RemoveStaleTemps(parent, "ds")
+	if err != nil || lo.Restored != old || len(lo.Removed) != 0 {
+		t.Fatalf("leftovers %+v err %v, want %s restored", lo, err, old)
+	}
+	if b, _ := os.ReadFile(filepath.Join(final, "a.txt")); string(b) != ".ds.tmp-99.old" {
+		t.Errorf("restored directory holds %q", b)
+	}
+	if lo, err := RemoveStaleTemps(filepath.Join(parent, "missing"), "ds"); err != nil || len(lo.Removed) != 0 {
+		t.Errorf("missing parent: %+v %v", lo, err)
 	}
 }

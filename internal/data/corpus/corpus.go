@@ -26,9 +26,9 @@ type Problem struct {
 	File   string `json:"file"`
 	Pos    int64  `json:"pos"`              // line, byte offset or row, as for document.Doc.Pos
 	Unit   string `json:"unit"`             // "line", "offset", "row" or "file"
-	Kind   string `json:"kind"`             // bad_json, missing_field, truncated, invalid_utf8, empty, too_large, bad_record, extract_failed …
+	Kind   string `json:"kind"`             // bad_json, missing_field, truncated, bad_compression, empty_file, invalid_utf8, empty, too_large, bad_record, bad_parquet …
 	Detail string `json:"detail,omitempty"` // human detail
-	Fatal  bool   `json:"-"`                // the rest of the file could not be read
+	Fatal  bool   `json:"-"`                // the rest of the file is skipped (it could not be read or decoded)
 }
 
 func (p Problem) String() string {

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -369,5 +370,179 @@ func TestPlainWARC(t *testing.T) {
 	off := res.docs[0].Pos
 	if !bytes.HasPrefix(plain.Bytes()[off:], []byte("WARC/1.0")) {
 		t.Errorf("offset %d does not point at a record", off)
+	}
+}
+
+// A compressed input that cannot be decoded at all (empty, not in its
+// format, corrupt) is skipped and reported like a truncated one: the read
+// goes on with the next file, the problem names the file and the reason,
+// and only strict mode makes it an error.
+func TestBadCompressedInput(t *testing.T) {
+	jsonl := []byte(`{"text":"first document"}` + "\n" + `{"text":"second document"}` + "\n")
+	full := gz(jsonl)
+	var zbuf bytes.Buffer
+	zw, _ := zstd.NewWriter(&zbuf)
+	zw.Write(jsonl)
+	zw.Close()
+	wet := []byte("WARC/1.0\r\nWARC-Type: conversion\r\nContent-Length: 14\r\n\r\na wet document\r\n\r\n")
+	cases := []struct {
+		name, file, format string
+		data               []byte
+		kind               string
+	}{
+		{"0-byte gz", "bad.jsonl.gz", "jsonl", nil, "empty_file"},
+		{"non-gzip gz", "bad.jsonl.gz", "jsonl", jsonl, "bad_compression"},
+		{"truncated gz", "bad.jsonl.gz", "jsonl", full[:len(full)-30], "truncated"},
+		{"0-byte zst", "bad.jsonl.zst", "jsonl", nil, "empty_file"},
+		{"bad zst", "bad.jsonl.zst", "jsonl", jsonl, "bad_compression"},
+		{"corrupt zst", "bad.jsonl.zst", "jsonl", append(bytes.Clone(zbuf.Bytes()[:8]), bytes.Repeat([]byte{0xa5}, 64)...), "bad_compression"},
+		{"text non-gzip gz", "bad.txt.gz", "text", jsonl, "bad_compression"},
+		{"text bad zst", "bad.txt.zst", "text", jsonl, "bad_compression"},
+		{"0-byte warc.gz", "bad.warc.wet.gz", "wet", nil, "empty_file"},
+		{"non-gzip warc.gz", "bad.warc.wet.gz", "wet", wet, "bad_compression"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			bad := writeFile(t, dir, tc.file, tc.data)
+			var good Input
+			if tc.format == "wet" {
+				good = writeFile(t, dir, "good.warc.wet.gz", gz(wet))
+			} else {
+				good = writeFile(t, dir, "good.jsonl.gz", full)
+			}
+			opts := Options{Source: "s", Format: tc.format}
+			if tc.format == "text" {
+				opts.Format, opts.Split = "text", "blank_lines"
+				good = writeFile(t, dir, "good.txt.gz", gz([]byte("a text document\n")))
+			}
+			res := readAll(t, []Input{bad, good}, opts)
+			if res.err != nil {
+				t.Fatalf("non-strict read aborted: %v", res.err)
+			}
+			var mine []Problem
+			for _, p := range res.problems {
+				if p.File == bad.Path {
+					mine = append(mine, p)
+				}
+			}
+			if len(mine) != 1 || mine[0].Kind != tc.kind || !mine[0].Fatal || mine[0].Detail == "" {
+				t.Fatalf("problems %+v, want one fatal %s naming %s", res.problems, tc.kind, bad.Path)
+			}
+			goodDocs := 0
+			for _, d := range res.docs {
+				if d.File == good.Path {
+					goodDocs++
+				}
+			}
+			if goodDocs == 0 {
+				t.Errorf("the next file was not read (docs %d)", len(res.docs))
+			}
+			t.Logf("%s", mine[0])
+			opts.Strict = true
+			sres := readAll(t, []Input{bad, good}, opts)
+			var pe *ProblemError
+			if !errors.As(sres.err, &pe) || !strings.Contains(sres.err.Error(), bad.Path) || pe.Problem.Kind != tc.kind {
+				t.Fatalf("strict: err %v, want a *ProblemError %s naming %s", sres.err, tc.kind, bad.Path)
+			}
+		})
+	}
+}
+
+// wetRecord is one WET conversion record holding "document n".
+func wetRecord(n int, contentLength int) []byte {
+	body := fmt.Sprintf("document %d: some words of plain text", n)
+	if contentLength < 0 {
+		contentLength = len(body)
+	}
+	return fmt.Appendf(nil, "WARC/1.0\r\nWARC-Type: conversion\r\nWARC-Target-URI: http://example.com/%d\r\nContent-Length: %d\r\n\r\n%s\r\n\r\n", n, contentLength, body)
+}
+
+// Garbage between two WARC records (or gzip members) loses only the
+// garbage: the reader resynchronises at the next record (member), keeps
+// every real record after it and reports the skipped bytes once, named by
+// file and offset.
+func TestWARCResync(t *testing.T) {
+	const n = 22
+	garbage := []byte("HTTP/1.1 200 OK\r\nthis is not a record\r\n\x00\x01\x02 binary junk\r\n")
+	long := append(bytes.Repeat([]byte("x"), warcLineMax+100), "\r\n"...) // longer than a line may be
+	plain := func(at int, junk []byte, badLen bool) []byte {
+		var b []byte
+		for i := range n {
+			if i == at {
+				b = append(b, junk...)
+			}
+			cl := -1
+			if badLen && i == at {
+				cl = 10_000 // swallows the records after it
+			}
+			b = append(b, wetRecord(i, cl)...)
+		}
+		return b
+	}
+	members := func(at int, junk []byte, corrupt bool) []byte {
+		var b []byte
+		for i := range n {
+			if i == at {
+				b = append(b, junk...)
+			}
+			m := gz(wetRecord(i, -1))
+			if corrupt && i == at {
+				for k := 12; k < len(m)-8; k++ {
+					m[k] ^= 0x5a // the deflate data, not the header
+				}
+			}
+			b = append(b, m...)
+		}
+		return b
+	}
+	oneMember := gz(plain(2, garbage, false))
+	cases := []struct {
+		name, file string
+		data       []byte
+		want       int // documents kept
+		kind       string
+		off        int64 // problem offset, -1 = any
+	}{
+		{"plain garbage", "a.warc.wet", plain(2, garbage, false), n, "bad_record", int64(len(wetRecord(0, -1)) + len(wetRecord(1, -1)))},
+		{"plain garbage before first", "a.warc.wet", plain(0, garbage, false), n, "bad_record", 0},
+		{"plain long line", "a.warc.wet", plain(5, long, false), n, "bad_record", -1},
+		{"plain content-length too long", "a.warc.wet", plain(2, nil, true), n - 1, "bad_record", -1},
+		{"gzip garbage between members", "a.warc.wet.gz", members(2, garbage, false), n, "bad_record", int64(len(gz(wetRecord(0, -1))) + len(gz(wetRecord(1, -1))))},
+		{"gzip corrupt member", "a.warc.wet.gz", members(2, nil, true), n - 1, "bad_compression", -1},
+		{"gzip one member garbage", "a.warc.wet.gz", oneMember, n, "bad_record", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := writeFile(t, t.TempDir(), tc.file, tc.data)
+			res := readAll(t, []Input{in}, Options{Source: "web", Format: "wet"})
+			if res.err != nil {
+				t.Fatal(res.err)
+			}
+			seen := map[string]bool{}
+			for _, d := range res.docs {
+				seen[d.Text] = true
+			}
+			if len(res.docs) != tc.want || len(seen) != tc.want {
+				t.Errorf("kept %d documents (%d distinct), want %d; problems %v", len(res.docs), len(seen), tc.want, res.problems)
+			}
+			if len(res.problems) != 1 || res.problems[0].Kind != tc.kind || res.problems[0].File != in.Path || res.problems[0].Unit != "offset" ||
+				(tc.off >= 0 && res.problems[0].Pos != tc.off) || !strings.Contains(res.problems[0].Detail, "skipped") {
+				t.Fatalf("problems %v, want one %s at offset %d naming the bytes skipped", res.problems, tc.kind, tc.off)
+			}
+			t.Logf("%d docs; %s", len(res.docs), res.problems[0])
+			if !strings.HasSuffix(tc.file, ".gz") {
+				for _, d := range res.docs {
+					if !bytes.HasPrefix(tc.data[d.Pos:], []byte("WARC/1.0")) {
+						t.Errorf("%s: offset %d does not point at a record", d.ID, d.Pos)
+					}
+				}
+			}
+			sres := readAll(t, []Input{in}, Options{Source: "web", Format: "wet", Strict: true})
+			var pe *ProblemError
+			if !errors.As(sres.err, &pe) || !strings.Contains(sres.err.Error(), in.Path) {
+				t.Fatalf("strict: err %v, want a *ProblemError naming the file", sres.err)
+			}
+		})
 	}
 }

@@ -20,9 +20,10 @@ import (
 // compressed offsets). It implements io.ByteReader so that compress/flate
 // reads through it without adding its own buffering.
 type countingReader struct {
-	br *bufio.Reader
-	n  int64
-	cb func(int64)
+	br    *bufio.Reader
+	n     int64
+	cb    func(int64)
+	ioErr error // the first error reading the file itself (not io.EOF)
 }
 
 func newCounting(r io.Reader, cb func(int64)) *countingReader {
@@ -32,6 +33,7 @@ func newCounting(r io.Reader, cb func(int64)) *countingReader {
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.br.Read(p)
 	c.add(n)
+	c.noteErr(err)
 	return n, err
 }
 
@@ -40,7 +42,24 @@ func (c *countingReader) ReadByte() (byte, error) {
 	if err == nil {
 		c.add(1)
 	}
+	c.noteErr(err)
 	return b, err
+}
+
+// seek continues reading f at off (f must be the file c reads).
+func (c *countingReader) seek(f *os.File, off int64) error {
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return err
+	}
+	c.br.Reset(f)
+	c.n = off
+	return nil
+}
+
+func (c *countingReader) noteErr(err error) {
+	if err != nil && err != io.EOF && c.ioErr == nil {
+		c.ioErr = err
+	}
 }
 
 func (c *countingReader) add(n int) {
@@ -52,29 +71,75 @@ func (c *countingReader) add(n int) {
 }
 
 // openDecompressed opens path and undoes .gz or .zst compression by name.
-func (r *reader) openDecompressed(path string) (io.Reader, *countingReader, func(), error) {
+// A compressed file that cannot be decoded from its start (empty, not in
+// its format) is reported as a problem that skips the file: then src is
+// nil and err is nil, or, in strict mode, the *ProblemError.
+func (r *reader) openDecompressed(path string) (src io.Reader, cr *countingReader, closeFn func(), err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("input %s: %w", path, err)
 	}
-	cr := newCounting(f, r.opts.OnBytes)
+	format := compression(path)
+	if format == "" {
+		cr = newCounting(f, r.opts.OnBytes)
+		return cr, cr, func() { f.Close() }, nil
+	}
+	if st, err := f.Stat(); err != nil {
+		f.Close()
+		return nil, nil, nil, fmt.Errorf("input %s: %w", path, err)
+	} else if st.Size() == 0 {
+		f.Close()
+		return nil, nil, nil, r.emptyCompressed(path, format)
+	}
+	cr = newCounting(f, r.opts.OnBytes)
+	var zr io.Reader
+	var zclose func()
+	if format == "gzip" {
+		g, e := gzip.NewReader(cr)
+		zr, zclose, err = g, func() { g.Close() }, e
+	} else {
+		z, e := zstd.NewReader(cr, zstd.WithDecoderConcurrency(1))
+		zr, zclose, err = z, func() { z.Close() }, e
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, nil, r.decodeFailure(cr, path, 0, "file", format+" header", err)
+	}
+	return zr, cr, func() { zclose(); f.Close() }, nil
+}
+
+// compression is the compression a file's name announces: "gzip" (.gz),
+// "zstd" (.zst) or "" (none).
+func compression(path string) string {
 	switch {
 	case strings.HasSuffix(path, ".gz"):
-		zr, err := gzip.NewReader(cr)
-		if err != nil {
-			f.Close()
-			return nil, nil, nil, fmt.Errorf("input %s: gzip: %w", path, err)
-		}
-		return zr, cr, func() { zr.Close(); f.Close() }, nil
+		return "gzip"
 	case strings.HasSuffix(path, ".zst"):
-		zr, err := zstd.NewReader(cr, zstd.WithDecoderConcurrency(1))
-		if err != nil {
-			f.Close()
-			return nil, nil, nil, fmt.Errorf("input %s: zstd: %w", path, err)
-		}
-		return zr, cr, func() { zr.Close(); f.Close() }, nil
+		return "zstd"
 	}
-	return cr, cr, func() { f.Close() }, nil
+	return ""
+}
+
+// emptyCompressed reports a 0-byte compressed file (no valid gzip or zstd
+// stream is empty), which skips it.
+func (r *reader) emptyCompressed(path, format string) error {
+	return r.problem(Problem{File: path, Unit: "file", Kind: "empty_file", Detail: fmt.Sprintf("0 bytes, not a %s stream", format), Fatal: true})
+}
+
+// decodeFailure handles an error met while decoding a compressed file at
+// pos: a failure to read the file itself is returned as an error (the run
+// cannot go on reliably); a decoding failure is the problem "truncated"
+// (the stream ends early) or "bad_compression" (not in its format, corrupt)
+// that skips the rest of the file.
+func (r *reader) decodeFailure(cr *countingReader, path string, pos int64, unit, what string, err error) error {
+	if cr.ioErr != nil {
+		return fmt.Errorf("input %s: %w", path, cr.ioErr)
+	}
+	kind := "bad_compression"
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		kind = "truncated"
+	}
+	return r.problem(Problem{File: path, Pos: pos, Unit: unit, Kind: kind, Detail: fmt.Sprintf("%s: %v", what, err), Fatal: true})
 }
 
 // readLine returns the next line without its newline. A line longer than
@@ -109,14 +174,9 @@ func trimEOL(b []byte) []byte {
 	return bytes.TrimSuffix(b, []byte("\r"))
 }
 
-func isTruncation(err error) bool {
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) ||
-		strings.Contains(err.Error(), "corrupt") || strings.Contains(err.Error(), "zstd") || strings.Contains(err.Error(), "flate")
-}
-
 func (r *reader) readJSONL(in Input) error {
-	src, _, closeFn, err := r.openDecompressed(in.Path)
-	if err != nil {
+	src, cr, closeFn, err := r.openDecompressed(in.Path)
+	if err != nil || src == nil {
 		return err
 	}
 	defer closeFn()
@@ -131,8 +191,8 @@ func (r *reader) readJSONL(in Input) error {
 			return nil
 		}
 		if err != nil {
-			if isTruncation(err) {
-				return r.problem(Problem{File: in.Path, Pos: lineNo, Unit: "line", Kind: "truncated", Detail: err.Error(), Fatal: true})
+			if compression(in.Path) != "" && cr.ioErr == nil {
+				return r.decodeFailure(cr, in.Path, lineNo, "line", compression(in.Path), err)
 			}
 			return fmt.Errorf("%s:%d: %w", in.Path, lineNo, err)
 		}

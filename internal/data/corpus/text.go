@@ -17,8 +17,8 @@ import (
 // the 1-based line where a document starts. Trailing spaces and tabs of each
 // line are removed (so space-only lines become blank lines).
 func (r *reader) readText(in Input) error {
-	src, _, closeFn, err := r.openDecompressed(in.Path)
-	if err != nil {
+	src, cr, closeFn, err := r.openDecompressed(in.Path)
+	if err != nil || src == nil {
 		return err
 	}
 	defer closeFn()
@@ -67,11 +67,11 @@ func (r *reader) readText(in Input) error {
 			break
 		}
 		if err != nil {
-			if isTruncation(err) {
+			if compression(in.Path) != "" && cr.ioErr == nil {
 				if e := flush(true); e != nil {
 					return e
 				}
-				return r.problem(Problem{File: in.Path, Pos: lineNo, Unit: "line", Kind: "truncated", Detail: err.Error(), Fatal: true})
+				return r.decodeFailure(cr, in.Path, lineNo, "line", compression(in.Path), err)
 			}
 			return fmt.Errorf("%s:%d: %w", in.Path, lineNo, err)
 		}

@@ -30,72 +30,97 @@ type warcRecord struct {
 // per record (the WARC convention; several records per member also work).
 // Response records with HTML become documents after main-content extraction;
 // conversion records (WET) are documents as they are; the rest is skipped.
+// Data that is not a record (garbage between records, a record whose header
+// or length is wrong, bytes between gzip members that are no member, a
+// corrupt member) is skipped up to the next record, or member, and reported
+// once with its offset and the bytes skipped; the records after it are read.
 func (r *reader) readWARC(in Input) error {
 	f, err := os.Open(in.Path)
 	if err != nil {
 		return fmt.Errorf("input %s: %w", in.Path, err)
 	}
 	defer f.Close()
-	cr := newCounting(f, r.opts.OnBytes)
 	rel := relName(in, in.Path)
 	limit := int64(2*r.opts.MaxDocBytes + 1<<20)
-	if !strings.HasSuffix(in.Path, ".gz") {
+	emit := func(rec *warcRecord) error { return r.handleWARC(in, rel, rec) }
+	if compression(in.Path) != "gzip" {
+		cr := newCounting(f, r.opts.OnBytes)
 		br := bufio.NewReaderSize(cr, 1<<20)
-		for {
-			skipNewlines(br) // the CRLF CRLF that ends the previous record
-			off := cr.n - int64(br.Buffered())
-			rec, err := parseWARCRecord(br, limit)
-			if err == io.EOF {
+		s := &warcScanner{file: in.Path, br: br, limit: limit, member: -1,
+			pos:   func() int64 { return cr.n - int64(br.Buffered()) },
+			ioErr: func() error { return cr.ioErr },
+			seek: func(off int64) error {
+				if err := cr.seek(f, off); err != nil {
+					return err
+				}
+				br.Reset(cr)
 				return nil
-			}
-			if err != nil {
-				return r.problem(Problem{File: in.Path, Pos: off, Unit: "offset", Kind: "bad_record", Detail: err.Error(), Fatal: true})
-			}
-			rec.offset = off
-			if err := r.handleWARC(in, rel, rec); err != nil {
-				return err
-			}
-		}
+			}}
+		return r.scanWARC(s, emit)
 	}
-	zr, err := gzip.NewReader(cr)
-	if err == io.EOF {
-		return nil
-	}
+	return r.readGzipWARC(in, f, limit, emit)
+}
+
+// readGzipWARC reads a .warc.gz member by member.
+func (r *reader) readGzipWARC(in Input, f *os.File, limit int64, emit func(*warcRecord) error) error {
+	st, err := f.Stat()
 	if err != nil {
-		return r.problem(Problem{File: in.Path, Pos: 0, Unit: "offset", Kind: "truncated", Detail: "gzip header: " + err.Error(), Fatal: true})
+		return fmt.Errorf("input %s: %w", in.Path, err)
+	}
+	if st.Size() == 0 {
+		return r.emptyCompressed(in.Path, "gzip")
+	}
+	cr := newCounting(f, r.opts.OnBytes)
+	zr, err := gzip.NewReader(cr)
+	if err != nil {
+		return r.decodeFailure(cr, in.Path, 0, "offset", "gzip header", err)
 	}
 	defer zr.Close()
 	start := int64(0)
 	for {
 		zr.Multistream(false)
 		data, err := io.ReadAll(io.LimitReader(zr, limit+1))
-		if err != nil {
-			return r.problem(Problem{File: in.Path, Pos: start, Unit: "offset", Kind: "truncated", Detail: "gzip member: " + err.Error(), Fatal: true})
-		}
-		if int64(len(data)) > limit {
-			if _, err := io.Copy(io.Discard, zr); err != nil {
-				return r.problem(Problem{File: in.Path, Pos: start, Unit: "offset", Kind: "truncated", Detail: "gzip member: " + err.Error(), Fatal: true})
-			}
-			if err := r.problem(Problem{File: in.Path, Pos: start, Unit: "offset", Kind: "too_large", Detail: fmt.Sprintf("gzip member larger than %d bytes", limit)}); err != nil {
-				return err
-			}
-		} else {
-			br := bufio.NewReader(bytes.NewReader(data))
-			for i := 0; ; i++ {
-				rec, err := parseWARCRecord(br, limit)
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					if e := r.problem(Problem{File: in.Path, Pos: start, Unit: "offset", Kind: "bad_record", Detail: err.Error()}); e != nil {
-						return e
-					}
-					break
-				}
-				rec.offset, rec.index = start, i
-				if err := r.handleWARC(in, rel, rec); err != nil {
+		if err == nil && int64(len(data)) > limit {
+			if _, err = io.Copy(io.Discard, zr); err == nil {
+				if err := r.problem(Problem{File: in.Path, Pos: start, Unit: "offset", Kind: "too_large", Detail: fmt.Sprintf("gzip member larger than %d bytes", limit)}); err != nil {
 					return err
 				}
+			}
+			data = nil
+		}
+		if err != nil {
+			if cr.ioErr != nil || errors.Is(err, io.ErrUnexpectedEOF) {
+				return r.decodeFailure(cr, in.Path, start, "offset", "gzip member", err)
+			}
+			// A corrupt member: go on at the next one.
+			at, err := r.nextGzipMember(f, cr, zr, start, "bad_compression", "gzip member: "+err.Error())
+			if at < 0 || err != nil {
+				return err
+			}
+			start = at
+			continue
+		}
+		if data != nil {
+			rd := bytes.NewReader(data)
+			br := bufio.NewReader(rd)
+			i := 0
+			s := &warcScanner{file: in.Path, br: br, limit: limit, member: start,
+				pos:   func() int64 { return int64(len(data)) - int64(rd.Len()) - int64(br.Buffered()) },
+				ioErr: func() error { return nil },
+				seek: func(off int64) error {
+					if _, err := rd.Seek(off, io.SeekStart); err != nil {
+						return err
+					}
+					br.Reset(rd)
+					return nil
+				}}
+			err := r.scanWARC(s, func(rec *warcRecord) error {
+				rec.offset, rec.index = start, i
+				i++
+				return emit(rec)
+			})
+			if err != nil {
+				return err
 			}
 		}
 		start = cr.n
@@ -103,41 +128,196 @@ func (r *reader) readWARC(in Input) error {
 			if err == io.EOF {
 				return nil
 			}
-			return r.problem(Problem{File: in.Path, Pos: start, Unit: "offset", Kind: "truncated", Detail: "gzip header: " + err.Error(), Fatal: true})
+			if cr.ioErr != nil || errors.Is(err, io.ErrUnexpectedEOF) {
+				return r.decodeFailure(cr, in.Path, start, "offset", "gzip header", err)
+			}
+			// Bytes that are no gzip member: go on at the next member.
+			at, err := r.nextGzipMember(f, cr, zr, start, "bad_record", "not a gzip member: "+err.Error())
+			if at < 0 || err != nil {
+				return err
+			}
+			start = at
 		}
 	}
 }
 
-// parseWARCRecord reads one record: version line, headers, blank line,
-// Content-Length bytes of block, then the trailing CRLFs.
-func parseWARCRecord(br *bufio.Reader, limit int64) (*warcRecord, error) {
-	var line string
-	for {
-		l, err := br.ReadString('\n')
-		if err == io.EOF && strings.TrimSpace(l) == "" {
-			return nil, io.EOF
+// nextGzipMember looks for the first gzip member after the unreadable one
+// at offset bad, leaves zr at its start (cr positioned after its header)
+// and reports the skipped bytes as one problem of the given kind. It
+// returns the member's offset, or -1 when no member follows (the rest of
+// the file is skipped and reported) or strict mode ends the read (err).
+func (r *reader) nextGzipMember(f *os.File, cr *countingReader, zr *gzip.Reader, bad int64, kind, why string) (at int64, err error) {
+	for from := bad + 1; ; {
+		at, err = findGzipMagic(f, from)
+		if err != nil {
+			return -1, fmt.Errorf("input %s: %w", f.Name(), err)
 		}
-		if err != nil && err != io.EOF {
-			return nil, err
+		if at < 0 {
+			end, _ := f.Seek(0, io.SeekEnd)
+			return -1, r.problem(Problem{File: f.Name(), Pos: bad, Unit: "offset", Kind: kind, Fatal: true,
+				Detail: fmt.Sprintf("%s; skipped %d bytes to the end of the file", why, end-bad)})
 		}
-		if strings.TrimSpace(l) != "" {
-			line = strings.TrimSpace(l)
-			break
+		if err := cr.seek(f, at); err != nil {
+			return -1, fmt.Errorf("input %s: %w", f.Name(), err)
 		}
+		if zr.Reset(cr) == nil {
+			if err := r.problem(Problem{File: f.Name(), Pos: bad, Unit: "offset", Kind: kind,
+				Detail: fmt.Sprintf("%s; skipped %d bytes to the next gzip member at offset %d", why, at-bad, at)}); err != nil {
+				return -1, err
+			}
+			return at, nil
+		}
+		if cr.ioErr != nil {
+			return -1, fmt.Errorf("input %s: %w", f.Name(), cr.ioErr)
+		}
+		from = at + 1
+	}
+}
+
+// findGzipMagic returns the offset of the first gzip member signature
+// (1f 8b 08) at or after from, or -1.
+func findGzipMagic(f *os.File, from int64) (int64, error) {
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return 0, err
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	for off := from; ; off++ {
+		b, err := br.ReadByte()
 		if err == io.EOF {
-			return nil, io.EOF
+			return -1, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if b != 0x1f {
+			continue
+		}
+		if p, err := br.Peek(2); err == nil && p[0] == 0x8b && p[1] == 8 {
+			return off, nil
 		}
 	}
-	if !strings.HasPrefix(line, "WARC/") {
-		return nil, fmt.Errorf("expected WARC version line, got %.40q", line)
+}
+
+// warcLineMax bounds one line of a WARC record header (and of garbage
+// being skipped), so that a file without newlines cannot exhaust memory.
+const warcLineMax = 1 << 20
+
+// warcScanner is a stream of WARC records: a plain file or the data of
+// one gzip member.
+type warcScanner struct {
+	file   string
+	br     *bufio.Reader
+	pos    func() int64          // offset of the next unread byte
+	seek   func(off int64) error // continue reading at off
+	ioErr  func() error          // a failure reading the file itself, nil when none
+	limit  int64                 // largest record block
+	member int64                 // offset of the gzip member, -1 for a plain file
+}
+
+// scanWARC reads every record of s and passes it to emit with its offset
+// set (for a plain file). Data that is not a record is skipped up to the
+// next WARC version line and reported as one bad_record problem naming the
+// offset where it began and how many bytes were skipped.
+func (r *reader) scanWARC(s *warcScanner, emit func(*warcRecord) error) error {
+	bad, why := int64(-1), ""
+	report := func(end int64, atEOF bool) error {
+		if bad < 0 {
+			return nil
+		}
+		p := Problem{File: s.file, Pos: bad, Unit: "offset", Kind: "bad_record", Fatal: atEOF && s.member < 0}
+		to := fmt.Sprintf("the next record at offset %d", end)
+		if atEOF {
+			to = "the end"
+		}
+		p.Detail = fmt.Sprintf("%s; skipped %d bytes to %s", why, end-bad, to)
+		if s.member >= 0 {
+			p.Pos = s.member
+			p.Detail = fmt.Sprintf("gzip member data at byte %d: %s", bad, p.Detail)
+		}
+		bad = -1
+		return r.problem(p)
 	}
-	h := map[string]string{}
+	var buf []byte
 	for {
-		l, err := br.ReadString('\n')
+		skipNewlines(s.br) // the CRLF CRLF that ends the previous record
+		off := s.pos()
+		line, tooLong, err := readLine(s.br, buf, warcLineMax)
+		buf = line[:0]
+		if err == io.EOF {
+			return report(off, true)
+		}
+		if err != nil {
+			return fmt.Errorf("input %s: offset %d: %w", s.file, off, err)
+		}
+		if tooLong || !warcVersionLine(line) {
+			if bad < 0 {
+				bad, why = off, fmt.Sprintf("expected a WARC version line, got %.40q", line)
+				if tooLong {
+					why = fmt.Sprintf("expected a WARC version line, got a line longer than %d bytes", warcLineMax)
+				}
+			}
+			continue
+		}
+		after := s.pos()
+		rec, err := parseWARCRest(s.br, s.limit)
+		if err != nil {
+			if e := s.ioErr(); e != nil {
+				return fmt.Errorf("input %s: %w", s.file, e)
+			}
+			if bad < 0 {
+				bad, why = off, err.Error()
+			}
+			// The header or the Content-Length may be what is wrong: look
+			// for the next record right after this version line.
+			if err := s.seek(after); err != nil {
+				return fmt.Errorf("input %s: %w", s.file, err)
+			}
+			continue
+		}
+		if err := report(off, false); err != nil {
+			return err
+		}
+		rec.offset = off
+		if err := emit(rec); err != nil {
+			return err
+		}
+	}
+}
+
+// warcVersionLine reports whether line is a WARC version line ("WARC/1.0").
+func warcVersionLine(line []byte) bool {
+	v, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("WARC/"))
+	if !ok {
+		return false
+	}
+	major, minor, ok := bytes.Cut(v, []byte("."))
+	return ok && len(major) > 0 && len(minor) > 0 && allDigits(major) && allDigits(minor)
+}
+
+func allDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseWARCRest reads a record after its version line: headers, blank
+// line, Content-Length bytes of block.
+func parseWARCRest(br *bufio.Reader, limit int64) (*warcRecord, error) {
+	h := map[string]string{}
+	var buf []byte
+	for {
+		b, tooLong, err := readLine(br, buf, warcLineMax)
+		buf = b[:0]
 		if err != nil {
 			return nil, fmt.Errorf("record header: %w", unexpected(err))
 		}
-		l = strings.TrimRight(l, "\r\n")
+		if tooLong {
+			return nil, fmt.Errorf("record header line longer than %d bytes", warcLineMax)
+		}
+		l := string(b)
 		if l == "" {
 			break
 		}

@@ -120,6 +120,11 @@ type ProblemReport struct {
 	Total  int64            `json:"total"`
 	Counts map[string]int64 `json:"counts"`
 	List   []string         `json:"list"` // the first few, "file:line N: kind: detail"
+	// FilesSkipped counts input files whose rest (or whole) was skipped
+	// because it could not be read or decoded (0 bytes, not in its
+	// compression format, corrupt, truncated); each is also a problem
+	// counted above by kind.
+	FilesSkipped int64 `json:"files_skipped"`
 }
 
 // Hotspot is one large near-duplicate cluster.
@@ -241,7 +246,11 @@ func (r *Report) WriteSummary(w io.Writer) {
 		}
 	}
 	if r.Problems.Total > 0 {
-		fmt.Fprintf(w, "\nmalformed input: %d (skipped or repaired)\n", r.Problems.Total)
+		fmt.Fprintf(w, "\nmalformed input: %d (skipped or repaired)", r.Problems.Total)
+		if r.Problems.FilesSkipped > 0 {
+			fmt.Fprintf(w, "; %d input files not read to the end", r.Problems.FilesSkipped)
+		}
+		fmt.Fprintln(w)
 		for _, p := range firstN(r.Problems.List, 5) {
 			fmt.Fprintf(w, "  %s\n", p)
 		}

@@ -83,6 +83,9 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*datareport.Report, 
 	if err != nil {
 		return nil, err
 	}
+	if err := removeLeftovers(opts); err != nil {
+		return nil, err
+	}
 	if !opts.Force {
 		if old, err := datareport.Load(opts.Out); err == nil && old.Complete && old.Fingerprint == fp {
 			old.UpToDate = true
@@ -125,6 +128,27 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*datareport.Report, 
 		rep.WriteSummary(opts.Summary)
 	}
 	return rep, nil
+}
+
+// removeLeftovers removes the temporary directories a killed run left
+// beside opts.Out (only atomicfile's temporary names for this output) and
+// logs what it removed or put back.
+func removeLeftovers(opts RunOptions) error {
+	out := filepath.Clean(opts.Out)
+	lo, err := atomicfile.RemoveStaleTemps(filepath.Dir(out), filepath.Base(out))
+	if err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	for _, p := range lo.Removed {
+		opts.Log.Info("prepare: removed the temporary directory of an interrupted run", "path", p)
+	}
+	if lo.Restored != "" {
+		opts.Log.Warn("prepare: put back the dataset an interrupted run had moved aside", "from", lo.Restored, "to", out)
+	}
+	for _, p := range lo.InUse {
+		opts.Log.Warn("prepare: another prepare is writing this output", "temporary", p)
+	}
+	return nil
 }
 
 // fingerprint hashes the resolved config, the pipeline version and every
@@ -354,6 +378,12 @@ func (p *pipeline) read(ctx context.Context, out chan<- *item) error {
 			st.Problems[pr.Kind]++
 			p.rep.Problems.Counts[pr.Kind]++
 			p.rep.Problems.Total++
+			if pr.Fatal {
+				p.rep.Problems.FilesSkipped++
+				if !p.opts.Strict { // strict: the run's error says it
+					p.opts.Log.Warn("prepare: input file skipped from here on", "source", s.Name, "file", pr.File, "kind", pr.Kind, "at", fmt.Sprintf("%s %d", pr.Unit, pr.Pos), "reason", pr.Detail)
+				}
+			}
 			if len(p.rep.Problems.List) < p.cfg.Report.MaxProblems {
 				p.rep.Problems.List = append(p.rep.Problems.List, pr.String())
 			}
