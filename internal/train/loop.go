@@ -16,6 +16,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/peak"
+	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -52,6 +53,11 @@ type Options struct {
 	// Observers receive every step, evaluation and checkpoint.
 	Observers []Observer
 	Logger    *slog.Logger
+	// Lock is the caller's hold on Dir (internal/run takes it before the
+	// monitor writes there); Run then neither takes nor releases one. When
+	// nil, Run takes the lock of Dir itself and releases it on return, so
+	// that two trainers never share a run directory.
+	Lock *runlock.Lock
 }
 
 // Result summarises a finished (or interrupted) run.
@@ -159,6 +165,22 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	t := &trainer{o: o, log: o.Logger, ckRoot: filepath.Join(o.Dir, "checkpoints"), T: o.Model.SeqLen, start: start}
 	if t.log == nil {
 		t.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	switch {
+	case o.Lock == nil:
+		lk, err := runlock.Acquire(o.Dir, t.log)
+		if err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
+		defer func() {
+			if rerr := lk.Release(); rerr != nil {
+				t.log.Warn("train: run directory lock", "err", rerr)
+			}
+		}()
+	case !o.Lock.Held():
+		return nil, fmt.Errorf("train: the lock passed in for %s was released before the run", o.Lock.Dir())
+	case !o.Lock.Holds(o.Dir):
+		return nil, fmt.Errorf("train: the lock passed in holds %s, not the run directory %s", o.Lock.Dir(), o.Dir)
 	}
 	res, err = t.run(ctx)
 	if t.ml != nil {
