@@ -241,6 +241,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		if err := t.resume(loaded); err != nil {
 			return nil, err
 		}
+		removeHalfDeleted(t.ckRoot, t.log)
 		res.Resumed, res.Checkpoint = true, loaded.Dir
 		if o.Init.From != "" {
 			t.log.Info("resuming; init.from is ignored because the run directory already holds checkpoints", "init.from", o.Init.From)
@@ -703,10 +704,7 @@ func (t *trainer) checkpoint(kind string) error {
 		return err
 	}
 	t.lastCkpt, t.lastCkptTime = dir, time.Now()
-	deleted, err := applyKeepPolicy(t.ckRoot, t.o.Checkpoint.Keep)
-	if err != nil {
-		return err
-	}
+	deleted := applyKeepPolicy(t.ckRoot, t.o.Checkpoint.Keep, t.log)
 	ev := &runlog.Checkpoint{Step: t.st.Step, TokensSeen: t.st.TokensSeen, WallTime: t.st.WallTime, Dir: dir, Kind: kind,
 		Seconds: time.Since(start).Seconds(), Bytes: size, Deleted: deleted, OutputKLToPrev: math.NaN()}
 	if kl, ok, err := t.probeKL(); err != nil {
