@@ -66,10 +66,11 @@ func (e *HeldError) Error() string {
 
 // Lock is an exclusive hold on one run directory. Release gives it back.
 type Lock struct {
-	dir    string // absolute, clean
-	path   string
-	f      *os.File
-	holder Holder
+	dir     string // absolute, clean
+	path    string
+	f       *os.File
+	flocked bool
+	holder  Holder
 }
 
 // Dir returns the (absolute) run directory the lock holds.
@@ -163,7 +164,7 @@ func acquire(dir string, log *slog.Logger, useFlock bool) (*Lock, error) {
 			os.Remove(path)
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
-		return &Lock{dir: abs, path: path, f: f, holder: me}, nil
+		return &Lock{dir: abs, path: path, f: f, flocked: flocked, holder: me}, nil
 	}
 	return nil, fmt.Errorf("lock %s: the lock file kept changing while it was being taken; another process is starting in this run directory", path)
 }
@@ -255,20 +256,26 @@ func samePath(f *os.File, path string) bool {
 }
 
 // Release gives the lock back: it removes the lock file (when it is still
-// this lock's file) and then drops the flock. It is safe to call more than
-// once and on a nil Lock.
+// this lock's file) and drops the flock. Under flock the file is removed
+// while the flock is still held, so no one can take a file that is about to
+// disappear; without flock it is closed first (Windows cannot remove an
+// open file). It is safe to call more than once and on a nil Lock.
 func (l *Lock) Release() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
 	var errs []error
-	if samePath(l.f, l.path) {
+	ours := samePath(l.f, l.path)
+	if !l.flocked {
+		errs = append(errs, l.f.Close())
+	}
+	if ours {
 		if err := os.Remove(l.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
-	if err := l.f.Close(); err != nil {
-		errs = append(errs, err)
+	if l.flocked {
+		errs = append(errs, l.f.Close())
 	}
 	l.f = nil
 	if err := errors.Join(errs...); err != nil {
