@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/buildinfo"
@@ -184,10 +183,13 @@ func (t *Observer) Finish(runErr error) error {
 		return runErr
 	}
 	var nanErr *train.NaNError
+	var ckErr *train.CheckpointError
 	switch {
 	case errors.As(runErr, &nanErr):
 		t.m.Observe(monitor.Sample{Step: int64(nanErr.Step), Tokens: t.last.TokensSeen, Values: map[string]float64{"nan_inf_events": 1}})
-	case runErr != nil && !errors.Is(runErr, context.Canceled) && strings.Contains(runErr.Error(), "checkpoint") && !strings.Contains(runErr.Error(), "monitor paused"):
+	case errors.As(runErr, &ckErr) && !errors.Is(runErr, context.Canceled):
+		// Only a checkpoint that could not be saved (or verified) is
+		// checkpoint_failed, not every error that mentions one.
 		t.m.Record(monitor.Event{Kind: monitor.EventCheckpoint, Step: int64(t.last.Step), OK: false, Detail: runErr.Error()})
 	}
 	if err := t.m.Close(); err != nil {

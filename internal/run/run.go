@@ -21,6 +21,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/dashboard"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
+	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
@@ -63,6 +64,21 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
+	// One trainer per run directory: the lock is taken before the monitor
+	// writes anything there, and held until the run has ended.
+	lk, err := runlock.Acquire(dir, to.Logger)
+	if err != nil {
+		if c, ok := to.Data.(io.Closer); ok {
+			c.Close()
+		}
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	defer func() {
+		if rerr := lk.Release(); rerr != nil {
+			to.Logger.Warn("train: run directory lock", "err", rerr)
+		}
+	}()
+	to.Lock = lk
 	ob, err := NewObserver(cfg, dir, to.Logger, &to.Manifest)
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/peak"
+	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -52,6 +53,11 @@ type Options struct {
 	// Observers receive every step, evaluation and checkpoint.
 	Observers []Observer
 	Logger    *slog.Logger
+	// Lock is the caller's hold on Dir (internal/run takes it before the
+	// monitor writes there); Run then neither takes nor releases one. When
+	// nil, Run takes the lock of Dir itself and releases it on return, so
+	// that two trainers never share a run directory.
+	Lock *runlock.Lock
 }
 
 // Result summarises a finished (or interrupted) run.
@@ -160,6 +166,22 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	if t.log == nil {
 		t.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	switch {
+	case o.Lock == nil:
+		lk, err := runlock.Acquire(o.Dir, t.log)
+		if err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
+		defer func() {
+			if rerr := lk.Release(); rerr != nil {
+				t.log.Warn("train: run directory lock", "err", rerr)
+			}
+		}()
+	case !o.Lock.Held():
+		return nil, fmt.Errorf("train: the lock passed in for %s was released before the run", o.Lock.Dir())
+	case !o.Lock.Holds(o.Dir):
+		return nil, fmt.Errorf("train: the lock passed in holds %s, not the run directory %s", o.Lock.Dir(), o.Dir)
+	}
 	res, err = t.run(ctx)
 	if t.ml != nil {
 		if cerr := t.ml.Close(); err == nil && cerr != nil {
@@ -219,6 +241,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		if err := t.resume(loaded); err != nil {
 			return nil, err
 		}
+		removeHalfDeleted(t.ckRoot, t.log)
 		res.Resumed, res.Checkpoint = true, loaded.Dir
 		if o.Init.From != "" {
 			t.log.Info("resuming; init.from is ignored because the run directory already holds checkpoints", "init.from", o.Init.From)
@@ -686,10 +709,7 @@ func (t *trainer) checkpoint(kind string) error {
 		return err
 	}
 	t.lastCkpt, t.lastCkptTime = dir, time.Now()
-	deleted, err := applyKeepPolicy(t.ckRoot, t.o.Checkpoint.Keep)
-	if err != nil {
-		return err
-	}
+	deleted := applyKeepPolicy(t.ckRoot, t.o.Checkpoint.Keep, t.log)
 	ev := &runlog.Checkpoint{Step: t.st.Step, TokensSeen: t.st.TokensSeen, WallTime: t.st.WallTime, Dir: dir, Kind: kind,
 		Seconds: time.Since(start).Seconds(), Bytes: size, Deleted: deleted, OutputKLToPrev: math.NaN()}
 	if kl, ok, err := t.probeKL(); err != nil {
