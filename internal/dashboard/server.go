@@ -278,9 +278,10 @@ func (s *Server) handleMetrics(w http.ResponseWriter, req *http.Request) {
 			names = append(names, n)
 		}
 	}
-	// Copy what the response needs under the lock and release it before
-	// writing: a client that does not read must not hold the run's lock
-	// (every other request for the run refreshes it under that lock).
+	// Reduce the series under the lock (Downsample copies what it keeps)
+	// and release it before encoding and writing: a client that does not
+	// read must not hold the run's lock (every other request for the run
+	// refreshes it under that lock).
 	d := r.data
 	d.mu.Lock() // Column may pad columns
 	xs, err := d.Axis(q.Get("x"))
@@ -297,17 +298,18 @@ func (s *Server) handleMetrics(w http.ResponseWriter, req *http.Request) {
 	for i, k := range idx {
 		x[i] = xs[k]
 	}
-	ys := make([][]float32, len(names)) // nil: the run has no such metric
+	series := make([]*Envelope, len(names)) // nil: the run has no such metric
+	y := make([]float32, len(idx))
 	for i, name := range names {
 		col := d.Column(name)
 		if col == nil {
 			continue
 		}
-		y := make([]float32, len(idx))
 		for j, k := range idx {
 			y[j] = col[k]
 		}
-		ys[i] = y
+		e := Downsample(x, y, maxPoints)
+		series[i] = &e
 	}
 	d.mu.Unlock()
 
@@ -325,12 +327,12 @@ func (s *Server) handleMetrics(w http.ResponseWriter, req *http.Request) {
 		}
 		buf = strconv.AppendQuote(buf, name)
 		buf = append(buf, ':')
-		if ys[i] == nil {
+		if series[i] == nil {
 			buf = append(buf, "null"...)
 			continue
 		}
-		buf = appendEnvelope(buf, Downsample(x, ys[i], maxPoints))
-		ys[i] = nil
+		buf = appendEnvelope(buf, *series[i])
+		series[i] = nil
 		if len(buf) > 1<<20 {
 			if _, err := w.Write(buf); err != nil {
 				return
