@@ -94,6 +94,12 @@ func TestRunFilesStayInsideRun(t *testing.T) {
 		{name: "event file links out", setup: func(t *testing.T, e env) {
 			link(t, filepath.Join(e.root, "secret.txt"), filepath.Join(e.run, "events.out.tfevents.1.host"))
 		}, urls: []string{"/files/alpha/events.out.tfevents.1.host"}},
+		{name: "config.toml is a named pipe", setup: func(t *testing.T, e env) {
+			_ = os.Remove(filepath.Join(e.run, "config.toml"))
+			if err := mkfifo(filepath.Join(e.run, "config.toml")); err != nil {
+				t.Skipf("no named pipes here: %v", err)
+			}
+		}, urls: []string{"/api/run?run=alpha", "/files/alpha/config.toml"}, problem: "not a regular file"},
 		{name: "links inside the run are followed", setup: func(t *testing.T, e env) {
 			write(t, filepath.Join(e.run, "configs", "used.toml"), "[optim]\nlr = 0.5\n")
 			link(t, filepath.Join("configs", "used.toml"), filepath.Join(e.run, "config.toml"))
