@@ -470,7 +470,7 @@ type RunInfo struct {
 	Config     string          `json:"config"`             // config.toml text
 	ConfigFlat map[string]any  `json:"config_flat"`        // section.key → value, for comparing runs
 	Manifest   json.RawMessage `json:"manifest"`           // manifest.json
-	DataReport json.RawMessage `json:"data_report"`        // the dataset's report.json, if found
+	DataReport json.RawMessage `json:"data_report"`        // the run's data_report.json (a copy of the dataset's report.json), if any
 	Files      []string        `json:"files"`              // downloadable files (/files/<run>/<name>)
 	TensorBrd  []string        `json:"tensorboard"`        // event files in the run directory
 	Rows       int             `json:"rows"`               // metric lines read
