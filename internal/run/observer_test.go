@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -215,6 +216,19 @@ func TestTrainLRSpikeX1000IsSEV0(t *testing.T) {
 	}
 	if cks, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "step-*")); len(cks) == 0 || !strings.HasSuffix(cks[len(cks)-1], "step-00000060") {
 		t.Errorf("checkpoints %v, want the last good one at step 60 and none after the blow-up", cks)
+	}
+	// Every step line carries the process CPU time beside the wall time
+	// (getrusage; unix systems).
+	if runtime.GOOS != "windows" && runtime.GOOS != "plan9" && runtime.GOOS != "js" && runtime.GOOS != "wasip1" {
+		b, err := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if strings.Contains(line, `"train_loss_raw"`) && !strings.Contains(line, `"cpu_time":`) {
+				t.Fatalf("metrics.jsonl line %d lacks cpu_time: %.200s", i+1, line)
+			}
+		}
 	}
 }
 
