@@ -55,7 +55,7 @@ func NewObserver(cfg config.Config, runDir string, log *slog.Logger, man *runlog
 	case !errors.Is(err, fs.ErrNotExist):
 		log.Warn("monitor: the run's previous manifest is unreadable; resume checks skipped", "err", err)
 	}
-	opts := monitor.Options{RunDir: runDir, Logger: log, RunInfo: map[string]string{"name": cfg.Run.Name}}
+	opts := monitor.Options{RunDir: runDir, Logger: log, RunInfo: map[string]string{"name": cfg.Run.Name}, Vocab: cfg.Model.Vocab}
 	if b, err := config.Marshal(cfg); err == nil {
 		opts.ConfigTOML = b
 	}

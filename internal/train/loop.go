@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/batchsched"
+	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/peak"
@@ -300,7 +301,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 
 	runStart := time.Now()
 	wall0 := t.st.WallTime
-	lastLine := time.Now()
+	lastLine, lastCPU := time.Now(), kernels.ProcessCPUSeconds()
 	for s := t.st.Step + 1; s <= o.Train.Steps; s++ {
 		if ctx.Err() != nil {
 			return t.interrupt(res, wall0, runStart)
@@ -314,6 +315,9 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		now := time.Now()
 		m.StepTime = now.Sub(lastLine).Seconds()
 		lastLine = now
+		if cpu := kernels.ProcessCPUSeconds(); cpu > 0 {
+			m.CPUTime, lastCPU = cpu-lastCPU, cpu
+		}
 		m.CheckpointTime, m.EvalTime = t.pendingCkptTime, t.pendingEvalTime
 		t.pendingCkptTime, t.pendingEvalTime = 0, 0
 		if m.StepTime > 0 {
