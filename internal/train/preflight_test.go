@@ -245,3 +245,34 @@ func TestNoValidationDataRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateRefusesNaN: the range checks of the [train] and [checkpoint]
+// sections fail for NaN too (a NaN passes `x < 0 || x >= 1`), so a
+// trainer driven without internal/config (tests, other callers) still
+// refuses it, naming the field.
+func TestValidateRefusesNaN(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		field string
+		set   func(*Config)
+	}{
+		{"train.val_fraction", func(c *Config) { c.ValFraction = nan }},
+		{"train.loss_ema_beta", func(c *Config) { c.LossEMABeta = nan }},
+		{"train.peak_gflops", func(c *Config) { c.PeakGFLOPS = nan }},
+		{"train.peak_gflops", func(c *Config) { c.PeakGFLOPS = math.Inf(1) }},
+		{"train.max_minutes", func(c *Config) { c.MaxMinutes = nan }},
+	} {
+		c := DefaultConfig()
+		tc.set(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: Validate = %v", tc.field, err)
+		}
+	}
+	for _, x := range []float64{nan, math.Inf(1), -1} {
+		c := DefaultCheckpointConfig()
+		c.EveryMinutes = x
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "checkpoint.every_minutes") {
+			t.Errorf("checkpoint.every_minutes = %v: Validate = %v", x, err)
+		}
+	}
+}
