@@ -54,6 +54,12 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 	if err != nil {
 		return nil, err
 	}
+	if err := train.Preflight(to); err != nil { // before the monitor creates files in dir
+		if c, ok := to.Data.(io.Closer); ok {
+			_ = c.Close()
+		}
+		return nil, err
+	}
 	if opts.Fresh {
 		// Refuse here, before the monitor creates files in the directory
 		// (train.Run would otherwise see the directory the monitor made).

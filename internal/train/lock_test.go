@@ -154,6 +154,21 @@ func (f failAt) OnStep(m *runlog.Step) error {
 func (failAt) OnEval(*runlog.Eval) error             { return nil }
 func (failAt) OnCheckpoint(*runlog.Checkpoint) error { return nil }
 
+// failingData is a data source whose batches fail from step index at on
+// (a data error in the middle of a run; a source without validation data
+// is refused before the run starts).
+type failingData struct {
+	DataSource
+	at int
+}
+
+func (f failingData) Fill(step, batch, row0, n int, inputs, targets, segIDs []int32, srcs []int) error {
+	if step >= f.at {
+		return errors.New("bad data")
+	}
+	return f.DataSource.Fill(step, batch, row0, n, inputs, targets, segIDs, srcs)
+}
+
 // lockSeen records the lock file of dir as the first step saw it.
 type lockSeen struct {
 	dir, content string
@@ -181,7 +196,7 @@ func TestLockReleasedOnEveryExit(t *testing.T) {
 		{"nan stop", func(o *Options, _ context.CancelFunc) { o.Debug.NaNAtStep = 3 }, true},
 		{"observer error", func(o *Options, _ context.CancelFunc) { o.Observers = []Observer{failAt(2)} }, true},
 		{"ctrl-c", func(o *Options, cancel context.CancelFunc) { o.Observers = []Observer{stopAt{step: 2, cancel: cancel}} }, false},
-		{"bad data", func(o *Options, _ context.CancelFunc) { o.Data = NewBytesSource(corpus(), nil, 32, 1) }, true},
+		{"bad data", func(o *Options, _ context.CancelFunc) { o.Data = failingData{o.Data, 2} }, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run")

@@ -129,6 +129,29 @@ type trainer struct {
 	probe                   *probeBatch // nil: no probes
 }
 
+// Preflight checks o before anything is allocated or written, as Run does
+// first: every config section's Validate, the data source (present, its
+// sequence length, validation data for the evaluations) and the memory
+// the run needs (EstimateMemory) against the memory available. A caller
+// that creates files before calling Run (the monitor's) calls it first.
+func Preflight(o Options) error {
+	for _, v := range []interface{ Validate() error }{o.Model, o.Optim, o.Train, o.Checkpoint, o.Init} {
+		if err := v.Validate(); err != nil {
+			return err
+		}
+	}
+	if o.Data == nil {
+		return errors.New("train: no data source")
+	}
+	if o.Data.SeqLen() != o.Model.SeqLen {
+		return fmt.Errorf("train: data sequence length %d differs from model.seq_len %d", o.Data.SeqLen(), o.Model.SeqLen)
+	}
+	if err := checkValData(o); err != nil {
+		return err
+	}
+	return checkMemory(o)
+}
+
 // Run trains until Train.Steps, resuming from the newest valid checkpoint
 // in Dir when there is one. Cancelling ctx writes a checkpoint and returns
 // (Result.Interrupted, nil).
@@ -141,16 +164,8 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 			}
 		}()
 	}
-	for _, v := range []interface{ Validate() error }{o.Model, o.Optim, o.Train, o.Checkpoint, o.Init} {
-		if err := v.Validate(); err != nil {
-			return nil, err
-		}
-	}
-	if o.Data == nil {
-		return nil, errors.New("train: no data source")
-	}
-	if o.Data.SeqLen() != o.Model.SeqLen {
-		return nil, fmt.Errorf("train: data sequence length %d differs from model.seq_len %d", o.Data.SeqLen(), o.Model.SeqLen)
+	if err := Preflight(o); err != nil {
+		return nil, err
 	}
 	if o.Dir == "" {
 		return nil, errors.New("train: no run directory")
@@ -220,10 +235,9 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	if t.bsched, err = batchsched.FromConfig("train.batch_schedule", o.Train.BatchSchedule, o.Train.BatchSize); err != nil {
 		return nil, err
 	}
-	maxB := t.bsched.Max()
-	mb := o.Train.MicroBatch
-	if mb <= 0 || mb > maxB {
-		mb = maxB
+	mb, err := microBatch(o.Train)
+	if err != nil {
+		return nil, err
 	}
 	t.inputs, t.targets, t.segIDs = make([]int32, mb*t.T), make([]int32, mb*t.T), make([]int32, mb*t.T)
 	t.srcs = make([]int, mb)
