@@ -50,7 +50,7 @@ type Config struct {
 	ClipRate        float64 `toml:"clip_rate" comment:"SEV1 clip_rate_rising when the clip rate of the last window steps exceeds this, the rate of the clip_baseline steps before them was below it, and it rose by clip_rise (a recipe that clips most steps from the start, like nanoGPT's, is not rising)"`
 	ClipRise        float64 `toml:"clip_rise" comment:"clip_rate_rising: rise (absolute fraction of steps) of the recent window's clip rate over the baseline's"`
 	ClipBaseline    int     `toml:"clip_baseline" comment:"clip_rate_rising: steps before the recent window that make the baseline clip rate (the rule waits for window of them)"`
-	MixDrift        float64 `toml:"mix_drift" comment:"SEV2 when a source's source_mix_share differs from its target weight by more than this (absolute)"`
+	MixDrift        float64 `toml:"mix_drift" comment:"SEV2 when a source's source_mix_share differs from its target weight by more than this (absolute; window mean of share − the weight of the data stage in force at each step)"`
 	ValRegressEvals int     `toml:"val_regress_evals" comment:"SEV2 when val_loss rose in this many consecutive evals"`
 	StallFrac       float64 `toml:"stall_frac" comment:"SEV2 when dataloader_stall_frac (window mean) exceeds this"`
 
@@ -59,6 +59,18 @@ type Config struct {
 	DivergenceValMargin    float64 `toml:"divergence_val_margin" comment:"SEV0 divergence when val_loss exceeds ln V by more than this many nats (worse than predicting uniformly)"`
 	DivergenceUpdateFactor float64 `toml:"divergence_update_factor" comment:"SEV0 divergence when update_to_weight exceeds this × its window median (and divergence_update_min): one such step rewrites the weights"`
 	DivergenceUpdateMin    float64 `toml:"divergence_update_min" comment:"divergence: update_to_weight must also exceed this absolute value"`
+
+	FixedProbeJump       float64 `toml:"fixed_probe_jump" comment:"SEV2 fixed_probe_discontinuity when fixed_probe_loss moves between two evals by more than this many nats beyond what val_loss moved (|Δprobe − Δval|; |Δprobe| when an eval has no val_loss): the frozen probe batch should follow val_loss smoothly, a jump means the tokenizer, masking or preprocessing changed"`
+	KLSpikeFactor        float64 `toml:"kl_spike_factor" comment:"SEV1 output_kl_spike when output_kl_to_prev at a checkpoint exceeds this × the median of the (up to 3) previous ones (at least 2 earlier checkpoints) and kl_spike_min"`
+	KLSpikeMin           float64 `toml:"kl_spike_min" comment:"output_kl_spike: output_kl_to_prev must also exceed this many nats"`
+	GapWidenEvals        int     `toml:"gap_widen_evals" comment:"SEV2 train_val_gap_widening when train_val_gap (val_loss − train_loss_ema) widened in this many consecutive evals, by gap_widen nats in all, while val_loss improved by less than the gap widened (train falls more than twice as fast as val); 0 = off"`
+	GapWiden             float64 `toml:"gap_widen" comment:"train_val_gap_widening: total widening (nats) over gap_widen_evals evals"`
+	SliceRegressEvals    int     `toml:"slice_regress_evals" comment:"SEV2 slice_val_regression when a source's slice_val_loss rose in this many consecutive evals (by slice_regress_min nats in all) while val_loss fell or stayed (rose by less than half as much); a source whose mixture weight a data stage lowered meanwhile is expected to rise and is left out; 0 = off"`
+	SliceRegressMin      float64 `toml:"slice_regress_min" comment:"slice_val_regression: total rise (nats) of the slice over slice_regress_evals evals"`
+	FlatLossWindows      int     `toml:"flat_loss_windows" comment:"SEV1 flat_loss_after_warmup: for this many windows after warm-up, the median train_loss_raw of each window must fall flat_loss_drop below the previous window's (the last window of warm-up first); 0 = off"`
+	FlatLossDrop         float64 `toml:"flat_loss_drop" comment:"flat_loss_after_warmup: the least relative fall of the window median of train_loss_raw early after warm-up"`
+	CheckpointTimeFactor float64 `toml:"checkpoint_time_factor" comment:"SEV2 checkpoint_time_growth when a checkpoint's checkpoint_time exceeds this × the median of the run's first (up to 3) checkpoints (at least 2 earlier ones) and that median + checkpoint_time_min"`
+	CheckpointTimeMin    float64 `toml:"checkpoint_time_min" comment:"checkpoint_time_growth: the least rise (seconds) over the baseline median that counts (small checkpoints jitter by more than their size)"`
 
 	MixTargets map[string]float64 `toml:"mix_targets" comment:"target source weights for the mixture-drift rule (empty = taken from the data config by the trainer)"`
 }
@@ -105,6 +117,21 @@ func DefaultConfig() Config {
 		DivergenceValMargin:    0.5,
 		DivergenceUpdateFactor: 300,
 		DivergenceUpdateMin:    0.1,
+		// Healthy shakespeare-char (2,000 steps) and demo --quick replays:
+		// |Δprobe − Δval| ≤ 0.07, output_kl_to_prev falls at every
+		// checkpoint, the gap widens by ≤ 0.06 over 3 evals while val_loss
+		// improves 4× as much, checkpoint_time varies within 1.5×.
+		FixedProbeJump:       0.3,
+		KLSpikeFactor:        4,
+		KLSpikeMin:           0.05,
+		GapWidenEvals:        3,
+		GapWiden:             0.05,
+		SliceRegressEvals:    2,
+		SliceRegressMin:      0.02,
+		FlatLossWindows:      2,
+		FlatLossDrop:         0.01,
+		CheckpointTimeFactor: 2,
+		CheckpointTimeMin:    1,
 	}
 }
 
@@ -126,6 +153,9 @@ func (c Config) Validate() error {
 	if c.Window < 8 {
 		errs = append(errs, fmt.Errorf("monitor.window must be >= 8, got %d", c.Window))
 	}
+	if c.GapWidenEvals < 0 || c.SliceRegressEvals < 0 || c.FlatLossWindows < 0 {
+		errs = append(errs, errors.New("monitor.gap_widen_evals, slice_regress_evals and flat_loss_windows must be >= 0 (0 = off)"))
+	}
 	if c.Cooldown < 0 || c.SpikeLookback < 0 || c.TraceSteps < 0 || c.TraceFromStep < 0 {
 		errs = append(errs, errors.New("monitor.cooldown, spike_lookback, trace_steps and trace_from_step must be >= 0"))
 	}
@@ -136,7 +166,7 @@ func (c Config) Validate() error {
 		n string
 		v float64
 	}{{"skip_storm_frac", c.SkipStormFrac}, {"throughput_drop", c.ThroughputDrop}, {"clip_rate", c.ClipRate}, {"stall_frac", c.StallFrac}, {"entropy_drop_frac", c.EntropyDropFrac},
-		{"clip_rise", c.ClipRise}, {"contention_cpu_share", c.ContentionShare}} {
+		{"clip_rise", c.ClipRise}, {"contention_cpu_share", c.ContentionShare}, {"flat_loss_drop", c.FlatLossDrop}} {
 		if !(f.v >= 0 && f.v <= 1) {
 			errs = append(errs, fmt.Errorf("monitor.%s must be in [0, 1], got %g", f.n, f.v))
 		}
@@ -145,9 +175,23 @@ func (c Config) Validate() error {
 		n string
 		v float64
 	}{{"divergence_loss_factor", c.DivergenceLossFactor}, {"divergence_val_margin", c.DivergenceValMargin},
-		{"divergence_update_factor", c.DivergenceUpdateFactor}, {"divergence_update_min", c.DivergenceUpdateMin}} {
+		{"divergence_update_factor", c.DivergenceUpdateFactor}, {"divergence_update_min", c.DivergenceUpdateMin},
+		{"fixed_probe_jump", c.FixedProbeJump}, {"kl_spike_factor", c.KLSpikeFactor}, {"checkpoint_time_factor", c.CheckpointTimeFactor}} {
 		if !(f.v > 0 && !math.IsInf(f.v, 1)) {
 			errs = append(errs, fmt.Errorf("monitor.%s must be a finite number > 0, got %g", f.n, f.v))
+		}
+	}
+	for _, f := range []struct {
+		n string
+		v float64
+	}{{"kl_spike_min", c.KLSpikeMin}, {"gap_widen", c.GapWiden}, {"slice_regress_min", c.SliceRegressMin}, {"checkpoint_time_min", c.CheckpointTimeMin}, {"mix_drift", c.MixDrift}} {
+		if !(f.v >= 0 && !math.IsInf(f.v, 1)) {
+			errs = append(errs, fmt.Errorf("monitor.%s must be a finite number >= 0, got %g", f.n, f.v))
+		}
+	}
+	for name, w := range c.MixTargets {
+		if !(w >= 0 && !math.IsInf(w, 1)) {
+			errs = append(errs, fmt.Errorf("monitor.mix_targets.%s must be a finite number >= 0, got %g", name, w))
 		}
 	}
 	if c.Webhook != "" && !strings.HasPrefix(c.Webhook, "http://") && !strings.HasPrefix(c.Webhook, "https://") {

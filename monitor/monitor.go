@@ -40,8 +40,19 @@ type Options struct {
 	// (default: <RunDir>/config.toml when it exists).
 	ConfigTOML []byte
 	// MixTargets are target source weights for the mixture-drift rule
-	// (overridden by Config.MixTargets when that is set).
+	// (overridden by Config.MixTargets when that is set, and by MixStages).
 	MixTargets map[string]float64
+	// MixStages is the data mixture schedule (the loader's data.sources
+	// from step 1, then each data.stages entry): the mixture-drift rule
+	// compares source_mix_share with the weights of the stage in force at
+	// each step, and slice_val_regression leaves out a source whose weight
+	// a stage lowered. Overridden by Config.MixTargets when that is set.
+	MixStages []MixStage
+	// WarmupSteps is the run's learning-rate warm-up length in steps, after
+	// which flat_loss_after_warmup expects the loss to fall. 0 = none or
+	// unknown: the end of warm-up is then the last step at which the
+	// samples' learning_rate rose.
+	WarmupSteps int
 	// TokenHist is the dataset's token histogram (counts per token id) for
 	// token_kl_drift; nil = off.
 	TokenHist []float64
@@ -62,6 +73,15 @@ type Options struct {
 	// RunInfo is written to the run table of metrics.sqlite (run name,
 	// config hash, the manifest's identity fields).
 	RunInfo map[string]string
+}
+
+// MixStage is one stage of a data mixture schedule: its weights per
+// source (normalised by the monitor; a source another stage names and
+// this one does not has weight 0) from StartStep, a metrics step counted
+// from 1, until the next stage starts.
+type MixStage struct {
+	StartStep int64
+	Weights   map[string]float64
 }
 
 // Monitor is the ICU panel of one run. Feed it with Observe (one Sample per
@@ -103,11 +123,14 @@ func New(cfg Config, opts Options) (*Monitor, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	targets := opts.MixTargets
-	if len(cfg.MixTargets) > 0 {
-		targets = cfg.MixTargets
+	stages := opts.MixStages
+	if len(stages) == 0 && len(opts.MixTargets) > 0 {
+		stages = []MixStage{{StartStep: 0, Weights: opts.MixTargets}}
 	}
-	m := &Monitor{cfg: cfg, opts: opts, log: opts.Logger, rules: newRules(cfg, targets, opts.Vocab),
+	if len(cfg.MixTargets) > 0 {
+		stages = []MixStage{{StartStep: 0, Weights: cfg.MixTargets}}
+	}
+	m := &Monitor{cfg: cfg, opts: opts, log: opts.Logger, rules: newRules(cfg, stages, opts.Vocab, opts.WarmupSteps),
 		spikes: NewSpikeClassifier(cfg), lossEMA: math.NaN(), skips: math.NaN(), lastLoss: math.NaN()}
 	if opts.RunDir != "" {
 		if err := os.MkdirAll(opts.RunDir, 0o755); err != nil {
@@ -232,7 +255,9 @@ func (m *Monitor) Observe(s Sample) []Alert {
 	}
 	if x, ok := s.Values["val_loss"]; ok {
 		m.spikes.Eval(s.Step, x)
-		alerts = append(alerts, m.rules.val(s.Step, s.Tokens, x)...)
+	}
+	if isEval(s.Values) {
+		alerts = append(alerts, m.rules.eval(s.Step, s.Tokens, s.Values)...)
 	}
 	loss, ok := s.Values["train_loss_raw"]
 	if !ok {
@@ -439,6 +464,8 @@ func (m *Monitor) Record(e Event) []Alert {
 				msg += ": " + e.Detail
 			}
 			alerts = append(alerts, newAlert(e.Step, e.Tokens, RuleCheckpointFailed, "checkpoint_ok", 0, 1, msg))
+		} else {
+			alerts = append(alerts, m.rules.checkpoint(e.Step, e.Tokens, e.Values)...)
 		}
 	case EventEval:
 		if x, ok := e.Values["val_loss"]; ok {
@@ -446,7 +473,9 @@ func (m *Monitor) Record(e Event) []Alert {
 				e.Values["train_val_gap"] = x - m.lastLoss
 			}
 			m.spikes.Eval(e.Step, x)
-			alerts = append(alerts, m.rules.val(e.Step, e.Tokens, x)...)
+		}
+		if isEval(e.Values) {
+			alerts = append(alerts, m.rules.eval(e.Step, e.Tokens, e.Values)...)
 		}
 	}
 	return m.emit(alerts, e.Time)

@@ -3,6 +3,7 @@ package monitor
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -10,7 +11,6 @@ import (
 // rules holds the state of every alert rule. It is driven by Monitor.
 type rules struct {
 	cfg       Config
-	targets   map[string]float64
 	lastFired map[string]int64
 
 	skips    *ring
@@ -31,23 +31,96 @@ type rules struct {
 	capSteps int
 	vals     []float64
 	spikes   []int64 // steps of detected spikes (for clusters)
+
+	stages  []MixStage      // mixture schedule (sorted by StartStep); nil = no targets
+	srcs    map[string]bool // every source named by a stage
+	evals   []evalPoint     // evaluations so far (oldest first)
+	ckTimes []float64       // checkpoint_time of each checkpoint
+	ckLast  int64           // step of the last checkpoint counted for checkpoint_time
+	kls     []float64       // output_kl_to_prev of each checkpoint
+	klLast  int64           // step of the last checkpoint counted for output_kl_to_prev
+	flat    flatState
 }
 
-// newRules starts the rules; vocab is the model's output vocabulary size
-// (0 = unknown: the divergence criteria that compare with ln V are off).
-func newRules(cfg Config, targets map[string]float64, vocab int) *rules {
+// evalPoint is one evaluation as the eval rules see it (NaN = absent).
+type evalPoint struct {
+	step            int64
+	val, gap, probe float64
+	slices          map[string]float64
+}
+
+// flatState is the state of the flat-loss-after-warm-up rule.
+type flatState struct {
+	warm   int64   // last warm-up step; -1 = not known yet (taken from learning_rate)
+	lastLR float64 // learning_rate of the previous step (NaN = none)
+	recent []stepLoss
+	meds   map[int64]float64 // window index → median train_loss_raw
+	done   bool
+}
+
+type stepLoss struct {
+	step int64
+	loss float64
+}
+
+// newRules starts the rules with a mixture schedule (stages in any
+// order, weights normalised here) and the run's warm-up length (0 = none
+// or unknown: the end of warm-up is then taken from learning_rate when the
+// samples carry it).
+func newRules(cfg Config, stages []MixStage, vocab, warmup int) *rules {
 	lnV := math.NaN()
 	if vocab > 1 {
 		lnV = math.Log(float64(vocab))
 	}
-	return &rules{
-		cfg: cfg, targets: targets, lastFired: map[string]int64{},
+	r := &rules{
+		cfg: cfg, lastFired: map[string]int64{},
 		skips: newRing(cfg.SkipStormSteps), clips: newRing(cfg.ClipBaseline + cfg.Window),
 		tps: newRing(cfg.Window), mfu: newRing(cfg.Window), stall: newRing(cfg.Window),
 		cpuTok: newRing(cfg.Window), wallStep: newRing(cfg.Window), cpuStep: newRing(cfg.Window),
 		losses: newRing(cfg.Window), u2w: newRing(cfg.Window), lnV: lnV,
 		mix: map[string]*ring{}, entBase: math.NaN(),
+		ckLast: math.MinInt64, klLast: math.MinInt64,
+		flat: flatState{warm: int64(warmup), lastLR: math.NaN(), meds: map[int64]float64{}},
 	}
+	if warmup <= 0 {
+		r.flat.warm = -1
+	}
+	r.srcs = map[string]bool{}
+	for _, st := range stages {
+		var sum float64
+		for _, w := range st.Weights {
+			if finite(w) && w > 0 {
+				sum += w
+			}
+		}
+		if sum <= 0 {
+			continue
+		}
+		n := MixStage{StartStep: st.StartStep, Weights: map[string]float64{}}
+		for name, w := range st.Weights {
+			if !finite(w) || w < 0 {
+				w = 0
+			}
+			n.Weights[name] = w / sum
+			r.srcs[name] = true
+		}
+		r.stages = append(r.stages, n)
+	}
+	sort.SliceStable(r.stages, func(i, j int) bool { return r.stages[i].StartStep < r.stages[j].StartStep })
+	return r
+}
+
+// targetAt returns the weight of source src in the data stage in force at
+// step; ok is false when no stage has started yet or no stage names src.
+func (r *rules) targetAt(step int64, src string) (w float64, ok bool) {
+	if !r.srcs[src] {
+		return 0, false
+	}
+	i := sort.Search(len(r.stages), func(i int) bool { return r.stages[i].StartStep > step }) - 1
+	if i < 0 {
+		return 0, false
+	}
+	return r.stages[i].Weights[src], true // a source the stage does not name gets 0
 }
 
 // fire builds an alert unless the rule fired within the cooldown.
@@ -174,15 +247,20 @@ func (r *rules) check(s *Sample) []Alert {
 		}
 	}
 
-	// SEV2: mixture drift.
-	if len(r.targets) > 0 {
-		for name, x := range v {
-			if !strings.HasPrefix(name, "source_mix_share/") || !finite(x) {
-				continue
+	// SEV2: mixture drift against the weights of the stage in force.
+	if len(r.stages) > 0 {
+		names := make([]string, 0)
+		for name := range v {
+			if strings.HasPrefix(name, "source_mix_share/") {
+				names = append(names, name)
 			}
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			x := v[name]
 			src := strings.TrimPrefix(name, "source_mix_share/")
-			tgt, ok := r.targets[src]
-			if !ok {
+			tgt, ok := r.targetAt(s.Step, src)
+			if !ok || !finite(x) {
 				continue
 			}
 			rg := r.mix[src]
@@ -190,15 +268,24 @@ func (r *rules) check(s *Sample) []Alert {
 				rg = newRing(r.cfg.Window)
 				r.mix[src] = rg
 			}
-			rg.push(x)
+			// The ring holds share − target, so a window that straddles a
+			// stage boundary compares each step with its own stage.
+			rg.push(x - tgt)
 			if rg.full {
-				if m := rg.mean(); math.Abs(m-tgt) > r.cfg.MixDrift {
-					r.fire(&out, s, RuleMixDrift, name, m, tgt,
-						fmt.Sprintf("source %s: mean share %.3f over %d steps vs target %.3f", src, m, r.cfg.Window, tgt))
+				if d := rg.mean(); math.Abs(d) > r.cfg.MixDrift {
+					msg := fmt.Sprintf("source %s: mean share %.3f over %d steps vs target %.3f", src, tgt+d, r.cfg.Window, tgt)
+					if len(r.stages) > 1 {
+						msg = fmt.Sprintf("source %s: share differs by %+.3f (mean over %d steps) from the weights of the data stages in force (now %.3f, the stage from step %d)", src, d, r.cfg.Window, tgt, r.stageStart(s.Step))
+					}
+					r.fire(&out, s, RuleMixDrift, name, tgt+d, tgt, msg)
 				}
 			}
 		}
 	}
+	// SEV1: flat loss after warm-up; SEV2/SEV1 checkpoint rules on
+	// checkpoint records (kestrel watch feeds them as samples).
+	r.flatLoss(&out, s)
+	r.checkpointValues(&out, s)
 	// SEV2: dataloader stalls.
 	if x, ok := get("dataloader_stall_frac"); ok && finite(x) {
 		r.stall.push(x)
@@ -418,4 +505,348 @@ func worstSuffix(v map[string]float64, base string, highest bool) string {
 		return ""
 	}
 	return " at " + strings.TrimPrefix(bestName, base+"/")
+}
+
+// stageStart is the first step of the data stage in force at step.
+func (r *rules) stageStart(step int64) int64 {
+	i := sort.Search(len(r.stages), func(i int) bool { return r.stages[i].StartStep > step }) - 1
+	if i < 0 {
+		return 0
+	}
+	return r.stages[i].StartStep
+}
+
+// flatLoss is seed 000's red flag "flat loss early (after warm-up)": for
+// flat_loss_windows windows of window steps after warm-up, the median
+// train_loss_raw of each must fall flat_loss_drop below that of the window
+// before it (window 0 is the last window of warm-up). A window seen with
+// fewer than 4 samples (a resumed run, a sparse log) is not compared. The
+// end of warm-up is the configured warm-up, else the last step at which
+// learning_rate rose, else step 0 when the samples carry no learning_rate.
+func (r *rules) flatLoss(out *[]Alert, s *Sample) {
+	f := &r.flat
+	if f.done || r.cfg.FlatLossWindows <= 0 {
+		return
+	}
+	x, ok := s.Values["train_loss_raw"]
+	if !ok || !finite(x) {
+		return
+	}
+	w := int64(r.cfg.Window)
+	if f.warm < 0 {
+		lr, has := s.Values["learning_rate"]
+		switch {
+		case !has || !finite(lr):
+			if math.IsNaN(f.lastLR) {
+				f.warm = 0 // no schedule to read: count from the start
+			}
+		case !math.IsNaN(f.lastLR) && lr <= f.lastLR:
+			f.warm = max(0, s.Step-1)
+		default:
+			f.lastLR = lr
+		}
+	}
+	f.recent = append(f.recent, stepLoss{s.Step, x})
+	if f.warm < 0 {
+		if len(f.recent) > 2*r.cfg.Window {
+			f.recent = f.recent[len(f.recent)-r.cfg.Window:]
+		}
+		return
+	}
+	// window index of a step: 0 for (warm−w, warm], k for (warm+(k−1)w, warm+kw]
+	idx := func(step int64) int64 {
+		if step <= f.warm {
+			if step > f.warm-w {
+				return 0
+			}
+			return -1
+		}
+		return (step - f.warm + w - 1) / w
+	}
+	cur := idx(s.Step)
+	// Close every window that ended before this step.
+	var keep []stepLoss
+	byWin := map[int64][]float64{}
+	for _, p := range f.recent {
+		k := idx(p.step)
+		if k < 0 {
+			continue
+		}
+		if k < cur || s.Step == f.warm+k*w {
+			byWin[k] = append(byWin[k], p.loss)
+		} else {
+			keep = append(keep, p)
+		}
+	}
+	f.recent = keep
+	wins := make([]int64, 0, len(byWin))
+	for k := range byWin {
+		wins = append(wins, k)
+	}
+	sort.Slice(wins, func(i, j int) bool { return wins[i] < wins[j] })
+	for _, k := range wins {
+		ls := byWin[k]
+		if len(ls) < 4 {
+			f.meds[k] = math.NaN()
+		} else {
+			f.meds[k] = median(ls)
+		}
+		if k >= int64(r.cfg.FlatLossWindows) {
+			f.done = true
+		}
+		prev, okPrev := f.meds[k-1]
+		now := f.meds[k]
+		if k < 1 || !okPrev || !finite(prev) || !finite(now) || prev == 0 {
+			continue
+		}
+		if drop := (prev - now) / math.Abs(prev); drop < r.cfg.FlatLossDrop {
+			from := f.warm + (k-1)*w + 1
+			r.fire(out, s, RuleFlatLoss, "train_loss_raw", now, prev*(1-r.cfg.FlatLossDrop),
+				fmt.Sprintf("train_loss_raw median %.4g over steps %d-%d after warm-up (ends at step %d) is %.2f%% below the %.4g of the %d steps before, less than flat_loss_drop %.2f%%: the run is not learning",
+					now, from, from+w-1, f.warm, 100*drop, prev, w, 100*r.cfg.FlatLossDrop))
+			f.done = true
+		}
+	}
+}
+
+// checkpointValues runs the checkpoint rules on a sample: a checkpoint
+// record of a watched run (checkpoint_time and output_kl_to_prev at the
+// checkpoint's step), or a step record whose checkpoint_time is the
+// checkpoint written after the previous step. Each checkpoint counts once.
+func (r *rules) checkpointValues(out *[]Alert, s *Sample) {
+	v := s.Values
+	_, stepRec := v["train_loss_raw"]
+	if _, ok := v["step_time"]; ok {
+		stepRec = true
+	}
+	if x, ok := v["checkpoint_time"]; ok && finite(x) && x > 0 {
+		key := s.Step
+		if stepRec {
+			key = s.Step - 1
+		}
+		r.checkpointTime(out, s, key, x)
+	}
+	if x, ok := v["output_kl_to_prev"]; ok && finite(x) && !stepRec {
+		r.outputKL(out, s, s.Step, x)
+	}
+}
+
+// checkpoint runs the checkpoint rules on a committed checkpoint's values.
+func (r *rules) checkpoint(step, tokens int64, v map[string]float64) []Alert {
+	var out []Alert
+	s := &Sample{Step: step, Tokens: tokens}
+	if x, ok := v["checkpoint_time"]; ok && finite(x) && x > 0 {
+		r.checkpointTime(&out, s, step, x)
+	}
+	if x, ok := v["output_kl_to_prev"]; ok && finite(x) {
+		r.outputKL(&out, s, step, x)
+	}
+	return out
+}
+
+// checkpointTime is checkpoint_time_growth: a checkpoint slower than
+// checkpoint_time_factor × the median of the run's first (up to 3)
+// checkpoints, by more than checkpoint_time_min seconds.
+func (r *rules) checkpointTime(out *[]Alert, s *Sample, key int64, x float64) {
+	if key == r.ckLast {
+		return
+	}
+	r.ckLast = key
+	if n := len(r.ckTimes); n >= 2 {
+		base := median(append([]float64(nil), r.ckTimes[:min(3, n)]...))
+		if thr := math.Max(r.cfg.CheckpointTimeFactor*base, base+r.cfg.CheckpointTimeMin); x > thr {
+			r.fire(out, s, RuleCheckpointSlow, "checkpoint_time", x, thr,
+				fmt.Sprintf("checkpoint at step %d took %.3g s, %.1f× the median %.3g s of the run's first %d checkpoints (last %.3g s)", key, x, x/base, base, min(3, n), r.ckTimes[n-1]))
+		}
+	}
+	r.ckTimes = append(r.ckTimes, x)
+}
+
+// outputKL is output_kl_spike: output_kl_to_prev above kl_spike_factor ×
+// the median of the previous (up to 3) checkpoints' values and
+// kl_spike_min, once at least 2 earlier checkpoints measured it.
+func (r *rules) outputKL(out *[]Alert, s *Sample, key int64, x float64) {
+	if key == r.klLast {
+		return
+	}
+	r.klLast = key
+	if n := len(r.kls); n >= 2 {
+		ref := median(append([]float64(nil), r.kls[max(0, n-3):]...))
+		if thr := math.Max(r.cfg.KLSpikeFactor*ref, r.cfg.KLSpikeMin); x > thr {
+			msg := fmt.Sprintf("output_kl_to_prev %.4g nats at the checkpoint of step %d is %.1f× the median %.4g of the previous %d checkpoints: the model's outputs on the probe batch changed abruptly", x, key, x/ref, ref, min(3, n))
+			if k := len(r.evals); k >= 2 {
+				a, b := r.evals[k-2], r.evals[k-1]
+				if finite(a.val) && finite(b.val) {
+					msg += fmt.Sprintf("; val_loss %.4g at step %d → %.4g at step %d", a.val, a.step, b.val, b.step)
+				}
+			}
+			r.fire(out, s, RuleKLSpike, "output_kl_to_prev", x, thr, msg)
+		}
+	}
+	r.kls = append(r.kls, x)
+}
+
+// isEval reports whether values hold an evaluation's results.
+func isEval(v map[string]float64) bool {
+	if _, ok := v["val_loss"]; ok {
+		return true
+	}
+	if _, ok := v["fixed_probe_loss"]; ok {
+		return true
+	}
+	for k := range v {
+		if strings.HasPrefix(k, "slice_val_loss/") {
+			return true
+		}
+	}
+	return false
+}
+
+// eval runs every evaluation rule on one evaluation's values: divergence
+// and val_regression on val_loss (val), fixed_probe_discontinuity,
+// train_val_gap_widening and slice_val_regression.
+func (r *rules) eval(step, tokens int64, v map[string]float64) []Alert {
+	var out []Alert
+	if x, ok := v["val_loss"]; ok {
+		out = r.val(step, tokens, x)
+	}
+	get := func(n string) float64 {
+		if x, ok := v[n]; ok && finite(x) {
+			return x
+		}
+		return math.NaN()
+	}
+	p := evalPoint{step: step, val: get("val_loss"), gap: get("train_val_gap"), probe: get("fixed_probe_loss"), slices: map[string]float64{}}
+	for k, x := range v {
+		if strings.HasPrefix(k, "slice_val_loss/") && finite(x) {
+			p.slices[strings.TrimPrefix(k, "slice_val_loss/")] = x
+		}
+	}
+	s := &Sample{Step: step, Tokens: tokens}
+	r.probeJump(&out, s, p)
+	r.evals = append(r.evals, p)
+	r.gapWidening(&out, s)
+	r.sliceRegression(&out, s)
+	return out
+}
+
+// probeJump is fixed_probe_discontinuity: fixed_probe_loss moved from the
+// previous eval that measured it by more than fixed_probe_jump nats beyond
+// what val_loss moved over the same evals.
+func (r *rules) probeJump(out *[]Alert, s *Sample, p evalPoint) {
+	if !finite(p.probe) {
+		return
+	}
+	for i := len(r.evals) - 1; i >= 0; i-- {
+		q := r.evals[i]
+		if !finite(q.probe) {
+			continue
+		}
+		d := p.probe - q.probe
+		resid, how := d, ""
+		if finite(p.val) && finite(q.val) {
+			resid = d - (p.val - q.val)
+			how = fmt.Sprintf(" while val_loss moved %+.4g", p.val-q.val)
+		}
+		if math.Abs(resid) > r.cfg.FixedProbeJump {
+			r.fire(out, s, RuleProbeJump, "fixed_probe_loss", p.probe, q.probe+math.Copysign(r.cfg.FixedProbeJump, d),
+				fmt.Sprintf("fixed_probe_loss %.4g → %.4g (%+.4g) between the evals of steps %d and %d%s: the frozen probe batch jumped by %.3g nats more than the model's val loss (fixed_probe_jump %.3g)",
+					q.probe, p.probe, d, q.step, p.step, how, math.Abs(resid), r.cfg.FixedProbeJump))
+		}
+		return
+	}
+}
+
+// lastEvals returns the last n evals for which ok holds, if the last n
+// evals that have a val_loss all do (oldest first).
+func (r *rules) lastEvals(n int, ok func(evalPoint) bool) []evalPoint {
+	var got []evalPoint
+	for i := len(r.evals) - 1; i >= 0 && len(got) < n; i-- {
+		e := r.evals[i]
+		if !finite(e.val) {
+			continue
+		}
+		if !ok(e) {
+			return nil
+		}
+		got = append(got, e)
+	}
+	if len(got) < n {
+		return nil
+	}
+	slices.Reverse(got)
+	return got
+}
+
+// gapWidening is train_val_gap_widening: train_val_gap grew at each of the
+// last gap_widen_evals evals, by gap_widen nats in all, while val_loss
+// improved by less than the gap grew: the model fits the train stream
+// faster than it generalises (overfitting, or a train/val mismatch).
+func (r *rules) gapWidening(out *[]Alert, s *Sample) {
+	n := r.cfg.GapWidenEvals
+	if n <= 0 {
+		return
+	}
+	es := r.lastEvals(n+1, func(e evalPoint) bool { return finite(e.gap) })
+	if es == nil {
+		return
+	}
+	for i := 1; i < len(es); i++ {
+		if es[i].gap <= es[i-1].gap {
+			return
+		}
+	}
+	first, last := es[0], es[len(es)-1]
+	widen, improve := last.gap-first.gap, first.val-last.val
+	if widen < r.cfg.GapWiden || improve >= widen {
+		return
+	}
+	r.fire(out, s, RuleGapWidening, "train_val_gap", last.gap, first.gap+r.cfg.GapWiden,
+		fmt.Sprintf("train_val_gap widened at each of the last %d evals, %.4g → %.4g (+%.3g nats, steps %d-%d), while val_loss improved only %.3g (%.4g → %.4g)",
+			n, first.gap, last.gap, widen, first.step, last.step, improve, first.val, last.val))
+}
+
+// sliceRegression is slice_val_regression: a source's slice_val_loss rose
+// at each of the last slice_regress_evals evals, by slice_regress_min nats
+// in all, while val_loss fell or rose by less than half as much — the
+// aggregate hides a regression of one source. A source whose weight a data
+// stage lowered over the same evals is expected to regress and is left
+// out (a planned curriculum).
+func (r *rules) sliceRegression(out *[]Alert, s *Sample) {
+	n := r.cfg.SliceRegressEvals
+	if n <= 0 || len(r.evals) == 0 {
+		return
+	}
+	latest := r.evals[len(r.evals)-1]
+	srcs := make([]string, 0, len(latest.slices))
+	for src := range latest.slices {
+		srcs = append(srcs, src)
+	}
+	sort.Strings(srcs)
+	for _, src := range srcs {
+		es := r.lastEvals(n+1, func(e evalPoint) bool { _, ok := e.slices[src]; return ok })
+		if es == nil {
+			continue
+		}
+		rising := true
+		for i := 1; i < len(es); i++ {
+			if es[i].slices[src] <= es[i-1].slices[src] {
+				rising = false
+				break
+			}
+		}
+		first, last := es[0], es[len(es)-1]
+		rise, valRise := last.slices[src]-first.slices[src], last.val-first.val
+		if !rising || rise < r.cfg.SliceRegressMin || valRise >= rise/2 {
+			continue
+		}
+		if w0, ok0 := r.targetAt(first.step, src); ok0 {
+			if w1, ok1 := r.targetAt(last.step, src); ok1 && w1 < w0 {
+				continue // a stage lowered this source's weight: planned
+			}
+		}
+		r.fire(out, s, RuleSliceRegression, "slice_val_loss/"+src, last.slices[src], first.slices[src]+r.cfg.SliceRegressMin,
+			fmt.Sprintf("slice_val_loss/%s rose at each of the last %d evals, %.4g → %.4g (+%.3g nats, steps %d-%d), while val_loss went %.4g → %.4g",
+				src, n, first.slices[src], last.slices[src], rise, first.step, last.step, first.val, last.val))
+	}
 }

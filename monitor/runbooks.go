@@ -42,6 +42,12 @@ const (
 	RuleMixDrift         = "mixture_drift"
 	RuleValRegression    = "val_regression"
 	RuleStall            = "dataloader_stall"
+	RuleFlatLoss         = "flat_loss_after_warmup"
+	RuleKLSpike          = "output_kl_spike"
+	RuleProbeJump        = "fixed_probe_discontinuity"
+	RuleGapWidening      = "train_val_gap_widening"
+	RuleSliceRegression  = "slice_val_regression"
+	RuleCheckpointSlow   = "checkpoint_time_growth"
 )
 
 // runbooks are the source of docs/runbooks.md, in severity order.
@@ -106,6 +112,16 @@ var runbooks = []Runbook{
 		"grad_global_norm trend, the sources of the clipped batches, max_attn_logit.",
 		"localise (shard, attention logits); reduce the LR; improve filtering of the offending source.",
 		"clip rate falls back below the threshold."},
+	{RuleFlatLoss, SEV1, "flat loss after warm-up",
+		"seed 000's red flag: early after warm-up the median train_loss_raw of a window of window steps fell less than flat_loss_drop (relative) below the window before it (checked for flat_loss_windows windows; window 0 is the last window of warm-up, whose length the trainer passes, else read from learning_rate): the run burns compute without learning. Causes: LR too small or zero after warm-up (schedule bug), wrong init, empty or constant data, layers frozen by mistake, a loss that no longer reaches the parameters.",
+		"learning_rate and lr_phase around the end of warm-up, update_norm and update_to_weight (near 0 = nothing moves), grad_global_norm, the batch sources and pad_fraction (empty or padded data), per-layer update norms (a frozen layer stays at 0).",
+		"stop the run before it spends its budget: check the LR schedule and optimizer config, that gradients reach every parameter, and that the batches hold real tokens; fix and restart from step 0 (or the last checkpoint before the flat stretch).",
+		"a canary of a few windows past warm-up whose window medians fall again."},
+	{RuleKLSpike, SEV1, "output distribution jumped between checkpoints",
+		"output_kl_to_prev (KL of the model's outputs on the frozen probe batch against the previous checkpoint) exceeded kl_spike_factor × the median of the previous (up to 3) checkpoints and kl_spike_min nats: the model's behaviour shifted abruptly although scalar losses may look stable (seed 004). Healthy runs show a KL that falls from checkpoint to checkpoint as the LR decays; a planned LR re-warm-up raises it too.",
+		"the two checkpoints, fixed_probe_loss and val_loss at the evals around them (the message names val_loss), learning_rate, update_to_weight and loss spikes in between, manifest.json (a resume with other code or data).",
+		"rerun the probe on both checkpoints deterministically (kestrel eval) to rule out a probe or harness change; if the KL spike lines up with a val regression, roll back to the earlier checkpoint and lower the LR or quarantine the batches in between.",
+		"the next checkpoint's output_kl_to_prev returns to its falling trend and val_loss keeps improving."},
 	{RuleManifest, SEV1, "reproducibility manifest mismatch on resume",
 		"the resumed run's manifest.json differs from the current one (code, Go version, config, tokenizer, dataset or probe/eval hashes): comparisons across the resume are not valid.",
 		"both manifests and the list of differing fields.",
@@ -131,6 +147,26 @@ var runbooks = []Runbook{
 		"data_wait_time per step, prefetch depth, disk throughput, a trace.json.",
 		"raise prefetch, pre-tokenise, move shards to local disk.",
 		"stall fraction below the threshold."},
+	{RuleProbeJump, SEV2, "fixed probe loss discontinuity",
+		"fixed_probe_loss (the loss on the frozen probe batch, probe.json) moved between two evals by more than fixed_probe_jump nats beyond what val_loss moved: the canary invariant broke. The probe tokens never change, so a jump the val loss does not share means the tokenizer, masking, packing or preprocessing changed (or the probe file did), not the model (seed 004).",
+		"probe.json and its hash in manifest.json before and after, tokenizer_hash, the code version (git_sha), resume events between the two evals, val_loss and slice_val_loss at both evals.",
+		"invalidate comparisons across the jump; diff the two manifests; rerun the old checkpoint under the new harness (and the new under the old) to isolate a harness change from a model change.",
+		"fixed_probe_loss of the old checkpoint is the same under the current code, and later evals move with val_loss again."},
+	{RuleGapWidening, SEV2, "train–val gap widening",
+		"train_val_gap (val_loss − train_loss_ema) widened at each of the last gap_widen_evals evals, by gap_widen nats in all, while val_loss improved by less than the gap widened (train loss falls more than twice as fast as val loss): the model fits the training stream faster than it generalises — overfitting (repeated data, epochs over a small source), a train/val distribution mismatch, or an eval bug (seed 000: train down, val up).",
+		"train_val_gap and val_loss over the evals, epochs per source (repetition logs), near_dup_rate and train_val_overlap, slice_val_loss per source.",
+		"check the eval construction first; then reduce repetition (more data, lower max_epochs), raise weight decay or dropout, or stop at the best val checkpoint.",
+		"the gap stops widening while val_loss keeps improving."},
+	{RuleSliceRegression, SEV2, "per-source validation regression",
+		"a source's slice_val_loss rose at each of the last slice_regress_evals evals, by slice_regress_min nats in all, while the aggregate val_loss fell or rose by less than half as much: the average hides a regression of one domain (seed 004: slice regression). A source whose mixture weight a data stage lowered over those evals is expected to regress and is not reported.",
+		"slice_val_loss of every source over the evals, source_mix_share (is the source still sampled at its weight?), the data stages, token_kl_drift, the source's epochs.",
+		"check the mixture (mixture_drift, the stage weights) and the source's data (a filter or shard change); rebalance the mixture if the source is under-sampled.",
+		"the source's slice_val_loss falls again at the next evals."},
+	{RuleCheckpointSlow, SEV2, "checkpoint time growth",
+		"a checkpoint took more than checkpoint_time_factor × the median checkpoint_time of the run's first (up to 3) checkpoints, and checkpoint_time_min seconds more: saving slows down (filling disk, a slow or remote filesystem, contention, a growing keep policy), which costs throughput at every checkpoint and risks a failed save (seed 004: spike/growth).",
+		"checkpoint_time and checkpoint_size per checkpoint, free space and I/O load of the run directory's filesystem, what else writes to it.",
+		"free space or move checkpoints to a faster local disk; checkpoint less often; keep fewer rolling checkpoints.",
+		"the next checkpoints take their earlier time again."},
 }
 
 var runbookByRule = func() map[string]Runbook {
