@@ -72,18 +72,8 @@ func NewObserver(cfg config.Config, runDir string, log *slog.Logger, man *runlog
 			}
 		}
 	}
-	if len(cfg.Data.Sources) > 0 && len(cfg.Data.Stages) == 0 {
-		var sum float64
-		for _, s := range cfg.Data.Sources {
-			sum += s.Weight
-		}
-		if sum > 0 {
-			opts.MixTargets = map[string]float64{}
-			for _, s := range cfg.Data.Sources {
-				opts.MixTargets[s.Name] = s.Weight / sum
-			}
-		}
-	}
+	opts.WarmupSteps = cfg.Optim.Warmup
+	opts.MixStages = mixStages(cfg)
 	if cfg.Data.Kind == "dataset" && cfg.Data.Path != "" {
 		v, err := dataVitals(cfg.Data.Path)
 		if err != nil {
@@ -254,4 +244,28 @@ func dataVitals(path string) (map[string]float64, error) {
 		v["bytes_per_token"] = float64(r.Kept.Bytes) / float64(r.Tokens.TotalTokens)
 	}
 	return v, nil
+}
+
+// mixStages is the data mixture schedule of the run for the
+// mixture-drift rule: data.sources from step 1 (absent when the sources are
+// not listed: the loader then weights every source by its train tokens),
+// then each data.stages entry from its start_step (metrics steps, like the
+// samples the monitor sees). The monitor normalises the weights.
+func mixStages(cfg config.Config) []monitor.MixStage {
+	var out []monitor.MixStage
+	if len(cfg.Data.Sources) > 0 {
+		w := map[string]float64{}
+		for _, s := range cfg.Data.Sources {
+			w[s.Name] += s.Weight
+		}
+		out = append(out, monitor.MixStage{StartStep: 1, Weights: w})
+	}
+	for _, st := range cfg.Data.Stages {
+		w := make(map[string]float64, len(st.Weights))
+		for k, x := range st.Weights {
+			w[k] = x
+		}
+		out = append(out, monitor.MixStage{StartStep: int64(st.StartStep), Weights: w})
+	}
+	return out
 }
