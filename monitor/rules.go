@@ -778,8 +778,9 @@ func (r *rules) lastEvals(n int, ok func(evalPoint) bool) []evalPoint {
 	return got
 }
 
-// gapWidening is train_val_gap_widening: train_val_gap grew at each of the
-// last gap_widen_evals evals, by gap_widen nats in all, while val_loss
+// gapWidening is train_val_gap_widening: train_val_gap, positive at the
+// start, grew at each of the last gap_widen_evals evals, by gap_widen nats
+// in all, while val_loss
 // improved by less than the gap grew: the model fits the train stream
 // faster than it generalises (overfitting, or a train/val mismatch).
 func (r *rules) gapWidening(out *[]Alert, s *Sample) {
@@ -798,7 +799,10 @@ func (r *rules) gapWidening(out *[]Alert, s *Sample) {
 	}
 	first, last := es[0], es[len(es)-1]
 	widen, improve := last.gap-first.gap, first.val-last.val
-	if widen < r.cfg.GapWiden || improve >= widen {
+	// A negative gap closing is train_loss_ema catching up with a loss
+	// that fell faster than the EMA follows (early training), not a model
+	// that stops generalising: only a gap that is already positive counts.
+	if first.gap < 0 || widen < r.cfg.GapWiden || improve >= widen {
 		return
 	}
 	r.fire(out, s, RuleGapWidening, "train_val_gap", last.gap, first.gap+r.cfg.GapWiden,

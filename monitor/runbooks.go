@@ -153,7 +153,7 @@ var runbooks = []Runbook{
 		"invalidate comparisons across the jump; diff the two manifests; rerun the old checkpoint under the new harness (and the new under the old) to isolate a harness change from a model change.",
 		"fixed_probe_loss of the old checkpoint is the same under the current code, and later evals move with val_loss again."},
 	{RuleGapWidening, SEV2, "train–val gap widening",
-		"train_val_gap (val_loss − train_loss_ema) widened at each of the last gap_widen_evals evals, by gap_widen nats in all, while val_loss improved by less than the gap widened (train loss falls more than twice as fast as val loss): the model fits the training stream faster than it generalises — overfitting (repeated data, epochs over a small source), a train/val distribution mismatch, or an eval bug (seed 000: train down, val up).",
+		"train_val_gap (val_loss − train_loss_ema), positive at the start (a negative gap closing early in training is train_loss_ema catching up), widened at each of the last gap_widen_evals evals, by gap_widen nats in all, while val_loss improved by less than the gap widened (train loss falls more than twice as fast as val loss): the model fits the training stream faster than it generalises — overfitting (repeated data, epochs over a small source), a train/val distribution mismatch, or an eval bug (seed 000: train down, val up).",
 		"train_val_gap and val_loss over the evals, epochs per source (repetition logs), near_dup_rate and train_val_overlap, slice_val_loss per source.",
 		"check the eval construction first; then reduce repetition (more data, lower max_epochs), raise weight decay or dropout, or stop at the best val checkpoint.",
 		"the gap stops widening while val_loss keeps improving."},

@@ -250,6 +250,13 @@ func TestEvalRules(t *testing.T) {
 			}
 			return ev
 		}, false},
+		{"negative gap closing early in training (EMA lag)", RuleGapWidening, SEV2, nil, func() []map[string]float64 {
+			var ev []map[string]float64
+			for i, g := range []float64{-0.3, -0.15, -0.05, 0.0} {
+				ev = append(ev, map[string]float64{"val_loss": []float64{2.1, 2.05, 2.02, 2.0}[i], "train_val_gap": g})
+			}
+			return ev
+		}, false},
 		{"one slice regresses while val falls", RuleSliceRegression, SEV2, nil, sliceSeries(0.08), true},
 		{"slices fall with val", RuleSliceRegression, SEV2, nil, sliceSeries(-0.05), false},
 		{"slice regresses after a stage lowered its weight", RuleSliceRegression, SEV2, []MixStage{
