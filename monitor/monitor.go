@@ -224,12 +224,7 @@ func (m *Monitor) Observe(s Sample) []Alert {
 		m.keep(sk.WriteSample(&s))
 	}
 	alerts := m.rules.check(&s)
-	norms := map[string]float64{}
-	for _, n := range classifierNorms {
-		if v, ok := s.Values[n]; ok {
-			norms[n] = v
-		}
-	}
+	norms := classifierInputs(s.Values)
 	if x, ok := s.Values["val_loss"]; ok {
 		m.spikes.Eval(s.Step, x)
 		alerts = append(alerts, m.rules.val(s.Step, s.Tokens, x)...)
