@@ -74,3 +74,55 @@ func TestTrainStepStalled(t *testing.T) {
 		t.Errorf("stalled alerts %+v, want one SEV1 at step 30", stalled)
 	}
 }
+
+// padFrom turns every batch from a step on into padding (no target
+// carries a loss), as a broken packer or an exhausted source would.
+type padFrom struct {
+	train.DataSource
+	step int // 1-based
+}
+
+func (p padFrom) Fill(step, batch, row0, n int, inputs, targets, segIDs []int32, srcs []int) error {
+	if err := p.DataSource.Fill(step, batch, row0, n, inputs, targets, segIDs, srcs); err != nil {
+		return err
+	}
+	if step+1 >= p.step {
+		for i := range targets {
+			targets[i] = -1
+		}
+	}
+	return nil
+}
+
+// TestTrainTokensFlatline: batches that are all padding leave tokens_seen
+// flat while steps advance: SEV1 tokens_flatline after tokens_flat_steps.
+func TestTrainTokensFlatline(t *testing.T) {
+	dir := t.TempDir()
+	cfg := tinyRun(30)
+	cfg.Monitor.TokensFlatSteps = 5
+	opts, err := TrainOptions(cfg, dir, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Data = padFrom{opts.Data, 21}
+	tm, err := NewObserver(cfg, dir, opts.Logger, &opts.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Observers = append(opts.Observers, tm)
+	_, err = train.Run(context.Background(), opts)
+	err = tm.Finish(err)
+	var flat []monitor.Alert
+	for _, a := range readAlerts(t, dir) {
+		t.Logf("%s %s step %d: %s", a.Severity, a.Rule, a.Step, a.Message)
+		if a.Rule == monitor.RuleTokensFlat {
+			flat = append(flat, a)
+		}
+	}
+	if err != nil {
+		t.Errorf("run error: %v", err)
+	}
+	if len(flat) != 1 || flat[0].Step != 25 || flat[0].Severity != monitor.SEV1 {
+		t.Errorf("tokens_flatline alerts %+v, want one SEV1 at step 25", flat)
+	}
+}
