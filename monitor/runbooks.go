@@ -60,7 +60,7 @@ var runbooks = []Runbook{
 		"the run pauses; resume from the last good checkpoint with a lower LR (or longer warmup), and check unscale-before-clip ordering.",
 		"a canary of 200 steps from the checkpoint shows skipped_updates ~0 after warmup."},
 	{RuleBlackout, SEV0, "monitoring blackout: the followed run stopped writing",
-		"kestrel watch --follow read no new record for max(blackout_factor × the source's median interval between records, blackout_min_seconds): the run is dead, hung, or writing somewhere else, and nothing is watching it now. A run that is still training blind is as dangerous as one that diverged.",
+		"kestrel watch --follow read no new record for max(blackout_factor × the source's median interval between records, blackout_min_seconds) and its last record is not the checkpoint a kestrel trainer writes as it exits (final, time_limit, interrupt): the run is dead, hung, or writing somewhere else, and nothing is watching it now. A run that is still training blind is as dangerous as one that diverged.",
 		"the source's last records and its modification time, the trainer's process state (running? CPU use? stack dump with SIGQUIT for Go), its stdout/stderr, free disk space, whether the log was rotated or moved.",
 		"find the trainer process: if it is gone, resume from the last good checkpoint; if it hangs, take a stack dump before killing it; if it writes elsewhere, point the watch there.",
 		"records arrive again (the watch logs 'monitoring blackout over') and step and tokens_seen advance."},

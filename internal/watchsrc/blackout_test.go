@@ -15,7 +15,8 @@ import (
 // TestFollowBlackout: a followed source that stops writing raises SEV0
 // monitoring_blackout once it has been silent for max(blackout_factor ×
 // its median interval, blackout_min_seconds); one that keeps growing
-// raises nothing.
+// raises nothing, and neither does a kestrel run that wrote the checkpoint
+// its trainer writes as it exits.
 func TestFollowBlackout(t *testing.T) {
 	const (
 		every = 20 * time.Millisecond
@@ -26,11 +27,15 @@ func TestFollowBlackout(t *testing.T) {
 		writeFor  time.Duration // how long the writer appends
 		watchFor  time.Duration // how long the watch follows (from the start)
 		withTime  bool          // records carry their own time
+		final     string        // the checkpoint kind written last ("": none)
 		wantAlert bool
 	}{
-		{"stops writing", 300 * time.Millisecond, 5 * time.Second, true, true},
-		{"stops writing, no time field", 300 * time.Millisecond, 5 * time.Second, false, true},
-		{"keeps writing", 1200 * time.Millisecond, 1200 * time.Millisecond, true, false},
+		{"stops writing", 300 * time.Millisecond, 5 * time.Second, true, "", true},
+		{"stops writing, no time field", 300 * time.Millisecond, 5 * time.Second, false, "", true},
+		{"keeps writing", 1200 * time.Millisecond, 1200 * time.Millisecond, true, "", false},
+		{"kestrel run finished", 300 * time.Millisecond, 1500 * time.Millisecond, true, "final", false},
+		{"kestrel run stopped at train.max_minutes", 300 * time.Millisecond, 1500 * time.Millisecond, false, "time_limit", false},
+		{"a rolling checkpoint is no end", 300 * time.Millisecond, 5 * time.Second, true, "rolling", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -70,6 +75,9 @@ func TestFollowBlackout(t *testing.T) {
 				for time.Now().Before(end) {
 					time.Sleep(every)
 					write()
+				}
+				if tc.final != "" {
+					fmt.Fprintf(f, `{"step": %d, "event": "checkpoint", "checkpoint_kind": %q, "checkpoint_ok": 1}`+"\n", step, tc.final)
 				}
 				mu.Lock()
 				stopped = time.Now()

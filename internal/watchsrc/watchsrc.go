@@ -55,8 +55,10 @@ type Options struct {
 	// read: silent is the time since the last record arrived, median the
 	// source's median interval between records (from the records' own
 	// times, else from their arrival in different polls; 0 while unknown),
-	// lastStep the last record's step. Watch sets it to the monitor's
-	// monitoring_blackout rule (Monitor.Silence) when it is nil.
+	// lastStep the last record's step. It is not called after the
+	// checkpoint a kestrel trainer writes as it exits (final, time_limit,
+	// interrupt). Watch sets it to the monitor's monitoring_blackout rule
+	// (Monitor.Silence) when it is nil.
 	OnIdle func(lastStep int64, silent, median time.Duration)
 }
 
@@ -138,7 +140,15 @@ type reader struct {
 	gaps     []float64 // the last maxGaps intervals between records (s)
 	polls    int       // follow-mode polls so far
 	feedPoll int       // the poll in which the last record arrived
+	// ended is set when the last record is a kestrel checkpoint the
+	// trainer writes as it exits (final, time_limit, interrupt): silence
+	// after it is no blackout.
+	ended bool
 }
+
+// endKinds are the checkpoint kinds kestrel's trainer writes just before
+// it exits.
+var endKinds = map[string]bool{"final": true, "time_limit": true, "interrupt": true}
 
 // maxGaps bounds the intervals kept for the median.
 const maxGaps = 64
@@ -189,14 +199,14 @@ func (r *reader) arrived(s monitor.Sample) {
 	if !s.Time.IsZero() {
 		r.lastTime = s.Time
 	}
-	r.lastFeed, r.feedPoll, r.lastStep = now, r.polls, s.Step
+	r.lastFeed, r.feedPoll, r.lastStep, r.ended = now, r.polls, s.Step, false
 }
 
 // idle is called after each follow-mode poll wait: it reports the silence
 // since the last record to opts.OnIdle.
 func (r *reader) idle(opts Options) {
 	r.polls++
-	if opts.OnIdle == nil || r.lastFeed.IsZero() {
+	if opts.OnIdle == nil || r.lastFeed.IsZero() || r.ended {
 		return
 	}
 	var med time.Duration
@@ -583,7 +593,14 @@ func (r *reader) readStream(ctx context.Context, path string, src io.Reader, isC
 			return nil // no values, or a rewritten file's lines already fed
 		}
 		lastStep = s.Step
-		return r.feed(s)
+		if err := r.feed(s); err != nil {
+			return err
+		}
+		if !isCSV && body[0] == '{' {
+			k, _ := rec.Str("checkpoint_kind")
+			r.ended = endKinds[k]
+		}
+		return nil
 	}
 	for {
 		line, err := lr.next()
