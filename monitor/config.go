@@ -46,10 +46,19 @@ type Config struct {
 	EntropyCollapse float64 `toml:"entropy_collapse" comment:"SEV1 when attn_entropy_mean (mean over heads; the worst head when only that is reported) falls below this many nats"`
 	EntropyDropFrac float64 `toml:"entropy_drop_frac" comment:"SEV1 also when attn_entropy_mean falls below this fraction of its early-run median"`
 	ThroughputDrop  float64 `toml:"throughput_drop" comment:"SEV1 when tokens_per_sec or mfu (median of the last quarter of the window) falls this fraction below the median before it"`
-	ClipRate        float64 `toml:"clip_rate" comment:"SEV1 when grad_clip_rate over the window exceeds this and is rising"`
+	ContentionShare float64 `toml:"contention_cpu_share" comment:"a throughput drop is SEV2 contention instead of a SEV1 throughput_drop when the process CPU time per token (cpu_time) rose by less than this share of the rise of the wall time per token: the machine is busy, kestrel's work did not grow"`
+	ClipRate        float64 `toml:"clip_rate" comment:"SEV1 clip_rate_rising when the clip rate of the last window steps exceeds this, the rate of the clip_baseline steps before them was below it, and it rose by clip_rise (a recipe that clips most steps from the start, like nanoGPT's, is not rising)"`
+	ClipRise        float64 `toml:"clip_rise" comment:"clip_rate_rising: rise (absolute fraction of steps) of the recent window's clip rate over the baseline's"`
+	ClipBaseline    int     `toml:"clip_baseline" comment:"clip_rate_rising: steps before the recent window that make the baseline clip rate (the rule waits for window of them)"`
 	MixDrift        float64 `toml:"mix_drift" comment:"SEV2 when a source's source_mix_share differs from its target weight by more than this (absolute)"`
 	ValRegressEvals int     `toml:"val_regress_evals" comment:"SEV2 when val_loss rose in this many consecutive evals"`
 	StallFrac       float64 `toml:"stall_frac" comment:"SEV2 when dataloader_stall_frac (window mean) exceeds this"`
+
+	DivergenceLossFactor   float64 `toml:"divergence_loss_factor" comment:"SEV0 divergence when train_loss_raw stays above the larger of this × its window median and ln V (the loss of a uniform prediction over the model's vocabulary) for divergence_steps consecutive steps"`
+	DivergenceSteps        int     `toml:"divergence_steps" comment:"divergence: consecutive steps the train loss must stay above its bound"`
+	DivergenceValMargin    float64 `toml:"divergence_val_margin" comment:"SEV0 divergence when val_loss exceeds ln V by more than this many nats (worse than predicting uniformly)"`
+	DivergenceUpdateFactor float64 `toml:"divergence_update_factor" comment:"SEV0 divergence when update_to_weight exceeds this × its window median (and divergence_update_min): one such step rewrites the weights"`
+	DivergenceUpdateMin    float64 `toml:"divergence_update_min" comment:"divergence: update_to_weight must also exceed this absolute value"`
 
 	// Liveness (monitor/liveness.go).
 	StalledFactor      float64 `toml:"stalled_factor" comment:"SEV1 stalled while a training step is still running after max(stalled_factor × median step time, stalled_min_seconds); the watchdog is armed only from a step's start to its end, so evaluations and checkpoints do not count (0 = off)"`
@@ -90,9 +99,19 @@ func DefaultConfig() Config {
 		EntropyDropFrac: 0.1,
 		ThroughputDrop:  0.2,
 		ClipRate:        0.5,
+		ClipRise:        0.3,
+		ClipBaseline:    256,
+		ContentionShare: 0.5,
 		MixDrift:        0.05,
 		ValRegressEvals: 3,
 		StallFrac:       0.10,
+		// A ×1000 LR step on shakespeare-char lifts the loss 13× its median
+		// and update_to_weight 1000×; healthy runs stay below 1.5× and 3×.
+		DivergenceLossFactor:   3,
+		DivergenceSteps:        3,
+		DivergenceValMargin:    0.5,
+		DivergenceUpdateFactor: 300,
+		DivergenceUpdateMin:    0.1,
 
 		StalledFactor:      10,
 		StalledMinSeconds:  60,
@@ -115,6 +134,8 @@ func (c Config) Validate() error {
 	pos("skip_storm_steps", c.SkipStormSteps)
 	pos("incident_steps", c.IncidentSteps)
 	pos("cluster_window", c.ClusterWindow)
+	pos("clip_baseline", c.ClipBaseline)
+	pos("divergence_steps", c.DivergenceSteps)
 	if c.Window < 8 {
 		errs = append(errs, fmt.Errorf("monitor.window must be >= 8, got %d", c.Window))
 	}
@@ -127,9 +148,19 @@ func (c Config) Validate() error {
 	for _, f := range []struct {
 		n string
 		v float64
-	}{{"skip_storm_frac", c.SkipStormFrac}, {"throughput_drop", c.ThroughputDrop}, {"clip_rate", c.ClipRate}, {"stall_frac", c.StallFrac}, {"entropy_drop_frac", c.EntropyDropFrac}} {
-		if f.v < 0 || f.v > 1 {
+	}{{"skip_storm_frac", c.SkipStormFrac}, {"throughput_drop", c.ThroughputDrop}, {"clip_rate", c.ClipRate}, {"stall_frac", c.StallFrac}, {"entropy_drop_frac", c.EntropyDropFrac},
+		{"clip_rise", c.ClipRise}, {"contention_cpu_share", c.ContentionShare}} {
+		if !(f.v >= 0 && f.v <= 1) {
 			errs = append(errs, fmt.Errorf("monitor.%s must be in [0, 1], got %g", f.n, f.v))
+		}
+	}
+	for _, f := range []struct {
+		n string
+		v float64
+	}{{"divergence_loss_factor", c.DivergenceLossFactor}, {"divergence_val_margin", c.DivergenceValMargin},
+		{"divergence_update_factor", c.DivergenceUpdateFactor}, {"divergence_update_min", c.DivergenceUpdateMin}} {
+		if !(f.v > 0 && !math.IsInf(f.v, 1)) {
+			errs = append(errs, fmt.Errorf("monitor.%s must be a finite number > 0, got %g", f.n, f.v))
 		}
 	}
 	for _, f := range []struct {

@@ -55,6 +55,10 @@ type Options struct {
 	NoFileSinks bool
 	// HTTPClient posts webhooks (default: a client with a 5 s timeout).
 	HTTPClient *http.Client
+	// Vocab is the model's output vocabulary size V: the divergence rule
+	// compares losses with ln V, the loss of a uniform prediction. 0 =
+	// unknown (those criteria are off; the window criteria still run).
+	Vocab int
 	// RunInfo is written to the run table of metrics.sqlite (run name,
 	// config hash, the manifest's identity fields).
 	RunInfo map[string]string
@@ -104,7 +108,7 @@ func New(cfg Config, opts Options) (*Monitor, error) {
 	if len(cfg.MixTargets) > 0 {
 		targets = cfg.MixTargets
 	}
-	m := &Monitor{cfg: cfg, opts: opts, log: opts.Logger, rules: newRules(cfg, targets),
+	m := &Monitor{cfg: cfg, opts: opts, log: opts.Logger, rules: newRules(cfg, targets, opts.Vocab),
 		spikes: NewSpikeClassifier(cfg), lossEMA: math.NaN(), skips: math.NaN(), lastLoss: math.NaN()}
 	if opts.RunDir != "" {
 		if err := os.MkdirAll(opts.RunDir, 0o755); err != nil {

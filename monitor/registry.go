@@ -126,6 +126,7 @@ var catalog = []Metric{
 	// Compute
 	{Name: "tokens_per_sec", Unit: "tokens/s", Kind: Gauge, Category: CatCompute, Help: "non-pad tokens trained per wall-clock second", Sampling: "step", Nano: true, Panel: "tps", Plot: "throughput.png"},
 	{Name: "step_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "wall time of the optimizer update", Sampling: "step", Nano: true, Panel: "steptime", VariantPanel: "steptime"},
+	{Name: "cpu_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "process CPU time (user+system, all threads; getrusage) over the same span as step_time: beside step_time it tells contention (wall time up, CPU time flat) from a real slowdown (both up); cpu_time / (step_time × threads) is the share of the cores the run got", Sampling: "step"},
 	{Name: "data_wait_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "part of step_time spent waiting for the batch", Sampling: "step", Nano: true, Panel: "steptime", Aliases: []string{"data_wait_s", "data_wait_seconds"}},
 	{Name: "forward_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "part of step_time in forward passes", Sampling: "step", Nano: true, Panel: "steptime", Aliases: []string{"forward_s", "forward_seconds"}},
 	{Name: "backward_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "part of step_time in backward passes", Sampling: "step", Nano: true, Panel: "steptime", Aliases: []string{"backward_s", "backward_seconds"}},

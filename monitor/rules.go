@@ -14,9 +14,16 @@ type rules struct {
 	lastFired map[string]int64
 
 	skips    *ring
-	clips    *ring // 2×window of clip flags
+	clips    *ring // clip_baseline + window clip flags
 	tps      *ring
 	mfu      *ring
+	cpuTok   *ring // process CPU seconds per token, beside tps (NaN = not measured)
+	wallStep *ring // step_time, beside tps
+	cpuStep  *ring // cpu_time, beside tps
+	losses   *ring // train_loss_raw (divergence baseline)
+	u2w      *ring // update_to_weight of applied steps (divergence baseline)
+	divRun   int   // consecutive steps with train_loss_raw above the divergence bound
+	lnV      float64
 	stall    *ring
 	mix      map[string]*ring
 	entropy  []float64 // early-run worst entropies (baseline)
@@ -26,11 +33,19 @@ type rules struct {
 	spikes   []int64 // steps of detected spikes (for clusters)
 }
 
-func newRules(cfg Config, targets map[string]float64) *rules {
+// newRules starts the rules; vocab is the model's output vocabulary size
+// (0 = unknown: the divergence criteria that compare with ln V are off).
+func newRules(cfg Config, targets map[string]float64, vocab int) *rules {
+	lnV := math.NaN()
+	if vocab > 1 {
+		lnV = math.Log(float64(vocab))
+	}
 	return &rules{
 		cfg: cfg, targets: targets, lastFired: map[string]int64{},
-		skips: newRing(cfg.SkipStormSteps), clips: newRing(2 * cfg.Window),
+		skips: newRing(cfg.SkipStormSteps), clips: newRing(cfg.ClipBaseline + cfg.Window),
 		tps: newRing(cfg.Window), mfu: newRing(cfg.Window), stall: newRing(cfg.Window),
+		cpuTok: newRing(cfg.Window), wallStep: newRing(cfg.Window), cpuStep: newRing(cfg.Window),
+		losses: newRing(cfg.Window), u2w: newRing(cfg.Window), lnV: lnV,
 		mix: map[string]*ring{}, entBase: math.NaN(),
 	}
 }
@@ -38,9 +53,10 @@ func newRules(cfg Config, targets map[string]float64) *rules {
 // fire builds an alert unless the rule fired within the cooldown.
 func (r *rules) fire(out *[]Alert, s *Sample, rule, metric string, value, thr float64, msg string) {
 	key := rule + "|" + metric
-	if rule == RuleThroughputDrop {
+	if rule == RuleThroughputDrop || rule == RuleContention || rule == RuleDivergence {
 		// tokens_per_sec and mfu move together (mfu is tokens_per_sec times a
-		// constant unless the model changes): one incident, not two pages.
+		// constant unless the model changes): one incident, not two pages;
+		// likewise one divergence, whichever criterion saw it.
 		key = rule
 	}
 	if last, ok := r.lastFired[key]; ok && s.Step-last < int64(max(1, r.cfg.Cooldown)) {
@@ -102,6 +118,8 @@ func (r *rules) check(s *Sample) []Alert {
 				fmt.Sprintf("%.0f%% of the last %d steps were skipped or overflowed", 100*f, r.cfg.SkipStormSteps))
 		}
 	}
+	// SEV0: divergence.
+	r.divergence(&out, s)
 
 	// SEV1: attention logits.
 	if x, ok := get("max_attn_logit"); ok && finite(x) {
@@ -141,24 +159,18 @@ func (r *rules) check(s *Sample) []Alert {
 				fmt.Sprintf("%s %.4g nats fell below %.0f%% of its early median %.4g (worst%s)", entName, x, 100*r.cfg.EntropyDropFrac, r.entBase, worstSuffix(v, "attn_entropy", false)))
 		}
 	}
-	// SEV1: throughput / MFU drop.
-	r.drop(&out, s, "tokens_per_sec", r.tps)
-	r.drop(&out, s, "mfu", r.mfu)
-	// SEV1: rising clip rate.
+	// SEV1: throughput / MFU drop (SEV2 contention when CPU time did not grow).
+	r.throughput(&out, s)
+	// SEV1: rising clip rate — a rise over the baseline, not a high level.
 	if x, ok := get("grad_clipped"); ok {
 		c := 0.0
 		if x > 0 {
 			c = 1
 		}
 		r.clips.push(c)
-		if r.clips.full {
-			all := r.clips.values()
-			w := r.cfg.Window
-			prev, cur := meanOf(all[:w]), meanOf(all[w:])
-			if cur > r.cfg.ClipRate && cur > prev {
-				r.fire(&out, s, RuleClipRate, "grad_clip_rate", cur, r.cfg.ClipRate,
-					fmt.Sprintf("grad_clip_rate %.0f%% over the last %d steps (was %.0f%%)", 100*cur, w, 100*prev))
-			}
+		if cur, base, n, ok := r.clipRates(); ok && cur > r.cfg.ClipRate && base < r.cfg.ClipRate && cur-base >= r.cfg.ClipRise {
+			r.fire(&out, s, RuleClipRate, "grad_clip_rate", cur, base+r.cfg.ClipRise,
+				fmt.Sprintf("grad_clip_rate %.0f%% over the last %d steps, up from %.0f%% over the %d steps before", 100*cur, r.cfg.Window, 100*base, n))
 		}
 	}
 
@@ -200,15 +212,50 @@ func (r *rules) check(s *Sample) []Alert {
 	return out
 }
 
+// clipRates returns the clip rate of the last window steps, the rate of
+// the (up to clip_baseline) steps before them and their number; ok is
+// false until the baseline holds at least window steps.
+func (r *rules) clipRates() (cur, base float64, n int, ok bool) {
+	all := r.clips.values()
+	w := r.cfg.Window
+	if len(all) < 2*w {
+		return 0, 0, 0, false
+	}
+	return meanOf(all[len(all)-w:]), meanOf(all[:len(all)-w]), len(all) - w, true
+}
+
+// throughput feeds the throughput windows and runs the drop rule on
+// tokens_per_sec and mfu. Steps that include an evaluation or a checkpoint
+// are slow by design and left out.
+func (r *rules) throughput(out *[]Alert, s *Sample) {
+	v := s.Values
+	if v["eval_time"] > 0 || v["checkpoint_time"] > 0 {
+		return
+	}
+	// CPU time per token beside wall time per token (1/tokens_per_sec), in
+	// step with the tokens_per_sec window.
+	if tps, ok := v["tokens_per_sec"]; ok && finite(tps) {
+		cpu, st := v["cpu_time"], v["step_time"]
+		if finite(cpu) && cpu > 0 && finite(st) && st > 0 && tps > 0 {
+			r.cpuTok.push(cpu / (tps * st))
+			r.wallStep.push(st)
+			r.cpuStep.push(cpu)
+		} else {
+			r.cpuTok.push(math.NaN())
+			r.wallStep.push(math.NaN())
+			r.cpuStep.push(math.NaN())
+		}
+	}
+	r.drop(out, s, "tokens_per_sec", r.tps)
+	r.drop(out, s, "mfu", r.mfu)
+}
+
 // drop fires when the short median of name falls ThroughputDrop below the
-// median of the window before it.
+// median of the window before it: SEV1 throughput_drop, or SEV2 contention
+// when the process CPU time per token did not rise with the wall time.
 func (r *rules) drop(out *[]Alert, s *Sample, name string, rg *ring) {
 	x, ok := s.Values[name]
 	if !ok || !finite(x) {
-		return
-	}
-	// Steps that include an evaluation or a checkpoint are slow by design.
-	if s.Values["eval_time"] > 0 || s.Values["checkpoint_time"] > 0 {
 		return
 	}
 	rg.push(x)
@@ -219,30 +266,119 @@ func (r *rules) drop(out *[]Alert, s *Sample, name string, rg *ring) {
 	short := max(8, len(all)/4)
 	ref := median(append([]float64(nil), all[:len(all)-short]...))
 	now := median(append([]float64(nil), all[len(all)-short:]...))
-	if ref > 0 && now < (1-r.cfg.ThroughputDrop)*ref {
-		r.fire(out, s, RuleThroughputDrop, name, now, (1-r.cfg.ThroughputDrop)*ref,
-			fmt.Sprintf("%s median of the last %d steps %.4g is %.0f%% below the preceding median %.4g", name, short, now, 100*(1-now/ref), ref))
+	if !(ref > 0 && now < (1-r.cfg.ThroughputDrop)*ref) {
+		return
+	}
+	msg := fmt.Sprintf("%s median of the last %d steps %.4g is %.0f%% below the preceding median %.4g", name, short, now, 100*(1-now/ref), ref)
+	if cpuRef, cpuNow, ok := splitMedians(r.cpuTok, short); ok && cpuRef > 0 {
+		wallRise, cpuRise := ref/now-1, cpuNow/cpuRef-1
+		wRef, wNow, _ := splitMedians(r.wallStep, short)
+		cRef, cNow, _ := splitMedians(r.cpuStep, short)
+		evidence := fmt.Sprintf("wall time per step (median) %.4g s → %.4g s, process CPU time per step (median) %.4g s → %.4g s; per token wall +%.0f%%, CPU %+.0f%%",
+			wRef, wNow, cRef, cNow, 100*wallRise, 100*cpuRise)
+		if cpuRise < r.cfg.ContentionShare*wallRise {
+			r.fire(out, s, RuleContention, name, now, (1-r.cfg.ThroughputDrop)*ref,
+				msg+"; CPU time did not grow with it, so other work holds the cores (neighbours, steal): "+evidence)
+			return
+		}
+		msg += "; kestrel's own CPU time grew with it: " + evidence
+	}
+	r.fire(out, s, RuleThroughputDrop, name, now, (1-r.cfg.ThroughputDrop)*ref, msg)
+}
+
+// splitMedians returns the medians of the finite values of rg before and
+// in its last short entries; ok is false unless rg is full and each part
+// has at least half of its entries finite.
+func splitMedians(rg *ring, short int) (ref, now float64, ok bool) {
+	if !rg.full {
+		return 0, 0, false
+	}
+	all := rg.values()
+	if short >= len(all) {
+		return 0, 0, false
+	}
+	fin := func(xs []float64) []float64 {
+		var out []float64
+		for _, x := range xs {
+			if finite(x) {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+	a, b := fin(all[:len(all)-short]), fin(all[len(all)-short:])
+	if 2*len(a) < len(all)-short || 2*len(b) < short {
+		return 0, 0, false
+	}
+	return median(a), median(b), true
+}
+
+// divergence is the SEV0 rule of a run that blew up: train_loss_raw above
+// max(divergence_loss_factor × its window median, ln V) for
+// divergence_steps consecutive steps, or update_to_weight above
+// max(divergence_update_factor × its window median, divergence_update_min).
+// (val_loss above ln V is checked in val.)
+func (r *rules) divergence(out *[]Alert, s *Sample) {
+	v := s.Values
+	if x, ok := v["train_loss_raw"]; ok && finite(x) {
+		if r.losses.len() >= r.cfg.Window/2 {
+			med := median(r.losses.values())
+			bound := r.cfg.DivergenceLossFactor * med
+			if finite(r.lnV) {
+				bound = math.Max(bound, r.lnV)
+			}
+			if x > bound {
+				r.divRun++
+			} else {
+				r.divRun = 0
+			}
+			if r.divRun >= r.cfg.DivergenceSteps {
+				msg := fmt.Sprintf("train_loss_raw %.4g above %.4g for %d consecutive steps (%.3g × its window median %.4g", x, bound, r.divRun, r.cfg.DivergenceLossFactor, med)
+				if finite(r.lnV) {
+					msg += fmt.Sprintf(", and ln V = %.4g, the loss of a uniform prediction", r.lnV)
+				}
+				r.fire(out, s, RuleDivergence, "train_loss_raw", x, bound, msg+")")
+			}
+		}
+		r.losses.push(x)
+	}
+	if x, ok := v["update_to_weight"]; ok && finite(x) && x > 0 {
+		if r.u2w.len() >= r.cfg.Window/2 {
+			med := median(r.u2w.values())
+			bound := math.Max(r.cfg.DivergenceUpdateFactor*med, r.cfg.DivergenceUpdateMin)
+			if x > bound {
+				r.fire(out, s, RuleDivergence, "update_to_weight", x, bound,
+					fmt.Sprintf("update_to_weight %.4g is %.0f× its window median %.4g (bound %.4g): this update rewrote the weights", x, x/med, med, bound))
+			}
+		}
+		r.u2w.push(x)
 	}
 }
 
-// val checks the slow-regression rule on a new val_loss.
+// val checks a new val_loss: SEV0 divergence when it is worse than a
+// uniform prediction (ln V + divergence_val_margin), and the slow-regression
+// rule.
 func (r *rules) val(step, tokens int64, x float64) []Alert {
 	if !finite(x) {
 		return nil
 	}
+	var out []Alert
+	s := &Sample{Step: step, Tokens: tokens}
+	if finite(r.lnV) && x > r.lnV+r.cfg.DivergenceValMargin {
+		r.fire(&out, s, RuleDivergence, "val_loss", x, r.lnV+r.cfg.DivergenceValMargin,
+			fmt.Sprintf("val_loss %.4g is worse than a uniform prediction: ln V = %.4g (+ margin %.3g nats)", x, r.lnV, r.cfg.DivergenceValMargin))
+	}
 	r.vals = append(r.vals, x)
 	n := r.cfg.ValRegressEvals
 	if n <= 0 || len(r.vals) < n+1 {
-		return nil
+		return out
 	}
 	last := r.vals[len(r.vals)-n-1:]
 	for i := 1; i < len(last); i++ {
 		if last[i] <= last[i-1] {
-			return nil
+			return out
 		}
 	}
-	var out []Alert
-	s := &Sample{Step: step, Tokens: tokens}
 	r.fire(&out, s, RuleValRegression, "val_loss", x, last[0],
 		fmt.Sprintf("val_loss rose in %d consecutive evals: %.4g → %.4g", n, last[0], x))
 	return out

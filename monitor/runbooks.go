@@ -35,6 +35,8 @@ const (
 	RuleAttnLogitCap     = "attn_logit_above_cap"
 	RuleEntropyCollapse  = "attn_entropy_collapse"
 	RuleThroughputDrop   = "throughput_drop"
+	RuleContention       = "contention"
+	RuleDivergence       = "divergence"
 	RuleClipRate         = "clip_rate_rising"
 	RuleManifest         = "manifest_mismatch"
 	RuleMixDrift         = "mixture_drift"
@@ -59,6 +61,11 @@ var runbooks = []Runbook{
 		"the incident bundle; the rolling grad/update-norm windows; loss_scale and overflow_rate; the sources of the skipped batches.",
 		"the run pauses; resume from the last good checkpoint with a lower LR (or longer warmup), and check unscale-before-clip ordering.",
 		"a canary of 200 steps from the checkpoint shows skipped_updates ~0 after warmup."},
+	{RuleDivergence, SEV0, "training diverged",
+		"the run blew up: train_loss_raw stayed above the larger of divergence_loss_factor × its window median and ln V (the loss of predicting every token of the vocabulary uniformly) for divergence_steps steps, or val_loss is worse than that uniform prediction by divergence_val_margin nats, or one update_to_weight exceeded divergence_update_factor × its window median (and divergence_update_min): the weights no longer hold what the run learned.",
+		"the incident bundle (last N steps of metrics and batch ids, config.toml, manifest.json); learning_rate, update_to_weight, grad_global_norm, max_attn_logit and attn_entropy around the first bad step; which criterion fired (the alert's metric).",
+		"the run pauses without checkpointing; the last good checkpoint stays untouched. Find the first bad step: an LR or schedule error (update_to_weight jumps first), a data event (the batch sources), or attention runaway (max_attn_logit first). Resume from the last good checkpoint with the cause fixed (lower LR, longer warmup, tighter update clipping, QK-norm).",
+		"replay the fixed probe batch on the last good checkpoint (fixed_probe_loss as before), then a canary of a few hundred steps whose loss rejoins its pre-incident trend."},
 	{RuleBlackout, SEV0, "monitoring blackout: the followed run stopped writing",
 		"kestrel watch --follow read no new record for max(blackout_factor × the source's median interval between records, blackout_min_seconds) and its last record is not the checkpoint a kestrel trainer writes as it exits (final, time_limit, interrupt): the run is dead, hung, or writing somewhere else, and nothing is watching it now. A run that is still training blind is as dangerous as one that diverged.",
 		"the source's last records and its modification time, the trainer's process state (running? CPU use? stack dump with SIGQUIT for Go), its stdout/stderr, free disk space, whether the log was rotated or moved.",
@@ -95,12 +102,12 @@ var runbooks = []Runbook{
 		"reduce the LR; add spectral or QK-norm control; sample more heads during the incident.",
 		"entropy recovers to a stable band on a canary."},
 	{RuleThroughputDrop, SEV1, "throughput or MFU drop",
-		"tokens_per_sec or mfu (median of the last quarter of the window) fell more than throughput_drop below the median of the window before it (steps with an eval or checkpoint are left out): every unit of learning now costs more.",
+		"tokens_per_sec or mfu (median of the last quarter of the window) fell more than throughput_drop below the median of the window before it (steps with an eval or checkpoint are left out), and the process CPU time per token (cpu_time) grew with it (when it did not, the alert is the SEV2 contention instead): every unit of learning now costs more.",
 		"step_time decomposition (data wait, forward, backward, optimizer, checkpoint, eval), dataloader_stall_frac, a trace.json around the slow steps.",
 		"find the dominant phase; if input-bound raise prefetch; if another process competes for cores, isolate the run.",
 		"tokens_per_sec returns to its band."},
 	{RuleClipRate, SEV1, "rising gradient clip rate",
-		"grad_clip_rate over the window exceeds clip_rate and is rising: the run keeps hitting its safety rail.",
+		"the clip rate of the last window steps exceeds clip_rate while the clip_baseline steps before them clipped less than clip_rate, and it rose by at least clip_rise: the run started hitting its safety rail. A rate that is high from the start (nanoGPT's recipe clips most steps by design) is not a rise.",
 		"grad_global_norm trend, the sources of the clipped batches, max_attn_logit.",
 		"localise (shard, attention logits); reduce the LR; improve filtering of the offending source.",
 		"clip rate falls back below the threshold."},
@@ -119,6 +126,11 @@ var runbooks = []Runbook{
 		"pad_fraction and tokens_per_update of the flat steps, the data source's position/stage, skipped_updates, the batch ids of a flat step.",
 		"stop the run before it wastes more compute; check the data source (packing, stage weights, end of data) and the skip rules; resume from the checkpoint before the flatline.",
 		"tokens_seen grows at tokens_per_update per step again (the monitor logs 'tokens_seen grows again')."},
+	{RuleContention, SEV2, "throughput drop from contention",
+		"tokens_per_sec or mfu fell like a throughput_drop, but the process CPU time per token (cpu_time) rose by less than contention_cpu_share of the wall-time rise: kestrel does the same work per token and waits for the cores, which other processes (neighbours on a shared machine, hypervisor steal) hold. The message carries both medians (wall and CPU time per step).",
+		"the alert's wall and CPU time medians; top/ps of the machine at the time (other processes' CPU), steal time (%st in top, /proc/stat), the number of kernel threads (kernels.Threads) against free cores.",
+		"nothing in the run is wrong: move other work off the machine, pin the run to free cores, or lower the thread count to the cores it really has. Compare throughput only across runs on a quiet machine.",
+		"tokens_per_sec returns to its band when the other work stops, with cpu_time per step unchanged throughout."},
 	{RuleMixDrift, SEV2, "data mixture drift",
 		"a source's source_mix_share (window mean) differs from its target weight by more than mix_drift.",
 		"per-source shares over time, the loader's stage, token_kl_drift.",

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"sort"
@@ -70,6 +71,9 @@ func Default() Config {
 
 // Load returns defaults overlaid with the TOML file at path (if path is not
 // empty) and then with overrides, in that order of increasing precedence.
+// A nan or inf float is refused wherever it comes from: the file's error
+// names the file, line and key, an override's the flag, and the resolved
+// config is checked once more by CheckFinite.
 func Load(path string, overrides []Override) (Config, error) {
 	cfg := Default()
 	if path != "" {
@@ -86,7 +90,67 @@ func Load(path string, overrides []Override) (Config, error) {
 			return cfg, err
 		}
 	}
+	if err := CheckFinite(cfg); err != nil {
+		return cfg, err
+	}
 	return cfg, nil
+}
+
+// CheckFinite refuses every float of cfg that is NaN or ±Inf, naming each
+// by its config path (optim.max_grad_norm, data.sources[1].weight,
+// data.stages[0].weights.web, optim.multistep_factors[2]). It walks the
+// whole config by reflection, so a field added to any section is covered
+// without being listed; range checks stay in each section's Validate.
+// NaN passes every comparison, so a range check alone lets it through.
+func CheckFinite(cfg Config) error {
+	var errs []error
+	nonFiniteFloats(reflect.ValueOf(cfg), "", func(path string, x float64) {
+		errs = append(errs, fmt.Errorf("config: %s = %v: not a finite number (nan and inf are refused)", path, x))
+	})
+	return errors.Join(errs...)
+}
+
+// nonFiniteFloats calls bad for every NaN or ±Inf float reachable from v:
+// struct fields by their toml name, slice and array elements by index,
+// map values by key (in sorted order), through pointers and interfaces.
+func nonFiniteFloats(v reflect.Value, path string, bad func(path string, x float64)) {
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		if x := v.Float(); math.IsNaN(x) || math.IsInf(x, 0) {
+			bad(path, x)
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			nonFiniteFloats(v.Elem(), path, bad)
+		}
+	case reflect.Slice, reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			nonFiniteFloats(v.Index(i), fmt.Sprintf("%s[%d]", path, i), bad)
+		}
+	case reflect.Map:
+		keys := v.MapKeys()
+		sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
+		for _, k := range keys {
+			nonFiniteFloats(v.MapIndex(k), fmt.Sprintf("%s.%v", path, k), bad)
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name := strings.Split(f.Tag.Get("toml"), ",")[0]
+			if !f.IsExported() || name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			p := name
+			if path != "" {
+				p = path + "." + name
+			}
+			nonFiniteFloats(v.Field(i), p, bad)
+		}
+	}
 }
 
 // Decode strictly decodes TOML data into cfg (on top of what cfg holds)
@@ -283,6 +347,13 @@ func (o Override) Apply(cfg *Config) error {
 	}
 	trial := *cfg
 	if err := decodeValue([]byte(doc), &trial); err != nil {
+		var te *tomlstrict.Error
+		if errors.As(err, &te) && te.IsNonFinite() {
+			if te.Key == o.Path {
+				return fmt.Errorf("flag --%s=%s: want a finite number (nan and inf are refused)", o.Path, o.Value)
+			}
+			return fmt.Errorf("flag --%s=%s: %s: want a finite number (nan and inf are refused)", o.Path, o.Value, te.Key)
+		}
 		return fmt.Errorf("flag --%s=%s: want %s: %v", o.Path, o.Value, typeName(field.Type), err)
 	}
 	*cfg = trial
@@ -290,11 +361,14 @@ func (o Override) Apply(cfg *Config) error {
 }
 
 // decodeValue decodes one override rendered as a TOML document; its
-// errors carry only the message (the caller names the flag).
+// errors carry only the message (the caller names the flag), except a
+// non-finite number, returned as the *tomlstrict.Error that names its key.
 func decodeValue(doc []byte, cfg *Config) error {
 	err := tomlstrict.Decode(doc, "", cfg)
 	var te *tomlstrict.Error
 	switch {
+	case errors.As(err, &te) && te.IsNonFinite():
+		return te
 	case errors.As(err, &te) && te.IsUnknownKey():
 		return fmt.Errorf("unknown key %q", te.Key)
 	case te != nil:

@@ -1,11 +1,16 @@
 package config
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/data/loader"
+	"github.com/kestrel-lm/kestrel/internal/data/prepare"
 )
 
 func writeTemp(t *testing.T, body string) string {
@@ -194,4 +199,105 @@ func sameConfig(t *testing.T, a, b Config) bool {
 		t.Fatal(err)
 	}
 	return string(ab) == string(bb)
+}
+
+// floatFields lists every float leaf field of the config and every list of
+// floats, found by reflection, so a new float field is covered without
+// being named here.
+func floatFields(t *testing.T) (scalars, lists []string) {
+	t.Helper()
+	for _, f := range Fields() {
+		switch k := f.Type.Kind(); {
+		case k == reflect.Float32 || k == reflect.Float64:
+			scalars = append(scalars, f.Path)
+		case k == reflect.Slice && (f.Type.Elem().Kind() == reflect.Float64 || f.Type.Elem().Kind() == reflect.Float32):
+			lists = append(lists, f.Path)
+		}
+	}
+	if len(scalars) < 20 || len(lists) == 0 {
+		t.Fatalf("found %d float fields and %d float lists: the walk is broken", len(scalars), len(lists))
+	}
+	return scalars, lists
+}
+
+// TestNonFiniteRefused: nan, inf and -inf are refused for every float field,
+// from a --section.key flag (the error names the flag) and from a file (the
+// error names the file, the line and the key), including floats inside
+// lists, arrays of tables and maps; nothing panics and a refused flag
+// leaves the config as it was.
+func TestNonFiniteRefused(t *testing.T) {
+	scalars, lists := floatFields(t)
+	for _, bad := range []string{"nan", "inf", "-inf", "+nan"} {
+		for _, path := range scalars {
+			t.Run("flag/"+path+"="+bad, func(t *testing.T) {
+				cfg := Default()
+				err := Override{path, bad}.Apply(&cfg)
+				want := "flag --" + path + "=" + bad + ": want a finite number"
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("err = %v, want %q", err, want)
+				}
+				if !sameConfig(t, cfg, Default()) {
+					t.Fatal("a refused flag changed the config")
+				}
+			})
+			t.Run("file/"+path+"="+bad, func(t *testing.T) {
+				dot := strings.LastIndex(path, ".")
+				p := writeTemp(t, "# comment\n["+path[:dot]+"]\n"+path[dot+1:]+" = "+bad+"\n")
+				_, err := Load(p, nil)
+				want := fmt.Sprintf("run.toml:3: key %q: not a finite number", path)
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("err = %v, want %q", err, want)
+				}
+			})
+		}
+		for _, path := range lists {
+			t.Run("flag/"+path+"=[..."+bad+"]", func(t *testing.T) {
+				cfg := Default()
+				err := Override{path, "[0.5, " + bad + "]"}.Apply(&cfg)
+				want := path + "[1]: want a finite number"
+				if err == nil || !strings.Contains(err.Error(), "flag --"+path) || !strings.Contains(err.Error(), want) {
+					t.Fatalf("err = %v, want the flag and %q", err, want)
+				}
+			})
+		}
+	}
+	// floats inside arrays of tables and maps
+	for _, tc := range []struct{ name, file, want string }{
+		{"data.sources weight", "[[data.sources]]\nname = \"a\"\nweight = 1.0\n[[data.sources]]\nname = \"b\"\nweight = nan\n", `run.toml:6: key "data.sources[1].weight"`},
+		{"data.sources max_epochs", "[data]\nsources = [{name = \"a\", weight = 1.0, max_epochs = inf}]\n", `run.toml:2: key "data.sources[0].max_epochs"`},
+		{"data.stages weights", "[[data.stages]]\nstart_step = 5\nweights = { web = 1.0, code = -inf }\n", `run.toml:3: key "data.stages[0].weights.code"`},
+		{"monitor.mix_targets", "[monitor.mix_targets]\nweb = nan\n", `run.toml:2: key "monitor.mix_targets.web"`},
+		{"prepare filter overlay", "[[prepare.sources]]\nname = \"web\"\ninputs = [\"x.jsonl\"]\nfilters.gopher_quality.max_symbol_word_ratio = nan\n", `run.toml:4: key "prepare.sources[0].filters.gopher_quality.max_symbol_word_ratio"`},
+		{"list", "[optim]\nmultistep_at = [0.5,\n inf]\n", `run.toml:3: key "optim.multistep_at[1]"`},
+	} {
+		t.Run("file/"+tc.name, func(t *testing.T) {
+			_, err := Load(writeTemp(t, tc.file), nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want+": not a finite number") {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCheckFinite: the reflection walk over the resolved config names every
+// non-finite float by its path, in structs, lists, arrays of tables, maps
+// and interface values, and passes the defaults.
+func TestCheckFinite(t *testing.T) {
+	if err := CheckFinite(Default()); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	cfg := Default()
+	cfg.Optim.MaxGradNorm = math.NaN()
+	cfg.Train.ValFraction = math.Inf(-1)
+	cfg.Optim.MultistepFactors = []float64{0.5, math.Inf(1)}
+	cfg.Data.Sources = []loader.SourceConfig{{Name: "a", Weight: 1}, {Name: "b", Weight: math.NaN()}}
+	cfg.Data.Stages = []loader.Stage{{StartStep: 5, Weights: map[string]float64{"a": 1, "b": math.Inf(1)}}}
+	cfg.Prepare.Sources = []prepare.Source{{Name: "web", Filters: map[string]any{"c4": map[string]any{"x": math.NaN()}}}}
+	err := CheckFinite(cfg)
+	for _, w := range []string{"optim.max_grad_norm = NaN", "train.val_fraction = -Inf", "optim.multistep_factors[1] = +Inf",
+		"data.sources[1].weight = NaN", "data.stages[0].weights.b = +Inf", "prepare.sources[0].filters.c4.x = NaN"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v does not name %q", err, w)
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -32,6 +33,12 @@ type Server struct {
 	runsDir  string   // scanned for runs (subdirectories holding metrics.jsonl)
 	explicit []string // run directories named on the command line
 	poll     time.Duration
+	// writeIdle is how long a response may wait on a client that takes no
+	// data before the connection is dropped (every write moves the deadline).
+	writeIdle time.Duration
+	// hostNames are the names besides IP literals the Host header may carry:
+	// the host of the listen address when it is a name (see checkHost).
+	hostNames []string
 
 	mu   sync.Mutex
 	runs map[string]*Run // by name
@@ -40,7 +47,7 @@ type Server struct {
 // New returns a server for the explicit run directories plus every run found
 // under runsDir (which may be empty or missing).
 func New(runsDir string, runDirs []string) (*Server, error) {
-	s := &Server{runsDir: runsDir, poll: time.Second, runs: map[string]*Run{}}
+	s := &Server{runsDir: runsDir, poll: time.Second, writeIdle: 30 * time.Second, runs: map[string]*Run{}}
 	for _, d := range runDirs {
 		abs, err := filepath.Abs(d)
 		if err != nil {
@@ -106,7 +113,7 @@ func (s *Server) scan() {
 		for i := 2; s.runs[name] != nil; i++ {
 			name = fmt.Sprintf("%s-%d", filepath.Base(d), i)
 		}
-		r := &Run{Name: name, Dir: d, data: newRunData(d)}
+		r := &Run{Name: name, Dir: d, data: newRunData(d), root: runRoot(d)}
 		s.runs[name] = r
 		byDir[d] = r
 	}
@@ -141,7 +148,9 @@ func (s *Server) run(name string) (*Run, error) {
 	return r, nil
 }
 
-// Handler returns the HTTP handler of the dashboard.
+// Handler returns the HTTP handler of the dashboard. It refuses requests
+// whose Host header does not name the server (DNS rebinding, see checkHost)
+// and drops a client that takes no data for a while (see writeDeadlines).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(webFS, "web")
@@ -154,7 +163,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/run", s.handleRunInfo)
 	mux.HandleFunc("GET /api/stream", s.handleStream)
 	mux.HandleFunc("GET /files/{run}/{name...}", s.handleFile)
-	return securityHeaders(mux)
+	return s.checkHost(s.writeDeadlines(securityHeaders(mux)))
 }
 
 func securityHeaders(h http.Handler) http.Handler {
@@ -269,11 +278,15 @@ func (s *Server) handleMetrics(w http.ResponseWriter, req *http.Request) {
 			names = append(names, n)
 		}
 	}
+	// Reduce the series under the lock (Downsample copies what it keeps)
+	// and release it before encoding and writing: a client that does not
+	// read must not hold the run's lock (every other request for the run
+	// refreshes it under that lock).
 	d := r.data
 	d.mu.Lock() // Column may pad columns
-	defer d.mu.Unlock()
 	xs, err := d.Axis(q.Get("x"))
 	if err != nil {
+		d.mu.Unlock()
 		httpError(w, http.StatusBadRequest, err)
 		return
 	}
@@ -285,7 +298,21 @@ func (s *Server) handleMetrics(w http.ResponseWriter, req *http.Request) {
 	for i, k := range idx {
 		x[i] = xs[k]
 	}
+	series := make([]*Envelope, len(names)) // nil: the run has no such metric
 	y := make([]float32, len(idx))
+	for i, name := range names {
+		col := d.Column(name)
+		if col == nil {
+			continue
+		}
+		for j, k := range idx {
+			y[j] = col[k]
+		}
+		e := Downsample(x, y, maxPoints)
+		series[i] = &e
+	}
+	d.mu.Unlock()
+
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	buf := make([]byte, 0, 1<<16)
@@ -295,20 +322,17 @@ func (s *Server) handleMetrics(w http.ResponseWriter, req *http.Request) {
 	buf = strconv.AppendQuote(buf, q.Get("x"))
 	buf = append(buf, `,"series":{`...)
 	for i, name := range names {
-		col := d.Column(name)
 		if i > 0 {
 			buf = append(buf, ',')
 		}
 		buf = strconv.AppendQuote(buf, name)
 		buf = append(buf, ':')
-		if col == nil {
+		if series[i] == nil {
 			buf = append(buf, "null"...)
 			continue
 		}
-		for j, k := range idx {
-			y[j] = col[k]
-		}
-		buf = appendEnvelope(buf, Downsample(x, y, maxPoints))
+		buf = appendEnvelope(buf, *series[i])
+		series[i] = nil
 		if len(buf) > 1<<20 {
 			if _, err := w.Write(buf); err != nil {
 				return
@@ -391,7 +415,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, req *http.Request) {
 		evs = append(evs, a)
 	}
 	d.mu.RUnlock()
-	evs = append(evs, checkpointEvents(r.Dir)...)
+	evs = append(evs, checkpointEvents(r.root)...)
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Step < evs[j].Step })
 	for i := range evs {
 		sanitize(&evs[i])
@@ -420,9 +444,12 @@ func (d *runData) lookup(step float64) (float64, float64) {
 var checkpointRe = regexp.MustCompile(`^step-(\d+)$`)
 
 // checkpointEvents lists committed checkpoints of the run directory.
-func checkpointEvents(dir string) []Event {
-	entries, err := os.ReadDir(filepath.Join(dir, "checkpoints"))
+func checkpointEvents(root runRoot) []Event {
+	entries, err := root.readDir("checkpoints")
 	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			slog.Warn("dashboard: checkpoints not listed", "err", err)
+		}
 		return nil
 	}
 	var out []Event
@@ -440,23 +467,31 @@ func checkpointEvents(dir string) []Event {
 // RunInfo is /api/run: what the run page shows.
 type RunInfo struct {
 	Name       string          `json:"name"`
-	Config     string          `json:"config"`          // config.toml text
-	ConfigFlat map[string]any  `json:"config_flat"`     // section.key → value, for comparing runs
-	Manifest   json.RawMessage `json:"manifest"`        // manifest.json
-	DataReport json.RawMessage `json:"data_report"`     // the dataset's report.json, if found
-	Files      []string        `json:"files"`           // downloadable files (/files/<run>/<name>)
-	TensorBrd  []string        `json:"tensorboard"`     // event files in the run directory
-	Rows       int             `json:"rows"`            // metric lines read
-	BadLines   int             `json:"bad_lines"`       // lines that did not parse
-	FirstBad   string          `json:"first_bad"`       // where the first bad line is
-	Alerts     []Event         `json:"alerts"`          // alerts.jsonl
-	Dir        string          `json:"dir"`             // run directory
-	Updated    time.Time       `json:"updated"`         // metrics.jsonl modification time
-	Extra      map[string]any  `json:"extra,omitempty"` // reserved
+	Config     string          `json:"config"`             // config.toml text
+	ConfigFlat map[string]any  `json:"config_flat"`        // section.key → value, for comparing runs
+	Manifest   json.RawMessage `json:"manifest"`           // manifest.json
+	DataReport json.RawMessage `json:"data_report"`        // the run's data_report.json (a copy of the dataset's report.json), if any
+	Files      []string        `json:"files"`              // downloadable files (/files/<run>/<name>)
+	TensorBrd  []string        `json:"tensorboard"`        // event files in the run directory
+	Rows       int             `json:"rows"`               // metric lines read
+	BadLines   int             `json:"bad_lines"`          // lines that did not parse
+	FirstBad   string          `json:"first_bad"`          // where the first bad line is
+	Alerts     []Event         `json:"alerts"`             // alerts.jsonl
+	Dir        string          `json:"dir"`                // run directory
+	Updated    time.Time       `json:"updated"`            // metrics.jsonl modification time
+	Problems   []string        `json:"problems,omitempty"` // run files that exist but were not read, and why
+	Extra      map[string]any  `json:"extra,omitempty"`    // reserved
 }
 
 // servedFiles are the run files /files serves, besides report/*.png|md.
 var servedFiles = []string{"config.toml", "manifest.json", "metrics.jsonl", "alerts.jsonl", "trace.json"}
+
+// dataReportFile is the dataset's report.json as the run keeps it. The
+// dashboard reads nothing outside the run directories it serves, so the
+// dataset directory named by the config's data.path is not read: a config is
+// written by whoever produced the run directory, and following it would make
+// any run a pointer to any file on the machine.
+const dataReportFile = "data_report.json"
 
 func (s *Server) handleRunInfo(w http.ResponseWriter, req *http.Request) {
 	r, err := s.run(req.URL.Query().Get("run"))
@@ -465,29 +500,45 @@ func (s *Server) handleRunInfo(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	info := RunInfo{Name: r.Name, Dir: r.Dir}
-	if b, err := os.ReadFile(filepath.Join(r.Dir, "config.toml")); err == nil {
+	// read returns a run file's contents; a file that exists but is refused
+	// (outside the run, not regular, too large) is listed in Problems.
+	read := func(name string) []byte {
+		b, err := r.root.readFile(name)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			info.Problems = append(info.Problems, err.Error())
+			slog.Warn("dashboard: run file not read", "run", r.Name, "err", err)
+		}
+		return b
+	}
+	if b := read("config.toml"); b != nil {
 		info.Config = string(b)
 		info.ConfigFlat = flattenTOML(b)
 	}
-	if b, err := os.ReadFile(filepath.Join(r.Dir, "manifest.json")); err == nil && json.Valid(b) {
+	if b := read("manifest.json"); b != nil && json.Valid(b) {
 		info.Manifest = b
 	}
-	info.DataReport = findDataReport(r.Dir, info.ConfigFlat)
+	if b := read(dataReportFile); b != nil && json.Valid(b) {
+		info.DataReport = b
+	}
 	for _, f := range servedFiles {
-		if _, err := os.Stat(filepath.Join(r.Dir, f)); err == nil {
+		if _, err := r.root.stat(f); err == nil {
 			info.Files = append(info.Files, f)
 		}
 	}
-	if entries, err := os.ReadDir(filepath.Join(r.Dir, "report")); err == nil {
+	if entries, err := r.root.readDir("report"); err == nil {
 		for _, e := range entries {
 			if reportFileRe.MatchString(e.Name()) {
-				info.Files = append(info.Files, "report/"+e.Name())
+				if _, err := r.root.stat("report/" + e.Name()); err == nil {
+					info.Files = append(info.Files, "report/"+e.Name())
+				}
 			}
 		}
 	}
-	if m, _ := filepath.Glob(filepath.Join(r.Dir, "events.out.tfevents.*")); len(m) > 0 {
-		for _, p := range m {
-			info.TensorBrd = append(info.TensorBrd, filepath.Base(p))
+	if entries, err := r.root.readDir("."); err == nil {
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), tfeventsPrefix) {
+				info.TensorBrd = append(info.TensorBrd, e.Name())
+			}
 		}
 	}
 	d := r.data
@@ -501,32 +552,15 @@ func (s *Server) handleRunInfo(w http.ResponseWriter, req *http.Request) {
 	writeJSON(w, info)
 }
 
-// findDataReport returns the report.json of the dataset the run trained on
-// (data.path in its config), or of a data_report.json copied into the run.
-func findDataReport(dir string, cfg map[string]any) json.RawMessage {
-	cands := []string{filepath.Join(dir, "data_report.json")}
-	if p, ok := cfg["data.path"].(string); ok && p != "" {
-		if !filepath.IsAbs(p) {
-			cands = append(cands, filepath.Join(filepath.Dir(filepath.Dir(dir)), p), p)
-		}
-		cands = append(cands, filepath.Join(p, "report.json"))
-	}
-	for _, c := range cands {
-		if st, err := os.Stat(c); err == nil && st.IsDir() {
-			c = filepath.Join(c, "report.json")
-		}
-		if b, err := os.ReadFile(c); err == nil && json.Valid(b) {
-			return b
-		}
-	}
-	return nil
-}
+// tfeventsPrefix starts the names of TensorBoard event files.
+const tfeventsPrefix = "events.out.tfevents."
 
 var reportFileRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*\.(png|md|svg|json)$`)
 
 // handleFile serves a whitelisted file of a run. The run is looked up by
-// name and the file name must be one of servedFiles or report/<safe name>,
-// so no request can reach outside the run directory.
+// name, the file name must be one of servedFiles, report/<safe name> or an
+// event file, and it is opened through the run's root, so no request can
+// reach outside the run directory (not through a symlink either).
 func (s *Server) handleFile(w http.ResponseWriter, req *http.Request) {
 	r, err := s.run(req.PathValue("run"))
 	if err != nil {
@@ -541,23 +575,23 @@ func (s *Server) handleFile(w http.ResponseWriter, req *http.Request) {
 	if rest, ok := strings.CutPrefix(name, "report/"); ok && reportFileRe.MatchString(rest) {
 		allowed = true
 	}
-	if strings.HasPrefix(name, "events.out.tfevents.") && !strings.ContainsAny(name, `/\`) {
+	if strings.HasPrefix(name, tfeventsPrefix) && !strings.ContainsAny(name, `/\`) {
 		allowed = true
 	}
 	if !allowed {
 		httpError(w, http.StatusNotFound, fmt.Errorf("file %q is not served", name))
 		return
 	}
-	p := filepath.Join(r.Dir, filepath.FromSlash(name))
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		if rel, err := filepath.Rel(r.Dir, real); err != nil || strings.HasPrefix(rel, "..") {
-			if realDir, err := filepath.EvalSymlinks(r.Dir); err != nil || !strings.HasPrefix(real, realDir+string(filepath.Separator)) {
-				httpError(w, http.StatusNotFound, fmt.Errorf("file %q is not served", name))
-				return
-			}
+	f, fi, err := r.root.open(name)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			slog.Warn("dashboard: file refused", "run", r.Name, "err", err)
 		}
+		httpError(w, http.StatusNotFound, fmt.Errorf("file %q of run %s is not served (missing, outside the run directory or not a regular file)", name, r.Name))
+		return
 	}
-	http.ServeFile(w, req, p)
+	defer f.Close()
+	http.ServeContent(w, req, path.Base(name), fi.ModTime(), f)
 }
 
 // handleStream sends a server-sent event whenever the run's metrics grow,
@@ -568,11 +602,7 @@ func (s *Server) handleStream(w http.ResponseWriter, req *http.Request) {
 		httpError(w, http.StatusNotFound, err)
 		return
 	}
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		httpError(w, http.StatusInternalServerError, errors.New("streaming unsupported"))
-		return
-	}
+	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	last := -1
@@ -588,8 +618,16 @@ func (s *Server) handleStream(w http.ResponseWriter, req *http.Request) {
 		r.data.mu.RUnlock()
 		if rows != last || alerts != lastAlerts {
 			last, lastAlerts = rows, alerts
-			fmt.Fprintf(w, "event: update\ndata: {\"rows\":%d,\"alerts\":%d}\n\n", rows, alerts)
-			fl.Flush()
+			// Each write moves the write deadline (writeDeadlines), so a
+			// reader that stops taking events is dropped, a quiet stream not.
+			if _, err := fmt.Fprintf(w, "event: update\ndata: {\"rows\":%d,\"alerts\":%d}\n\n", rows, alerts); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				if !errors.Is(err, http.ErrNotSupported) {
+					return
+				}
+			}
 		}
 		select {
 		case <-req.Context().Done():
@@ -606,7 +644,12 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(str
 	if err != nil {
 		return fmt.Errorf("dashboard: listen %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	if host, _, err := net.SplitHostPort(addr); err == nil && host != "" && net.ParseIP(strings.Trim(host, "[]")) == nil {
+		s.hostNames = append(s.hostNames, host) // --addr myhost:8077: Host "myhost:8077" is this server
+	}
+	// Write deadlines are per write (writeDeadlines), not a WriteTimeout,
+	// which would cut every event stream after the same time.
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	if ready != nil {
 		ready(ln.Addr().String())
 	}

@@ -70,6 +70,7 @@ type Run struct {
 	Name string
 	Dir  string
 	data *runData
+	root runRoot // every file of Dir the server reads goes through it
 }
 
 // refresh reads whatever was appended to metrics.jsonl and alerts.jsonl since
@@ -78,11 +79,24 @@ func (r *Run) refresh() error {
 	d := r.data
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// runlog opens these by path: refuse any that leads out of the run.
+	base := filepath.Base(d.Path)
+	names := []string{base}
+	if runlog.IsSQLite(d.Path) {
+		names = append(names, base+"-wal", base+"-shm", base+"-journal")
+	} else {
+		names = append(names, "alerts.jsonl")
+	}
+	for _, n := range names {
+		if err := r.root.check(n); err != nil {
+			return fmt.Errorf("run %s: %w", r.Name, err)
+		}
+	}
 	if err := d.Refresh(); err != nil {
 		return fmt.Errorf("run %s: %w", r.Name, err)
 	}
-	for _, p := range []string{d.Path, d.Path + "-wal"} {
-		if st, err := os.Stat(p); err == nil && st.ModTime().After(d.modTime) {
+	for _, n := range []string{base, base + "-wal"} {
+		if st, err := r.root.stat(n); err == nil && st.ModTime().After(d.modTime) {
 			d.modTime = st.ModTime()
 		}
 	}

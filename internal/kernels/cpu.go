@@ -43,3 +43,8 @@ func FeatureString() string {
 	}
 	return "none"
 }
+
+// ProcessCPUSeconds is the user+system CPU time of this process so far, in
+// seconds, summed over its threads (getrusage RUSAGE_SELF on unix); 0 where
+// it is not known.
+func ProcessCPUSeconds() float64 { return processCPUSeconds() }

@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Config describes a Llama/Qwen3-style decoder-only transformer. It is the
@@ -43,21 +44,39 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first inconsistent field, naming it as in the config file.
+// The largest sizes Validate accepts. Far above anything a CPU trains,
+// they keep every size computation of the model (parameter counts, buffer
+// lengths, memory estimates) inside an int64: with all of them at their
+// maximum a model has under 2^50 parameters.
+const (
+	MaxVocab     = 1 << 24 // token ids are int32; the largest tokenizers have ~2^18
+	MaxDModel    = 1 << 16
+	MaxLayers    = 1 << 12
+	MaxMLPHidden = 1 << 18
+	MaxSeqLen    = 1 << 20
+)
+
+// Validate reports every inconsistent field, naming it as in the config
+// file: sizes must be positive and at most their Max constant, head_dim
+// must be even, n_kv_heads must divide n_heads, and the float settings
+// must be in range (and not NaN).
 func (c Config) Validate() error {
 	var errs []error
-	pos := func(name string, v int) {
-		if v <= 0 {
+	size := func(name string, v, most int) {
+		switch {
+		case v <= 0:
 			errs = append(errs, fmt.Errorf("model.%s must be > 0, got %d", name, v))
+		case v > most:
+			errs = append(errs, fmt.Errorf("model.%s must be at most %d, got %d", name, most, v))
 		}
 	}
-	pos("vocab", c.Vocab)
-	pos("d_model", c.DModel)
-	pos("n_layers", c.NLayers)
-	pos("n_heads", c.NHeads)
-	pos("n_kv_heads", c.NKVHeads)
-	pos("mlp_hidden", c.MLPHidden)
-	pos("seq_len", c.SeqLen)
+	size("vocab", c.Vocab, MaxVocab)
+	size("d_model", c.DModel, MaxDModel)
+	size("n_layers", c.NLayers, MaxLayers)
+	size("n_heads", c.NHeads, MaxDModel)
+	size("n_kv_heads", c.NKVHeads, MaxDModel)
+	size("mlp_hidden", c.MLPHidden, MaxMLPHidden)
+	size("seq_len", c.SeqLen, MaxSeqLen)
 	if c.NHeads > 0 && c.DModel%c.NHeads != 0 {
 		errs = append(errs, fmt.Errorf("model.d_model (%d) must be divisible by model.n_heads (%d)", c.DModel, c.NHeads))
 	}
@@ -70,17 +89,17 @@ func (c Config) Validate() error {
 	if c.NoPEEvery < 0 {
 		errs = append(errs, fmt.Errorf("model.nope_every must be >= 0, got %d", c.NoPEEvery))
 	}
-	if c.RopeTheta <= 0 {
-		errs = append(errs, fmt.Errorf("model.rope_theta must be > 0, got %g", c.RopeTheta))
+	if !(c.RopeTheta > 0) || math.IsInf(c.RopeTheta, 0) {
+		errs = append(errs, fmt.Errorf("model.rope_theta must be a finite number > 0, got %g", c.RopeTheta))
 	}
-	if c.NormEps <= 0 {
-		errs = append(errs, fmt.Errorf("model.norm_eps must be > 0, got %g", c.NormEps))
+	if !(c.NormEps > 0) || math.IsInf(c.NormEps, 0) {
+		errs = append(errs, fmt.Errorf("model.norm_eps must be a finite number > 0, got %g", c.NormEps))
 	}
-	if c.ZLoss < 0 {
-		errs = append(errs, fmt.Errorf("model.z_loss must be >= 0, got %g", c.ZLoss))
+	if !(c.ZLoss >= 0) || math.IsInf(c.ZLoss, 0) {
+		errs = append(errs, fmt.Errorf("model.z_loss must be a finite number >= 0, got %g", c.ZLoss))
 	}
-	if c.InitStd <= 0 {
-		errs = append(errs, fmt.Errorf("model.init_std must be > 0, got %g", c.InitStd))
+	if !(c.InitStd > 0) || math.IsInf(c.InitStd, 0) {
+		errs = append(errs, fmt.Errorf("model.init_std must be a finite number > 0, got %g", c.InitStd))
 	}
 	return errors.Join(errs...)
 }

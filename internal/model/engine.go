@@ -65,43 +65,11 @@ func New(cfg Config, seed uint64) (*Model, error) {
 		return nil, fmt.Errorf("model config: %w", err)
 	}
 	m := &Model{Cfg: cfg, byName: map[string]int{}}
-	D, H, KV, F, V := cfg.DModel, cfg.NHeads, cfg.NKVHeads, cfg.MLPHidden, cfg.Vocab
-	m.hd = D / H
-	m.attDim = H * m.hd
-	m.qkvDim = (H + 2*KV) * m.hd
-
-	off := 0
-	add := func(name, kind string, shape ...int) {
-		n := 1
-		for _, s := range shape {
-			n *= s
-		}
-		m.byName[name] = len(m.tensors)
-		m.tensors = append(m.tensors, Tensor{Name: name, Shape: shape, Offset: off, Size: n, Kind: kind})
-		off += n
-	}
-	add("model.embed_tokens.weight", "embedding", V, D)
-	for l := 0; l < cfg.NLayers; l++ {
-		p := "model.layers." + strconv.Itoa(l) + "."
-		add(p+"input_layernorm.weight", "norm", D)
-		// q, k, v adjacent: one GEMM computes all three.
-		add(p+"self_attn.q_proj.weight", "matrix", H*m.hd, D)
-		add(p+"self_attn.k_proj.weight", "matrix", KV*m.hd, D)
-		add(p+"self_attn.v_proj.weight", "matrix", KV*m.hd, D)
-		add(p+"self_attn.o_proj.weight", "matrix", D, H*m.hd)
-		if cfg.QKNorm {
-			add(p+"self_attn.q_norm.weight", "norm", m.hd)
-			add(p+"self_attn.k_norm.weight", "norm", m.hd)
-		}
-		add(p+"post_attention_layernorm.weight", "norm", D)
-		// gate and up adjacent: one GEMM computes both.
-		add(p+"mlp.gate_proj.weight", "matrix", F, D)
-		add(p+"mlp.up_proj.weight", "matrix", F, D)
-		add(p+"mlp.down_proj.weight", "matrix", D, F)
-	}
-	add("model.norm.weight", "norm", D)
-	if !cfg.Tied {
-		add("lm_head.weight", "matrix", V, D)
+	m.hd, m.attDim, m.qkvDim = cfg.dims()
+	var off int
+	m.tensors, off = cfg.layout()
+	for i, t := range m.tensors {
+		m.byName[t.Name] = i
 	}
 	m.Params = make([]float32, off)
 	m.Grads = make([]float32, off)
@@ -112,8 +80,8 @@ func New(cfg Config, seed uint64) (*Model, error) {
 	m.vit.MaxAttnLogit = make([][]float32, cfg.NLayers)
 	m.vit.AttnEntropy = make([][]float32, cfg.NLayers)
 	for l := range m.vit.MaxAttnLogit {
-		m.vit.MaxAttnLogit[l] = make([]float32, H)
-		m.vit.AttnEntropy[l] = make([]float32, H)
+		m.vit.MaxAttnLogit[l] = make([]float32, cfg.NHeads)
+		m.vit.AttnEntropy[l] = make([]float32, cfg.NHeads)
 	}
 	m.vit.ResidualRMS = make([]float32, cfg.NLayers)
 	m.vit.ActivationOutlierRate = make([]float32, cfg.NLayers)
@@ -123,6 +91,66 @@ func New(cfg Config, seed uint64) (*Model, error) {
 	m.sin = make([]float32, cfg.SeqLen*half)
 	ops.RoPETables(m.cos, m.sin, cfg.SeqLen, m.hd, cfg.RopeTheta)
 	return m, nil
+}
+
+// dims returns head_dim and the widths of the attention output and of the
+// fused q/k/v projection.
+func (c Config) dims() (hd, attDim, qkvDim int) {
+	hd = c.DModel / c.NHeads
+	return hd, c.NHeads * hd, (c.NHeads + 2*c.NKVHeads) * hd
+}
+
+// layout lays out the parameter tensors of a valid config in their fixed
+// order in the flat buffer and returns them with the buffer's length.
+// New and NumParams share it.
+func (c Config) layout() ([]Tensor, int) {
+	D, H, KV, F, V := c.DModel, c.NHeads, c.NKVHeads, c.MLPHidden, c.Vocab
+	hd, _, _ := c.dims()
+	var ts []Tensor
+	off := 0
+	add := func(name, kind string, shape ...int) {
+		n := 1
+		for _, s := range shape {
+			n *= s
+		}
+		ts = append(ts, Tensor{Name: name, Shape: shape, Offset: off, Size: n, Kind: kind})
+		off += n
+	}
+	add("model.embed_tokens.weight", "embedding", V, D)
+	for l := 0; l < c.NLayers; l++ {
+		p := "model.layers." + strconv.Itoa(l) + "."
+		add(p+"input_layernorm.weight", "norm", D)
+		// q, k, v adjacent: one GEMM computes all three.
+		add(p+"self_attn.q_proj.weight", "matrix", H*hd, D)
+		add(p+"self_attn.k_proj.weight", "matrix", KV*hd, D)
+		add(p+"self_attn.v_proj.weight", "matrix", KV*hd, D)
+		add(p+"self_attn.o_proj.weight", "matrix", D, H*hd)
+		if c.QKNorm {
+			add(p+"self_attn.q_norm.weight", "norm", hd)
+			add(p+"self_attn.k_norm.weight", "norm", hd)
+		}
+		add(p+"post_attention_layernorm.weight", "norm", D)
+		// gate and up adjacent: one GEMM computes both.
+		add(p+"mlp.gate_proj.weight", "matrix", F, D)
+		add(p+"mlp.up_proj.weight", "matrix", F, D)
+		add(p+"mlp.down_proj.weight", "matrix", D, F)
+	}
+	add("model.norm.weight", "norm", D)
+	if !c.Tied {
+		add("lm_head.weight", "matrix", V, D)
+	}
+	return ts, off
+}
+
+// NumParams is the number of parameters a model of c has (New's layout,
+// without allocating it), or an error when c is invalid. Within the bounds
+// Validate enforces it cannot overflow.
+func (c Config) NumParams() (int, error) {
+	if err := c.Validate(); err != nil {
+		return 0, err
+	}
+	_, n := c.layout()
+	return n, nil
 }
 
 func (m *Model) views(buf []float32) weights {
@@ -268,66 +296,119 @@ func (a *arena) Bytes() int { return 4 * len(a.buf) }
 // attention probabilities).
 func (m *Model) ArenaBytes() int { return m.a.Bytes() }
 
-func (m *Model) ensureArena(B int) {
-	if B <= m.a.maxB {
-		return
+// ActivationBytes is the activation memory in bytes a model of c holds to
+// run passes over up to B sequences of seq_len tokens: the arena that
+// ForwardBackward sizes with the same plan (its buffers are listed on
+// arena) plus the RoPE tables. The arithmetic saturates at math.MaxInt
+// instead of overflowing. It errors when c is invalid or B < 1.
+func (c Config) ActivationBytes(B int) (int, error) {
+	if err := c.Validate(); err != nil {
+		return 0, err
 	}
-	c := m.Cfg
+	if B < 1 {
+		return 0, fmt.Errorf("model: activation memory for B=%d sequences: B must be >= 1", B)
+	}
+	var a arena
+	total := a.plan(c, B, func(*[]float32, int) {})
+	hd, _, _ := c.dims()
+	return satMul(4, satAdd(total, satMul(c.SeqLen, hd))), nil // + cos and sin, seq_len·hd/2 each
+}
+
+// plan calls want for every buffer of the arena of B sequences, in buffer
+// order, with its length in float32s, and returns the total length. It
+// sets up the per-layer slice headers of a (the buffers themselves are
+// what want places). Lengths saturate at math.MaxInt.
+func (a *arena) plan(c Config, B int, want func(dst *[]float32, n int)) int {
 	L, D, H, KV, F, V, T := c.NLayers, c.DModel, c.NHeads, c.NKVHeads, c.MLPHidden, c.Vocab, c.SeqLen
-	N := B * T
-	var sizes []int
-	var dsts []*[]float32
-	want := func(dst *[]float32, n int) {
-		dsts = append(dsts, dst)
-		sizes = append(sizes, n)
+	hd, attDim, qkvDim := c.dims()
+	N := satMul(B, T)
+	total := 0
+	add := func(dst *[]float32, n int) {
+		want(dst, n)
+		total = satAdd(total, n)
 	}
-	a := arena{maxB: B}
 	a.resid = make([][]float32, L+1)
 	for i := range a.resid {
-		want(&a.resid[i], N*D)
+		add(&a.resid[i], satMul(N, D))
 	}
 	mk := func(p *[][]float32, n int) {
 		*p = make([][]float32, L)
 		for i := range *p {
-			want(&(*p)[i], n)
+			add(&(*p)[i], n)
 		}
 	}
-	mk(&a.residMid, N*D)
-	mk(&a.ln1, N*D)
-	mk(&a.ln2, N*D)
+	mk(&a.residMid, satMul(N, D))
+	mk(&a.ln1, satMul(N, D))
+	mk(&a.ln2, satMul(N, D))
 	mk(&a.rstd1, N)
 	mk(&a.rstd2, N)
-	mk(&a.qkv, N*m.qkvDim)
+	mk(&a.qkv, satMul(N, qkvDim))
 	if c.QKNorm {
-		mk(&a.qkvRaw, N*m.qkvDim)
-		mk(&a.qnRstd, N*H)
-		mk(&a.knRstd, N*KV)
+		mk(&a.qkvRaw, satMul(N, qkvDim))
+		mk(&a.qnRstd, satMul(N, H))
+		mk(&a.knRstd, satMul(N, KV))
 	}
-	mk(&a.att, B*H*T*T)
-	mk(&a.atty, N*m.attDim)
-	mk(&a.gu, N*2*F)
-	mk(&a.h, N*F)
-	mk(&a.sig, N*F)
-	want(&a.lnf, N*D)
-	want(&a.rstdf, N)
-	want(&a.logits, N*V)
-	want(&a.loss, N)
-	want(&a.lse, N)
-	want(&a.rowGrad, N)
-	want(&a.rowMax, B*H*T)
-	want(&a.rowEnt, B*H*T)
-	want(&a.attnTmp, B*H*T)
-	want(&a.dresid, N*D)
-	want(&a.dln, N*D)
-	want(&a.dqkv, N*m.qkvDim)
-	want(&a.datty, N*m.attDim)
-	want(&a.dgu, N*2*F)
-	want(&a.dh, N*F)
-	want(&a.datt, B*H*T*T)
-	want(&a.partial, normChunks*max(D, m.hd))
-	total := 0
-	for _, s := range sizes {
-		total += s
+	mk(&a.att, satMul(B, H, T, T))
+	mk(&a.atty, satMul(N, attDim))
+	mk(&a.gu, satMul(N, 2, F))
+	mk(&a.h, satMul(N, F))
+	mk(&a.sig, satMul(N, F))
+	add(&a.lnf, satMul(N, D))
+	add(&a.rstdf, N)
+	add(&a.logits, satMul(N, V))
+	add(&a.loss, N)
+	add(&a.lse, N)
+	add(&a.rowGrad, N)
+	add(&a.rowMax, satMul(B, H, T))
+	add(&a.rowEnt, satMul(B, H, T))
+	add(&a.attnTmp, satMul(B, H, T))
+	add(&a.dresid, satMul(N, D))
+	add(&a.dln, satMul(N, D))
+	add(&a.dqkv, satMul(N, qkvDim))
+	add(&a.datty, satMul(N, attDim))
+	add(&a.dgu, satMul(N, 2, F))
+	add(&a.dh, satMul(N, F))
+	add(&a.datt, satMul(B, H, T, T))
+	add(&a.partial, normChunks*max(D, hd))
+	return total
+}
+
+// satMul multiplies non-negative ints, saturating at math.MaxInt.
+func satMul(xs ...int) int {
+	p := 1
+	for _, x := range xs {
+		if x != 0 && p > math.MaxInt/x {
+			return math.MaxInt
+		}
+		p *= x
+	}
+	return p
+}
+
+// satAdd adds non-negative ints, saturating at math.MaxInt.
+func satAdd(a, b int) int {
+	if a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
+}
+
+// ensureArena makes the arena hold B sequences. An arena too large to
+// address is an error (the trainer refuses such runs before they start,
+// from ActivationBytes).
+func (m *Model) ensureArena(B int) error {
+	if B <= m.a.maxB {
+		return nil
+	}
+	var sizes []int
+	var dsts []*[]float32
+	a := arena{maxB: B}
+	total := a.plan(m.Cfg, B, func(dst *[]float32, n int) {
+		dsts = append(dsts, dst)
+		sizes = append(sizes, n)
+	})
+	if total == math.MaxInt || total > math.MaxInt/4 {
+		return fmt.Errorf("model: the activation arena for B=%d sequences of %d tokens overflows", B, m.Cfg.SeqLen)
 	}
 	m.a = arena{} // release the old buffer before allocating the new one
 	a.buf = make([]float32, total)
@@ -337,6 +418,7 @@ func (m *Model) ensureArena(B int) {
 		off += sizes[i]
 	}
 	m.a = a
+	return nil
 }
 
 // ---------------------------------------------------------------- passes
@@ -391,7 +473,9 @@ func (m *Model) ForwardBackward(b *Batch, scale float32) (Stats, error) {
 	if err := m.checkBatch(b, true); err != nil {
 		return Stats{}, err
 	}
-	m.ensureArena(b.B)
+	if err := m.ensureArena(b.B); err != nil {
+		return Stats{}, err
+	}
 	t0 := time.Now()
 	m.forwardBody(b, true)
 	st := m.head(b, scale, true)
@@ -408,7 +492,9 @@ func (m *Model) Forward(b *Batch) (Stats, error) {
 	if err := m.checkBatch(b, true); err != nil {
 		return Stats{}, err
 	}
-	m.ensureArena(b.B)
+	if err := m.ensureArena(b.B); err != nil {
+		return Stats{}, err
+	}
 	t0 := time.Now()
 	m.forwardBody(b, true)
 	st := m.head(b, 0, false)
@@ -442,7 +528,9 @@ func (m *Model) Logits(tokens []int32, dst []float32) error {
 	if err := m.checkBatch(&b, false); err != nil {
 		return err
 	}
-	m.ensureArena(1)
+	if err := m.ensureArena(1); err != nil {
+		return err
+	}
 	m.forwardBody(&b, false)
 	D := c.DModel
 	last := len(tokens) - 1

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/buildinfo"
@@ -56,7 +55,7 @@ func NewObserver(cfg config.Config, runDir string, log *slog.Logger, man *runlog
 	case !errors.Is(err, fs.ErrNotExist):
 		log.Warn("monitor: the run's previous manifest is unreadable; resume checks skipped", "err", err)
 	}
-	opts := monitor.Options{RunDir: runDir, Logger: log, RunInfo: map[string]string{"name": cfg.Run.Name}}
+	opts := monitor.Options{RunDir: runDir, Logger: log, RunInfo: map[string]string{"name": cfg.Run.Name}, Vocab: cfg.Model.Vocab}
 	if b, err := config.Marshal(cfg); err == nil {
 		opts.ConfigTOML = b
 	}
@@ -192,10 +191,13 @@ func (t *Observer) Finish(runErr error) error {
 		return runErr
 	}
 	var nanErr *train.NaNError
+	var ckErr *train.CheckpointError
 	switch {
 	case errors.As(runErr, &nanErr):
 		t.m.Observe(monitor.Sample{Step: int64(nanErr.Step), Tokens: t.last.TokensSeen, Values: map[string]float64{"nan_inf_events": 1}})
-	case runErr != nil && !errors.Is(runErr, context.Canceled) && strings.Contains(runErr.Error(), "checkpoint") && !strings.Contains(runErr.Error(), "monitor paused"):
+	case errors.As(runErr, &ckErr) && !errors.Is(runErr, context.Canceled):
+		// Only a checkpoint that could not be saved (or verified) is
+		// checkpoint_failed, not every error that mentions one.
 		t.m.Record(monitor.Event{Kind: monitor.EventCheckpoint, Step: int64(t.last.Step), OK: false, Detail: runErr.Error()})
 	}
 	if err := t.m.Close(); err != nil {

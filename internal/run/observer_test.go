@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -177,6 +178,57 @@ func TestTrainLRSpikeIsSEV1(t *testing.T) {
 			t.Errorf("backward starts at %v before the forward ended at %v", ts, lastEnd)
 		}
 		lastEnd = ts + dur
+	}
+}
+
+// TestTrainLRSpikeX1000IsSEV0: a ×1000 LR step blows the run up (it ends
+// near val loss 12 on shakespeare-char otherwise); the monitor calls it a
+// SEV0 divergence within a few steps, the run stops without a checkpoint
+// after the blow-up, Train returns an error (kestrel train exits non-zero)
+// and an incident bundle holds the evidence.
+func TestTrainLRSpikeX1000IsSEV0(t *testing.T) {
+	dir := t.TempDir()
+	cfg := tinyRun(200)
+	cfg.Train.BatchSize = 16
+	cfg.Debug.LRSpikeAtStep, cfg.Debug.LRSpikeFactor, cfg.Debug.LRSpikeSteps = 70, 1000, 3
+	res, err := runMonitored(t, cfg, dir)
+	if err == nil || !strings.Contains(err.Error(), "monitor paused the run") || !strings.Contains(err.Error(), monitor.RuleDivergence) {
+		t.Fatalf("run error %v, want the monitor's divergence pause", err)
+	}
+	var div *monitor.Alert
+	for _, a := range readAlerts(t, dir) {
+		if a.Severity == monitor.SEV0 && div == nil {
+			a := a
+			div = &a
+		}
+	}
+	if div == nil || div.Rule != monitor.RuleDivergence || div.Step < 70 || div.Step > 75 || div.Evidence == "" {
+		t.Fatalf("first SEV0 %+v, want divergence within 5 steps of 70 with an incident bundle", div)
+	}
+	t.Logf("%s at step %d: %s", div.Rule, div.Step, div.Message)
+	if res != nil && res.Step != int(div.Step) {
+		t.Errorf("trained to step %d, want the stop at the alert's step %d", res.Step, div.Step)
+	}
+	for _, f := range []string{"alert.json", "RUNBOOK.md", "metrics.jsonl", "config.toml", "manifest.json"} {
+		if _, err := os.Stat(filepath.Join(dir, div.Evidence, f)); err != nil {
+			t.Errorf("incident bundle lacks %s", f)
+		}
+	}
+	if cks, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "step-*")); len(cks) == 0 || !strings.HasSuffix(cks[len(cks)-1], "step-00000060") {
+		t.Errorf("checkpoints %v, want the last good one at step 60 and none after the blow-up", cks)
+	}
+	// Every step line carries the process CPU time beside the wall time
+	// (getrusage; unix systems).
+	if runtime.GOOS != "windows" && runtime.GOOS != "plan9" && runtime.GOOS != "js" && runtime.GOOS != "wasip1" {
+		b, err := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if strings.Contains(line, `"train_loss_raw"`) && !strings.Contains(line, `"cpu_time":`) {
+				t.Fatalf("metrics.jsonl line %d lacks cpu_time: %.200s", i+1, line)
+			}
+		}
 	}
 }
 

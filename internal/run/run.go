@@ -9,18 +9,22 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/dashboard"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
+	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
@@ -53,6 +57,12 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 	if err != nil {
 		return nil, err
 	}
+	if err := train.Preflight(to); err != nil { // before the monitor creates files in dir
+		if c, ok := to.Data.(io.Closer); ok {
+			_ = c.Close()
+		}
+		return nil, err
+	}
 	if opts.Fresh {
 		// Refuse here, before the monitor creates files in the directory
 		// (train.Run would otherwise see the directory the monitor made).
@@ -62,6 +72,24 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
+	}
+	// One trainer per run directory: the lock is taken before the monitor
+	// writes anything there, and held until the run has ended.
+	lk, err := runlock.Acquire(dir, to.Logger)
+	if err != nil {
+		if c, ok := to.Data.(io.Closer); ok {
+			c.Close()
+		}
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	defer func() {
+		if rerr := lk.Release(); rerr != nil {
+			to.Logger.Warn("train: run directory lock", "err", rerr)
+		}
+	}()
+	to.Lock = lk
+	if cfg.Data.Kind == "dataset" {
+		keepDataReport(cfg.Data.Path, dir, to.Logger)
 	}
 	ob, err := NewObserver(cfg, dir, to.Logger, &to.Manifest)
 	if err != nil {
@@ -259,4 +287,24 @@ func StartDash(ctx context.Context, addr, runDir string, out io.Writer) (func(),
 		return nil, err
 	}
 	return func() { cancel(); <-done }, nil
+}
+
+// DataReportFile is the copy of the dataset's report.json a run keeps, so
+// the dashboard shows the data the run trained on without reading outside
+// the run directory.
+const DataReportFile = "data_report.json"
+
+// keepDataReport copies the dataset's report.json into the run directory.
+// A dataset without one (built by another tool) is not an error.
+func keepDataReport(dataset, dir string, log *slog.Logger) {
+	src, err := datadir.Expand(dataset)
+	if err == nil {
+		var b []byte
+		if b, err = os.ReadFile(filepath.Join(src, "report.json")); err == nil {
+			err = atomicfile.WriteFile(filepath.Join(dir, DataReportFile), b)
+		}
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		log.Warn("run: the dataset report is not kept in the run", "err", err)
+	}
 }

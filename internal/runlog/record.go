@@ -52,6 +52,7 @@ type Step struct {
 
 	TokensPerSec        float64 // non-pad target tokens of this step ÷ step_time
 	StepTime            float64 // wall time since the previous step line
+	CPUTime             float64 // process CPU seconds (user+system, all threads) since the previous step line; 0 = not measured (left out)
 	DataWaitTime        float64
 	ForwardTime         float64 // forward passes incl. the loss head, all micro-batches
 	BackwardTime        float64 // backward passes, all micro-batches
@@ -124,6 +125,9 @@ func (s *Step) fields(w fieldVisitor) {
 	w.int("nan_inf_events", int64(s.NaNInfEvents))
 	w.float("tokens_per_sec", s.TokensPerSec)
 	w.float("step_time", s.StepTime)
+	if s.CPUTime > 0 {
+		w.float("cpu_time", s.CPUTime)
+	}
 	w.float("data_wait_time", s.DataWaitTime)
 	w.float("forward_time", s.ForwardTime)
 	w.float("backward_time", s.BackwardTime)

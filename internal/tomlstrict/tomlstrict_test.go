@@ -2,6 +2,8 @@ package tomlstrict
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 )
@@ -77,5 +79,78 @@ func TestOverlay(t *testing.T) {
 		if err := Overlay(want, "filters", &dst); err == nil || !strings.HasPrefix(err.Error(), raw) {
 			t.Fatalf("err = %v, want prefix %q", err, raw)
 		}
+	}
+}
+
+// TestDecodeRefusesNonFinite: every nan or inf float literal, wherever it
+// is, is an *Error naming the key (with array indices) and the line; the
+// same numbers written finitely decode.
+func TestDecodeRefusesNonFinite(t *testing.T) {
+	type src struct {
+		Weight  float64            `toml:"weight"`
+		Weights map[string]float64 `toml:"weights"`
+	}
+	type target struct {
+		X    float64            `toml:"x"`
+		Y    float32            `toml:"y"`
+		List []float64          `toml:"list"`
+		Map  map[string]float64 `toml:"map"`
+		Any  map[string]any     `toml:"any"`
+		Srcs []src              `toml:"srcs"`
+		Sec  struct {
+			Z   float64 `toml:"z"`
+			Sub struct {
+				W float64 `toml:"w"`
+			} `toml:"sub"`
+		} `toml:"sec"`
+	}
+	for _, tc := range []struct {
+		name, data, key string
+		line            int
+	}{
+		{"nan", "x = nan\n", "x", 1},
+		{"+nan", "x = +nan\n", "x", 1},
+		{"-nan", "x = -nan\n", "x", 1},
+		{"inf", "\nx = inf\n", "x", 2},
+		{"+inf", "x = +inf\n", "x", 1},
+		{"-inf", "x = -inf\n", "x", 1},
+		{"float32", "y = nan\n", "y", 1},
+		{"table", "x = 1.0\n[sec]\nz = inf\n", "sec.z", 3},
+		{"dotted key", "sec.sub.w = nan\n", "sec.sub.w", 1},
+		{"subtable", "[sec.sub]\nw = -inf\n", "sec.sub.w", 2},
+		{"array", "list = [1.0,\n  2.0, nan]\n", "list[2]", 2},
+		{"map", "map = { a = 1.0, b = inf }\n", "map.b", 1},
+		{"map table", "[map]\na = 1.0\nb = nan\n", "map.b", 3},
+		{"interface map", "any = { deep = { v = [nan] } }\n", "any.deep.v[0]", 1},
+		{"array of tables", "[[srcs]]\nweight = 1.0\n[[srcs]]\nweight = nan\n", "srcs[1].weight", 4},
+		{"array of tables, map", "[[srcs]]\nweight = 1.0\nweights = { a = 0.5, b = -inf }\n", "srcs[0].weights.b", 3},
+		{"array of tables, subtable", "[[srcs]]\n[[srcs]]\n[srcs.weights]\na = inf\n", "srcs[1].weights.a", 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var v target
+			err := Decode([]byte(tc.data), "cfg.toml", &v)
+			var te *Error
+			if !errors.As(err, &te) || !te.IsNonFinite() {
+				t.Fatalf("err = %v, want a non-finite *Error", err)
+			}
+			if te.Key != tc.key || te.Line != tc.line || te.Name != "cfg.toml" {
+				t.Fatalf("error names key %q line %d file %q, want %q line %d: %v", te.Key, te.Line, te.Name, tc.key, tc.line, err)
+			}
+			if want := fmt.Sprintf("cfg.toml:%d: key %q: not a finite number", tc.line, tc.key); !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("error %q, want prefix %q", err, want)
+			}
+		})
+	}
+	var v target
+	ok := "x = 1e300\ny = -2.5e-3\nlist = [0.0, -0.0, 1_000.5]\nmap = { a = 1e-300 }\n[[srcs]]\nweight = 3.0\n"
+	if err := Decode([]byte(ok), "cfg.toml", &v); err != nil || v.X != 1e300 || v.Srcs[0].Weight != 3 {
+		t.Fatalf("finite document: %v, %+v", err, v)
+	}
+	if err := Decode([]byte("x = nan\ny = inf\n"), "cfg.toml", &v); err == nil || strings.Count(err.Error(), "not a finite number") != 2 {
+		t.Fatalf("two non-finite values: want both named, got %v", err)
+	}
+	// an overlay (a map rendered to TOML) is checked too
+	if err := Overlay(map[string]any{"frac": math.NaN()}, "filters", &inner{}); err == nil || !strings.Contains(err.Error(), `filters: key "frac": not a finite number`) {
+		t.Fatalf("overlay with NaN: %v", err)
 	}
 }

@@ -17,7 +17,13 @@ type BytesSource struct {
 
 // OpenBytes reads trainPath (and valPath, or holds out the last valFraction
 // of the training file when valPath is empty) for sequences of t tokens.
+// The validation split must hold at least one sequence (t+1 bytes): every
+// run evaluates at its end, so a run without validation data is refused
+// here rather than failing at its first evaluation.
 func OpenBytes(trainPath, valPath string, valFraction float64, t int, seed uint64) (*BytesSource, error) {
+	if !(valFraction >= 0 && valFraction < 1) { // NaN too
+		return nil, fmt.Errorf("train.val_fraction must be in [0, 1), got %g", valFraction)
+	}
 	tr, err := os.ReadFile(trainPath)
 	if err != nil {
 		return nil, fmt.Errorf("data.train: %w", err)
@@ -27,9 +33,16 @@ func OpenBytes(trainPath, valPath string, valFraction float64, t int, seed uint6
 		if va, err = os.ReadFile(valPath); err != nil {
 			return nil, fmt.Errorf("data.val: %w", err)
 		}
+		if len(va) < t+1 {
+			return nil, fmt.Errorf("data.val %s: %d bytes, need at least seq_len+1 = %d for one validation sequence", valPath, len(va), t+1)
+		}
 	} else {
 		n := int(float64(len(tr)) * (1 - valFraction))
 		tr, va = tr[:n], tr[n:]
+		if len(va) < t+1 {
+			return nil, fmt.Errorf("train.val_fraction = %g holds out %d bytes of data.train %s for validation, need at least seq_len+1 = %d "+
+				"(every run evaluates at its end): raise train.val_fraction or set data.val to a validation file", valFraction, len(va), trainPath, t+1)
+		}
 	}
 	if len(tr) < t+2 {
 		return nil, fmt.Errorf("data.train %s: %d training bytes, need at least seq_len+2 = %d", trainPath, len(tr), t+2)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -116,10 +117,24 @@ func writeCheckpoint(root string, p *payload) (string, int64, error) {
 		return err
 	})
 	if err != nil {
-		return "", 0, fmt.Errorf("checkpoint %s: %w", name, err)
+		return "", 0, &CheckpointError{Step: p.state.Step, Dir: final, Err: err}
 	}
 	return final, total, nil
 }
+
+// CheckpointError is a checkpoint that could not be saved, or a run
+// directory whose checkpoints all failed verification: the monitor's SEV0
+// checkpoint_failed. Other errors that merely mention a checkpoint (a failed
+// deletion of an old one, an observer's error) are not.
+type CheckpointError struct {
+	Step int    // the step being saved (0 for a failed resume)
+	Dir  string // the checkpoint, or the checkpoints/ directory
+	Err  error
+}
+
+func (e *CheckpointError) Error() string { return fmt.Sprintf("checkpoint %s: %v", e.Dir, e.Err) }
+
+func (e *CheckpointError) Unwrap() error { return e.Err }
 
 // writeCheckpointFiles writes the files of a checkpoint into dir and
 // returns their total size.
@@ -223,6 +238,69 @@ func VerifyCheckpoint(dir string) error {
 	return nil
 }
 
+// Checkpoint kinds (State.Kind).
+var stateKinds = map[string]bool{"rolling": true, "permanent": true, "final": true, "interrupt": true, "time_limit": true}
+
+// rollingKind reports whether the keep policy may delete a checkpoint of
+// this kind: interrupt and time_limit checkpoints count as rolling.
+func rollingKind(k string) bool { return k == "rolling" || k == "interrupt" || k == "time_limit" }
+
+// validate checks state.json's values before any of them is used (a
+// negative step would truncate all of metrics.jsonl): the error names the
+// field. dirStep is the step in the checkpoint directory's name, or -1 when
+// the directory is not named step-NNNNNNNN.
+func (s *State) validate(dirStep int) error {
+	bad := func(field string, format string, args ...any) error {
+		return fmt.Errorf("field %s: %s", field, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case s.Format != stateFormat:
+		return bad("format", "%d, this kestrel reads %d", s.Format, stateFormat)
+	case s.Step < 0:
+		return bad("step", "%d is negative", s.Step)
+	case dirStep >= 0 && s.Step != dirStep:
+		return bad("step", "%d, but the directory is %s", s.Step, CheckpointName(dirStep))
+	case !stateKinds[s.Kind]:
+		return bad("kind", "unknown kind %q (want rolling, permanent, final, interrupt or time_limit)", s.Kind)
+	case s.TokensSeen < 0:
+		return bad("tokens_seen", "%d is negative", s.TokensSeen)
+	case s.Step == 0 && s.TokensSeen != 0:
+		return bad("tokens_seen", "%d at step 0", s.TokensSeen)
+	case s.WallTime < 0:
+		return bad("wall_time", "%g is negative", s.WallTime)
+	case s.Data.NextFillStep != s.Step:
+		return bad("data.next_fill_step", "%d, want the step %d (batches are a function of the step)", s.Data.NextFillStep, s.Step)
+	case s.AdamSteps < 0:
+		return bad("adam_steps", "%d is negative", s.AdamSteps)
+	case s.LossEMASteps < 0 || s.LossEMASteps > s.Step:
+		return bad("loss_ema_steps", "%d is outside [0, step %d]", s.LossEMASteps, s.Step)
+	case s.SkippedUpdates < 0 || s.SkippedUpdates > s.Step:
+		return bad("skipped_updates", "%d is outside [0, step %d]", s.SkippedUpdates, s.Step)
+	case s.ClippedUpdates < 0 || s.ClippedUpdates > s.Step:
+		return bad("clipped_updates", "%d is outside [0, step %d]", s.ClippedUpdates, s.Step)
+	case len(s.GradClipWindow) > s.Step:
+		return bad("grad_clip_window", "%d entries after %d steps", len(s.GradClipWindow), s.Step)
+	case s.Schedule.BatchSize < 0:
+		return bad("schedule.batch_size", "%d is negative", s.Schedule.BatchSize)
+	case s.EMABeta < 0 || s.EMABeta >= 1:
+		return bad("ema_beta", "%g is outside [0, 1)", s.EMABeta)
+	}
+	return nil
+}
+
+// dirStep is the step in a step-NNNNNNNN directory's name, or -1.
+func dirStep(dir string) int {
+	n, ok := strings.CutPrefix(filepath.Base(dir), "step-")
+	if !ok {
+		return -1
+	}
+	s, err := strconv.Atoi(n)
+	if err != nil || s < 0 {
+		return -1
+	}
+	return s
+}
+
 // Loaded is a verified checkpoint read into memory.
 type Loaded struct {
 	Dir   string
@@ -246,8 +324,8 @@ func LoadCheckpoint(dir string) (*Loaded, error) {
 	if err := json.Unmarshal(data, &l.State); err != nil {
 		return nil, fmt.Errorf("%s: %w", sp, err)
 	}
-	if l.State.Format != stateFormat {
-		return nil, fmt.Errorf("%s: format %d, this kestrel reads %d", sp, l.State.Format, stateFormat)
+	if err := l.State.validate(dirStep(dir)); err != nil {
+		return nil, fmt.Errorf("%s: %w", sp, err)
 	}
 	if l.Model, err = safetensors.ReadFile(filepath.Join(dir, ModelFile)); err != nil {
 		return nil, err
@@ -295,8 +373,10 @@ func listCheckpoints(root string) ([]ckptEntry, error) {
 
 // LatestCheckpoint loads the newest valid checkpoint under root (a
 // checkpoints/ directory). Invalid ones are logged naming the bad file and
-// skipped; it returns nil, nil when root holds no checkpoint at all, and an
-// error when checkpoints exist but none is valid.
+// skipped (a checkpoint that lacks a file, or whose state.json fails
+// validation, is invalid too); it returns nil, nil when root holds no
+// checkpoint at all, and a *CheckpointError when checkpoints exist but none
+// is valid.
 func LatestCheckpoint(root string, log *slog.Logger) (*Loaded, error) {
 	list, err := listCheckpoints(root)
 	if err != nil || len(list) == 0 {
@@ -313,7 +393,7 @@ func LatestCheckpoint(root string, log *slog.Logger) (*Loaded, error) {
 		}
 		errs = append(errs, err)
 	}
-	return nil, fmt.Errorf("no valid checkpoint in %s: %w", root, errors.Join(errs...))
+	return nil, &CheckpointError{Dir: root, Err: fmt.Errorf("no valid checkpoint to resume from: %w", errors.Join(errs...))}
 }
 
 // resolveCheckpoint turns init.from into a verified checkpoint: a
@@ -332,11 +412,14 @@ func resolveCheckpoint(path string, log *slog.Logger) (*Loaded, error) {
 
 // applyKeepPolicy deletes rolling checkpoints beyond the newest keep ones.
 // Permanent, final and unreadable checkpoints are left alone. Interrupt
-// and time_limit checkpoints count as rolling.
-func applyKeepPolicy(root string, keep int) ([]string, error) {
+// and time_limit checkpoints count as rolling. A checkpoint that cannot be
+// deleted is a warning on log, not an error: the new checkpoint is safe,
+// and the old one costs only disk space (the next keep policy tries again).
+func applyKeepPolicy(root string, keep int, log *slog.Logger) []string {
 	list, err := listCheckpoints(root)
 	if err != nil {
-		return nil, err
+		log.Warn("checkpoint keep policy: old checkpoints not deleted", "dir", root, "err", err)
+		return nil
 	}
 	var deleted []string
 	n := 0
@@ -348,27 +431,114 @@ func applyKeepPolicy(root string, keep int) ([]string, error) {
 		var st struct {
 			Kind string `json:"kind"`
 		}
-		if json.Unmarshal(data, &st) != nil || (st.Kind != "rolling" && st.Kind != "interrupt" && st.Kind != "time_limit") {
+		if json.Unmarshal(data, &st) != nil || !rollingKind(st.Kind) {
 			continue
 		}
 		n++
 		if n > keep {
-			if err := os.RemoveAll(c.Dir); err != nil {
-				return deleted, fmt.Errorf("checkpoint keep policy: %w", err)
+			if err := removeCheckpoint(c.Dir); err != nil {
+				log.Warn("checkpoint keep policy: could not delete an old checkpoint", "path", c.Dir, "err", err)
+				continue
 			}
 			deleted = append(deleted, filepath.Base(c.Dir))
 		}
 	}
-	return deleted, nil
+	return deleted
 }
 
-// removeStaleTemps deletes temporary directories left by interrupted writes.
+// deletingPrefix names a checkpoint directory being deleted: it is renamed
+// out of the step-NNNNNNNN namespace first, so a deletion cut short (kill -9)
+// leaves a hidden directory that removeStaleTemps clears, never a
+// half-deleted checkpoint.
+const deletingPrefix = ".deleting-"
+
+// removeCheckpoint deletes a checkpoint directory: rename, then remove.
+// After a failed rename the checkpoint is whole; after a failed removal it
+// is already out of the way and is cleared at the next start.
+func removeCheckpoint(dir string) error {
+	trash := filepath.Join(filepath.Dir(dir), fmt.Sprintf("%s%s-%d", deletingPrefix, filepath.Base(dir), time.Now().UnixNano()))
+	if err := renameDir(dir, trash); err != nil {
+		return err
+	}
+	if err := removeAll(trash); err != nil {
+		return fmt.Errorf("%s renamed to %s but not removed (cleared at the next start): %w", dir, trash, err)
+	}
+	return nil
+}
+
+// renameDir and removeAll are os.Rename and os.RemoveAll; tests replace
+// them to make deletions fail.
+var (
+	renameDir = os.Rename
+	removeAll = os.RemoveAll
+)
+
+// removeStaleTemps deletes temporary directories left by interrupted
+// writes and deletions.
 func removeStaleTemps(root string) {
 	ents, _ := os.ReadDir(root)
 	for _, e := range ents {
-		if atomicfile.TempDirName(e.Name()) || strings.HasPrefix(e.Name(), ".old-") { // .old-: older kestrel
-			os.RemoveAll(filepath.Join(root, e.Name()))
+		n := e.Name()
+		if atomicfile.TempDirName(n) || strings.HasPrefix(n, deletingPrefix) || strings.HasPrefix(n, ".old-") { // .old-: older kestrel
+			os.RemoveAll(filepath.Join(root, n))
 		}
+	}
+}
+
+// missingFile names a file a checkpoint directory lacks (state.json,
+// SHA256SUMS, a checkpoint file or one SHA256SUMS lists), or "" when none is
+// missing. A checkpoint with a missing file was deleted part way (an older
+// kestrel's keep policy killed mid-way, or by hand); one whose files are
+// all there but differ from their sums is corrupt, which is another matter.
+func missingFile(dir string) string {
+	need := []string{StateFile, SumsFile, ModelFile, OptimizerFile, EMAFile}
+	if data, err := os.ReadFile(filepath.Join(dir, SumsFile)); err == nil {
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			if f := strings.Fields(line); len(f) == 2 {
+				need = append(need, f[1])
+			}
+		}
+	}
+	for _, n := range need {
+		if _, err := os.Lstat(filepath.Join(dir, n)); errors.Is(err, fs.ErrNotExist) {
+			return n
+		}
+	}
+	return ""
+}
+
+// removeHalfDeleted deletes the checkpoints under root that lack a file
+// (see missingFile): they can never be resumed from. It runs once a valid
+// checkpoint was found to resume from, in the run directory the trainer
+// holds. A permanent or final checkpoint (its state.json says so) is never
+// deleted this way, since the keep policy never deletes those: someone
+// removed files from it on purpose, so it is left alone with a warning.
+func removeHalfDeleted(root string, log *slog.Logger) {
+	list, err := listCheckpoints(root)
+	if err != nil {
+		log.Warn("checkpoints: half-deleted checkpoints not cleaned up", "dir", root, "err", err)
+		return
+	}
+	for _, c := range list {
+		miss := missingFile(c.Dir)
+		if miss == "" {
+			continue
+		}
+		if miss != StateFile {
+			var st struct {
+				Kind string `json:"kind"`
+			}
+			data, err := os.ReadFile(filepath.Join(c.Dir, StateFile))
+			if err == nil && json.Unmarshal(data, &st) == nil && !rollingKind(st.Kind) {
+				log.Warn("checkpoint lacks a file; it is not resumed from, and is left in place because it is "+st.Kind, "path", c.Dir, "missing", miss)
+				continue
+			}
+		}
+		if err := removeCheckpoint(c.Dir); err != nil {
+			log.Warn("could not remove a half-deleted checkpoint", "path", c.Dir, "missing", miss, "err", err)
+			continue
+		}
+		log.Info("removed a half-deleted checkpoint", "path", c.Dir, "missing", miss)
 	}
 }
 

@@ -48,13 +48,17 @@ func (c Config) Validate() error {
 	if c.ProbeSequences < 0 {
 		errs = append(errs, fmt.Errorf("train.probe_sequences must be >= 0, got %d", c.ProbeSequences))
 	}
-	if c.ValFraction < 0 || c.ValFraction >= 1 {
+	// Written so that NaN fails them (every comparison with NaN is false).
+	if !(c.ValFraction >= 0 && c.ValFraction < 1) {
 		errs = append(errs, fmt.Errorf("train.val_fraction must be in [0, 1), got %g", c.ValFraction))
+	}
+	if !(c.PeakGFLOPS >= 0) || math.IsInf(c.PeakGFLOPS, 0) {
+		errs = append(errs, fmt.Errorf("train.peak_gflops must be a finite number >= 0, got %g", c.PeakGFLOPS))
 	}
 	if c.MaxMinutes < 0 || math.IsNaN(c.MaxMinutes) || math.IsInf(c.MaxMinutes, 0) {
 		errs = append(errs, fmt.Errorf("train.max_minutes must be a finite number >= 0, got %g", c.MaxMinutes))
 	}
-	if c.LossEMABeta < 0 || c.LossEMABeta >= 1 {
+	if !(c.LossEMABeta >= 0 && c.LossEMABeta < 1) {
 		errs = append(errs, fmt.Errorf("train.loss_ema_beta must be in [0, 1), got %g", c.LossEMABeta))
 	}
 	return errors.Join(errs...)

@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/batchsched"
+	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/peak"
+	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -52,6 +54,11 @@ type Options struct {
 	// Observers receive every step, evaluation and checkpoint.
 	Observers []Observer
 	Logger    *slog.Logger
+	// Lock is the caller's hold on Dir (internal/run takes it before the
+	// monitor writes there); Run then neither takes nor releases one. When
+	// nil, Run takes the lock of Dir itself and releases it on return, so
+	// that two trainers never share a run directory.
+	Lock *runlock.Lock
 }
 
 // Result summarises a finished (or interrupted) run.
@@ -122,6 +129,29 @@ type trainer struct {
 	probe                   *probeBatch // nil: no probes
 }
 
+// Preflight checks o before anything is allocated or written, as Run does
+// first: every config section's Validate, the data source (present, its
+// sequence length, validation data for the evaluations) and the memory
+// the run needs (EstimateMemory) against the memory available. A caller
+// that creates files before calling Run (the monitor's) calls it first.
+func Preflight(o Options) error {
+	for _, v := range []interface{ Validate() error }{o.Model, o.Optim, o.Train, o.Checkpoint, o.Init} {
+		if err := v.Validate(); err != nil {
+			return err
+		}
+	}
+	if o.Data == nil {
+		return errors.New("train: no data source")
+	}
+	if o.Data.SeqLen() != o.Model.SeqLen {
+		return fmt.Errorf("train: data sequence length %d differs from model.seq_len %d", o.Data.SeqLen(), o.Model.SeqLen)
+	}
+	if err := checkValData(o); err != nil {
+		return err
+	}
+	return checkMemory(o)
+}
+
 // Run trains until Train.Steps, resuming from the newest valid checkpoint
 // in Dir when there is one. Cancelling ctx writes a checkpoint and returns
 // (Result.Interrupted, nil).
@@ -134,16 +164,8 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 			}
 		}()
 	}
-	for _, v := range []interface{ Validate() error }{o.Model, o.Optim, o.Train, o.Checkpoint, o.Init} {
-		if err := v.Validate(); err != nil {
-			return nil, err
-		}
-	}
-	if o.Data == nil {
-		return nil, errors.New("train: no data source")
-	}
-	if o.Data.SeqLen() != o.Model.SeqLen {
-		return nil, fmt.Errorf("train: data sequence length %d differs from model.seq_len %d", o.Data.SeqLen(), o.Model.SeqLen)
+	if err := Preflight(o); err != nil {
+		return nil, err
 	}
 	if o.Dir == "" {
 		return nil, errors.New("train: no run directory")
@@ -159,6 +181,22 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	t := &trainer{o: o, log: o.Logger, ckRoot: filepath.Join(o.Dir, "checkpoints"), T: o.Model.SeqLen, start: start}
 	if t.log == nil {
 		t.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	switch {
+	case o.Lock == nil:
+		lk, err := runlock.Acquire(o.Dir, t.log)
+		if err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
+		defer func() {
+			if rerr := lk.Release(); rerr != nil {
+				t.log.Warn("train: run directory lock", "err", rerr)
+			}
+		}()
+	case !o.Lock.Held():
+		return nil, fmt.Errorf("train: the lock passed in for %s was released before the run", o.Lock.Dir())
+	case !o.Lock.Holds(o.Dir):
+		return nil, fmt.Errorf("train: the lock passed in holds %s, not the run directory %s", o.Lock.Dir(), o.Dir)
 	}
 	res, err = t.run(ctx)
 	if t.ml != nil {
@@ -197,10 +235,9 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	if t.bsched, err = batchsched.FromConfig("train.batch_schedule", o.Train.BatchSchedule, o.Train.BatchSize); err != nil {
 		return nil, err
 	}
-	maxB := t.bsched.Max()
-	mb := o.Train.MicroBatch
-	if mb <= 0 || mb > maxB {
-		mb = maxB
+	mb, err := microBatch(o.Train)
+	if err != nil {
+		return nil, err
 	}
 	t.inputs, t.targets, t.segIDs = make([]int32, mb*t.T), make([]int32, mb*t.T), make([]int32, mb*t.T)
 	t.srcs = make([]int, mb)
@@ -219,6 +256,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		if err := t.resume(loaded); err != nil {
 			return nil, err
 		}
+		removeHalfDeleted(t.ckRoot, t.log)
 		res.Resumed, res.Checkpoint = true, loaded.Dir
 		if o.Init.From != "" {
 			t.log.Info("resuming; init.from is ignored because the run directory already holds checkpoints", "init.from", o.Init.From)
@@ -277,7 +315,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 
 	runStart := time.Now()
 	wall0 := t.st.WallTime
-	lastLine := time.Now()
+	lastLine, lastCPU := time.Now(), kernels.ProcessCPUSeconds()
 	for s := t.st.Step + 1; s <= o.Train.Steps; s++ {
 		if ctx.Err() != nil {
 			return t.interrupt(res, wall0, runStart)
@@ -292,6 +330,9 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		now := time.Now()
 		m.StepTime = now.Sub(lastLine).Seconds()
 		lastLine = now
+		if cpu := kernels.ProcessCPUSeconds(); cpu > 0 {
+			m.CPUTime, lastCPU = cpu-lastCPU, cpu
+		}
 		m.CheckpointTime, m.EvalTime = t.pendingCkptTime, t.pendingEvalTime
 		t.pendingCkptTime, t.pendingEvalTime = 0, 0
 		if m.StepTime > 0 {
@@ -687,10 +728,7 @@ func (t *trainer) checkpoint(kind string) error {
 		return err
 	}
 	t.lastCkpt, t.lastCkptTime = dir, time.Now()
-	deleted, err := applyKeepPolicy(t.ckRoot, t.o.Checkpoint.Keep)
-	if err != nil {
-		return err
-	}
+	deleted := applyKeepPolicy(t.ckRoot, t.o.Checkpoint.Keep, t.log)
 	ev := &runlog.Checkpoint{Step: t.st.Step, TokensSeen: t.st.TokensSeen, WallTime: t.st.WallTime, Dir: dir, Kind: kind,
 		Seconds: time.Since(start).Seconds(), Bytes: size, Deleted: deleted, OutputKLToPrev: math.NaN()}
 	if kl, ok, err := t.probeKL(); err != nil {

@@ -3,6 +3,7 @@ package train
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // CheckpointConfig is the [checkpoint] section of a run config.
@@ -18,8 +19,8 @@ func DefaultCheckpointConfig() CheckpointConfig { return CheckpointConfig{Every:
 
 // Validate reports inconsistent fields.
 func (c CheckpointConfig) Validate() error {
-	if c.Every < 0 || c.EveryMinutes < 0 || c.PermanentEvery < 0 {
-		return errors.New("checkpoint.every, checkpoint.every_minutes and checkpoint.permanent_every must be >= 0")
+	if c.Every < 0 || !(c.EveryMinutes >= 0) || math.IsInf(c.EveryMinutes, 0) || c.PermanentEvery < 0 {
+		return errors.New("checkpoint.every, checkpoint.every_minutes and checkpoint.permanent_every must be >= 0 (and finite)")
 	}
 	if c.Keep < 1 {
 		return fmt.Errorf("checkpoint.keep must be >= 1, got %d", c.Keep)

@@ -450,6 +450,7 @@ function renderRunPage() {
     const info = state.info[run] || {};
     const sec = el('section', { class: 'group' }, el('h2', {}, `Run ${run}`));
     sec.append(el('p', {}, `${info.dir || ''} · ${info.rows || 0} metric lines${info.bad_lines ? ` · ${info.bad_lines} unreadable (${info.first_bad})` : ''}`));
+    for (const p of info.problems || []) sec.append(el('p', { class: 'problem' }, `not read: ${p}`));
     const links = el('p', {}, 'files: ');
     for (const f of info.files || []) links.append(el('a', { href: `/files/${encodeURIComponent(run)}/${f}`, target: '_blank' }, f), ' ');
     if ((info.tensorboard || []).length) links.append(` · TensorBoard: tensorboard --logdir ${info.dir} (${info.tensorboard.length} event file(s))`);

@@ -1,0 +1,16 @@
+//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
+
+package runlock
+
+import (
+	"errors"
+	"os"
+)
+
+var (
+	errLocked      = errors.New("locked by another process")
+	errUnsupported = errors.New("flock not available on this platform")
+)
+
+// tryFlock is not available here: the lock relies on the pid it records.
+func tryFlock(*os.File) error { return errUnsupported }
