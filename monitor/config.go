@@ -60,6 +60,13 @@ type Config struct {
 	DivergenceUpdateFactor float64 `toml:"divergence_update_factor" comment:"SEV0 divergence when update_to_weight exceeds this × its window median (and divergence_update_min): one such step rewrites the weights"`
 	DivergenceUpdateMin    float64 `toml:"divergence_update_min" comment:"divergence: update_to_weight must also exceed this absolute value"`
 
+	// Liveness (monitor/liveness.go).
+	StalledFactor      float64 `toml:"stalled_factor" comment:"SEV1 stalled while a training step is still running after max(stalled_factor × median step time, stalled_min_seconds); the watchdog is armed only from a step's start to its end, so evaluations and checkpoints do not count (0 = off)"`
+	StalledMinSeconds  float64 `toml:"stalled_min_seconds" comment:"floor (seconds) of the stalled watchdog; before the first step completes the watchdog waits stalled_factor × this"`
+	BlackoutFactor     float64 `toml:"blackout_factor" comment:"kestrel watch --follow: SEV0 monitoring_blackout when the followed source writes no record for max(blackout_factor × its median interval between records, blackout_min_seconds) (0 = off)"`
+	BlackoutMinSeconds float64 `toml:"blackout_min_seconds" comment:"floor (seconds) of the monitoring_blackout rule, so a fast run does not trip on a GC pause or a long evaluation"`
+	TokensFlatSteps    int     `toml:"tokens_flat_steps" comment:"SEV1 tokens_flatline when tokens_seen did not grow over this many steps while steps advanced (all-padding batches, a skipped-steps loop; 0 = off)"`
+
 	MixTargets map[string]float64 `toml:"mix_targets" comment:"target source weights for the mixture-drift rule (empty = taken from the data config by the trainer)"`
 }
 
@@ -105,6 +112,12 @@ func DefaultConfig() Config {
 		DivergenceValMargin:    0.5,
 		DivergenceUpdateFactor: 300,
 		DivergenceUpdateMin:    0.1,
+
+		StalledFactor:      10,
+		StalledMinSeconds:  60,
+		BlackoutFactor:     20,
+		BlackoutMinSeconds: 300,
+		TokensFlatSteps:    20,
 	}
 }
 
@@ -149,6 +162,17 @@ func (c Config) Validate() error {
 		if !(f.v > 0 && !math.IsInf(f.v, 1)) {
 			errs = append(errs, fmt.Errorf("monitor.%s must be a finite number > 0, got %g", f.n, f.v))
 		}
+	}
+	for _, f := range []struct {
+		n string
+		v float64
+	}{{"stalled_factor", c.StalledFactor}, {"stalled_min_seconds", c.StalledMinSeconds}, {"blackout_factor", c.BlackoutFactor}, {"blackout_min_seconds", c.BlackoutMinSeconds}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			errs = append(errs, fmt.Errorf("monitor.%s must be a finite number >= 0, got %g", f.n, f.v))
+		}
+	}
+	if c.TokensFlatSteps < 0 {
+		errs = append(errs, fmt.Errorf("monitor.tokens_flat_steps must be >= 0, got %d", c.TokensFlatSteps))
 	}
 	if c.Webhook != "" && !strings.HasPrefix(c.Webhook, "http://") && !strings.HasPrefix(c.Webhook, "https://") {
 		errs = append(errs, fmt.Errorf("monitor.webhook must be an http(s) URL, got %q", c.Webhook))

@@ -92,6 +92,7 @@ type Monitor struct {
 	sinksClosed bool
 	webhookW    sync.WaitGroup
 	errs        []error
+	live        liveness // stall watchdog, blackout, tokens_seen flatline (liveness.go)
 }
 
 // New starts a Monitor. It opens <RunDir>/alerts.jsonl for appending and
@@ -235,6 +236,7 @@ func (m *Monitor) Observe(s Sample) []Alert {
 	}
 	det, dec := m.spikes.Step(s.Step, loss, norms, s.Batch)
 	alerts = append(alerts, m.spikeAlerts(&s, det, dec)...)
+	alerts = append(alerts, m.liveObserve(&s)...)
 	return m.emit(alerts, s.Time)
 }
 
@@ -586,6 +588,7 @@ func (m *Monitor) Close() error {
 	m.mu.Lock()
 	closed := m.closed
 	m.closed = true
+	m.live.disarm()
 	m.mu.Unlock()
 	if closed {
 		return nil

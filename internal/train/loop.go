@@ -320,6 +320,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		if ctx.Err() != nil {
 			return t.interrupt(res, wall0, runStart)
 		}
+		stepStarted(o.Observers, s)
 		m, err := t.step(s)
 		if err != nil {
 			return res, err
