@@ -78,3 +78,44 @@ func BenchmarkStoreCommit(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkObserveOptimNorms is BenchmarkObserve (no sinks) with and without
+// the per-layer optimizer norms of a 6-layer model (update_norm, param_norm,
+// adam_m_norm, adam_v_norm for embed, layer0..5 and lm_head, and the global
+// Adam norms): what they add to the monitor's per-step cost, the spike
+// classifier's per-layer windows included.
+func BenchmarkObserveOptimNorms(b *testing.B) {
+	for _, with := range []bool{false, true} {
+		b.Run(fmt.Sprintf("optim_norms=%v", with), func(b *testing.B) {
+			cfg := DefaultConfig()
+			cfg.SQLite, cfg.TensorBoard = false, false
+			m, err := New(cfg, Options{RunDir: b.TempDir(), Logger: quietLogger()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			c := newCurve(1)
+			samples := make([]Sample, 256)
+			for i := range samples {
+				samples[i] = benchSample(int64(i+1), c)
+				if with {
+					v := samples[i].Values
+					v["adam_m_norm"], v["adam_v_norm"] = 0.3, 0.01
+					for _, g := range []string{"embed", "layer0", "layer1", "layer2", "layer3", "layer4", "layer5", "lm_head"} {
+						for _, base := range []string{"update_norm", "param_norm", "adam_m_norm", "adam_v_norm"} {
+							v[base+"/"+g] = 0.1 + 0.001*float64(i%7)
+						}
+					}
+				}
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				s := samples[i%len(samples)]
+				s.Step = int64(i + 1)
+				m.Observe(s)
+			}
+			if err := m.Close(); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}

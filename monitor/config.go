@@ -72,6 +72,13 @@ type Config struct {
 	CheckpointTimeFactor float64 `toml:"checkpoint_time_factor" comment:"SEV2 checkpoint_time_growth when a checkpoint's checkpoint_time exceeds this × the median of the run's first (up to 3) checkpoints (at least 2 earlier ones) and that median + checkpoint_time_min"`
 	CheckpointTimeMin    float64 `toml:"checkpoint_time_min" comment:"checkpoint_time_growth: the least rise (seconds) over the baseline median that counts (small checkpoints jitter by more than their size)"`
 
+	// Liveness (monitor/liveness.go).
+	StalledFactor      float64 `toml:"stalled_factor" comment:"SEV1 stalled while a training step is still running after max(stalled_factor × median step time, stalled_min_seconds); the watchdog is armed only from a step's start to its end, so evaluations and checkpoints do not count (0 = off)"`
+	StalledMinSeconds  float64 `toml:"stalled_min_seconds" comment:"floor (seconds) of the stalled watchdog; before the first step completes the watchdog waits stalled_factor × this"`
+	BlackoutFactor     float64 `toml:"blackout_factor" comment:"kestrel watch --follow: SEV0 monitoring_blackout when the followed source writes no record for max(blackout_factor × its median interval between records, blackout_min_seconds) (0 = off)"`
+	BlackoutMinSeconds float64 `toml:"blackout_min_seconds" comment:"floor (seconds) of the monitoring_blackout rule, so a fast run does not trip on a GC pause or a long evaluation"`
+	TokensFlatSteps    int     `toml:"tokens_flat_steps" comment:"SEV1 tokens_flatline when tokens_seen did not grow over this many steps while steps advanced (all-padding batches, a skipped-steps loop; 0 = off)"`
+
 	MixTargets map[string]float64 `toml:"mix_targets" comment:"target source weights for the mixture-drift rule (empty = taken from the data config by the trainer)"`
 }
 
@@ -132,6 +139,12 @@ func DefaultConfig() Config {
 		FlatLossDrop:         0.01,
 		CheckpointTimeFactor: 2,
 		CheckpointTimeMin:    1,
+
+		StalledFactor:      10,
+		StalledMinSeconds:  60,
+		BlackoutFactor:     20,
+		BlackoutMinSeconds: 300,
+		TokensFlatSteps:    20,
 	}
 }
 
@@ -184,15 +197,19 @@ func (c Config) Validate() error {
 	for _, f := range []struct {
 		n string
 		v float64
-	}{{"kl_spike_min", c.KLSpikeMin}, {"gap_widen", c.GapWiden}, {"slice_regress_min", c.SliceRegressMin}, {"checkpoint_time_min", c.CheckpointTimeMin}, {"mix_drift", c.MixDrift}} {
-		if !(f.v >= 0 && !math.IsInf(f.v, 1)) {
+	}{{"stalled_factor", c.StalledFactor}, {"stalled_min_seconds", c.StalledMinSeconds}, {"blackout_factor", c.BlackoutFactor}, {"blackout_min_seconds", c.BlackoutMinSeconds},
+		{"kl_spike_min", c.KLSpikeMin}, {"gap_widen", c.GapWiden}, {"slice_regress_min", c.SliceRegressMin}, {"checkpoint_time_min", c.CheckpointTimeMin}, {"mix_drift", c.MixDrift}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			errs = append(errs, fmt.Errorf("monitor.%s must be a finite number >= 0, got %g", f.n, f.v))
 		}
 	}
 	for name, w := range c.MixTargets {
-		if !(w >= 0 && !math.IsInf(w, 1)) {
+		if !(w >= 0) || math.IsInf(w, 0) {
 			errs = append(errs, fmt.Errorf("monitor.mix_targets.%s must be a finite number >= 0, got %g", name, w))
 		}
+	}
+	if c.TokensFlatSteps < 0 {
+		errs = append(errs, fmt.Errorf("monitor.tokens_flat_steps must be >= 0, got %d", c.TokensFlatSteps))
 	}
 	if c.Webhook != "" && !strings.HasPrefix(c.Webhook, "http://") && !strings.HasPrefix(c.Webhook, "https://") {
 		errs = append(errs, fmt.Errorf("monitor.webhook must be an http(s) URL, got %q", c.Webhook))

@@ -87,15 +87,16 @@ func WriteMetricsDoc(w io.Writer) error {
 	for _, p := range plots {
 		var names []string
 		for _, m := range catalog {
-			if m.Plot != p.File {
-				continue
-			}
-			if m.Panel != "" {
+			if m.Plot == p.File && m.Panel != "" {
 				names = append(names, m.Name)
 			}
-			if m.VariantPanel != "" {
+			if m.variantPlot() == p.File {
 				if slices.Contains(m.Variants, layerVar) {
-					names = append(names, m.Name+"/layer{L}")
+					for _, v := range m.Variants {
+						if v != layerHeadVar && v != sourceVar {
+							names = append(names, m.Name+"/"+v)
+						}
+					}
 				} else {
 					names = append(names, m.Name+"/…")
 				}

@@ -112,6 +112,7 @@ type Monitor struct {
 	sinksClosed bool
 	webhookW    sync.WaitGroup
 	errs        []error
+	live        liveness // stall watchdog, blackout, tokens_seen flatline (liveness.go)
 }
 
 // New starts a Monitor. It opens <RunDir>/alerts.jsonl for appending and
@@ -247,12 +248,7 @@ func (m *Monitor) Observe(s Sample) []Alert {
 		m.keep(sk.WriteSample(&s))
 	}
 	alerts := m.rules.check(&s)
-	norms := map[string]float64{}
-	for _, n := range classifierNorms {
-		if v, ok := s.Values[n]; ok {
-			norms[n] = v
-		}
-	}
+	norms := classifierInputs(s.Values)
 	if x, ok := s.Values["val_loss"]; ok {
 		m.spikes.Eval(s.Step, x)
 	}
@@ -265,6 +261,7 @@ func (m *Monitor) Observe(s Sample) []Alert {
 	}
 	det, dec := m.spikes.Step(s.Step, loss, norms, s.Batch)
 	alerts = append(alerts, m.spikeAlerts(&s, det, dec)...)
+	alerts = append(alerts, m.liveObserve(&s)...)
 	return m.emit(alerts, s.Time)
 }
 
@@ -620,6 +617,7 @@ func (m *Monitor) Close() error {
 	m.mu.Lock()
 	closed := m.closed
 	m.closed = true
+	m.live.disarm()
 	m.mu.Unlock()
 	if closed {
 		return nil

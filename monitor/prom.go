@@ -17,8 +17,11 @@ import (
 // PrometheusSink serves the latest value of every metric on /metrics, typed
 // by the registry: a gauge kestrel_<name>{variant="layer3/head1"}, or for a
 // counter (tokens_seen, skipped_updates …) kestrel_<name>_total. Names the
-// registry does not know are gauges. It also serves kestrel_step and
-// kestrel_alerts_total{severity,rule}.
+// registry does not know are gauges. It also serves kestrel_step,
+// kestrel_alerts_total{severity,rule} and the heartbeat of the latest step:
+// kestrel_last_step_unix_time and kestrel_seconds_since_step (computed when
+// scraped), so `time() - kestrel_last_step_unix_time > N` alerts on a run
+// that stopped stepping.
 type PrometheusSink struct {
 	reg    *prometheus.Registry
 	mu     sync.Mutex
@@ -27,6 +30,9 @@ type PrometheusSink struct {
 	alerts *prometheus.CounterVec
 	srv    *http.Server
 	ln     net.Listener
+	// lastStep is when the latest sample's step completed (zero: none yet).
+	lastStep time.Time
+	now      func() time.Time // the clock of seconds_since_step
 }
 
 // NewPrometheusSink listens on addr (a bare ":PORT" binds to loopback
@@ -39,7 +45,7 @@ func NewPrometheusSink(addr string) (*PrometheusSink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("monitor.prometheus_addr %q: %w", addr, err)
 	}
-	p := &PrometheusSink{reg: prometheus.NewRegistry(), latest: map[string]map[string]float64{}, ln: ln}
+	p := &PrometheusSink{reg: prometheus.NewRegistry(), latest: map[string]map[string]float64{}, ln: ln, now: time.Now}
 	p.step = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kestrel_step", Help: "latest optimizer step seen by the monitor"})
 	p.alerts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kestrel_alerts_total", Help: "alerts fired by the monitor"}, []string{"severity", "rule"})
 	p.reg.MustRegister(p.step, p.alerts, (*promValues)(p))
@@ -104,6 +110,16 @@ func (c *promValues) Collect(ch chan<- prometheus.Metric) {
 	sort.Strings(bases)
 	// The sink's own series, and a name two bases sanitise to, are served once.
 	seen := map[string]bool{"kestrel_step": true, "kestrel_alerts_total": true}
+	if !c.lastStep.IsZero() {
+		for _, h := range []struct {
+			base string
+			v    float64
+		}{{heartbeatMetric, unix(c.lastStep)}, {ageMetric, max(0, c.now().Sub(c.lastStep).Seconds())}} {
+			name := promName(h.base)
+			seen[name] = true
+			ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, byName[h.base].Help+" ("+byName[h.base].Unit+")", nil, nil), prometheus.GaugeValue, h.v)
+		}
+	}
 	for _, base := range bases {
 		name := promName(base)
 		if seen[name] {
@@ -129,6 +145,9 @@ func (p *PrometheusSink) WriteSample(s *Sample) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.step.Set(float64(s.Step))
+	if !s.Time.IsZero() {
+		p.lastStep = s.Time
+	}
 	for k, v := range s.Values {
 		p.set(k, v)
 	}

@@ -42,6 +42,9 @@ type Metric struct {
 	// VariantPanel chart (variants with a layer suffix at layer level
 	// only); "" when the report leaves the metric out.
 	Plot string
+	// VariantPlot is the report PNG that draws the variants when it is not
+	// Plot ("" = Plot draws them too).
+	VariantPlot string
 	// Aliases are names other trainers use for the same quantity (e.g. "lr"
 	// for learning_rate); the dashboard draws them beside it and kestrel
 	// watch reads them as the metric when no --map names it.
@@ -65,7 +68,15 @@ const (
 	layerVar     = "layer{L}"
 	layerHeadVar = "layer{L}/head{H}"
 	sourceVar    = "<source>"
+	// embedVar and lmHeadVar are the per-layer optimizer norms' groups
+	// below layer 0 (the token embedding) and above the last layer (the
+	// final norm and lm_head; with tied embeddings only the final norm).
+	embedVar  = "embed"
+	lmHeadVar = "lm_head"
 )
+
+// optimLayerVars are the variants of the per-layer optimizer norms.
+var optimLayerVars = []string{embedVar, layerVar, lmHeadVar}
 
 // catalog is the registry, grouped by category. The dashboard's panel
 // order is panelGroups', the report's is plots'.
@@ -85,7 +96,7 @@ var catalog = []Metric{
 	{Name: "grad_clipped", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when gradient clipping was active this step", Sampling: "step"},
 	{Name: "grad_clip_rate", Unit: "fraction", Kind: Gauge, Category: CatTraining, Help: "fraction of recent steps with gradient clipping active (kestrel train: last 100 steps; derived over monitor.window from grad_clipped when absent)", Sampling: "window", Nano: true},
 	{Name: "grad_clip_threshold", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "gradient-norm clip threshold, when a source reports it (kestrel draws optim.max_grad_norm from config.toml instead)", Sampling: "step", Panel: "grad"},
-	{Name: "update_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of the optimizer update direction (AdamW direction + weight decay, before the LR and update clipping; global or per layer)", Variants: []string{layerVar}, Sampling: "step", Nano: true, Panel: "update", Plot: "norms.png", Aliases: []string{"update_norm_pre", "update_norm_pre_clip"}},
+	{Name: "update_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of the optimizer update direction (AdamW direction + weight decay, before the LR and update clipping; global or per layer: embed, layerL, lm_head — a jump in one layer can precede a loss spike)", Variants: optimLayerVars, Sampling: "step", Nano: true, Panel: "update", VariantPanel: "updateL", Plot: "norms.png", VariantPlot: "update_layers.png", Aliases: []string{"update_norm_pre", "update_norm_pre_clip"}},
 	{Name: "update_to_weight", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "lr·‖update‖/‖θ‖, the effective step size; carries LR spikes that update_norm does not (global or per layer)", Variants: []string{layerVar}, Sampling: "step", Nano: true, Panel: "u2w"},
 	{Name: "update_norm_post_clip", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "update_norm after update-norm clipping", Sampling: "step", Panel: "update", Plot: "norms.png", Aliases: []string{"update_norm_post"}},
 	{Name: "update_clip_threshold", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "active update-norm clip threshold (rolling mean + kσ; absent while inactive)", Sampling: "step", Panel: "update"},
@@ -95,7 +106,9 @@ var catalog = []Metric{
 	{Name: "logit_lse_mean", Unit: "nats", Kind: Gauge, Category: CatTraining, Help: "mean log-sum-exp of the output logits", Sampling: "step"},
 	{Name: "batch_size", Unit: "sequences", Kind: Gauge, Category: CatTraining, Help: "global batch in sequences at this step", Sampling: "step"},
 	{Name: "micro_batches", Unit: "count", Kind: Gauge, Category: CatTraining, Help: "forward/backward passes accumulated into this update", Sampling: "step"},
-	{Name: "param_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of the parameters", Variants: []string{layerVar}, Sampling: "step"},
+	{Name: "param_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of the parameters before the update (global or per layer: embed, layerL, lm_head)", Variants: optimLayerVars, Sampling: "step", Panel: "param", VariantPanel: "param"},
+	{Name: "adam_m_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of AdamW's first moment (exp_avg) after the step (global or per layer: embed, layerL, lm_head); doubling while adam_v_norm stays put preceded loss spikes at Marin", Variants: optimLayerVars, Sampling: "step", Panel: "adamm", VariantPanel: "adamm", Plot: "adam_m.png"},
+	{Name: "adam_v_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of AdamW's second moment (exp_avg_sq) after the step (global or per layer: embed, layerL, lm_head)", Variants: optimLayerVars, Sampling: "step", Panel: "adamv", VariantPanel: "adamv", Plot: "adam_v.png"},
 	{Name: "skipped", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when this step's update was skipped (skip-bad-steps or overflow)", Sampling: "step"},
 	{Name: "skipped_updates", Unit: "count", Kind: Counter, Category: CatTraining, Help: "cumulative skipped optimizer updates", Sampling: "step", Nano: true},
 	{Name: "loss_scale", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "mixed-precision loss scale (1 in float32 training)", Sampling: "step", Nano: true, NotEmitted: notMixedPrecision},
@@ -152,6 +165,8 @@ var catalog = []Metric{
 	{Name: "checkpoint_ok", Unit: "bool", Kind: Gauge, Category: CatObs, Help: "1 when the last checkpoint was written and verified; 0 is SEV0", Sampling: "checkpoint", Nano: true},
 	{Name: "checkpoint_size", Unit: "bytes", Kind: Gauge, Category: CatObs, Help: "bytes written by the last checkpoint", Sampling: "checkpoint"},
 	{Name: "manifest_ok", Unit: "bool", Kind: Gauge, Category: CatObs, Help: "1 when the resumed run's reproducibility manifest matches this one", Sampling: "run start"},
+	{Name: "last_step_unix_time", Unit: "s", Kind: Gauge, Category: CatObs, Help: "heartbeat: Unix time at which the latest step completed, served on Prometheus (monitor.prometheus_addr; not in metrics.jsonl); alert from outside on time() - kestrel_last_step_unix_time > N", Sampling: "step"},
+	{Name: "seconds_since_step", Unit: "s", Kind: Gauge, Category: CatObs, Help: "heartbeat age: seconds since the latest step completed, computed when Prometheus scrapes (not in metrics.jsonl); kestrel watch --follow measures the same since the source's last record (the value of a monitoring_blackout alert)", Sampling: "step"},
 }
 
 // PanelGroup is a titled row of dashboard panels.
@@ -206,6 +221,12 @@ var panelGroups = []PanelGroup{
 		{ID: "steptime", Title: "step time (s)", Hint: "and its decomposition"},
 		{ID: "mfu", Title: "MFU"},
 	}},
+	{Title: "Optimizer per layer", Small: true, Panels: []Panel{
+		{ID: "updateL", Title: "update norm per layer", Hint: "embed, layerL, lm_head: which layer moved first"},
+		{ID: "param", Title: "parameter norm", Hint: "global and per layer"},
+		{ID: "adamm", Title: "Adam first moment norm", Hint: "global and per layer"},
+		{ID: "adamv", Title: "Adam second moment norm", Hint: "global and per layer"},
+	}},
 	{Title: "Attention vitals", Small: true, Panels: []Panel{
 		{ID: "maxlogit", Title: "max attention logit", Hint: "worst over layers/heads"},
 		{ID: "entropy", Title: "attention entropy (nats)", Hint: "worst (min) over layers/heads"},
@@ -244,6 +265,9 @@ var plots = []Plot{
 	{File: "lr.png", Title: "learning rate", YLabel: "lr"},
 	{File: "throughput.png", Title: "throughput", YLabel: "tokens / s"},
 	{File: "mfu.png", Title: "model FLOPs utilisation", YLabel: "MFU"},
+	{File: "update_layers.png", Title: "update norm per layer (embed, layerL, lm_head)", YLabel: "L2 norm", LogY: true},
+	{File: "adam_m.png", Title: "Adam first moment norm (global and per layer)", YLabel: "L2 norm", LogY: true},
+	{File: "adam_v.png", Title: "Adam second moment norm (global and per layer)", YLabel: "L2 norm", LogY: true},
 	{File: "attention.png", Title: "max attention logit per layer", YLabel: "logit"},
 	{File: "entropy.png", Title: "attention entropy per layer", YLabel: "nats"},
 	{File: "mix.png", Title: "source mix share", YLabel: "share of sequences"},
@@ -261,12 +285,30 @@ func (m *Metric) basePatterns() []string {
 }
 
 // variantPattern matches the suffixed variants; with layer variants and
-// layerOnly, only the per-layer ones (name/layer3, not name/layer3/head1).
+// layerOnly, only the per-layer ones (name/layer3 and the embed and lm_head
+// groups where registered, not name/layer3/head1).
 func (m *Metric) variantPattern(layerOnly bool) string {
 	if layerOnly && slices.Contains(m.Variants, layerVar) {
-		return "^" + regexp.QuoteMeta(m.Name) + `/layer\d+$`
+		alt := `layer\d+`
+		for _, v := range []string{embedVar, lmHeadVar} {
+			if slices.Contains(m.Variants, v) {
+				alt += "|" + regexp.QuoteMeta(v)
+			}
+		}
+		return "^" + regexp.QuoteMeta(m.Name) + "/(?:" + alt + ")$"
 	}
 	return "^" + regexp.QuoteMeta(m.Name) + "/.+"
+}
+
+// variantPlot is the report PNG that draws m's variants ("" = none).
+func (m *Metric) variantPlot() string {
+	if m.VariantPanel == "" {
+		return ""
+	}
+	if m.VariantPlot != "" {
+		return m.VariantPlot
+	}
+	return m.Plot
 }
 
 // PanelGroups returns the dashboard layout (a copy) with each panel's Match
@@ -306,13 +348,10 @@ func Plots() []Plot {
 		p := &out[i]
 		for j := range catalog {
 			m := &catalog[j]
-			if m.Plot != p.File {
-				continue
-			}
-			if m.Panel != "" {
+			if m.Plot == p.File && m.Panel != "" {
 				p.Match = append(p.Match, m.basePatterns()...)
 			}
-			if m.VariantPanel != "" {
+			if m.variantPlot() == p.File {
 				p.Match = append(p.Match, m.variantPattern(true))
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/runlog"
@@ -47,6 +48,9 @@ func TestRegistryPanels(t *testing.T) {
 		if m.Plot != "" && !plotFiles[m.Plot] {
 			t.Errorf("%s: unknown plot %q", m.Name, m.Plot)
 		}
+		if m.VariantPlot != "" && (!plotFiles[m.VariantPlot] || m.VariantPanel == "") {
+			t.Errorf("%s: variant plot %q unknown or without a variant panel", m.Name, m.VariantPlot)
+		}
 		if m.Plot != "" && m.Panel == "" && m.VariantPanel == "" {
 			t.Errorf("%s: in plot %s but in no panel", m.Name, m.Plot)
 		}
@@ -88,6 +92,16 @@ func TestPanelMatch(t *testing.T) {
 		{"max_attn_logit/layer3", "", "attention.png", true},
 		{"lr", "lr", "lr.png", true},
 		{"update_norm/layer0", "update", "norms.png", false},
+		{"update_norm/layer0", "updateL", "update_layers.png", true},
+		{"update_norm/embed", "updateL", "update_layers.png", true},
+		{"update_norm/lm_head", "updateL", "update_layers.png", true},
+		{"update_norm", "updateL", "update_layers.png", false},
+		{"param_norm/layer2", "param", "", true},
+		{"adam_m_norm", "adamm", "adam_m.png", true},
+		{"adam_m_norm/layer1", "adamm", "adam_m.png", true},
+		{"adam_v_norm/embed", "adamv", "adam_v.png", true},
+		{"adam_v_norm/embed", "", "adam_m.png", false},
+		{"max_attn_logit/embed", "", "attention.png", false},
 		{"train_loss_raw", "train", "", true},
 		{"train_loss_raw", "", "loss.png", false},
 		{"topk_mass_probe", "", "probe.png", false},
@@ -102,6 +116,20 @@ func TestPanelMatch(t *testing.T) {
 			t.Errorf("%s in plot %s: %v, want %v", tc.name, tc.plot, !tc.want, tc.want)
 		}
 	}
+}
+
+// matchesVariant reports whether suffix (the part after "name/") fits one
+// of m's variant patterns: {L} and {H} stand for indices, <source> for any
+// name, anything else for itself.
+func matchesVariant(m Metric, suffix string) bool {
+	for _, v := range m.Variants {
+		re := regexp.QuoteMeta(v)
+		re = strings.NewReplacer(regexp.QuoteMeta("{L}"), `\d+`, regexp.QuoteMeta("{H}"), `\d+`, regexp.QuoteMeta("<source>"), `.+`).Replace(re)
+		if regexp.MustCompile("^" + re + "$").MatchString(suffix) {
+			return true
+		}
+	}
+	return false
 }
 
 // fillAll sets every settable field of the struct v points at to a
@@ -139,6 +167,13 @@ func TestTrainerKeysRegistered(t *testing.T) {
 	var st runlog.Step
 	fillAll(reflect.ValueOf(&st).Elem())
 	st.PerLayer = map[string]float64{"max_attn_logit/layer3/head1": 1, "attn_entropy/layer0/head0": 1, "residual_rms/layer1": 1, "activation_outlier_rate/layer1": 1}
+	// The per-layer optimizer norms as internal/train's fillOptimNorms
+	// names them (its TestLayerGroup pins the group names).
+	for _, base := range []string{"update_norm", "param_norm", "adam_m_norm", "adam_v_norm"} {
+		for _, g := range []string{"embed", "layer0", "layer11", "lm_head"} {
+			st.PerLayer[base+"/"+g] = 1
+		}
+	}
 	st.SourceMixShare = map[string]float64{"web": 0.5}
 	var ev runlog.Eval
 	fillAll(reflect.ValueOf(&ev).Elem())
@@ -172,9 +207,13 @@ func TestTrainerKeysRegistered(t *testing.T) {
 		if k != m.Name && len(m.Variants) == 0 {
 			t.Errorf("%q: %s has no variants in the registry", k, m.Name)
 		}
+		if k != m.Name && !matchesVariant(m, k[len(m.Name)+1:]) {
+			t.Errorf("%q: suffix matches none of %s's variants %q", k, m.Name, m.Variants)
+		}
 	}
 	for _, k := range []string{"source_mix_share/web", "slice_val_loss/web", "max_attn_logit/layer3/head1", "val_loss_ema",
-		"update_clip_threshold", "output_kl_to_prev", "checkpoint_size", "nan_inf_events", "fixed_probe_loss"} {
+		"update_clip_threshold", "output_kl_to_prev", "checkpoint_size", "nan_inf_events", "fixed_probe_loss",
+		"adam_m_norm", "adam_v_norm", "update_norm/embed", "adam_v_norm/lm_head"} {
 		if !emitted[k] {
 			t.Errorf("the test emitted no %q: is the population incomplete?", k)
 		}

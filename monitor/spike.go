@@ -3,6 +3,7 @@ package monitor
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 )
 
@@ -25,7 +26,15 @@ type Spike struct {
 	BandHi    float64 // upper edge of the pre-spike band
 	Precursor string  // "update_norm", "update_to_weight", "grad_global_norm" or "" when no norm spiked first
 	Lead      int     // steps by which Precursor preceded the loss (0 = same step)
-	Batch     *Batch  // the spike step's batch, when the trainer described it
+	// LayerPrecursor is the per-layer update norm (e.g. "update_norm/layer0")
+	// that jumped first within the lookback, "" when none did; LayerLead
+	// and LayerRise are its lead in steps and its value ÷ its window median
+	// then; LayersJumped counts the layers whose update norm jumped.
+	LayerPrecursor string
+	LayerLead      int
+	LayerRise      float64
+	LayersJumped   int
+	Batch          *Batch // the spike step's batch, when the trainer described it
 
 	Verdict   string
 	DecidedAt int64
@@ -39,9 +48,34 @@ type Spike struct {
 	loss    []float64
 }
 
-// PrecursorText is the sentence the alert carries about norm precursors.
+// PrecursorText is the sentence the alert carries about norm precursors:
+// the global norm that spiked first and the layer whose update norm jumped
+// first.
 func (s *Spike) PrecursorText() string {
+	t := s.globalPrecursorText()
+	if s.LayerPrecursor == "" {
+		return t
+	}
+	when := "at the same step as the loss"
+	if s.LayerLead > 0 {
+		when = fmt.Sprintf("%d step%s before the loss", s.LayerLead, map[bool]string{true: "", false: "s"}[s.LayerLead == 1])
+	}
+	rise := "jumped"
+	if finite(s.LayerRise) && s.LayerRise > 0 {
+		rise = fmt.Sprintf("rose ×%.3g", s.LayerRise)
+	}
+	t += fmt.Sprintf("; %s %s at step %d, %s", s.LayerPrecursor, rise, s.Step-int64(s.LayerLead), when)
+	if s.LayersJumped > 1 {
+		t += fmt.Sprintf(" (%d layers' update norms jumped)", s.LayersJumped)
+	}
+	return t
+}
+
+func (s *Spike) globalPrecursorText() string {
 	if s.Precursor == "" {
+		if s.LayerPrecursor != "" {
+			return "no global grad/update-norm spike preceded it"
+		}
 		return "no grad/update-norm spike preceded it"
 	}
 	name := map[string]string{"update_norm": "update norm", "update_to_weight": "update norm (update_to_weight)", "grad_global_norm": "grad norm"}[s.Precursor]
@@ -63,6 +97,28 @@ func (s *Spike) PrecursorText() string {
 // sees an LR spike that the direction norm update_norm does not.
 var classifierNorms = []string{"update_norm", "update_to_weight", "grad_global_norm"}
 
+// layerNormPrefix marks the per-layer update norms (update_norm/layer3,
+// update_norm/embed, update_norm/lm_head) watched as precursors: in Marin's
+// runs a lower layer's update norm jumped before the loss did.
+const layerNormPrefix = "update_norm/"
+
+// classifierInputs picks from a sample's values what SpikeClassifier.Step
+// watches: the classifier norms and the per-layer update norms.
+func classifierInputs(values map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for _, n := range classifierNorms {
+		if v, ok := values[n]; ok {
+			out[n] = v
+		}
+	}
+	for k, v := range values {
+		if strings.HasPrefix(k, layerNormPrefix) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // SpikeClassifier detects loss spikes by robust z-score over a rolling
 // window and, after a follow-up window, classifies each one by the seed-000
 // flowchart. It is fed one step at a time and by evaluations.
@@ -71,6 +127,8 @@ type SpikeClassifier struct {
 	loss     *ring
 	norms    map[string]*ring
 	normZ    map[string][]stepZ // recent z-scores per norm (last lookback+1 steps)
+	layers   map[string]*ring   // per-layer update norms, by full name
+	layerZ   map[string][]stepZ // their recent z-scores
 	pending  []*Spike
 	inSpike  bool
 	bandHi   float64
@@ -81,6 +139,7 @@ type SpikeClassifier struct {
 type stepZ struct {
 	step int64
 	z    float64
+	rise float64 // value ÷ window median
 }
 
 type stepVal struct {
@@ -91,7 +150,8 @@ type stepVal struct {
 // NewSpikeClassifier returns a classifier using cfg's spike_* and norm_z
 // settings.
 func NewSpikeClassifier(cfg Config) *SpikeClassifier {
-	c := &SpikeClassifier{cfg: cfg, loss: newRing(cfg.Window), norms: map[string]*ring{}, normZ: map[string][]stepZ{}}
+	c := &SpikeClassifier{cfg: cfg, loss: newRing(cfg.Window), norms: map[string]*ring{}, normZ: map[string][]stepZ{},
+		layers: map[string]*ring{}, layerZ: map[string][]stepZ{}}
 	for _, n := range classifierNorms {
 		c.norms[n] = newRing(cfg.Window)
 	}
@@ -105,9 +165,10 @@ func (c *SpikeClassifier) Eval(step int64, valLoss float64) {
 	}
 }
 
-// Step feeds one step: its loss, its norms (missing ones are NaN) and its
-// batch. It returns a newly detected spike (or nil) and the spikes whose
-// verdict was decided at this step.
+// Step feeds one step: its loss, its norms (missing ones are NaN; the
+// per-layer update norms under their full names, see classifierInputs) and
+// its batch. It returns a newly detected spike (or nil) and the spikes
+// whose verdict was decided at this step.
 func (c *SpikeClassifier) Step(step int64, loss float64, norms map[string]float64, batch *Batch) (detected *Spike, decided []*Spike) {
 	c.lastStep = step
 	// Norm z-scores against their windows before this step.
@@ -119,11 +180,7 @@ func (c *SpikeClassifier) Step(step int64, loss float64, norms map[string]float6
 		r := c.norms[n]
 		if r.len() >= minWindow(c.cfg) {
 			med, sig := robust(r.values())
-			zs := append(c.normZ[n], stepZ{step, robustZ(v, med, sig)})
-			if len(zs) > c.cfg.SpikeLookback+1 {
-				zs = zs[len(zs)-c.cfg.SpikeLookback-1:]
-			}
-			c.normZ[n] = zs
+			c.normZ[n] = c.pushZ(c.normZ[n], stepZ{step, robustZ(v, med, sig), v / med})
 		}
 		r.push(v)
 		for _, s := range c.pending {
@@ -131,6 +188,22 @@ func (c *SpikeClassifier) Step(step int64, loss float64, norms map[string]float6
 				s.tail[n] = append(s.tail[n], v)
 			}
 		}
+	}
+	// Per-layer update norms, each against its own window.
+	for n, v := range norms {
+		if !strings.HasPrefix(n, layerNormPrefix) || !finite(v) {
+			continue
+		}
+		r := c.layers[n]
+		if r == nil {
+			r = newRing(c.cfg.Window)
+			c.layers[n] = r
+		}
+		if r.len() >= minWindow(c.cfg) {
+			med, sig := robust(r.values())
+			c.layerZ[n] = c.pushZ(c.layerZ[n], stepZ{step, robustZ(v, med, sig), v / med})
+		}
+		r.push(v)
 	}
 	if !finite(loss) {
 		return nil, c.decide(step)
@@ -149,6 +222,7 @@ func (c *SpikeClassifier) Step(step int64, loss float64, norms map[string]float6
 				BandHi:  med + math.Max(3*sig, 0.5*c.cfg.SpikeMinRise*math.Abs(med)),
 				preNorm: map[string][2]float64{}, tail: map[string][]float64{}, ValBefore: math.NaN(), ValAfter: math.NaN(), TailLoss: math.NaN()}
 			s.Precursor, s.Lead = c.precursor(step)
+			s.LayerPrecursor, s.LayerLead, s.LayerRise, s.LayersJumped = c.layerPrecursor(step)
 			for n, r := range c.norms {
 				if r.len() > 0 {
 					m, sg := robust(r.values())
@@ -173,18 +247,61 @@ func (c *SpikeClassifier) Step(step int64, loss float64, norms map[string]float6
 
 func minWindow(cfg Config) int { return max(8, cfg.Window/2) }
 
+// pushZ appends z to zs, keeping the last lookback+1 entries.
+func (c *SpikeClassifier) pushZ(zs []stepZ, z stepZ) []stepZ {
+	zs = append(zs, z)
+	if len(zs) > c.cfg.SpikeLookback+1 {
+		zs = zs[len(zs)-c.cfg.SpikeLookback-1:]
+	}
+	return zs
+}
+
+// firstJump is the earliest entry of zs above the norm_z threshold within
+// lookback steps up to step.
+func (c *SpikeClassifier) firstJump(zs []stepZ, step int64) (stepZ, bool) {
+	for _, sz := range zs {
+		if sz.step > step || step-sz.step > int64(c.cfg.SpikeLookback) || sz.z <= c.cfg.NormZ {
+			continue
+		}
+		return sz, true // normZ is in step order
+	}
+	return stepZ{}, false
+}
+
+// layerPrecursor finds the per-layer update norm that jumped first within
+// lookback steps up to step (ties: the larger rise, then the name) and
+// counts the layers that jumped.
+func (c *SpikeClassifier) layerPrecursor(step int64) (name string, lead int, rise float64, jumped int) {
+	names := make([]string, 0, len(c.layerZ))
+	for n := range c.layerZ {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	lead = -1
+	for _, n := range names {
+		sz, ok := c.firstJump(c.layerZ[n], step)
+		if !ok {
+			continue
+		}
+		jumped++
+		if l := int(step - sz.step); l > lead || (l == lead && sz.rise > rise) {
+			name, lead, rise = n, l, sz.rise
+		}
+	}
+	if lead < 0 {
+		return "", 0, 0, 0
+	}
+	return name, lead, rise, jumped
+}
+
 // precursor finds the earliest norm spike within lookback steps up to step.
 func (c *SpikeClassifier) precursor(step int64) (string, int) {
 	best, lead := "", -1
 	for _, n := range classifierNorms {
-		for _, sz := range c.normZ[n] {
-			if sz.step > step || step-sz.step > int64(c.cfg.SpikeLookback) || sz.z <= c.cfg.NormZ {
-				continue
-			}
+		if sz, ok := c.firstJump(c.normZ[n], step); ok {
 			if l := int(step - sz.step); l > lead {
 				best, lead = n, l
 			}
-			break // earliest for this norm found (normZ is in step order)
 		}
 	}
 	if lead < 0 {

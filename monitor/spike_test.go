@@ -147,3 +147,99 @@ func TestSpikeFlushUndetermined(t *testing.T) {
 		t.Fatalf("flush %+v", as)
 	}
 }
+
+// TestSpikeNamesLayerPrecursor: per-layer update norms on synthetic
+// samples; the loss-spike alert and the verdict name the layer whose update
+// norm jumped first within spike_lookback, with its rise and step.
+func TestSpikeNamesLayerPrecursor(t *testing.T) {
+	const at = 200
+	layers := []string{"embed", "layer0", "layer1", "layer2", "lm_head"}
+	cases := []struct {
+		name  string
+		jumps map[string]map[int64]float64 // layer -> step -> factor
+		want  []string
+		not   []string
+	}{
+		{"lower layer first", map[string]map[int64]float64{"layer0": {at - 3: 8, at - 2: 8}, "layer2": {at - 1: 3}},
+			[]string{"update norm preceded loss by 1 step", "update_norm/layer0 rose ×8 at step 197, 3 steps before the loss", "(2 layers' update norms jumped)"}, nil},
+		{"tie: the larger rise", map[string]map[int64]float64{"lm_head": {at - 2: 4}, "embed": {at - 2: 20}},
+			[]string{"update_norm/embed rose ×20 at step 198, 2 steps before the loss"}, []string{"lm_head"}},
+		{"same step", map[string]map[int64]float64{"layer1": {at: 5}},
+			[]string{"update_norm/layer1 rose ×5 at step 200, at the same step as the loss"}, nil},
+		{"outside the lookback", map[string]map[int64]float64{"layer0": {at - 9: 8}},
+			[]string{"update norm preceded loss by 1 step"}, []string{"update_norm/"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newTestMonitor(t, testConfig(), t.TempDir())
+			c := newCurve(4)
+			var msgs []string
+			for s := int64(1); s <= 260; s++ {
+				smp := c.sample(s)
+				for _, l := range layers {
+					f := 1.0
+					if x, ok := tc.jumps[l][s]; ok {
+						f = x
+					}
+					smp.Values["update_norm/"+l] = 0.05 * f
+				}
+				if s == at-1 {
+					smp.Values["update_norm"] = 1.0 // the global norm too, one step before the loss
+				}
+				if s >= at && s < at+3 {
+					smp.Values["train_loss_raw"] += 1.0
+				}
+				for _, a := range m.Observe(smp) {
+					if a.Rule == RuleLossSpike || a.Rule == RuleSpikeVerdict {
+						if a.Step != at {
+							t.Errorf("%s at step %d: %s", a.Rule, a.Step, a.Message)
+						}
+						msgs = append(msgs, a.Message)
+					}
+				}
+			}
+			if len(msgs) != 2 {
+				t.Fatalf("want a detection and a verdict, got %q", msgs)
+			}
+			for _, msg := range msgs {
+				for _, w := range tc.want {
+					if !strings.Contains(msg, w) {
+						t.Errorf("message %q lacks %q", msg, w)
+					}
+				}
+				for _, w := range tc.not {
+					if strings.Contains(msg, w) {
+						t.Errorf("message %q has %q", msg, w)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestLayerPrecursorWithoutGlobal: a layer's jump that the global norms do
+// not show is still named, and the text says the global norms were quiet.
+func TestLayerPrecursorWithoutGlobal(t *testing.T) {
+	c := NewSpikeClassifier(testConfig())
+	var det *Spike
+	for s := int64(1); s <= 60; s++ {
+		norms := map[string]float64{"update_norm": 0.1, "update_norm/layer0": 0.01, "update_norm/layer1": 0.2}
+		if s == 48 {
+			norms["update_norm/layer0"] = 0.06
+		}
+		loss := 3.0 + 0.001*float64(s%3)
+		if s == 50 {
+			loss = 6
+		}
+		if d, _ := c.Step(s, loss, norms, nil); d != nil {
+			det = d
+		}
+	}
+	if det == nil || det.Step != 50 {
+		t.Fatalf("spike %+v", det)
+	}
+	want := "no global grad/update-norm spike preceded it; update_norm/layer0 rose ×6 at step 48, 2 steps before the loss"
+	if got := det.PrecursorText(); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -58,7 +58,7 @@ no loss metric was recognised, or on an error.`,
 		Args: cobra.ExactArgs(1),
 	}
 	cf := addConfigFlags(cmd, "config file whose [monitor] section to use (optional)")
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep reading as the source grows (Ctrl-C to stop)")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep reading as the source grows (Ctrl-C to stop); a source that stops writing for monitor.blackout_factor × its median interval raises SEV0 monitoring_blackout")
 	cmd.Flags().StringVar(&format, "format", "auto", "source format: auto, kestrel, jsonl or tfevents")
 	cmd.Flags().StringArrayVar(&maps, "map", nil, "field mapping kestrel_name=source_field (repeatable)")
 	cmd.Flags().StringVar(&store, "store", "", "also write metrics, events and alerts to this SQLite store")

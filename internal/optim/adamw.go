@@ -32,6 +32,14 @@ type AdamW struct {
 	part   []float64 // per-chunk partial sums (3 per chunk)
 	u      []float32 // scratch: this step's update direction (not state)
 
+	// Per-span telemetry: segPart holds each segment's sums of squares
+	// (update, param, m, v; 4 per segment), added per span in segment order
+	// into sq after each pass. noTelemetry switches it off (benchmarks).
+	nseg        int
+	segPart     []float64
+	sq          []SpanSquares
+	noTelemetry bool
+
 	// M and V are the first and second moments, laid out like the params.
 	M, V []float32
 	// Steps counts applied updates (bias correction uses Steps+1).
@@ -73,11 +81,14 @@ func NewAdamW(cfg Config, n int, spans []Span) (*AdamW, error) {
 			for len(o.chunks) <= c {
 				o.chunks = append(o.chunks, nil)
 			}
-			o.chunks[c] = append(o.chunks[c], seg{lo: lo, hi: hi, wd: o.wd[i]})
+			o.chunks[c] = append(o.chunks[c], seg{lo: lo, hi: hi, wd: o.wd[i], span: i, idx: o.nseg})
+			o.nseg++
 			lo = hi
 		}
 	}
 	o.part = make([]float64, 3*len(o.chunks))
+	o.segPart = make([]float64, 4*o.nseg)
+	o.sq = make([]SpanSquares, len(spans))
 	return o, nil
 }
 
@@ -86,6 +97,38 @@ const chunkSize = 1 << 14
 type seg struct {
 	lo, hi int
 	wd     float64
+	span   int // index into spans
+	idx    int // index into segPart (segments numbered span by span)
+}
+
+// SpanSquares holds one span's sums of squares, in float64, as of the last
+// Step: Update and Param are the span's parts of the squared update_norm
+// and param_norm (both zero after a skipped step, like the global ones);
+// M and V those of the first and second moments after the step (unchanged
+// by a skipped step). Summed over spans they give the global squares to
+// float rounding.
+type SpanSquares struct {
+	Update, Param, M, V float64
+}
+
+// SpanSquares returns the per-span sums of squares of the last Step, one
+// per span in Spans order. The slice is the optimizer's own: it changes
+// with the next Step.
+func (o *AdamW) SpanSquares() []SpanSquares { return o.sq }
+
+// gatherSpans adds the per-segment partial sums into the per-span squares
+// in segment order, so the result does not depend on the threads.
+func (o *AdamW) gatherSpans() {
+	clear(o.sq)
+	for _, ch := range o.chunks {
+		for _, sg := range ch {
+			q, x := &o.sq[sg.span], o.segPart[4*sg.idx:4*sg.idx+4]
+			q.Update += x[0]
+			q.Param += x[1]
+			q.M += x[2]
+			q.V += x[3]
+		}
+	}
 }
 
 // sumParts adds column k of the per-chunk partial sums in chunk order.
@@ -115,6 +158,11 @@ type Result struct {
 	UpdateToWeight float64 // lr·‖update‖ / ‖θ‖
 	Skipped        bool    // outlier step: nothing changed
 	SkipReason     string
+
+	// AdamMNorm and AdamVNorm are the L2 norms of the first and second
+	// moments after the step (a skipped step leaves them as they were);
+	// per-span parts are in SpanSquares. Zero with telemetry off.
+	AdamMNorm, AdamVNorm float64
 }
 
 // GradNorm is the global L2 norm of g, accumulated in float64 in order.
@@ -163,6 +211,10 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 		o.Losses.Push(loss)
 		o.GradNorms.Push(r.GradNorm)
 		if r.Skipped {
+			for i := range o.sq {
+				o.sq[i].Update, o.sq[i].Param = 0, 0
+			}
+			r.AdamMNorm, r.AdamVNorm = o.momentNorms()
 			return r, nil
 		}
 	}
@@ -183,11 +235,55 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	if len(o.u) != len(params) {
 		o.u = make([]float32, len(params))
 	}
+	tel := !o.noTelemetry
 	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
 		for c := c0; c < c1; c++ {
 			var un, pn float64
-			for _, sg := range o.chunks[c] {
+			for k, sg := range o.chunks[c] {
 				gr, mm, vv, pp, uu := grads[sg.lo:sg.hi], o.M[sg.lo:sg.hi], o.V[sg.lo:sg.hi], params[sg.lo:sg.hi], o.u[sg.lo:sg.hi]
+				if tel && k == 0 {
+					// The chunk's first segment (most chunks hold one): un
+					// and pn start at 0, so they are the segment's own sums.
+					// Also sum the squares of the new moments (float32(m)
+					// and float32(v) are the values pass 2 stores).
+					var sm, sv float64
+					for j := range gr {
+						g := float64(gr[j]) * gs
+						m := float32(b1*float64(mm[j]) + (1-b1)*g)
+						v := float32(b2*float64(vv[j]) + (1-b2)*g*g)
+						p := float64(pp[j])
+						u := float64(m*ib1/(sqrt32(v)*ib2+eps)) + sg.wd*p
+						uu[j] = float32(u)
+						un += u * u
+						pn += p * p
+						sm += float64(m) * float64(m)
+						sv += float64(v) * float64(v)
+					}
+					o.segPart[4*sg.idx], o.segPart[4*sg.idx+1], o.segPart[4*sg.idx+2], o.segPart[4*sg.idx+3] = un, pn, sm, sv
+					continue
+				}
+				if tel {
+					// A later segment: also sum its own squares of u and θ
+					// beside the chunk's (un and pn stay as they were: the
+					// global norms do not change by a bit).
+					var su, sp, sm, sv float64
+					for j := range gr {
+						g := float64(gr[j]) * gs
+						m := float32(b1*float64(mm[j]) + (1-b1)*g)
+						v := float32(b2*float64(vv[j]) + (1-b2)*g*g)
+						p := float64(pp[j])
+						u := float64(m*ib1/(sqrt32(v)*ib2+eps)) + sg.wd*p
+						uu[j] = float32(u)
+						un += u * u
+						pn += p * p
+						su += u * u
+						sp += p * p
+						sm += float64(m) * float64(m)
+						sv += float64(v) * float64(v)
+					}
+					o.segPart[4*sg.idx], o.segPart[4*sg.idx+1], o.segPart[4*sg.idx+2], o.segPart[4*sg.idx+3] = su, sp, sm, sv
+					continue
+				}
 				for j := range gr {
 					g := float64(gr[j]) * gs
 					m := b1*float64(mm[j]) + (1-b1)*g
@@ -208,6 +304,9 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	r.UpdateNorm, r.ParamNorm = math.Sqrt(o.sumParts(1)), math.Sqrt(o.sumParts(2))
 	if math.IsNaN(r.UpdateNorm) || math.IsInf(r.UpdateNorm, 0) {
 		return r, fmt.Errorf("update norm is %v: %w", r.UpdateNorm, ErrNonFinite)
+	}
+	if tel {
+		o.gatherSpans()
 	}
 	us := 1.0
 	if c.ClipUpdateNorm {
@@ -240,7 +339,19 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 		}
 	})
 	o.Steps++
+	if tel {
+		r.AdamMNorm, r.AdamVNorm = o.momentNorms()
+	}
 	return r, nil
+}
+
+// momentNorms adds the per-span moment squares in span order.
+func (o *AdamW) momentNorms() (m, v float64) {
+	for _, q := range o.sq {
+		m += q.M
+		v += q.V
+	}
+	return math.Sqrt(m), math.Sqrt(v)
 }
 
 // sqrt32 is a single-precision square root (the compiler emits SQRTSS for

@@ -125,6 +125,9 @@ func TestResumeOnRebuiltDatasetIsSEV1(t *testing.T) {
 	if want := "dataset_hash: " + first.DatasetHash[:16] + " → " + last.DatasetHash[:16]; !strings.Contains(got.Message, want) {
 		t.Errorf("message %q lacks %q", got.Message, want)
 	}
+	if b, err := os.ReadFile(filepath.Join(dir, DataReportFile)); err != nil || !strings.Contains(string(b), `"fingerprint"`) {
+		t.Errorf("the run keeps no copy of the dataset report: %v", err)
+	}
 	if len(last.Starts) != 3 || last.Starts[2].ResumedFrom == "" {
 		t.Errorf("starts %+v", last.Starts)
 	}

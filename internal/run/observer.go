@@ -127,6 +127,14 @@ func (t *Observer) OnStep(sm *runlog.Step) error {
 	return nil
 }
 
+// OnStepStart implements train.StepStarter: it arms the monitor's stall
+// watchdog until the step's OnStep.
+func (t *Observer) OnStepStart(step int) {
+	if t.m != nil {
+		t.m.StepStarted(int64(step))
+	}
+}
+
 // OnEval implements train.Observer.
 func (t *Observer) OnEval(e *runlog.Eval) error {
 	if t.m == nil {

@@ -9,14 +9,17 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/dashboard"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
@@ -85,6 +88,9 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 		}
 	}()
 	to.Lock = lk
+	if cfg.Data.Kind == "dataset" {
+		keepDataReport(cfg.Data.Path, dir, to.Logger)
+	}
 	ob, err := NewObserver(cfg, dir, to.Logger, &to.Manifest)
 	if err != nil {
 		return nil, err
@@ -281,4 +287,24 @@ func StartDash(ctx context.Context, addr, runDir string, out io.Writer) (func(),
 		return nil, err
 	}
 	return func() { cancel(); <-done }, nil
+}
+
+// DataReportFile is the copy of the dataset's report.json a run keeps, so
+// the dashboard shows the data the run trained on without reading outside
+// the run directory.
+const DataReportFile = "data_report.json"
+
+// keepDataReport copies the dataset's report.json into the run directory.
+// A dataset without one (built by another tool) is not an error.
+func keepDataReport(dataset, dir string, log *slog.Logger) {
+	src, err := datadir.Expand(dataset)
+	if err == nil {
+		var b []byte
+		if b, err = os.ReadFile(filepath.Join(src, "report.json")); err == nil {
+			err = atomicfile.WriteFile(filepath.Join(dir, DataReportFile), b)
+		}
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		log.Warn("run: the dataset report is not kept in the run", "err", err)
+	}
 }

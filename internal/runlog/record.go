@@ -69,8 +69,15 @@ type Step struct {
 	ActivationOutlierRate float64 // max over layers
 	LogitLSEMean          float64
 
-	// PerLayer holds the per-layer/head vitals under their full names, such
-	// as "max_attn_logit/layer3/head1".
+	// AdamMNorm and AdamVNorm are the global L2 norms of AdamW's first and
+	// second moments after the step (per layer in PerLayer as
+	// adam_m_norm/layerL etc.).
+	AdamMNorm float64
+	AdamVNorm float64
+
+	// PerLayer holds the per-layer/head vitals and optimizer norms under
+	// their full names, such as "max_attn_logit/layer3/head1" or
+	// "update_norm/embed".
 	PerLayer map[string]float64
 	// SourceMixShare is the share of this step's non-pad target tokens from
 	// each source, stored as "source_mix_share/<source>".
@@ -142,6 +149,8 @@ func (s *Step) fields(w fieldVisitor) {
 	w.float("residual_rms", s.ResidualRMS)
 	w.float("activation_outlier_rate", s.ActivationOutlierRate)
 	w.float("logit_lse_mean", s.LogitLSEMean)
+	w.float("adam_m_norm", s.AdamMNorm)
+	w.float("adam_v_norm", s.AdamVNorm)
 	flat := make(map[string]float64, len(s.PerLayer)+len(s.SourceMixShare))
 	for k, v := range s.SourceMixShare {
 		flat["source_mix_share/"+k] = v

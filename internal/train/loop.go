@@ -320,6 +320,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		if ctx.Err() != nil {
 			return t.interrupt(res, wall0, runStart)
 		}
+		stepStarted(o.Observers, s)
 		m, err := t.step(s)
 		if err != nil {
 			return res, err
@@ -569,7 +570,64 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	if v := t.net.Vitals(); v != nil {
 		fillVitals(m, v)
 	}
+	fillOptimNorms(m, r, t.opt.Spans(), t.opt.SpanSquares())
 	return m, nil
+}
+
+// fillOptimNorms records the global Adam moment norms and, per layer group
+// (see layerGroup), update_norm, param_norm, adam_m_norm and adam_v_norm
+// from the optimizer's per-tensor sums of squares.
+func fillOptimNorms(m *runlog.Step, r optim.Result, spans []optim.Span, sq []optim.SpanSquares) {
+	m.AdamMNorm, m.AdamVNorm = r.AdamMNorm, r.AdamVNorm
+	if len(sq) != len(spans) {
+		return
+	}
+	groups := map[string]*optim.SpanSquares{}
+	for i, s := range spans {
+		g := layerGroup(s.Name)
+		if g == "" {
+			continue
+		}
+		a := groups[g]
+		if a == nil {
+			a = &optim.SpanSquares{}
+			groups[g] = a
+		}
+		a.Update += sq[i].Update
+		a.Param += sq[i].Param
+		a.M += sq[i].M
+		a.V += sq[i].V
+	}
+	if m.PerLayer == nil {
+		m.PerLayer = make(map[string]float64, 4*len(groups))
+	}
+	for g, a := range groups {
+		m.PerLayer["update_norm/"+g] = math.Sqrt(a.Update)
+		m.PerLayer["param_norm/"+g] = math.Sqrt(a.Param)
+		m.PerLayer["adam_m_norm/"+g] = math.Sqrt(a.M)
+		m.PerLayer["adam_v_norm/"+g] = math.Sqrt(a.V)
+	}
+}
+
+// layerGroup names the layer a tensor belongs to in the per-layer
+// optimizer norms: "embed" for the token embedding, "layerL" for
+// model.layers.L.*, "lm_head" for the final norm and the output projection
+// (with tied embeddings only the final norm), "" for anything else.
+func layerGroup(name string) string {
+	switch {
+	case strings.HasPrefix(name, "model.embed_tokens."):
+		return "embed"
+	case strings.HasPrefix(name, "model.layers."):
+		rest := name[len("model.layers."):]
+		i := strings.IndexByte(rest, '.')
+		if i <= 0 || strings.Trim(rest[:i], "0123456789") != "" {
+			return ""
+		}
+		return "layer" + rest[:i]
+	case strings.HasPrefix(name, "model.norm."), strings.HasPrefix(name, "lm_head."):
+		return "lm_head"
+	}
+	return ""
 }
 
 func fillVitals(m *runlog.Step, v *model.Vitals) {

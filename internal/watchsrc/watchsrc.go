@@ -51,6 +51,15 @@ type Options struct {
 	Follow bool
 	// Poll is the follow-mode polling interval (default 500 ms).
 	Poll time.Duration
+	// OnIdle, in follow mode, is called at every poll once a record was
+	// read: silent is the time since the last record arrived, median the
+	// source's median interval between records (from the records' own
+	// times, else from their arrival in different polls; 0 while unknown),
+	// lastStep the last record's step. It is not called after the
+	// checkpoint a kestrel trainer writes as it exits (final, time_limit,
+	// interrupt). Watch sets it to the monitor's monitoring_blackout rule
+	// (Monitor.Silence) when it is nil.
+	OnIdle func(lastStep int64, silent, median time.Duration)
 }
 
 // LossMetrics are the kestrel names of which a source must carry at least
@@ -123,7 +132,26 @@ type reader struct {
 	rep  Report
 	seen map[string]bool
 	fn   func(monitor.Sample) error
+
+	// Liveness of a followed source (see Options.OnIdle).
+	lastFeed time.Time // when the last record arrived
+	lastTime time.Time // the last record's own time (zero: none)
+	lastStep int64
+	gaps     []float64 // the last maxGaps intervals between records (s)
+	polls    int       // follow-mode polls so far
+	feedPoll int       // the poll in which the last record arrived
+	// ended is set when the last record is a kestrel checkpoint the
+	// trainer writes as it exits (final, time_limit, interrupt): silence
+	// after it is no blackout.
+	ended bool
 }
+
+// endKinds are the checkpoint kinds kestrel's trainer writes just before
+// it exits.
+var endKinds = map[string]bool{"final": true, "time_limit": true, "interrupt": true}
+
+// maxGaps bounds the intervals kept for the median.
+const maxGaps = 64
 
 // bad counts a skipped line or record; where is "file:line" or
 // "file: byte N".
@@ -137,6 +165,7 @@ func (r *reader) bad(where string, err error) {
 // feed passes s on, noting whether it carries a loss.
 func (r *reader) feed(s monitor.Sample) error {
 	r.rep.Samples++
+	r.arrived(s)
 	if !r.rep.Loss {
 		for _, n := range LossMetrics {
 			if _, ok := s.Values[n]; ok {
@@ -146,6 +175,51 @@ func (r *reader) feed(s monitor.Sample) error {
 		}
 	}
 	return r.fn(s)
+}
+
+// arrived notes a record's arrival for the blackout check: the interval
+// since the previous record by the records' own times when both carry one,
+// else by arrival when they came in different polls (a backlog read at
+// once says nothing about the writer's pace).
+func (r *reader) arrived(s monitor.Sample) {
+	now := time.Now()
+	gap := -1.0
+	switch {
+	case !s.Time.IsZero() && !r.lastTime.IsZero():
+		gap = s.Time.Sub(r.lastTime).Seconds()
+	case s.Time.IsZero() && !r.lastFeed.IsZero() && r.polls != r.feedPoll:
+		gap = now.Sub(r.lastFeed).Seconds()
+	}
+	if gap > 0 {
+		if len(r.gaps) == maxGaps {
+			r.gaps = append(r.gaps[:0], r.gaps[1:]...)
+		}
+		r.gaps = append(r.gaps, gap)
+	}
+	if !s.Time.IsZero() {
+		r.lastTime = s.Time
+	}
+	r.lastFeed, r.feedPoll, r.lastStep, r.ended = now, r.polls, s.Step, false
+}
+
+// idle is called after each follow-mode poll wait: it reports the silence
+// since the last record to opts.OnIdle.
+func (r *reader) idle(opts Options) {
+	r.polls++
+	if opts.OnIdle == nil || r.lastFeed.IsZero() || r.ended {
+		return
+	}
+	var med time.Duration
+	if len(r.gaps) > 0 {
+		g := append([]float64(nil), r.gaps...)
+		sort.Float64s(g)
+		m := g[len(g)/2]
+		if len(g)%2 == 0 {
+			m = (g[len(g)/2-1] + m) / 2
+		}
+		med = time.Duration(m * float64(time.Second))
+	}
+	opts.OnIdle(r.lastStep, time.Since(r.lastFeed), med)
 }
 
 // Read reads samples from path and calls fn for each, in step order within
@@ -212,8 +286,18 @@ func (r *reader) read(ctx context.Context, path, format string, opts Options) er
 
 // Watch feeds every sample of path to m and calls onAlert for each alert
 // (including the verdicts of spikes still pending at the end of a
-// non-follow read).
+// non-follow read). In follow mode a source that stops writing raises the
+// monitor's SEV0 monitoring_blackout (see Options.OnIdle).
 func Watch(ctx context.Context, path string, opts Options, m *monitor.Monitor, onAlert func(monitor.Alert)) (Report, error) {
+	if opts.Follow && opts.OnIdle == nil {
+		opts.OnIdle = func(lastStep int64, silent, median time.Duration) {
+			for _, a := range m.Silence(lastStep, silent, median) {
+				if onAlert != nil {
+					onAlert(a)
+				}
+			}
+		}
+	}
 	rep, err := Read(ctx, path, opts, func(s monitor.Sample) error {
 		for _, a := range m.Observe(s) {
 			if onAlert != nil {
@@ -509,7 +593,14 @@ func (r *reader) readStream(ctx context.Context, path string, src io.Reader, isC
 			return nil // no values, or a rewritten file's lines already fed
 		}
 		lastStep = s.Step
-		return r.feed(s)
+		if err := r.feed(s); err != nil {
+			return err
+		}
+		if !isCSV && body[0] == '{' {
+			k, _ := rec.Str("checkpoint_kind")
+			r.ended = endKinds[k]
+		}
+		return nil
 	}
 	for {
 		line, err := lr.next()
@@ -536,6 +627,7 @@ func (r *reader) readStream(ctx context.Context, path string, src io.Reader, isC
 			return nil
 		case <-time.After(opts.Poll):
 		}
+		r.idle(opts)
 		f, isFile := src.(*os.File)
 		if !isFile {
 			continue
@@ -630,5 +722,6 @@ func (r *reader) readTFEvents(ctx context.Context, path string, opts Options) er
 			return emit()
 		case <-time.After(opts.Poll):
 		}
+		r.idle(opts)
 	}
 }
