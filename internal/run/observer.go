@@ -28,6 +28,7 @@ type Observer struct {
 	prevMan *runlog.Manifest // manifest.json of the run being resumed (nil = fresh run)
 	checked bool
 	last    runlog.Step
+	health  healthTrack // losses for checkpoint health (health.go)
 	// Batch, when set, names the sources and documents of a metrics step's
 	// batch, so incident bundles and "data event" verdicts can name them.
 	Batch func(step int) *monitor.Batch
@@ -42,7 +43,7 @@ func NewObserver(cfg config.Config, runDir string, log *slog.Logger, man *runlog
 	if log == nil {
 		log = slog.Default()
 	}
-	t := &Observer{runDir: runDir, log: log}
+	t := &Observer{runDir: runDir, log: log, health: newHealthTrack(cfg.Monitor)}
 	if !cfg.Monitor.Enabled {
 		return t, nil
 	}
@@ -112,6 +113,7 @@ func (t *Observer) OnStep(sm *runlog.Step) error {
 		return nil
 	}
 	t.last = *sm
+	t.health.observe(sm)
 	if !t.checked {
 		t.checked = true
 		t.checkManifest(int64(sm.Step))

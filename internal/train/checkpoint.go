@@ -80,6 +80,9 @@ type State struct {
 	Model     model.Config     `json:"model"`
 	Tokenizer string           `json:"tokenizer"` // "bytes" = byte-level (vocab 256)
 	WarmStart *WarmStartReport `json:"warm_start,omitempty"`
+	// Health is the checkpoint's health when it was written (see Health);
+	// nil in checkpoints written before it was recorded: unknown.
+	Health *Health `json:"health,omitempty"`
 }
 
 // payload is what one checkpoint holds.
@@ -412,36 +415,77 @@ func resolveCheckpoint(path string, log *slog.Logger) (*Loaded, error) {
 
 // applyKeepPolicy deletes rolling checkpoints beyond the newest keep ones.
 // Permanent, final and unreadable checkpoints are left alone. Interrupt
-// and time_limit checkpoints count as rolling. A checkpoint that cannot be
-// deleted is a warning on log, not an error: the new checkpoint is safe,
-// and the old one costs only disk space (the next keep policy tries again).
+// and time_limit checkpoints count as rolling. Two rolling checkpoints are
+// protected beside the newest keep ones, so that a blow-up never leaves
+// only broken checkpoints behind: the newest healthy checkpoint (the
+// last-good one), and the newest checkpoint from before the first incident
+// still open at the newest checkpoint (its Health.FirstIncident). A
+// checkpoint that cannot be deleted is a warning on log, not an error: the
+// new checkpoint is safe, and the old one costs only disk space (the next
+// keep policy tries again).
 func applyKeepPolicy(root string, keep int, log *slog.Logger) []string {
 	list, err := listCheckpoints(root)
 	if err != nil {
 		log.Warn("checkpoint keep policy: old checkpoints not deleted", "dir", root, "err", err)
 		return nil
 	}
-	var deleted []string
-	n := 0
+	type entry struct {
+		ckptEntry
+		kind   string
+		health *Health
+	}
+	var readable []entry
 	for _, c := range list {
 		data, err := os.ReadFile(filepath.Join(c.Dir, StateFile))
 		if err != nil {
 			continue
 		}
 		var st struct {
-			Kind string `json:"kind"`
+			Kind   string  `json:"kind"`
+			Health *Health `json:"health"`
 		}
-		if json.Unmarshal(data, &st) != nil || !rollingKind(st.Kind) {
+		if json.Unmarshal(data, &st) != nil {
+			continue
+		}
+		readable = append(readable, entry{c, st.Kind, st.Health})
+	}
+	protected := map[string]string{}
+	if len(readable) > 0 {
+		if first := readable[0].health.FirstIncident(); first > 0 {
+			for _, c := range readable {
+				if c.Step < first {
+					protected[c.Dir] = fmt.Sprintf("newest checkpoint before the incident open since step %d", first)
+					break
+				}
+			}
+		}
+		for _, c := range readable {
+			if c.health.Healthy() {
+				protected[c.Dir] = "newest healthy checkpoint (last-good)"
+				break
+			}
+		}
+	}
+	var deleted []string
+	n := 0
+	for _, c := range readable {
+		if !rollingKind(c.kind) {
 			continue
 		}
 		n++
-		if n > keep {
-			if err := removeCheckpoint(c.Dir); err != nil {
-				log.Warn("checkpoint keep policy: could not delete an old checkpoint", "path", c.Dir, "err", err)
-				continue
-			}
-			deleted = append(deleted, filepath.Base(c.Dir))
+		if n <= keep {
+			continue
 		}
+		if why, ok := protected[c.Dir]; ok {
+			n-- // kept beside the newest keep ones, not instead of one
+			log.Debug("checkpoint keep policy: kept", "path", c.Dir, "why", why)
+			continue
+		}
+		if err := removeCheckpoint(c.Dir); err != nil {
+			log.Warn("checkpoint keep policy: could not delete an old checkpoint", "path", c.Dir, "err", err)
+			continue
+		}
+		deleted = append(deleted, filepath.Base(c.Dir))
 	}
 	return deleted
 }

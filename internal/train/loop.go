@@ -127,6 +127,8 @@ type trainer struct {
 	pendingCkptTime         float64
 	pendingEvalTime         float64
 	probe                   *probeBatch // nil: no probes
+
+	lastEval *runlog.Eval // latest evaluation of this invocation (for checkpoint health)
 }
 
 // Preflight checks o before anything is allocated or written, as Run does
@@ -703,6 +705,7 @@ func (t *trainer) evaluate(s int, trainEMA float64, all bool) (*runlog.Eval, err
 		return e, err
 	}
 	t.log.Info("eval", "step", s, "val_loss", fmt.Sprintf("%.4f", e.ValLoss), "val_loss_ema", fmt.Sprintf("%.4f", e.ValLossEMA), "seconds", fmt.Sprintf("%.1f", e.EvalTime))
+	t.lastEval = e
 	for _, ob := range t.o.Observers {
 		if err := ob.OnEval(e); err != nil {
 			return e, fmt.Errorf("step %d: observer stopped the run at eval: %w", s, err)
@@ -776,6 +779,7 @@ func (t *trainer) checkpoint(kind string) error {
 	t.st.Created = nowString()
 	t.st.AdamSteps = t.opt.Steps
 	t.st.UpdateNorms, t.st.Losses, t.st.GradNorms = t.opt.UpdateNorms, t.opt.Losses, t.opt.GradNorms
+	t.st.Health = checkpointHealth(t.o.Observers, t.st.Step, t.lastEval)
 	p := &payload{tensors: t.ts, params: t.net.Params(), m: t.opt.M, v: t.opt.V, state: t.st}
 	if t.ema != nil {
 		p.ema = t.ema.W

@@ -1,0 +1,186 @@
+package train
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// CheckpointInfo is one checkpoint of a run as `kestrel checkpoints` lists
+// it: what its state.json says, without verifying its tensors.
+type CheckpointInfo struct {
+	Step       int     `json:"step"`
+	TokensSeen int64   `json:"tokens_seen"`
+	Kind       string  `json:"kind"`
+	Created    string  `json:"created,omitempty"`
+	Dir        string  `json:"dir"`
+	Bytes      int64   `json:"bytes"` // total size of its files
+	Health     *Health `json:"health"`
+	// LastGood marks the newest healthy checkpoint (see LastGood).
+	LastGood bool `json:"last_good"`
+	// Err is why state.json could not be read; the other fields but Step,
+	// Dir and Bytes are then empty.
+	Err string `json:"error,omitempty"`
+}
+
+// checkpointsRoot is the checkpoints/ directory of a run directory, or dir
+// itself when it is one (it holds step-NNNNNNNN directories and no
+// checkpoints/).
+func checkpointsRoot(dir string) string {
+	root := filepath.Join(dir, "checkpoints")
+	if fi, err := os.Stat(root); err == nil && fi.IsDir() {
+		return root
+	}
+	return dir
+}
+
+// ListCheckpoints lists the checkpoints of a run directory (or of a
+// checkpoints/ directory), newest first, with their health as state.json
+// records it (unknown when it records none) and the newest healthy one
+// marked LastGood. An unreadable state.json is reported in the row's Err,
+// not as an error; a directory that does not exist is an error.
+func ListCheckpoints(runDir string) ([]CheckpointInfo, error) {
+	if _, err := os.Stat(runDir); err != nil {
+		return nil, fmt.Errorf("checkpoints: %w", err)
+	}
+	list, err := listCheckpoints(checkpointsRoot(runDir))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]CheckpointInfo, 0, len(list))
+	good := false
+	for _, c := range list {
+		info := CheckpointInfo{Step: c.Step, Dir: c.Dir, Bytes: dirSize(c.Dir)}
+		if st, err := readState(c.Dir); err != nil {
+			info.Err = err.Error()
+		} else {
+			info.TokensSeen, info.Kind, info.Created, info.Health = st.TokensSeen, st.Kind, st.Created, st.Health
+		}
+		if info.Health == nil {
+			info.Health = &Health{Status: HealthUnknown}
+		}
+		if !good && info.Err == "" && info.Health.Healthy() {
+			info.LastGood, good = true, true
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// readState reads and validates a checkpoint's state.json (not its sums).
+func readState(dir string) (*State, error) {
+	p := filepath.Join(dir, StateFile)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	var st State
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if err := st.validate(dirStep(dir)); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return &st, nil
+}
+
+// dirSize is the total size of the regular files directly in dir.
+func dirSize(dir string) int64 {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// ErrNoLastGood is returned by LastGood when no checkpoint of the run was
+// judged healthy.
+var ErrNoLastGood = errors.New("no checkpoint was judged healthy")
+
+// LastGood is the newest healthy checkpoint of a run directory: the one a
+// rollback restores. Its tensors are not verified here (LoadCheckpoint
+// does that). It wraps ErrNoLastGood when there is none, saying how many
+// checkpoints are unhealthy or of unknown health.
+func LastGood(runDir string) (*CheckpointInfo, error) {
+	list, err := ListCheckpoints(runDir)
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	for i := range list {
+		if list[i].LastGood {
+			return &list[i], nil
+		}
+		counts[list[i].Health.Status]++
+	}
+	return nil, fmt.Errorf("%s: %w (%d unhealthy, %d of unknown health: written with the monitor off or by an older kestrel; name one by step-N)",
+		runDir, ErrNoLastGood, counts[HealthUnhealthy], counts[HealthUnknown])
+}
+
+// ResolveCheckpoint turns a checkpoint name into the checkpoint directory
+// of runDir it names:
+//
+//	last       the newest checkpoint whose state.json reads and validates
+//	last-good  the newest healthy checkpoint (LastGood)
+//	step-N, N  the checkpoint of step N (step-00000070, step-70 or 70)
+//	DIR        a checkpoint directory (one holding SHA256SUMS), as a path
+//
+// The checkpoint's files are not verified here; LoadCheckpoint does that.
+func ResolveCheckpoint(runDir, name string) (string, error) {
+	switch name {
+	case "":
+		return "", errors.New("checkpoint name is empty (want last, last-good, step-N or a checkpoint directory)")
+	case "last":
+		list, err := ListCheckpoints(runDir)
+		if err != nil {
+			return "", err
+		}
+		for _, c := range list {
+			if c.Err == "" {
+				return c.Dir, nil
+			}
+		}
+		return "", fmt.Errorf("%s: no readable checkpoint", runDir)
+	case "last-good":
+		c, err := LastGood(runDir)
+		if err != nil {
+			return "", err
+		}
+		return c.Dir, nil
+	}
+	if n, ok := stepName(name); ok {
+		dir := filepath.Join(checkpointsRoot(runDir), CheckpointName(n))
+		if _, err := os.Stat(dir); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return "", fmt.Errorf("checkpoint %q: %s does not exist (kestrel checkpoints %s lists them)", name, dir, runDir)
+			}
+			return "", fmt.Errorf("checkpoint %q: %w", name, err)
+		}
+		return dir, nil
+	}
+	if _, err := os.Stat(filepath.Join(name, SumsFile)); err == nil {
+		return name, nil
+	}
+	return "", fmt.Errorf("checkpoint %q: not last, last-good, step-N, nor a checkpoint directory (one holding %s)", name, SumsFile)
+}
+
+// stepName reads "step-N" or "N" (N ≥ 0, decimal).
+func stepName(s string) (int, bool) {
+	s = strings.TrimPrefix(s, "step-")
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil
+}
