@@ -24,6 +24,7 @@ lists them all with their documentation. Shipped data is found in
 		newDataCmd(),
 		newTrainCmd(),
 		newSampleCmd(),
+		newCheckpointsCmd(),
 		newWatchCmd(),
 		newDashCmd(),
 		newBenchCmd(),

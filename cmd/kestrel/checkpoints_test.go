@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/run"
+	"github.com/kestrel-lm/kestrel/internal/train"
+)
+
+// TestCheckpointsCLI: kestrel checkpoints lists a monitored run's
+// checkpoints newest first with their health and marks the last-good one;
+// --json prints one object per checkpoint; a missing run is an error.
+func TestCheckpointsCLI(t *testing.T) {
+	runDir := filepath.Join(t.TempDir(), "run")
+	cfg := config.Default()
+	cfg.Model.Vocab, cfg.Model.DModel, cfg.Model.NLayers, cfg.Model.NHeads, cfg.Model.NKVHeads = 256, 32, 1, 2, 2
+	cfg.Model.MLPHidden, cfg.Model.SeqLen = 64, 32
+	cfg.Data.Kind, cfg.Data.Train = "bytes", "${KESTREL_DATA}/tinyshakespeare/input.txt"
+	cfg.Train.Steps, cfg.Train.BatchSize, cfg.Train.EvalEvery, cfg.Train.EvalBatches, cfg.Train.LogEvery = 6, 4, 4, 2, 0
+	cfg.Train.PeakGFLOPS = 10
+	cfg.Checkpoint.Every, cfg.Checkpoint.Keep = 2, 5
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	opts, err := run.TrainOptions(cfg, runDir, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := run.NewObserver(cfg, runDir, log, &opts.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Observers = append(opts.Observers, obs)
+	_, err = train.Run(context.Background(), opts)
+	if err := obs.Finish(err); err != nil {
+		t.Fatal(err)
+	}
+
+	execute := func(args ...string) (string, error) {
+		var out strings.Builder
+		cmd := newCheckpointsCmd()
+		cmd.SetOut(&out)
+		cmd.SetErr(&strings.Builder{})
+		cmd.SetArgs(args)
+		err := cmd.Execute()
+		return out.String(), err
+	}
+	out, err := execute(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 5 || !strings.Contains(lines[0], "step") || !strings.Contains(lines[0], "health") {
+		t.Fatalf("output:\n%s\nwant a header, 3 checkpoints and the last-good note", out)
+	}
+	if f := strings.Fields(lines[1]); len(f) < 9 || f[0] != "*" || f[1] != "6" || f[3] != "final" || f[len(f)-1] != "healthy" {
+		t.Errorf("newest row %q: want * 6 … final … healthy", lines[1])
+	}
+	if f := strings.Fields(lines[3]); len(f) < 8 || f[0] != "2" || f[3] != "-" || f[len(f)-1] != "healthy" {
+		t.Errorf("oldest row %q: want step 2, no val loss yet, healthy", lines[3])
+	}
+	if !strings.HasPrefix(lines[4], "* last-good") {
+		t.Errorf("last line %q, want the last-good note", lines[4])
+	}
+
+	out, err = execute("--json", runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []int
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var c train.CheckpointInfo
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("--json line %q: %v", line, err)
+		}
+		steps = append(steps, c.Step)
+		if c.Health == nil || c.Health.Status != train.HealthHealthy || c.Bytes == 0 {
+			t.Errorf("--json step %d: %+v", c.Step, c)
+		}
+		if c.LastGood != (c.Step == 6) {
+			t.Errorf("--json step %d: last_good = %v", c.Step, c.LastGood)
+		}
+	}
+	if len(steps) != 3 || steps[0] != 6 || steps[2] != 2 {
+		t.Errorf("--json steps %v, want [6 4 2]", steps)
+	}
+
+	if _, err := execute(filepath.Join(runDir, "nope")); err == nil {
+		t.Error("missing run directory: want an error")
+	}
+}
