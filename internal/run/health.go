@@ -2,7 +2,10 @@ package run
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -27,37 +30,85 @@ var infraRules = map[string]bool{
 	monitor.RuleCheckpointSlow:   true,
 }
 
-// healthTrack keeps what checkpoint health needs besides the alerts: the
-// recent raw train losses and the last train_loss_ema.
+// healthTrack keeps what checkpoint health needs besides the monitor's
+// alerts of this trajectory: the recent raw train losses, the last
+// train_loss_ema, and the alerts of earlier invocations of the run.
 type healthTrack struct {
 	window int     // monitor.window: the loss band's window and the clean window
 	zLimit float64 // monitor.spike_z: the band's upper edge in robust z
-	losses []float64
+	losses []stepLoss
 	ema    float64
+	// prior are the alerts of this run's history that the monitor of this
+	// trajectory did not fire: those of earlier invocations (alerts.jsonl
+	// when the observer started) and, after a rewind within this process,
+	// those fired before it; only alerts of steps before the step the
+	// trajectory restarted from are kept. folded counts the monitor's
+	// alerts already moved into prior.
+	prior    []runlog.Alert
+	folded   int
+	lastStep int
+}
+
+type stepLoss struct {
+	step int
+	loss float64
 }
 
 func newHealthTrack(c monitor.Config) healthTrack {
 	return healthTrack{window: c.Window, zLimit: c.SpikeZ, ema: math.NaN()}
 }
 
-// observe records one step's losses.
-func (h *healthTrack) observe(sm *runlog.Step) {
+// loadPrior reads the alerts earlier invocations wrote to runDir's
+// alerts.jsonl, before this invocation's monitor appends to it, so that an
+// incident open when the run stopped is still open after a resume. An
+// unreadable file is a warning: health is then judged on this invocation's
+// alerts alone.
+func (h *healthTrack) loadPrior(runDir string, log *slog.Logger) {
+	p := filepath.Join(runDir, "alerts.jsonl")
+	prior, err := runlog.ReadAlerts(p)
+	if err != nil {
+		log.Warn("checkpoint health: earlier alerts unreadable; judged on this run's alerts only", "file", p, "err", err)
+		return
+	}
+	h.prior = prior
+}
+
+// observe records one step's losses. alerts returns the monitor's alerts
+// so far: when a step does not follow the one before (the first step of
+// an invocation, or a rewind), the history is cut back to the steps before
+// it, so alerts and losses of an abandoned trajectory do not count.
+func (h *healthTrack) observe(sm *runlog.Step, alerts func() []runlog.Alert) {
+	if h.lastStep == 0 || sm.Step <= h.lastStep {
+		if h.lastStep != 0 {
+			cur := alerts()
+			h.prior = append(h.prior, cur[min(h.folded, len(cur)):]...)
+			h.folded = len(cur)
+		}
+		h.prior = slices.DeleteFunc(h.prior, func(a runlog.Alert) bool { return a.Step >= int64(sm.Step) })
+		h.losses = slices.DeleteFunc(h.losses, func(l stepLoss) bool { return l.step >= sm.Step })
+	}
+	h.lastStep = sm.Step
 	if h.window <= 0 {
 		return
 	}
-	h.losses = append(h.losses, sm.TrainLossRaw)
+	h.losses = append(h.losses, stepLoss{sm.Step, sm.TrainLossRaw})
 	if len(h.losses) > h.window {
 		h.losses = h.losses[len(h.losses)-h.window:]
 	}
 	h.ema = sm.TrainLossEMA
 }
 
+// alerts is the run's history of alerts as this trajectory sees it.
+func (h *healthTrack) alerts(cur []runlog.Alert) []runlog.Alert {
+	return append(slices.Clip(h.prior), cur[min(h.folded, len(cur)):]...)
+}
+
 // band places the last train_loss_ema against the window's robust band;
 // nil while fewer than 8 losses were seen.
 func (h *healthTrack) band() *train.LossBand {
 	var fin []float64
-	for _, x := range h.losses {
-		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+	for _, l := range h.losses {
+		if x := l.loss; !math.IsNaN(x) && !math.IsInf(x, 0) {
 			fin = append(fin, x)
 		}
 	}
@@ -110,7 +161,9 @@ func medianOf(xs []float64) float64 {
 // infraRules) fired at or before step form episodes, each alert within
 // monitor.window steps of the one before it; the latest episode is open
 // until monitor.window steps pass after its last alert with none firing
-// (a clean window). A loss_spike whose verdict came back SEV2
+// (a clean window). Alerts of earlier invocations count (alerts.jsonl),
+// but not those of steps at or after the step training restarted from (an
+// abandoned trajectory). A loss_spike whose verdict came back SEV2
 // (recoverable, logging artifact, undetermined) is closed by its verdict.
 // With the monitor off it cannot judge: ok is false.
 func (t *Observer) CheckpointHealth(step int) (train.Health, bool) {
@@ -118,7 +171,7 @@ func (t *Observer) CheckpointHealth(step int) (train.Health, bool) {
 		return train.Health{}, false
 	}
 	h := train.Health{Status: train.HealthHealthy, Loss: t.health.band()}
-	h.Incidents = openIncidents(t.m.Alerts(), int64(step), int64(t.health.window))
+	h.Incidents = openIncidents(t.health.alerts(t.m.Alerts()), int64(step), int64(t.health.window))
 	var why []string
 	if len(h.Incidents) > 0 {
 		why = append(why, fmt.Sprintf("%d open incident(s) since step %d", len(h.Incidents), h.FirstIncident()))

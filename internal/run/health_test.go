@@ -76,8 +76,21 @@ func TestLastGoodSurvivesLRBlowUp(t *testing.T) {
 					t.Errorf("checkpoint %d after the blow-up is %s, want unhealthy", ck.Step, ck.Health.Summary())
 				}
 			}
-			if !c.pause && list[0].Step != 100 {
-				t.Errorf("pause off: newest checkpoint %d, want 100", list[0].Step)
+			if !c.pause {
+				if list[0].Step != 100 {
+					t.Errorf("pause off: newest checkpoint %d, want 100", list[0].Step)
+				}
+				return
+			}
+			// Resume from the last good checkpoint without the spike: the
+			// divergence of the abandoned steps (alerts.jsonl) does not
+			// taint the new checkpoints.
+			cfg.Debug.LRSpikeAtStep = 0
+			if _, err := runMonitored(t, cfg, dir); err != nil {
+				t.Fatal(err)
+			}
+			if good, err := train.LastGood(dir); err != nil || good.Step != 100 {
+				t.Errorf("resumed without the spike: last-good %+v, %v; want the final checkpoint 100", good, err)
 			}
 		})
 	}
@@ -121,5 +134,57 @@ func TestOpenIncidents(t *testing.T) {
 	var nilObs Observer
 	if _, ok := nilObs.CheckpointHealth(10); ok {
 		t.Error("monitor off: CheckpointHealth ok, want unknown")
+	}
+}
+
+// TestHealthHistory: alerts of earlier invocations count after a resume,
+// but those of an abandoned trajectory (steps at or after the step training
+// restarted from, in alerts.jsonl or fired before an in-process rewind) do
+// not, and neither do its losses.
+func TestHealthHistory(t *testing.T) {
+	al := func(step int64, rule string) runlog.Alert {
+		return runlog.Alert{Step: step, Severity: runlog.SEV0, Rule: rule}
+	}
+	h := newHealthTrack(monitor.Config{Window: 32, SpikeZ: 6})
+	h.prior = []runlog.Alert{al(50, monitor.RuleDivergence), al(90, monitor.RuleSkipStorm)} // alerts.jsonl: 90 was after the resumed checkpoint
+	var cur []runlog.Alert
+	alerts := func() []runlog.Alert { return cur }
+	open := func(step int64) string {
+		var s []string
+		for _, in := range openIncidents(h.alerts(cur), step, 32) {
+			s = append(s, in.Rule+"@"+strconv.Itoa(in.Step))
+		}
+		return strings.Join(s, " ")
+	}
+	step := func(s int, loss float64) {
+		h.observe(&runlog.Step{Step: s, TrainLossRaw: loss, TrainLossEMA: loss}, alerts)
+	}
+	for s := 61; s <= 70; s++ {
+		step(s, 3)
+	}
+	if got := open(70); got != "divergence@50" {
+		t.Errorf("after resume at 61: open %q, want divergence@50 (skip_storm@90 belongs to the abandoned run)", got)
+	}
+	for s := 71; s <= 80; s++ {
+		step(s, 30)
+		if s == 75 {
+			cur = append(cur, al(75, monitor.RuleLossSpike))
+		}
+	}
+	if got := open(80); got != "divergence@50 loss_spike@75" {
+		t.Errorf("at 80: open %q", got)
+	}
+	step(72, 3) // rewind: steps 72… again
+	if got := open(72); got != "divergence@50" {
+		t.Errorf("after a rewind to 72: open %q, want divergence@50 (loss_spike@75 was abandoned)", got)
+	}
+	for _, l := range h.losses {
+		if l.loss == 30 && l.step >= 72 {
+			t.Errorf("loss of abandoned step %d kept", l.step)
+		}
+	}
+	cur = append(cur, al(73, monitor.RuleDivergence))
+	if in := openIncidents(h.alerts(cur), 73, 32); len(in) != 1 || in[0].Step != 50 || in[0].Count != 2 || in[0].LastStep != 73 {
+		t.Errorf("incidents %+v, want divergence first at 50, fired twice, last at 73", in)
 	}
 }

@@ -82,6 +82,7 @@ func NewObserver(cfg config.Config, runDir string, log *slog.Logger, man *runlog
 		}
 		opts.DataVitals = v
 	}
+	t.health.loadPrior(runDir, log) // before the monitor appends to alerts.jsonl
 	m, err := monitor.New(cfg.Monitor, opts)
 	if err != nil {
 		return nil, fmt.Errorf("monitor: %w", err)
@@ -113,7 +114,7 @@ func (t *Observer) OnStep(sm *runlog.Step) error {
 		return nil
 	}
 	t.last = *sm
-	t.health.observe(sm)
+	t.health.observe(sm, t.m.Alerts)
 	if !t.checked {
 		t.checked = true
 		t.checkManifest(int64(sm.Step))
