@@ -287,6 +287,8 @@ func (s *State) validate(dirStep int) error {
 		return bad("schedule.batch_size", "%d is negative", s.Schedule.BatchSize)
 	case s.EMABeta < 0 || s.EMABeta >= 1:
 		return bad("ema_beta", "%g is outside [0, 1)", s.EMABeta)
+	case s.Health != nil && s.Health.Status != HealthHealthy && s.Health.Status != HealthUnhealthy && s.Health.Status != HealthUnknown:
+		return bad("health.status", "unknown status %q (want healthy, unhealthy or unknown)", s.Health.Status)
 	}
 	return nil
 }

@@ -78,6 +78,7 @@ func TestStateValidated(t *testing.T) {
 		{"clipped_updates", func(m map[string]any) { m["clipped_updates"] = -1 }},
 		{"grad_clip_window", func(m map[string]any) { m["grad_clip_window"] = make([]bool, 9) }},
 		{"schedule.batch_size", func(m map[string]any) { m["schedule"].(map[string]any)["batch_size"] = -4 }},
+		{"health.status", func(m map[string]any) { m["health"] = map[string]any{"status": "great"} }},
 		{"ema_beta", func(m map[string]any) { m["ema_beta"] = 1.5 }},
 	} {
 		t.Run(c.field, func(t *testing.T) {

@@ -160,6 +160,9 @@ func (n Num) MarshalJSON() ([]byte, error) { return runlog.AppendFloat(nil, floa
 // strings of the non-finite values.
 func (n *Num) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
+	if string(b) == "null" { // no value: left as it is, as encoding/json does
+		return nil
+	}
 	if len(b) > 0 && b[0] == '"' {
 		var s string
 		if err := json.Unmarshal(b, &s); err != nil {

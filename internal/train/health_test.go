@@ -198,4 +198,8 @@ func TestNumJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(`"lots"`), &n); err == nil {
 		t.Error(`"lots": want an error`)
 	}
+	n = 2
+	if err := json.Unmarshal([]byte(`null`), &n); err != nil || n != 2 {
+		t.Errorf("null: %v, %v; want no error and the value left as it was", n, err)
+	}
 }
