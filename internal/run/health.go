@@ -34,7 +34,8 @@ var infraRules = map[string]bool{
 // alerts of this trajectory: the recent raw train losses, the last
 // train_loss_ema, and the alerts of earlier invocations of the run.
 type healthTrack struct {
-	window int     // monitor.window: the loss band's window and the clean window
+	window int     // monitor.window: the loss band's window
+	clean  int     // steps with no alert that close an episode: max(monitor.window, monitor.cooldown+1)
 	zLimit float64 // monitor.spike_z: the band's upper edge in robust z
 	losses []stepLoss
 	ema    float64
@@ -55,7 +56,9 @@ type stepLoss struct {
 }
 
 func newHealthTrack(c monitor.Config) healthTrack {
-	return healthTrack{window: c.Window, zLimit: c.SpikeZ, ema: math.NaN()}
+	// A condition that persists fires again after the cooldown: the clean
+	// window outlasts it, so an episode does not close between two firings.
+	return healthTrack{window: c.Window, clean: max(c.Window, c.Cooldown+1), zLimit: c.SpikeZ, ema: math.NaN()}
 }
 
 // loadPrior reads the alerts earlier invocations wrote to runDir's
@@ -159,9 +162,10 @@ func medianOf(xs []float64) float64 {
 //
 // Open incidents: the SEV0/SEV1 alerts about the model (every rule but
 // infraRules) fired at or before step form episodes, each alert within
-// monitor.window steps of the one before it; the latest episode is open
-// until monitor.window steps pass after its last alert with none firing
-// (a clean window). Alerts of earlier invocations count (alerts.jsonl),
+// a clean window of the one before it; the latest episode is open until a
+// clean window passes after its last alert with none firing. The clean
+// window is monitor.window steps, or monitor.cooldown + 1 when that is
+// longer (a persisting condition fires again after the cooldown). Alerts of earlier invocations count (alerts.jsonl),
 // but not those of steps at or after the step training restarted from (an
 // abandoned trajectory). A loss_spike whose verdict came back SEV2
 // (recoverable, logging artifact, undetermined) is closed by its verdict.
@@ -171,7 +175,7 @@ func (t *Observer) CheckpointHealth(step int) (train.Health, bool) {
 		return train.Health{}, false
 	}
 	h := train.Health{Status: train.HealthHealthy, Loss: t.health.band()}
-	h.Incidents = openIncidents(t.health.alerts(t.m.Alerts()), int64(step), int64(t.health.window))
+	h.Incidents = openIncidents(t.health.alerts(t.m.Alerts()), int64(step), int64(t.health.clean))
 	var why []string
 	if len(h.Incidents) > 0 {
 		why = append(why, fmt.Sprintf("%d open incident(s) since step %d", len(h.Incidents), h.FirstIncident()))

@@ -131,6 +131,11 @@ func TestOpenIncidents(t *testing.T) {
 			}
 		})
 	}
+	for _, c := range []struct{ window, cooldown, want int }{{64, 50, 64}, {32, 50, 51}} {
+		if got := newHealthTrack(monitor.Config{Window: c.window, Cooldown: c.cooldown}).clean; got != c.want {
+			t.Errorf("window %d, cooldown %d: clean window %d, want %d (outlasting the cooldown)", c.window, c.cooldown, got, c.want)
+		}
+	}
 	var nilObs Observer
 	if _, ok := nilObs.CheckpointHealth(10); ok {
 		t.Error("monitor off: CheckpointHealth ok, want unknown")
