@@ -127,6 +127,7 @@ type trainer struct {
 	pendingCkptTime         float64
 	pendingEvalTime         float64
 	probe                   *probeBatch // nil: no probes
+	qk                      *qkClipper  // nil: QK-Clip off (optim.qk_clip_tau = 0)
 }
 
 // Preflight checks o before anything is allocated or written, as Run does
@@ -228,6 +229,9 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	}
 	if o.Optim.EMABeta > 0 {
 		t.ema = optim.NewEMA(o.Optim.EMABeta, params)
+	}
+	if t.qk, err = newQKClipper(o.Optim.QKClipTau, o.Model, t.ts); err != nil {
+		return nil, err
 	}
 	if t.sched, err = optim.NewSchedule(o.Optim, o.Train.Steps); err != nil {
 		return nil, err
@@ -474,6 +478,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		if err != nil {
 			return m, fmt.Errorf("step %d: forward/backward: %w", s, err)
 		}
+		t.qk.observe(t.net.Vitals())
 		fwd, bwd := st.ForwardTime, st.BackwardTime
 		if fwd == 0 && bwd == 0 { // a Net that does not time its passes: all of it is forward
 			fwd = time.Since(t1)
@@ -521,6 +526,9 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 			return m, &NaNError{Step: s, Err: err, LastCheckpoint: t.lastCkpt}
 		}
 		return m, fmt.Errorf("step %d: optimizer: %w", s, err)
+	}
+	if err := t.qk.apply(params, r.Skipped, m); err != nil {
+		return m, err
 	}
 	if !r.Skipped && t.ema != nil {
 		t.ema.Update(params)
