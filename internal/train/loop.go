@@ -260,6 +260,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		if err := t.resume(loaded); err != nil {
 			return nil, err
 		}
+		t.necromancy(loaded.State, loaded.Dir)
 		removeHalfDeleted(t.ckRoot, t.log)
 		res.Resumed, res.Checkpoint = true, loaded.Dir
 		if o.Init.From != "" {
@@ -935,6 +936,7 @@ func (t *trainer) warmStart() (*WarmStartReport, error) {
 		}
 		t.restoreState(l.State)
 	}
+	t.necromancy(l.State, l.Dir)
 	t.st.WarmStart = rep
 	t.log.Info("warm-start", "from", l.Dir, "mode", rep.Mode, "source_step", rep.SourceStep, "copied", len(rep.Copied),
 		"initialized", strings.Join(rep.Initialized, ","), "mismatched", strings.Join(rep.Mismatched, "; "), "unused", strings.Join(rep.Unused, ","))
