@@ -56,7 +56,7 @@ func ListCheckpoints(runDir string) ([]CheckpointInfo, error) {
 	good := false
 	for _, c := range list {
 		info := CheckpointInfo{Step: c.Step, Dir: c.Dir, Bytes: dirSize(c.Dir)}
-		if st, err := readState(c.Dir); err != nil {
+		if st, err := readValidState(c.Dir); err != nil {
 			info.Err = err.Error()
 		} else {
 			info.TokensSeen, info.Kind, info.Created, info.Health = st.TokensSeen, st.Kind, st.Created, st.Health
@@ -72,8 +72,8 @@ func ListCheckpoints(runDir string) ([]CheckpointInfo, error) {
 	return out, nil
 }
 
-// readState reads and validates a checkpoint's state.json (not its sums).
-func readState(dir string) (*State, error) {
+// readValidState reads and validates a checkpoint's state.json (not its sums).
+func readValidState(dir string) (*State, error) {
 	p := filepath.Join(dir, StateFile)
 	data, err := os.ReadFile(p)
 	if err != nil {
