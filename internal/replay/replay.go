@@ -135,6 +135,9 @@ func Replay(dir string, o Options) (*Result, error) {
 	}
 	ck, err := resolveCheckpoint(dir, spec)
 	if err != nil {
+		if o.Checkpoint == "" && o.From > 0 {
+			return nil, fmt.Errorf("replay: steps %d:%d: the default checkpoint, the newest before step %d: %w", o.From, o.To, o.From, err)
+		}
 		return nil, fmt.Errorf("replay: --checkpoint %s: %w", spec, err)
 	}
 	to, err := run.TrainOptions(cfg, dir, log)
@@ -144,9 +147,8 @@ func Replay(dir string, o Options) (*Result, error) {
 	if c, ok := to.Data.(io.Closer); ok {
 		defer c.Close()
 	}
-	if man, err := runlog.ReadManifest(dir); err == nil && man.QuarantineHash != "" && man.QuarantineHash != to.Manifest.QuarantineHash {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the quarantine overlay differs from the one the run last started with (quarantine_hash %s → %s): replayed batches are those of the current overlay; --quarantine none rebuilds a run that trained without one",
-			shortHash(man.QuarantineHash), shortHash(to.Manifest.QuarantineHash)))
+	if man, err := runlog.ReadManifest(dir); err == nil && o.From > 0 {
+		res.Warnings = append(res.Warnings, quarantineWarnings(man, o.From, o.To, to.Manifest.QuarantineHash)...)
 	}
 	rp, err := train.NewReplayer(to, ck)
 	if err != nil {
@@ -192,6 +194,46 @@ func Replay(dir string, o Options) (*Result, error) {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the weights are those after step %d: only a step replayed on the checkpoint of the step before it reproduces the logged loss", res.CkptStep))
 	}
 	return res, nil
+}
+
+// quarantineWarnings says which replayed steps were trained under another
+// quarantine overlay than the one the batches are rebuilt with now: step s
+// was trained by the last start of the run before it (manifest starts).
+func quarantineWarnings(man *runlog.Manifest, from, to int, now string) []string {
+	type span struct {
+		a, b int
+		h    string
+	}
+	var spans []span
+	recorded := false
+	for _, st := range man.Starts {
+		recorded = recorded || st.QuarantineHash != ""
+	}
+	for s := from; s <= to; s++ {
+		h := ""
+		if !recorded {
+			h = man.QuarantineHash // starts without it: only the newest overlay is known
+		}
+		for _, st := range man.Starts {
+			if st.Step < s && st.QuarantineHash != "" {
+				h = st.QuarantineHash
+			}
+		}
+		if h == "" || h == now {
+			continue
+		}
+		if n := len(spans); n > 0 && spans[n-1].h == h && spans[n-1].b == s-1 {
+			spans[n-1].b = s
+			continue
+		}
+		spans = append(spans, span{s, s, h})
+	}
+	var out []string
+	for _, sp := range spans {
+		out = append(out, fmt.Sprintf("steps %d:%d were trained with quarantine overlay %s, the batches are rebuilt with %s: they are not the batches trained on (--quarantine none, or the old overlay's path, rebuilds those)",
+			sp.a, sp.b, shortHash(sp.h), shortHash(now)))
+	}
+	return out
 }
 
 func shortHash(h string) string {
@@ -269,56 +311,31 @@ func readLogged(path string) (*logged, error) {
 }
 
 // resolveCheckpoint turns a --checkpoint value into a checkpoint directory
-// of the run dir: "last" (the newest valid one), "before:A" (the newest
-// valid one before step A), "step-N" or "N", or a directory. "last-good"
-// needs the health stamps of train.ResolveCheckpoint.
+// of the run dir: "before:A" (the newest valid checkpoint before step A,
+// the default for a window of steps), else what resolveNamed resolves.
+func resolveCheckpoint(dir, spec string) (string, error) {
+	if a, ok := strings.CutPrefix(spec, "before:"); ok {
+		n, err := strconv.Atoi(a)
+		if err != nil {
+			return "", fmt.Errorf("bad step %q", a)
+		}
+		return newestValid(dir, n-1)
+	}
+	return resolveNamed(dir, spec)
+}
+
+// resolveNamed resolves "last" (the newest valid checkpoint), "step-N" or
+// "N", or a checkpoint directory; "last-good" needs the checkpoints' health
+// stamps.
 //
-// TODO(merge): replace by train.ResolveCheckpoint(dir, spec) once it is in
-// the tree; it also knows last-good.
-var resolveCheckpoint = func(dir, spec string) (string, error) {
-	root := filepath.Join(dir, "checkpoints")
+// TODO(merge): resolveNamed = train.ResolveCheckpoint, which has the same
+// signature and also resolves last-good.
+var resolveNamed = func(dir, spec string) (string, error) {
 	switch {
 	case spec == "last-good":
 		return "", errors.New("last-good needs the checkpoints' health stamps, which this build does not write; name a step (step-N)")
-	case spec == "last" || strings.HasPrefix(spec, "before:"):
-		limit := math.MaxInt
-		if a, ok := strings.CutPrefix(spec, "before:"); ok {
-			n, err := strconv.Atoi(a)
-			if err != nil {
-				return "", fmt.Errorf("bad step %q", a)
-			}
-			limit = n - 1
-		}
-		ents, err := os.ReadDir(root)
-		if err != nil {
-			return "", err
-		}
-		var steps []int
-		for _, e := range ents {
-			if n, ok := strings.CutPrefix(e.Name(), "step-"); ok && e.IsDir() {
-				if s, err := strconv.Atoi(n); err == nil && s <= limit {
-					steps = append(steps, s)
-				}
-			}
-		}
-		sort.Sort(sort.Reverse(sort.IntSlice(steps)))
-		var errs []error
-		for _, s := range steps {
-			d := filepath.Join(root, train.CheckpointName(s))
-			if err := train.VerifyCheckpoint(d); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			return d, nil
-		}
-		msg := fmt.Sprintf("no valid checkpoint in %s", root)
-		if limit < math.MaxInt {
-			msg = fmt.Sprintf("no valid checkpoint at or before step %d in %s (name one with --checkpoint)", limit, root)
-		}
-		if len(errs) > 0 {
-			return "", fmt.Errorf("%s: %w", msg, errors.Join(errs...))
-		}
-		return "", errors.New(msg)
+	case spec == "last":
+		return newestValid(dir, math.MaxInt)
 	}
 	if n, ok := strings.CutPrefix(spec, "step-"); ok || isDigits(spec) {
 		if !ok {
@@ -328,7 +345,7 @@ var resolveCheckpoint = func(dir, spec string) (string, error) {
 		if err != nil || s < 0 {
 			return "", fmt.Errorf("bad step %q", n)
 		}
-		d := filepath.Join(root, train.CheckpointName(s))
+		d := filepath.Join(dir, "checkpoints", train.CheckpointName(s))
 		if _, err := os.Stat(d); err != nil {
 			return "", fmt.Errorf("no checkpoint of step %d: %w", s, err)
 		}
@@ -338,6 +355,42 @@ var resolveCheckpoint = func(dir, spec string) (string, error) {
 		return "", fmt.Errorf("not a checkpoint directory (want last, step-N or a step-NNNNNNNN directory): %w", err)
 	}
 	return spec, nil
+}
+
+// newestValid is the newest checkpoint of dir at or before step limit whose
+// checksums verify.
+func newestValid(dir string, limit int) (string, error) {
+	root := filepath.Join(dir, "checkpoints")
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return "", err
+	}
+	var steps []int
+	for _, e := range ents {
+		if n, ok := strings.CutPrefix(e.Name(), "step-"); ok && e.IsDir() {
+			if s, err := strconv.Atoi(n); err == nil && s <= limit {
+				steps = append(steps, s)
+			}
+		}
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(steps)))
+	var errs []error
+	for _, s := range steps {
+		d := filepath.Join(root, train.CheckpointName(s))
+		if err := train.VerifyCheckpoint(d); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		return d, nil
+	}
+	msg := fmt.Sprintf("no valid checkpoint in %s", root)
+	if limit < math.MaxInt {
+		msg = fmt.Sprintf("no valid checkpoint at or before step %d in %s (name one with --checkpoint)", limit, root)
+	}
+	if len(errs) > 0 {
+		return "", fmt.Errorf("%s: %w", msg, errors.Join(errs...))
+	}
+	return "", errors.New(msg)
 }
 
 func isDigits(s string) bool {

@@ -14,6 +14,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/prepare"
 	"github.com/kestrel-lm/kestrel/internal/run"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -110,6 +111,15 @@ func TestReplay(t *testing.T) {
 	if len(res.Steps) != 3 || res.Steps[0].Loss != res.Steps[0].LoggedLoss || res.Steps[2].Loss == res.Steps[2].LoggedLoss {
 		t.Fatalf("window 3:5 on step-2: %+v", res.Steps)
 	}
+	if len(res.Warnings) != 0 {
+		t.Errorf("window 3:5 on step-2: warnings %q", res.Warnings)
+	}
+	if r, err := Replay(dir, Options{From: 3, To: 3, Checkpoint: "step-1"}); err != nil || len(r.Warnings) != 1 || r.Steps[0].Loss == r.Steps[0].LoggedLoss {
+		t.Errorf("step 3 on step-1: %v %+v", err, r)
+	}
+	if _, err := Replay(dir, Options{From: 1, To: 2}); err == nil || !strings.Contains(err.Error(), "newest before step 1") {
+		t.Errorf("step 1 has no checkpoint before it: %v", err)
+	}
 	// The rows are the loader's BatchInfo.
 	l, err := run.OpenLoader(cfg, quietLog())
 	if err != nil {
@@ -162,5 +172,38 @@ func TestReplay(t *testing.T) {
 	}
 	if _, err := Replay(dir, Options{Probe: true, Checkpoint: "step-99"}); err == nil || !strings.Contains(err.Error(), "step 99") {
 		t.Errorf("missing checkpoint: %v", err)
+	}
+}
+
+// TestQuarantineWarnings: a replayed step trained under another overlay
+// than the current one is named, by the start that trained it.
+func TestQuarantineWarnings(t *testing.T) {
+	man := &runlog.Manifest{QuarantineHash: "bbbb", Starts: []runlog.Start{{Step: 0, QuarantineHash: "none"}, {Step: 40, QuarantineHash: "bbbb"}}}
+	for _, c := range []struct {
+		from, to int
+		now      string
+		want     []string
+	}{
+		{21, 22, "bbbb", []string{"steps 21:22 were trained with quarantine overlay none, the batches are rebuilt with bbbb"}},
+		{21, 22, "none", nil},
+		{39, 42, "bbbb", []string{"steps 39:40 were trained with quarantine overlay none"}},
+		{39, 42, "none", []string{"steps 41:42 were trained with quarantine overlay bbbb"}},
+		{41, 42, "bbbb", nil},
+	} {
+		got := quarantineWarnings(man, c.from, c.to, c.now)
+		if len(got) != len(c.want) {
+			t.Errorf("%d:%d now %s: %q", c.from, c.to, c.now, got)
+			continue
+		}
+		for i := range got {
+			if !strings.HasPrefix(got[i], c.want[i]) {
+				t.Errorf("%d:%d now %s: %q, want prefix %q", c.from, c.to, c.now, got[i], c.want[i])
+			}
+		}
+	}
+	// An older manifest without per-start hashes: the newest overlay.
+	old := &runlog.Manifest{QuarantineHash: "aaaa", Starts: []runlog.Start{{Step: 0}}}
+	if got := quarantineWarnings(old, 1, 1, "none"); len(got) != 1 {
+		t.Errorf("older manifest: %q", got)
 	}
 }

@@ -64,6 +64,9 @@ func TestQuarantineOverlayInManifest(t *testing.T) {
 	if last.QuarantineHash != want {
 		t.Fatalf("quarantine_hash %q, want the overlay's %q", last.QuarantineHash, want)
 	}
+	if n := len(last.Starts); n != 2 || last.Starts[0].QuarantineHash != "none" || last.Starts[1].QuarantineHash != want {
+		t.Errorf("starts %+v: want the overlay each start trained with", last.Starts)
+	}
 	var got *runlog.Alert
 	for _, a := range readAlerts(t, dir) {
 		if a.Rule == monitor.RuleManifest && strings.Contains(a.Message, "quarantine_hash: none → "+want[:16]) {

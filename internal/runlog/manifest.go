@@ -85,6 +85,9 @@ type Start struct {
 	Step        int    `json:"step"`
 	ConfigHash  string `json:"config_hash"`
 	ResumedFrom string `json:"resumed_from,omitempty"`
+	// QuarantineHash is the manifest's quarantine_hash at this start: the
+	// overlay the steps after Step were trained with.
+	QuarantineHash string `json:"quarantine_hash,omitempty"`
 }
 
 // WriteManifest writes m to dir/manifest.json atomically.
