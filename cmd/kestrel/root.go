@@ -24,6 +24,8 @@ lists them all with their documentation. Shipped data is found in
 		newDataCmd(),
 		newTrainCmd(),
 		newSampleCmd(),
+		newReplayCmd(),
+		newQuarantineCmd(),
 		newWatchCmd(),
 		newDashCmd(),
 		newBenchCmd(),
