@@ -25,6 +25,8 @@ lists them all with their documentation. Shipped data is found in
 		newTrainCmd(),
 		newSampleCmd(),
 		newCheckpointsCmd(),
+		newReplayCmd(),
+		newQuarantineCmd(),
 		newWatchCmd(),
 		newDashCmd(),
 		newBenchCmd(),

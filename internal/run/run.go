@@ -201,6 +201,10 @@ func TrainOptions(cfg config.Config, dir string, logger *slog.Logger) (train.Opt
 			l.Close()
 			return opts, err
 		}
+		if opts.Manifest.QuarantineHash, err = quarantineHash(cfg.Data); err != nil {
+			l.Close()
+			return opts, err
+		}
 	default:
 		return opts, fmt.Errorf("data.kind: unknown kind %q (want bytes or dataset)", cfg.Data.Kind)
 	}
@@ -225,6 +229,20 @@ func datasetHashes(m *runlog.Manifest, path string) error {
 		return fmt.Errorf("dataset %s: %w", path, err)
 	}
 	return nil
+}
+
+// quarantineHash is the sha256 of the quarantine overlay the loader
+// applies (data.quarantine), or "none" when it applies none.
+func quarantineHash(dc loader.Config) (string, error) {
+	p, err := loader.QuarantinePath(dc)
+	if err != nil || p == "" {
+		return "none", err
+	}
+	h, err := runlog.HashFile(p)
+	if err != nil {
+		return "", fmt.Errorf("data.quarantine: %w", err)
+	}
+	return h, nil
 }
 
 // evalHashes records the hash of every evaluation set the data was

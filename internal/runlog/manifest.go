@@ -38,15 +38,19 @@ type Manifest struct {
 	PeakSource     string  `json:"peak_source,omitempty"`
 	PeakMeasuredAt string  `json:"peak_measured_at,omitempty"`
 	// The run's inputs.
-	ConfigHash    string            `json:"config_hash"` // sha256 of the resolved config.toml
-	Seed          uint64            `json:"seed"`
-	Data          *DataInfo         `json:"data,omitempty"`
-	DatasetHash   string            `json:"dataset_hash"`   // sha256 of the dataset manifest (or of the text files)
-	Tokenizer     string            `json:"tokenizer"`      // "bytes", or the tokenizer file
-	TokenizerHash string            `json:"tokenizer_hash"` // sha256 of the tokenizer file ("" for bytes)
-	EvalHashes    map[string]string `json:"eval_hashes,omitempty"`
-	ProbeHash     string            `json:"probe_hash,omitempty"`
-	Probe         *ProbeInfo        `json:"probe,omitempty"`
+	ConfigHash    string    `json:"config_hash"` // sha256 of the resolved config.toml
+	Seed          uint64    `json:"seed"`
+	Data          *DataInfo `json:"data,omitempty"`
+	DatasetHash   string    `json:"dataset_hash"`   // sha256 of the dataset manifest (or of the text files)
+	Tokenizer     string    `json:"tokenizer"`      // "bytes", or the tokenizer file
+	TokenizerHash string    `json:"tokenizer_hash"` // sha256 of the tokenizer file ("" for bytes)
+	// QuarantineHash is the sha256 of the dataset's quarantine overlay
+	// (data.quarantine), "none" for a dataset run without one, "" for runs
+	// that read no dataset.
+	QuarantineHash string            `json:"quarantine_hash,omitempty"`
+	EvalHashes     map[string]string `json:"eval_hashes,omitempty"`
+	ProbeHash      string            `json:"probe_hash,omitempty"`
+	Probe          *ProbeInfo        `json:"probe,omitempty"`
 	// The model.
 	NumParams     int     `json:"num_params,omitempty"`
 	FLOPsPerToken float64 `json:"flops_per_token,omitempty"`
@@ -81,6 +85,9 @@ type Start struct {
 	Step        int    `json:"step"`
 	ConfigHash  string `json:"config_hash"`
 	ResumedFrom string `json:"resumed_from,omitempty"`
+	// QuarantineHash is the manifest's quarantine_hash at this start: the
+	// overlay the steps after Step were trained with.
+	QuarantineHash string `json:"quarantine_hash,omitempty"`
 }
 
 // WriteManifest writes m to dir/manifest.json atomically.
@@ -132,6 +139,9 @@ func (m *Manifest) Diff(cur *Manifest) []string {
 	cmp("dataset_hash", m.DatasetHash, cur.DatasetHash)
 	cmp("tokenizer_hash", m.TokenizerHash, cur.TokenizerHash)
 	cmp("probe_hash", m.ProbeHash, cur.ProbeHash)
+	// A changed quarantine overlay is intended (kestrel quarantine) but
+	// changes the data order from step 1, so it is named like any input.
+	cmp("quarantine_hash", m.QuarantineHash, cur.QuarantineHash)
 	keys := map[string]bool{}
 	for k := range m.EvalHashes {
 		keys[k] = true

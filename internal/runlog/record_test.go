@@ -211,6 +211,12 @@ func TestManifestRoundTripAndDiff(t *testing.T) {
 	if d := old.Diff(cur); len(d) != 1 || !strings.HasPrefix(d[0], "eval_hashes.decontam/gsm8k: g1 → (none)") {
 		t.Errorf("diff %v", d)
 	}
+	// A quarantine overlay added (none → its hash) is named like any input.
+	old = &Manifest{QuarantineHash: "none"}
+	cur = &Manifest{QuarantineHash: "0123456789abcdef0123"}
+	if d := old.Diff(cur); len(d) != 1 || d[0] != "quarantine_hash: none → 0123456789abcdef" {
+		t.Errorf("diff %v", d)
+	}
 	if _, err := ReadManifest(t.TempDir()); err == nil {
 		t.Error("missing manifest read")
 	}

@@ -57,7 +57,7 @@ func (t *trainer) writeManifest(res *Result) error {
 			return fmt.Errorf("manifest: warm start: %w", err)
 		}
 	}
-	start := runlog.Start{Time: time.Now().UTC().Format(time.RFC3339), Step: t.st.Step, ConfigHash: t.o.ConfigHash}
+	start := runlog.Start{Time: time.Now().UTC().Format(time.RFC3339), Step: t.st.Step, ConfigHash: t.o.ConfigHash, QuarantineHash: man.QuarantineHash}
 	if res.Resumed {
 		start.ResumedFrom = res.Checkpoint
 	}

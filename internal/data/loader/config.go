@@ -35,6 +35,7 @@ type Config struct {
 	Stages        []Stage        `toml:"stages" comment:"dataset mode: later mixtures, as [{start_step, weights = {source = w}}]; sources not named get weight 0"`
 	Prefetch      int            `toml:"prefetch" comment:"dataset mode: batches prepared ahead by a background goroutine (0 = none)"`
 	ValMaxSeqs    int            `toml:"val_max_seqs" comment:"dataset mode: validation sequences per source (0 = all)"`
+	Quarantine    string         `toml:"quarantine" comment:"dataset mode: quarantine overlay of documents and shards left out of training (see kestrel quarantine): empty = the dataset's quarantine.json when it exists; none = no overlay; else a file path. Changing it changes the data order from step 1 (docs/rescue.md)"`
 }
 
 // SourceConfig is one source of the step-0 mixture.

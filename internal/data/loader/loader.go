@@ -134,6 +134,10 @@ func New(ds *Dataset, cfg Config, opts Options) (*Loader, error) {
 	if l.log == nil {
 		l.log = slog.Default()
 	}
+	ds, err := quarantined(ds, cfg, l.log)
+	if err != nil {
+		return nil, err
+	}
 	avail := make([]string, len(ds.Sources))
 	for i, s := range ds.Sources {
 		avail[i] = s.Name
@@ -160,7 +164,6 @@ func New(ds *Dataset, cfg Config, opts Options) (*Loader, error) {
 		}
 	}
 	stages := []mixStage{{startStep: 0}}
-	var err error
 	if stages[0].weights, err = normalise(w0, "data.sources"); err != nil {
 		return nil, err
 	}

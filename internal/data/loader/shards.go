@@ -20,7 +20,13 @@ func FromShards(d *shards.Dataset) (*Dataset, error) {
 		if err != nil {
 			return nil, fmt.Errorf("loader: %w", err)
 		}
-		out.Sources = append(out.Sources, Source{Name: name, Train: tr, Val: va})
+		src := Source{Name: name, Train: tr, Val: va}
+		var off int64
+		for _, sh := range d.Shards(name, shards.Train) {
+			src.TrainShards = append(src.TrainShards, ShardSpan{File: sh.File, Start: off, End: off + sh.Tokens})
+			off += sh.Tokens
+		}
+		out.Sources = append(out.Sources, src)
 	}
 	if len(out.Sources) == 0 {
 		return nil, fmt.Errorf("loader: dataset %s has no sources", d.Dir())

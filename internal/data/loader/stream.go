@@ -32,6 +32,9 @@ type Source struct {
 	Name  string
 	Train TokenStream
 	Val   TokenStream
+	// TrainShards (optional) are the shards of the train stream, for
+	// quarantine entries that name a shard.
+	TrainShards []ShardSpan
 }
 
 // Dataset is what the loader reads: named sources. Name identifies it in

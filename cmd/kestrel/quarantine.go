@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kestrel-lm/kestrel/internal/replay"
+)
+
+func newQuarantineCmd() *cobra.Command {
+	var req replay.QuarantineRequest
+	cmd := &cobra.Command{
+		Use:   "quarantine DATASET (--docs ID,… | --shards FILE,… | --from-replay REPLAY.json) --reason TEXT",
+		Short: "leave documents or shards of a prepared dataset out of training, through an overlay",
+		Long: `Add documents (by id) or whole shards to DATASET/quarantine.json, the overlay
+the loader honours (data.quarantine; no shard is rewritten). Each entry
+records the reason and the time. --from-replay takes the output of
+'kestrel replay RUN --steps A:B --json' and quarantines every document of
+those batches (--source keeps one source's). Ids are the upstream ids, or
+SOURCE#INDEX for a dataset without them, as kestrel replay lists them.
+
+Quarantining changes the data order of every run that reads the dataset from
+step 1 on (the quarantined documents leave their source's stream before the
+shuffle), and a run resumed after it records the new quarantine_hash in its
+manifest (manifest_mismatch names it). See docs/rescue.md.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.Dataset = args[0]
+			path, added, total, err := replay.Quarantine(req)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d entries added, %d in all\n", path, added, total)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&req.Docs, "docs", nil, "document ids to quarantine")
+	f.StringSliceVar(&req.Shards, "shards", nil, "shard files to quarantine (as in the dataset manifest, or base names)")
+	f.StringVar(&req.FromReplay, "from-replay", "", "quarantine every document of the steps in this kestrel replay --json output")
+	f.StringVar(&req.Source, "source", "", "only documents of this source")
+	f.StringVar(&req.Reason, "reason", "", "why (recorded with every entry; required)")
+	return cmd
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kestrel-lm/kestrel/internal/replay"
+)
+
+func newReplayCmd() *cobra.Command {
+	var o replay.Options
+	var steps string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "replay RUN [--checkpoint C] [--probe] [--steps A:B] [--json]",
+		Short: "re-measure a run's probe batch or its batches of some steps on one checkpoint, changing nothing",
+		Long: `Re-run parts of a run, read-only, to localise a data event.
+
+  --probe       the frozen probe batch (probe.json) on checkpoint C:
+                fixed_probe_loss, logit_entropy_probe and topk_mass_probe,
+                beside the value logged at C's step and the newest one
+  --steps A:B   for each step s in A..B, the batch of step s rebuilt from the
+                run's config.toml exactly as the trainer read it, its loss
+                and gradient norm with the weights of C (default: the newest
+                checkpoint before A), beside the logged values, and the
+                documents of each row with their sources and ids
+
+The loss logged at step s was computed with the weights after step s-1, so
+only a step replayed on the checkpoint of the step before it matches the
+log; later steps show how the same weights see the next batches. --checkpoint
+takes a checkpoint directory, step-N (or N), last or last-good.
+The ids listed feed 'kestrel quarantine DATASET --from-replay FILE' (save the
+--json output).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if steps != "" {
+				a, b, ok := strings.Cut(steps, ":")
+				if !ok {
+					b = a
+				}
+				var err1, err2 error
+				o.From, err1 = strconv.Atoi(a)
+				o.To, err2 = strconv.Atoi(b)
+				if err1 != nil || err2 != nil {
+					return fmt.Errorf("replay: --steps %q: want A:B (metrics steps, from 1)", steps)
+				}
+			}
+			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelError}))
+			res, err := replay.Replay(args[0], o)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return res.WriteJSON(cmd.OutOrStdout())
+			}
+			return res.WriteTable(cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Checkpoint, "checkpoint", "", "checkpoint whose weights are used: a directory, step-N, last or last-good (default: last for --probe, the newest before A for --steps)")
+	f.BoolVar(&o.Probe, "probe", false, "measure the frozen probe batch")
+	f.StringVar(&steps, "steps", "", "replay the batches of steps A:B (inclusive, metrics steps)")
+	f.StringVar(&o.Quarantine, "quarantine", "", "override data.quarantine for the rebuilt batches (none = as before any quarantine)")
+	f.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	return cmd
+}

@@ -1,0 +1,188 @@
+package train
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/kestrel-lm/kestrel/internal/batchsched"
+	"github.com/kestrel-lm/kestrel/internal/model"
+	"github.com/kestrel-lm/kestrel/internal/optim"
+)
+
+// Replayer evaluates the weights of one checkpoint of a run on that run's
+// batches and on its frozen probe batch, writing nothing: the forward and
+// backward passes are the trainer's (same micro-batches, same order of
+// accumulation, the same debug corruption), so the loss of step s replayed
+// on the checkpoint of step s−1 is the loss the run logged for step s.
+type Replayer struct {
+	o      Options
+	net    Net
+	ts     []model.Tensor
+	bsched batchsched.Schedule
+	mb     int
+	ck     *Loaded
+
+	inputs, targets, segIDs []int32
+	srcs                    []int
+}
+
+// StepReplay is one replayed step: what the trainer would compute for the
+// batch of Step with the checkpoint's weights, before the optimizer runs.
+type StepReplay struct {
+	Step     int     // the metrics step (1-based)
+	Batch    int     // global batch (sequences)
+	Loss     float64 // train_loss_raw: the micro-batch-weighted mean cross-entropy
+	ZLoss    float64 // z_loss
+	GradNorm float64 // grad_global_norm, before clipping (NaN when the gradient is not finite)
+	Tokens   int     // positions the loss counted
+}
+
+// NewReplayer builds o's network (o.NewNet, else NewModelNet) and loads the
+// weights of the checkpoint directory ckptDir into it. Only o.Model, o.Optim,
+// o.Train, o.Debug, o.Seed, o.Data and o.Dir are read.
+func NewReplayer(o Options, ckptDir string) (*Replayer, error) {
+	if o.Data == nil {
+		return nil, errors.New("replay: no data source")
+	}
+	if o.Data.SeqLen() != o.Model.SeqLen {
+		return nil, fmt.Errorf("replay: data sequence length %d differs from model.seq_len %d", o.Data.SeqLen(), o.Model.SeqLen)
+	}
+	l, err := LoadCheckpoint(ckptDir)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	newNet := o.NewNet
+	if newNet == nil {
+		newNet = NewModelNet
+	}
+	net, err := newNet(o.Model, o.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("replay: model: %w", err)
+	}
+	r := &Replayer{o: o, net: net, ts: net.Tensors(), ck: l}
+	params := net.Params()
+	_, missing, mismatched, _, err := copyMatching(l.Model, "", r.ts, params)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %s/%s: %w", l.Dir, ModelFile, err)
+	}
+	if len(missing)+len(mismatched) > 0 {
+		return nil, fmt.Errorf("replay: %s/%s does not match the run's model section (missing %v, mismatched %v)", l.Dir, ModelFile, missing, mismatched)
+	}
+	if r.bsched, err = batchsched.FromConfig("train.batch_schedule", o.Train.BatchSchedule, o.Train.BatchSize); err != nil {
+		return nil, err
+	}
+	if r.mb, err = microBatch(o.Train); err != nil {
+		return nil, err
+	}
+	T := o.Model.SeqLen
+	r.inputs, r.targets, r.segIDs = make([]int32, r.mb*T), make([]int32, r.mb*T), make([]int32, r.mb*T)
+	r.srcs = make([]int, r.mb)
+	return r, nil
+}
+
+// Checkpoint is the loaded checkpoint (its state.json in State).
+func (r *Replayer) Checkpoint() *Loaded { return r.ck }
+
+// Step recomputes the loss and the global gradient norm of metrics step s
+// (1-based) with the checkpoint's weights, as the trainer's step does before
+// its optimizer update; the weights are not changed.
+func (r *Replayer) Step(s int) (StepReplay, error) {
+	o := r.o
+	if s < 1 {
+		return StepReplay{}, fmt.Errorf("replay: step %d: steps are numbered from 1", s)
+	}
+	idx := s - 1
+	T := o.Model.SeqLen
+	B := r.bsched.At(idx)
+	nMicro := (B + r.mb - 1) / r.mb
+	out := StepReplay{Step: s, Batch: B}
+	r.net.ZeroGrads()
+	for k := 0; k < nMicro; k++ {
+		r0 := k * r.mb
+		n := min(r.mb, B-r0)
+		in, tg, sg, sr := r.inputs[:n*T], r.targets[:n*T], r.segIDs[:n*T], r.srcs[:n]
+		if err := o.Data.Fill(idx, B, r0, n, in, tg, sg, sr); err != nil {
+			return out, fmt.Errorf("replay: step %d: data: %w", s, err)
+		}
+		if s == o.Debug.CorruptBatchAtStep { // as the trainer's step does
+			for i := range in {
+				in[i] = int32(mix3(o.Seed^0xbadba7c4, uint64(s), uint64(2*(r0*T+i))) % uint64(o.Model.Vocab))
+				tg[i] = int32(mix3(o.Seed^0xbadba7c4, uint64(s), uint64(2*(r0*T+i)+1)) % uint64(o.Model.Vocab))
+			}
+		}
+		b := &model.Batch{B: n, T: T, Inputs: in, Targets: tg}
+		if o.Model.DocMask {
+			b.SegIDs = sg
+		}
+		st, err := r.net.ForwardBackward(b, float32(n)/float32(B))
+		if err != nil {
+			return out, fmt.Errorf("replay: step %d: forward/backward: %w", s, err)
+		}
+		w := float64(n) / float64(B)
+		out.Loss += w * st.Loss
+		out.ZLoss += w * st.ZLoss
+		out.Tokens += st.Tokens
+	}
+	out.GradNorm = r.gradNorm(out.Loss)
+	return out, nil
+}
+
+// gradNorm is the optimizer's global gradient norm (its fixed chunks, its
+// order of summation), computed by a throwaway optimizer on a copy of the
+// weights so that nothing of the checkpoint changes.
+func (r *Replayer) gradNorm(loss float64) float64 {
+	grads := r.net.Grads()
+	spans := make([]optim.Span, len(r.ts))
+	for i, x := range r.ts {
+		spans[i] = optim.Span{Name: x.Name, Offset: x.Offset, Size: x.Size, Kind: x.Kind}
+	}
+	cfg := r.o.Optim
+	cfg.SkipBadSteps = false
+	opt, err := optim.NewAdamW(cfg, len(grads), spans)
+	if err != nil {
+		return optim.GradNorm(grads)
+	}
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		loss = 0 // the norm is wanted even when the loss is not finite
+	}
+	params := append([]float32(nil), r.net.Params()...)
+	res, err := opt.Step(params, grads, loss, 0)
+	if err != nil {
+		return optim.GradNorm(grads)
+	}
+	return res.GradNorm
+}
+
+// Probe measures the run's frozen probe batch (probe.json in o.Dir) with the
+// checkpoint's weights: fixed_probe_loss, logit_entropy_probe and
+// topk_mass_probe, computed as the trainer's evaluations compute them. The
+// probe file is read, never written; a run without one is an error that
+// says so.
+func (r *Replayer) Probe() (ProbeMetrics, error) {
+	path := filepath.Join(r.o.Dir, ProbeFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ProbeMetrics{}, fmt.Errorf("replay: %s: the run has no frozen probe batch (train.probe_sequences = 0, or no validation data)", path)
+	}
+	if err != nil {
+		return ProbeMetrics{}, fmt.Errorf("replay: %w", err)
+	}
+	p := &probeBatch{}
+	if err := json.Unmarshal(b, p); err != nil {
+		return ProbeMetrics{}, fmt.Errorf("replay: probe batch %s: %w", path, err)
+	}
+	if err := p.check(r.o.Model.SeqLen, r.o.Model.Vocab); err != nil {
+		return ProbeMetrics{}, fmt.Errorf("replay: probe batch %s: %w", path, err)
+	}
+	t := &trainer{o: r.o, net: r.net, probe: p, T: r.o.Model.SeqLen}
+	pm, _, err := t.probeEval()
+	if err != nil {
+		return pm, fmt.Errorf("replay: %w", err)
+	}
+	return pm, nil
+}
