@@ -131,33 +131,48 @@ func LastGood(runDir string) (*CheckpointInfo, error) {
 // ResolveCheckpoint turns a checkpoint name into the checkpoint directory
 // of runDir it names:
 //
-//	last       the newest checkpoint whose state.json reads and validates
-//	last-good  the newest healthy checkpoint (LastGood)
+//	last       the newest checkpoint that verifies (state.json and SHA256SUMS)
+//	last-good  the newest healthy checkpoint that verifies (see LastGood)
 //	step-N, N  the checkpoint of step N (step-00000070, step-70 or 70)
 //	DIR        a checkpoint directory (one holding SHA256SUMS), as a path
 //
-// The checkpoint's files are not verified here; LoadCheckpoint does that.
+// last and last-good pass over checkpoints that fail verification, naming
+// them in the error when none is left; a checkpoint named by step or
+// directory is verified when it is loaded (LoadCheckpoint).
 func ResolveCheckpoint(runDir, name string) (string, error) {
 	switch name {
 	case "":
 		return "", errors.New("checkpoint name is empty (want last, last-good, step-N or a checkpoint directory)")
-	case "last":
+	case "last", "last-good":
 		list, err := ListCheckpoints(runDir)
 		if err != nil {
 			return "", err
 		}
+		var errs []error
 		for _, c := range list {
-			if c.Err == "" {
-				return c.Dir, nil
+			switch {
+			case c.Err != "":
+				errs = append(errs, errors.New(c.Err))
+				continue
+			case name == "last-good" && !c.Health.Healthy():
+				continue
 			}
+			if err := VerifyCheckpoint(c.Dir); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			return c.Dir, nil
 		}
-		return "", fmt.Errorf("%s: no readable checkpoint", runDir)
-	case "last-good":
-		c, err := LastGood(runDir)
-		if err != nil {
-			return "", err
+		if name == "last-good" {
+			if _, err := LastGood(runDir); err != nil {
+				return "", err
+			}
+			return "", fmt.Errorf("%s: no healthy checkpoint verifies: %w", runDir, errors.Join(errs...))
 		}
-		return c.Dir, nil
+		if len(errs) == 0 {
+			return "", fmt.Errorf("%s: no checkpoints", runDir)
+		}
+		return "", fmt.Errorf("%s: no checkpoint verifies: %w", runDir, errors.Join(errs...))
 	}
 	if n, ok := stepName(name); ok {
 		dir := filepath.Join(checkpointsRoot(runDir), CheckpointName(n))

@@ -163,6 +163,21 @@ func TestCheckpointHealthStamped(t *testing.T) {
 		}
 	}
 
+	// A corrupt checkpoint is passed over by last and last-good.
+	for _, step := range []int{8, 12} {
+		f, err := os.OpenFile(filepath.Join(ck, CheckpointName(step), ModelFile), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write([]byte("junk"))
+		f.Close()
+	}
+	for name, want := range map[string]int{"last": 10, "last-good": 6} {
+		if got, err := ResolveCheckpoint(dir, name); err != nil || got != filepath.Join(ck, CheckpointName(want)) {
+			t.Errorf("with 8 and 12 corrupt: ResolveCheckpoint(%q) = %q, %v; want step %d", name, got, err, want)
+		}
+	}
+
 	// Without a reporter: unknown, and no last-good.
 	dir2 := filepath.Join(t.TempDir(), "run2")
 	o2 := baseOpts(dir2)
