@@ -324,38 +324,9 @@ func resolveCheckpoint(dir, spec string) (string, error) {
 	return resolveNamed(dir, spec)
 }
 
-// resolveNamed resolves "last" (the newest valid checkpoint), "step-N" or
-// "N", or a checkpoint directory; "last-good" needs the checkpoints' health
-// stamps.
-//
-// TODO(merge): resolveNamed = train.ResolveCheckpoint, which has the same
-// signature and also resolves last-good.
-var resolveNamed = func(dir, spec string) (string, error) {
-	switch {
-	case spec == "last-good":
-		return "", errors.New("last-good needs the checkpoints' health stamps, which this build does not write; name a step (step-N)")
-	case spec == "last":
-		return newestValid(dir, math.MaxInt)
-	}
-	if n, ok := strings.CutPrefix(spec, "step-"); ok || isDigits(spec) {
-		if !ok {
-			n = spec
-		}
-		s, err := strconv.Atoi(n)
-		if err != nil || s < 0 {
-			return "", fmt.Errorf("bad step %q", n)
-		}
-		d := filepath.Join(dir, "checkpoints", train.CheckpointName(s))
-		if _, err := os.Stat(d); err != nil {
-			return "", fmt.Errorf("no checkpoint of step %d: %w", s, err)
-		}
-		return d, nil
-	}
-	if _, err := os.Stat(filepath.Join(spec, train.SumsFile)); err != nil {
-		return "", fmt.Errorf("not a checkpoint directory (want last, step-N or a step-NNNNNNNN directory): %w", err)
-	}
-	return spec, nil
-}
+// resolveNamed resolves "last", "last-good", "step-N" or "N", or a
+// checkpoint directory (train.ResolveCheckpoint).
+var resolveNamed = train.ResolveCheckpoint
 
 // newestValid is the newest checkpoint of dir at or before step limit whose
 // checksums verify.
@@ -391,10 +362,6 @@ func newestValid(dir string, limit int) (string, error) {
 		return "", fmt.Errorf("%s: %w", msg, errors.Join(errs...))
 	}
 	return "", errors.New(msg)
-}
-
-func isDigits(s string) bool {
-	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // WriteTable prints the result for a person: the checkpoint, the probe

@@ -178,9 +178,9 @@ func ResolveCheckpoint(runDir, name string) (string, error) {
 		dir := filepath.Join(checkpointsRoot(runDir), CheckpointName(n))
 		if _, err := os.Stat(dir); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return "", fmt.Errorf("checkpoint %q: %s does not exist (kestrel checkpoints %s lists them)", name, dir, runDir)
+				return "", fmt.Errorf("no checkpoint of step %d: %s does not exist (kestrel checkpoints %s lists them)", n, dir, runDir)
 			}
-			return "", fmt.Errorf("checkpoint %q: %w", name, err)
+			return "", fmt.Errorf("checkpoint of step %d: %w", n, err)
 		}
 		return dir, nil
 	}
