@@ -173,6 +173,10 @@ func TestReplay(t *testing.T) {
 	if _, err := Replay(dir, Options{Probe: true, Checkpoint: "step-99"}); err == nil || !strings.Contains(err.Error(), "step 99") {
 		t.Errorf("missing checkpoint: %v", err)
 	}
+	// last-good: the newest checkpoint the monitor stamped healthy.
+	if pr, err := Replay(dir, Options{Probe: true, Checkpoint: "last-good"}); err != nil || pr.CkptStep != 6 {
+		t.Errorf("--checkpoint last-good: %v, want the healthy step 6", err)
+	}
 }
 
 // TestQuarantineWarnings: a replayed step trained under another overlay
