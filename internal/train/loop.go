@@ -126,7 +126,8 @@ type trainer struct {
 	lastCkptTime            time.Time
 	pendingCkptTime         float64
 	pendingEvalTime         float64
-	probe                   *probeBatch // nil: no probes
+	probe                   *probeBatch      // nil: no probes
+	plan                    interventionPlan // interventions.jsonl: data offset and LR scale per step
 }
 
 // Preflight checks o before anything is allocated or written, as Run does
@@ -253,6 +254,9 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	metricsPath := filepath.Join(o.Dir, "metrics.jsonl")
 	switch {
 	case loaded != nil:
+		if err := t.loadInterventions(&loaded.State); err != nil {
+			return nil, err
+		}
 		if err := t.resume(loaded); err != nil {
 			return nil, err
 		}
@@ -262,11 +266,19 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			t.log.Info("resuming; init.from is ignored because the run directory already holds checkpoints", "init.from", o.Init.From)
 		}
 	case o.Init.From != "":
+		if err := t.loadInterventions(nil); err != nil {
+			return nil, err
+		}
 		rep, err := t.warmStart()
 		if err != nil {
 			return nil, err
 		}
 		res.WarmStart = rep
+	}
+	if loaded == nil && o.Init.From == "" {
+		if err := t.loadInterventions(nil); err != nil {
+			return nil, err
+		}
 	}
 	if dropped, err := runlog.TruncateMetrics(metricsPath, t.st.Step); err != nil {
 		return nil, err
@@ -426,6 +438,7 @@ func (t *trainer) interrupt(res *Result, wall0 float64, start time.Time) (*Resul
 func (t *trainer) step(s int) (*runlog.Step, error) {
 	o := t.o
 	idx := s - 1
+	dataIdx := idx + t.plan.dataOffset(s) // interventions skip data, not steps
 	B := t.bsched.At(idx)
 	mb := len(t.inputs) / t.T
 	nMicro := (B + mb - 1) / mb
@@ -443,7 +456,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		for i := range sr {
 			sr[i] = -1
 		}
-		if err := o.Data.Fill(idx, B, r0, n, in, tg, sg, sr); err != nil {
+		if err := o.Data.Fill(dataIdx, B, r0, n, in, tg, sg, sr); err != nil {
 			return m, fmt.Errorf("step %d: data: %w", s, err)
 		}
 		for row, x := range sr {
@@ -504,6 +517,9 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	if o.Optim.SqrtBatchScaling {
 		lr *= t.bsched.LRScale(idx)
 	}
+	if f := t.plan.lrScale(s); f != 1 { // kestrel rewind --lr-scale
+		lr *= f
+	}
 	if d := o.Debug; d.LRSpikeAtStep > 0 && s >= d.LRSpikeAtStep && s < d.LRSpikeAtStep+max(d.LRSpikeSteps, 1) {
 		lr *= d.LRSpikeFactor
 	}
@@ -533,6 +549,8 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	st.TokensSeen += m.TokensPerUpdate
 	st.TokensComputed += int64(B * t.T)
 	st.Data.NextFillStep = s
+	st.DataOffset = dataIdx - idx
+	st.Interventions = t.plan.applied(s)
 	st.Schedule.LR, st.Schedule.Phase, st.Schedule.Cycle, st.Schedule.BatchSize = lr, pt.Phase, pt.Cycle, B
 	beta := o.Train.LossEMABeta
 	st.LossEMA = beta*st.LossEMA + (1-beta)*loss
