@@ -25,11 +25,11 @@ const InterventionsFile = "interventions.jsonl"
 // intervention takes over, or to the end); Set are config overrides
 // (section.key=value) in force from step ToStep+1 on.
 type Intervention struct {
-	ID       string  `json:"id"`        // "rewind-1", "rewind-2" …: unique in the run
-	Kind     string  `json:"kind"`      // "rewind"
-	Time     string  `json:"time"`      // RFC 3339, UTC
-	FromStep int     `json:"from_step"` // the last step the run had reached
-	ToStep   int     `json:"to_step"`   // the checkpoint the run resumes from
+	ID       string `json:"id"`        // "rewind-1", "rewind-2" …: unique in the run
+	Kind     string `json:"kind"`      // "rewind"
+	Time     string `json:"time"`      // RFC 3339, UTC
+	FromStep int    `json:"from_step"` // the last step the run had reached
+	ToStep   int    `json:"to_step"`   // the checkpoint the run resumes from
 	// SkipFrom and SkipTo (1-based, inclusive) name the window of data
 	// steps skipped; SkipSteps = SkipTo − SkipFrom + 1 (0: none).
 	SkipFrom  int               `json:"skip_from,omitempty"`
