@@ -53,9 +53,23 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 	if opts.Stderr == nil {
 		opts.Stderr = io.Discard
 	}
+	// The config the user gave, before the overrides that interventions
+	// (kestrel rewind --set) recorded: the manifest compares this one
+	// across starts, so a knob an intervention turned is no mismatch.
+	baseHash, err := config.Hash(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg, ivIDs, err := ApplyInterventions(cfg, dir)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
 	to, err := TrainOptions(cfg, dir, opts.Logger)
 	if err != nil {
 		return nil, err
+	}
+	if len(ivIDs) > 0 {
+		to.Manifest.BaseConfigHash, to.Manifest.Interventions = baseHash, ivIDs
 	}
 	if err := train.Preflight(to); err != nil { // before the monitor creates files in dir
 		if c, ok := to.Data.(io.Closer); ok {
