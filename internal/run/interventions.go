@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
@@ -108,4 +109,23 @@ func Rewind(dir string, o RewindOptions) (*runlog.Intervention, error) {
 		}
 	}
 	return train.Rewind(dir, o.RewindOptions)
+}
+
+// ParseSkipWindow reads `--skip-steps A:B` (1-based training steps,
+// inclusive; a single step A is A:A). "" is no window.
+func ParseSkipWindow(s string) (from, to int, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	a, b, ok := strings.Cut(s, ":")
+	if !ok {
+		b = a
+	}
+	if from, err = strconv.Atoi(strings.TrimSpace(a)); err == nil {
+		to, err = strconv.Atoi(strings.TrimSpace(b))
+	}
+	if err != nil || from < 1 || to < from {
+		return 0, 0, fmt.Errorf("--skip-steps %q: want A:B with 1 ≤ A ≤ B (training steps, inclusive)", s)
+	}
+	return from, to, nil
 }
