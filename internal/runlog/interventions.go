@@ -1,7 +1,6 @@
 package runlog
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -98,19 +97,23 @@ func AppendIntervention(dir string, iv *Intervention) error {
 // naming the file and line (the trajectory depends on every line).
 func ReadInterventions(dir string) ([]Intervention, error) {
 	path := filepath.Join(dir, InterventionsFile)
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("interventions: %w", err)
 	}
-	defer f.Close()
+	return ParseInterventions(data, path)
+}
+
+// ParseInterventions reads the lines of an interventions.jsonl held in
+// data; name names it in errors. A torn last line (no newline: a crash
+// while appending) is an error too: the caller must not guess.
+func ParseInterventions(data []byte, name string) ([]Intervention, error) {
 	var out []Intervention
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
+	for n, line := range bytes.Split(data, []byte{'\n'}) {
+		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
 		}
@@ -118,15 +121,12 @@ func ReadInterventions(dir string) ([]Intervention, error) {
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&iv); err != nil {
-			return nil, fmt.Errorf("interventions: %s:%d: %w", path, n, err)
+			return nil, fmt.Errorf("interventions: %s:%d: %w", name, n+1, err)
 		}
 		if err := iv.Validate(); err != nil {
-			return nil, fmt.Errorf("interventions: %s:%d: %w", path, n, err)
+			return nil, fmt.Errorf("interventions: %s:%d: %w", name, n+1, err)
 		}
 		out = append(out, iv)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("interventions: %s: %w", path, err)
 	}
 	return out, nil
 }
