@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 )
@@ -206,4 +208,32 @@ func LastStep(path string) (int, error) {
 		}
 	}
 	return last, nil
+}
+
+// Summary is one line saying what the intervention changed: the skipped
+// window, the LR scale, the knobs set and the reason ("" when nothing).
+func (iv *Intervention) Summary() string {
+	var parts []string
+	if iv.SkipSteps > 0 {
+		parts = append(parts, fmt.Sprintf("skipped the batches of steps %d–%d", iv.SkipFrom, iv.SkipTo))
+	}
+	if iv.LRScale > 0 && iv.LRScale != 1 {
+		if iv.LRSteps > 0 {
+			parts = append(parts, fmt.Sprintf("LR ×%g for %d steps", iv.LRScale, iv.LRSteps))
+		} else {
+			parts = append(parts, fmt.Sprintf("LR ×%g", iv.LRScale))
+		}
+	}
+	keys := make([]string, 0, len(iv.Set))
+	for k := range iv.Set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		parts = append(parts, k+" = "+iv.Set[k])
+	}
+	if iv.Reason != "" {
+		parts = append(parts, "reason: "+iv.Reason)
+	}
+	return strings.Join(parts, "; ")
 }
