@@ -54,9 +54,9 @@ func ParseSet(flags []string, base config.Config) (map[string]string, error) {
 // ApplyInterventions overlays the config overrides recorded by the run's
 // effective interventions (interventions.jsonl, in order; within one, by
 // key) on cfg, the config the user started the run with. It returns the
-// config to train with and the ids of the effective interventions (nil
-// when there are none). A run directory that does not exist yet has none.
-func ApplyInterventions(cfg config.Config, dir string) (config.Config, []string, error) {
+// config to train with and the effective interventions (nil when there are
+// none). A run directory that does not exist yet has none.
+func ApplyInterventions(cfg config.Config, dir string) (config.Config, []runlog.Intervention, error) {
 	all, err := runlog.ReadInterventions(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -64,9 +64,8 @@ func ApplyInterventions(cfg config.Config, dir string) (config.Config, []string,
 		}
 		return cfg, nil, err
 	}
-	var ids []string
-	for _, iv := range train.EffectiveInterventions(all) {
-		ids = append(ids, iv.ID)
+	eff := train.EffectiveInterventions(all)
+	for _, iv := range eff {
 		keys := make([]string, 0, len(iv.Set))
 		for k := range iv.Set {
 			keys = append(keys, k)
@@ -81,7 +80,7 @@ func ApplyInterventions(cfg config.Config, dir string) (config.Config, []string,
 	if err := config.CheckFinite(cfg); err != nil {
 		return cfg, nil, fmt.Errorf("%s: %w", filepath.Join(dir, runlog.InterventionsFile), err)
 	}
-	return cfg, ids, nil
+	return cfg, eff, nil
 }
 
 // RewindOptions are `kestrel rewind`'s choices; Set holds the raw

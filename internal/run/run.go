@@ -27,6 +27,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
+	"github.com/kestrel-lm/kestrel/monitor"
 )
 
 // Options are the choices around one training run that are not config.
@@ -60,7 +61,7 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 	if err != nil {
 		return nil, err
 	}
-	cfg, ivIDs, err := ApplyInterventions(cfg, dir)
+	cfg, ivs, err := ApplyInterventions(cfg, dir)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
@@ -68,8 +69,11 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 	if err != nil {
 		return nil, err
 	}
-	if len(ivIDs) > 0 {
-		to.Manifest.BaseConfigHash, to.Manifest.Interventions = baseHash, ivIDs
+	if len(ivs) > 0 {
+		to.Manifest.BaseConfigHash = baseHash
+		for _, iv := range ivs {
+			to.Manifest.Interventions = append(to.Manifest.Interventions, iv.ID)
+		}
 	}
 	if err := train.Preflight(to); err != nil { // before the monitor creates files in dir
 		if c, ok := to.Data.(io.Closer); ok {
@@ -110,7 +114,10 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 		return nil, err
 	}
 	if l, ok := to.Data.(*loader.Loader); ok {
-		ob.Batch = LoaderBatches(l)
+		batches := LoaderBatches(l)
+		ob.Batch = func(step int) *monitor.Batch { // the batch after kestrel rewind --skip-steps
+			return batches(train.DataIndex(ivs, step) + 1)
+		}
 	}
 	to.Observers = append(to.Observers, ob)
 	if opts.Dash {

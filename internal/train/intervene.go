@@ -25,6 +25,14 @@ func EffectiveInterventions(all []runlog.Intervention) []runlog.Intervention {
 	return out // ToStep strictly increases along it
 }
 
+// DataIndex is the 0-based data step index whose batch the 1-based step
+// trains on under the effective interventions ivs (EffectiveInterventions):
+// step−1 plus the data steps skipped before it.
+func DataIndex(ivs []runlog.Intervention, step int) int {
+	p := interventionPlan{ivs: ivs}
+	return step - 1 + p.dataOffset(step)
+}
+
 // interventionPlan answers, for a 1-based step s, what the effective
 // interventions change: the data offset (the batch of step s is
 // DataSource.Fill(s−1+offset)) and the LR scale. The schedule and the

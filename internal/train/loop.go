@@ -438,8 +438,10 @@ func (t *trainer) interrupt(res *Result, wall0 float64, start time.Time) (*Resul
 func (t *trainer) step(s int) (*runlog.Step, error) {
 	o := t.o
 	idx := s - 1
-	dataIdx := idx + t.plan.dataOffset(s) // interventions skip data, not steps
-	B := t.bsched.At(idx)
+	// kestrel rewind --skip-steps: step s trains on the batch of data step
+	// dataIdx (its size included); the LR schedule still counts real steps.
+	dataIdx := idx + t.plan.dataOffset(s)
+	B := t.bsched.At(dataIdx)
 	mb := len(t.inputs) / t.T
 	nMicro := (B + mb - 1) / mb
 	m := &runlog.Step{Step: s, BatchSize: B, MicroBatches: nMicro, UnixTime: float64(time.Now().UnixNano()) / 1e9,
@@ -515,7 +517,8 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	pt := t.sched.At(idx)
 	lr := pt.LR
 	if o.Optim.SqrtBatchScaling {
-		lr *= t.bsched.LRScale(idx)
+		lr *= t.bsched.LRScale(dataIdx) // of the batch size used
+
 	}
 	if f := t.plan.lrScale(s); f != 1 { // kestrel rewind --lr-scale
 		lr *= f

@@ -45,8 +45,34 @@ func dirBytes(t *testing.T, dir string) (files int, bytes int64) {
 // a crash and resume on the way), has the losses of an uninterrupted run
 // whose step s ≥ 6 reads batch(s+2) and whose steps 5–6 have the LR ×0.5.
 func TestRewindSkipBitExact(t *testing.T) {
+	cases := []struct {
+		name     string
+		run, ref func(*Options)
+	}{
+		{"plain", func(*Options) {}, func(*Options) {}},
+		// With a batch schedule the batch of step s is batch(s+2), its
+		// size included: the change at step 10 comes at step 8 after the
+		// skip (from step 6 on).
+		{"batch-schedule", func(o *Options) {
+			o.Train.BatchSchedule, o.Train.MicroBatch, o.Optim.SqrtBatchScaling = [][]int{{1, 4}, {10, 6}}, 4, true
+		}, func(o *Options) {
+			o.Train.BatchSchedule, o.Train.MicroBatch, o.Optim.SqrtBatchScaling = [][]int{{1, 4}, {8, 6}}, 4, true
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { testRewindSkip(t, c.run, c.ref) })
+	}
+}
+
+func testRewindSkip(t *testing.T, mod, refMod func(*Options)) {
+	opts := func(dir string) Options {
+		o := baseOpts(dir)
+		mod(&o)
+		return o
+	}
 	ref := filepath.Join(t.TempDir(), "ref")
 	ro := baseOpts(ref)
+	refMod(&ro)
 	ro.Data = shifted{DataSource: ro.Data, from: 6, n: 2}
 	ro.Debug.LRSpikeAtStep, ro.Debug.LRSpikeSteps, ro.Debug.LRSpikeFactor = 5, 2, 0.5
 	if _, err := Run(context.Background(), ro); err != nil {
@@ -55,7 +81,7 @@ func TestRewindSkipBitExact(t *testing.T) {
 	want := lossSeq(t, ref)
 
 	dir := filepath.Join(t.TempDir(), "run")
-	if _, err := Run(context.Background(), baseOpts(dir)); err != nil {
+	if _, err := Run(context.Background(), opts(dir)); err != nil {
 		t.Fatal(err)
 	}
 	orig := lossSeq(t, dir)
@@ -101,12 +127,12 @@ func TestRewindSkipBitExact(t *testing.T) {
 	}
 
 	// Train on, crashing at step 10 (checkpoint 8 is the resume point).
-	o := baseOpts(dir)
+	o := opts(dir)
 	o.Observers = []Observer{stopAt{step: 10}}
 	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "simulated crash") {
 		t.Fatalf("want crash, got %v", err)
 	}
-	res, err := Run(context.Background(), baseOpts(dir))
+	res, err := Run(context.Background(), opts(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
