@@ -114,6 +114,7 @@ var catalog = []Metric{
 	{Name: "loss_scale", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "mixed-precision loss scale (1 in float32 training)", Sampling: "step", Nano: true, NotEmitted: notMixedPrecision},
 	{Name: "overflow", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when this step overflowed (mixed precision)", Sampling: "step", NotEmitted: notMixedPrecision},
 	{Name: "overflow_rate", Unit: "fraction", Kind: Gauge, Category: CatTraining, Help: "fraction of steps in the window with an overflow", Sampling: "window", Nano: true, NotEmitted: notMixedPrecision},
+	{Name: "qk_clipped_heads", Unit: "count", Kind: Gauge, Category: CatTraining, Help: "attention heads whose max logit exceeded optim.qk_clip_tau this step and whose q/k weights (or QK-Norm gains) QK-Clip rescaled (absent while QK-Clip is off)", Sampling: "step"},
 	{Name: "opt_state_finite", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when sampled optimizer moments are all finite", Sampling: "checkpoint"},
 
 	// Model behavior

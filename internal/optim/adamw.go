@@ -50,6 +50,16 @@ type AdamW struct {
 	Losses, GradNorms *Window
 }
 
+// ResetMoments zeroes the first and second moments and the update count,
+// so the next step's bias correction starts over as at step 1 (the
+// "necromancy" of Marin 32B's rescue: a fresh optimizer state on trained
+// weights). The rolling windows are left alone; the caller seeds them.
+func (o *AdamW) ResetMoments() {
+	clear(o.M)
+	clear(o.V)
+	o.Steps = 0
+}
+
 // NewAdamW makes an optimizer for n parameters laid out as spans (which
 // must not overlap; parameters outside every span are not updated).
 func NewAdamW(cfg Config, n int, spans []Span) (*AdamW, error) {

@@ -5,6 +5,7 @@ package optim
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Config is the [optim] section of a run config.
@@ -41,6 +42,8 @@ type Config struct {
 	SkipMinSteps int     `toml:"skip_min_steps" comment:"skip-step is inactive until the window holds this many steps"`
 
 	EMABeta float64 `toml:"ema_beta" comment:"EMA of the weights, evaluated separately (0 = off; Marin: 0.995)"`
+
+	QKClipTau float64 `toml:"qk_clip_tau" comment:"QK-Clip (Kimi K2 MuonClip) threshold τ on the max pre-softmax attention logit s·q·k (the max_attn_logit vital): after each applied step, every head whose max logit over the step's micro-batches exceeded τ has its q_proj/k_proj rows scaled by √(τ/max) each (only its q_proj rows, by τ/max, when its key head is shared under GQA; with model.qk_norm the layer's q_norm and k_norm gains by √(τ/max) over its worst head), so its logit drops to τ; skipped steps clip nothing; Adam moments and the weight EMA are left as they are; qk_clipped_heads counts the heads per step (0 = off; Kimi K2: 100)"`
 }
 
 // DefaultConfig returns the defaults of the [optim] section.
@@ -146,6 +149,9 @@ func (c Config) Validate() error {
 	}
 	if c.SkipBadSteps && (c.SkipSigma <= 0 || c.SkipWindow < 2 || c.SkipMinSteps < 2 || c.SkipMinSteps > c.SkipWindow) {
 		bad("optim.skip_sigma must be > 0 and 2 <= optim.skip_min_steps <= optim.skip_window")
+	}
+	if !(c.QKClipTau >= 0) || math.IsInf(c.QKClipTau, 0) {
+		bad("optim.qk_clip_tau must be a finite number >= 0 (0 = off), got %g", c.QKClipTau)
 	}
 	if c.EMABeta < 0 || c.EMABeta >= 1 {
 		bad("optim.ema_beta must be in [0, 1), got %g", c.EMABeta)

@@ -69,6 +69,9 @@ func TestConfigValidate(t *testing.T) {
 		func(c *Config) { c.RewarmAt = []int{10, 5} },
 		func(c *Config) { c.DecayKinds = []string{"weights"} },
 		func(c *Config) { c.Beta2 = 1 },
+		func(c *Config) { c.QKClipTau = -1 },
+		func(c *Config) { c.QKClipTau = math.NaN() },
+		func(c *Config) { c.QKClipTau = math.Inf(1) },
 	} {
 		c := DefaultConfig()
 		mod(&c)
@@ -109,6 +112,34 @@ func TestAdamWFirstStepAndGroups(t *testing.T) {
 	}
 	if o.Steps != 1 {
 		t.Errorf("steps %d", o.Steps)
+	}
+}
+
+// TestResetMoments: after ResetMoments the next step is again a first step
+// (m̂/√v̂ = sign(g)), whatever the moments held before.
+func TestResetMoments(t *testing.T) {
+	o, err := NewAdamW(quietCfg(), 2, []Span{{Name: "w", Offset: 0, Size: 2, Kind: "norm"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := []float32{1, 1}
+	for _, g := range [][]float32{{3, -1}, {-2, 5}, {1, 1}} {
+		if _, err := o.Step(p, g, 1, 0.1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o.ResetMoments()
+	if o.Steps != 0 || slices.ContainsFunc(o.M, func(x float32) bool { return x != 0 }) || slices.ContainsFunc(o.V, func(x float32) bool { return x != 0 }) {
+		t.Fatalf("after reset: steps %d, m %v, v %v", o.Steps, o.M, o.V)
+	}
+	before := slices.Clone(p)
+	if _, err := o.Step(p, []float32{0.5, -4}, 1, 0.1); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range []float64{-0.1, 0.1} {
+		if got := float64(p[i] - before[i]); math.Abs(got-d) > 1e-6 {
+			t.Errorf("p[%d] moved %g, want %g (a first step)", i, got, d)
+		}
 	}
 }
 

@@ -75,6 +75,10 @@ type Step struct {
 	AdamMNorm float64
 	AdamVNorm float64
 
+	// QKClippedHeads is the number of attention heads QK-Clip rescaled
+	// after this step (optim.qk_clip_tau); nil (left out) when QK-Clip is off.
+	QKClippedHeads *int
+
 	// PerLayer holds the per-layer/head vitals and optimizer norms under
 	// their full names, such as "max_attn_logit/layer3/head1" or
 	// "update_norm/embed".
@@ -151,6 +155,9 @@ func (s *Step) fields(w fieldVisitor) {
 	w.float("logit_lse_mean", s.LogitLSEMean)
 	w.float("adam_m_norm", s.AdamMNorm)
 	w.float("adam_v_norm", s.AdamVNorm)
+	if s.QKClippedHeads != nil {
+		w.int("qk_clipped_heads", int64(*s.QKClippedHeads))
+	}
 	flat := make(map[string]float64, len(s.PerLayer)+len(s.SourceMixShare))
 	for k, v := range s.SourceMixShare {
 		flat["source_mix_share/"+k] = v

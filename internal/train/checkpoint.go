@@ -77,6 +77,12 @@ type State struct {
 	ClippedUpdates int           `json:"clipped_updates"`
 	EMABeta        float64       `json:"ema_beta"`
 
+	// Necromancy is the init.necromancy generation whose reset of the Adam
+	// moments this state descends from, NecromancyStep the step at which
+	// it happened (both 0 = never).
+	Necromancy     int `json:"necromancy,omitempty"`
+	NecromancyStep int `json:"necromancy_step,omitempty"`
+
 	Model     model.Config     `json:"model"`
 	Tokenizer string           `json:"tokenizer"` // "bytes" = byte-level (vocab 256)
 	WarmStart *WarmStartReport `json:"warm_start,omitempty"`
@@ -291,6 +297,10 @@ func (s *State) validate(dirStep int) error {
 		return bad("schedule.batch_size", "%d is negative", s.Schedule.BatchSize)
 	case s.EMABeta < 0 || s.EMABeta >= 1:
 		return bad("ema_beta", "%g is outside [0, 1)", s.EMABeta)
+	case s.Necromancy < 0:
+		return bad("necromancy", "%d is negative", s.Necromancy)
+	case s.NecromancyStep < 0 || s.NecromancyStep > s.Step:
+		return bad("necromancy_step", "%d is outside [0, step %d]", s.NecromancyStep, s.Step)
 	}
 	return nil
 }

@@ -127,6 +127,7 @@ type trainer struct {
 	pendingCkptTime         float64
 	pendingEvalTime         float64
 	probe                   *probeBatch      // nil: no probes
+	qk                      *qkClipper       // nil: QK-Clip off (optim.qk_clip_tau = 0)
 	plan                    interventionPlan // interventions.jsonl: data offset and LR scale per step
 }
 
@@ -230,6 +231,9 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	if o.Optim.EMABeta > 0 {
 		t.ema = optim.NewEMA(o.Optim.EMABeta, params)
 	}
+	if t.qk, err = newQKClipper(o.Optim.QKClipTau, o.Model, t.ts); err != nil {
+		return nil, err
+	}
 	if t.sched, err = optim.NewSchedule(o.Optim, o.Train.Steps); err != nil {
 		return nil, err
 	}
@@ -260,6 +264,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		if err := t.resume(loaded); err != nil {
 			return nil, err
 		}
+		t.necromancy(loaded.State, loaded.Dir)
 		removeHalfDeleted(t.ckRoot, t.log)
 		res.Resumed, res.Checkpoint = true, loaded.Dir
 		if o.Init.From != "" {
@@ -489,6 +494,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		if err != nil {
 			return m, fmt.Errorf("step %d: forward/backward: %w", s, err)
 		}
+		t.qk.observe(t.net.Vitals())
 		fwd, bwd := st.ForwardTime, st.BackwardTime
 		if fwd == 0 && bwd == 0 { // a Net that does not time its passes: all of it is forward
 			fwd = time.Since(t1)
@@ -540,6 +546,9 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 			return m, &NaNError{Step: s, Err: err, LastCheckpoint: t.lastCkpt}
 		}
 		return m, fmt.Errorf("step %d: optimizer: %w", s, err)
+	}
+	if err := t.qk.apply(params, r.Skipped, m); err != nil {
+		return m, err
 	}
 	if !r.Skipped && t.ema != nil {
 		t.ema.Update(params)
@@ -948,6 +957,7 @@ func (t *trainer) warmStart() (*WarmStartReport, error) {
 		}
 		t.restoreState(l.State)
 	}
+	t.necromancy(l.State, l.Dir)
 	t.st.WarmStart = rep
 	t.log.Info("warm-start", "from", l.Dir, "mode", rep.Mode, "source_step", rep.SourceStep, "copied", len(rep.Copied),
 		"initialized", strings.Join(rep.Initialized, ","), "mismatched", strings.Join(rep.Mismatched, "; "), "unused", strings.Join(rep.Unused, ","))

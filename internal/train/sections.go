@@ -32,6 +32,9 @@ func (c CheckpointConfig) Validate() error {
 type InitConfig struct {
 	From string `toml:"from" comment:"warm-start from this checkpoint directory, or the newest valid checkpoint of this run directory (empty = fresh initialisation)"`
 	Mode string `toml:"mode" comment:"what to take from init.from: weights | weights+optimizer (also Adam moments and clip/skip windows) | full (also step, tokens, data position, EMA, schedule)"`
+	// Necromancy is a generation number rather than a bool so that it
+	// fires once per request: see necromancy.go.
+	Necromancy int `toml:"necromancy" comment:"necromancy (Marin 32B's rescue): when this invocation starts from a checkpoint (a resume, a rewind, or a warm-start from init.from) whose state.json records a lower necromancy generation than this, reset the Adam moments and the bias-correction step count, and seed the update-clip and skip-step windows from the checkpoint's windows so clipping and skipping are active from the first step; checkpoints written afterwards record the generation, so resuming them does not reset again; raise it (1, 2, …) for each new reset (0 = never)"`
 }
 
 // DefaultInitConfig returns the defaults of the [init] section.
@@ -39,6 +42,9 @@ func DefaultInitConfig() InitConfig { return InitConfig{Mode: "weights"} }
 
 // Validate reports inconsistent fields.
 func (c InitConfig) Validate() error {
+	if c.Necromancy < 0 {
+		return fmt.Errorf("init.necromancy must be >= 0 (0 = never), got %d", c.Necromancy)
+	}
 	switch c.Mode {
 	case "weights", "weights+optimizer", "full":
 		return nil
