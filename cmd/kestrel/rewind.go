@@ -31,7 +31,7 @@ checkpoint with the intervention applied (the manifest check knows about it).
 --lr-scale    multiply the learning rate by X for --lr-steps steps after the
               checkpoint (0: until the next rewind).
 --set         change a config knob from the checkpoint on (sections optim,
-              train, checkpoint, monitor, debug, dash), e.g.
+              train, checkpoint, monitor, debug, dash, and init.necromancy), e.g.
               --set optim.max_grad_norm=0.2; repeatable.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

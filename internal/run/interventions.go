@@ -21,6 +21,10 @@ import (
 // change there is a new run, not an intervention.
 var settableSections = []string{"optim", "train", "checkpoint", "monitor", "debug", "dash"}
 
+// settableKeys are single keys of other sections that may: necromancy
+// (reset the Adam moments from the rewind point) is meant for a rewind.
+var settableKeys = []string{"init.necromancy"}
+
 // ParseSet turns `section.key=value` flags into an intervention's Set,
 // checking each against a config (the run's, when the caller has it): the
 // field must exist in a settable section and the value must have its type.
@@ -39,8 +43,11 @@ func ParseSet(flags []string, base config.Config) (map[string]string, error) {
 		for _, s := range settableSections {
 			allowed = allowed || s == sec
 		}
+		for _, s := range settableKeys {
+			allowed = allowed || s == k
+		}
 		if !allowed {
-			return nil, fmt.Errorf("--set %s: section [%s] cannot change mid-run (settable: %s)", k, sec, strings.Join(settableSections, ", "))
+			return nil, fmt.Errorf("--set %s: section [%s] cannot change mid-run (settable: the sections %s, and %s)", k, sec, strings.Join(settableSections, ", "), strings.Join(settableKeys, ", "))
 		}
 		trial := base
 		if err := (config.Override{Path: k, Value: v}).Apply(&trial); err != nil {

@@ -112,3 +112,36 @@ func TestRewindSetKnob(t *testing.T) {
 		t.Fatalf("an unexplained config change: alerts %+v, want one SEV1 naming config_hash", a)
 	}
 }
+
+func TestParseSet(t *testing.T) {
+	base := config.Default()
+	for _, c := range []struct {
+		flag string
+		ok   bool
+	}{
+		{"optim.max_grad_norm=0.2", true},
+		{"optim.qk_clip_tau=100", true},
+		{"init.necromancy=1", true},
+		{"init.from=/elsewhere", false},
+		{"model.d_model=64", false},
+		{"data.seed=3", false},
+		{"optim.max_grad_norm=nan", false},
+		{"optim.max_grad_norm=abc", false},
+		{"optim.nope=1", false},
+		{"=1", false},
+		{"optim.lr", false},
+	} {
+		_, err := ParseSet([]string{c.flag}, base)
+		if (err == nil) != c.ok {
+			t.Errorf("--set %s: err %v, want ok %v", c.flag, err, c.ok)
+		}
+	}
+	if f, to, err := ParseSkipWindow("61:70"); err != nil || f != 61 || to != 70 {
+		t.Errorf("61:70: %d %d %v", f, to, err)
+	}
+	for _, bad := range []string{"70:61", "0:3", "a:b", "3:"} {
+		if _, _, err := ParseSkipWindow(bad); err == nil {
+			t.Errorf("--skip-steps %s accepted", bad)
+		}
+	}
+}
