@@ -845,7 +845,11 @@ func (t *trainer) resume(l *Loaded) error {
 	if err := restoreExact(l, t.ts, t.net.Params(), t.opt.M, t.opt.V, ema); err != nil {
 		return fmt.Errorf("train: resume: %w", err)
 	}
-	if l.State.ConfigHash != t.o.ConfigHash {
+	switch {
+	case l.State.ConfigHash == t.o.ConfigHash:
+	case l.State.ConfigHash == t.o.Manifest.BaseConfigHash:
+		t.log.Info("resuming with the config overrides of the run's interventions (interventions.jsonl)", "interventions", t.o.Manifest.Interventions)
+	default:
 		t.log.Warn("resuming with a config that differs from the checkpoint's (losses will match an uninterrupted run only if nothing that affects training changed)",
 			"checkpoint_hash", short(l.State.ConfigHash), "config_hash", short(t.o.ConfigHash))
 	}
