@@ -23,6 +23,7 @@ lists them all with their documentation. Shipped data is found in
 		newTokenizerCmd(),
 		newDataCmd(),
 		newTrainCmd(),
+		newRewindCmd(),
 		newSampleCmd(),
 		newCheckpointsCmd(),
 		newReplayCmd(),

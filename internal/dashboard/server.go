@@ -416,6 +416,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, req *http.Request) {
 	}
 	d.mu.RUnlock()
 	evs = append(evs, checkpointEvents(r.root)...)
+	evs = append(evs, interventionEvents(r.root)...)
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Step < evs[j].Step })
 	for i := range evs {
 		sanitize(&evs[i])

@@ -19,7 +19,7 @@ type Event struct {
 	Step     float64 `json:"step"`
 	Tokens   float64 `json:"tokens"`
 	Time     float64 `json:"time"`
-	Kind     string  `json:"kind"`               // alert, spike, skipped, clipped, lr_phase, batch_size, data_stage, checkpoint, warm_start
+	Kind     string  `json:"kind"`               // alert, spike, skipped, clipped, lr_phase, batch_size, data_stage, checkpoint, warm_start, intervention
 	Severity string  `json:"severity,omitempty"` // SEV0, SEV1, SEV2 for alerts
 	Title    string  `json:"title"`
 	Detail   string  `json:"detail,omitempty"`

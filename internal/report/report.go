@@ -82,6 +82,10 @@ func Write(in Input) (*Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
+	ivs, err := runlog.ReadInterventions(in.RunDir)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
 	sum := &Summary{Path: filepath.Join(dir, "report.md"), Unigram: in.UnigramLoss, Alerts: map[string]int{}}
 	for _, p := range panels(in.UnigramLoss) {
 		ok, err := p.draw(log, dir)
@@ -94,7 +98,7 @@ func Write(in Input) (*Summary, error) {
 	}
 	sum.fill(log, alerts)
 	var md strings.Builder
-	sum.markdown(&md, in, log, alerts)
+	sum.markdown(&md, in, log, alerts, ivs)
 	if err := atomicfile.WriteFile(sum.Path, []byte(md.String())); err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
@@ -214,7 +218,7 @@ func f3(v float64) string {
 	return fmt.Sprintf("%.4g", v)
 }
 
-func (s *Summary) markdown(b *strings.Builder, in Input, log *runlog.Log, alerts []runlog.Alert) {
+func (s *Summary) markdown(b *strings.Builder, in Input, log *runlog.Log, alerts []runlog.Alert, ivs []runlog.Intervention) {
 	title := in.Title
 	if title == "" {
 		title = filepath.Base(in.RunDir)
@@ -260,6 +264,8 @@ func (s *Summary) markdown(b *strings.Builder, in Input, log *runlog.Log, alerts
 		b.WriteString("\n")
 	}
 
+	writeInterventions(b, ivs)
+
 	b.WriteString("## Data\n\n")
 	writeDataReport(b, in.DatasetDir)
 
@@ -285,6 +291,26 @@ func (s *Summary) markdown(b *strings.Builder, in Input, log *runlog.Log, alerts
 	} else {
 		b.WriteString("No manifest.json in the run directory.\n")
 	}
+}
+
+// writeInterventions lists interventions.jsonl: every rewind, what it
+// skipped and changed, and where the abandoned trajectory was archived.
+func writeInterventions(b *strings.Builder, ivs []runlog.Intervention) {
+	b.WriteString("## Interventions\n\n")
+	if len(ivs) == 0 {
+		b.WriteString("None: the run was never rewound.\n\n")
+		return
+	}
+	b.WriteString("Each rewind rolled the run back to a checkpoint; the curves above are the trajectory that continued from it. The metrics of the abandoned steps are kept in the archive file named.\n\n")
+	b.WriteString("| id | time | from step | to step | what changed | metrics archive |\n|---|---|---|---|---|---|\n")
+	for _, iv := range ivs {
+		what := iv.Summary()
+		if what == "" {
+			what = "(nothing: plain rollback)"
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %s | %s |\n", mdCell(iv.ID), iv.Time, iv.FromStep, iv.ToStep, mdCell(what), mdCell(iv.MetricsArchive))
+	}
+	b.WriteString("\n")
 }
 
 func mdCell(s string) string {

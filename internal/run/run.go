@@ -27,6 +27,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
+	"github.com/kestrel-lm/kestrel/monitor"
 )
 
 // Options are the choices around one training run that are not config.
@@ -53,9 +54,26 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 	if opts.Stderr == nil {
 		opts.Stderr = io.Discard
 	}
+	// The config the user gave, before the overrides that interventions
+	// (kestrel rewind --set) recorded: the manifest compares this one
+	// across starts, so a knob an intervention turned is no mismatch.
+	baseHash, err := config.Hash(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg, ivs, err := ApplyInterventions(cfg, dir)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
 	to, err := TrainOptions(cfg, dir, opts.Logger)
 	if err != nil {
 		return nil, err
+	}
+	if len(ivs) > 0 {
+		to.Manifest.BaseConfigHash = baseHash
+		for _, iv := range ivs {
+			to.Manifest.Interventions = append(to.Manifest.Interventions, iv.ID)
+		}
 	}
 	if err := train.Preflight(to); err != nil { // before the monitor creates files in dir
 		if c, ok := to.Data.(io.Closer); ok {
@@ -96,7 +114,10 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 		return nil, err
 	}
 	if l, ok := to.Data.(*loader.Loader); ok {
-		ob.Batch = LoaderBatches(l)
+		batches := LoaderBatches(l)
+		ob.Batch = func(step int) *monitor.Batch { // the batch after kestrel rewind --skip-steps
+			return batches(train.DataIndex(ivs, step) + 1)
+		}
 	}
 	to.Observers = append(to.Observers, ob)
 	if opts.Dash {

@@ -38,12 +38,19 @@ type Manifest struct {
 	PeakSource     string  `json:"peak_source,omitempty"`
 	PeakMeasuredAt string  `json:"peak_measured_at,omitempty"`
 	// The run's inputs.
-	ConfigHash    string    `json:"config_hash"` // sha256 of the resolved config.toml
-	Seed          uint64    `json:"seed"`
-	Data          *DataInfo `json:"data,omitempty"`
-	DatasetHash   string    `json:"dataset_hash"`   // sha256 of the dataset manifest (or of the text files)
-	Tokenizer     string    `json:"tokenizer"`      // "bytes", or the tokenizer file
-	TokenizerHash string    `json:"tokenizer_hash"` // sha256 of the tokenizer file ("" for bytes)
+	ConfigHash string `json:"config_hash"` // sha256 of the resolved config.toml
+	// BaseConfigHash is the hash of the config before the overrides of
+	// Interventions (the ids of interventions.jsonl's effective entries)
+	// were applied; both are empty for a run without interventions. Diff
+	// compares this hash, so a knob a recorded intervention turned
+	// (kestrel rewind --set) is not a mismatch, and any other change is.
+	BaseConfigHash string    `json:"base_config_hash,omitempty"`
+	Interventions  []string  `json:"interventions,omitempty"`
+	Seed           uint64    `json:"seed"`
+	Data           *DataInfo `json:"data,omitempty"`
+	DatasetHash    string    `json:"dataset_hash"`   // sha256 of the dataset manifest (or of the text files)
+	Tokenizer      string    `json:"tokenizer"`      // "bytes", or the tokenizer file
+	TokenizerHash  string    `json:"tokenizer_hash"` // sha256 of the tokenizer file ("" for bytes)
 	// QuarantineHash is the sha256 of the dataset's quarantine overlay
 	// (data.quarantine), "none" for a dataset run without one, "" for runs
 	// that read no dataset.
@@ -135,7 +142,7 @@ func (m *Manifest) Diff(cur *Manifest) []string {
 	cmp("modules_hash", m.ModulesHash, cur.ModulesHash)
 	cmp("os_arch", m.OSArch, cur.OSArch)
 	cmp("gemm", m.Kernel, cur.Kernel)
-	cmp("config_hash", m.ConfigHash, cur.ConfigHash)
+	cmp("config_hash", m.userConfigHash(), cur.userConfigHash())
 	cmp("dataset_hash", m.DatasetHash, cur.DatasetHash)
 	cmp("tokenizer_hash", m.TokenizerHash, cur.TokenizerHash)
 	cmp("probe_hash", m.ProbeHash, cur.ProbeHash)
@@ -158,6 +165,15 @@ func (m *Manifest) Diff(cur *Manifest) []string {
 		cmp("eval_hashes."+k, m.EvalHashes[k], cur.EvalHashes[k])
 	}
 	return out
+}
+
+// userConfigHash is the hash of the config as the user gave it: before
+// the overrides recorded by interventions.
+func (m *Manifest) userConfigHash() string {
+	if m.BaseConfigHash != "" {
+		return m.BaseConfigHash
+	}
+	return m.ConfigHash
 }
 
 func short(s string) string {

@@ -86,6 +86,13 @@ type State struct {
 	Model     model.Config     `json:"model"`
 	Tokenizer string           `json:"tokenizer"` // "bytes" = byte-level (vocab 256)
 	WarmStart *WarmStartReport `json:"warm_start,omitempty"`
+
+	// DataOffset is the data steps skipped by interventions before this
+	// step (its batch was DataSource.Fill(Step−1+DataOffset)); Interventions
+	// the ids of the interventions.jsonl entries that shaped the run up to
+	// it. A resume checks both against the run's interventions log.
+	DataOffset    int      `json:"data_offset,omitempty"`
+	Interventions []string `json:"interventions,omitempty"`
 	// Health is the checkpoint's health when it was written (see Health);
 	// nil in checkpoints written before it was recorded: unknown.
 	Health *Health `json:"health,omitempty"`

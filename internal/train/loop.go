@@ -126,8 +126,9 @@ type trainer struct {
 	lastCkptTime            time.Time
 	pendingCkptTime         float64
 	pendingEvalTime         float64
-	probe                   *probeBatch // nil: no probes
-	qk                      *qkClipper  // nil: QK-Clip off (optim.qk_clip_tau = 0)
+	probe                   *probeBatch      // nil: no probes
+	qk                      *qkClipper       // nil: QK-Clip off (optim.qk_clip_tau = 0)
+	plan                    interventionPlan // interventions.jsonl: data offset and LR scale per step
 
 	lastEval *runlog.Eval // latest evaluation of this invocation (for checkpoint health)
 }
@@ -259,6 +260,9 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	metricsPath := filepath.Join(o.Dir, "metrics.jsonl")
 	switch {
 	case loaded != nil:
+		if err := t.loadInterventions(&loaded.State); err != nil {
+			return nil, err
+		}
 		if err := t.resume(loaded); err != nil {
 			return nil, err
 		}
@@ -269,11 +273,19 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			t.log.Info("resuming; init.from is ignored because the run directory already holds checkpoints", "init.from", o.Init.From)
 		}
 	case o.Init.From != "":
+		if err := t.loadInterventions(nil); err != nil {
+			return nil, err
+		}
 		rep, err := t.warmStart()
 		if err != nil {
 			return nil, err
 		}
 		res.WarmStart = rep
+	}
+	if loaded == nil && o.Init.From == "" {
+		if err := t.loadInterventions(nil); err != nil {
+			return nil, err
+		}
 	}
 	if dropped, err := runlog.TruncateMetrics(metricsPath, t.st.Step); err != nil {
 		return nil, err
@@ -433,7 +445,10 @@ func (t *trainer) interrupt(res *Result, wall0 float64, start time.Time) (*Resul
 func (t *trainer) step(s int) (*runlog.Step, error) {
 	o := t.o
 	idx := s - 1
-	B := t.bsched.At(idx)
+	// kestrel rewind --skip-steps: step s trains on the batch of data step
+	// dataIdx (its size included); the LR schedule still counts real steps.
+	dataIdx := idx + t.plan.dataOffset(s)
+	B := t.bsched.At(dataIdx)
 	mb := len(t.inputs) / t.T
 	nMicro := (B + mb - 1) / mb
 	m := &runlog.Step{Step: s, BatchSize: B, MicroBatches: nMicro, UnixTime: float64(time.Now().UnixNano()) / 1e9,
@@ -450,7 +465,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		for i := range sr {
 			sr[i] = -1
 		}
-		if err := o.Data.Fill(idx, B, r0, n, in, tg, sg, sr); err != nil {
+		if err := o.Data.Fill(dataIdx, B, r0, n, in, tg, sg, sr); err != nil {
 			return m, fmt.Errorf("step %d: data: %w", s, err)
 		}
 		for row, x := range sr {
@@ -510,7 +525,11 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	pt := t.sched.At(idx)
 	lr := pt.LR
 	if o.Optim.SqrtBatchScaling {
-		lr *= t.bsched.LRScale(idx)
+		lr *= t.bsched.LRScale(dataIdx) // of the batch size used
+
+	}
+	if f := t.plan.lrScale(s); f != 1 { // kestrel rewind --lr-scale
+		lr *= f
 	}
 	if d := o.Debug; d.LRSpikeAtStep > 0 && s >= d.LRSpikeAtStep && s < d.LRSpikeAtStep+max(d.LRSpikeSteps, 1) {
 		lr *= d.LRSpikeFactor
@@ -544,6 +563,8 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	st.TokensSeen += m.TokensPerUpdate
 	st.TokensComputed += int64(B * t.T)
 	st.Data.NextFillStep = s
+	st.DataOffset = dataIdx - idx
+	st.Interventions = t.plan.applied(s)
 	st.Schedule.LR, st.Schedule.Phase, st.Schedule.Cycle, st.Schedule.BatchSize = lr, pt.Phase, pt.Cycle, B
 	beta := o.Train.LossEMABeta
 	st.LossEMA = beta*st.LossEMA + (1-beta)*loss
@@ -828,7 +849,11 @@ func (t *trainer) resume(l *Loaded) error {
 	if err := restoreExact(l, t.ts, t.net.Params(), t.opt.M, t.opt.V, ema); err != nil {
 		return fmt.Errorf("train: resume: %w", err)
 	}
-	if l.State.ConfigHash != t.o.ConfigHash {
+	switch {
+	case l.State.ConfigHash == t.o.ConfigHash:
+	case l.State.ConfigHash == t.o.Manifest.BaseConfigHash:
+		t.log.Info("resuming with the config overrides of the run's interventions (interventions.jsonl)", "interventions", t.o.Manifest.Interventions)
+	default:
 		t.log.Warn("resuming with a config that differs from the checkpoint's (losses will match an uninterrupted run only if nothing that affects training changed)",
 			"checkpoint_hash", short(l.State.ConfigHash), "config_hash", short(t.o.ConfigHash))
 	}

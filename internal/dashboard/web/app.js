@@ -26,7 +26,7 @@ const EVENT_STYLE = {
   skipped: { color: '#495057', width: 1, dash: [4, 3] }, clipped: { color: '#f08c00', width: 1, tick: true },
   lr_phase: { color: '#1c7ed6', width: 1, dash: [6, 3] }, batch_size: { color: '#0b7285', width: 1, dash: [2, 2] },
   data_stage: { color: '#2b8a3e', width: 2, dash: [6, 3] }, checkpoint: { color: '#adb5bd', width: 1, tick: true },
-  warm_start: { color: '#000', width: 2 },
+  warm_start: { color: '#000', width: 2 }, intervention: { color: '#e8590c', width: 3, dash: [10, 3, 2, 3] },
 };
 const SEV_COLOR = { SEV0: '#b3261e', SEV1: '#d9730d', SEV2: '#e0b000' };
 

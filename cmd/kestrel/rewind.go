@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kestrel-lm/kestrel/internal/run"
+)
+
+func newRewindCmd() *cobra.Command {
+	var o run.RewindOptions
+	var skip string
+	cmd := &cobra.Command{
+		Use:   "rewind RUN --to STEP|last [--skip-steps A:B] [--lr-scale X --lr-steps N] [--set section.key=value …] [--reason TEXT]",
+		Short: "roll a run back to an earlier checkpoint, optionally skipping data and changing knobs",
+		Long: `Prepare the run directory RUN to continue from an earlier checkpoint, and
+record why in RUN/interventions.jsonl. Nothing is deleted: the metrics lines
+after the checkpoint's step move to RUN/metrics.archive-<id>.jsonl, and newer
+checkpoints move to RUN/checkpoints-archive/<id>/. rewind does not train:
+rerun the same 'kestrel train --config X --out RUN' to continue from the
+checkpoint with the intervention applied (the manifest check knows about it).
+
+--to          last (the newest valid checkpoint), a step N (the newest valid
+              checkpoint at or before step N), or a checkpoint directory of RUN.
+--skip-steps  A:B: the batches training steps A..B would have used are skipped;
+              from step A on, step s trains on batch(s + B−A+1). A must be after
+              the checkpoint's step. The LR schedule still counts real steps.
+--lr-scale    multiply the learning rate by X for --lr-steps steps after the
+              checkpoint (0: until the next rewind).
+--set         change a config knob from the checkpoint on (sections optim,
+              train, checkpoint, monitor, debug, dash, and init.necromancy), e.g.
+              --set optim.max_grad_norm=0.2; repeatable.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.To == "" {
+				return fmt.Errorf("rewind: --to is required (last, a step, or a checkpoint directory)")
+			}
+			var err error
+			if o.SkipFrom, o.SkipTo, err = run.ParseSkipWindow(skip); err != nil {
+				return fmt.Errorf("rewind: %w", err)
+			}
+			iv, err := run.Rewind(args[0], o)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "%s: %s rewound from step %d to the checkpoint of step %d (%s)\n", iv.ID, args[0], iv.FromStep, iv.ToStep, iv.Checkpoint)
+			if iv.SkipSteps > 0 {
+				fmt.Fprintf(w, "  skips the batches of steps %d..%d (%d steps)\n", iv.SkipFrom, iv.SkipTo, iv.SkipSteps)
+			}
+			if iv.LRScale > 0 && iv.LRScale != 1 {
+				fmt.Fprintf(w, "  learning rate ×%g for %s\n", iv.LRScale, map[bool]string{true: "the rest of the run", false: fmt.Sprintf("%d steps", iv.LRSteps)}[iv.LRSteps == 0])
+			}
+			keys := make([]string, 0, len(iv.Set))
+			for k := range iv.Set {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				fmt.Fprintf(w, "  %s = %s from step %d on\n", k, iv.Set[k], iv.ToStep+1)
+			}
+			fmt.Fprintf(w, "  metrics after step %d: %s; newer checkpoints: %s\n", iv.ToStep, iv.MetricsArchive, orNoneList(iv.ArchivedCheckpoints))
+			fmt.Fprintf(w, "continue with the same command: kestrel train --config <the run's config> --out %s\n", args[0])
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.To, "to", "", "checkpoint to go back to: last, a step N (newest at or before N), or a checkpoint directory")
+	f.StringVar(&skip, "skip-steps", "", "A:B: skip the batches of training steps A..B (A after the checkpoint)")
+	f.Float64Var(&o.LRScale, "lr-scale", 0, "multiply the learning rate by X after the checkpoint (0 or 1: unchanged)")
+	f.IntVar(&o.LRSteps, "lr-steps", 0, "how many steps --lr-scale lasts (0: until the next rewind)")
+	f.StringArrayVar(&o.SetFlags, "set", nil, "section.key=value: a config knob changed from the checkpoint on (repeatable)")
+	f.StringVar(&o.Reason, "reason", "", "why (recorded in interventions.jsonl, shown on the dashboard and in the report)")
+	return cmd
+}
+
+func orNoneList(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
+}

@@ -1,0 +1,120 @@
+package train
+
+import (
+	"fmt"
+
+	"github.com/kestrel-lm/kestrel/internal/runlog"
+)
+
+// EffectiveInterventions returns the interventions of a run's log that
+// shape its current trajectory, in order: a later rewind to step S
+// supersedes every earlier intervention whose ToStep is S or later (the
+// steps those governed were rolled back again). The data offset, the LR
+// scale and the config overrides of a run are functions of this list.
+func EffectiveInterventions(all []runlog.Intervention) []runlog.Intervention {
+	var out []runlog.Intervention
+	for _, iv := range all {
+		keep := out[:0]
+		for _, p := range out {
+			if p.ToStep < iv.ToStep {
+				keep = append(keep, p)
+			}
+		}
+		out = append(keep, iv)
+	}
+	return out // ToStep strictly increases along it
+}
+
+// DataIndex is the 0-based data step index whose batch the 1-based step
+// trains on under the effective interventions ivs (EffectiveInterventions):
+// step−1 plus the data steps skipped before it.
+func DataIndex(ivs []runlog.Intervention, step int) int {
+	p := interventionPlan{ivs: ivs}
+	return step - 1 + p.dataOffset(step)
+}
+
+// interventionPlan answers, for a 1-based step s, what the effective
+// interventions change: the data offset (the batch of step s is
+// DataSource.Fill(s−1+offset)) and the LR scale. The schedule and the
+// batch schedule still count real steps.
+type interventionPlan struct {
+	ivs []runlog.Intervention // strictly increasing ToStep (EffectiveInterventions)
+	ids []string              // their ids, shared by applied's prefixes
+}
+
+func newPlan(ivs []runlog.Intervention) interventionPlan {
+	p := interventionPlan{ivs: ivs}
+	for _, iv := range ivs {
+		p.ids = append(p.ids, iv.ID)
+	}
+	return p
+}
+
+// dataOffset is the number of data steps skipped before step s: the sum of
+// SkipSteps of the effective interventions whose window starts at or
+// before s. The window A:B of an intervention names training steps of the
+// trajectory it rewound (the batches steps A…B would have used are never
+// used), so steps ToStep+1 … A−1 keep their own batches.
+func (p *interventionPlan) dataOffset(s int) int {
+	off := 0
+	for _, iv := range p.ivs {
+		if iv.SkipSteps > 0 && s >= iv.SkipFrom {
+			off += iv.SkipSteps
+		}
+	}
+	return off
+}
+
+// lrScale is the factor on the learning rate of step s: that of the newest
+// effective intervention before s, for its LRSteps steps after ToStep (0:
+// until the next intervention), else 1.
+func (p *interventionPlan) lrScale(s int) float64 {
+	for i := len(p.ivs) - 1; i >= 0; i-- {
+		iv := p.ivs[i]
+		if iv.ToStep >= s {
+			continue
+		}
+		if iv.LRScale > 0 && iv.LRScale != 1 && (iv.LRSteps == 0 || s <= iv.ToStep+iv.LRSteps) {
+			return iv.LRScale
+		}
+		return 1
+	}
+	return 1
+}
+
+// applied lists the ids of the effective interventions that shaped step s
+// (those whose ToStep is below s): a prefix of the list, without
+// allocating (the step allocates nothing).
+func (p *interventionPlan) applied(s int) []string {
+	k := 0
+	for k < len(p.ivs) && p.ivs[k].ToStep < s {
+		k++
+	}
+	if k == 0 {
+		return nil
+	}
+	return p.ids[:k:k]
+}
+
+// loadInterventions reads the run's interventions and checks that the
+// checkpoint resumed from (state, nil for a fresh start) belongs to the
+// trajectory they define: its recorded data offset and intervention ids
+// must be what the log gives for its step. A checkpoint written on a
+// trajectory that a rewind abandoned (left in checkpoints/ by hand) is
+// refused rather than resumed with the wrong data.
+func (t *trainer) loadInterventions(st *State) error {
+	all, err := runlog.ReadInterventions(t.o.Dir)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	t.plan = newPlan(EffectiveInterventions(all))
+	if st == nil || st.Step == 0 {
+		return nil
+	}
+	want, ids := t.plan.dataOffset(st.Step), t.plan.applied(st.Step)
+	if st.DataOffset != want || fmt.Sprint(st.Interventions) != fmt.Sprint(ids) {
+		return fmt.Errorf("train: resume: checkpoint of step %d has data offset %d and interventions %v, but %s gives %d and %v for that step: it belongs to a trajectory a rewind abandoned; move it out of checkpoints/ or rewind again",
+			st.Step, st.DataOffset, st.Interventions, runlog.InterventionsFile, want, ids)
+	}
+	return nil
+}
