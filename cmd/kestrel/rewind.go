@@ -14,7 +14,7 @@ func newRewindCmd() *cobra.Command {
 	var o run.RewindOptions
 	var skip string
 	cmd := &cobra.Command{
-		Use:   "rewind RUN --to STEP|last [--skip-steps A:B] [--lr-scale X --lr-steps N] [--set section.key=value …] [--reason TEXT]",
+		Use:   "rewind RUN --to STEP|last|last-good [--skip-steps A:B] [--lr-scale X --lr-steps N] [--set section.key=value …] [--reason TEXT]",
 		Short: "roll a run back to an earlier checkpoint, optionally skipping data and changing knobs",
 		Long: `Prepare the run directory RUN to continue from an earlier checkpoint, and
 record why in RUN/interventions.jsonl. Nothing is deleted: the metrics lines
@@ -23,8 +23,10 @@ checkpoints move to RUN/checkpoints-archive/<id>/. rewind does not train:
 rerun the same 'kestrel train --config X --out RUN' to continue from the
 checkpoint with the intervention applied (the manifest check knows about it).
 
---to          last (the newest valid checkpoint), a step N (the newest valid
-              checkpoint at or before step N), or a checkpoint directory of RUN.
+--to          last (the newest valid checkpoint), last-good (the newest healthy
+              one, as 'kestrel checkpoints RUN' marks it), a step N (the newest
+              valid checkpoint at or before step N), or a checkpoint directory
+              of RUN.
 --skip-steps  A:B: the batches training steps A..B would have used are skipped;
               from step A on, step s trains on batch(s + B−A+1). A must be after
               the checkpoint's step. The LR schedule still counts real steps.
@@ -36,7 +38,7 @@ checkpoint with the intervention applied (the manifest check knows about it).
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.To == "" {
-				return fmt.Errorf("rewind: --to is required (last, a step, or a checkpoint directory)")
+				return fmt.Errorf("rewind: --to is required (last, last-good, a step, or a checkpoint directory)")
 			}
 			var err error
 			if o.SkipFrom, o.SkipTo, err = run.ParseSkipWindow(skip); err != nil {
@@ -68,7 +70,7 @@ checkpoint with the intervention applied (the manifest check knows about it).
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.To, "to", "", "checkpoint to go back to: last, a step N (newest at or before N), or a checkpoint directory")
+	f.StringVar(&o.To, "to", "", "checkpoint to go back to: last, last-good (newest healthy), a step N (newest at or before N), or a checkpoint directory")
 	f.StringVar(&skip, "skip-steps", "", "A:B: skip the batches of training steps A..B (A after the checkpoint)")
 	f.Float64Var(&o.LRScale, "lr-scale", 0, "multiply the learning rate by X after the checkpoint (0 or 1: unchanged)")
 	f.IntVar(&o.LRSteps, "lr-steps", 0, "how many steps --lr-scale lasts (0: until the next rewind)")

@@ -178,6 +178,10 @@ func TestCheckpointHealthStamped(t *testing.T) {
 		}
 	}
 
+	if l, err := ResolveRewindTarget(dir, "last-good", nil); err != nil || l.State.Step != 6 {
+		t.Errorf("rewind --to last-good: %v, want the healthy checkpoint 6 that verifies", err)
+	}
+
 	// Without a reporter: unknown, and no last-good.
 	dir2 := filepath.Join(t.TempDir(), "run2")
 	o2 := baseOpts(dir2)

@@ -22,7 +22,7 @@ const ArchiveDir = "checkpoints-archive"
 // RewindOptions are the choices of one `kestrel rewind`.
 type RewindOptions struct {
 	// To names the checkpoint to go back to: "last" (the newest valid
-	// one), a step N (the newest valid checkpoint at or before step N), or
+	// one), "last-good" (the newest healthy one, see LastGood), a step N (the newest valid checkpoint at or before step N), or
 	// a checkpoint directory under the run's checkpoints/.
 	To string
 	// SkipFrom and SkipTo (1-based, inclusive; 0: none) are the training
@@ -46,8 +46,7 @@ type RewindOptions struct {
 }
 
 // ResolveRewindTarget finds the checkpoint a rewind goes back to under the
-// run directory dir (see RewindOptions.To). Another slice's
-// ResolveCheckpoint (last-good) may replace it.
+// run directory dir (see RewindOptions.To).
 func ResolveRewindTarget(dir, to string, log *slog.Logger) (*Loaded, error) {
 	root := filepath.Join(dir, "checkpoints")
 	list, err := listCheckpoints(root)
@@ -59,6 +58,16 @@ func ResolveRewindTarget(dir, to string, log *slog.Logger) (*Loaded, error) {
 	}
 	limit := -1
 	switch {
+	case to == "last-good":
+		d, err := ResolveCheckpoint(dir, to)
+		if err != nil {
+			return nil, fmt.Errorf("rewind: --to last-good: %w", err)
+		}
+		l, err := LoadCheckpoint(d)
+		if err != nil {
+			return nil, fmt.Errorf("rewind: --to last-good: %w", err)
+		}
+		return l, nil
 	case to == "last" || to == "latest":
 	case isDigits(to):
 		if limit, err = strconv.Atoi(to); err != nil {
