@@ -1,10 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"math"
-	"runtime"
 
 	"github.com/spf13/cobra"
 
@@ -49,21 +46,10 @@ Compare with tools/torchref/bench_step.py run in the same session.`,
 			if err != nil {
 				return err
 			}
-			arenaMB := float64(r.ArenaBytes) / (1 << 20)
 			if asJSON {
-				data, _ := json.Marshal(map[string]any{
-					"op": "step", "preset": "ref7m", "tokens_per_sec": stepRound(r.TokensPerSec), "mfu": stepRound(r.MFU),
-					"step_ms": stepRound(r.StepSec * 1000), "peak_rss_mb": stepRound(r.PeakRSSMB),
-					"threads": r.Threads, "batch": r.Batch, "seq": r.Seq, "steps": r.Steps,
-					"params": r.Params, "flops_per_token": r.FLOPsPerToken, "peak_gflops": stepRound(r.PeakGFLOPS), "peak_source": r.PeakSource,
-					"arena_mb": stepRound(arenaMB), "gemm": kernels.Impl(),
-					"loss_first": stepRound(r.LossFirst), "loss_last": stepRound(r.LossLast), "gomaxprocs": runtime.GOMAXPROCS(0),
-				})
-				fmt.Fprintln(cmd.OutOrStdout(), string(data))
-				return nil
+				return printJSON(cmd.OutOrStdout(), r.Fields("ref7m"))
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "ref7m step: %.0f tokens/s, %.1f ms/step, MFU %.1f%% (peak %.0f GFLOP/s, %d threads), peak RSS %.0f MB, arena %.0f MB, loss %.3f → %.3f\n",
-				r.TokensPerSec, r.StepSec*1000, 100*r.MFU, r.PeakGFLOPS, r.Threads, r.PeakRSSMB, arenaMB, r.LossFirst, r.LossLast)
+			fmt.Fprintln(cmd.OutOrStdout(), r.Line("ref7m"))
 			return nil
 		},
 	}
@@ -74,6 +60,3 @@ Compare with tools/torchref/bench_step.py run in the same session.`,
 	cmd.Flags().IntVar(&batch, "batch", 8, "sequences per step (ref7m uses 8)")
 	return cmd
 }
-
-// stepRound keeps three decimals for JSON output.
-func stepRound(x float64) float64 { return math.Round(x*1000) / 1000 }

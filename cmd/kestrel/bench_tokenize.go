@@ -1,12 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kestrel-lm/kestrel/internal/data/texts"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/tokbench"
 )
@@ -32,33 +30,17 @@ repetition counts. Documents are split over the threads.`,
 			if err != nil {
 				return err
 			}
-			var readErr error
-			var docs []string
-			size := 0
-			for _, in := range inputs { // in the order given
-				for d := range texts.Read([]string{in}, &readErr) {
-					docs = append(docs, tokbench.Split([]string{d})...)
-					size += len(d)
-				}
-			}
-			if readErr != nil {
-				return fmt.Errorf("bench tokenize: %w", readErr)
-			}
-			if size == 0 {
-				return fmt.Errorf("bench tokenize: no text in %v", inputs)
+			docs, _, err := tokbench.ReadDocs(inputs)
+			if err != nil {
+				return fmt.Errorf("bench tokenize: %w", err)
 			}
 			out := cmd.OutOrStdout()
 			return tokbench.Run(cmd.Context(), tokbench.Options{Tokenizer: p, Docs: docs, Threads: threads, Reps: reps, Emit: func(r tokbench.Result) {
 				if asJSON {
-					b, _ := json.Marshal(r)
-					fmt.Fprintln(out, string(b))
+					printJSON(out, r)
 					return
 				}
-				fmt.Fprintf(out, "%-12s threads=%d  %8.2f MB/s  (%.1f MB, %d tokens)", r.Impl, r.Threads, r.MBPerS, r.MB, r.Tokens)
-				if r.Ratio > 0 {
-					fmt.Fprintf(out, "  %.2f× tiktoken-go", r.Ratio)
-				}
-				fmt.Fprintln(out)
+				fmt.Fprintln(out, r.Line())
 			}})
 		},
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -45,56 +44,9 @@ commands take a checkpoint as last, last-good, step-N or a directory.
 				}
 				return nil
 			}
-			if len(list) == 0 {
-				fmt.Fprintf(out, "%s: no checkpoints\n", args[0])
-				return nil
-			}
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, " \tstep\ttokens\tkind\tval_loss\tprobe_loss\teval_step\tsize\t  health")
-			good := false
-			for _, c := range list {
-				mark := ""
-				if c.LastGood {
-					mark, good = "*", true
-				}
-				health := c.Health.Summary()
-				if c.Err != "" {
-					health = "unreadable: " + c.Err
-				}
-				val, probe, evalStep := "-", "-", "-"
-				if h := c.Health; h.ValLoss != nil {
-					val, evalStep = fmt.Sprintf("%.4f", float64(*h.ValLoss)), fmt.Sprint(h.ValStep)
-				}
-				if h := c.Health; h.ProbeLoss != nil {
-					probe = fmt.Sprintf("%.4f", float64(*h.ProbeLoss))
-				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t  %s\n", mark, c.Step, c.TokensSeen, c.Kind, val, probe, evalStep, byteSize(c.Bytes), health)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if good {
-				fmt.Fprintln(out, "* last-good: the newest healthy checkpoint")
-			} else {
-				fmt.Fprintln(out, "no healthy checkpoint: no last-good")
-			}
-			return nil
+			return train.WriteCheckpointTable(out, args[0], list)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per checkpoint, one per line")
 	return cmd
-}
-
-// byteSize prints n bytes in KiB, MiB or GiB.
-func byteSize(n int64) string {
-	const k = 1024
-	switch {
-	case n >= k*k*k:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(k*k*k))
-	case n >= k*k:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(k*k))
-	case n >= k:
-		return fmt.Sprintf("%.1f KiB", float64(n)/k)
-	}
-	return fmt.Sprintf("%d B", n)
 }

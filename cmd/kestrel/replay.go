@@ -3,12 +3,11 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kestrel-lm/kestrel/internal/replay"
+	"github.com/kestrel-lm/kestrel/internal/run"
 )
 
 func newReplayCmd() *cobra.Command {
@@ -37,17 +36,9 @@ The ids listed feed 'kestrel quarantine DATASET --from-replay FILE' (save the
 --json output).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if steps != "" {
-				a, b, ok := strings.Cut(steps, ":")
-				if !ok {
-					b = a
-				}
-				var err1, err2 error
-				o.From, err1 = strconv.Atoi(a)
-				o.To, err2 = strconv.Atoi(b)
-				if err1 != nil || err2 != nil {
-					return fmt.Errorf("replay: --steps %q: want A:B (metrics steps, from 1)", steps)
-				}
+			var err error
+			if o.From, o.To, err = run.ParseStepRange("--steps", steps); err != nil {
+				return fmt.Errorf("replay: %w", err)
 			}
 			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelError}))
 			res, err := replay.Replay(args[0], o)

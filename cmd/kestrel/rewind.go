@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -41,31 +39,14 @@ checkpoint with the intervention applied (the manifest check knows about it).
 				return fmt.Errorf("rewind: --to is required (last, last-good, a step, or a checkpoint directory)")
 			}
 			var err error
-			if o.SkipFrom, o.SkipTo, err = run.ParseSkipWindow(skip); err != nil {
+			if o.SkipFrom, o.SkipTo, err = run.ParseStepRange("--skip-steps", skip); err != nil {
 				return fmt.Errorf("rewind: %w", err)
 			}
 			iv, err := run.Rewind(args[0], o)
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "%s: %s rewound from step %d to the checkpoint of step %d (%s)\n", iv.ID, args[0], iv.FromStep, iv.ToStep, iv.Checkpoint)
-			if iv.SkipSteps > 0 {
-				fmt.Fprintf(w, "  skips the batches of steps %d..%d (%d steps)\n", iv.SkipFrom, iv.SkipTo, iv.SkipSteps)
-			}
-			if iv.LRScale > 0 && iv.LRScale != 1 {
-				fmt.Fprintf(w, "  learning rate ×%g for %s\n", iv.LRScale, map[bool]string{true: "the rest of the run", false: fmt.Sprintf("%d steps", iv.LRSteps)}[iv.LRSteps == 0])
-			}
-			keys := make([]string, 0, len(iv.Set))
-			for k := range iv.Set {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				fmt.Fprintf(w, "  %s = %s from step %d on\n", k, iv.Set[k], iv.ToStep+1)
-			}
-			fmt.Fprintf(w, "  metrics after step %d: %s; newer checkpoints: %s\n", iv.ToStep, iv.MetricsArchive, orNoneList(iv.ArchivedCheckpoints))
-			fmt.Fprintf(w, "continue with the same command: kestrel train --config <the run's config> --out %s\n", args[0])
+			run.WriteRewind(cmd.OutOrStdout(), args[0], iv)
 			return nil
 		},
 	}
@@ -77,11 +58,4 @@ checkpoint with the intervention applied (the manifest check knows about it).
 	f.StringArrayVar(&o.SetFlags, "set", nil, "section.key=value: a config knob changed from the checkpoint on (repeatable)")
 	f.StringVar(&o.Reason, "reason", "", "why (recorded in interventions.jsonl, shown on the dashboard and in the report)")
 	return cmd
-}
-
-func orNoneList(xs []string) string {
-	if len(xs) == 0 {
-		return "none"
-	}
-	return strings.Join(xs, ", ")
 }

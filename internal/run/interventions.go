@@ -3,6 +3,7 @@ package run
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -117,9 +118,10 @@ func Rewind(dir string, o RewindOptions) (*runlog.Intervention, error) {
 	return train.Rewind(dir, o.RewindOptions)
 }
 
-// ParseSkipWindow reads `--skip-steps A:B` (1-based training steps,
-// inclusive; a single step A is A:A). "" is no window.
-func ParseSkipWindow(s string) (from, to int, err error) {
+// ParseStepRange parses a range of training steps given to flag as "A:B"
+// (inclusive) or "A" (one step); "" is no range (0, 0). The error names the
+// flag.
+func ParseStepRange(flag, s string) (from, to int, err error) {
 	if s == "" {
 		return 0, 0, nil
 	}
@@ -131,7 +133,37 @@ func ParseSkipWindow(s string) (from, to int, err error) {
 		to, err = strconv.Atoi(strings.TrimSpace(b))
 	}
 	if err != nil || from < 1 || to < from {
-		return 0, 0, fmt.Errorf("--skip-steps %q: want A:B with 1 ≤ A ≤ B (training steps, inclusive)", s)
+		return 0, 0, fmt.Errorf("%s %q: want A:B with 1 ≤ A ≤ B (training steps, inclusive)", flag, s)
 	}
 	return from, to, nil
+}
+
+// WriteRewind tells a person what a rewind of the run directory runDir did
+// and how to continue.
+func WriteRewind(w io.Writer, runDir string, iv *runlog.Intervention) {
+	fmt.Fprintf(w, "%s: %s rewound from step %d to the checkpoint of step %d (%s)\n", iv.ID, runDir, iv.FromStep, iv.ToStep, iv.Checkpoint)
+	if iv.SkipSteps > 0 {
+		fmt.Fprintf(w, "  skips the batches of steps %d..%d (%d steps)\n", iv.SkipFrom, iv.SkipTo, iv.SkipSteps)
+	}
+	if iv.LRScale > 0 && iv.LRScale != 1 {
+		span := fmt.Sprintf("%d steps", iv.LRSteps)
+		if iv.LRSteps == 0 {
+			span = "the rest of the run"
+		}
+		fmt.Fprintf(w, "  learning rate ×%g for %s\n", iv.LRScale, span)
+	}
+	keys := make([]string, 0, len(iv.Set))
+	for k := range iv.Set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %s = %s from step %d on\n", k, iv.Set[k], iv.ToStep+1)
+	}
+	archived := "none"
+	if len(iv.ArchivedCheckpoints) > 0 {
+		archived = strings.Join(iv.ArchivedCheckpoints, ", ")
+	}
+	fmt.Fprintf(w, "  metrics after step %d: %s; newer checkpoints: %s\n", iv.ToStep, iv.MetricsArchive, archived)
+	fmt.Fprintf(w, "continue with the same command: kestrel train --config <the run's config> --out %s\n", runDir)
 }

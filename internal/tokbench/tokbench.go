@@ -14,6 +14,7 @@ import (
 
 	tiktoken "github.com/tiktoken-go/tokenizer"
 
+	"github.com/kestrel-lm/kestrel/internal/data/texts"
 	"github.com/kestrel-lm/kestrel/tokenizer"
 )
 
@@ -154,4 +155,35 @@ func encodeAll(docs []string, threads int, newEnc func() func(string) int) (time
 	}
 	wg.Wait()
 	return time.Since(start), total
+}
+
+// ReadDocs reads the inputs, in the order given, as the benchmark's
+// documents (each text split as Split does) and returns them with their
+// total size in bytes; inputs with no text are an error.
+func ReadDocs(inputs []string) ([]string, int, error) {
+	var readErr error
+	var docs []string
+	size := 0
+	for _, in := range inputs {
+		for d := range texts.Read([]string{in}, &readErr) {
+			docs = append(docs, Split([]string{d})...)
+			size += len(d)
+		}
+	}
+	if readErr != nil {
+		return nil, 0, readErr
+	}
+	if size == 0 {
+		return nil, 0, fmt.Errorf("no text in %v", inputs)
+	}
+	return docs, size, nil
+}
+
+// Line is the result as one line of text.
+func (r Result) Line() string {
+	s := fmt.Sprintf("%-12s threads=%d  %8.2f MB/s  (%.1f MB, %d tokens)", r.Impl, r.Threads, r.MBPerS, r.MB, r.Tokens)
+	if r.Ratio > 0 {
+		s += fmt.Sprintf("  %.2f× tiktoken-go", r.Ratio)
+	}
+	return s
 }

@@ -3,7 +3,9 @@ package train
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"time"
 
@@ -118,4 +120,24 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 		Batch: opt.Batch, Seq: T, Steps: opt.Steps, Params: m.NumParams(), FLOPsPerToken: m.FLOPsPerToken(),
 		ArenaBytes: m.ArenaBytes(), LossFirst: first, LossLast: last,
 	}, nil
+}
+
+// Fields are the result as `kestrel bench step --json` prints it for the
+// named preset.
+func (r StepBench) Fields(preset string) map[string]any {
+	round := func(x float64) float64 { return math.Round(x*1000) / 1000 }
+	return map[string]any{
+		"op": "step", "preset": preset, "tokens_per_sec": round(r.TokensPerSec), "mfu": round(r.MFU),
+		"step_ms": round(r.StepSec * 1000), "peak_rss_mb": round(r.PeakRSSMB),
+		"threads": r.Threads, "batch": r.Batch, "seq": r.Seq, "steps": r.Steps,
+		"params": r.Params, "flops_per_token": r.FLOPsPerToken, "peak_gflops": round(r.PeakGFLOPS), "peak_source": r.PeakSource,
+		"arena_mb": round(float64(r.ArenaBytes) / (1 << 20)), "gemm": kernels.Impl(),
+		"loss_first": round(r.LossFirst), "loss_last": round(r.LossLast), "gomaxprocs": runtime.GOMAXPROCS(0),
+	}
+}
+
+// Line is the result as one line of text for the named preset.
+func (r StepBench) Line(preset string) string {
+	return fmt.Sprintf("%s step: %.0f tokens/s, %.1f ms/step, MFU %.1f%% (peak %.0f GFLOP/s, %d threads), peak RSS %.0f MB, arena %.0f MB, loss %.3f → %.3f",
+		preset, r.TokensPerSec, r.StepSec*1000, 100*r.MFU, r.PeakGFLOPS, r.Threads, r.PeakRSSMB, float64(r.ArenaBytes)/(1<<20), r.LossFirst, r.LossLast)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -311,4 +312,53 @@ func Bench(ctx context.Context, files []string, workers int, out string, emit fu
 		Note: fmt.Sprintf("clean kept %d; exact dups %d; near clusters %d, near dropped %d (rate %.4f), %d B/doc signature index; decontam hits %d; full run kept %d docs, near_dup_rate %.4f",
 			kept.Load(), dups, len(nres.Clusters), len(nres.Dropped), nres.NearDupRate(), near.BytesPerDoc(), hits.Load(), rep.Kept.Docs, rep.NearDupRate)})
 	return nil
+}
+
+// BenchRun says how `kestrel bench prepare` runs: a generated corpus of MB
+// megabytes (in Dir, kept, or in a temporary directory, removed), the
+// stages on Workers goroutines (0 = GOMAXPROCS), results as JSON lines or
+// text.
+type BenchRun struct {
+	MB, Workers int
+	Dir         string
+	JSON        bool
+}
+
+// RunBench generates the benchmark corpus, runs Bench over it and prints
+// every result to w.
+func RunBench(ctx context.Context, w io.Writer, o BenchRun) error {
+	if o.MB < 1 {
+		return fmt.Errorf("bench prepare: --mb must be >= 1")
+	}
+	dir := o.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "kestrel-bench-prepare-")
+		if err != nil {
+			return fmt.Errorf("bench prepare: %w", err)
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("bench prepare: %w", err)
+	}
+	files, exact, near, err := GenerateBenchCorpus(dir, o.MB, 1)
+	if err != nil {
+		return fmt.Errorf("bench prepare: generate corpus: %w", err)
+	}
+	enc := json.NewEncoder(w)
+	if o.JSON {
+		enc.Encode(BenchResult{Op: "prepare", Stage: "generate", MB: float64(o.MB), Note: fmt.Sprintf("%d files, planted %d exact and %d near duplicates", len(files), exact, near)})
+	} else {
+		fmt.Fprintf(w, "corpus: %d MB in %d files, planted %d exact and %d near duplicates\n", o.MB, len(files), exact, near)
+	}
+	return Bench(ctx, files, o.Workers, filepath.Join(dir, "out"), func(r BenchResult) {
+		switch {
+		case o.JSON:
+			enc.Encode(r)
+		case r.Stage == "summary":
+			fmt.Fprintf(w, "%s\n", r.Note)
+		default:
+			fmt.Fprintf(w, "%-15s %8.1f MB/s  %7.2fs  peak RSS %7.1f MB  %s\n", r.Stage, r.MBPerS, r.Seconds, r.PeakRSSMB, r.Note)
+		}
+	})
 }
