@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,14 +14,24 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-// knobOpts is baseOpts with a knob schedule: max_grad_norm 1.0 → 1e-3 at
-// step 6 (every later gradient is clipped), then at step 9 an LR scale
-// of 0.5, a tighter skip σ and QK-Clip with a τ every head exceeds.
-func knobOpts(dir string) Options {
+// noClipOpts is baseOpts with max_grad_norm 10, above every gradient norm
+// of the run (about 1.5), so no gradient is clipped.
+func noClipOpts(dir string) Options {
 	o := baseOpts(dir)
+	o.Optim.MaxGradNorm = 10
+	return o
+}
+
+// knobOpts is noClipOpts with a knob schedule: max_grad_norm 10 → 1 at
+// step 6 (every later gradient is clipped), then at step 9 an LR scale of
+// 0.5, another skip σ and QK-Clip with a τ no head reaches, at step 11 one
+// every head exceeds.
+func knobOpts(dir string) Options {
+	o := noClipOpts(dir)
 	o.Optim.Knobs = []optim.KnobStep{
-		{Step: 6, MaxGradNorm: ptr(1e-3)},
-		{Step: 9, LRScale: ptr(0.5), SkipSigma: ptr(50.0), QKClipTau: ptr(1e-3)},
+		{Step: 6, MaxGradNorm: ptr(1.0)},
+		{Step: 9, LRScale: ptr(0.5), SkipSigma: ptr(50.0), QKClipTau: ptr(1e9)},
+		{Step: 11, QKClipTau: ptr(1e-3)},
 	}
 	return o
 }
@@ -41,7 +52,7 @@ func field[T any](t *testing.T, m map[string]json.RawMessage, k string) T {
 // resumes bit-exactly across it.
 func TestKnobSchedule(t *testing.T) {
 	ref := filepath.Join(t.TempDir(), "ref")
-	if _, err := Run(context.Background(), baseOpts(ref)); err != nil {
+	if _, err := Run(context.Background(), noClipOpts(ref)); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "knobs")
@@ -60,37 +71,43 @@ func TestKnobSchedule(t *testing.T) {
 			if s < 6 && !same {
 				t.Errorf("step %d: %s %s, want %s as without a schedule", s, k, b[k], a[k])
 			}
-			differs = differs || (s >= 6 && !same)
+			differs = differs || (s >= 6 && s < 9 && !same)
 		}
-		wantMGN, wantScale, wantSkip, wantTau := 1.0, 1.0, 6.0, 0.0
+		if c := field[bool](t, a, "grad_clipped"); c {
+			t.Fatalf("step %d: a gradient clipped at max_grad_norm 10 (norm %s): the test needs none", s, a["grad_global_norm"])
+		}
+		wantMGN, wantScale, wantSkip, wantTau, wantHeads := 10.0, 1.0, 6.0, 0.0, -1
 		if s >= 6 {
-			wantMGN = 1e-3
+			wantMGN = 1
 			if !field[bool](t, b, "grad_clipped") {
-				t.Errorf("step %d: grad_clipped false with max_grad_norm 1e-3 (grad norm %s)", s, b["grad_global_norm"])
+				t.Errorf("step %d: grad_clipped false with max_grad_norm 1 (grad norm %s)", s, b["grad_global_norm"])
 			}
 		}
 		if s >= 9 {
-			wantScale, wantSkip, wantTau = 0.5, 50, 1e-3
-			if _, ok := b["qk_clipped_heads"]; !ok {
-				t.Errorf("step %d: no qk_clipped_heads with qk_clip_tau in force", s)
-			}
-		} else if _, ok := b["qk_clipped_heads"]; ok {
-			t.Errorf("step %d: qk_clipped_heads before QK-Clip's step", s)
+			wantScale, wantSkip, wantTau, wantHeads = 0.5, 50, 1e9, 0
+		}
+		if s >= 11 {
+			wantTau, wantHeads = 1e-3, 2 // 1 layer × 2 heads
+		}
+		if n, ok := b["qk_clipped_heads"]; !ok && wantHeads >= 0 || ok && wantHeads < 0 || ok && string(n) != fmt.Sprint(wantHeads) {
+			t.Errorf("step %d: qk_clipped_heads %q, want %d (-1: absent)", s, n, wantHeads)
 		}
 		for k, want := range map[string]float64{"max_grad_norm": wantMGN, "lr_scale": wantScale, "skip_sigma": wantSkip, "qk_clip_tau": wantTau, "update_clip_sigma": 2, "z_loss_weight": 0} {
 			if v := field[float64](t, b, k); v != want {
 				t.Errorf("step %d: %s = %g, want %g", s, k, v, want)
 			}
-			if v := field[float64](t, a, k); k == "max_grad_norm" && v != 1 {
-				t.Errorf("step %d without a schedule: max_grad_norm = %g, want 1", s, v)
+			if v := field[float64](t, a, k); k == "max_grad_norm" && v != 10 {
+				t.Errorf("step %d without a schedule: max_grad_norm = %g, want 10", s, v)
 			}
 		}
 	}
 	if !differs {
-		t.Error("the schedule changed nothing from step 6 on")
+		t.Error("max_grad_norm 1 from step 6 changed nothing in steps 6-8")
 	}
-	if a, b := field[float64](t, got[8], "learning_rate"), field[float64](t, got[7], "learning_rate"); !(a < b) {
-		t.Errorf("lr_scale 0.5 at step 9: learning_rate %g after %g", a, b)
+	for i := 8; i < 12; i++ {
+		if g, w := field[float64](t, got[i], "learning_rate"), field[float64](t, refL[i], "learning_rate"); g != 0.5*w {
+			t.Errorf("step %d: learning_rate %g under lr_scale 0.5, want %g", i+1, g, 0.5*w)
+		}
 	}
 
 	// Crash at step 7 (checkpoints at 4 and 8): the resume from step 4
@@ -112,5 +129,38 @@ func TestKnobSchedule(t *testing.T) {
 		if fileSum(t, a, f) != fileSum(t, b, f) {
 			t.Errorf("%s differs between the uninterrupted and the resumed run", f)
 		}
+	}
+}
+
+// TestKnobScheduleToggles: update clipping turned off and a z-loss turned on
+// by the schedule take effect at their step and show in the metrics.
+func TestKnobScheduleToggles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	o := baseOpts(dir)
+	o.Optim.Knobs = []optim.KnobStep{{Step: 7, ClipUpdateNorm: ptr(false), ZLoss: ptr(1e-2)}}
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	sawThreshold := false
+	for i, m := range readLines(t, dir) {
+		s := i + 1
+		_, thr := m["update_clip_threshold"]
+		zl, sigma, w := field[float64](t, m, "z_loss"), field[float64](t, m, "update_clip_sigma"), field[float64](t, m, "z_loss_weight")
+		if s < 7 {
+			sawThreshold = sawThreshold || thr
+			if zl != 0 || w != 0 || sigma != 2 {
+				t.Errorf("step %d: z_loss %g, z_loss_weight %g, update_clip_sigma %g before the entry", s, zl, w, sigma)
+			}
+			continue
+		}
+		if thr || sigma != 0 {
+			t.Errorf("step %d: update clipping still on (threshold %v, update_clip_sigma %g)", s, thr, sigma)
+		}
+		if !(zl > 0) || w != 1e-2 {
+			t.Errorf("step %d: z_loss %g, z_loss_weight %g with z_loss 1e-2 in force", s, zl, w)
+		}
+	}
+	if !sawThreshold {
+		t.Error("update clipping was never active before step 7: the test shows nothing")
 	}
 }
