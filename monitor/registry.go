@@ -115,6 +115,12 @@ var catalog = []Metric{
 	{Name: "overflow", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when this step overflowed (mixed precision)", Sampling: "step", NotEmitted: notMixedPrecision},
 	{Name: "overflow_rate", Unit: "fraction", Kind: Gauge, Category: CatTraining, Help: "fraction of steps in the window with an overflow", Sampling: "window", Nano: true, NotEmitted: notMixedPrecision},
 	{Name: "qk_clipped_heads", Unit: "count", Kind: Gauge, Category: CatTraining, Help: "attention heads whose max logit exceeded optim.qk_clip_tau this step and whose q/k weights (or QK-Norm gains) QK-Clip rescaled (absent while QK-Clip is off)", Sampling: "step"},
+	{Name: "max_grad_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "optim.max_grad_norm in force this step (the [[optim.knobs]] schedule over the config; 0 = off)", Sampling: "step", Panel: "knobs"},
+	{Name: "update_clip_sigma", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "optim.update_clip_sigma in force this step; 0 while update-norm clipping (optim.clip_update_norm) is off", Sampling: "step", Panel: "knobs"},
+	{Name: "skip_sigma", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "optim.skip_sigma in force this step; 0 while skip-step (optim.skip_bad_steps) is off", Sampling: "step", Panel: "knobs"},
+	{Name: "z_loss_weight", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "z-loss weight λ (model.z_loss) in force this step", Sampling: "step", Panel: "knobs"},
+	{Name: "qk_clip_tau", Unit: "logit", Kind: Gauge, Category: CatTraining, Help: "QK-Clip threshold τ (optim.qk_clip_tau) in force this step (0 = off)", Sampling: "step", Panel: "knobs"},
+	{Name: "lr_scale", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "factor of the [[optim.knobs]] schedule on the learning rate this step (1 = none; rewind --lr-scale shows in learning_rate only)", Sampling: "step", Panel: "knobs"},
 	{Name: "opt_state_finite", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when sampled optimizer moments are all finite", Sampling: "checkpoint"},
 
 	// Model behavior
@@ -216,6 +222,7 @@ var panelGroups = []PanelGroup{
 	}},
 	{Title: "5 · Learning rate", Panels: []Panel{
 		{ID: "lr", Title: "learning rate", Hint: "with schedule phase changes as events"},
+		{ID: "knobs", Title: "knobs in force", Hint: "max_grad_norm, update-clip and skip σ, z-loss weight, QK-Clip τ, LR scale: steps show when a knob turned"},
 	}},
 	{Title: "6 · Throughput", Panels: []Panel{
 		{ID: "tps", Title: "tokens / s"},

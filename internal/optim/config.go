@@ -44,6 +44,8 @@ type Config struct {
 	EMABeta float64 `toml:"ema_beta" comment:"EMA of the weights, evaluated separately (0 = off; Marin: 0.995)"`
 
 	QKClipTau float64 `toml:"qk_clip_tau" comment:"QK-Clip (Kimi K2 MuonClip) threshold τ on the max pre-softmax attention logit s·q·k (the max_attn_logit vital): after each applied step, every head whose max logit over the step's micro-batches exceeded τ has its q_proj/k_proj rows scaled by √(τ/max) each (only its q_proj rows, by τ/max, when its key head is shared under GQA; with model.qk_norm the layer's q_norm and k_norm gains by √(τ/max) over its worst head), so its logit drops to τ; skipped steps clip nothing; Adam moments and the weight EMA are left as they are; qk_clipped_heads counts the heads per step (0 = off; Kimi K2: 100)"`
+
+	Knobs []KnobStep `toml:"knobs,omitempty" comment:"step-indexed knob schedule, [[optim.knobs]] entries in increasing step order: from its step (1-based metrics step) on, each entry sets some of max_grad_norm, clip_update_norm, update_clip_sigma, skip_sigma, z_loss (model.z_loss), qk_clip_tau and lr_scale (a factor on the scheduled LR); knobs it leaves out keep their value (Marin 32B: step = 56400, max_grad_norm = 0.2)"`
 }
 
 // DefaultConfig returns the defaults of the [optim] section.
@@ -155,6 +157,9 @@ func (c Config) Validate() error {
 	}
 	if c.EMABeta < 0 || c.EMABeta >= 1 {
 		bad("optim.ema_beta must be in [0, 1), got %g", c.EMABeta)
+	}
+	if err := c.validateKnobs(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -79,6 +79,16 @@ type Step struct {
 	// after this step (optim.qk_clip_tau); nil (left out) when QK-Clip is off.
 	QKClippedHeads *int
 
+	// Knobs in force at this step (optim.knobs schedule over the config,
+	// after rewind --set overrides), written every step so a chart shows
+	// when one turned.
+	KnobMaxGradNorm float64 // optim.max_grad_norm (0 = off)
+	KnobUpdateSigma float64 // optim.update_clip_sigma, 0 while update clipping is off
+	KnobSkipSigma   float64 // optim.skip_sigma, 0 while skip-step is off
+	KnobZLoss       float64 // model.z_loss weight
+	KnobQKClipTau   float64 // optim.qk_clip_tau (0 = off)
+	KnobLRScale     float64 // factor of the knob schedule on the LR (1 = none)
+
 	// PerLayer holds the per-layer/head vitals and optimizer norms under
 	// their full names, such as "max_attn_logit/layer3/head1" or
 	// "update_norm/embed".
@@ -158,6 +168,12 @@ func (s *Step) fields(w fieldVisitor) {
 	if s.QKClippedHeads != nil {
 		w.int("qk_clipped_heads", int64(*s.QKClippedHeads))
 	}
+	w.float("max_grad_norm", s.KnobMaxGradNorm)
+	w.float("update_clip_sigma", s.KnobUpdateSigma)
+	w.float("skip_sigma", s.KnobSkipSigma)
+	w.float("z_loss_weight", s.KnobZLoss)
+	w.float("qk_clip_tau", s.KnobQKClipTau)
+	w.float("lr_scale", s.KnobLRScale)
 	flat := make(map[string]float64, len(s.PerLayer)+len(s.SourceMixShare))
 	for k, v := range s.SourceMixShare {
 		flat["source_mix_share/"+k] = v

@@ -233,7 +233,16 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	if o.Optim.EMABeta > 0 {
 		t.ema = optim.NewEMA(o.Optim.EMABeta, params)
 	}
-	if t.qk, err = newQKClipper(o.Optim.QKClipTau, o.Model, t.ts); err != nil {
+	qkTau := o.Optim.QKClipTau
+	if qkTau == 0 && o.Optim.UsesQKClip() {
+		qkTau = 1 // only [[optim.knobs]] turns it on: step sets the τ in force
+	}
+	for i, e := range o.Optim.Knobs {
+		if e.ZLoss != nil && Model(t.net) == nil {
+			return nil, fmt.Errorf("train: optim.knobs[%d].z_loss: the network is not a model.Model, whose z-loss weight could change", i)
+		}
+	}
+	if t.qk, err = newQKClipper(qkTau, o.Model, t.ts); err != nil {
 		return nil, err
 	}
 	if t.sched, err = optim.NewSchedule(o.Optim, o.Train.Steps); err != nil {
@@ -453,6 +462,26 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	nMicro := (B + mb - 1) / mb
 	m := &runlog.Step{Step: s, BatchSize: B, MicroBatches: nMicro, UnixTime: float64(time.Now().UnixNano()) / 1e9,
 		Spans: make([]runlog.Span, 0, 3*nMicro+1)} // data_wait, forward, backward per micro-batch, then optimizer
+	// [[optim.knobs]]: the knobs in force at step s.
+	kn := o.Optim.KnobsAt(s, o.Model.ZLoss)
+	t.opt.SetKnobs(kn)
+	if mm := Model(t.net); mm != nil {
+		mm.Cfg.ZLoss = kn.ZLoss
+	}
+	qk := t.qk
+	if qk != nil {
+		qk.tau = kn.QKClipTau
+		if kn.QKClipTau == 0 {
+			qk = nil
+		}
+	}
+	m.KnobMaxGradNorm, m.KnobZLoss, m.KnobQKClipTau, m.KnobLRScale = kn.MaxGradNorm, kn.ZLoss, kn.QKClipTau, kn.LRScale
+	if kn.ClipUpdateNorm {
+		m.KnobUpdateSigma = kn.UpdateSigma
+	}
+	if o.Optim.SkipBadSteps {
+		m.KnobSkipSigma = kn.SkipSigma
+	}
 	t.net.ZeroGrads()
 	var loss, zl float64
 	tokens, pads := 0, 0
@@ -496,7 +525,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		if err != nil {
 			return m, fmt.Errorf("step %d: forward/backward: %w", s, err)
 		}
-		t.qk.observe(t.net.Vitals())
+		qk.observe(t.net.Vitals())
 		fwd, bwd := st.ForwardTime, st.BackwardTime
 		if fwd == 0 && bwd == 0 { // a Net that does not time its passes: all of it is forward
 			fwd = time.Since(t1)
@@ -531,6 +560,9 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	if f := t.plan.lrScale(s); f != 1 { // kestrel rewind --lr-scale
 		lr *= f
 	}
+	if kn.LRScale != 1 { // [[optim.knobs]] lr_scale
+		lr *= kn.LRScale
+	}
 	if d := o.Debug; d.LRSpikeAtStep > 0 && s >= d.LRSpikeAtStep && s < d.LRSpikeAtStep+max(d.LRSpikeSteps, 1) {
 		lr *= d.LRSpikeFactor
 	}
@@ -549,7 +581,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		}
 		return m, fmt.Errorf("step %d: optimizer: %w", s, err)
 	}
-	if err := t.qk.apply(params, r.Skipped, m); err != nil {
+	if err := qk.apply(params, r.Skipped, m); err != nil {
 		return m, err
 	}
 	if !r.Skipped && t.ema != nil {
