@@ -62,7 +62,7 @@ func planRollback(ctx context.Context, cfg config.Config, dir string, ob *Observ
 		return nil, fmt.Errorf("auto rollback: %w", err)
 	}
 	if done >= rc.MaxRollbacks {
-		return nil, fmt.Errorf("auto rollback: %d of rescue.max_rollbacks = %d already taken; stopping on %s at step %d (%s)", done, rc.MaxRollbacks, a.Rule, a.Step, a.Message)
+		return nil, fmt.Errorf("auto rollback: not taken, rescue.max_rollbacks = %d reached (%d taken in this run)", rc.MaxRollbacks, done)
 	}
 	target, err := train.ResolveCheckpoint(dir, "last-good")
 	if err != nil {

@@ -45,12 +45,12 @@ func TestAutoRollback(t *testing.T) {
 	}{
 		{"on", true, 2, 3, 10, 1, ""},
 		{"off", false, 2, 3, 10, 0, "monitor paused the run"},
-		{"max0", true, 0, 3, 10, 0, "0 of rescue.max_rollbacks = 0 already taken"},
+		{"max0", true, 0, 3, 10, 0, "rescue.max_rollbacks = 0 reached (0 taken"},
 		// The spike lasts 40 steps: the 10-step window does not clear it.
 		// Checkpoints every 20 steps: a resumed trajectory's monitor starts
 		// with empty windows and sees the recurrence some steps late (see
 		// docs/rescue.md), after a checkpoint at 70 would have been written.
-		{"recurring", true, 2, 40, 20, 2, "2 of rescue.max_rollbacks = 2 already taken"},
+		{"recurring", true, 2, 40, 20, 2, "rescue.max_rollbacks = 2 reached (2 taken"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -69,8 +69,8 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 		plan, perr := planRollback(ctx, ecfg, dir, ob)
 		if plan == nil {
 			if perr != nil {
-				log.Error("auto rollback: not taken", "err", perr)
-				err = fmt.Errorf("%w (%w)", err, perr)
+				log.Error("AUTO ROLLBACK not taken", "err", perr)
+				err = fmt.Errorf("%w; %w", err, perr)
 			}
 			return res, fmt.Errorf("train %s: %w", dir, ob.Finish(err))
 		}
