@@ -93,3 +93,53 @@ func TestAutoRollback(t *testing.T) {
 		})
 	}
 }
+
+// TestRollbackWindow: the skipped window starts at the earliest model alert
+// within skip_window steps before the divergence and after the checkpoint;
+// an injected fault is turned off only when the window holds it wholly.
+func TestRollbackWindow(t *testing.T) {
+	al := func(step int64, sev monitor.Severity, rule string) runlog.Alert {
+		return runlog.Alert{Step: step, Severity: sev, Rule: rule}
+	}
+	for _, tc := range []struct {
+		name           string
+		alerts         []runlog.Alert
+		ck, spike, win int
+		want           int
+	}{
+		{"divergence only", []runlog.Alert{al(70, monitor.SEV0, monitor.RuleDivergence)}, 60, 70, 10, 70},
+		{"SEV1 precursor", []runlog.Alert{al(66, monitor.SEV1, monitor.RuleLossSpike), al(70, monitor.SEV0, monitor.RuleDivergence)}, 60, 70, 10, 66},
+		{"precursor before the checkpoint", []runlog.Alert{al(58, monitor.SEV1, monitor.RuleLossSpike)}, 60, 70, 20, 70},
+		{"precursor out of the window", []runlog.Alert{al(62, monitor.SEV1, monitor.RuleLossSpike)}, 50, 80, 10, 80},
+		{"infrastructure rule", []runlog.Alert{al(65, monitor.SEV1, monitor.RuleThroughputDrop)}, 60, 70, 10, 70},
+		{"SEV2 is no precursor", []runlog.Alert{al(65, monitor.SEV2, monitor.RuleLossSpike)}, 60, 70, 10, 70},
+	} {
+		if got := precursor(tc.alerts, tc.ck, tc.spike, tc.win); got != tc.want {
+			t.Errorf("%s: precursor %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	d := spikeRun(100).Debug // LR spike at 70 for 3 steps
+	if got := clearedFaults(d, 70, 79); got["debug.lr_spike_at_step"] != "0" {
+		t.Errorf("spike 70–72 in window 70–79: set %v, want it off", got)
+	}
+	for _, w := range [][2]int{{71, 80}, {70, 71}} {
+		if got := clearedFaults(d, w[0], w[1]); got != nil {
+			t.Errorf("spike 70–72, window %d–%d: set %v, want none (the spike reaches past it)", w[0], w[1], got)
+		}
+	}
+	d.CorruptBatchAtStep = 75
+	if got := clearedFaults(d, 72, 80); got["debug.corrupt_batch_at_step"] != "0" || len(got) != 1 {
+		t.Errorf("corrupt batch at 75 in window 72–80: set %v", got)
+	}
+	for _, bad := range []func(*config.Config){
+		func(c *config.Config) { c.Rescue.MaxRollbacks = -1 },
+		func(c *config.Config) { c.Rescue.LRScale = 0 },
+		func(c *config.Config) { c.Rescue.SkipWindow = -2 },
+	} {
+		cfg := spikeRun(10)
+		bad(&cfg)
+		if _, err := Train(context.Background(), cfg, t.TempDir(), Options{Logger: quietLog()}); err == nil || !strings.Contains(err.Error(), "rescue.") {
+			t.Errorf("invalid [rescue] %+v: error %v, want one naming the field", cfg.Rescue, err)
+		}
+	}
+}
