@@ -59,6 +59,13 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 	if err := cfg.Rescue.Validate(); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
+	if r := cfg.Rescue; r.AutoRollback && (!cfg.Monitor.Enabled || !cfg.Monitor.PauseOnSEV0) {
+		log := opts.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Warn("rescue.auto_rollback is on, but the monitor never pauses the run (monitor.enabled and monitor.pause_on_sev0 must be true): no rollback will be taken")
+	}
 	var st attemptState
 	defer st.close()
 	for {
