@@ -106,6 +106,7 @@ type Monitor struct {
 	tokHist  []float64
 	paused   bool
 	reason   string
+	pausedBy Alert // the SEV0 alert that paused the run
 	alerts   []Alert
 	closed   bool
 	// sinksClosed is set once Close closed the sinks and alerts.jsonl.
@@ -507,6 +508,7 @@ func (m *Monitor) emit(alerts []Alert, t time.Time) []Alert {
 			}
 			if m.cfg.PauseOnSEV0 && !m.paused {
 				m.paused, m.reason = true, fmt.Sprintf("%s %s at step %d: %s", a.Severity, a.Rule, a.Step, a.Message)
+				m.pausedBy = *a
 			}
 		}
 		lvl := slog.LevelWarn
@@ -583,6 +585,14 @@ func (m *Monitor) Paused() (bool, string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.paused, m.reason
+}
+
+// PausedBy returns the SEV0 alert that asked the trainer to stop (its
+// rule, step, message and evidence directory) and whether one did.
+func (m *Monitor) PausedBy() (Alert, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.pausedBy, m.paused
 }
 
 // Alerts returns every alert fired so far.

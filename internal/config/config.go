@@ -46,6 +46,7 @@ type Config struct {
 	Checkpoint train.CheckpointConfig `toml:"checkpoint"`
 	Init       train.InitConfig       `toml:"init"`
 	Debug      train.DebugConfig      `toml:"debug"`
+	Rescue     train.RescueConfig     `toml:"rescue"`
 	Data       loader.Config          `toml:"data"`
 	Prepare    prepare.Config         `toml:"prepare"`
 	Monitor    monitor.Config         `toml:"monitor"`
@@ -62,6 +63,7 @@ func Default() Config {
 		Checkpoint: train.DefaultCheckpointConfig(),
 		Init:       train.DefaultInitConfig(),
 		Debug:      train.DefaultDebugConfig(),
+		Rescue:     train.DefaultRescueConfig(),
 		Data:       loader.DefaultConfig(),
 		Prepare:    prepare.DefaultConfig(),
 		Monitor:    monitor.DefaultConfig(),

@@ -130,6 +130,29 @@ func (t *Observer) OnStep(sm *runlog.Step) error {
 	return nil
 }
 
+// PausedBy returns the SEV0 alert that paused the run, and whether one did.
+func (t *Observer) PausedBy() (runlog.Alert, bool) {
+	if t.m == nil {
+		return runlog.Alert{}, false
+	}
+	return t.m.PausedBy()
+}
+
+// alerts returns the alerts the monitor fired so far (nil when it is off).
+func (t *Observer) alerts() []runlog.Alert {
+	if t.m == nil {
+		return nil
+	}
+	return t.m.Alerts()
+}
+
+// Note records a note event at step (shown on the dashboard's event list).
+func (t *Observer) Note(step int, msg string) {
+	if t.m != nil {
+		t.m.Record(monitor.Event{Kind: monitor.EventNote, Step: int64(step), Tokens: t.last.TokensSeen, OK: true, Detail: msg})
+	}
+}
+
 // OnStepStart implements train.StepStarter: it arms the monitor's stall
 // watchdog until the step's OnStep.
 func (t *Observer) OnStepStart(step int) {

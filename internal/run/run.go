@@ -46,7 +46,9 @@ type Options struct {
 
 // Train trains (or resumes) the run in dir with the monitor attached and,
 // with opts.Dash, the dashboard serving it, then prints one line saying how
-// the run ended.
+// the run ended. With [rescue] auto_rollback, a SEV0 divergence that paused
+// the run rolls it back to its last-good checkpoint (rescue.go) and trains
+// on in this process, up to rescue.max_rollbacks times.
 func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*train.Result, error) {
 	if opts.Stdout == nil {
 		opts.Stdout = io.Discard
@@ -54,20 +56,83 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 	if opts.Stderr == nil {
 		opts.Stderr = io.Discard
 	}
+	if err := cfg.Rescue.Validate(); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	if r := cfg.Rescue; r.AutoRollback && (!cfg.Monitor.Enabled || !cfg.Monitor.PauseOnSEV0) {
+		log := opts.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Warn("rescue.auto_rollback is on, but the monitor never pauses the run (monitor.enabled and monitor.pause_on_sev0 must be true): no rollback will be taken")
+	}
+	var st attemptState
+	defer st.close()
+	for {
+		res, ob, ecfg, log, err := st.attempt(ctx, cfg, dir, opts)
+		if ob == nil || err == nil {
+			return res, err
+		}
+		plan, perr := planRollback(ctx, ecfg, dir, ob)
+		if plan == nil {
+			if perr != nil {
+				log.Error("AUTO ROLLBACK not taken", "err", perr)
+				err = fmt.Errorf("%w; %w", err, perr)
+			}
+			return res, fmt.Errorf("train %s: %w", dir, ob.Finish(err))
+		}
+		msg := plan.note(ob, ecfg.Rescue.MaxRollbacks)
+		_ = ob.Finish(err) // the SEV0's incident bundle is written; the error is the rollback's cause
+		log.Warn("AUTO ROLLBACK", "n", plan.n, "max", ecfg.Rescue.MaxRollbacks, "rule", plan.alert.Rule, "step", plan.alert.Step,
+			"to_step", plan.To, "skip_from", plan.SkipFrom, "skip_to", plan.SkipTo, "lr_scale", plan.LRScale, "lr_steps", plan.LRSteps,
+			"evidence", plan.alert.Evidence, "cause", err)
+		iv, rerr := plan.rewind(dir, st.lk, log)
+		if rerr != nil {
+			return res, fmt.Errorf("train %s: %w; %w", dir, err, rerr)
+		}
+		fmt.Fprintf(opts.Stderr, "%s (intervention %s); training on\n", msg, iv.ID)
+		opts.Fresh = false
+	}
+}
+
+// attemptState is what outlives one attempt of Train: the run directory's
+// lock (held from the first attempt to the end) and the dashboard.
+type attemptState struct {
+	lk       *runlock.Lock
+	log      *slog.Logger
+	stopDash func()
+}
+
+func (st *attemptState) close() {
+	if st.stopDash != nil {
+		st.stopDash()
+	}
+	if st.lk != nil {
+		if rerr := st.lk.Release(); rerr != nil {
+			st.log.Warn("train: run directory lock", "err", rerr)
+		}
+	}
+}
+
+// attempt runs train.Run once. When it returns an observer and an error,
+// the observer is still open: the caller decides on a rollback and calls
+// Finish. Otherwise the run has ended (err nil: the result line printed).
+// ecfg is the config trained with (the interventions' overrides applied).
+func (st *attemptState) attempt(ctx context.Context, cfg config.Config, dir string, opts Options) (res *train.Result, ob *Observer, ecfg config.Config, log *slog.Logger, err error) {
 	// The config the user gave, before the overrides that interventions
 	// (kestrel rewind --set) recorded: the manifest compares this one
 	// across starts, so a knob an intervention turned is no mismatch.
 	baseHash, err := config.Hash(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, cfg, nil, err
 	}
 	cfg, ivs, err := ApplyInterventions(cfg, dir)
 	if err != nil {
-		return nil, fmt.Errorf("train: %w", err)
+		return nil, nil, cfg, nil, fmt.Errorf("train: %w", err)
 	}
 	to, err := TrainOptions(cfg, dir, opts.Logger)
 	if err != nil {
-		return nil, err
+		return nil, nil, cfg, nil, err
 	}
 	if len(ivs) > 0 {
 		to.Manifest.BaseConfigHash = baseHash
@@ -79,39 +144,38 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 		if c, ok := to.Data.(io.Closer); ok {
 			_ = c.Close()
 		}
-		return nil, err
+		return nil, nil, cfg, nil, err
 	}
 	if opts.Fresh {
 		// Refuse here, before the monitor creates files in the directory
 		// (train.Run would otherwise see the directory the monitor made).
 		if _, err := os.Stat(dir); err == nil {
-			return nil, fmt.Errorf("train: --fresh: run directory %s already exists; choose another --out or remove it", dir)
+			return nil, nil, cfg, nil, fmt.Errorf("train: --fresh: run directory %s already exists; choose another --out or remove it", dir)
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("train: %w", err)
+		return nil, nil, cfg, nil, fmt.Errorf("train: %w", err)
 	}
 	// One trainer per run directory: the lock is taken before the monitor
-	// writes anything there, and held until the run has ended.
-	lk, err := runlock.Acquire(dir, to.Logger)
-	if err != nil {
-		if c, ok := to.Data.(io.Closer); ok {
-			c.Close()
+	// writes anything there, and held until the run has ended (across
+	// automatic rollbacks).
+	if st.lk == nil {
+		lk, err := runlock.Acquire(dir, to.Logger)
+		if err != nil {
+			if c, ok := to.Data.(io.Closer); ok {
+				c.Close()
+			}
+			return nil, nil, cfg, nil, fmt.Errorf("train: %w", err)
 		}
-		return nil, fmt.Errorf("train: %w", err)
+		st.lk, st.log = lk, to.Logger
 	}
-	defer func() {
-		if rerr := lk.Release(); rerr != nil {
-			to.Logger.Warn("train: run directory lock", "err", rerr)
-		}
-	}()
-	to.Lock = lk
+	to.Lock = st.lk
 	if cfg.Data.Kind == "dataset" {
 		keepDataReport(cfg.Data.Path, dir, to.Logger)
 	}
-	ob, err := NewObserver(cfg, dir, to.Logger, &to.Manifest)
+	ob, err = NewObserver(cfg, dir, to.Logger, &to.Manifest)
 	if err != nil {
-		return nil, err
+		return nil, nil, cfg, nil, err
 	}
 	if l, ok := to.Data.(*loader.Loader); ok {
 		batches := LoaderBatches(l)
@@ -120,19 +184,21 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 		}
 	}
 	to.Observers = append(to.Observers, ob)
-	if opts.Dash {
+	if opts.Dash && st.stopDash == nil {
 		stop, err := StartDash(ctx, cfg.Dash.Addr, dir, opts.Stdout)
 		if err != nil {
 			_ = ob.Finish(nil)
-			return nil, err
+			return nil, nil, cfg, nil, err
 		}
-		defer stop()
+		st.stopDash = stop
 	}
 	start := time.Now()
-	res, err := train.Run(ctx, to)
-	err = ob.Finish(err)
+	res, err = train.Run(ctx, to)
 	if err != nil {
-		return res, fmt.Errorf("train %s: %w", dir, err)
+		return res, ob, cfg, to.Logger, err
+	}
+	if err := ob.Finish(nil); err != nil {
+		return res, nil, cfg, to.Logger, fmt.Errorf("train %s: %w", dir, err)
 	}
 	wall := time.Since(start).Round(time.Second)
 	switch {
@@ -145,7 +211,7 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 	default:
 		fmt.Fprintf(opts.Stdout, "done: step %d, val_loss %.4f, val_loss_ema %.4f, wall %s, run %s\n", res.Step, res.ValLoss, res.ValLossEMA, wall, dir)
 	}
-	return res, nil
+	return res, nil, cfg, to.Logger, nil
 }
 
 // TrainOptions assembles the trainer's options from the resolved config:

@@ -40,6 +40,9 @@ type Intervention struct {
 	LRSteps   int               `json:"lr_steps,omitempty"`
 	Set       map[string]string `json:"set,omitempty"` // section.key → value (TOML literal)
 	Reason    string            `json:"reason,omitempty"`
+	// By says who took the intervention: "auto" for an automatic rollback
+	// ([rescue] auto_rollback); empty for a person (kestrel rewind).
+	By string `json:"by,omitempty"`
 	// Checkpoint is the checkpoint directory resumed from (relative to the
 	// run directory); ArchivedCheckpoints the newer ones moved aside, and
 	// MetricsArchive the file that holds the metrics lines after ToStep.

@@ -40,6 +40,13 @@ type RewindOptions struct {
 	// type).
 	Set    map[string]string
 	Reason string
+	// By is recorded as the intervention's by ("auto" for an automatic
+	// rollback; empty for a person).
+	By string
+	// Lock, when it holds dir, is the caller's lock on the run (an
+	// automatic rollback inside a running kestrel train); nil: Rewind
+	// takes the lock itself.
+	Lock   *runlock.Lock
 	Logger *slog.Logger
 	// Now stamps the intervention (default time.Now).
 	Now func() time.Time
@@ -132,15 +139,17 @@ func Rewind(dir string, o RewindOptions) (*runlog.Intervention, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("rewind: %w", err)
 	}
-	lk, err := runlock.Acquire(dir, log)
-	if err != nil {
-		return nil, fmt.Errorf("rewind: %w", err)
-	}
-	defer func() {
-		if rerr := lk.Release(); rerr != nil {
-			log.Warn("rewind: run directory lock", "err", rerr)
+	if o.Lock == nil || !o.Lock.Held() || !o.Lock.Holds(dir) {
+		lk, err := runlock.Acquire(dir, log)
+		if err != nil {
+			return nil, fmt.Errorf("rewind: %w", err)
 		}
-	}()
+		defer func() {
+			if rerr := lk.Release(); rerr != nil {
+				log.Warn("rewind: run directory lock", "err", rerr)
+			}
+		}()
+	}
 	prev, err := runlog.ReadInterventions(dir)
 	if err != nil {
 		return nil, fmt.Errorf("rewind: %w", err)
@@ -178,6 +187,7 @@ func Rewind(dir string, o RewindOptions) (*runlog.Intervention, error) {
 		LRSteps:    o.LRSteps,
 		Set:        o.Set,
 		Reason:     o.Reason,
+		By:         o.By,
 		Checkpoint: filepath.Join("checkpoints", filepath.Base(target.Dir)),
 	}
 	switch {

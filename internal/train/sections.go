@@ -65,3 +65,29 @@ type DebugConfig struct {
 
 // DefaultDebugConfig returns the defaults of the [debug] section.
 func DefaultDebugConfig() DebugConfig { return DebugConfig{LRSpikeFactor: 10, LRSpikeSteps: 3} }
+
+// RescueConfig is the [rescue] section: automatic rollback on a SEV0
+// divergence (internal/run carries it out; see docs/rescue.md).
+type RescueConfig struct {
+	AutoRollback bool    `toml:"auto_rollback" comment:"on a SEV0 divergence that paused the run, roll back to the last-good checkpoint, skip the data window of the spike and continue in the same process (needs monitor.enabled and monitor.pause_on_sev0); off by default"`
+	MaxRollbacks int     `toml:"max_rollbacks" comment:"automatic rollbacks allowed in the run (counted in interventions.jsonl, across restarts); one more divergence after that stops the run with its error"`
+	SkipWindow   int     `toml:"skip_window" comment:"data steps skipped after the spike: the window runs from the spike's first precursor alert to spike step + skip_window - 1"`
+	LRScale      float64 `toml:"lr_scale" comment:"multiply the learning rate by this after a rollback (1 = unchanged)"`
+	LRSteps      int     `toml:"lr_steps" comment:"how many steps after the rollback checkpoint lr_scale holds (0 = until the next rewind)"`
+}
+
+// DefaultRescueConfig returns the defaults of the [rescue] section.
+func DefaultRescueConfig() RescueConfig {
+	return RescueConfig{MaxRollbacks: 2, SkipWindow: 10, LRScale: 0.5, LRSteps: 20}
+}
+
+// Validate reports inconsistent fields.
+func (c RescueConfig) Validate() error {
+	if c.MaxRollbacks < 0 || c.SkipWindow < 0 || c.LRSteps < 0 {
+		return fmt.Errorf("rescue.max_rollbacks, rescue.skip_window and rescue.lr_steps must be >= 0, got %d, %d, %d", c.MaxRollbacks, c.SkipWindow, c.LRSteps)
+	}
+	if !(c.LRScale > 0) || math.IsInf(c.LRScale, 0) {
+		return fmt.Errorf("rescue.lr_scale must be a finite number > 0 (1 = unchanged), got %v", c.LRScale)
+	}
+	return nil
+}
