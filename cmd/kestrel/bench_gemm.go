@@ -44,9 +44,7 @@ compares those. With --json it prints one object per line:
 			}
 			w := cmd.OutOrStdout()
 			if !asJSON {
-				fmt.Fprintf(w, "SGEMM, implementation %s (CPU features %s)\n", kernels.Impl(), kernels.FeatureString())
-				fmt.Fprintf(w, "%-6s %5s %5s %5s %7s %9s %9s %7s | %9s %9s %7s\n", "layout", "m", "k", "n", "threads",
-					"GFLOP/s", "peak", "%peak", "cpu-rate", "cpu-peak", "%peak")
+				fmt.Fprint(w, kernels.GEMMBenchHeader())
 			}
 			return kernels.BenchGEMM(cmd.Context(), kernels.GEMMBenchOptions{
 				Threads: threads, Duration: time.Duration(seconds * float64(time.Second)),
@@ -55,16 +53,14 @@ compares those. With --json it prints one object per line:
 						printJSON(w, b.Fields())
 						return
 					}
-					fmt.Fprintf(w, "%-6s %5d %5d %5d %7d %9.1f %9.1f %6.1f%% | %9.1f %9.1f %6.1f%%\n",
-						b.Layout, b.M, b.K, b.N, b.Threads, b.GFLOPS, b.Peak, 100*b.GFLOPS/b.Peak, b.GFLOPSCPU, b.PeakCPU, 100*b.GFLOPSCPU/b.PeakCPU)
+					fmt.Fprintln(w, b.Line())
 				},
 				Peak: func(p kernels.PeakBench) {
 					if asJSON {
 						printJSON(w, p.Fields())
 						return
 					}
-					fmt.Fprintf(w, "FMA peak, %d thread(s): %.1f GFLOP/s wall (median of %d probes, min %.1f, max %.1f), %.1f by CPU time\n",
-						p.Threads, p.GFLOPS, p.Probes, p.Min, p.Max, p.GFLOPSCPU)
+					fmt.Fprintln(w, p.Line())
 				},
 			})
 		},

@@ -51,7 +51,7 @@ out of the same streams. Prints one JSON object per measurement with --json:
 		var ds *loader.Dataset
 		name := "synthetic"
 		if dataset != "" {
-			if ds, err = openDataset(dataset); err != nil {
+			if ds, _, err = loader.Open(dataset); err != nil {
 				return err
 			}
 			name = dataset

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -36,9 +35,8 @@ commands take a checkpoint as last, last-good, step-N or a directory.
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
 				for i := range list {
-					if err := enc.Encode(&list[i]); err != nil {
+					if err := printJSON(out, &list[i]); err != nil {
 						return fmt.Errorf("checkpoints: step %d: %w", list[i].Step, err)
 					}
 				}

@@ -1,10 +1,6 @@
 package main
 
-import (
-	"github.com/spf13/cobra"
-
-	"github.com/kestrel-lm/kestrel/internal/data/loader"
-)
+import "github.com/spf13/cobra"
 
 func newDataCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -18,10 +14,4 @@ func newDataCmd() *cobra.Command {
 	}
 	cmd.AddCommand(newDataInspectCmd(), newDataShuffleReportCmd())
 	return cmd
-}
-
-// openDataset opens a directory written by kestrel prepare for the loader.
-func openDataset(path string) (*loader.Dataset, error) {
-	ds, _, err := loader.Open(path)
-	return ds, err
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/data/loader/shufflereport"
 )
 
@@ -59,9 +60,6 @@ per permutation. Marin's phases: --synthetic --lcg-stride 3.`,
 		if err != nil {
 			return err
 		}
-		if ro.Steps < 2 || ro.Batch < 1 || ro.Blocks < 1 || ro.Lags < 1 {
-			return fmt.Errorf("shuffle-report: need --steps ≥ 2, --batch ≥ 1, --blocks ≥ 1, --lags ≥ 1")
-		}
 		if by != "block" && by != "source" {
 			return fmt.Errorf("shuffle-report: --by %q: want block or source", by)
 		}
@@ -71,14 +69,13 @@ per permutation. Marin's phases: --synthetic --lcg-stride 3.`,
 		ro.Permutations, ro.BySource = strings.Split(perms, ","), by == "source"
 		ro.Data, ro.SeqLen, ro.RunSeed = cfg.Data, cfg.Model.SeqLen, cfg.Run.Seed
 		if !synthetic {
-			path := dataset
-			if path == "" {
-				path = cfg.Data.Path
+			if dataset == "" {
+				dataset = cfg.Data.Path
 			}
-			if path == "" {
+			if dataset == "" {
 				return fmt.Errorf("shuffle-report: give --dataset DIR (or data.path), or --synthetic")
 			}
-			if ro.Dataset, err = openDataset(path); err != nil {
+			if ro.Dataset, _, err = loader.Open(dataset); err != nil {
 				return err
 			}
 		}
@@ -86,16 +83,14 @@ per permutation. Marin's phases: --synthetic --lcg-stride 3.`,
 		if err != nil {
 			return fmt.Errorf("shuffle-report: %w", err)
 		}
-		if err := shufflereport.Write(cmd.OutOrStdout(), comps, asJSON); err != nil {
+		if err := shufflereport.Write(cmd.OutOrStdout(), comps, asJSON); err != nil || out == "" {
 			return err
 		}
-		if out != "" {
-			if err := shufflereport.Plot(out, comps, labels); err != nil {
-				return err
-			}
-			if !asJSON {
-				fmt.Fprintf(cmd.OutOrStdout(), "plot: %s\n", out)
-			}
+		if err := shufflereport.Plot(out, comps, labels); err != nil {
+			return err
+		}
+		if !asJSON {
+			fmt.Fprintf(cmd.OutOrStdout(), "plot: %s\n", out)
 		}
 		return nil
 	}

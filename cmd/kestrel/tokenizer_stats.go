@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -33,18 +31,10 @@ use (share of ids that occur).`,
 			if readErr != nil {
 				return fmt.Errorf("tokenizer stats: %w", readErr)
 			}
-			out := cmd.OutOrStdout()
 			if asJSON {
-				b, _ := json.Marshal(st)
-				fmt.Fprintln(out, string(b))
-				return nil
+				return printJSON(cmd.OutOrStdout(), st)
 			}
-			var b bytes.Buffer
-			fmt.Fprintf(&b, "bytes                 %d\nwords                 %d\ntokens                %d\n", st.Bytes, st.Words, st.Tokens)
-			fmt.Fprintf(&b, "fertility             %.3f tokens/word\nbytes per token       %.3f\n", st.Fertility, st.BytesPerToken)
-			fmt.Fprintf(&b, "continued-word share  %.1f%%\nvocabulary use        %d of %d (%.1f%%)\n", 100*st.ContinuedWords, st.VocabUsed, st.VocabSize, 100*st.VocabUse)
-			_, err = out.Write(b.Bytes())
-			return err
+			return st.WriteText(cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&path, "tokenizer", "", "tokenizer.json, *.tiktoken, vocab.json or a directory")

@@ -31,13 +31,9 @@ func newVersionCmd() *cobra.Command {
 		Short: "print version, git SHA, Go version and the CPU features the kernels use",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "kestrel %s\n", version)
-			fmt.Fprintf(out, "git:      %s\n", buildSHA())
-			fmt.Fprintf(out, "go:       %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-			fmt.Fprintf(out, "cpu:      %s (GOMAXPROCS %d)\n", kernels.FeatureString(), runtime.GOMAXPROCS(0))
-			fmt.Fprintf(out, "gemm:     %s\n", kernels.Impl())
-			return nil
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "kestrel %s\ngit:      %s\ngo:       %s %s/%s\ncpu:      %s (GOMAXPROCS %d)\ngemm:     %s\n",
+				version, buildSHA(), runtime.Version(), runtime.GOOS, runtime.GOARCH, kernels.FeatureString(), runtime.GOMAXPROCS(0), kernels.Impl())
+			return err
 		},
 	}
 }

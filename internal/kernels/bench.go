@@ -159,3 +159,22 @@ func (p PeakBench) Fields() map[string]any {
 }
 
 func round1(x float64) float64 { return math.Round(x*10) / 10 }
+
+// GEMMBenchHeader is the head of `kestrel bench gemm`'s text table.
+func GEMMBenchHeader() string {
+	return fmt.Sprintf("SGEMM, implementation %s (CPU features %s)\n", Impl(), FeatureString()) +
+		fmt.Sprintf("%-6s %5s %5s %5s %7s %9s %9s %7s | %9s %9s %7s\n", "layout", "m", "k", "n", "threads",
+			"GFLOP/s", "peak", "%peak", "cpu-rate", "cpu-peak", "%peak")
+}
+
+// Line is the measurement as a row of the text table.
+func (b GEMMBench) Line() string {
+	return fmt.Sprintf("%-6s %5d %5d %5d %7d %9.1f %9.1f %6.1f%% | %9.1f %9.1f %6.1f%%",
+		b.Layout, b.M, b.K, b.N, b.Threads, b.GFLOPS, b.Peak, 100*b.GFLOPS/b.Peak, b.GFLOPSCPU, b.PeakCPU, 100*b.GFLOPSCPU/b.PeakCPU)
+}
+
+// Line is the peak probes of one thread count as a line of text.
+func (p PeakBench) Line() string {
+	return fmt.Sprintf("FMA peak, %d thread(s): %.1f GFLOP/s wall (median of %d probes, min %.1f, max %.1f), %.1f by CPU time",
+		p.Threads, p.GFLOPS, p.Probes, p.Min, p.Max, p.GFLOPSCPU)
+}
