@@ -34,14 +34,6 @@ compares those. With --json it prints one object per line:
   {"op":"gemm","layout":"NN","m":…,"k":…,"n":…,"threads":…,"gflops":…,"pct_peak":…,"gflops_cpu":…,"pct_peak_cpu":…}
   {"op":"peak","threads":…,"gflops":…,"gflops_cpu":…}   (medians of the probes of that thread count)`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, t := range threads {
-				if t < 1 {
-					return fmt.Errorf("bench gemm: --threads: %d is not a thread count >= 1", t)
-				}
-			}
-			if !(seconds > 0) {
-				return fmt.Errorf("bench gemm: --seconds must be > 0, got %v", seconds)
-			}
 			w := cmd.OutOrStdout()
 			if !asJSON {
 				fmt.Fprint(w, kernels.GEMMBenchHeader())

@@ -33,12 +33,6 @@ yet), so contention at start-up does not inflate MFU; peak_source says
 which ("cached" or "probed").
 Compare with tools/torchref/bench_step.py run in the same session.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if steps < 1 {
-				return fmt.Errorf("bench step: --steps must be >= 1, got %d", steps)
-			}
-			if batch < 1 {
-				return fmt.Errorf("bench step: --batch must be >= 1, got %d", batch)
-			}
 			if threads > 0 {
 				kernels.SetThreads(threads)
 			}

@@ -15,22 +15,6 @@ type configFlags struct {
 	overrides []config.Override
 }
 
-// overrideValue is a pflag.Value that records `--section.key=value` in the
-// order given, so later flags win over earlier ones.
-type overrideValue struct {
-	path string
-	dst  *[]config.Override
-	set  string
-}
-
-func (v *overrideValue) String() string { return v.set }
-func (v *overrideValue) Type() string   { return "value" }
-func (v *overrideValue) Set(s string) error {
-	v.set = s
-	*v.dst = append(*v.dst, config.Override{Path: v.path, Value: s})
-	return nil
-}
-
 // addConfigFlags registers --config (with the given usage) and every config
 // field as a hidden --section.key flag on cmd.
 func addConfigFlags(cmd *cobra.Command, usage string) *configFlags {
@@ -41,7 +25,7 @@ func addConfigFlags(cmd *cobra.Command, usage string) *configFlags {
 		if help == "" {
 			help = "config field " + f.Path
 		}
-		cmd.Flags().Var(&overrideValue{path: f.Path, dst: &cf.overrides}, f.Path, help)
+		cmd.Flags().Var(&config.OverrideFlag{Path: f.Path, Dst: &cf.overrides}, f.Path, help)
 		_ = cmd.Flags().MarkHidden(f.Path)
 	}
 	note := "\nEvery config field can be overridden as --section.key=value (e.g. --optim.lr=3e-4);\nrun 'kestrel config --defaults' for the full list with documentation."

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"path/filepath"
-
 	"github.com/spf13/cobra"
 
 	"github.com/kestrel-lm/kestrel/internal/run"
@@ -41,26 +39,8 @@ runs it as a smoke test).`,
 	cmd.Flags().StringVar(&dataOut, "data-out", "", "dataset directory (default datasets/demo, or datasets/demo-quick with --quick)")
 	cmd.Flags().StringVar(&runOut, "out", "", "run directory (default runs/demo, or runs/demo-quick with --quick)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		name := "demo"
-		if quick {
-			name = "demo-quick"
-		}
-		if dataOut == "" {
-			dataOut = filepath.Join("datasets", name)
-		}
-		if runOut == "" {
-			runOut = filepath.Join("runs", name)
-		}
-		cfg, err := run.DemoConfig(quick, cf.path, cf.overrides)
-		if err != nil {
-			return err
-		}
-		cfg.Run.Name = name
-		cfg.Data.Path = dataOut
-		return run.Demo(cmd.Context(), cfg, run.DemoOptions{
-			Data: dataOut, Run: runOut, Dash: dash, ForcePrepare: forcePrep,
-			Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
-		})
+		return run.Demo(cmd.Context(), run.DemoOptions{Quick: quick, ConfigFile: cf.path, Overrides: cf.overrides,
+			Data: dataOut, Run: runOut, Dash: dash, ForcePrepare: forcePrep, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()})
 	}
 	return cmd
 }

@@ -28,9 +28,6 @@ token otherwise).`,
 			if run == "" {
 				return fmt.Errorf("sample: --run is required")
 			}
-			if opt.Validate() != nil {
-				return fmt.Errorf("sample: need --temperature >= 0, 0 < --top-p <= 1, --top-k >= 0, --tokens >= 0")
-			}
 			opt.Stream, opt.Status = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if _, err := generate.Generate(run, opt); err != nil {
 				return fmt.Errorf("sample: %w", err)

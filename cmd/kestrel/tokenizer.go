@@ -63,16 +63,9 @@ documents are decoded). The result is deterministic for a given input.`,
 			if !quiet {
 				opts.Progress = cmd.ErrOrStderr()
 			}
-			var readErr error
-			tok, err := tokenizer.Train(cmd.Context(), texts.Read(inputs, &readErr), opts)
-			if readErr != nil {
-				return fmt.Errorf("tokenizer train: %w", readErr)
-			}
+			tok, err := texts.TrainTokenizer(cmd.Context(), inputs, opts, out)
 			if err != nil {
-				return err
-			}
-			if err := tok.Save(out); err != nil {
-				return err
+				return fmt.Errorf("tokenizer train: %w", err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d tokens (%d merges), pattern %s, hash %s\n", out, tok.VocabSize(), tok.NumMerges(), opts.Pattern, tok.Hash()[:16])
 			return nil

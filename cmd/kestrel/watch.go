@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -75,23 +74,13 @@ no loss metric was recognised, or on an error.`,
 			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 		}
 		w := cmd.OutOrStdout()
-		res, err := watchsrc.Run(cmd.Context(), args[0], cfg.Monitor, o, func(a monitor.Alert) {
-			line := fmt.Sprintf("%s %-22s step %-8d %s", a.Severity, a.Rule, a.Step, a.Message)
-			if a.Evidence != "" {
-				line += " [evidence " + filepath.Join(out, a.Evidence) + "]"
-			}
-			fmt.Fprintln(w, line)
-		})
+		res, err := watchsrc.Run(cmd.Context(), args[0], cfg.Monitor, o, func(a monitor.Alert) { fmt.Fprintln(w, watchsrc.AlertLine(a, out)) })
 		if res == nil {
 			return err
 		}
-		c := res.Counts
-		fmt.Fprintf(w, "watch: %d samples; %d SEV0, %d SEV1, %d SEV2 alerts\n", res.Samples, c[monitor.SEV0], c[monitor.SEV1], c[monitor.SEV2])
-		if res.BadLines > 0 {
-			fmt.Fprintf(w, "watch: %d bad lines or records skipped (first: %s)\n", res.BadLines, res.FirstBad)
-		}
-		if err == nil && c[monitor.SEV0] > 0 && !allow0 {
-			err = fmt.Errorf("watch: %d SEV0 alerts (--allow-sev0 to exit 0)", c[monitor.SEV0])
+		res.WriteSummary(w)
+		if n := res.Counts[monitor.SEV0]; err == nil && n > 0 && !allow0 {
+			err = fmt.Errorf("watch: %d SEV0 alerts (--allow-sev0 to exit 0)", n)
 		}
 		return err
 	}

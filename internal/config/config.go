@@ -321,6 +321,28 @@ type Override struct {
 	Value string // raw text as typed
 }
 
+// OverrideFlag is a command-line value (it implements pflag.Value) for
+// the field at Path: each --Path=value appends an Override to *Dst in the
+// order given, so later flags win over earlier ones.
+type OverrideFlag struct {
+	Path string
+	Dst  *[]Override
+	set  string
+}
+
+// String returns the last value set.
+func (v *OverrideFlag) String() string { return v.set }
+
+// Type names the flag's value in help texts.
+func (v *OverrideFlag) Type() string { return "value" }
+
+// Set records one --Path=value.
+func (v *OverrideFlag) Set(s string) error {
+	v.set = s
+	*v.Dst = append(*v.Dst, Override{Path: v.Path, Value: s})
+	return nil
+}
+
 // Apply sets the override on cfg. String fields take the text as is; other
 // fields take a TOML value (numbers, true/false, ["a", "b"], [1, 2]).
 // Errors name the flag.

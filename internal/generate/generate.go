@@ -37,7 +37,7 @@ type Options struct {
 // Validate checks the ranges of the sampling settings.
 func (o Options) Validate() error {
 	if o.Temperature < 0 || o.TopP <= 0 || o.TopP > 1 || o.TopK < 0 || o.Tokens < 0 {
-		return fmt.Errorf("need temperature >= 0, 0 < top-p <= 1, top-k >= 0, tokens >= 0")
+		return fmt.Errorf("need --temperature >= 0, 0 < --top-p <= 1, --top-k >= 0, --tokens >= 0")
 	}
 	return nil
 }

@@ -56,14 +56,14 @@ type GEMMBenchOptions struct {
 // restored on return. It stops with ctx's error when ctx is cancelled.
 func BenchGEMM(ctx context.Context, opt GEMMBenchOptions) error {
 	if !(opt.Duration > 0) {
-		return fmt.Errorf("bench gemm: duration must be > 0, got %v", opt.Duration)
+		return fmt.Errorf("bench gemm: --seconds must be > 0, got %v", opt.Duration.Seconds())
 	}
 	if len(opt.Threads) == 0 {
 		return fmt.Errorf("bench gemm: no thread counts")
 	}
 	for _, t := range opt.Threads {
 		if t < 1 {
-			return fmt.Errorf("bench gemm: thread count %d < 1", t)
+			return fmt.Errorf("bench gemm: --threads: %d is not a thread count >= 1", t)
 		}
 	}
 	shapes := opt.Shapes

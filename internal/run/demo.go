@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,11 +19,16 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/report"
 )
 
-// DemoOptions say where kestrel demo writes and how it samples.
+// DemoOptions say which demo runs and where it writes.
 type DemoOptions struct {
-	Data, Run    string // dataset and run directories
-	Dash         bool   // serve the dashboard while training
-	ForcePrepare bool   // rebuild the dataset even when it is up to date
+	Quick      bool              // the small version (configs/demo-quick.toml on top)
+	ConfigFile string            // an extra config overlaid on the embedded ones ("" = none)
+	Overrides  []config.Override // --section.key=value, last
+	// Data and Run are the dataset and run directories (default
+	// datasets/demo and runs/demo, or …/demo-quick).
+	Data, Run    string
+	Dash         bool // serve the dashboard while training
+	ForcePrepare bool // rebuild the dataset even when it is up to date
 	Stdout       io.Writer
 	Stderr       io.Writer
 }
@@ -68,10 +74,25 @@ func DemoConfig(quick bool, path string, overrides []config.Override) (config.Co
 	return cfg, nil
 }
 
-// Demo runs the whole pipeline with cfg: prepare the dataset (reused when it
-// is up to date), train (resuming when the run has a checkpoint), sample,
-// write the run report, and print where everything is.
-func Demo(ctx context.Context, cfg config.Config, o DemoOptions) error {
+// Demo runs the whole pipeline with the demo config: prepare the dataset
+// (reused when it is up to date), train (resuming when the run has a
+// checkpoint), sample, write the run report, and print where everything is.
+func Demo(ctx context.Context, o DemoOptions) error {
+	name := "demo"
+	if o.Quick {
+		name = "demo-quick"
+	}
+	if o.Data == "" {
+		o.Data = filepath.Join("datasets", name)
+	}
+	if o.Run == "" {
+		o.Run = filepath.Join("runs", name)
+	}
+	cfg, err := DemoConfig(o.Quick, o.ConfigFile, o.Overrides)
+	if err != nil {
+		return err
+	}
+	cfg.Run.Name, cfg.Data.Path = name, o.Data
 	out := o.Stdout
 	if out == nil {
 		out = io.Discard

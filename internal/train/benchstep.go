@@ -61,10 +61,10 @@ type StepBench struct {
 // contention while it starts does not inflate MFU.
 func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 	if opt.Steps < 1 {
-		return StepBench{}, fmt.Errorf("bench step: steps must be >= 1, got %d", opt.Steps)
+		return StepBench{}, fmt.Errorf("bench step: --steps must be >= 1, got %d", opt.Steps)
 	}
 	if opt.Batch < 1 {
-		return StepBench{}, fmt.Errorf("bench step: batch must be >= 1, got %d", opt.Batch)
+		return StepBench{}, fmt.Errorf("bench step: --batch must be >= 1, got %d", opt.Batch)
 	}
 	cfg := opt.Model
 	m, err := model.New(cfg, 1)

@@ -141,3 +141,22 @@ func sameDir(a, b string) (bool, error) {
 	}
 	return os.SameFile(sa, sb), nil
 }
+
+// AlertLine is one alert as kestrel watch prints it: severity, rule, step,
+// message, and the incident bundle under out when there is one.
+func AlertLine(a monitor.Alert, out string) string {
+	line := fmt.Sprintf("%s %-22s step %-8d %s", a.Severity, a.Rule, a.Step, a.Message)
+	if a.Evidence != "" {
+		line += " [evidence " + filepath.Join(out, a.Evidence) + "]"
+	}
+	return line
+}
+
+// WriteSummary prints the watch's totals: samples read, alerts by
+// severity, and the bad lines or records skipped.
+func (r *Result) WriteSummary(w io.Writer) {
+	fmt.Fprintf(w, "watch: %d samples; %d SEV0, %d SEV1, %d SEV2 alerts\n", r.Samples, r.Counts[monitor.SEV0], r.Counts[monitor.SEV1], r.Counts[monitor.SEV2])
+	if r.BadLines > 0 {
+		fmt.Fprintf(w, "watch: %d bad lines or records skipped (first: %s)\n", r.BadLines, r.FirstBad)
+	}
+}

@@ -7,6 +7,7 @@ package texts
 import (
 	"bufio"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
+	"github.com/kestrel-lm/kestrel/tokenizer"
 )
 
 // Read yields the texts of the inputs (files, globs or directories, with
@@ -188,4 +190,21 @@ func fileTexts(path string, yield func(string) bool, errp *error) bool {
 		return yield(chunk.String())
 	}
 	return true
+}
+
+// TrainTokenizer learns a byte-level BPE from the texts of inputs (as Read
+// reads them) and writes it to out as tokenizer.json.
+func TrainTokenizer(ctx context.Context, inputs []string, opts tokenizer.TrainOptions, out string) (*tokenizer.Tokenizer, error) {
+	var readErr error
+	tok, err := tokenizer.Train(ctx, Read(inputs, &readErr), opts)
+	if readErr != nil {
+		return nil, readErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := tok.Save(out); err != nil {
+		return nil, err
+	}
+	return tok, nil
 }
