@@ -35,6 +35,11 @@ type Spike struct {
 	LayerRise      float64
 	LayersJumped   int
 	Batch          *Batch // the spike step's batch, when the trainer described it
+	// DataShift says, when it is not "", that the spike's batch came mostly
+	// from a source the run had hardly trained on in the window before
+	// (e.g. "garbage: 100% of the batch, 0% of the 64 steps before"): a
+	// data event even when the loss recovers.
+	DataShift string
 
 	Verdict   string
 	DecidedAt int64
@@ -134,6 +139,9 @@ type SpikeClassifier struct {
 	bandHi   float64
 	vals     []stepVal // evaluations seen (step, val_loss)
 	lastStep int64
+	// recentSrc holds the batch sources of the last Window steps (oldest
+	// first), for the data-shift test of a spike's batch.
+	recentSrc [][]string
 }
 
 type stepZ struct {
@@ -222,6 +230,7 @@ func (c *SpikeClassifier) Step(step int64, loss float64, norms map[string]float6
 				BandHi:  med + math.Max(3*sig, 0.5*c.cfg.SpikeMinRise*math.Abs(med)),
 				preNorm: map[string][2]float64{}, tail: map[string][]float64{}, ValBefore: math.NaN(), ValAfter: math.NaN(), TailLoss: math.NaN()}
 			s.Precursor, s.Lead = c.precursor(step)
+			s.DataShift = c.dataShift(batch)
 			s.LayerPrecursor, s.LayerLead, s.LayerRise, s.LayersJumped = c.layerPrecursor(step)
 			for n, r := range c.norms {
 				if r.len() > 0 {
@@ -242,7 +251,46 @@ func (c *SpikeClassifier) Step(step int64, loss float64, norms map[string]float6
 	if !c.inSpike {
 		c.loss.push(loss)
 	}
+	if batch != nil && len(batch.Sources) > 0 {
+		c.recentSrc = append(c.recentSrc, batch.Sources)
+		if len(c.recentSrc) > c.cfg.Window {
+			c.recentSrc = c.recentSrc[1:]
+		}
+	}
 	return detected, c.decide(step)
+}
+
+// dataShift reports a batch dominated (half its rows or more) by a source
+// that made up under a tenth of the rows of the window's batches before it.
+func (c *SpikeClassifier) dataShift(b *Batch) string {
+	if b == nil || len(b.Sources) == 0 || len(c.recentSrc) < minWindow(c.cfg) {
+		return ""
+	}
+	now := map[string]int{}
+	for _, src := range b.Sources {
+		now[src]++
+	}
+	top, n := "", 0
+	for src, k := range now {
+		if k > n || k == n && src < top {
+			top, n = src, k
+		}
+	}
+	shareNow := float64(n) / float64(len(b.Sources))
+	before, total := 0, 0
+	for _, srcs := range c.recentSrc {
+		for _, src := range srcs {
+			total++
+			if src == top {
+				before++
+			}
+		}
+	}
+	shareBefore := float64(before) / float64(total)
+	if shareNow < 0.5 || shareBefore >= 0.1 {
+		return ""
+	}
+	return fmt.Sprintf("%s: %.0f%% of the batch, %.0f%% of the %d steps before", top, 100*shareNow, 100*shareBefore, len(c.recentSrc))
 }
 
 func minWindow(cfg Config) int { return max(8, cfg.Window/2) }
@@ -391,7 +439,13 @@ func (s *Spike) classify(c *SpikeClassifier, step int64) bool {
 		}
 	}
 	if s.TailLoss <= s.BandHi {
+		// Recovered. A batch from data the run had not been seeing, with no
+		// norm spiking first, is still a data event: the loss came back
+		// because the bad data stopped, and that data is worth a look.
 		s.Verdict, s.DecidedAt = VerdictRecoverable, decidedAt
+		if s.DataShift != "" && s.Precursor == "" {
+			s.Verdict = VerdictDataEvent
+		}
 		return true
 	}
 	va, ok := c.valAfter(s.Step)
@@ -426,6 +480,9 @@ func (s *Spike) Summary() string {
 	}
 	if finite(s.ValBefore) && finite(s.ValAfter) {
 		fmt.Fprintf(&b, "; val_loss %.4g → %.4g", s.ValBefore, s.ValAfter)
+	}
+	if s.DataShift != "" {
+		b.WriteString("; data shift: " + s.DataShift)
 	}
 	if s.Verdict == VerdictStructural || s.Verdict == VerdictDataEvent {
 		if s.NormsHigh {

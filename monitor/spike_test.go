@@ -41,6 +41,26 @@ func TestSpikeClassifierShapes(t *testing.T) {
 				smp.Batch = &Batch{Sources: []string{"web", "forum"}, DocIDs: []string{"forum/123", "web/9"}}
 			}
 		}, VerdictDataEvent, SEV1, "no grad/update-norm spike preceded it", []string{"forum/123", "norms back to normal"}},
+		{"data event: a recovered spike on a source the run had not been seeing", func(s int64, smp *Sample) {
+			smp.Batch = &Batch{Sources: []string{"books", "books", "books", "web"}}
+			if s >= at && s < at+3 {
+				smp.Values["train_loss_raw"] += 1.0
+				smp.Batch = &Batch{Sources: []string{"garbage", "garbage", "garbage", "books"}, DocIDs: []string{"garbage:7"}}
+			}
+		}, VerdictDataEvent, SEV1, "no grad/update-norm spike preceded it", []string{"data shift: garbage: 75% of the batch, 0% of the"}},
+		{"recoverable: the same spike on the usual data", func(s int64, smp *Sample) {
+			smp.Batch = &Batch{Sources: []string{"books", "books", "books", "web"}}
+			if s >= at && s < at+3 {
+				smp.Values["train_loss_raw"] += 1.0
+			}
+		}, VerdictRecoverable, SEV2, "no grad/update-norm spike preceded it", nil},
+		{"recoverable: a minority of new data", func(s int64, smp *Sample) {
+			smp.Batch = &Batch{Sources: []string{"books", "books", "books", "web"}}
+			if s >= at && s < at+3 {
+				smp.Values["train_loss_raw"] += 1.0
+				smp.Batch = &Batch{Sources: []string{"garbage", "books", "books", "web"}}
+			}
+		}, VerdictRecoverable, SEV2, "no grad/update-norm spike preceded it", nil},
 		{"structural instability", func(s int64, smp *Sample) {
 			if s >= at-2 {
 				smp.Values["grad_global_norm"] = 2.0
