@@ -440,10 +440,11 @@ func (s *Spike) classify(c *SpikeClassifier, step int64) bool {
 	}
 	if s.TailLoss <= s.BandHi {
 		// Recovered. A batch from data the run had not been seeing, with no
-		// norm spiking first, is still a data event: the loss came back
+		// norm spiking before the loss (a gradient spike at the same step is
+		// the bad batch's own), is still a data event: the loss came back
 		// because the bad data stopped, and that data is worth a look.
 		s.Verdict, s.DecidedAt = VerdictRecoverable, decidedAt
-		if s.DataShift != "" && s.Precursor == "" {
+		if s.DataShift != "" && (s.Precursor == "" || s.Lead == 0) {
 			s.Verdict = VerdictDataEvent
 		}
 		return true

@@ -48,6 +48,24 @@ func TestSpikeClassifierShapes(t *testing.T) {
 				smp.Batch = &Batch{Sources: []string{"garbage", "garbage", "garbage", "books"}, DocIDs: []string{"garbage:7"}}
 			}
 		}, VerdictDataEvent, SEV1, "no grad/update-norm spike preceded it", []string{"data shift: garbage: 75% of the batch, 0% of the"}},
+		{"data event: the bad batch's own gradient spike is no precursor", func(s int64, smp *Sample) {
+			smp.Batch = &Batch{Sources: []string{"books", "books", "books", "web"}}
+			if s >= at && s < at+3 {
+				smp.Values["train_loss_raw"] += 1.0
+				smp.Values["grad_global_norm"] = 2.0
+				smp.Batch = &Batch{Sources: []string{"garbage", "garbage", "garbage", "garbage"}}
+			}
+		}, VerdictDataEvent, SEV1, "grad norm spiked at the same step as the loss", []string{"data shift: garbage: 100% of the batch"}},
+		{"recoverable: a norm spiked before the loss", func(s int64, smp *Sample) {
+			smp.Batch = &Batch{Sources: []string{"books", "books", "books", "web"}}
+			if s == at-1 {
+				smp.Values["update_norm"] = 1.0
+			}
+			if s >= at && s < at+3 {
+				smp.Values["train_loss_raw"] += 1.0
+				smp.Batch = &Batch{Sources: []string{"garbage", "garbage", "garbage", "garbage"}}
+			}
+		}, VerdictRecoverable, SEV2, "update norm preceded loss by 1 step", []string{"data shift: garbage"}},
 		{"recoverable: the same spike on the usual data", func(s int64, smp *Sample) {
 			smp.Batch = &Batch{Sources: []string{"books", "books", "books", "web"}}
 			if s >= at && s < at+3 {
