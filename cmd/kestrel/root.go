@@ -18,22 +18,8 @@ lists them all with their documentation. Shipped data is found in
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(
-		newPrepareCmd(),
-		newTokenizerCmd(),
-		newDataCmd(),
-		newTrainCmd(),
-		newRewindCmd(),
-		newSampleCmd(),
-		newCheckpointsCmd(),
-		newReplayCmd(),
-		newQuarantineCmd(),
-		newWatchCmd(),
-		newDashCmd(),
-		newBenchCmd(),
-		newDemoCmd(),
-		newConfigCmd(),
-		newVersionCmd(),
-	)
+	root.AddCommand(newPrepareCmd(), newTokenizerCmd(), newDataCmd(), newTrainCmd(), newRewindCmd(), newSampleCmd(),
+		newCheckpointsCmd(), newReplayCmd(), newQuarantineCmd(), newWatchCmd(), newDashCmd(), newBenchCmd(), newDemoCmd(),
+		newConfigCmd(), newVersionCmd())
 	return root
 }

@@ -82,3 +82,92 @@ documents are decoded). The result is deterministic for a given input.`,
 	f.BoolVar(&quiet, "quiet", false, "no progress bar")
 	return cmd
 }
+
+func newTokEncodeCmd() *cobra.Command {
+	var path string
+	var lines, asJSON, special bool
+	cmd := &cobra.Command{
+		Use:   "encode --tokenizer PATH [--lines] [--json]",
+		Short: "encode stdin to token ids",
+		Long: `Read text on stdin and write token ids: space-separated (or one JSON array
+with --json) for the whole input, or one JSON array per input line with
+--lines (the newline is not encoded).`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tok, err := tokLoad(path)
+			if err != nil {
+				return err
+			}
+			if lines {
+				err = tok.EncodeLines(cmd.InOrStdin(), cmd.OutOrStdout(), special)
+			} else {
+				err = tok.EncodeText(cmd.InOrStdin(), cmd.OutOrStdout(), asJSON, special)
+			}
+			if err != nil {
+				return fmt.Errorf("tokenizer encode: stdin: %w", err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&path, "tokenizer", "", "tokenizer.json, *.tiktoken, vocab.json or a directory")
+	cmd.Flags().BoolVar(&lines, "lines", false, "encode each line separately, one JSON array per line")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "write a JSON array")
+	cmd.Flags().BoolVar(&special, "special", false, "recognise special tokens such as <|endoftext|> in the text")
+	return cmd
+}
+
+func newTokDecodeCmd() *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "decode --tokenizer PATH",
+		Short: "decode token ids on stdin back to text",
+		Long: `Read ids on stdin and write the exact bytes they stand for. A line holding a
+JSON array (the output of encode --lines) decodes to one line of text; other
+input is whitespace-separated ids decoded as one text.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tok, err := tokLoad(path)
+			if err != nil {
+				return err
+			}
+			if err := tok.DecodeLines(cmd.InOrStdin(), cmd.OutOrStdout()); err != nil {
+				return fmt.Errorf("tokenizer decode: stdin %w", err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&path, "tokenizer", "", "tokenizer.json, *.tiktoken, vocab.json or a directory")
+	return cmd
+}
+
+func newTokStatsCmd() *cobra.Command {
+	var path string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stats --tokenizer PATH FILES…",
+		Short: "report fertility, bytes per token, continued-word share and vocabulary use",
+		Long: `Encode a corpus and report: fertility (tokens per whitespace-separated word,
+each word encoded as it appears, with its leading space), bytes per token,
+continued-word share (words split into more than one token) and vocabulary
+use (share of ids that occur).`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("tokenizer stats: name the corpus files")
+			}
+			tok, err := tokLoad(path)
+			if err != nil {
+				return err
+			}
+			var readErr error
+			st := tok.Stats(texts.Read(args, &readErr))
+			if readErr != nil {
+				return fmt.Errorf("tokenizer stats: %w", readErr)
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), st)
+			}
+			return st.WriteText(cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&path, "tokenizer", "", "tokenizer.json, *.tiktoken, vocab.json or a directory")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object")
+	return cmd
+}
