@@ -41,7 +41,7 @@ key, the file and the line.`,
 				return err
 			}
 		}
-		b, err := config.Marshal(cfg)
+		b, err := config.MarshalDocumented(cfg)
 		if err != nil {
 			return err
 		}

@@ -242,6 +242,31 @@ func Marshal(cfg Config) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// MarshalDocumented is Marshal followed by the fields the rendering leaves
+// out because they are empty by default (lists such as optim.knobs), each
+// as a comment with its documentation: what `kestrel config --defaults`
+// prints, so every field is documented in one place.
+func MarshalDocumented(cfg Config) ([]byte, error) {
+	b, err := Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var tail bytes.Buffer
+	for _, f := range Fields() {
+		i := strings.LastIndexByte(f.Path, '.')
+		section, key := f.Path[:max(i, 0)], f.Path[i+1:]
+		if bytes.Contains(b, []byte("\n"+key+" = ")) && bytes.Contains(b, []byte("["+section+"]")) ||
+			bytes.Contains(b, []byte("[["+f.Path+"]]")) {
+			continue
+		}
+		if tail.Len() == 0 {
+			tail.WriteString("\n# Fields left out above because they are empty by default:\n")
+		}
+		fmt.Fprintf(&tail, "#\n# %s (%s): %s\n", f.Path, f.Type, f.Comment)
+	}
+	return append(b, tail.Bytes()...), nil
+}
+
 // Hash is the hex SHA-256 of the canonical TOML rendering of cfg. Runs record
 // it so a resume with a different config is noticed.
 func Hash(cfg Config) (string, error) {

@@ -301,3 +301,25 @@ func TestCheckFinite(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultsDocumentEveryField: kestrel config --defaults shows every
+// field, those empty by default as a documented comment.
+func TestDefaultsDocumentEveryField(t *testing.T) {
+	b, err := MarshalDocumented(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range Fields() {
+		key := f.Path[strings.LastIndexByte(f.Path, '.')+1:]
+		if !strings.Contains(string(b), "\n"+key+" = ") && !strings.Contains(string(b), "[["+f.Path+"]]") && !strings.Contains(string(b), "# "+f.Path+" (") {
+			t.Errorf("--defaults does not show %s", f.Path)
+		}
+	}
+	if !strings.Contains(string(b), "# optim.knobs (") {
+		t.Error("the empty knob schedule is not documented")
+	}
+	plain, _ := Marshal(Default())
+	if !strings.HasPrefix(string(b), string(plain)) {
+		t.Error("the documented rendering changed the config itself")
+	}
+}
