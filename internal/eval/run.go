@@ -1,0 +1,173 @@
+package eval
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/datadir"
+	"github.com/kestrel-lm/kestrel/internal/generate"
+	"github.com/kestrel-lm/kestrel/internal/train"
+)
+
+// Tasks are the task names Run knows.
+var Tasks = []string{"hellaswag", "piqa", "bpb"}
+
+// Options are the settings of Run (kestrel eval).
+type Options struct {
+	Run        string   // run directory
+	Checkpoint string   // last (default), last-good, step-N or a checkpoint directory
+	EMA        bool     // evaluate the EMA weights
+	Tasks      []string // names from Tasks
+	Limit      int      // > 0: the first Limit items of each task (bpb: the first Limit windows)
+	Batch      int      // sequences per forward (0: 32)
+	Status     io.Writer
+}
+
+// BPBResult is the bits per byte of one text.
+type BPBResult struct {
+	Name    string  `json:"name"`
+	File    string  `json:"file"`
+	Tokens  int     `json:"tokens"`
+	Bytes   int     `json:"bytes"`
+	Nats    float64 `json:"nll_nats"`
+	BPB     float64 `json:"bpb"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Result is what Run measured.
+type Result struct {
+	Run        string      `json:"run"`
+	Checkpoint string      `json:"checkpoint"`
+	Step       int         `json:"step"`
+	EMA        bool        `json:"ema"`
+	MC         []MCResult  `json:"multiple_choice,omitempty"`
+	BPB        []BPBResult `json:"bpb,omitempty"`
+}
+
+// Run loads the run's checkpoint and evaluates opt.Tasks on the shipped
+// data (found through internal/datadir).
+func Run(opt Options) (*Result, error) {
+	if opt.Run == "" {
+		return nil, fmt.Errorf("eval: --run is required")
+	}
+	if len(opt.Tasks) == 0 {
+		return nil, fmt.Errorf("eval: no task given (want some of %s)", strings.Join(Tasks, ","))
+	}
+	for _, t := range opt.Tasks {
+		if !strings.Contains(","+strings.Join(Tasks, ",")+",", ","+t+",") {
+			return nil, fmt.Errorf("eval: --tasks: unknown task %q (want some of %s)", t, strings.Join(Tasks, ","))
+		}
+	}
+	if opt.Checkpoint == "" {
+		opt.Checkpoint = "last"
+	}
+	status := opt.Status
+	if status == nil {
+		status = io.Discard
+	}
+	dir, err := train.ResolveCheckpoint(opt.Run, opt.Checkpoint)
+	if err != nil {
+		return nil, fmt.Errorf("eval: --checkpoint %s: %w", opt.Checkpoint, err)
+	}
+	m, l, err := train.LoadModel(dir, opt.EMA, slog.New(slog.NewTextHandler(status, nil)))
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	codec, err := generate.CodecFor(opt.Run, l.State)
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	s := &Scorer{Model: m, Codec: codec, Batch: opt.Batch}
+	res := &Result{Run: opt.Run, Checkpoint: l.Dir, Step: l.State.Step, EMA: opt.EMA}
+	fmt.Fprintf(status, "evaluating %s (step %d%s)\n", l.Dir, l.State.Step, map[bool]string{true: ", EMA weights"}[opt.EMA])
+	for _, task := range opt.Tasks {
+		t0 := time.Now()
+		switch task {
+		case "hellaswag", "piqa":
+			var items []Item
+			if task == "hellaswag" {
+				p, err := datadir.Path("hellaswag/hellaswag_val_preprocessed.jsonl")
+				if err != nil {
+					return nil, fmt.Errorf("eval: hellaswag: %w", err)
+				}
+				items, err = ReadHellaSwag(p, opt.Limit)
+				if err != nil {
+					return nil, fmt.Errorf("eval: hellaswag: %w", err)
+				}
+			} else {
+				p, err := datadir.Path("piqa/valid.jsonl")
+				if err != nil {
+					return nil, fmt.Errorf("eval: piqa: %w", err)
+				}
+				lp, err := datadir.Path("piqa/valid-labels.lst")
+				if err != nil {
+					return nil, fmt.Errorf("eval: piqa: %w", err)
+				}
+				if items, err = ReadPIQA(p, lp, opt.Limit); err != nil {
+					return nil, fmt.Errorf("eval: piqa: %w", err)
+				}
+			}
+			ch, err := s.Choose(items)
+			if err != nil {
+				return nil, fmt.Errorf("eval: %s: %w", task, err)
+			}
+			r := Tally(task, items, ch)
+			r.Seconds = time.Since(t0).Seconds()
+			if r.Seconds > 0 {
+				r.ItemsPerSec = float64(r.N) / r.Seconds
+			}
+			res.MC = append(res.MC, r)
+		case "bpb":
+			p, err := datadir.Path("wikitext-2/test.txt")
+			if err != nil {
+				return nil, fmt.Errorf("eval: bpb: %w", err)
+			}
+			text, err := os.ReadFile(p)
+			if err != nil {
+				return nil, fmt.Errorf("eval: bpb: %w", err)
+			}
+			n, err := s.TextNLL(string(text), opt.Limit)
+			if err != nil {
+				return nil, fmt.Errorf("eval: bpb: %s: %w", p, err)
+			}
+			res.BPB = append(res.BPB, BPBResult{Name: "wikitext-2-test", File: p, Tokens: n.Tokens, Bytes: n.Bytes,
+				Nats: n.Nats, BPB: n.BitsPerByte(), Seconds: time.Since(t0).Seconds()})
+		}
+	}
+	return res, nil
+}
+
+// Write prints the result as JSON (asJSON) or as WriteTable's tables.
+func (r *Result) Write(w io.Writer, asJSON bool) error {
+	if asJSON {
+		e := json.NewEncoder(w)
+		e.SetIndent("", "  ")
+		return e.Encode(r)
+	}
+	return r.WriteTable(w)
+}
+
+// WriteTable prints the result as aligned text tables.
+func (r *Result) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "checkpoint %s (step %d%s)\n", r.Checkpoint, r.Step, map[bool]string{true: ", EMA"}[r.EMA])
+	if len(r.MC) > 0 {
+		fmt.Fprintln(tw, "task\tn\tacc\t±\tacc_norm\t±\titems/s\t")
+		for _, m := range r.MC {
+			fmt.Fprintf(tw, "%s\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.1f\t\n", m.Task, m.N, m.Acc, m.AccStderr, m.AccNorm, m.AccNormStderr, m.ItemsPerSec)
+		}
+	}
+	if len(r.BPB) > 0 {
+		fmt.Fprintln(tw, "text\ttokens\tbytes\tbits/byte\tseconds\t")
+		for _, b := range r.BPB {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%.1f\t\n", b.Name, b.Tokens, b.Bytes, b.BPB, b.Seconds)
+		}
+	}
+	return tw.Flush()
+}

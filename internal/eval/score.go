@@ -1,0 +1,235 @@
+// Package eval measures a trained model on benchmarks: zero-shot multiple
+// choice (HellaSwag, PIQA) by log-likelihood, and bits per byte on held-out
+// text. It loads a run's checkpoint through internal/train and maps text to
+// token ids with the run's codec (internal/generate: bytes, or the prepared
+// dataset's tokenizer).
+//
+// # Tokenisation (as lm-evaluation-harness does it)
+//
+// A request is a context and a continuation. Both are encoded separately
+// (the continuation keeps its leading space, e.g. " ending") and the ids are
+// concatenated; an empty context is replaced by the codec's start token (the
+// harness's end-of-text prefix). The model reads the concatenation shifted by
+// one and the log-probabilities of the continuation's tokens are summed.
+// When context + continuation exceed seq_len + 1 tokens, the rightmost
+// seq_len + 1 are kept: the context loses its leftmost tokens (a continuation
+// longer than seq_len loses its first tokens too, which are then not scored;
+// Score.Tokens says how many were).
+//
+// # Multiple choice
+//
+// Each choice of an item is scored after the item's context. acc picks the
+// choice with the highest summed log-probability; acc_norm the highest
+// log-probability divided by the choice's length in bytes (the harness
+// divides by characters, which is the same for ASCII text). Ties go to the
+// first choice. Standard errors are sqrt(p(1−p)/(n−1)), the harness's sample
+// standard error of the mean.
+//
+// # Bits per byte
+//
+// The text is encoded whole, the codec's start token is put in front, and the
+// ids are cut into non-overlapping windows of seq_len predictions, so every
+// token of the text is predicted exactly once (tokens early in a window see
+// little context, which makes the number slightly pessimistic next to a
+// sliding window). bpb = Σ NLL (nats) / (ln 2 × bytes of the text). It does
+// not depend on the tokenizer, so runs with different vocabularies compare.
+//
+// # Cost
+//
+// Scoring uses model.Forward: no backward pass runs and no gradient is
+// touched, but the forward still fills the training arena (activations and
+// the attention/residual vitals), sized for the largest batch.
+package eval
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/kestrel-lm/kestrel/internal/generate"
+	"github.com/kestrel-lm/kestrel/internal/model"
+)
+
+// Request is one continuation to score after a context.
+type Request struct {
+	Context, Continuation string
+}
+
+// Score is the log-likelihood of one request's continuation.
+type Score struct {
+	LogProb float64 // Σ ln p(token | preceding tokens) over the scored continuation tokens
+	Tokens  int     // continuation tokens scored
+	Bytes   int     // bytes of the continuation text
+}
+
+// Scorer scores requests with one model and codec. It is not safe for
+// concurrent use (the model is not).
+type Scorer struct {
+	Model *model.Model
+	Codec generate.Codec
+	// Batch is the number of sequences per forward (default 32).
+	Batch int
+}
+
+// seq is one window to run: its inputs and the positions of the
+// continuation targets at its end.
+type seq struct {
+	req    int
+	tokens []int32 // inputs followed by the last target: len = inputs + 1
+	cont   int     // targets scored: the last cont of tokens[1:]
+}
+
+// window builds the harness's window of a request.
+func (s *Scorer) window(r Request) (tokens []int32, cont int, err error) {
+	ctx, err := s.Codec.Encode(r.Context)
+	if err != nil {
+		return nil, 0, fmt.Errorf("encode context: %w", err)
+	}
+	c, err := s.Codec.Encode(r.Continuation)
+	if err != nil {
+		return nil, 0, fmt.Errorf("encode continuation: %w", err)
+	}
+	if len(c) == 0 {
+		return nil, 0, fmt.Errorf("continuation %q encodes to no tokens", r.Continuation)
+	}
+	if len(ctx) == 0 {
+		ctx = s.Codec.Start
+	}
+	all := append(append(make([]int32, 0, len(ctx)+len(c)), ctx...), c...)
+	T := s.Model.Cfg.SeqLen
+	if len(all) > T+1 {
+		all = all[len(all)-(T+1):]
+	}
+	return all, min(len(c), len(all)-1), nil
+}
+
+// Score returns the log-likelihood of continuation after context.
+func (s *Scorer) Score(context, continuation string) (Score, error) {
+	out, err := s.ScoreAll([]Request{{context, continuation}})
+	if err != nil {
+		return Score{}, err
+	}
+	return out[0], nil
+}
+
+// ScoreAll scores every request, several per forward: the windows are
+// sorted by length and run Batch at a time, padded on the right to the
+// longest of the batch (causal attention: padding after a sequence does not
+// change it).
+func (s *Scorer) ScoreAll(reqs []Request) ([]Score, error) {
+	seqs := make([]seq, len(reqs))
+	out := make([]Score, len(reqs))
+	for i, r := range reqs {
+		toks, cont, err := s.window(r)
+		if err != nil {
+			return nil, fmt.Errorf("request %d: %w", i, err)
+		}
+		seqs[i] = seq{req: i, tokens: toks, cont: cont}
+		out[i].Tokens, out[i].Bytes = cont, len(r.Continuation)
+	}
+	sort.SliceStable(seqs, func(a, b int) bool { return len(seqs[a].tokens) > len(seqs[b].tokens) })
+	bs := s.Batch
+	if bs <= 0 {
+		bs = 32
+	}
+	for lo := 0; lo < len(seqs); lo += bs {
+		chunk := seqs[lo:min(lo+bs, len(seqs))]
+		lp, err := s.forward(chunk)
+		if err != nil {
+			return nil, err
+		}
+		for j, sq := range chunk {
+			out[sq.req].LogProb = lp[j]
+		}
+	}
+	return out, nil
+}
+
+// forward runs one batch and returns each sequence's summed log-probability
+// of its last cont targets.
+func (s *Scorer) forward(chunk []seq) ([]float64, error) {
+	T := 0
+	for _, sq := range chunk {
+		T = max(T, len(sq.tokens)-1)
+	}
+	B := len(chunk)
+	b := model.Batch{B: B, T: T, Inputs: make([]int32, B*T), Targets: make([]int32, B*T)}
+	for i := range b.Targets {
+		b.Targets[i] = -1
+	}
+	for j, sq := range chunk {
+		n := len(sq.tokens) - 1
+		copy(b.Inputs[j*T:], sq.tokens[:n])
+		for p := n - sq.cont; p < n; p++ {
+			b.Targets[j*T+p] = sq.tokens[p+1]
+		}
+	}
+	if _, err := s.Model.Forward(&b); err != nil {
+		return nil, fmt.Errorf("eval forward: %w", err)
+	}
+	logits, lse := s.Model.Outputs()
+	V := s.Model.Cfg.Vocab
+	lp := make([]float64, B)
+	for i, t := range b.Targets {
+		if t >= 0 {
+			lp[i/T] += float64(logits[i*V+int(t)]) - float64(lse[i])
+		}
+	}
+	return lp, nil
+}
+
+// NLL is the summed negative log-likelihood of a text.
+type NLL struct {
+	Nats   float64 // Σ −ln p over every token of the text
+	Tokens int     // tokens predicted
+	Bytes  int     // bytes of the text
+}
+
+// BitsPerByte is Nats / (ln 2 × Bytes).
+func (n NLL) BitsPerByte() float64 { return n.Nats / (math.Ln2 * float64(n.Bytes)) }
+
+// TextNLL encodes text, puts the codec's start token in front and sums the
+// NLL of every token in non-overlapping windows of seq_len predictions. With
+// maxWindows > 0 only the first maxWindows windows are scored and Bytes is
+// the length of the text they cover (decoded).
+func (s *Scorer) TextNLL(text string, maxWindows int) (NLL, error) {
+	ids, err := s.Codec.Encode(text)
+	if err != nil {
+		return NLL{}, fmt.Errorf("encode text: %w", err)
+	}
+	if len(ids) == 0 {
+		return NLL{}, fmt.Errorf("text encodes to no tokens")
+	}
+	all := append(append([]int32(nil), s.Codec.Start...), ids...)
+	T := s.Model.Cfg.SeqLen
+	var seqs []seq
+	for lo := 0; lo+1 < len(all); lo += T {
+		if maxWindows > 0 && len(seqs) == maxWindows {
+			break
+		}
+		hi := min(lo+T+1, len(all))
+		seqs = append(seqs, seq{req: len(seqs), tokens: all[lo:hi], cont: hi - lo - 1})
+	}
+	res := NLL{Bytes: len(text)}
+	if maxWindows > 0 && len(seqs) == maxWindows {
+		last := seqs[len(seqs)-1]
+		covered := (len(seqs)-1)*T + len(last.tokens) - len(s.Codec.Start)
+		res.Bytes = len(s.Codec.Decode(ids[:covered]))
+	}
+	bs := s.Batch
+	if bs <= 0 {
+		bs = 32
+	}
+	for lo := 0; lo < len(seqs); lo += bs {
+		chunk := seqs[lo:min(lo+bs, len(seqs))]
+		lp, err := s.forward(chunk)
+		if err != nil {
+			return NLL{}, err
+		}
+		for j, sq := range chunk {
+			res.Nats -= lp[j]
+			res.Tokens += sq.cont
+		}
+	}
+	return res, nil
+}
