@@ -357,3 +357,38 @@ func TestRunBytesRun(t *testing.T) {
 		t.Fatal("missing checkpoint step-7 accepted")
 	}
 }
+
+// TestSeparateEncoding: context and continuation are encoded separately and
+// the ids concatenated (the harness's way), not the joined text re-encoded:
+// with a codec that merges "e " into one id, "the" + " end" scores the ids
+// t h e ␠ e n d, where the joined text would give t h [e␠] e n d.
+func TestSeparateEncoding(t *testing.T) {
+	s, _ := tinyModel(t)
+	const merged = 200 // the id of "e "
+	enc := func(str string) ([]int32, error) {
+		var ids []int32
+		for i := 0; i < len(str); i++ {
+			if i+1 < len(str) && str[i] == 'e' && str[i+1] == ' ' {
+				ids = append(ids, merged)
+				i++
+				continue
+			}
+			ids = append(ids, int32(str[i]))
+		}
+		return ids, nil
+	}
+	s.Codec.Encode = enc
+	sc, err := s.Score("the", " end")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sep := bytesOf("the end")
+	tg := append([]int32{-1, -1}, sep[3:]...)
+	want := -modelNLL(t, s.Model, sep[:6], tg)
+	joined, _ := enc("the end")
+	jtg := append([]int32{-1}, joined[2:]...)
+	jwant := -modelNLL(t, s.Model, joined[:len(joined)-1], jtg)
+	if sc.Tokens != 4 || !near(sc.LogProb, want, 1e-5) || near(sc.LogProb, jwant, 1e-3) {
+		t.Fatalf("got %+v, want logprob %v over 4 tokens (the joined encoding gives %v)", sc, want, jwant)
+	}
+}
