@@ -392,3 +392,39 @@ func TestSeparateEncoding(t *testing.T) {
 		t.Fatalf("got %+v, want logprob %v over 4 tokens (the joined encoding gives %v)", sc, want, jwant)
 	}
 }
+
+// TestAccNormBytes: acc_norm divides by the choice's bytes without its
+// leading space (the harness's len(choice)). Among candidate pairs, one
+// where counting the space would flip the choice is found and Choose must
+// pick as the harness does.
+func TestAccNormBytes(t *testing.T) {
+	s, _ := tinyModel(t)
+	cands := []string{" a", " I", " to", " xq", " the", " zzz", " thee", " my lord", " qxjz", " and so", " Z", " e"}
+	ctx := "KING RICHARD:\nGo"
+	lp := map[string]float64{}
+	for _, c := range cands {
+		sc, err := s.Score(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lp[c] = sc.LogProb
+	}
+	for _, a := range cands {
+		for _, b := range cands {
+			harness := lp[b]/float64(len(b)-1) > lp[a]/float64(len(a)-1)
+			withSpace := lp[b]/float64(len(b)) > lp[a]/float64(len(a))
+			if harness == withSpace {
+				continue
+			}
+			ch, err := s.Choose([]Item{{Context: ctx, Choices: []string{a, b}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]int{false: 0, true: 1}[harness]; ch[0].AccNorm != want {
+				t.Fatalf("choices %q (%v) and %q (%v): acc_norm chose %d, the harness chooses %d", a, lp[a], b, lp[b], ch[0].AccNorm, want)
+			}
+			return
+		}
+	}
+	t.Fatal("no candidate pair where the leading space changes acc_norm")
+}

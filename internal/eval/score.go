@@ -20,8 +20,9 @@
 //
 // Each choice of an item is scored after the item's context. acc picks the
 // choice with the highest summed log-probability; acc_norm the highest
-// log-probability divided by the choice's length in bytes (the harness
-// divides by characters, which is the same for ASCII text). Ties go to the
+// log-probability divided by the choice's length in bytes, not counting the
+// leading space (the harness divides by the length in characters of the
+// choice it appends after the " " delimiter; the same for ASCII text). Ties go to the
 // first choice. Standard errors are sqrt(p(1−p)/(n−1)), the harness's sample
 // standard error of the mean.
 //

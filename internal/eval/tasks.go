@@ -135,7 +135,9 @@ type Choice struct {
 }
 
 // Choose scores every choice of items (all in batches) and returns the
-// chosen answers.
+// chosen answers. acc_norm divides by the choice's bytes without its leading
+// space, as the harness divides by the length of the choice it appends after
+// the " " delimiter.
 func (s *Scorer) Choose(items []Item) ([]Choice, error) {
 	var reqs []Request
 	for _, it := range items {
@@ -150,7 +152,13 @@ func (s *Scorer) Choose(items []Item) ([]Choice, error) {
 	out := make([]Choice, len(items))
 	k := 0
 	for i, it := range items {
-		out[i] = Pick(scores[k : k+len(it.Choices)])
+		sc := scores[k : k+len(it.Choices)]
+		for j, c := range it.Choices {
+			// the harness divides by len(choice): the text after the
+			// target delimiter, the leading space
+			sc[j].Bytes = len(strings.TrimPrefix(c, " "))
+		}
+		out[i] = Pick(sc)
 		k += len(it.Choices)
 	}
 	return out, nil
