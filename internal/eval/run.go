@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -60,7 +61,7 @@ func Run(opt Options) (*Result, error) {
 		return nil, fmt.Errorf("eval: no task given (want some of %s)", strings.Join(Tasks, ","))
 	}
 	for _, t := range opt.Tasks {
-		if !strings.Contains(","+strings.Join(Tasks, ",")+",", ","+t+",") {
+		if !slices.Contains(Tasks, t) {
 			return nil, fmt.Errorf("eval: --tasks: unknown task %q (want some of %s)", t, strings.Join(Tasks, ","))
 		}
 	}
