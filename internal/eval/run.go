@@ -17,7 +17,7 @@ import (
 )
 
 // Tasks are the task names Run knows.
-var Tasks = []string{"hellaswag", "piqa", "bpb"}
+var Tasks = []string{"hellaswag", "piqa", "bpb", "gsm8k-nll", "memorization", "bpb-val"}
 
 // Options are the settings of Run (kestrel eval).
 type Options struct {
@@ -49,6 +49,8 @@ type Result struct {
 	EMA        bool        `json:"ema"`
 	MC         []MCResult  `json:"multiple_choice,omitempty"`
 	BPB        []BPBResult `json:"bpb,omitempty"`
+	NLL        []NLLResult `json:"nll,omitempty"`
+	Mem        *MemResult  `json:"memorization,omitempty"`
 }
 
 // Run loads the run's checkpoint and evaluates opt.Tasks on the shipped
@@ -139,6 +141,10 @@ func Run(opt Options) (*Result, error) {
 			}
 			res.BPB = append(res.BPB, BPBResult{Name: "wikitext-2-test", File: p, Tokens: n.Tokens, Bytes: n.Bytes,
 				Nats: n.Nats, BPB: n.BitsPerByte(), Seconds: time.Since(t0).Seconds()})
+		case "gsm8k-nll", "memorization", "bpb-val":
+			if err := s.runMore(task, opt, l.State, res); err != nil {
+				return nil, fmt.Errorf("eval: %s: %w", task, err)
+			}
 		}
 	}
 	return res, nil
@@ -168,6 +174,18 @@ func (r *Result) WriteTable(w io.Writer) error {
 		fmt.Fprintln(tw, "text\ttokens\tbytes\tbits/byte\tseconds\t")
 		for _, b := range r.BPB {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%.1f\t\n", b.Name, b.Tokens, b.Bytes, b.BPB, b.Seconds)
+		}
+	}
+	if len(r.NLL) > 0 {
+		fmt.Fprintln(tw, "task\tn\tnats/byte\t±\tbits/byte\t±\ttruncated\tseconds\t")
+		for _, x := range r.NLL {
+			fmt.Fprintf(tw, "%s\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t%d\t%.1f\t\n", x.Task, x.N, x.NatsPerB, x.StderrNats, x.BitsPerB, x.StderrBits, x.Truncated, x.Seconds)
+		}
+	}
+	if m := r.Mem; m != nil {
+		fmt.Fprintf(tw, "memorization (%d-token prefix, %d greedy tokens, %.1f s)\tdocs\texact match\ttoken overlap\t±\t\n", m.Prefix, m.Cont, m.Seconds)
+		for _, x := range []MemSide{m.Train, m.HeldOut} {
+			fmt.Fprintf(tw, "%s\t%d\t%.4f\t%.4f\t%.4f\t\n", x.Split, x.Docs, x.ExactMatch, x.Overlap, x.OverlapStderr)
 		}
 	}
 	return tw.Flush()

@@ -1,0 +1,223 @@
+package eval
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/kestrel-lm/kestrel/internal/data/shards"
+	"github.com/kestrel-lm/kestrel/internal/model"
+)
+
+// Memorization lengths: a document's first MemPrefix tokens are the prompt
+// and the next MemCont the continuation greedy decoding must reproduce.
+const (
+	MemPrefix = 64
+	MemCont   = 64
+)
+
+// MemSide is the memorization of one split's documents.
+type MemSide struct {
+	Split         string  `json:"split"`
+	Docs          int     `json:"docs"`
+	ExactMatch    float64 `json:"exact_match"`   // fraction of documents whose whole continuation was reproduced
+	Overlap       float64 `json:"token_overlap"` // mean fraction of continuation positions reproduced
+	OverlapStderr float64 `json:"token_overlap_stderr"`
+}
+
+// MemResult is memorization on training documents beside held-out ones
+// (the baseline).
+type MemResult struct {
+	Prefix  int     `json:"prefix_tokens"`
+	Cont    int     `json:"continuation_tokens"`
+	Train   MemSide `json:"train"`
+	HeldOut MemSide `json:"held_out"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Overlap compares a decoded continuation with the true one: exact when
+// every position matches, and the fraction of positions that match (over
+// len(want); missing positions of got count as mismatches).
+func Overlap(got, want []int32) (exact bool, frac float64) {
+	if len(want) == 0 {
+		return len(got) == 0, 1
+	}
+	same := 0
+	for i, w := range want {
+		if i < len(got) && got[i] == w {
+			same++
+		}
+	}
+	return same == len(want), float64(same) / float64(len(want))
+}
+
+// Greedy decodes n tokens after each prefix, always taking the most likely
+// token (ids below the codec's vocabulary when it names one; ties to the
+// lowest id). Prefixes of equal length run Batch per forward, one forward per
+// decoded token; a context longer than seq_len keeps its last seq_len tokens.
+func (s *Scorer) Greedy(prefixes [][]int32, n int) ([][]int32, error) {
+	out := make([][]int32, len(prefixes))
+	// group by length so each forward is unpadded
+	order := make([]int, len(prefixes))
+	for i := range order {
+		order[i] = i
+		if len(prefixes[i]) == 0 {
+			return nil, fmt.Errorf("prefix %d is empty", i)
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool { return len(prefixes[order[a]]) < len(prefixes[order[b]]) })
+	bs := s.Batch
+	if bs <= 0 {
+		bs = 32
+	}
+	V, SL := s.Model.Cfg.Vocab, s.Model.Cfg.SeqLen
+	limit := V
+	if s.Codec.Vocab > 0 {
+		limit = min(V, s.Codec.Vocab)
+	}
+	for lo := 0; lo < len(order); {
+		hi := lo + 1
+		for hi < len(order) && hi-lo < bs && len(prefixes[order[hi]]) == len(prefixes[order[lo]]) {
+			hi++
+		}
+		group := order[lo:hi]
+		ctx := make([][]int32, len(group))
+		for j, i := range group {
+			ctx[j] = append([]int32(nil), prefixes[i]...)
+		}
+		for range n {
+			T := min(len(ctx[0]), SL)
+			B := len(group)
+			b := model.Batch{B: B, T: T, Inputs: make([]int32, B*T), Targets: make([]int32, B*T)}
+			for k := range b.Targets {
+				b.Targets[k] = -1
+			}
+			for j := range ctx {
+				copy(b.Inputs[j*T:], ctx[j][len(ctx[j])-T:])
+			}
+			if _, err := s.Model.Forward(&b); err != nil {
+				return nil, fmt.Errorf("greedy forward: %w", err)
+			}
+			logits, _ := s.Model.Outputs()
+			for j := range ctx {
+				row := logits[(j*T+T-1)*V : (j*T+T)*V]
+				best, arg := float32(math.Inf(-1)), 0
+				for v := range limit {
+					if row[v] > best {
+						best, arg = row[v], v
+					}
+				}
+				ctx[j] = append(ctx[j], int32(arg))
+			}
+		}
+		for j, i := range group {
+			out[i] = ctx[j][len(prefixes[i]):]
+		}
+		lo = hi
+	}
+	return out, nil
+}
+
+// Memorize greedy-decodes len(doc) − prefix tokens after the first prefix
+// tokens of each document and compares them with the document's rest.
+func (s *Scorer) Memorize(split string, docs [][]int32, prefix int) (MemSide, error) {
+	r := MemSide{Split: split, Docs: len(docs)}
+	if len(docs) == 0 {
+		return r, nil
+	}
+	pre := make([][]int32, len(docs))
+	for i, d := range docs {
+		if len(d) <= prefix {
+			return r, fmt.Errorf("%s document %d has %d tokens, need more than the prefix %d", split, i, len(d), prefix)
+		}
+		pre[i] = d[:prefix]
+	}
+	cont := len(docs[0]) - prefix
+	got, err := s.Greedy(pre, cont)
+	if err != nil {
+		return r, err
+	}
+	fr := make([]float64, len(docs))
+	exact := 0
+	for i, d := range docs {
+		ex, f := Overlap(got[i], d[prefix:])
+		if ex {
+			exact++
+		}
+		fr[i] = f
+	}
+	r.ExactMatch = float64(exact) / float64(len(docs))
+	r.Overlap, r.OverlapStderr = MeanStderr(fr)
+	return r, nil
+}
+
+// Spaced picks n of total indices, evenly spaced (all when n ≥ total).
+func Spaced(total, n int) []int {
+	if n >= total {
+		n = total
+	}
+	out := make([]int, n)
+	for k := range n {
+		out[k] = int(int64(k) * int64(total) / int64(n))
+	}
+	return out
+}
+
+// memDocs returns n documents of length want tokens from split ("train" or
+// "val") of the run's data: for a dataset, the first want tokens of evenly
+// spaced documents of at least want tokens (the sources' streams in order);
+// for byte-level text, evenly spaced windows of want bytes.
+func (d *runData) memDocs(split string, n, want int) ([][]int32, error) {
+	if d.ds == nil {
+		text := d.train
+		if split == shards.Val {
+			text = d.val
+		}
+		if len(text) < want {
+			return nil, fmt.Errorf("%s text has %d bytes, need %d", split, len(text), want)
+		}
+		var out [][]int32
+		for _, k := range Spaced(len(text)-want+1, n) {
+			out = append(out, bytesTokens(text[k:k+want]))
+		}
+		return out, nil
+	}
+	type ref struct {
+		st  *shards.Stream
+		off int64
+	}
+	var cand []ref
+	for _, src := range d.ds.Sources() {
+		st, err := d.ds.Stream(src, split)
+		if err != nil {
+			return nil, err
+		}
+		starts := st.DocStarts()
+		for i, s := range starts {
+			end := st.Len()
+			if i+1 < len(starts) {
+				end = starts[i+1]
+			}
+			if end-s >= int64(want) {
+				cand = append(cand, ref{st, s})
+			}
+		}
+	}
+	var out [][]int32
+	for _, k := range Spaced(len(cand), n) {
+		buf := make([]int32, want)
+		if err := cand[k].st.ReadAt(buf, cand[k].off); err != nil {
+			return nil, err
+		}
+		out = append(out, buf)
+	}
+	return out, nil
+}
+
+func bytesTokens(b []byte) []int32 {
+	out := make([]int32, len(b))
+	for i, c := range b {
+		out[i] = int32(c)
+	}
+	return out
+}
