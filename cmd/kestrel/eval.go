@@ -30,7 +30,7 @@ WikiText-2 test file, from the shipped data. --limit N takes the first N items
 	f.StringVar(&opt.Run, "run", "", "run directory")
 	f.StringVar(&opt.Checkpoint, "checkpoint", "last", "last, last-good, step-N or a checkpoint directory")
 	f.BoolVar(&opt.EMA, "ema", false, "evaluate the EMA weights")
-	f.StringSliceVar(&opt.Tasks, "tasks", []string{"hellaswag", "piqa", "bpb"}, "tasks: hellaswag, piqa, bpb")
+	f.StringSliceVar(&opt.Tasks, "tasks", []string{"hellaswag", "piqa", "bpb"}, "tasks: hellaswag, piqa, bpb, gsm8k-nll, memorization, bpb-val (docs/eval.md)")
 	f.IntVar(&opt.Limit, "limit", 0, "first N items of each task (0 = all)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,6 +51,20 @@ func TestEvalCLI(t *testing.T) {
 	var res eval.Result
 	if err != nil || json.Unmarshal([]byte(js), &res) != nil || len(res.MC) != 1 || res.MC[0].Task != "hellaswag" || res.MC[0].N != 4 || res.Step != 3 {
 		t.Fatalf("json %q (%v)", js, err)
+	}
+	// the new tasks read the byte-level run's data through its config.toml
+	b, err := config.Marshal(cfg)
+	if err != nil || os.WriteFile(filepath.Join(runDir, "config.toml"), b, 0o644) != nil {
+		t.Fatal(err)
+	}
+	js, err = exec("--run", runDir, "--tasks", "gsm8k-nll,memorization,bpb-val", "--limit", "2", "--json")
+	res = eval.Result{}
+	if err != nil || json.Unmarshal([]byte(js), &res) != nil || len(res.NLL) != 1 || res.NLL[0].N != 2 || res.Mem == nil ||
+		res.Mem.Train.Docs != 2 || res.Mem.HeldOut.Docs != 2 || len(res.BPB) != 1 || res.BPB[0].Name != "val" || res.BPB[0].Tokens != 64 {
+		t.Fatalf("new tasks json %q (%v)", js, err)
+	}
+	if tab, err := exec("--run", runDir, "--tasks", "gsm8k-nll,memorization", "--limit", "1"); err != nil || !strings.Contains(tab, "exact match") || !strings.Contains(tab, "gsm8k-nll") {
+		t.Fatalf("new tasks table %q (%v)", tab, err)
 	}
 	for _, args := range [][]string{{"--tasks", "piqa"}, {"--run", runDir, "--tasks", "nope"}, {"--run", runDir, "--checkpoint", "step-99"}} {
 		if _, err := exec(args...); err == nil {

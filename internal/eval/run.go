@@ -183,7 +183,8 @@ func (r *Result) WriteTable(w io.Writer) error {
 		}
 	}
 	if m := r.Mem; m != nil {
-		fmt.Fprintf(tw, "memorization (%d-token prefix, %d greedy tokens, %.1f s)\tdocs\texact match\ttoken overlap\t±\t\n", m.Prefix, m.Cont, m.Seconds)
+		fmt.Fprintf(tw, "memorization: %d-token prefix, %d greedy tokens, %.1f s\n", m.Prefix, m.Cont, m.Seconds)
+		fmt.Fprintln(tw, "split\tdocs\texact match\ttoken overlap\t±\t")
 		for _, x := range []MemSide{m.Train, m.HeldOut} {
 			fmt.Fprintf(tw, "%s\t%d\t%.4f\t%.4f\t%.4f\t\n", x.Split, x.Docs, x.ExactMatch, x.Overlap, x.OverlapStderr)
 		}
