@@ -35,6 +35,16 @@
 // sliding window). bpb = Σ NLL (nats) / (ln 2 × bytes of the text). It does
 // not depend on the tokenizer, so runs with different vocabularies compare.
 //
+// # GSM8K, memorization, validation bits per byte
+//
+// GSM8KNLL scores the gold answer " {answer}" after "Question:
+// {question}\nAnswer:" and averages −log p / bytes over items. Memorize
+// greedy-decodes (Greedy) the continuation of a document's first tokens and
+// compares it with the true one (Overlap); Run takes the documents from the
+// run's own training and held-out data (the prepared dataset's streams, or
+// the byte-level text of its config.toml). bpb-val scores each source's
+// validation stream with TokensNLL, which is TextNLL on given tokens.
+//
 // # Cost
 //
 // Scoring uses model.Forward: no backward pass runs and no gradient is
