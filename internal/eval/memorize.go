@@ -66,10 +66,7 @@ func (s *Scorer) Greedy(prefixes [][]int32, n int) ([][]int32, error) {
 		}
 	}
 	sort.SliceStable(order, func(a, b int) bool { return len(prefixes[order[a]]) < len(prefixes[order[b]]) })
-	bs := s.Batch
-	if bs <= 0 {
-		bs = 32
-	}
+	bs := s.batch()
 	V, SL := s.Model.Cfg.Vocab, s.Model.Cfg.SeqLen
 	limit := V
 	if s.Codec.Vocab > 0 {

@@ -131,20 +131,8 @@ func (s *Scorer) TokensNLL(ids []int32, maxWindows int) (NLL, error) {
 		seqs = append(seqs, seq{req: len(seqs), tokens: all[lo:hi], cont: hi - lo - 1})
 	}
 	var res NLL
-	bs := s.Batch
-	if bs <= 0 {
-		bs = 32
-	}
-	for lo := 0; lo < len(seqs); lo += bs {
-		chunk := seqs[lo:min(lo+bs, len(seqs))]
-		lp, err := s.forward(chunk)
-		if err != nil {
-			return NLL{}, err
-		}
-		for j, sq := range chunk {
-			res.Nats -= lp[j]
-			res.Tokens += sq.cont
-		}
+	if err := s.forwardAll(seqs, func(sq seq, lp float64) { res.Nats -= lp; res.Tokens += sq.cont }); err != nil {
+		return NLL{}, err
 	}
 	res.Bytes = len(s.Codec.Decode(ids[:res.Tokens]))
 	return res, nil

@@ -139,21 +139,35 @@ func (s *Scorer) ScoreAll(reqs []Request) ([]Score, error) {
 		out[i].Tokens, out[i].Bytes = cont, len(r.Continuation)
 	}
 	sort.SliceStable(seqs, func(a, b int) bool { return len(seqs[a].tokens) > len(seqs[b].tokens) })
-	bs := s.Batch
-	if bs <= 0 {
-		bs = 32
+	if err := s.forwardAll(seqs, func(sq seq, lp float64) { out[sq.req].LogProb = lp }); err != nil {
+		return nil, err
 	}
+	return out, nil
+}
+
+// batch is the number of sequences per forward.
+func (s *Scorer) batch() int {
+	if s.Batch <= 0 {
+		return 32
+	}
+	return s.Batch
+}
+
+// forwardAll runs seqs through the model batch() at a time and hands each
+// sequence's summed log-probability of its last cont targets to fn.
+func (s *Scorer) forwardAll(seqs []seq, fn func(sq seq, logProb float64)) error {
+	bs := s.batch()
 	for lo := 0; lo < len(seqs); lo += bs {
 		chunk := seqs[lo:min(lo+bs, len(seqs))]
 		lp, err := s.forward(chunk)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for j, sq := range chunk {
-			out[sq.req].LogProb = lp[j]
+			fn(sq, lp[j])
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // forward runs one batch and returns each sequence's summed log-probability
@@ -211,36 +225,9 @@ func (s *Scorer) TextNLL(text string, maxWindows int) (NLL, error) {
 	if len(ids) == 0 {
 		return NLL{}, fmt.Errorf("text encodes to no tokens")
 	}
-	all := append(append([]int32(nil), s.Codec.Start...), ids...)
-	T := s.Model.Cfg.SeqLen
-	var seqs []seq
-	for lo := 0; lo+1 < len(all); lo += T {
-		if maxWindows > 0 && len(seqs) == maxWindows {
-			break
-		}
-		hi := min(lo+T+1, len(all))
-		seqs = append(seqs, seq{req: len(seqs), tokens: all[lo:hi], cont: hi - lo - 1})
+	res, err := s.TokensNLL(ids, maxWindows)
+	if err == nil && res.Tokens >= len(ids) {
+		res.Bytes = len(text) // every token predicted: the whole text
 	}
-	res := NLL{Bytes: len(text)}
-	if maxWindows > 0 && len(seqs) == maxWindows {
-		last := seqs[len(seqs)-1]
-		covered := (len(seqs)-1)*T + len(last.tokens) - len(s.Codec.Start)
-		res.Bytes = len(s.Codec.Decode(ids[:covered]))
-	}
-	bs := s.Batch
-	if bs <= 0 {
-		bs = 32
-	}
-	for lo := 0; lo < len(seqs); lo += bs {
-		chunk := seqs[lo:min(lo+bs, len(seqs))]
-		lp, err := s.forward(chunk)
-		if err != nil {
-			return NLL{}, err
-		}
-		for j, sq := range chunk {
-			res.Nats -= lp[j]
-			res.Tokens += sq.cont
-		}
-	}
-	return res, nil
+	return res, err
 }
