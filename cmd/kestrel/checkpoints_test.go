@@ -1,16 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/kestrel-lm/kestrel/internal/config"
-	"github.com/kestrel-lm/kestrel/internal/run"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
@@ -18,28 +13,10 @@ import (
 // checkpoints newest first with their health and marks the last-good one;
 // --json prints one object per checkpoint; a missing run is an error.
 func TestCheckpointsCLI(t *testing.T) {
-	runDir := filepath.Join(t.TempDir(), "run")
-	cfg := config.Default()
-	cfg.Model.Vocab, cfg.Model.DModel, cfg.Model.NLayers, cfg.Model.NHeads, cfg.Model.NKVHeads = 256, 32, 1, 2, 2
-	cfg.Model.MLPHidden, cfg.Model.SeqLen = 64, 32
-	cfg.Data.Kind, cfg.Data.Train = "bytes", "${KESTREL_DATA}/tinyshakespeare/input.txt"
-	cfg.Train.Steps, cfg.Train.BatchSize, cfg.Train.EvalEvery, cfg.Train.EvalBatches, cfg.Train.LogEvery = 6, 4, 4, 2, 0
-	cfg.Train.PeakGFLOPS = 10
+	cfg := tinyByteConfig(6)
+	cfg.Train.EvalEvery = 4
 	cfg.Checkpoint.Every, cfg.Checkpoint.Keep = 2, 5
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	opts, err := run.TrainOptions(cfg, runDir, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	obs, err := run.NewObserver(cfg, runDir, log, &opts.Manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Observers = append(opts.Observers, obs)
-	_, err = train.Run(context.Background(), opts)
-	if err := obs.Finish(err); err != nil {
-		t.Fatal(err)
-	}
+	runDir := trainTiny(t, cfg)
 
 	execute := func(args ...string) (string, error) {
 		var out strings.Builder
