@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -153,8 +152,8 @@ func (d *runData) close() {
 
 // openRunData opens the data of run: the dataset named by state.json's
 // tokenizer, or for byte-level runs the run's config.toml data.train /
-// data.val (or the last train.val_fraction of data.train, as
-// train.OpenBytes splits it).
+// data.val (or the last train.val_fraction of data.train), split by
+// train.OpenBytes as the run was.
 func openRunData(run string, st train.State) (*runData, error) {
 	if st.Tokenizer != "bytes" && !(st.Tokenizer == "" && st.Model.Vocab == 256) {
 		dir, err := datadir.Expand(st.Tokenizer)
@@ -176,23 +175,18 @@ func openRunData(run string, st train.State) (*runData, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: data.train: %w", cp, err)
 	}
-	tr, err := os.ReadFile(tp)
+	vp := cfg.Data.Val
+	if vp != "" {
+		if vp, err = datadir.Expand(vp); err != nil {
+			return nil, fmt.Errorf("%s: data.val: %w", cp, err)
+		}
+	}
+	// The same split as the run trained on.
+	src, err := train.OpenBytes(tp, vp, cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
 	if err != nil {
-		return nil, fmt.Errorf("%s: data.train: %w", cp, err)
+		return nil, fmt.Errorf("%s: %w", cp, err)
 	}
-	var va []byte
-	if cfg.Data.Val != "" {
-		vp, err := datadir.Expand(cfg.Data.Val)
-		if err != nil {
-			return nil, fmt.Errorf("%s: data.val: %w", cp, err)
-		}
-		if va, err = os.ReadFile(vp); err != nil {
-			return nil, fmt.Errorf("%s: data.val: %w", cp, err)
-		}
-	} else {
-		n := int(float64(len(tr)) * (1 - cfg.Train.ValFraction))
-		tr, va = tr[:n], tr[n:]
-	}
+	tr, va := src.Text()
 	return &runData{train: tr, val: va}, nil
 }
 

@@ -55,6 +55,9 @@ func NewBytesSource(train, val []byte, t int, seed uint64) *BytesSource {
 	return &BytesSource{train: train, val: val, t: t, seed: seed}
 }
 
+// Text returns the training and validation bytes the source serves.
+func (s *BytesSource) Text() (train, val []byte) { return s.train, s.val }
+
 // SeqLen is the number of tokens per row.
 func (s *BytesSource) SeqLen() int { return s.t }
 
