@@ -312,56 +312,21 @@ func readLogged(path string) (*logged, error) {
 
 // resolveCheckpoint turns a --checkpoint value into a checkpoint directory
 // of the run dir: "before:A" (the newest valid checkpoint before step A,
-// the default for a window of steps), else what resolveNamed resolves.
+// the default for a window of steps), else what train.ResolveCheckpoint
+// resolves.
 func resolveCheckpoint(dir, spec string) (string, error) {
 	if a, ok := strings.CutPrefix(spec, "before:"); ok {
 		n, err := strconv.Atoi(a)
 		if err != nil {
 			return "", fmt.Errorf("bad step %q", a)
 		}
-		return newestValid(dir, n-1)
-	}
-	return resolveNamed(dir, spec)
-}
-
-// resolveNamed resolves "last", "last-good", "step-N" or "N", or a
-// checkpoint directory (train.ResolveCheckpoint).
-var resolveNamed = train.ResolveCheckpoint
-
-// newestValid is the newest checkpoint of dir at or before step limit whose
-// checksums verify.
-func newestValid(dir string, limit int) (string, error) {
-	root := filepath.Join(dir, "checkpoints")
-	ents, err := os.ReadDir(root)
-	if err != nil {
-		return "", err
-	}
-	var steps []int
-	for _, e := range ents {
-		if n, ok := strings.CutPrefix(e.Name(), "step-"); ok && e.IsDir() {
-			if s, err := strconv.Atoi(n); err == nil && s <= limit {
-				steps = append(steps, s)
-			}
-		}
-	}
-	sort.Sort(sort.Reverse(sort.IntSlice(steps)))
-	var errs []error
-	for _, s := range steps {
-		d := filepath.Join(root, train.CheckpointName(s))
-		if err := train.VerifyCheckpoint(d); err != nil {
-			errs = append(errs, err)
-			continue
+		d, err := train.NewestValidAtOrBefore(dir, n-1)
+		if err != nil {
+			return "", fmt.Errorf("%w (name one with --checkpoint)", err)
 		}
 		return d, nil
 	}
-	msg := fmt.Sprintf("no valid checkpoint in %s", root)
-	if limit < math.MaxInt {
-		msg = fmt.Sprintf("no valid checkpoint at or before step %d in %s (name one with --checkpoint)", limit, root)
-	}
-	if len(errs) > 0 {
-		return "", fmt.Errorf("%s: %w", msg, errors.Join(errs...))
-	}
-	return "", errors.New(msg)
+	return train.ResolveCheckpoint(dir, spec)
 }
 
 // WriteTable prints the result for a person: the checkpoint, the probe

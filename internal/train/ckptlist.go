@@ -255,3 +255,30 @@ func byteSize(n int64) string {
 	}
 	return fmt.Sprintf("%d B", n)
 }
+
+// NewestValidAtOrBefore returns the newest checkpoint of the run directory
+// runDir at or before step limit whose checksums verify (every newer or
+// failing one is skipped). The error lists why the candidates failed.
+func NewestValidAtOrBefore(runDir string, limit int) (string, error) {
+	root := checkpointsRoot(runDir)
+	list, err := listCheckpoints(root)
+	if err != nil {
+		return "", err
+	}
+	var errs []error
+	for _, c := range list { // newest first
+		if c.Step > limit {
+			continue
+		}
+		if err := VerifyCheckpoint(c.Dir); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		return c.Dir, nil
+	}
+	msg := fmt.Sprintf("no valid checkpoint at or before step %d in %s", limit, root)
+	if len(errs) > 0 {
+		return "", fmt.Errorf("%s: %w", msg, errors.Join(errs...))
+	}
+	return "", errors.New(msg)
+}
