@@ -138,19 +138,9 @@ func nonFiniteFloats(v reflect.Value, path string, bad func(path string, x float
 	case reflect.Struct:
 		t := v.Type()
 		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			name := strings.Split(f.Tag.Get("toml"), ",")[0]
-			if !f.IsExported() || name == "-" {
-				continue
+			if p, ok := fieldPath(t.Field(i), path); ok {
+				nonFiniteFloats(v.Field(i), p, bad)
 			}
-			if name == "" {
-				name = f.Name
-			}
-			p := name
-			if path != "" {
-				p = path + "." + name
-			}
-			nonFiniteFloats(v.Field(i), p, bad)
 		}
 	}
 }
@@ -312,19 +302,9 @@ func Fields() []Field {
 func walk(t reflect.Type, prefix string, out *[]Field) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		if !f.IsExported() {
+		path, ok := fieldPath(f, prefix)
+		if !ok {
 			continue
-		}
-		name := strings.Split(f.Tag.Get("toml"), ",")[0]
-		if name == "-" {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		path := name
-		if prefix != "" {
-			path = prefix + "." + name
 		}
 		if f.Type.Kind() == reflect.Struct && !isLeafStruct(f.Type) {
 			walk(f.Type, path, out)
@@ -462,4 +442,21 @@ func typeName(t reflect.Type) string {
 		return "a string"
 	}
 	return "a " + t.String()
+}
+
+// fieldPath is the dotted TOML path of struct field f under prefix (its
+// toml tag name, else its Go name); ok is false for unexported fields and
+// those tagged "-".
+func fieldPath(f reflect.StructField, prefix string) (path string, ok bool) {
+	name := strings.Split(f.Tag.Get("toml"), ",")[0]
+	if !f.IsExported() || name == "-" {
+		return "", false
+	}
+	if name == "" {
+		name = f.Name
+	}
+	if prefix == "" {
+		return name, true
+	}
+	return prefix + "." + name, true
 }
