@@ -10,9 +10,9 @@ import (
 	"testing"
 )
 
-// TestCommandStaysThin: cmd/kestrel is flags in, library calls out — under
-// 1,500 non-test lines, with no exported names (library logic belongs in
-// the packages, see docs/architecture.md §0).
+// TestCommandStaysThin: cmd/kestrel is flags in, library calls out — each
+// file under 180 non-test lines, all of them under 2,100, with no exported
+// names (library logic belongs in the packages, see docs/architecture.md §0).
 func TestCommandStaysThin(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -28,7 +28,11 @@ func TestCommandStaysThin(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lines += strings.Count(string(b), "\n")
+		n := strings.Count(string(b), "\n")
+		if n >= 180 {
+			t.Errorf("%s has %d lines; a command file is flags and library calls, keep it under 180", f, n)
+		}
+		lines += n
 		af, err := parser.ParseFile(fset, f, b, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -57,7 +61,7 @@ func TestCommandStaysThin(t *testing.T) {
 			}
 		}
 	}
-	if lines >= 1500 {
-		t.Errorf("cmd/kestrel has %d non-test lines; keep it under 1,500 by moving logic into the packages", lines)
+	if lines >= 2100 {
+		t.Errorf("cmd/kestrel has %d non-test lines; keep it under 2,100 by moving logic into the packages", lines)
 	}
 }
