@@ -74,19 +74,11 @@ func Run(opt Options) (*Result, error) {
 	if status == nil {
 		status = io.Discard
 	}
-	dir, err := train.ResolveCheckpoint(opt.Run, opt.Checkpoint)
-	if err != nil {
-		return nil, fmt.Errorf("eval: --checkpoint %s: %w", opt.Checkpoint, err)
-	}
-	m, l, err := train.LoadModel(dir, opt.EMA, slog.New(slog.NewTextHandler(status, nil)))
+	s, l, err := Load(opt.Run, opt.Checkpoint, opt.EMA, status)
 	if err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
-	codec, err := generate.CodecFor(opt.Run, l.State)
-	if err != nil {
-		return nil, fmt.Errorf("eval: %w", err)
-	}
-	s := &Scorer{Model: m, Codec: codec, Batch: opt.Batch}
+	s.Batch = opt.Batch
 	res := &Result{Run: opt.Run, Checkpoint: l.Dir, Step: l.State.Step, EMA: opt.EMA}
 	fmt.Fprintf(status, "evaluating %s (step %d%s)\n", l.Dir, l.State.Step, map[bool]string{true: ", EMA weights"}[opt.EMA])
 	for _, task := range opt.Tasks {
@@ -148,6 +140,31 @@ func Run(opt Options) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// Load resolves checkpoint (last, last-good, step-N or a directory) of run,
+// loads its weights (or EMA weights) and the run's codec, and returns a
+// Scorer over them with the checkpoint it loaded. Status lines go to status.
+func Load(run, checkpoint string, ema bool, status io.Writer) (*Scorer, *train.Loaded, error) {
+	if checkpoint == "" {
+		checkpoint = "last"
+	}
+	if status == nil {
+		status = io.Discard
+	}
+	dir, err := train.ResolveCheckpoint(run, checkpoint)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--checkpoint %s: %w", checkpoint, err)
+	}
+	m, l, err := train.LoadModel(dir, ema, slog.New(slog.NewTextHandler(status, nil)))
+	if err != nil {
+		return nil, nil, err
+	}
+	codec, err := generate.CodecFor(run, l.State)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &Scorer{Model: m, Codec: codec}, l, nil
 }
 
 // Write prints the result as JSON (asJSON) or as WriteTable's tables.

@@ -139,7 +139,7 @@ func (s *Scorer) ScoreAll(reqs []Request) ([]Score, error) {
 		out[i].Tokens, out[i].Bytes = cont, len(r.Continuation)
 	}
 	sort.SliceStable(seqs, func(a, b int) bool { return len(seqs[a].tokens) > len(seqs[b].tokens) })
-	if err := s.forwardAll(seqs, func(sq seq, lp float64) { out[sq.req].LogProb = lp }); err != nil {
+	if err := s.forwardAll(seqs, func(sq seq, lps []float64) { out[sq.req].LogProb = sum(lps) }); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -153,26 +153,36 @@ func (s *Scorer) batch() int {
 	return s.Batch
 }
 
-// forwardAll runs seqs through the model batch() at a time and hands each
-// sequence's summed log-probability of its last cont targets to fn.
-func (s *Scorer) forwardAll(seqs []seq, fn func(sq seq, logProb float64)) error {
+// forwardAll runs seqs through the model batch() at a time and hands fn
+// each sequence with the log-probabilities (natural log) of its last cont
+// targets, in order. lps is reused: copy it to keep it.
+func (s *Scorer) forwardAll(seqs []seq, fn func(sq seq, lps []float64)) error {
 	bs := s.batch()
 	for lo := 0; lo < len(seqs); lo += bs {
 		chunk := seqs[lo:min(lo+bs, len(seqs))]
-		lp, err := s.forward(chunk)
+		lps, err := s.forward(chunk)
 		if err != nil {
 			return err
 		}
 		for j, sq := range chunk {
-			fn(sq, lp[j])
+			fn(sq, lps[j])
 		}
 	}
 	return nil
 }
 
-// forward runs one batch and returns each sequence's summed log-probability
+// sum is Σ xs.
+func sum(xs []float64) float64 {
+	var t float64
+	for _, x := range xs {
+		t += x
+	}
+	return t
+}
+
+// forward runs one batch and returns, per sequence, the log-probabilities
 // of its last cont targets.
-func (s *Scorer) forward(chunk []seq) ([]float64, error) {
+func (s *Scorer) forward(chunk []seq) ([][]float64, error) {
 	T := 0
 	for _, sq := range chunk {
 		T = max(T, len(sq.tokens)-1)
@@ -194,13 +204,17 @@ func (s *Scorer) forward(chunk []seq) ([]float64, error) {
 	}
 	logits, lse := s.Model.Outputs()
 	V := s.Model.Cfg.Vocab
-	lp := make([]float64, B)
-	for i, t := range b.Targets {
-		if t >= 0 {
-			lp[i/T] += float64(logits[i*V+int(t)]) - float64(lse[i])
+	out := make([][]float64, B)
+	for j, sq := range chunk {
+		n := len(sq.tokens) - 1
+		lp := make([]float64, 0, sq.cont)
+		for p := n - sq.cont; p < n; p++ {
+			i := j*T + p
+			lp = append(lp, float64(logits[i*V+int(b.Targets[i])])-float64(lse[i]))
 		}
+		out[j] = lp
 	}
-	return lp, nil
+	return out, nil
 }
 
 // NLL is the summed negative log-likelihood of a text.
