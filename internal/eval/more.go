@@ -189,10 +189,11 @@ const MemDefaultDocs = 50
 func (s *Scorer) runMore(task string, opt Options, st train.State, res *Result) error {
 	t0 := time.Now()
 	if task == "gsm8k-nll" {
-		p, err := datadir.Path("gsm8k/test.jsonl")
+		files, err := TaskFiles(task)
 		if err != nil {
 			return err
 		}
+		p := files[0]
 		items, err := ReadGSM8K(p, opt.Limit)
 		if err != nil {
 			return err

@@ -13,11 +13,12 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/generate"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // Tasks are the task names Run knows.
-var Tasks = []string{"hellaswag", "piqa", "bpb", "gsm8k-nll", "memorization", "bpb-val"}
+var Tasks = train.BenchTasks
 
 // Options are the settings of Run (kestrel eval).
 type Options struct {
@@ -79,38 +80,41 @@ func Run(opt Options) (*Result, error) {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
 	s.Batch = opt.Batch
-	res := &Result{Run: opt.Run, Checkpoint: l.Dir, Step: l.State.Step, EMA: opt.EMA}
 	fmt.Fprintf(status, "evaluating %s (step %d%s)\n", l.Dir, l.State.Step, map[bool]string{true: ", EMA weights"}[opt.EMA])
+	res, err := s.Evaluate(opt.Run, l.State, opt.Tasks, opt.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	res.Checkpoint, res.Step, res.EMA = l.Dir, l.State.Step, opt.EMA
+	return res, nil
+}
+
+// Evaluate runs tasks on the scorer's model: run and st say where the
+// run's own data is (memorization, bpb-val: the dataset state.json names,
+// or the byte-level text of the run's config.toml). limit as Options.Limit.
+func (s *Scorer) Evaluate(run string, st train.State, tasks []string, limit int) (*Result, error) {
+	opt := Options{Run: run, Tasks: tasks, Limit: limit}
+	res := &Result{Run: run}
 	for _, task := range opt.Tasks {
 		t0 := time.Now()
 		switch task {
 		case "hellaswag", "piqa":
+			files, err := TaskFiles(task)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", task, err)
+			}
 			var items []Item
 			if task == "hellaswag" {
-				p, err := datadir.Path("hellaswag/hellaswag_val_preprocessed.jsonl")
-				if err != nil {
-					return nil, fmt.Errorf("eval: hellaswag: %w", err)
-				}
-				items, err = ReadHellaSwag(p, opt.Limit)
-				if err != nil {
-					return nil, fmt.Errorf("eval: hellaswag: %w", err)
-				}
+				items, err = ReadHellaSwag(files[0], opt.Limit)
 			} else {
-				p, err := datadir.Path("piqa/valid.jsonl")
-				if err != nil {
-					return nil, fmt.Errorf("eval: piqa: %w", err)
-				}
-				lp, err := datadir.Path("piqa/valid-labels.lst")
-				if err != nil {
-					return nil, fmt.Errorf("eval: piqa: %w", err)
-				}
-				if items, err = ReadPIQA(p, lp, opt.Limit); err != nil {
-					return nil, fmt.Errorf("eval: piqa: %w", err)
-				}
+				items, err = ReadPIQA(files[0], files[1], opt.Limit)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", task, err)
 			}
 			ch, err := s.Choose(items)
 			if err != nil {
-				return nil, fmt.Errorf("eval: %s: %w", task, err)
+				return nil, fmt.Errorf("%s: %w", task, err)
 			}
 			r := Tally(task, items, ch)
 			r.Seconds = time.Since(t0).Seconds()
@@ -119,27 +123,73 @@ func Run(opt Options) (*Result, error) {
 			}
 			res.MC = append(res.MC, r)
 		case "bpb":
-			p, err := datadir.Path("wikitext-2/test.txt")
+			files, err := TaskFiles(task)
 			if err != nil {
-				return nil, fmt.Errorf("eval: bpb: %w", err)
+				return nil, fmt.Errorf("bpb: %w", err)
 			}
+			p := files[0]
 			text, err := os.ReadFile(p)
 			if err != nil {
-				return nil, fmt.Errorf("eval: bpb: %w", err)
+				return nil, fmt.Errorf("bpb: %w", err)
 			}
 			n, err := s.TextNLL(string(text), opt.Limit)
 			if err != nil {
-				return nil, fmt.Errorf("eval: bpb: %s: %w", p, err)
+				return nil, fmt.Errorf("bpb: %s: %w", p, err)
 			}
 			res.BPB = append(res.BPB, BPBResult{Name: "wikitext-2-test", File: p, Tokens: n.Tokens, Bytes: n.Bytes,
 				Nats: n.Nats, BPB: n.BitsPerByte(), Seconds: time.Since(t0).Seconds()})
 		case "gsm8k-nll", "memorization", "bpb-val":
-			if err := s.runMore(task, opt, l.State, res); err != nil {
-				return nil, fmt.Errorf("eval: %s: %w", task, err)
+			if err := s.runMore(task, opt, st, res); err != nil {
+				return nil, fmt.Errorf("%s: %w", task, err)
 			}
 		}
 	}
 	return res, nil
+}
+
+// taskFiles are the shipped files each task reads, relative to the data
+// directory; the tasks on the run's own data read none.
+var taskFiles = map[string][]string{
+	"hellaswag": {"hellaswag/hellaswag_val_preprocessed.jsonl"},
+	"piqa":      {"piqa/valid.jsonl", "piqa/valid-labels.lst"},
+	"bpb":       {"wikitext-2/test.txt"},
+	"gsm8k-nll": {"gsm8k/test.jsonl"},
+}
+
+// TaskFiles returns the paths of the shipped files task reads (none for
+// memorization and bpb-val, which read the run's own data).
+func TaskFiles(task string) ([]string, error) {
+	var out []string
+	for _, rel := range taskFiles[task] {
+		p, err := datadir.Path(rel)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// TaskHashes returns "eval/<task>" → the sha256 of the files each of tasks
+// reads, for the run manifest: a benchmark whose files changed between
+// two evaluations is harness drift, not a model change.
+func TaskHashes(tasks []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, t := range tasks {
+		files, err := TaskFiles(t)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", t, err)
+		}
+		if len(files) == 0 {
+			continue
+		}
+		h, err := runlog.HashFiles(files...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", t, err)
+		}
+		out["eval/"+t] = h
+	}
+	return out, nil
 }
 
 // Load resolves checkpoint (last, last-good, step-N or a directory) of run,

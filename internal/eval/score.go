@@ -53,6 +53,7 @@
 package eval
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
@@ -80,6 +81,8 @@ type Scorer struct {
 	Codec generate.Codec
 	// Batch is the number of sequences per forward (default 32).
 	Batch int
+	// Ctx, when set, stops scoring between forwards once it is cancelled.
+	Ctx context.Context
 }
 
 // seq is one window to run: its inputs and the positions of the
@@ -159,6 +162,9 @@ func (s *Scorer) batch() int {
 func (s *Scorer) forwardAll(seqs []seq, fn func(sq seq, lps []float64)) error {
 	bs := s.batch()
 	for lo := 0; lo < len(seqs); lo += bs {
+		if s.Ctx != nil && s.Ctx.Err() != nil {
+			return s.Ctx.Err()
+		}
 		chunk := seqs[lo:min(lo+bs, len(seqs))]
 		lps, err := s.forward(chunk)
 		if err != nil {
