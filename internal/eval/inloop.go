@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/generate"
@@ -56,16 +57,32 @@ func (r *Result) Metrics() map[string]float64 {
 // ("bytes", or the prepared dataset's path as state.json records it).
 // Each call scores the network's current weights on cfg.Tasks with
 // cfg.Limit items (batch sequences per forward) and returns Metrics.
-func InLoop(dir, tokenizer string, cfg train.BenchConfig, batch int) (train.BenchFunc, error) {
+//
+// The first call checks that the run's data could not contain the tasks'
+// items (CheckCoverage) and logs a warning for each that could.
+func InLoop(dir, tokenizer string, cfg train.BenchConfig, batch int, log *slog.Logger) (train.BenchFunc, error) {
 	if len(cfg.Tasks) == 0 {
 		return nil, nil
 	}
+	checked := false
 	return func(ctx context.Context, net train.Net, step int) (map[string]float64, error) {
 		m := train.Model(net)
 		if m == nil {
 			return nil, fmt.Errorf("in-loop benchmarks need kestrel's own model (train.NewModelNet)")
 		}
 		st := train.State{Step: step, Tokenizer: tokenizer, Model: m.Cfg}
+		if !checked {
+			checked = true
+			cov, err := CheckCoverage(dir, st, cfg.Tasks)
+			if err != nil {
+				return nil, fmt.Errorf("decontamination check: %w", err)
+			}
+			for _, c := range cov {
+				if w := c.Warning(); w != "" {
+					log.Warn(w)
+				}
+			}
+		}
 		codec, err := generate.CodecFor(dir, st)
 		if err != nil {
 			return nil, err

@@ -28,7 +28,10 @@ type Options struct {
 	Tasks      []string // names from Tasks
 	Limit      int      // > 0: the first Limit items of each task (bpb: the first Limit windows)
 	Batch      int      // sequences per forward (0: 32)
-	Status     io.Writer
+	// Strict refuses to score a task whose items could have leaked into
+	// the run's training data (CheckCoverage); otherwise it is a warning.
+	Strict bool
+	Status io.Writer
 }
 
 // BPBResult is the bits per byte of one text.
@@ -52,6 +55,9 @@ type Result struct {
 	BPB        []BPBResult `json:"bpb,omitempty"`
 	NLL        []NLLResult `json:"nll,omitempty"`
 	Mem        *MemResult  `json:"memorization,omitempty"`
+	// Coverage says per task whether its items could be in the training
+	// data (CheckCoverage).
+	Coverage []Coverage `json:"coverage,omitempty"`
 }
 
 // Run loads the run's checkpoint and evaluates opt.Tasks on the shipped
@@ -80,11 +86,26 @@ func Run(opt Options) (*Result, error) {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
 	s.Batch = opt.Batch
+	cov, err := CheckCoverage(opt.Run, l.State, opt.Tasks)
+	if err != nil {
+		return nil, fmt.Errorf("eval: decontamination check: %w", err)
+	}
+	var warns []string
+	for _, c := range cov {
+		if w := c.Warning(); w != "" {
+			warns = append(warns, w)
+			fmt.Fprintln(status, w)
+		}
+	}
+	if opt.Strict && len(warns) > 0 {
+		return nil, fmt.Errorf("eval: --strict: %d task(s) not protected from leakage:\n%s", len(warns), strings.Join(warns, "\n"))
+	}
 	fmt.Fprintf(status, "evaluating %s (step %d%s)\n", l.Dir, l.State.Step, map[bool]string{true: ", EMA weights"}[opt.EMA])
 	res, err := s.Evaluate(opt.Run, l.State, opt.Tasks, opt.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
+	res.Coverage = cov
 	res.Checkpoint, res.Step, res.EMA = l.Dir, l.State.Step, opt.EMA
 	return res, nil
 }
@@ -231,6 +252,11 @@ func (r *Result) Write(w io.Writer, asJSON bool) error {
 func (r *Result) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "checkpoint %s (step %d%s)\n", r.Checkpoint, r.Step, map[bool]string{true: ", EMA"}[r.EMA])
+	for _, c := range r.Coverage {
+		if w := c.Warning(); w != "" {
+			fmt.Fprintln(tw, w)
+		}
+	}
 	if len(r.MC) > 0 {
 		fmt.Fprintln(tw, "task\tn\tacc\t±\tacc_norm\t±\titems/s\t")
 		for _, m := range r.MC {

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/data/shards"
+	"github.com/kestrel-lm/kestrel/internal/eval"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
 
@@ -92,5 +95,34 @@ func TestInLoopBenchmarksRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v every=%d: %v, want an error naming %s", tc.tasks, tc.every, err, tc.want)
 		}
+	}
+}
+
+// TestDatasetProvenance: kestrel prepare records each source's resolved
+// inputs and, with decontamination, every eval set's files and sha256 in
+// the dataset manifest, and eval.CheckCoverage reads them: the set it
+// covered is decontaminated, another set is not.
+func TestDatasetProvenance(t *testing.T) {
+	root := t.TempDir()
+	cfg := smallDatasetConfig(t, filepath.Join(root, "data"))
+	cfg.Prepare.Decontam.Enabled = true
+	cfg.Prepare.Decontam.Index.EvalSets = cfg.Prepare.Decontam.Index.EvalSets[:1] // GSM8K
+	prepareSmall(t, cfg)
+	ds, err := shards.Open(cfg.Data.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	pv := ds.Manifest().Provenance
+	if pv == nil || len(pv.Inputs["books"]) != 1 || !strings.HasSuffix(pv.Inputs["books"][0], "tinyshakespeare/input.txt") {
+		t.Fatalf("provenance %+v", pv)
+	}
+	if pv.Decontam == nil || pv.Decontam.NGram != cfg.Prepare.Decontam.Index.NGram || len(pv.Decontam.EvalSets) != 1 ||
+		pv.Decontam.EvalSets[0].Name != "gsm8k" || len(pv.Decontam.EvalSets[0].Files) != 1 || len(pv.Decontam.EvalSets[0].Files[0].SHA256) != 64 {
+		t.Fatalf("decontam %+v", pv.Decontam)
+	}
+	cov, err := eval.CheckCoverage("run", train.State{Tokenizer: cfg.Data.Path, Model: cfg.Model}, []string{"gsm8k-nll", "hellaswag"})
+	if err != nil || cov[0].Status != eval.Decontaminated || cov[1].Status != eval.NotDecontaminated {
+		t.Fatalf("coverage %+v %v", cov, err)
 	}
 }

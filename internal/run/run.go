@@ -321,7 +321,7 @@ func benchOptions(opts *train.Options, cfg config.Config, dir string) error {
 	if batch == 0 {
 		batch = cfg.Train.BatchSize
 	}
-	fn, err := eval.InLoop(dir, opts.Tokenizer, cfg.Eval, batch)
+	fn, err := eval.InLoop(dir, opts.Tokenizer, cfg.Eval, batch, opts.Logger)
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
