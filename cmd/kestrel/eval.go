@@ -36,6 +36,7 @@ decontaminated against, or whose file was a training input, gets a WARNING
 	f.StringSliceVar(&opt.Tasks, "tasks", []string{"hellaswag", "piqa", "bpb"}, "tasks: hellaswag, piqa, bpb, gsm8k-nll, memorization, bpb-val (docs/eval.md)")
 	f.IntVar(&opt.Limit, "limit", 0, "first N items of each task (0 = all)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	f.StringVar(&opt.Dump, "dump", "", "write every multiple-choice request (token ids, kestrel's log-probability) as JSON lines to this file, for tools/torchref/eval_ref.py")
 	f.BoolVar(&opt.Strict, "strict", false, "refuse tasks whose items could be in the run's training data (not decontaminated against them, or trained on them) instead of warning")
 	return cmd
 }

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -31,6 +32,9 @@ type Options struct {
 	// Strict refuses to score a task whose items could have leaked into
 	// the run's training data (CheckCoverage); otherwise it is a warning.
 	Strict bool
+	// Dump, when set, is a file that receives every multiple-choice
+	// request as a JSON line (DumpLine), for tools/torchref/eval_ref.py.
+	Dump   string
 	Status io.Writer
 }
 
@@ -86,6 +90,16 @@ func Run(opt Options) (*Result, error) {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
 	s.Batch = opt.Batch
+	var dump *bufio.Writer
+	if opt.Dump != "" {
+		f, err := os.Create(opt.Dump)
+		if err != nil {
+			return nil, fmt.Errorf("eval: --dump: %w", err)
+		}
+		defer f.Close()
+		dump = bufio.NewWriter(f)
+		s.Dump = dump
+	}
 	cov, err := CheckCoverage(opt.Run, l.State, opt.Tasks)
 	if err != nil {
 		return nil, fmt.Errorf("eval: decontamination check: %w", err)
@@ -106,6 +120,11 @@ func Run(opt Options) (*Result, error) {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
 	res.Coverage = cov
+	if dump != nil {
+		if err := dump.Flush(); err != nil {
+			return nil, fmt.Errorf("eval: --dump %s: %w", opt.Dump, err)
+		}
+	}
 	res.Checkpoint, res.Step, res.EMA = l.Dir, l.State.Step, opt.EMA
 	return res, nil
 }
@@ -133,6 +152,7 @@ func (s *Scorer) Evaluate(run string, st train.State, tasks []string, limit int)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", task, err)
 			}
+			s.Task = task
 			ch, err := s.Choose(items)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", task, err)

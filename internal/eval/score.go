@@ -55,6 +55,7 @@ package eval
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 
@@ -83,6 +84,28 @@ type Scorer struct {
 	Batch int
 	// Ctx, when set, stops scoring between forwards once it is cancelled.
 	Ctx context.Context
+	// Dump, when set, receives every multiple-choice request Choose scores
+	// as a JSON line (DumpLine) for an independent scorer.
+	Dump io.Writer
+	// Task names the task in Dump's lines.
+	Task string
+}
+
+// DumpLine is one scored request as Choose dumps it: the window of token
+// ids the model read (context then continuation, left-truncated to
+// seq_len + 1), how many of its last tokens are the scored continuation,
+// the continuation's bytes (acc_norm's divisor) and kestrel's summed
+// log-probability. tools/torchref/eval_ref.py rescoring these lines is the
+// independent check of kestrel's evaluation.
+type DumpLine struct {
+	Task    string  `json:"task"`
+	Item    int     `json:"item"`
+	Choice  int     `json:"choice"`
+	Label   int     `json:"label"`
+	Tokens  []int32 `json:"tokens"`
+	Cont    int     `json:"cont"`
+	Bytes   int     `json:"bytes"`
+	LogProb float64 `json:"logprob"`
 }
 
 // seq is one window to run: its inputs and the positions of the
