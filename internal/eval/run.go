@@ -62,6 +62,9 @@ type Result struct {
 	// Coverage says per task whether its items could be in the training
 	// data (CheckCoverage).
 	Coverage []Coverage `json:"coverage,omitempty"`
+	// EvalHashes are the sha256 of the files each task read
+	// ("eval/<task>", as the run manifest records them for [eval]).
+	EvalHashes map[string]string `json:"eval_hashes,omitempty"`
 }
 
 // Run loads the run's checkpoint and evaluates opt.Tasks on the shipped
@@ -120,6 +123,9 @@ func Run(opt Options) (*Result, error) {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
 	res.Coverage = cov
+	if res.EvalHashes, err = TaskHashes(opt.Tasks); err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
 	if dump != nil {
 		if err := dump.Flush(); err != nil {
 			return nil, fmt.Errorf("eval: --dump %s: %w", opt.Dump, err)
