@@ -12,20 +12,27 @@ import (
 // are reused by every layer, the residual stream is updated in place, whole
 // sequences run in chunks of about inferRows tokens, and the final norm,
 // lm_head and log-softmax run only on the positions that are scored, in
-// blocks of headRows. Per row the arithmetic is Forward's, so the numbers
+// blocks of up to headLogits/vocab positions. Per row the arithmetic is Forward's, so the numbers
 // agree with Forward + Outputs (see infer_test.go).
 
 // inferRows is the number of tokens a forward-only chunk aims at: a batch
 // runs max(1, inferRows/T) sequences at a time, which bounds the scratch
-// (and keeps it warmer in cache) whatever the batch size.
-var inferRows = 1024
+// whatever the batch size (every chunk packs each weight matrix once more,
+// so chunks much smaller than this cost time).
+var inferRows = 2048
 
-// headRows is the most scored positions one lm_head block holds.
-var headRows = 256
+// headLogits bounds the lm_head block of the forward-only path: it holds
+// min(chunk rows, max(64, headLogits/vocab)) scored positions (2048 for
+// ref7m's vocabulary of 8192, 333 for GPT-2's 50257), 64 MiB of logits.
+var headLogits = 1 << 24
+
+// headRows is the most scored positions one lm_head block holds (0: from
+// headLogits; tests set it to exercise the blocking).
+var headRows = 0
 
 // inferScratch holds the buffers of one block of the forward-only path for
 // up to rows tokens (seqs sequences of at most seq_len), and the head's
-// buffers for headRows positions. It grows on demand and is kept.
+// buffers for headN positions. It grows on demand and is kept.
 type inferScratch struct {
 	rows, seqs int
 
@@ -33,7 +40,8 @@ type inferScratch struct {
 	rstd, qnRstd, knRstd                 []float32
 	att, rowMax, rowEnt, attnTmp         []float32
 
-	hx, hrstd, logits, loss, lse []float32
+	hx, hrstd, logits, loss, lse, ones []float32
+	headN                             int // rows of the head block
 	tgt                          []int32
 	pos                          []int
 
@@ -74,14 +82,24 @@ func (s *inferScratch) ensure(c Config, seqs int) {
 	s.rowMax = make([]float32, seqs*H*T)
 	s.rowEnt = make([]float32, seqs*H*T)
 	s.attnTmp = make([]float32, seqs*H*T)
-	if s.hx == nil {
-		s.hx = make([]float32, headRows*D)
-		s.hrstd = make([]float32, headRows)
-		s.logits = make([]float32, headRows*V)
-		s.loss = make([]float32, headRows)
-		s.lse = make([]float32, headRows)
-		s.tgt = make([]int32, headRows)
-		s.pos = make([]int, headRows)
+	hn := headRows
+	if hn <= 0 {
+		hn = max(64, headLogits/V)
+	}
+	hn = min(hn, N)
+	if hn > s.headN {
+		s.headN = hn
+		s.hx = make([]float32, hn*D)
+		s.hrstd = make([]float32, hn)
+		s.logits = make([]float32, hn*V)
+		s.loss = make([]float32, hn)
+		s.lse = make([]float32, hn)
+		s.tgt = make([]int32, hn)
+		s.pos = make([]int, hn)
+		s.ones = make([]float32, hn)
+		for i := range s.ones {
+			s.ones[i] = 1
+		}
 	}
 }
 
@@ -171,9 +189,9 @@ func (s *inferScratch) rms(out, inp, w []float32, N, C int, eps float32) {
 	kernels.ParallelForTask(N, 32, &s.tRMS)
 }
 
-// inferHead scores the rows of s.x whose target is ≥ 0, headRows at a time:
+// inferHead scores the rows of s.x whose target is ≥ 0, s.headN at a time:
 // gather + final RMSNorm, lm_head, then log-softmax at the target
-// (CrossEntropy without gradient gives loss = lse − z_y; dst = −loss).
+// (CrossEntropy gives loss = lse − z_y; dst = −loss).
 func (m *Model) inferHead(s *inferScratch, targets []int32, dst []float32) {
 	c := m.Cfg
 	D, V := c.DModel, c.Vocab
@@ -185,7 +203,10 @@ func (m *Model) inferHead(s *inferScratch, targets []int32, dst []float32) {
 		s.tHead = headGatherTask{out: s.hx, rstd: s.hrstd, x: s.x, pos: s.pos, w: m.p.lnf, D: D, eps: float32(c.NormEps)}
 		kernels.ParallelForTask(n, 32, &s.tHead)
 		ops.MatmulForward(s.logits, s.hx, m.p.lm, n, D, V, false)
-		s.tCE = ceTask{z: s.logits, V: V, targets: s.tgt, loss: s.loss, lse: s.lse}
+		// a non-zero grad weight takes CrossEntropy's vectorised exp-sum, the
+		// training head's arithmetic (ForwardBackward's loss bit for bit);
+		// the gradient it leaves in s.logits is not read
+		s.tCE = ceTask{z: s.logits, V: V, targets: s.tgt, grad: s.ones, loss: s.loss, lse: s.lse}
 		kernels.ParallelForTask(n, 8, &s.tCE)
 		for j, p := range s.pos[:n] {
 			dst[p] = -s.loss[j]
@@ -199,7 +220,7 @@ func (m *Model) inferHead(s *inferScratch, targets []int32, dst []float32) {
 		}
 		s.pos[n], s.tgt[n] = i, t
 		n++
-		if n == headRows {
+		if n == s.headN {
 			flush()
 		}
 	}
@@ -223,9 +244,11 @@ func (t *headGatherTask) Run(s, e int) {
 }
 
 // LossFromLogProbs is the mean cross-entropy over the positions with a
-// target ≥ 0, summed in float64 in position order as Forward's Stats.Loss
-// is for a batch without Mask, so that with LogProbs' output it equals
-// Forward's loss bit for bit; n is the number of such positions (Stats.Tokens).
+// target ≥ 0, summed in float64 in position order as Stats.Loss is for a
+// batch without Mask, so that with LogProbs' output it equals the loss
+// ForwardBackward reports bit for bit (Forward's, whose log-sum-exp runs
+// the scalar exponential, differs in the last bits); n is the number of
+// such positions (Stats.Tokens).
 // It returns (0, 0) when no position is scored.
 func LossFromLogProbs(lp []float32, targets []int32) (loss float64, n int) {
 	var sum float64
