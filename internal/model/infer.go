@@ -41,9 +41,9 @@ type inferScratch struct {
 	att, rowMax, rowEnt, attnTmp         []float32
 
 	hx, hrstd, logits, loss, lse, ones []float32
-	headN                             int // rows of the head block
-	tgt                          []int32
-	pos                          []int
+	headN                              int // rows of the head block
+	tgt                                []int32
+	pos                                []int
 
 	attn   ops.Attention
 	tEmb   embedTask
