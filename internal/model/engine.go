@@ -45,6 +45,8 @@ type Model struct {
 	tCopyV copyColsTask
 	tSwi   swigluTask
 	tCE    ceTask
+
+	inf inferScratch // the forward-only path's buffers (infer.go)
 }
 
 // layerW holds the views of one block's parameters (or gradients).
