@@ -47,9 +47,11 @@
 //
 // # Cost
 //
-// Scoring uses model.Forward: no backward pass runs and no gradient is
-// touched, but the forward still fills the training arena (activations and
-// the attention/residual vitals), sized for the largest batch.
+// Scoring uses model.LogProbs, a forward-only pass: no activations are kept
+// for a backward pass, no gradient is touched, and the final norm, lm_head
+// and log-softmax run only at the scored positions (the continuations), not
+// at every context position. Greedy decoding uses the model's KV-cache
+// Decoder: a prefix is read once, then one token per step.
 package eval
 
 import (
@@ -89,6 +91,8 @@ type Scorer struct {
 	Dump io.Writer
 	// Task names the task in Dump's lines.
 	Task string
+
+	lp []float32 // LogProbs' output, reused
 }
 
 // DumpLine is one scored request as Choose dumps it: the window of token
@@ -228,18 +232,19 @@ func (s *Scorer) forward(chunk []seq) ([][]float64, error) {
 			b.Targets[j*T+p] = sq.tokens[p+1]
 		}
 	}
-	if _, err := s.Model.Forward(&b); err != nil {
+	if cap(s.lp) < B*T {
+		s.lp = make([]float32, B*T)
+	}
+	lps := s.lp[:B*T]
+	if err := s.Model.LogProbs(&b, lps); err != nil {
 		return nil, fmt.Errorf("eval forward: %w", err)
 	}
-	logits, lse := s.Model.Outputs()
-	V := s.Model.Cfg.Vocab
 	out := make([][]float64, B)
 	for j, sq := range chunk {
 		n := len(sq.tokens) - 1
 		lp := make([]float64, 0, sq.cont)
 		for p := n - sq.cont; p < n; p++ {
-			i := j*T + p
-			lp = append(lp, float64(logits[i*V+int(b.Targets[i])])-float64(lse[i]))
+			lp = append(lp, float64(lps[j*T+p]))
 		}
 		out[j] = lp
 	}
