@@ -1,6 +1,7 @@
 package hf
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -59,11 +60,14 @@ func Write(dir string, e Export) error {
 			return err
 		}
 		for name, v := range files {
-			b, err := json.MarshalIndent(v, "", "  ")
-			if err != nil {
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false) // "<|endoftext|>" as written, not \u003c…
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(v); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
-			if err := os.WriteFile(filepath.Join(tmp, name), append(b, '\n'), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(tmp, name), b.Bytes(), 0o644); err != nil {
 				return err
 			}
 		}
