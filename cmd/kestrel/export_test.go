@@ -20,6 +20,7 @@ import (
 // warm-starts from it with all 12 tensors (one layer, untied) copied. Bad flags are refused.
 func TestExportImportCLI(t *testing.T) {
 	cfg := tinyByteConfig(2)
+	cfg.Train.ValFraction = 0.005 // the final evaluation reads every validation row
 	runDir := trainTiny(t, cfg)
 	hfDir := filepath.Join(t.TempDir(), "hf")
 	exec := func(c *cobra.Command, args ...string) error {
@@ -39,7 +40,7 @@ func TestExportImportCLI(t *testing.T) {
 	toml := filepath.Join(t.TempDir(), "run.toml")
 	im := newImportCmd()
 	im.SetOut(&out)
-	if err := exec(im, "--hf", hfDir, "--out", toml, "--data.kind=bytes", "--data.train=${KESTREL_DATA}/tinyshakespeare/input.txt", "--train.steps=1", "--train.peak_gflops=10"); err != nil {
+	if err := exec(im, "--hf", hfDir, "--out", toml, "--data.kind=bytes", "--data.train=${KESTREL_DATA}/tinyshakespeare/input.txt", "--train.steps=1", "--train.peak_gflops=10", "--train.val_fraction=0.005", "--train.batch_size=4"); err != nil {
 		t.Fatal(err)
 	}
 	got, err := config.Load(toml, nil)

@@ -79,6 +79,7 @@ func tinyConfig(vocab int) config.Config {
 	cfg.Train.Steps, cfg.Train.BatchSize, cfg.Train.EvalEvery, cfg.Train.EvalBatches, cfg.Train.LogEvery, cfg.Train.PeakGFLOPS = 3, 4, 0, 1, 0, 10
 	cfg.Optim.LR, cfg.Optim.Warmup = 3e-3, 1
 	cfg.Optim.EMABeta = 0.9
+	cfg.Train.ValFraction = 0.005 // bytes: the final evaluation reads every validation row
 	cfg.Checkpoint.Every = 0
 	return cfg
 }
