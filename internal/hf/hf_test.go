@@ -152,9 +152,37 @@ func bf16(x float32) uint16 {
 	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
 }
 
-// TestShardedBF16: a directory with model.safetensors.index.json and BF16
-// shards loads, converted to float32.
-func TestShardedBF16(t *testing.T) {
+// f16 rounds a float32 in F16's range to the nearest binary16 (ties to
+// even), subnormals included.
+func f16(x float32) uint16 {
+	b := math.Float32bits(x)
+	sign := uint16(b>>16) & 0x8000
+	a := math.Abs(float64(x))
+	if a < math.Ldexp(1, -14) { // subnormal: multiples of 2^-24
+		return sign | uint16(math.RoundToEven(a*math.Ldexp(1, 24)))
+	}
+	e := int(b>>23&0xff) - 127 + 15
+	m := b & 0x7fffff
+	h := uint32(e)<<10 | m>>13
+	if r := m & 0x1fff; r > 0x1000 || (r == 0x1000 && h&1 == 1) {
+		h++
+	}
+	return sign | uint16(h)
+}
+
+// TestSharded: a directory with model.safetensors.index.json and BF16 or
+// F16 shards loads, converted to float32.
+func TestSharded(t *testing.T) {
+	for _, dt := range []safetensors.DType{safetensors.BF16, safetensors.F16} {
+		t.Run(string(dt), func(t *testing.T) { testSharded(t, dt) })
+	}
+}
+
+func testSharded(t *testing.T, dt safetensors.DType) {
+	enc := bf16
+	if dt == safetensors.F16 {
+		enc = f16
+	}
 	src := filepath.Join(t.TempDir(), "src")
 	c := tinyConfig(true, false)
 	m := export(t, src, c, 3)
@@ -166,10 +194,10 @@ func TestShardedBF16(t *testing.T) {
 	for i, tn := range m.Tensors() {
 		data := make([]byte, 2*tn.Size)
 		for j, x := range m.Params[tn.Offset : tn.Offset+tn.Size] {
-			binary.LittleEndian.PutUint16(data[2*j:], bf16(x))
+			binary.LittleEndian.PutUint16(data[2*j:], enc(x))
 		}
 		k := i % 2
-		shards[k] = append(shards[k], safetensors.Tensor{Name: tn.Name, DType: safetensors.BF16, Shape: tn.Shape, Data: data})
+		shards[k] = append(shards[k], safetensors.Tensor{Name: tn.Name, DType: dt, Shape: tn.Shape, Data: data})
 		wm[tn.Name] = []string{"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}[k]
 	}
 	shards[0] = append(shards[0], safetensors.FromFloat32("model.layers.0.self_attn.rotary_emb.inv_freq", []int{4}, make([]float32, 4)))
@@ -185,16 +213,23 @@ func TestShardedBF16(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Converted[safetensors.BF16] != len(m.Tensors()) || len(got.Ignored) != 1 {
+	if got.Converted[dt] != len(m.Tensors()) || len(got.Ignored) != 1 {
 		t.Errorf("converted %v ignored %v", got.Converted, got.Ignored)
 	}
 	tn := m.Tensors()[1]
 	st, _ := got.Weights.Get(tn.Name)
 	v, _ := st.Float32()
 	for j, x := range v {
-		want := math.Float32frombits(uint32(bf16(m.Params[tn.Offset+j])) << 16)
-		if x != want {
-			t.Fatalf("%s[%d] = %g, want %g", tn.Name, j, x, want)
+		p := float64(m.Params[tn.Offset+j])
+		tol := math.Abs(p) / 256 // bf16 keeps 8 significant bits, f16 11
+		if dt == safetensors.F16 {
+			tol = math.Max(math.Abs(p)/2048, math.Ldexp(1, -25))
+		}
+		if math.Abs(float64(x)-p) > tol {
+			t.Fatalf("%s[%d] = %g, want %g within %g", tn.Name, j, x, p, tol)
+		}
+		if dt == safetensors.BF16 && x != math.Float32frombits(uint32(bf16(m.Params[tn.Offset+j]))<<16) {
+			t.Fatalf("%s[%d] = %g: not the bf16 decoding", tn.Name, j, x)
 		}
 	}
 	// A shard that lacks a tensor its index names is an error naming both.
