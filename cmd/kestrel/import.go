@@ -7,6 +7,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/hfrun"
+	"github.com/kestrel-lm/kestrel/internal/safetensors"
 )
 
 func newImportCmd() *cobra.Command {
@@ -37,8 +38,10 @@ config too. See docs/export.md.`,
 		}
 		w := cmd.OutOrStdout()
 		fmt.Fprintf(w, "%s: %s, %d tensors mapped and shape-checked", dir, m.HF.Architectures[0], len(m.Weights.Tensors))
-		for dt, n := range m.Converted {
-			fmt.Fprintf(w, ", %d converted from %s", n, dt)
+		for _, dt := range []safetensors.DType{safetensors.BF16, safetensors.F16, safetensors.F64} {
+			if n := m.Converted[dt]; n > 0 {
+				fmt.Fprintf(w, ", %d converted from %s", n, dt)
+			}
 		}
 		if len(m.Ignored) > 0 {
 			fmt.Fprintf(w, ", ignored %v", m.Ignored)
