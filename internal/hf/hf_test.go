@@ -282,3 +282,26 @@ func TestLoadErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteReplaces: an earlier export is replaced; a directory that is
+// not one is refused, naming it, and left as it was.
+func TestWriteReplaces(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "hf")
+	export(t, dir, tinyConfig(false, false), 1)
+	export(t, dir, tinyConfig(true, true), 2)
+	got, err := Load(dir)
+	if err != nil || !got.Config.QKNorm {
+		t.Fatalf("re-export: %v %+v", err, got)
+	}
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("keep"), 0o644)
+	c := tinyConfig(false, false)
+	m, _ := model.New(c, 1)
+	err = Write(other, Export{Config: c, Tensors: m.Tensors(), Params: m.Params})
+	if err == nil || !strings.Contains(err.Error(), other) {
+		t.Errorf("Write over a foreign directory: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(other, "notes.txt")); string(b) != "keep" {
+		t.Error("foreign directory touched")
+	}
+}
