@@ -45,6 +45,8 @@ test: lint build
 	  $(BIN) demo --quick --data-out $$tmp/datasets/demo-quick --out $$tmp/runs/demo-quick > $$tmp/demo.log 2>&1 || \
 	  { tail -50 $$tmp/demo.log; echo "demo --quick failed"; exit 1; }; \
 	  grep -q "verdict:" $$tmp/demo.log && test -s $$tmp/runs/demo-quick/report/report.md && \
+	  { grep -q "^| bench/hellaswag/acc_norm |" $$tmp/runs/demo-quick/report/report.md || \
+	    { echo "report.md lacks the benchmark table"; exit 1; }; } && \
 	  { [ -z "$(SHA)" ] || grep -q '"git_sha": "$(SHA)"' $$tmp/runs/demo-quick/manifest.json || \
 	    { echo "manifest.json lacks git_sha $(SHA)"; exit 1; }; } && \
 	  tail -22 $$tmp/demo.log

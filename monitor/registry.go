@@ -166,6 +166,10 @@ var catalog = []Metric{
 	{Name: "slice_val_loss", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "held-out cross-entropy of one source's validation split", Variants: []string{sourceVar}, Sampling: "eval", Nano: true, VariantPanel: "val", Plot: "loss.png"},
 	{Name: "train_val_gap", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "val_loss - train_loss_ema", Sampling: "eval", Panel: "gap"},
 	{Name: "fixed_probe_loss", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "loss on the frozen probe batch (its hash is in manifest.json)", Sampling: "eval", Panel: "probe", Plot: "probe.png"},
+	{Name: "bench", Unit: "fraction", Kind: Gauge, Category: CatEval, Help: "zero-shot multiple-choice accuracy of the in-loop benchmarks ([eval] tasks, kestrel eval): bench/<task>/acc picks the ending with the highest summed log-likelihood, bench/<task>/acc_norm the highest per byte (HellaSwag chance 0.25, PIQA 0.5)", Variants: []string{"<task>/acc", "<task>/acc_norm"}, Sampling: "eval", VariantPanel: "bench", Plot: "bench.png"},
+	{Name: "bench_stderr", Unit: "fraction", Kind: Gauge, Category: CatEval, Help: "standard error of bench/<task>/<acc|acc_norm>, sqrt(p(1−p)/(n−1)) over the n items scored: the noise a benchmark's change is measured against", Variants: []string{"<task>/acc", "<task>/acc_norm"}, Sampling: "eval"},
+	{Name: "bpb", Unit: "bits/byte", Kind: Gauge, Category: CatEval, Help: "bits per byte, comparable across tokenizers: bpb/wiki (WikiText-2 test), bpb/val/<source> and bpb/val (the run's validation splits), bpb/gsm8k-answer (GSM8K's gold answer given its question)", Variants: []string{"wiki", "val", "val/<source>", "gsm8k-answer"}, Sampling: "eval", VariantPanel: "bpb", Plot: "bpb.png"},
+	{Name: "memorization", Unit: "fraction", Kind: Gauge, Category: CatEval, Help: "64 greedy tokens after a 64-token prefix against the document's true continuation: memorization/<train|heldout>/exact_match and token_overlap; train minus heldout is what the model memorized", Variants: []string{"train/exact_match", "train/token_overlap", "heldout/exact_match", "heldout/token_overlap"}, Sampling: "eval", VariantPanel: "mem"},
 
 	// Observability
 	{Name: "nan_inf_events", Unit: "count", Kind: Counter, Category: CatObs, Help: "steps with a NaN/Inf in loss, gradients or weights; any > 0 is SEV0", Sampling: "step", Nano: true},
@@ -248,6 +252,11 @@ var panelGroups = []PanelGroup{
 		{ID: "stall", Title: "dataloader stall fraction"},
 		{ID: "pad", Title: "pad fraction"},
 	}},
+	{Title: "Benchmarks", Panels: []Panel{
+		{ID: "bench", Title: "benchmark accuracy", Hint: "in-loop [eval] tasks: acc and acc_norm per task (chance: HellaSwag 0.25, PIQA 0.5)"},
+		{ID: "bpb", Title: "bits per byte", Hint: "WikiText-2, validation splits, GSM8K answers: comparable across tokenizers"},
+		{ID: "mem", Title: "memorization", Hint: "greedy continuation of training vs held-out documents"},
+	}},
 	{Title: "Probes", Panels: []Panel{
 		{ID: "probe", Title: "fixed-probe loss"},
 		{ID: "kl", Title: "output KL to previous checkpoint"},
@@ -279,6 +288,8 @@ var plots = []Plot{
 	{File: "attention.png", Title: "max attention logit per layer", YLabel: "logit"},
 	{File: "entropy.png", Title: "attention entropy per layer", YLabel: "nats"},
 	{File: "mix.png", Title: "source mix share", YLabel: "share of sequences"},
+	{File: "bench.png", Title: "in-loop benchmarks: accuracy", YLabel: "accuracy"},
+	{File: "bpb.png", Title: "in-loop benchmarks: bits per byte", YLabel: "bits / byte"},
 	{File: "probe.png", Title: "frozen probe batch: loss and output entropy", YLabel: "nats"},
 	{File: "probe_kl.png", Title: "output KL to the previous checkpoint (probe batch)", YLabel: "nats", LogY: true},
 }

@@ -47,6 +47,7 @@ const (
 	RuleProbeJump        = "fixed_probe_discontinuity"
 	RuleGapWidening      = "train_val_gap_widening"
 	RuleSliceRegression  = "slice_val_regression"
+	RuleBenchRegression  = "bench_regression"
 	RuleCheckpointSlow   = "checkpoint_time_growth"
 )
 
@@ -177,6 +178,11 @@ var runbooks = []Runbook{
 		"slice_val_loss of every source over the evals, source_mix_share (is the source still sampled at its weight?), the data stages, token_kl_drift, the source's epochs.",
 		"check the mixture (mixture_drift, the stage weights) and the source's data (a filter or shard change); rebalance the mixture if the source is under-sampled.",
 		"the source's slice_val_loss falls again at the next evals."},
+	{RuleBenchRegression, SEV2, "benchmark regression",
+		"an in-loop benchmark ([eval] tasks) got worse at each of the last bench_regress_evals benchmark evaluations — an accuracy (bench/<task>/acc, acc_norm) fell, a bits per byte (bpb/…) rose — by more than its noise in all: bench_regress_sigma standard errors of the difference for an accuracy, bench_regress_bpb of its value for bits per byte (seed 004: microbench regression; benchmarks can dip while the loss looks normal).",
+		"the benchmark over the evaluations beside val_loss and slice_val_loss; the manifest's eval_hashes (eval/<task>: the benchmark's files) and tokenizer_hash across restarts; source_mix_share and the data stages; attention vitals and output_kl_to_prev over the same steps.",
+		"triage in seed 004's order: (1) harness drift — did eval_hashes, the tokenizer or kestrel's version change (manifest_mismatch)? rerun the old checkpoint with `kestrel eval --run RUN --checkpoint step-N --tasks hellaswag` and compare; (2) data drift — a stage or mixture change (mixture_drift, slice_val_loss); (3) internal drift — attention logits/entropy, probe KL; (4) only then capacity. Small models sit near chance (HellaSwag 0.25, PIQA 0.5): a fall within noise is not a regression, raise eval.limit to shrink the standard error.",
+		"the benchmark stops falling (or recovers) at the next evaluations; `kestrel eval --run RUN --checkpoint last` agrees with the in-loop number."},
 	{RuleCheckpointSlow, SEV2, "checkpoint time growth",
 		"a checkpoint took more than checkpoint_time_factor × the median checkpoint_time of the run's first (up to 3) checkpoints, and checkpoint_time_min seconds more: saving slows down (filling disk, a slow or remote filesystem, contention, a growing keep policy), which costs throughput at every checkpoint and risks a failed save (seed 004: spike/growth).",
 		"checkpoint_time and checkpoint_size per checkpoint, free space and I/O load of the run directory's filesystem, what else writes to it.",

@@ -18,7 +18,7 @@ lists them all with their documentation. Shipped data is found in
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPrepareCmd(), newTokenizerCmd(), newDataCmd(), newTrainCmd(), newRewindCmd(), newSampleCmd(), newEvalCmd(),
+	root.AddCommand(newPrepareCmd(), newTokenizerCmd(), newDataCmd(), newTrainCmd(), newRewindCmd(), newSampleCmd(), newEvalCmd(), newScoreCmd(),
 		newCheckpointsCmd(), newReplayCmd(), newQuarantineCmd(), newWatchCmd(), newDashCmd(), newBenchCmd(), newDemoCmd(),
 		newConfigCmd(), newVersionCmd())
 	root.AddCommand(newExportCmd(), newImportCmd()) // Hugging Face interchange (export.go, import.go)

@@ -14,6 +14,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/dashboard"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
+	"github.com/kestrel-lm/kestrel/internal/eval"
 	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
@@ -296,7 +298,43 @@ func TrainOptions(cfg config.Config, dir string, logger *slog.Logger) (train.Opt
 		return opts, fmt.Errorf("data.kind: unknown kind %q (want bytes or dataset)", cfg.Data.Kind)
 	}
 	evalHashes(&opts.Manifest, cfg, logger)
+	if err := benchOptions(&opts, cfg, dir); err != nil {
+		if c, ok := opts.Data.(io.Closer); ok {
+			c.Close()
+		}
+		return opts, err
+	}
 	return opts, nil
+}
+
+// benchOptions sets up the [eval] benchmarks of the training loop and
+// records the hashes of the files they read in the manifest
+// ("eval/<task>").
+func benchOptions(opts *train.Options, cfg config.Config, dir string) error {
+	if err := cfg.Eval.Validate(cfg.Train.EvalEvery); err != nil {
+		return err
+	}
+	if len(cfg.Eval.Tasks) == 0 {
+		return nil
+	}
+	batch := cfg.Train.MicroBatch
+	if batch == 0 {
+		batch = cfg.Train.BatchSize
+	}
+	fn, err := eval.InLoop(dir, opts.Tokenizer, cfg.Eval, batch, opts.Logger)
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	hashes, err := eval.TaskHashes(cfg.Eval.Tasks)
+	if err != nil {
+		return fmt.Errorf("eval.tasks: %w", err)
+	}
+	if opts.Manifest.EvalHashes == nil {
+		opts.Manifest.EvalHashes = map[string]string{}
+	}
+	maps.Copy(opts.Manifest.EvalHashes, hashes)
+	opts.Bench, opts.Benchmarks = fn, cfg.Eval
+	return nil
 }
 
 // datasetHashes records the hash of the dataset's manifest (which lists

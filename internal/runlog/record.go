@@ -200,6 +200,11 @@ type Eval struct {
 	TopKMassProbe     float64
 	// SliceValLoss is val_loss per source, stored as "slice_val_loss/<source>".
 	SliceValLoss map[string]float64
+	// Bench holds the in-loop benchmarks' numbers under their full metric
+	// names (bench/hellaswag/acc_norm, bench_stderr/…, bpb/wiki,
+	// memorization/train/exact_match; docs/eval.md); empty at evaluations
+	// that ran none.
+	Bench map[string]float64
 }
 
 // EMAGap is val_loss − val_loss_ema (NaN without EMA).
@@ -219,6 +224,7 @@ func (e *Eval) fields(w fieldVisitor) {
 	optional(w, "logit_entropy_probe", e.LogitEntropyProbe)
 	optional(w, "topk_mass_probe", e.TopKMassProbe)
 	visitSorted(w, e.SliceValLoss, "slice_val_loss/")
+	visitSorted(w, e.Bench, "")
 }
 
 // Checkpoint is a committed checkpoint: a line of metrics.jsonl with

@@ -54,6 +54,10 @@ type Options struct {
 	// Observers receive every step, evaluation and checkpoint.
 	Observers []Observer
 	Logger    *slog.Logger
+	// Bench runs the [eval] benchmarks (Benchmarks.Tasks) at the
+	// evaluations Benchmarks.Due picks; nil = none.
+	Bench      BenchFunc
+	Benchmarks BenchConfig
 	// Lock is the caller's hold on Dir (internal/run takes it before the
 	// monitor writes there); Run then neither takes nor releases one. When
 	// nil, Run takes the lock of Dir itself and releases it on return, so
@@ -391,7 +395,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 				"step", s, "steps", o.Train.Steps, "max_minutes", o.Train.MaxMinutes)
 		}
 		if (o.Train.EvalEvery > 0 && s%o.Train.EvalEvery == 0) || s == o.Train.Steps || timeUp {
-			e, err := t.evaluate(s, m.TrainLossEMA, s == o.Train.Steps || timeUp)
+			e, err := t.evaluate(ctx, s, m.TrainLossEMA, s == o.Train.Steps || timeUp)
 			if err != nil {
 				return res, err
 			}
@@ -729,7 +733,7 @@ func fillVitals(m *runlog.Step, v *model.Vitals) {
 // evaluate computes the validation loss with the raw and the EMA weights;
 // the final evaluation (the last step, or a train.max_minutes stop) reads
 // every validation row.
-func (t *trainer) evaluate(s int, trainEMA float64, all bool) (*runlog.Eval, error) {
+func (t *trainer) evaluate(ctx context.Context, s int, trainEMA float64, all bool) (*runlog.Eval, error) {
 	start := time.Now()
 	e := &runlog.Eval{Step: s, TokensSeen: t.st.TokensSeen, WallTime: t.st.WallTime,
 		ValLossEMA: math.NaN(), FixedProbeLoss: math.NaN(), LogitEntropyProbe: math.NaN(), TopKMassProbe: math.NaN()}
@@ -759,6 +763,20 @@ func (t *trainer) evaluate(s int, trainEMA float64, all bool) (*runlog.Eval, err
 		e.FixedProbeLoss = pm.Loss
 		if !math.IsNaN(pm.Entropy) {
 			e.LogitEntropyProbe, e.TopKMassProbe = pm.Entropy, pm.TopKMass
+		}
+	}
+	if t.o.Bench != nil && t.o.Benchmarks.Due(s, all) {
+		b0 := time.Now()
+		vals, err := t.o.Bench(ctx, t.net, s)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			// interrupted: the loop checkpoints and stops next
+			t.log.Warn("benchmarks interrupted; this evaluation has none", "step", s)
+		case err != nil:
+			return e, fmt.Errorf("step %d: benchmarks ([eval] tasks): %w", s, err)
+		default:
+			e.Bench = vals
+			t.log.Info("benchmarks", "step", s, "tasks", strings.Join(t.o.Benchmarks.Tasks, ","), "seconds", fmt.Sprintf("%.1f", time.Since(b0).Seconds()))
 		}
 	}
 	e.EvalTime = time.Since(start).Seconds()

@@ -11,6 +11,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/data/decontam"
 	"github.com/kestrel-lm/kestrel/internal/data/dedup"
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/tokenizer"
 )
 
@@ -201,6 +202,9 @@ func (p *pipeline) tokenize(ctx context.Context) error {
 	if scfg.Workers == 0 {
 		scfg.Workers = p.workers
 	}
+	if scfg.Provenance, err = p.provenance(); err != nil {
+		return err
+	}
 	m, err := shards.Build(ctx, ReadDocs(paths), tok, tokPath, scfg, p.tmp)
 	if err != nil {
 		return fmt.Errorf("prepare: shards: %w", err)
@@ -218,4 +222,37 @@ func nilIfEmpty(s []string) []string {
 		return nil
 	}
 	return s
+}
+
+// provenance records each source's resolved inputs and, when the
+// documents were decontaminated, the evaluation sets with the sha256 of
+// each file, for the dataset manifest.
+func (p *pipeline) provenance() (*shards.Provenance, error) {
+	pv := &shards.Provenance{Inputs: map[string][]string{}}
+	for i, s := range p.cfg.Sources {
+		for _, in := range p.inputs[i] {
+			pv.Inputs[s.Name] = append(pv.Inputs[s.Name], in.Path)
+		}
+	}
+	dc := p.cfg.Decontam
+	if !dc.Enabled {
+		return pv, nil
+	}
+	pv.Decontam = &shards.DecontamInfo{NGram: dc.Index.NGram, Mode: dc.Index.Mode}
+	for _, set := range dc.Index.EvalSets {
+		info := shards.EvalSetInfo{Name: set.Name}
+		for _, path := range set.Paths {
+			e, err := expand(path)
+			if err != nil {
+				return nil, fmt.Errorf("prepare.decontam eval set %s: %w", set.Name, err)
+			}
+			h, err := runlog.HashFile(e)
+			if err != nil {
+				return nil, fmt.Errorf("prepare.decontam eval set %s: %w", set.Name, err)
+			}
+			info.Files = append(info.Files, shards.FileHash{Path: e, SHA256: h})
+		}
+		pv.Decontam.EvalSets = append(pv.Decontam.EvalSets, info)
+	}
+	return pv, nil
 }

@@ -91,6 +91,38 @@ type Config struct {
 	Seed        uint64  `toml:"seed" comment:"seed of the document-id hash that picks the validation split"`
 	Separator   string  `toml:"separator" comment:"document separator: eos (end-of-text after each document, GPT-2 style) or bos (beginning token before each)"`
 	Workers     int     `toml:"workers" comment:"tokenizer goroutines (0 = all cores)"`
+	// Provenance, set by kestrel prepare, is copied into the manifest.
+	Provenance *Provenance `toml:"-"`
+}
+
+// Provenance says what a dataset was made from and checked against, so
+// that an evaluation can tell whether its items could have leaked into
+// training (kestrel eval warns when they could).
+type Provenance struct {
+	// Inputs are each source's resolved input files and directories.
+	Inputs map[string][]string `json:"inputs"`
+	// Decontam is nil when the documents were not decontaminated.
+	Decontam *DecontamInfo `json:"decontam,omitempty"`
+}
+
+// DecontamInfo is the n-gram decontamination a dataset went through.
+type DecontamInfo struct {
+	NGram    int           `json:"ngram"`
+	Mode     string        `json:"mode"`
+	EvalSets []EvalSetInfo `json:"eval_sets"`
+}
+
+// EvalSetInfo is one evaluation set decontamination protected: its name
+// and the sha256 of each of its files.
+type EvalSetInfo struct {
+	Name  string     `json:"name"`
+	Files []FileHash `json:"files"`
+}
+
+// FileHash is a file and the sha256 of its bytes.
+type FileHash struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
 }
 
 // DefaultConfig returns the shard defaults.
@@ -139,6 +171,8 @@ type Manifest struct {
 	TotalTokens int64          `json:"total_tokens"`
 	TotalDocs   int64          `json:"total_docs"`
 	DatasetHash string         `json:"dataset_hash"`
+	// Provenance is absent in datasets built before kestrel recorded it.
+	Provenance *Provenance `json:"provenance,omitempty"`
 }
 
 // TokenizerInfo identifies the tokenizer of a dataset.
@@ -490,7 +524,8 @@ func Build(ctx context.Context, docs iter.Seq2[document.Doc, error], tok *tokeni
 	m := Manifest{
 		Format: Format, TokenBytes: width, ShardTokens: cfg.ShardTokens, ValFraction: cfg.ValFraction,
 		Seed: cfg.Seed, Separator: cfg.Separator, SeparatorID: sep, Shards: []ShardInfo{},
-		Tokenizer: TokenizerInfo{Hash: tok.Hash(), Source: tokPath, VocabSize: tok.VocabSize(), EOT: tok.EOT()},
+		Tokenizer:  TokenizerInfo{Hash: tok.Hash(), Source: tokPath, VocabSize: tok.VocabSize(), EOT: tok.EOT()},
+		Provenance: cfg.Provenance,
 	}
 	totals := map[string]*SourceTotals{}
 	for _, key := range order {
