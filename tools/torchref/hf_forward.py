@@ -8,11 +8,18 @@ parser: the safetensors package is not needed either), then writes the
 per-token log-probability of each next token:
 
     /usr/bin/python3 tools/torchref/hf_forward.py DIR IDS.json OUT.json [--dtype float64]
+    /usr/bin/python3 tools/torchref/hf_forward.py DIR --score SCORE.json [--dtype float64]
 
 IDS.json is {"ids": [[...], ...]} (one list of token ids per sequence) or a
 plain list of ids. OUT.json gets {"logprobs": [[...], ...]}: logprobs[s][i] is
 log p(ids[s][i+1] | ids[s][:i+1]). No kestrel code or file besides the HF
 directory is read, so agreement with kestrel checks the export end to end.
+
+With --score, SCORE.json is the output of `kestrel score` (on the run the
+directory was exported from): its tokens are cut into the same windows
+(seq_len + 1 tokens, stride seq_len, the first token of each context only),
+and the script prints the max |kestrel - HF| per-token log-probability and
+both mean losses, exiting 1 when the max exceeds --tol (1e-4).
 """
 
 import argparse
@@ -122,15 +129,39 @@ def forward(cfg, w, ids, dtype):
     return lp[torch.arange(T - 1), tgt].tolist()
 
 
+def compare_score(cfg, w, path, dtype, tol):
+    with open(path) as f:
+        sc = json.load(f)
+    T = sc["seq_len"]
+    ids = [t["id"] for t in sc["tokens"]]
+    want = [t["logprob"] for t in sc["tokens"][1:]]
+    wins = [ids[i : i + T + 1] for i in range(0, len(ids) - 1, T)]
+    with torch.no_grad():
+        got = [x for s in wins for x in forward(cfg, w, s, dtype)]
+    if len(got) != len(want) or any(x is None for x in want):
+        raise SystemExit(f"{path}: windows do not match seq_len {T} (was it scored with the exported run?)")
+    worst = max(abs(a - b) for a, b in zip(got, want))
+    n = len(got)
+    print(f"{n} tokens in {len(wins)} windows: max |kestrel - HF| log-prob {worst:.3g}; "
+          f"mean loss kestrel {-sum(want) / n:.7f}, HF {-sum(got) / n:.7f}")
+    return 0 if worst <= tol else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("dir")
-    ap.add_argument("ids")
-    ap.add_argument("out")
+    ap.add_argument("ids", nargs="?")
+    ap.add_argument("out", nargs="?")
+    ap.add_argument("--score", help="compare with this `kestrel score` JSON instead")
+    ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     a = ap.parse_args()
     with open(os.path.join(a.dir, "config.json")) as f:
         cfg = json.load(f)
+    if a.score:
+        raise SystemExit(compare_score(cfg, read_weights(a.dir), a.score, getattr(torch, a.dtype), a.tol))
+    if not a.out:
+        ap.error("give IDS.json and OUT.json, or --score SCORE.json")
     with open(a.ids) as f:
         ids = json.load(f)
     if isinstance(ids, dict):
