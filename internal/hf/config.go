@@ -52,24 +52,33 @@ type Config struct {
 	MaxPositionEmbeddings int      `json:"max_position_embeddings"`
 	RopeTheta             float64  `json:"rope_theta"`
 	RopeScaling           any      `json:"rope_scaling"`
-	RMSNormEps            float64  `json:"rms_norm_eps"`
-	HiddenAct             string   `json:"hidden_act"`
-	TieWordEmbeddings     bool     `json:"tie_word_embeddings"`
-	AttentionBias         bool     `json:"attention_bias"`
-	AttentionDropout      float64  `json:"attention_dropout"`
-	MLPBias               bool     `json:"mlp_bias,omitempty"`
-	UseSlidingWindow      bool     `json:"use_sliding_window,omitempty"`
-	InitializerRange      float64  `json:"initializer_range"`
-	BOSTokenID            *int32   `json:"bos_token_id"`
-	EOSTokenID            *int32   `json:"eos_token_id"`
-	TorchDType            string   `json:"torch_dtype"`
-	UseCache              bool     `json:"use_cache"`
+	// RopeParameters is transformers v5's form of rope_theta/rope_scaling;
+	// kestrel writes both (each version reads its own) and reads either.
+	RopeParameters    *RopeParameters `json:"rope_parameters,omitempty"`
+	RMSNormEps        float64         `json:"rms_norm_eps"`
+	HiddenAct         string          `json:"hidden_act"`
+	TieWordEmbeddings bool            `json:"tie_word_embeddings"`
+	AttentionBias     bool            `json:"attention_bias"`
+	AttentionDropout  float64         `json:"attention_dropout"`
+	MLPBias           bool            `json:"mlp_bias,omitempty"`
+	UseSlidingWindow  bool            `json:"use_sliding_window,omitempty"`
+	InitializerRange  float64         `json:"initializer_range"`
+	BOSTokenID        *int32          `json:"bos_token_id"`
+	EOSTokenID        *int32          `json:"eos_token_id"`
+	TorchDType        string          `json:"torch_dtype"`
+	UseCache          bool            `json:"use_cache"`
 }
 
 // Special is one special token: its id and its text in tokenizer.json.
 type Special struct {
 	ID      int32
 	Content string
+}
+
+// RopeParameters is config.json's rope_parameters (transformers v5).
+type RopeParameters struct {
+	RopeType  string  `json:"rope_type"`
+	RopeTheta float64 `json:"rope_theta"`
 }
 
 // Tokens are the special tokens of a model (nil = none): BOS the
@@ -152,6 +161,7 @@ func FromModel(c model.Config, tok Tokens) Config {
 		HeadDim:               c.DModel / max(c.NHeads, 1),
 		MaxPositionEmbeddings: c.SeqLen,
 		RopeTheta:             c.RopeTheta,
+		RopeParameters:        &RopeParameters{RopeType: "default", RopeTheta: c.RopeTheta},
 		RMSNormEps:            c.NormEps,
 		HiddenAct:             "silu",
 		TieWordEmbeddings:     c.Tied,
@@ -206,25 +216,40 @@ func (h Config) ToModel() (model.Config, error) {
 	if kv == 0 {
 		kv = h.NumAttentionHeads
 	}
-	if h.NumAttentionHeads > 0 && h.HeadDim != 0 && h.HeadDim*h.NumAttentionHeads != h.HiddenSize {
-		bad("head_dim", "%d: kestrel needs head_dim = hidden_size / num_attention_heads = %d", h.HeadDim, h.HiddenSize/h.NumAttentionHeads)
+	hd := h.HeadDim
+	if hd == 0 && qk {
+		hd = 128 // transformers' Qwen3Config default
+	}
+	if h.NumAttentionHeads > 0 && hd != 0 && hd*h.NumAttentionHeads != h.HiddenSize {
+		bad("head_dim", "%d: kestrel needs head_dim = hidden_size / num_attention_heads = %d", hd, h.HiddenSize/h.NumAttentionHeads)
 	}
 	theta, eps := h.RopeTheta, h.RMSNormEps
+	if rp := h.RopeParameters; rp != nil {
+		if rp.RopeType != "" && rp.RopeType != "default" {
+			bad("rope_parameters.rope_type", "%q: kestrel implements plain RoPE only", rp.RopeType)
+		}
+		if h.RopeTheta != 0 && rp.RopeTheta != 0 && rp.RopeTheta != h.RopeTheta {
+			bad("rope_parameters.rope_theta", "%g disagrees with rope_theta %g", rp.RopeTheta, h.RopeTheta)
+		}
+		if rp.RopeTheta != 0 {
+			theta = rp.RopeTheta
+		}
+	}
 	if theta == 0 {
-		theta = 10000 // the Llama default
+		theta = 10000 // the Llama and Qwen3 default
 	}
 	if eps == 0 {
 		eps = 1e-6 // the Llama/Qwen3 default
 	}
-	init := h.InitializerRange
-	if !(init > 0) || math.IsInf(init, 0) {
-		init = 0.02
+	initStd := h.InitializerRange
+	if !(initStd > 0) || math.IsInf(initStd, 0) {
+		initStd = 0.02
 	}
 	c := model.Config{
 		Vocab: h.VocabSize, DModel: h.HiddenSize, NLayers: h.NumHiddenLayers,
 		NHeads: h.NumAttentionHeads, NKVHeads: kv, MLPHidden: h.IntermediateSize,
 		SeqLen: min(h.MaxPositionEmbeddings, MaxImportSeqLen), RopeTheta: theta, NormEps: eps,
-		QKNorm: qk, Tied: h.TieWordEmbeddings, InitStd: init,
+		QKNorm: qk, Tied: h.TieWordEmbeddings, InitStd: initStd,
 	}
 	if err := c.Validate(); err != nil {
 		errs = append(errs, err)
@@ -244,14 +269,8 @@ func ReadConfig(dir string) (Config, model.Config, error) {
 	if err := json.Unmarshal(b, &h); err != nil {
 		return Config{}, model.Config{}, fmt.Errorf("hf: %s: %w", path, err)
 	}
-	// tie_word_embeddings defaults to true in Qwen3 and false in Llama
-	// when the key is absent; json leaves it false, so look again.
-	var keys map[string]json.RawMessage
-	if json.Unmarshal(b, &keys) == nil {
-		if _, ok := keys["tie_word_embeddings"]; !ok && len(h.Architectures) == 1 && h.Architectures[0] == Qwen3Arch {
-			h.TieWordEmbeddings = true
-		}
-	}
+	// An absent tie_word_embeddings is false for LlamaConfig and
+	// Qwen3Config alike, as json leaves it.
 	c, err := h.ToModel()
 	if err != nil {
 		return h, c, fmt.Errorf("hf: %s: %w", path, err)

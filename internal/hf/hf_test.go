@@ -270,6 +270,12 @@ func TestLoadErrors(t *testing.T) {
 		{"arch", func(m map[string]any) { m["architectures"] = []string{"GPT2LMHeadModel"} }, "GPT2LMHeadModel"},
 		{"rope", func(m map[string]any) { m["rope_scaling"] = map[string]any{"type": "linear"} }, "rope_scaling"},
 		{"head_dim", func(m map[string]any) { m["head_dim"] = 16 }, "head_dim"},
+		{"rope_type", func(m map[string]any) {
+			m["rope_parameters"] = map[string]any{"rope_type": "llama3", "rope_theta": 500000}
+		}, "rope_parameters.rope_type"},
+		{"rope_theta_disagree", func(m map[string]any) {
+			m["rope_parameters"] = map[string]any{"rope_type": "default", "rope_theta": 500000}
+		}, "disagrees with rope_theta"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "hf")
@@ -303,5 +309,28 @@ func TestWriteReplaces(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(other, "notes.txt")); string(b) != "keep" {
 		t.Error("foreign directory touched")
+	}
+}
+
+// TestToModelDefaults: absent keys take transformers' defaults (no tying,
+// Qwen3's head_dim 128, θ 10000, ε 1e-6, key/value heads = heads), and
+// transformers v5's rope_parameters replace rope_theta.
+func TestToModelDefaults(t *testing.T) {
+	base := func(arch string) Config {
+		return Config{Architectures: []string{arch}, VocabSize: 100, HiddenSize: 256, IntermediateSize: 64, NumHiddenLayers: 1, NumAttentionHeads: 2, MaxPositionEmbeddings: 64}
+	}
+	c, err := base(Qwen3Arch).ToModel()
+	if err != nil || c.Tied || !c.QKNorm || c.NKVHeads != 2 || c.RopeTheta != 10000 || c.NormEps != 1e-6 {
+		t.Errorf("qwen3 defaults: %+v %v", c, err)
+	}
+	q := base(Qwen3Arch)
+	q.NumAttentionHeads = 4 // head_dim 128 (default) × 4 ≠ 256
+	if _, err := q.ToModel(); err == nil || !strings.Contains(err.Error(), "head_dim") {
+		t.Errorf("qwen3 with the default head_dim 128 and 4 heads of 256: %v", err)
+	}
+	l := base(LlamaArch)
+	l.NumAttentionHeads, l.RopeParameters = 4, &RopeParameters{RopeType: "default", RopeTheta: 5e5}
+	if c, err := l.ToModel(); err != nil || c.RopeTheta != 5e5 || c.QKNorm {
+		t.Errorf("llama with rope_parameters: %+v %v", c, err)
 	}
 }

@@ -80,13 +80,16 @@ def forward(cfg, w, ids, dtype):
     D = cfg["hidden_size"]
     H = cfg["num_attention_heads"]
     KV = cfg.get("num_key_value_heads") or H
-    hd = cfg.get("head_dim") or D // H
+    hd = cfg.get("head_dim") or (128 if qk_norm else D // H)  # Qwen3Config's default head_dim is 128
     L = cfg["num_hidden_layers"]
     eps = cfg.get("rms_norm_eps", 1e-6)
-    theta = cfg.get("rope_theta", 10000.0)
-    tied = cfg.get("tie_word_embeddings", qk_norm)  # Qwen3 defaults to tied, Llama to untied
-    if cfg.get("rope_scaling") or cfg.get("attention_bias") or cfg.get("mlp_bias"):
-        raise SystemExit("rope_scaling / biases are not modelled here")
+    rp = cfg.get("rope_parameters") or {}  # transformers v5; v4 reads rope_theta
+    theta = rp.get("rope_theta", cfg.get("rope_theta", 10000.0))
+    tied = cfg.get("tie_word_embeddings", False)  # False in LlamaConfig and Qwen3Config
+    if rp.get("rope_type", "default") != "default" or cfg.get("rope_scaling"):
+        raise SystemExit("only plain RoPE is modelled here")
+    if cfg.get("attention_bias") or cfg.get("mlp_bias"):
+        raise SystemExit("biases are not modelled here")
     if cfg.get("hidden_act", "silu") != "silu":
         raise SystemExit("hidden_act must be silu")
     g = lambda n: w[n].to(dtype)
