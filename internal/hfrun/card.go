@@ -108,7 +108,7 @@ func Card(run string, l *train.Loaded, res *Result) (string, error) {
 			row("data", "`%s`; every source weighted by its train tokens", d.Path)
 		}
 		if len(d.Stages) > 0 {
-			row("mixture stages", "%d later mixtures (see the run's config.toml)", len(d.Stages))
+			row("mixture stages", "%d later mixture(s) (see the run's config.toml)", len(d.Stages))
 		}
 	} else if !os.IsNotExist(err) {
 		return "", err
