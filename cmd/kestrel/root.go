@@ -21,5 +21,6 @@ lists them all with their documentation. Shipped data is found in
 	root.AddCommand(newPrepareCmd(), newTokenizerCmd(), newDataCmd(), newTrainCmd(), newRewindCmd(), newSampleCmd(), newEvalCmd(), newScoreCmd(),
 		newCheckpointsCmd(), newReplayCmd(), newQuarantineCmd(), newWatchCmd(), newDashCmd(), newBenchCmd(), newDemoCmd(),
 		newConfigCmd(), newVersionCmd())
+	root.AddCommand(newExportCmd(), newImportCmd()) // Hugging Face interchange (export.go, import.go)
 	return root
 }

@@ -419,8 +419,12 @@ func LatestCheckpoint(root string, log *slog.Logger) (*Loaded, error) {
 }
 
 // resolveCheckpoint turns init.from into a verified checkpoint: a
-// checkpoint directory, a checkpoints/ directory, or a run directory.
+// checkpoint directory, a checkpoints/ directory, or a run directory; or
+// "hf:DIR", a Hugging Face Llama/Qwen3 directory (weights only).
 func resolveCheckpoint(path string, log *slog.Logger) (*Loaded, error) {
+	if strings.HasPrefix(path, HFPrefix) {
+		return loadHF(path) // hfinit.go
+	}
 	if _, err := os.Stat(filepath.Join(path, SumsFile)); err == nil {
 		return LoadCheckpoint(path)
 	}

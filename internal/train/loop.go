@@ -967,6 +967,9 @@ func (t *trainer) warmStart() (*WarmStartReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train: init.from: %w", err)
 	}
+	if err := checkHFMode(l, o.Init.Mode); err != nil {
+		return nil, fmt.Errorf("train: init.from: %w", err)
+	}
 	params := t.net.Params()
 	rep := &WarmStartReport{From: l.Dir, Mode: o.Init.Mode, SourceStep: l.State.Step}
 	rep.Copied, rep.Initialized, rep.Mismatched, rep.Unused, err = copyMatching(l.Model, "", t.ts, params)

@@ -55,6 +55,9 @@ func LoadModel(path string, ema bool, log *slog.Logger) (*model.Model, *Loaded, 
 	if ema {
 		src, file = l.EMA, EMAFile
 	}
+	if src == nil {
+		return nil, nil, fmt.Errorf("%s has no %s (a Hugging Face directory holds one set of weights)", l.Dir, file)
+	}
 	_, missing, mismatched, _, err := copyMatching(src, "", m.Tensors(), m.Params)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s/%s: %w", l.Dir, file, err)

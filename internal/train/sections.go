@@ -30,7 +30,7 @@ func (c CheckpointConfig) Validate() error {
 
 // InitConfig is the [init] section: warm-starting from another checkpoint.
 type InitConfig struct {
-	From string `toml:"from" comment:"warm-start from this checkpoint directory, or the newest valid checkpoint of this run directory (empty = fresh initialisation)"`
+	From string `toml:"from" comment:"warm-start from this checkpoint directory, or the newest valid checkpoint of this run directory, or hf:DIR, a Hugging Face Llama/Qwen3 directory (weights only: init.mode = weights; see docs/export.md) (empty = fresh initialisation)"`
 	Mode string `toml:"mode" comment:"what to take from init.from: weights | weights+optimizer (also Adam moments and clip/skip windows) | full (also step, tokens, data position, EMA, schedule)"`
 	// Necromancy is a generation number rather than a bool so that it
 	// fires once per request: see necromancy.go.
