@@ -33,8 +33,9 @@ var patternNames = map[string]string{
 	"o200k":  O200kPattern,
 }
 
-// PatternNames lists the built-in pattern names, for help texts.
-const PatternNames = "gpt2 | llama3 | cl100k | o200k"
+// PatternHelp describes the --pattern option of the commands that load a
+// tokenizer (LoadOptions.Pattern).
+const PatternHelp = "pre-tokenizer override: gpt2 | llama3 | cl100k | o200k | a regex (default: the file's own; a *.tiktoken takes NAME.json beside it)"
 
 // foldASCII is foldAt without (?i)'s Unicode folding: ASCII letters only.
 func foldASCII(s string, i int) (byte, int) {

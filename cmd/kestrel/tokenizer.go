@@ -26,8 +26,7 @@ read tiktoken rank files and GPT-2 vocab.json + merges.txt.
 	return cmd
 }
 
-// tokLoad loads a tokenizer, expanding ${KESTREL_DATA}; a non-empty
-// pattern replaces its pre-tokenizer.
+// tokLoad loads a tokenizer (${KESTREL_DATA} expanded), pattern overriding.
 func tokLoad(path, pattern string) (*tokenizer.Tokenizer, error) {
 	if path == "" {
 		return nil, fmt.Errorf("--tokenizer is required")
@@ -37,11 +36,6 @@ func tokLoad(path, pattern string) (*tokenizer.Tokenizer, error) {
 		return nil, err
 	}
 	return tokenizer.LoadWith(p, tokenizer.LoadOptions{Pattern: pattern})
-}
-
-// patternFlag is the --pattern option of the commands that load tokenizers.
-func patternFlag(cmd *cobra.Command, p *string) {
-	cmd.Flags().StringVar(p, "pattern", "", "pre-tokenizer override: "+tokenizer.PatternNames+" | a regex (default: the file's own; a *.tiktoken takes NAME.json beside it)")
 }
 
 func newTokTrainCmd() *cobra.Command {
@@ -115,7 +109,7 @@ with --json) for the whole input, or one JSON array per input line with
 		},
 	}
 	cmd.Flags().StringVar(&path, "tokenizer", "", "tokenizer.json, *.tiktoken, vocab.json or a directory")
-	patternFlag(cmd, &pattern)
+	cmd.Flags().StringVar(&pattern, "pattern", "", tokenizer.PatternHelp)
 	cmd.Flags().BoolVar(&lines, "lines", false, "encode each line separately, one JSON array per line")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "write a JSON array")
 	cmd.Flags().BoolVar(&special, "special", false, "recognise special tokens such as <|endoftext|> in the text")
@@ -142,7 +136,7 @@ input is whitespace-separated ids decoded as one text.`,
 		},
 	}
 	cmd.Flags().StringVar(&path, "tokenizer", "", "tokenizer.json, *.tiktoken, vocab.json or a directory")
-	patternFlag(cmd, &pattern)
+	cmd.Flags().StringVar(&pattern, "pattern", "", tokenizer.PatternHelp)
 	return cmd
 }
 
@@ -176,7 +170,7 @@ use (share of ids that occur).`,
 		},
 	}
 	cmd.Flags().StringVar(&path, "tokenizer", "", "tokenizer.json, *.tiktoken, vocab.json or a directory")
-	patternFlag(cmd, &pattern)
+	cmd.Flags().StringVar(&pattern, "pattern", "", tokenizer.PatternHelp)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object")
 	return cmd
 }
