@@ -179,9 +179,12 @@ func TestPrometheusEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatalf("invalid exposition: %v\n%s", err, body)
 	}
+	byProm := map[string]string{}
+	for _, m := range Metrics() {
+		byProm[PromName(m.Name)] = m.Name
+	}
 	for name, f := range fams {
-		base := strings.TrimSuffix(strings.TrimPrefix(name, "kestrel_"), "_total")
-		m, ok := Lookup(base)
+		m, ok := Lookup(byProm[name])
 		if !ok {
 			continue
 		}
