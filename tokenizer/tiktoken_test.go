@@ -31,10 +31,7 @@ func TestTiktokenEncodingsParity(t *testing.T) {
 		{"o200k_base", tiktoken.O200kBase, 199999, 200019, O200kPattern},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			tok, err := Load(mustPath(t, "tiktoken/"+c.name+".tiktoken"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			tok := tiktokenTok(t, c.name)
 			if tok.EOT() != c.eot || tok.VocabSize() != c.vocab || tok.Pattern() != c.pattern {
 				t.Fatalf("eot %d vocab %d pattern %q; want %d %d %q", tok.EOT(), tok.VocabSize(), tok.Pattern(), c.eot, c.vocab, c.pattern)
 			}
@@ -235,5 +232,35 @@ func TestTiktokenEncodingFiles(t *testing.T) {
 	}
 	if _, err := LoadWith(write("x.tiktoken", ranks.String()), LoadOptions{Pattern: "(?<"}); err == nil {
 		t.Fatal("bad --pattern regex accepted")
+	}
+}
+
+// TestTiktokenSaveLoad: a cl100k_base loaded from its rank file and saved
+// as tokenizer.json loads back with the same pattern, special ids, hash
+// and ids (o200k_base too with -long).
+func TestTiktokenSaveLoad(t *testing.T) {
+	names := []string{"cl100k_base"}
+	if *long {
+		names = append(names, "o200k_base")
+	}
+	texts := shipped(t)
+	for _, n := range names {
+		tok := tiktokenTok(t, n)
+		p := filepath.Join(t.TempDir(), "tokenizer.json")
+		if err := tok.Save(p); err != nil {
+			t.Fatal(err)
+		}
+		back, err := Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back.Pattern() != tok.Pattern() || back.EOT() != tok.EOT() || back.VocabSize() != tok.VocabSize() || back.Hash() != tok.Hash() {
+			t.Fatalf("%s: pattern same %v, eot %d, vocab %d, hash same %v", n, back.Pattern() == tok.Pattern(), back.EOT(), back.VocabSize(), back.Hash() == tok.Hash())
+		}
+		for i := 0; i < len(texts); i += 200 {
+			if !slices.Equal(tok.Encode(texts[i]), back.Encode(texts[i])) {
+				t.Fatalf("%s: text %d %q encodes differently after the round trip", n, i, trunc(texts[i]))
+			}
+		}
 	}
 }
