@@ -15,7 +15,8 @@ func newTokenizerCmd() *cobra.Command {
 		Use:   "tokenizer",
 		Short: "train, apply and inspect byte-level BPE tokenizers",
 		Long: `Byte-level BPE tokenizers that read and write Hugging Face tokenizer.json and
-read tiktoken rank files and GPT-2 vocab.json + merges.txt.
+read tiktoken rank files (regex and special ids from NAME.json beside them:
+cl100k_base, o200k_base …) and GPT-2 vocab.json + merges.txt.
 
   kestrel tokenizer train  --input FILES… --vocab-size N --out tok.json
   kestrel tokenizer encode --tokenizer PATH [--lines] [--json]   (stdin → ids)
