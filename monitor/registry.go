@@ -176,7 +176,7 @@ var catalog = []Metric{
 	{Name: "checkpoint_ok", Unit: "bool", Kind: Gauge, Category: CatObs, Help: "1 when the last checkpoint was written and verified; 0 is SEV0", Sampling: "checkpoint", Nano: true},
 	{Name: "checkpoint_size", Unit: "bytes", Kind: Gauge, Category: CatObs, Help: "bytes written by the last checkpoint", Sampling: "checkpoint"},
 	{Name: "manifest_ok", Unit: "bool", Kind: Gauge, Category: CatObs, Help: "1 when the resumed run's reproducibility manifest matches this one", Sampling: "run start"},
-	{Name: "last_step_unix_time", Unit: "s", Kind: Gauge, Category: CatObs, Help: "heartbeat: Unix time at which the latest step completed, served on Prometheus (monitor.prometheus_addr; not in metrics.jsonl); alert from outside on time() - kestrel_last_step_unix_time > N", Sampling: "step"},
+	{Name: "last_step_unix_time", Unit: "s", Kind: Gauge, Category: CatObs, Help: "heartbeat: Unix time at which the latest step completed, served on Prometheus (monitor.prometheus_addr; not in metrics.jsonl); alert from outside on time() - kestrel_last_step_time_seconds > N", Sampling: "step"},
 	{Name: "seconds_since_step", Unit: "s", Kind: Gauge, Category: CatObs, Help: "heartbeat age: seconds since the latest step completed, computed when Prometheus scrapes (not in metrics.jsonl); kestrel watch --follow measures the same since the source's last record (the value of a monitoring_blackout alert)", Sampling: "step"},
 }
 

@@ -137,7 +137,7 @@ var runbooks = []Runbook{
 		"a step is still running after max(stalled_factor × the median step time, stalled_min_seconds) (the watchdog runs only from a step's start to its end: evaluations and checkpoints do not count). Fired while the step runs: the trainer may be blocked on input (a stuck data source, a dead network mount), swapping, or deadlocked.",
 		"a goroutine dump of the trainer (kill -QUIT, or the pprof endpoint when enabled), data_wait_time of the last steps, the data source's state (files, mounts), memory and swap (free -m), CPU use of the process and of the machine.",
 		"if the data source is stuck, fix or restart it; if the machine swaps, reduce the batch or stop neighbours; if nothing moves for long, stop the run (the last checkpoint is intact) and resume.",
-		"the step completes (the monitor logs 'stall recovered') and step_time returns to its band; kestrel_last_step_unix_time advances again."},
+		"the step completes (the monitor logs 'stall recovered') and step_time returns to its band; kestrel_last_step_time_seconds advances again."},
 	{RuleTokensFlat, SEV1, "tokens_seen flatline",
 		"tokens_seen (non-pad target tokens trained on) did not grow over tokens_flat_steps steps while steps advanced: the run consumes compute without training on anything (all-padding batches, an exhausted or empty data source, a loop of skipped steps).",
 		"pad_fraction and tokens_per_update of the flat steps, the data source's position/stage, skipped_updates, the batch ids of a flat step.",

@@ -47,6 +47,8 @@ type Model struct {
 	tCE    ceTask
 
 	inf inferScratch // the forward-only path's buffers (infer.go)
+	// Trace, when set, receives per-op spans (see OpTracer); nil = off.
+	Trace OpTracer
 }
 
 // layerW holds the views of one block's parameters (or gradients).
@@ -558,8 +560,10 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 	eps := float32(c.NormEps)
 	m.lastB = B
 
+	m.tb(OpEmbedding, -1)
 	m.tEmb = embedTask{out: a.resid[0], tokens: b.Inputs, wte: m.p.emb, C: D}
 	kernels.ParallelForTask(N, 64, &m.tEmb)
+	m.te()
 
 	var seg []int32
 	if c.DocMask {
@@ -571,10 +575,13 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 	for l := 0; l < c.NLayers; l++ {
 		w := &m.p.layers[l]
 		x := a.resid[l]
+		m.tb(OpAttention, l)
 		m.rmsForward(a.ln1[l], a.rstd1[l], x, w.ln1, N, D, eps)
 		qkv := a.qkv[l]
+		m.tb(OpQKVGemm, l)
 		if c.QKNorm {
 			ops.MatmulForward(a.qkvRaw[l], a.ln1[l], w.qkv, N, D, m.qkvDim, false)
+			m.te()
 			m.tHN = headNormTask{dst: qkv, src: a.qkvRaw[l], rstd: a.qnRstd[l], w: w.qn, stride: m.qkvDim, off: 0, nh: H, hd: hd, eps: eps}
 			kernels.ParallelForTask(N, 16, &m.tHN)
 			m.tHN = headNormTask{dst: qkv, src: a.qkvRaw[l], rstd: a.knRstd[l], w: w.kn, stride: m.qkvDim, off: H * hd, nh: KV, hd: hd, eps: eps}
@@ -583,24 +590,36 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 			kernels.ParallelForTask(N, 64, &m.tCopyV)
 		} else {
 			ops.MatmulForward(qkv, a.ln1[l], w.qkv, N, D, m.qkvDim, false)
+			m.te()
 		}
+		m.tb(OpAttnCore, l)
 		if m.ropeLayer(l) {
 			m.tRope = ropeTask{x: qkv, cos: m.cos, sin: m.sin, T: T, stride: m.qkvDim, nh: H + KV, hd: hd}
 			kernels.ParallelForTask(N, 16, &m.tRope)
 		}
 		m.attn.Forward(a.atty[l], a.att[l], qkv, a.rowMax, a.rowEnt)
+		m.te()
 		if vitals {
 			m.attnVitals(l, B, T)
 		}
 		copy(a.residMid[l][:N*D], x[:N*D])
+		m.tb(OpOProjGemm, l)
 		ops.MatmulForward(a.residMid[l], a.atty[l], w.wo, N, m.attDim, D, true)
+		m.te()
+		m.te() // attention
+		m.tb(OpMLP, l)
 		m.rmsForward(a.ln2[l], a.rstd2[l], a.residMid[l], w.ln2, N, D, eps)
+		m.tb(OpGateUpGemm, l)
 		ops.MatmulForward(a.gu[l], a.ln2[l], w.gu, N, D, 2*F, false)
+		m.te()
 		m.tSwi = swigluTask{h: a.h[l], sig: a.sig[l], gu: a.gu[l], F: F}
 		kernels.ParallelForTask(N, 16, &m.tSwi)
 		out := a.resid[l+1]
 		copy(out[:N*D], a.residMid[l][:N*D])
+		m.tb(OpDownGemm, l)
 		ops.MatmulForward(out, a.h[l], w.down, N, F, D, true)
+		m.te()
+		m.te() // mlp
 		if vitals {
 			m.residVitals(l, out[:N*D])
 		}
@@ -678,8 +697,13 @@ func (m *Model) head(b *Batch, scale float32, grad bool) Stats {
 	a := &m.a
 	N := b.B * b.T
 	D, V := c.DModel, c.Vocab
+	m.tb(OpLMHead, -1)
 	m.rmsForward(a.lnf, a.rstdf, a.resid[c.NLayers], m.p.lnf, N, D, float32(c.NormEps))
+	m.tb(OpLMHeadGemm, -1)
 	ops.MatmulForward(a.logits, a.lnf, m.p.lm, N, D, V, false)
+	m.te()
+	m.te() // lm_head
+	m.tb(OpCrossEntropy, -1)
 
 	var wsum float64
 	count := 0
@@ -711,6 +735,7 @@ func (m *Model) head(b *Batch, scale float32, grad bool) Stats {
 	lambda := float32(c.ZLoss)
 	m.tCE = ceTask{z: a.logits, V: V, targets: b.Targets, grad: gradArg, lambda: lambda, loss: a.loss, lse: a.lse}
 	kernels.ParallelForTask(N, 8, &m.tCE)
+	m.te()
 
 	var loss, zl, lseSum float64
 	for i := 0; i < N; i++ {
@@ -747,35 +772,55 @@ func (m *Model) backward(b *Batch) {
 	L := c.NLayers
 
 	// lm_head and final norm
+	m.tb(opLMHeadBwd, -1)
+	m.tb(opLMHeadGemmBwd, -1)
 	ops.MatmulBackward(a.dln, m.g.lm, a.logits, a.lnf, m.p.lm, N, D, V, false)
+	m.te()
 	clear(a.dresid[:N*D])
 	m.rmsBackward(a.dresid, m.g.lnf, a.dln, a.resid[L], m.p.lnf, a.rstdf, N, D)
+	m.te()
 
 	for l := L - 1; l >= 0; l-- {
 		w, g := &m.p.layers[l], &m.g.layers[l]
 		// MLP: resid[l+1] = residMid + down(swiglu(gu(ln2)))
+		m.tb(opMLPBwd, l)
+		m.tb(opDownGemmBwd, l)
 		ops.MatmulBackward(a.dh, g.down, a.dresid, a.h[l], w.down, N, F, D, false)
+		m.te()
 		m.tSwi = swigluTask{h: a.dh, sig: a.sig[l], gu: a.gu[l], dgu: a.dgu, F: F, back: true}
 		kernels.ParallelForTask(N, 16, &m.tSwi)
+		m.tb(opGateUpGemmBwd, l)
 		ops.MatmulBackward(a.dln, g.gu, a.dgu, a.ln2[l], w.gu, N, D, 2*F, false)
+		m.te()
 		m.rmsBackward(a.dresid, g.ln2, a.dln, a.residMid[l], w.ln2, a.rstd2[l], N, D)
+		m.te() // mlp_backward
 		// attention: residMid = resid[l] + o_proj(attn(qkv(ln1)))
+		m.tb(opAttentionBwd, l)
+		m.tb(opOProjGemmBwd, l)
 		ops.MatmulBackward(a.datty, g.wo, a.dresid, a.atty[l], w.wo, N, m.attDim, D, false)
+		m.te()
+		m.tb(opAttnCoreBwd, l)
 		m.attn.Backward(a.dqkv, a.datty, a.qkv[l], a.att[l], a.datt)
 		if m.ropeLayer(l) {
 			m.tRope = ropeTask{x: a.dqkv, cos: m.cos, sin: m.sin, T: T, stride: m.qkvDim, nh: H + KV, hd: hd, back: true}
 			kernels.ParallelForTask(N, 16, &m.tRope)
 		}
+		m.te()
 		src := a.qkv[l]
 		if c.QKNorm {
 			src = a.qkvRaw[l]
 			m.headNormBackward(a.dqkv, src, a.qnRstd[l], w.qn, g.qn, N, 0, H)
 			m.headNormBackward(a.dqkv, src, a.knRstd[l], w.kn, g.kn, N, H*hd, KV)
 		}
+		m.tb(opQKVGemmBwd, l)
 		ops.MatmulBackward(a.dln, g.qkv, a.dqkv, a.ln1[l], w.qkv, N, D, m.qkvDim, false)
+		m.te()
 		m.rmsBackward(a.dresid, g.ln1, a.dln, a.resid[l], w.ln1, a.rstd1[l], N, D)
+		m.te() // attention_backward
 	}
+	m.tb(opEmbeddingBwd, -1)
 	ops.EmbeddingBackward(m.g.emb, a.dresid[:N*D], b.Inputs, D)
+	m.te()
 }
 
 func (m *Model) headNormBackward(d, src, rstd, w, dw []float32, N, off, nh int) {

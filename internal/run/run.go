@@ -242,6 +242,7 @@ func TrainOptions(cfg config.Config, dir string, logger *slog.Logger) (train.Opt
 		},
 		Logger: logger,
 	}
+	opts.TraceOps = traceOps(cfg.Monitor) // per-op spans of the trace.json window
 	if opts.Init.From != "" {
 		if opts.Init.From, err = datadir.Expand(opts.Init.From); err != nil {
 			return opts, fmt.Errorf("init.from: %w", err)

@@ -100,6 +100,12 @@ type Step struct {
 	// forward and backward per micro-batch, then optimizer), for trace.json;
 	// they are not part of metrics.jsonl.
 	Spans []Span
+	// OpSpans are the model's per-op spans of a traced step (per layer
+	// attention, MLP and their GEMMs, lm_head, cross-entropy, the backward
+	// ops), nested inside the forward and backward spans, named as
+	// "layer3/qkv_gemm" or "lm_head"; empty unless the step is traced. Not
+	// part of metrics.jsonl.
+	OpSpans []Span
 }
 
 // Span is one measured phase of a step.

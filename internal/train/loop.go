@@ -63,6 +63,11 @@ type Options struct {
 	// nil, Run takes the lock of Dir itself and releases it on return, so
 	// that two trainers never share a run directory.
 	Lock *runlock.Lock
+
+	// TraceOps, when it reports true for a step, records the model's
+	// per-op spans of that step (runlog.Step.OpSpans, for trace.json);
+	// nil = never. Numerics are unchanged either way.
+	TraceOps func(step int) bool
 }
 
 // Result summarises a finished (or interrupted) run.
@@ -485,6 +490,10 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	}
 	if o.Optim.SkipBadSteps {
 		m.KnobSkipSigma = kn.SkipSigma
+	}
+	if mm := Model(t.net); mm != nil && o.TraceOps != nil && o.TraceOps(s) {
+		mm.Trace = &opRecorder{spans: &m.OpSpans}
+		defer func() { mm.Trace = nil }()
 	}
 	t.net.ZeroGrads()
 	var loss, zl float64
