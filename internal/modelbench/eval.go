@@ -36,10 +36,10 @@ type EvalResult struct {
 	// LossRelDiff is |mean −LogProbs − Forward's loss| ÷ Forward's loss, of
 	// the first round (Forward's log-sum-exp runs the scalar exponential,
 	// LogProbs the training head's vectorised one).
-	LossRelDiff float64
-	Batch, Seq, Pairs   int
-	PeakRSSMB           float64
-	m                   *model.Model
+	LossRelDiff       float64
+	Batch, Seq, Pairs int
+	PeakRSSMB         float64
+	m                 *model.Model
 }
 
 // Eval measures the forward-only path against a training step and against
