@@ -37,6 +37,7 @@ type Decoder struct {
 	tRope ropeTask
 	tSwi  swigluTask
 	tAtt  decAttnTask
+	tLin  gemvTask
 }
 
 // NewDecoder returns a Decoder whose cache holds up to maxLen tokens
@@ -111,7 +112,7 @@ func (d *Decoder) Append(tokens []int32, logits []float32) error {
 	// logits = lm_head(rmsnorm(x_last))
 	D := c.DModel
 	ops.RMSNormForward(d.lnf, d.lrstd, d.x[last*D:(last+1)*D], d.m.p.lnf, D, float32(c.NormEps), 0, 1)
-	kernels.Sgemm(false, true, 1, c.Vocab, D, 1, d.lnf, D, d.m.p.lm, D, 0, logits, c.Vocab)
+	d.linear(logits, d.lnf, d.m.p.lm, 1, D, c.Vocab, false)
 	return nil
 }
 
@@ -134,7 +135,7 @@ func (d *Decoder) step(tokens []int32) {
 		w := &m.p.layers[l]
 		d.rms(d.ln, x, w.ln1, n, D, eps)
 		if c.QKNorm {
-			ops.MatmulForward(d.qkvRaw, d.ln, w.qkv, n, D, m.qkvDim, false)
+			d.linear(d.qkvRaw, d.ln, w.qkv, n, D, m.qkvDim, false)
 			d.tHN = headNormTask{dst: d.qkv, src: d.qkvRaw, rstd: d.qnRstd, w: w.qn, stride: m.qkvDim, off: 0, nh: H, hd: hd, eps: eps}
 			kernels.ParallelForTask(n, 16, &d.tHN)
 			d.tHN = headNormTask{dst: d.qkv, src: d.qkvRaw, rstd: d.knRstd, w: w.kn, stride: m.qkvDim, off: H * hd, nh: KV, hd: hd, eps: eps}
@@ -144,7 +145,7 @@ func (d *Decoder) step(tokens []int32) {
 				copy(d.qkv[o:o+kvw], d.qkvRaw[o:o+kvw])
 			}
 		} else {
-			ops.MatmulForward(d.qkv, d.ln, w.qkv, n, D, m.qkvDim, false)
+			d.linear(d.qkv, d.ln, w.qkv, n, D, m.qkvDim, false)
 		}
 		if m.ropeLayer(l) {
 			// row r sits at absolute position p0+r: tables from p0 on, and a
@@ -160,14 +161,51 @@ func (d *Decoder) step(tokens []int32) {
 		}
 		d.tAtt = decAttnTask{d: d, k: kc, v: vc, n: n, p0: p0}
 		kernels.ParallelForTask(H, 1, &d.tAtt)
-		ops.MatmulForward(x, d.atty, w.wo, n, m.attDim, D, true)
+		d.linear(x, d.atty, w.wo, n, m.attDim, D, true)
 		d.rms(d.ln, x, w.ln2, n, D, eps)
-		ops.MatmulForward(d.gu, d.ln, w.gu, n, D, 2*F, false)
+		d.linear(d.gu, d.ln, w.gu, n, D, 2*F, false)
 		d.tSwi = swigluTask{h: d.h, sig: d.sig, gu: d.gu, F: F}
 		kernels.ParallelForTask(n, 16, &d.tSwi)
-		ops.MatmulForward(x, d.h, w.down, n, F, D, true)
+		d.linear(x, d.h, w.down, n, F, D, true)
 	}
 	d.n += n
+}
+
+// gemvRows is the most rows a linear layer of the decoder runs as dot
+// products (gemvTask); more rows (a prompt) go through the packed SGEMM,
+// whose packing of the whole weight matrix only pays off over many rows.
+const gemvRows = 4
+
+// linear is ops.MatmulForward (y = x·Wᵀ, + y when accumulate) for n rows.
+func (d *Decoder) linear(y, x, w []float32, n, in, out int, accumulate bool) {
+	if n > gemvRows {
+		ops.MatmulForward(y, x, w, n, in, out, accumulate)
+		return
+	}
+	d.tLin = gemvTask{y: y, x: x, w: w, n: n, in: in, out: out, acc: accumulate}
+	kernels.ParallelForTask(out, 64, &d.tLin)
+}
+
+// gemvTask computes output columns [s, e) of y[n, out] = x[n, in]·Wᵀ
+// (+ y when acc), W [out, in] row-major, as dot products of x's rows with
+// W's rows: each weight row is read once, straight from memory.
+type gemvTask struct {
+	y, x, w    []float32
+	n, in, out int
+	acc        bool
+}
+
+func (t *gemvTask) Run(s, e int) {
+	for j := s; j < e; j++ {
+		wr := t.w[j*t.in : (j+1)*t.in]
+		for r := 0; r < t.n; r++ {
+			v := kernels.Dot(t.x[r*t.in:(r+1)*t.in], wr)
+			if t.acc {
+				v += t.y[r*t.out+j]
+			}
+			t.y[r*t.out+j] = v
+		}
+	}
 }
 
 func (d *Decoder) rms(out, inp, w []float32, N, C int, eps float32) {

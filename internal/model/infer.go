@@ -12,8 +12,10 @@ import (
 // are reused by every layer, the residual stream is updated in place, whole
 // sequences run in chunks of about inferRows tokens, and the final norm,
 // lm_head and log-softmax run only on the positions that are scored, in
-// blocks of up to headLogits/vocab positions. Per row the arithmetic is Forward's, so the numbers
-// agree with Forward + Outputs (see infer_test.go).
+// blocks of up to headLogits/vocab positions. Per row the arithmetic is
+// Forward's up to the logits (bit-identical); the log-sum-exp is the
+// training head's (ForwardBackward's), whose vectorised exponential sums in
+// another order than Forward's scalar one (see infer_test.go).
 
 // inferRows is the number of tokens a forward-only chunk aims at: a batch
 // runs max(1, inferRows/T) sequences at a time, which bounds the scratch

@@ -229,7 +229,7 @@ func TestInferZeroAllocs(t *testing.T) {
 	lp := make([]float32, 24)
 	d, _ := m.NewDecoder(cfg.SeqLen)
 	lg := make([]float32, cfg.Vocab)
-	toks := []int32{1, 2, 3, 4}
+	toks := []int32{1, 2, 3, 4, 5, 6} // a prefill past gemvRows: the SGEMM path
 	run := func() {
 		if err := m.LogProbs(b, lp); err != nil {
 			t.Fatal(err)

@@ -3,6 +3,7 @@ package modelbench
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -32,9 +33,13 @@ type EvalResult struct {
 	// Forward.
 	Ratio, RatioForward float64
 	MaxAbsDiff          float64 // max |LogProbs − (logits − lse)| of the first round
-	Batch, Seq, Pairs   int
-	PeakRSSMB           float64
-	m                   *model.Model
+	// LossRelDiff is |mean −LogProbs − Forward's loss| ÷ Forward's loss, of
+	// the first round (Forward's log-sum-exp runs the scalar exponential,
+	// LogProbs the training head's vectorised one).
+	LossRelDiff       float64
+	Batch, Seq, Pairs int
+	PeakRSSMB         float64
+	m                 *model.Model
 }
 
 // Eval measures the forward-only path against a training step and against
@@ -81,7 +86,8 @@ func Eval(ctx context.Context, opt EvalOptions) (EvalResult, error) {
 			return EvalResult{}, fmt.Errorf("bench eval: optimizer: %w", err)
 		}
 		t1 := time.Now()
-		if _, err := m.Forward(b); err != nil {
+		fst, err := m.Forward(b)
+		if err != nil {
 			return EvalResult{}, fmt.Errorf("bench eval: %w", err)
 		}
 		t2 := time.Now()
@@ -90,6 +96,8 @@ func Eval(ctx context.Context, opt EvalOptions) (EvalResult, error) {
 		}
 		t3 := time.Now()
 		if round == 0 {
+			loss, _ := model.LossFromLogProbs(lp, b.Targets)
+			res.LossRelDiff = math.Abs(loss-fst.Loss) / fst.Loss
 			z, lse := m.Outputs()
 			for i, y := range b.Targets {
 				res.MaxAbsDiff = max(res.MaxAbsDiff, float64(abs32(lp[i]-(z[i*c.Vocab+int(y)]-lse[i]))))
@@ -123,7 +131,7 @@ func (r EvalResult) Fields(preset string) map[string]any {
 		"op": "eval", "preset": preset, "batch": r.Batch, "pairs": r.Pairs,
 		"forward_only_tokens_per_sec": round3(r.ForwardOnlyTPS), "forward_tokens_per_sec": round3(r.ForwardTPS),
 		"train_tokens_per_sec": round3(r.TrainTPS), "ratio_vs_train": round3(r.Ratio), "ratio_vs_forward": round3(r.RatioForward),
-		"max_abs_diff": r.MaxAbsDiff, "peak_rss_mb": round3(r.PeakRSSMB),
+		"max_abs_diff": r.MaxAbsDiff, "loss_rel_diff_vs_forward": r.LossRelDiff, "peak_rss_mb": round3(r.PeakRSSMB),
 	} {
 		f[k] = v
 	}

@@ -839,7 +839,7 @@ func (t *trainer) valLoss(all bool) (float64, int, map[string]float64, error) {
 			if t.o.Model.DocMask {
 				b.SegIDs = t.segIDs[:k*t.T]
 			}
-			st, err := t.net.Forward(b)
+			st, err := evalStats(t.net, b)
 			if err != nil {
 				return 0, 0, nil, err
 			}

@@ -39,6 +39,9 @@ func (n modelNet) Outputs() ([]float32, []float32)             { return n.m.Outp
 func (n modelNet) Vitals() *model.Vitals                       { return n.m.Vitals() }
 func (n modelNet) FLOPsPerToken() float64                      { return n.m.FLOPsPerToken() }
 
+// LogProbs is the forward-only path validation uses (evalfwd.go).
+func (n modelNet) LogProbs(b *model.Batch, dst []float32) error { return n.m.LogProbs(b, dst) }
+
 // LoadModel builds the model of the newest valid checkpoint of a run
 // directory (or of a checkpoint directory) and loads its weights, or its
 // EMA weights when ema is set.
