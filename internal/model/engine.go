@@ -45,11 +45,14 @@ type Model struct {
 	tCopyV copyColsTask
 	tSwi   swigluTask
 	tCE    ceTask
+
+	moe moeState // mixture-of-experts layers (moe.go); empty for dense models
 }
 
 // layerW holds the views of one block's parameters (or gradients).
 type layerW struct {
 	ln1, qkv, wo, qn, kn, ln2, gu, down []float32
+	moe                                 *moeW // MoE layers (gu and down nil), moe.go
 }
 
 type weights struct {
@@ -76,6 +79,7 @@ func New(cfg Config, seed uint64) (*Model, error) {
 	m.p = m.views(m.Params)
 	m.g = m.views(m.Grads)
 	m.init(seed)
+	m.initMoE()
 
 	m.vit.MaxAttnLogit = make([][]float32, cfg.NLayers)
 	m.vit.AttnEntropy = make([][]float32, cfg.NLayers)
@@ -130,6 +134,10 @@ func (c Config) layout() ([]Tensor, int) {
 			add(p+"self_attn.k_norm.weight", "norm", hd)
 		}
 		add(p+"post_attention_layernorm.weight", "norm", D)
+		if c.IsMoELayer(l) {
+			c.moeLayout(p, add)
+			continue
+		}
 		// gate and up adjacent: one GEMM computes both.
 		add(p+"mlp.gate_proj.weight", "matrix", F, D)
 		add(p+"mlp.up_proj.weight", "matrix", F, D)
@@ -172,12 +180,16 @@ func (m *Model) views(buf []float32) weights {
 	for l := 0; l < m.Cfg.NLayers; l++ {
 		p := "model.layers." + strconv.Itoa(l) + "."
 		lw := layerW{
-			ln1:  at(p + "input_layernorm.weight"),
-			qkv:  span(p+"self_attn.q_proj.weight", p+"self_attn.v_proj.weight"),
-			wo:   at(p + "self_attn.o_proj.weight"),
-			ln2:  at(p + "post_attention_layernorm.weight"),
-			gu:   span(p+"mlp.gate_proj.weight", p+"mlp.up_proj.weight"),
-			down: at(p + "mlp.down_proj.weight"),
+			ln1: at(p + "input_layernorm.weight"),
+			qkv: span(p+"self_attn.q_proj.weight", p+"self_attn.v_proj.weight"),
+			wo:  at(p + "self_attn.o_proj.weight"),
+			ln2: at(p + "post_attention_layernorm.weight"),
+		}
+		if m.Cfg.IsMoELayer(l) {
+			lw.moe = m.moeViews(buf, p)
+		} else {
+			lw.gu = span(p+"mlp.gate_proj.weight", p+"mlp.up_proj.weight")
+			lw.down = at(p + "mlp.down_proj.weight")
 		}
 		if m.Cfg.QKNorm {
 			lw.qn = at(p + "self_attn.q_norm.weight")
@@ -198,6 +210,9 @@ func (m *Model) init(seed uint64) {
 			for i := range dst {
 				dst[i] = 1
 			}
+			continue
+		}
+		if t.Kind == "bias" { // the MoE routing bias starts at 0
 			continue
 		}
 		s := std
@@ -235,7 +250,13 @@ func (m *Model) Tensor(name string) (Tensor, bool) {
 func (m *Model) NumParams() int { return len(m.Params) }
 
 // ZeroGrads clears the gradient buffer.
-func (m *Model) ZeroGrads() { clear(m.Grads) }
+// It also starts a step's accumulation window: MoE routing statistics
+// (load-balancing loss, vitals, the routing-bias update) sum the
+// micro-batches from here.
+func (m *Model) ZeroGrads() {
+	clear(m.Grads)
+	m.moeResetStep()
+}
 
 // Vitals returns the health numbers of the last Forward or ForwardBackward.
 // The struct is owned by the model and overwritten by the next pass.
@@ -256,6 +277,11 @@ func (m *Model) FLOPsPerToken() float64 {
 	D, F := float64(c.DModel), float64(c.MLPHidden)
 	perLayer := D*float64(m.qkvDim) + float64(m.attDim)*D + 3*D*F
 	n := float64(c.NLayers)*perLayer + float64(c.Vocab)*D
+	if c.MoEEvery > 0 { // MoE layers count their active parameters (router, top_k + shared experts)
+		for l := 0; l < c.NLayers; l++ {
+			n += c.mlpActiveParams(l) - 3*D*F
+		}
+	}
 	return 6*n + 12*float64(c.NLayers)*float64(c.SeqLen)*float64(m.attDim)
 }
 
@@ -477,8 +503,10 @@ func (m *Model) ForwardBackward(b *Batch, scale float32) (Stats, error) {
 		return Stats{}, err
 	}
 	t0 := time.Now()
+	m.moe.scale = scale
 	m.forwardBody(b, true)
 	st := m.head(b, scale, true)
+	st.MoEAux = m.moeAux()
 	t1 := time.Now()
 	m.backward(b)
 	st.ForwardTime, st.BackwardTime = t1.Sub(t0), time.Since(t1)
@@ -498,6 +526,7 @@ func (m *Model) Forward(b *Batch) (Stats, error) {
 	t0 := time.Now()
 	m.forwardBody(b, true)
 	st := m.head(b, 0, false)
+	st.MoEAux = m.moeAux()
 	st.ForwardTime = time.Since(t0)
 	m.outN = b.B * b.T
 	return st, nil
@@ -593,12 +622,17 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 		copy(a.residMid[l][:N*D], x[:N*D])
 		ops.MatmulForward(a.residMid[l], a.atty[l], w.wo, N, m.attDim, D, true)
 		m.rmsForward(a.ln2[l], a.rstd2[l], a.residMid[l], w.ln2, N, D, eps)
-		ops.MatmulForward(a.gu[l], a.ln2[l], w.gu, N, D, 2*F, false)
-		m.tSwi = swigluTask{h: a.h[l], sig: a.sig[l], gu: a.gu[l], F: F}
-		kernels.ParallelForTask(N, 16, &m.tSwi)
 		out := a.resid[l+1]
-		copy(out[:N*D], a.residMid[l][:N*D])
-		ops.MatmulForward(out, a.h[l], w.down, N, F, D, true)
+		if w.moe != nil {
+			copy(out[:N*D], a.residMid[l][:N*D])
+			m.moeForward(l, N, a.ln2[l], out, vitals)
+		} else {
+			ops.MatmulForward(a.gu[l], a.ln2[l], w.gu, N, D, 2*F, false)
+			m.tSwi = swigluTask{h: a.h[l], sig: a.sig[l], gu: a.gu[l], F: F}
+			kernels.ParallelForTask(N, 16, &m.tSwi)
+			copy(out[:N*D], a.residMid[l][:N*D])
+			ops.MatmulForward(out, a.h[l], w.down, N, F, D, true)
+		}
 		if vitals {
 			m.residVitals(l, out[:N*D])
 		}
@@ -752,10 +786,14 @@ func (m *Model) backward(b *Batch) {
 	for l := L - 1; l >= 0; l-- {
 		w, g := &m.p.layers[l], &m.g.layers[l]
 		// MLP: resid[l+1] = residMid + down(swiglu(gu(ln2)))
-		ops.MatmulBackward(a.dh, g.down, a.dresid, a.h[l], w.down, N, F, D, false)
-		m.tSwi = swigluTask{h: a.dh, sig: a.sig[l], gu: a.gu[l], dgu: a.dgu, F: F, back: true}
-		kernels.ParallelForTask(N, 16, &m.tSwi)
-		ops.MatmulBackward(a.dln, g.gu, a.dgu, a.ln2[l], w.gu, N, D, 2*F, false)
+		if w.moe != nil {
+			m.moeBackward(l, a.ln2[l], a.dresid, a.dln)
+		} else {
+			ops.MatmulBackward(a.dh, g.down, a.dresid, a.h[l], w.down, N, F, D, false)
+			m.tSwi = swigluTask{h: a.dh, sig: a.sig[l], gu: a.gu[l], dgu: a.dgu, F: F, back: true}
+			kernels.ParallelForTask(N, 16, &m.tSwi)
+			ops.MatmulBackward(a.dln, g.gu, a.dgu, a.ln2[l], w.gu, N, D, 2*F, false)
+		}
 		m.rmsBackward(a.dresid, g.ln2, a.dln, a.residMid[l], w.ln2, a.rstd2[l], N, D)
 		// attention: residMid = resid[l] + o_proj(attn(qkv(ln1)))
 		ops.MatmulBackward(a.datty, g.wo, a.dresid, a.atty[l], w.wo, N, m.attDim, D, false)
