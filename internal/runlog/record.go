@@ -100,6 +100,9 @@ type Step struct {
 	// forward and backward per micro-batch, then optimizer), for trace.json;
 	// they are not part of metrics.jsonl.
 	Spans []Span
+	// MoE holds the mixture-of-experts routing vitals; nil (left out)
+	// for dense models.
+	MoE *MoEStep
 }
 
 // Span is one measured phase of a step.
@@ -174,6 +177,9 @@ func (s *Step) fields(w fieldVisitor) {
 	w.float("z_loss_weight", s.KnobZLoss)
 	w.float("qk_clip_tau", s.KnobQKClipTau)
 	w.float("lr_scale", s.KnobLRScale)
+	if s.MoE != nil {
+		s.MoE.fields(w)
+	}
 	flat := make(map[string]float64, len(s.PerLayer)+len(s.SourceMixShare))
 	for k, v := range s.SourceMixShare {
 		flat["source_mix_share/"+k] = v
