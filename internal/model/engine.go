@@ -336,6 +336,7 @@ func (c Config) ActivationBytes(B int) (int, error) {
 	}
 	var a arena
 	total := a.plan(c, B, func(*[]float32, int) {})
+	total = satAdd(total, c.moeActivationFloats(B)) // MoE layers' own buffers (moe.go)
 	hd, _, _ := c.dims()
 	return satMul(4, satAdd(total, satMul(c.SeqLen, hd))), nil // + cos and sin, seq_len·hd/2 each
 }

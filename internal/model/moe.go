@@ -250,6 +250,33 @@ func (m *Model) moeAux() float64 {
 	return s
 }
 
+// moeActivationFloats is the memory, in float32-sized words, of the MoE
+// layers' saved state and backward scratch for B sequences (0 for dense
+// models): per MoE layer the router probabilities, the routing indices and
+// the dispatched rows (at most N·k of them), plus the shared scratch.
+func (c Config) moeActivationFloats(B int) int {
+	if c.MoEEvery <= 0 {
+		return 0
+	}
+	N := satMul(B, c.SeqLen)
+	D, E, K, Fe := c.DModel, c.MoEExperts, c.MoETopK, c.MoEExpertHidden
+	R := satMul(N, K)
+	perLayer := satAdd(satMul(N, E+1), satMul(R, 5))     // probs, lse; sel, gate, row, rowTok, rowSlot
+	perLayer = satAdd(perLayer, satMul(R, 2*D+4*Fe))     // xe, y; gu, h, sig
+	scratch := satAdd(satMul(R, 2*D+3*Fe), satMul(N, E)) // dy, dxe, dh, dgu; dz
+	if c.MoESharedExpert {
+		perLayer = satAdd(perLayer, satMul(N, 4*Fe))
+		scratch = satAdd(scratch, satMul(N, 3*Fe))
+	}
+	layers := 0
+	for l := 0; l < c.NLayers; l++ {
+		if c.IsMoELayer(l) {
+			layers++
+		}
+	}
+	return satAdd(satMul(perLayer, layers), scratch)
+}
+
 func grow(b []float32, n int) []float32 {
 	if cap(b) < n {
 		return make([]float32, n)
