@@ -139,16 +139,56 @@ func (c Config) validateMoE() []error {
 	return errs
 }
 
-// HFExpressible reports whether a model of c maps onto a Hugging Face
-// Llama/Qwen3 layout. MoE layers do not (yet): kestrel names them as
-// Qwen3-MoE does (mlp.gate, mlp.experts.N.{gate,up,down}_proj), but the
-// shared expert has no gate and the routing bias is DeepSeek-V3's, so an
-// export would not reproduce the model; it is refused with this error.
+// HFExpressible reports whether the MoE layers of c map onto Hugging
+// Face's Qwen3-MoE (Qwen3MoeForCausalLM: softmax router mlp.gate, experts
+// mlp.experts.N.{gate,up,down}_proj, decoder_sparse_step = moe_every,
+// norm_topk_prob = moe_norm_topk, dropless). kestrel names the tensors the
+// same way; what Qwen3-MoE cannot hold is refused with an error naming the
+// field: a shared expert (ungated here), the DeepSeek-V3 routing bias, a
+// capacity factor (Qwen3-MoE never drops) and an MoE model without
+// QK-Norm (every Qwen3 layer has q_norm/k_norm). Dense configs return nil.
 func (c Config) HFExpressible() error {
-	if c.MoEEvery > 0 {
-		return errors.New("model.moe_every > 0: mixture-of-experts layers have no Hugging Face export yet (the tensors are named as Qwen3-MoE's, but the ungated shared expert and the DeepSeek-V3 routing bias have no place in its config)")
+	if c.MoEEvery <= 0 {
+		return nil
+	}
+	var errs []error
+	if c.MoESharedExpert {
+		errs = append(errs, errors.New("model.moe_shared_expert = true: Qwen3-MoE has no shared expert (Qwen2-MoE's is gated, kestrel's is not)"))
+	}
+	if c.moeBias() {
+		errs = append(errs, errors.New(`model.moe_balance = "bias": Qwen3-MoE has no routing bias (e_score_correction_bias is DeepSeek-V3's)`))
+	}
+	if c.MoECapacityFactor > 0 {
+		errs = append(errs, fmt.Errorf("model.moe_capacity_factor = %g: Qwen3-MoE routes without dropping, so its outputs would differ (0 = dropless)", c.MoECapacityFactor))
+	}
+	if !c.QKNorm {
+		errs = append(errs, errors.New("model.qk_norm = false: a Qwen3-MoE layer always has q_norm and k_norm"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("no Hugging Face MoE layout for this model: %w", err)
 	}
 	return nil
+}
+
+// HFMoEConfig returns the Qwen3-MoE keys of a Hugging Face config.json for
+// an MoE model (nil for dense ones); the export merges them over the
+// Qwen3 keys after HFExpressible accepted the config.
+func (c Config) HFMoEConfig() map[string]any {
+	if c.MoEEvery <= 0 {
+		return nil
+	}
+	return map[string]any{
+		"architectures":         []string{"Qwen3MoeForCausalLM"},
+		"model_type":            "qwen3_moe",
+		"num_experts":           c.MoEExperts,
+		"num_experts_per_tok":   c.MoETopK,
+		"moe_intermediate_size": c.MoEExpertHidden,
+		"decoder_sparse_step":   c.MoEEvery,
+		"mlp_only_layers":       []int{},
+		"norm_topk_prob":        c.MoENormTopK,
+		"router_aux_loss_coef":  c.MoEAuxLossAlpha,
+		"output_router_logits":  false,
+	}
 }
 
 // moeLayout adds an MoE layer's tensors under prefix p (model.layers.L.).

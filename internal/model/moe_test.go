@@ -197,7 +197,24 @@ func TestMoEConfigErrors(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Errorf("dense config with unused moe fields: %v", err)
 	}
-	if moeConfig().HFExpressible() == nil {
-		t.Error("HFExpressible accepts an MoE model")
+	for _, tc := range []struct {
+		mod  func(*Config)
+		want string // "" = expressible
+	}{
+		{func(c *Config) { c.MoESharedExpert, c.MoECapacityFactor = false, 0 }, ""},
+		{func(*Config) {}, "model.moe_shared_expert"},
+		{func(c *Config) { c.MoESharedExpert, c.MoECapacityFactor = false, 0; c.MoEBalance = "bias" }, "model.moe_balance"},
+		{func(c *Config) { c.MoESharedExpert = false }, "model.moe_capacity_factor"},
+		{func(c *Config) { c.MoESharedExpert, c.MoECapacityFactor, c.QKNorm = false, 0, false }, "model.qk_norm"},
+	} {
+		c := moeConfig()
+		tc.mod(&c)
+		err := c.HFExpressible()
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("HFExpressible: %v, want %q", err, tc.want)
+		}
+		if tc.want == "" && c.HFMoEConfig()["decoder_sparse_step"] != c.MoEEvery {
+			t.Errorf("HFMoEConfig %v", c.HFMoEConfig())
+		}
 	}
 }
