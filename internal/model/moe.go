@@ -90,6 +90,39 @@ type moeState struct {
 	dy, dh, dgu, dxe, dz, dp, dgate []float32
 	sdh, sdgu                       []float32
 	task                            swigluTask
+	tRows                           rowsTask
+}
+
+// rowsTask runs one of the dispatch ops over a row range on the worker
+// pool (a long-lived task: no allocation per call).
+type rowsTask struct {
+	op                                 int // rowsGather, rowsScatter, rowsGateBack
+	dst, src, y, gate, dgate, dout, dy []float32
+	idx                                []int32
+	K, C                               int
+}
+
+const (
+	rowsGather = iota
+	rowsScatter
+	rowsGateBack
+)
+
+func (t *rowsTask) Run(s, e int) {
+	switch t.op {
+	case rowsGather:
+		ops.GatherRows(t.dst, t.src, t.idx, t.C, s, e)
+	case rowsScatter:
+		ops.ScatterAddRows(t.dst, t.y, t.gate, t.idx, t.K, t.C, s, e)
+	case rowsGateBack:
+		ops.GateBackwardRows(t.dy, t.dgate, t.dout, t.y, t.gate, t.idx, t.K, t.C, s, e)
+	}
+}
+
+// scatter adds the gated rows y back into out for N tokens (gate nil: 1).
+func (s *moeState) scatter(out, y, gate []float32, row []int32, N, K, C int) {
+	s.tRows = rowsTask{op: rowsScatter, dst: out, y: y, gate: gate, idx: row, K: K, C: C}
+	kernels.ParallelForTask(N, 16, &s.tRows)
 }
 
 // IsMoELayer reports whether layer l has a mixture-of-experts MLP.
@@ -407,7 +440,8 @@ func (m *Model) moeForward(l, N int, x, out []float32, vitals bool) {
 	st.h = grow(st.h, R*Fe)
 	st.sig = grow(st.sig, R*Fe)
 	st.y = grow(st.y, R*D)
-	ops.GatherRows(st.xe, x, st.rowTok[:R], D)
+	m.moe.tRows = rowsTask{op: rowsGather, dst: st.xe, src: x, idx: st.rowTok[:R], C: D}
+	kernels.ParallelForTask(R, 64, &m.moe.tRows)
 
 	// experts: one GEMM per expert over its rows
 	for e := 0; e < E; e++ {
@@ -431,7 +465,7 @@ func (m *Model) moeForward(l, N int, x, out []float32, vitals bool) {
 		ops.MatmulForward(out, st.sh, w.sdown, N, Fe, D, true)
 	}
 	// out_t += Σ_j g_tj·y_row(t,j), assignments in token then rank order
-	ops.ScatterAddRows(out, st.y, st.gate[:N*K], st.row[:N*K], K, D)
+	m.moe.scatter(out, st.y, st.gate[:N*K], st.row[:N*K], N, K, D)
 
 	// auxiliary losses of this micro-batch
 	var bal, zl float64
@@ -474,7 +508,8 @@ func (m *Model) moeBackward(l int, x, dout, dx []float32) {
 	s.dgate = grow(s.dgate, N*K)
 
 	// dy_r = g_a·dout_t and ∂g_a = dout_t·y_r for each kept assignment a
-	ops.GateBackwardRows(s.dy, s.dgate[:N*K], dout, st.y, st.gate[:N*K], st.row[:N*K], K, D)
+	s.tRows = rowsTask{op: rowsGateBack, dy: s.dy, dgate: s.dgate[:N*K], dout: dout, y: st.y, gate: st.gate[:N*K], idx: st.row[:N*K], K: K, C: D}
+	kernels.ParallelForTask(N*K, 16, &s.tRows)
 	for e := 0; e < E; e++ {
 		r0, r1 := st.off[e], st.off[e+1]
 		if r1 == r0 {
@@ -487,7 +522,7 @@ func (m *Model) moeBackward(l int, x, dout, dx []float32) {
 		ops.MatmulBackward(s.dxe[r0*D:r1*D], g.gu[e], s.dgu[r0*2*Fe:r1*2*Fe], st.xe[r0*D:r1*D], w.gu[e], n, D, 2*Fe, false)
 	}
 	clear(dx[:N*D])
-	ops.ScatterAddRows(dx, s.dxe, nil, st.row[:N*K], K, D)
+	s.scatter(dx, s.dxe, nil, st.row[:N*K], N, K, D)
 	if w.sgu != nil {
 		s.sdh = grow(s.sdh, N*Fe)
 		s.sdgu = grow(s.sdgu, N*2*Fe)

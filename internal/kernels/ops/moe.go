@@ -71,66 +71,60 @@ func TopK(sel []int32, p, bias []float32) {
 	}
 }
 
-// GatherRows copies src row tok[r] into dst row r for every r:
+// GatherRows copies, for rows r in [s, e), src row tok[r] into dst row r:
 // dst[r, :] = src[tok[r], :] (C columns). Its backward is ScatterAddRows.
-func GatherRows(dst, src []float32, tok []int32, C int) {
-	kernels.ParallelFor(len(tok), 64, func(s, e int) {
-		for r := s; r < e; r++ {
-			t := int(tok[r])
-			copy(dst[r*C:(r+1)*C], src[t*C:(t+1)*C])
-		}
-	})
+func GatherRows(dst, src []float32, tok []int32, C, s, e int) {
+	for r := s; r < e; r++ {
+		t := int(tok[r])
+		copy(dst[r*C:(r+1)*C], src[t*C:(t+1)*C])
+	}
 }
 
 // ScatterAddRows adds the dispatched rows back to their tokens:
 //
 //	out[t, :] += Σ_j gate[t·K+j]·y[row[t·K+j], :]   over kept assignments (row ≥ 0)
 //
-// gate nil means weight 1 (the backward of GatherRows). Each token sums its
-// assignments in rank order, so the result does not depend on threads.
-func ScatterAddRows(out, y, gate []float32, row []int32, K, C int) {
-	N := len(row) / K
-	kernels.ParallelFor(N, 16, func(s, e int) {
-		for t := s; t < e; t++ {
-			o := out[t*C : (t+1)*C]
-			for a := t * K; a < (t+1)*K; a++ {
-				r := int(row[a])
-				if r < 0 {
-					continue
-				}
-				g := float32(1)
-				if gate != nil {
-					g = gate[a]
-				}
-				kernels.Axpy(g, y[r*C:(r+1)*C], o)
+// for tokens t in [s, e); gate nil means weight 1 (the backward of
+// GatherRows). Each token sums its assignments in rank order, so the
+// result does not depend on how the tokens are split over threads.
+func ScatterAddRows(out, y, gate []float32, row []int32, K, C, s, e int) {
+	for t := s; t < e; t++ {
+		o := out[t*C : (t+1)*C]
+		for a := t * K; a < (t+1)*K; a++ {
+			r := int(row[a])
+			if r < 0 {
+				continue
 			}
+			g := float32(1)
+			if gate != nil {
+				g = gate[a]
+			}
+			kernels.Axpy(g, y[r*C:(r+1)*C], o)
 		}
-	})
+	}
 }
 
 // GateBackwardRows is the backward of the gated scatter out_t += g_a·y_r:
 //
 //	dy[r, :] = g_a·dout[t, :],   dgate[a] = dout[t, :]·y[r, :]
 //
-// for every kept assignment a (row r ≥ 0); a dropped assignment gets
-// dgate[a] = 0 and no row.
-func GateBackwardRows(dy, dgate, dout, y, gate []float32, row []int32, K, C int) {
-	kernels.ParallelFor(len(row), 16, func(s, e int) {
-		for a := s; a < e; a++ {
-			r := int(row[a])
-			if r < 0 {
-				dgate[a] = 0
-				continue
-			}
-			t := a / K
-			d := dout[t*C : (t+1)*C]
-			yr := y[r*C : (r+1)*C]
-			dgate[a] = kernels.Dot(d, yr)
-			dr := dy[r*C : (r+1)*C]
-			g := gate[a]
-			for i, v := range d {
-				dr[i] = g * v
-			}
+// for every kept assignment a in [s, e) (row r ≥ 0); a dropped assignment
+// gets dgate[a] = 0 and no row.
+func GateBackwardRows(dy, dgate, dout, y, gate []float32, row []int32, K, C, s, e int) {
+	for a := s; a < e; a++ {
+		r := int(row[a])
+		if r < 0 {
+			dgate[a] = 0
+			continue
 		}
-	})
+		t := a / K
+		d := dout[t*C : (t+1)*C]
+		yr := y[r*C : (r+1)*C]
+		dgate[a] = kernels.Dot(d, yr)
+		dr := dy[r*C : (r+1)*C]
+		g := gate[a]
+		for i, v := range d {
+			dr[i] = g * v
+		}
+	}
 }

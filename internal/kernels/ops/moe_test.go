@@ -59,13 +59,13 @@ func TestGatherScatter(t *testing.T) {
 	row := []int32{2, 0, 3, -1, 1, 4}
 	tok := []int32{0, 2, 0, 1, 2}
 	xe := make([]float32, 5*C)
-	GatherRows(xe, x, tok, C)
+	GatherRows(xe, x, tok, C, 0, len(tok))
 	if !slices.Equal(xe, []float32{1, 2, 5, 6, 1, 2, 3, 4, 5, 6}) {
 		t.Fatalf("gather %v", xe)
 	}
 	gate := []float32{0.5, 0.25, 1, 9, 2, 3}
 	out := make([]float32, 3*C)
-	ScatterAddRows(out, xe, gate, row, K, C)
+	ScatterAddRows(out, xe, gate, row, K, C, 0, 3)
 	// token 0: 0.5·x0 + 0.25·x0; token 1: 1·x1; token 2: 2·x2 + 3·x2
 	want := []float32{0.75, 1.5, 3, 4, 25, 30}
 	if !slices.Equal(out, want) {
@@ -73,7 +73,7 @@ func TestGatherScatter(t *testing.T) {
 	}
 	dy, dg := make([]float32, 5*C), make([]float32, 6)
 	dout := []float32{1, 0, 0, 1, 1, 1}
-	GateBackwardRows(dy, dg, dout, xe, gate, row, K, C)
+	GateBackwardRows(dy, dg, dout, xe, gate, row, K, C, 0, len(row))
 	if !slices.Equal(dg, []float32{1, 1, 4, 0, 11, 11}) {
 		t.Errorf("dgate %v", dg)
 	}
@@ -81,7 +81,7 @@ func TestGatherScatter(t *testing.T) {
 		t.Errorf("dy %v", dy)
 	}
 	back := make([]float32, 3*C)
-	ScatterAddRows(back, xe, nil, row, K, C)
+	ScatterAddRows(back, xe, nil, row, K, C, 0, 3)
 	if !slices.Equal(back, []float32{2, 4, 3, 4, 10, 12}) {
 		t.Errorf("ungated scatter %v", back)
 	}
