@@ -82,6 +82,10 @@ type Config struct {
 	BlackoutMinSeconds float64 `toml:"blackout_min_seconds" comment:"floor (seconds) of the monitoring_blackout rule, so a fast run does not trip on a GC pause or a long evaluation"`
 	TokensFlatSteps    int     `toml:"tokens_flat_steps" comment:"SEV1 tokens_flatline when tokens_seen did not grow over this many steps while steps advanced (all-padding batches, a skipped-steps loop; 0 = off)"`
 
+	// Mixture of experts (monitor/moe.go).
+	MoEDropRate     float64 `toml:"moe_drop_rate" comment:"SEV1 moe_drop_sustained when moe_drop_rate (worst MoE layer) stays above this for moe_sustain_steps consecutive steps (seed 004: sustained > 0)"`
+	MoESustainSteps int     `toml:"moe_sustain_steps" comment:"consecutive steps moe_drop_rate must stay above moe_drop_rate, or moe_dead_experts above 0, before the SEV1 MoE rules fire"`
+
 	MixTargets map[string]float64 `toml:"mix_targets" comment:"target source weights for the mixture-drift rule (empty = taken from the data config by the trainer)"`
 }
 
@@ -151,6 +155,8 @@ func DefaultConfig() Config {
 		BlackoutFactor:     20,
 		BlackoutMinSeconds: 300,
 		TokensFlatSteps:    20,
+
+		MoESustainSteps: 20,
 	}
 }
 
@@ -169,6 +175,10 @@ func (c Config) Validate() error {
 	pos("cluster_window", c.ClusterWindow)
 	pos("clip_baseline", c.ClipBaseline)
 	pos("divergence_steps", c.DivergenceSteps)
+	pos("moe_sustain_steps", c.MoESustainSteps)
+	if !(c.MoEDropRate >= 0 && c.MoEDropRate <= 1) {
+		errs = append(errs, fmt.Errorf("monitor.moe_drop_rate must be in [0, 1], got %g", c.MoEDropRate))
+	}
 	if c.Window < 8 {
 		errs = append(errs, fmt.Errorf("monitor.window must be >= 8, got %d", c.Window))
 	}

@@ -40,6 +40,8 @@ type rules struct {
 	kls     []float64       // output_kl_to_prev of each checkpoint
 	klLast  int64           // step of the last checkpoint counted for output_kl_to_prev
 	flat    flatState
+
+	moeState moeRules // moe.go
 }
 
 // evalPoint is one evaluation as the eval rules see it (NaN = absent).
@@ -289,6 +291,8 @@ func (r *rules) check(s *Sample) []Alert {
 	// checkpoint records (kestrel watch feeds them as samples).
 	r.flatLoss(&out, s)
 	r.checkpointValues(&out, s)
+	// SEV1: MoE routing (moe.go).
+	r.moe(&out, s)
 	// SEV2: dataloader stalls.
 	if x, ok := get("dataloader_stall_frac"); ok && finite(x) {
 		r.stall.push(x)

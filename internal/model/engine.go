@@ -47,6 +47,7 @@ type Model struct {
 	tCE    ceTask
 
 	inf inferScratch // the forward-only path's buffers (infer.go)
+	moe moeState     // mixture-of-experts layers (moe.go); empty for dense models
 	// Trace, when set, receives per-op spans (see OpTracer); nil = off.
 	Trace OpTracer
 }
@@ -54,6 +55,7 @@ type Model struct {
 // layerW holds the views of one block's parameters (or gradients).
 type layerW struct {
 	ln1, qkv, wo, qn, kn, ln2, gu, down []float32
+	moe                                 *moeW // MoE layers (gu and down nil), moe.go
 }
 
 type weights struct {
@@ -80,6 +82,7 @@ func New(cfg Config, seed uint64) (*Model, error) {
 	m.p = m.views(m.Params)
 	m.g = m.views(m.Grads)
 	m.init(seed)
+	m.initMoE()
 
 	m.vit.MaxAttnLogit = make([][]float32, cfg.NLayers)
 	m.vit.AttnEntropy = make([][]float32, cfg.NLayers)
@@ -134,6 +137,10 @@ func (c Config) layout() ([]Tensor, int) {
 			add(p+"self_attn.k_norm.weight", "norm", hd)
 		}
 		add(p+"post_attention_layernorm.weight", "norm", D)
+		if c.IsMoELayer(l) {
+			c.moeLayout(p, add)
+			continue
+		}
 		// gate and up adjacent: one GEMM computes both.
 		add(p+"mlp.gate_proj.weight", "matrix", F, D)
 		add(p+"mlp.up_proj.weight", "matrix", F, D)
@@ -176,12 +183,16 @@ func (m *Model) views(buf []float32) weights {
 	for l := 0; l < m.Cfg.NLayers; l++ {
 		p := "model.layers." + strconv.Itoa(l) + "."
 		lw := layerW{
-			ln1:  at(p + "input_layernorm.weight"),
-			qkv:  span(p+"self_attn.q_proj.weight", p+"self_attn.v_proj.weight"),
-			wo:   at(p + "self_attn.o_proj.weight"),
-			ln2:  at(p + "post_attention_layernorm.weight"),
-			gu:   span(p+"mlp.gate_proj.weight", p+"mlp.up_proj.weight"),
-			down: at(p + "mlp.down_proj.weight"),
+			ln1: at(p + "input_layernorm.weight"),
+			qkv: span(p+"self_attn.q_proj.weight", p+"self_attn.v_proj.weight"),
+			wo:  at(p + "self_attn.o_proj.weight"),
+			ln2: at(p + "post_attention_layernorm.weight"),
+		}
+		if m.Cfg.IsMoELayer(l) {
+			lw.moe = m.moeViews(buf, p)
+		} else {
+			lw.gu = span(p+"mlp.gate_proj.weight", p+"mlp.up_proj.weight")
+			lw.down = at(p + "mlp.down_proj.weight")
 		}
 		if m.Cfg.QKNorm {
 			lw.qn = at(p + "self_attn.q_norm.weight")
@@ -202,6 +213,9 @@ func (m *Model) init(seed uint64) {
 			for i := range dst {
 				dst[i] = 1
 			}
+			continue
+		}
+		if t.Kind == "bias" { // the MoE routing bias starts at 0
 			continue
 		}
 		s := std
@@ -239,7 +253,13 @@ func (m *Model) Tensor(name string) (Tensor, bool) {
 func (m *Model) NumParams() int { return len(m.Params) }
 
 // ZeroGrads clears the gradient buffer.
-func (m *Model) ZeroGrads() { clear(m.Grads) }
+// It also starts a step's accumulation window: MoE routing statistics
+// (load-balancing loss, vitals, the routing-bias update) sum the
+// micro-batches from here.
+func (m *Model) ZeroGrads() {
+	clear(m.Grads)
+	m.moeResetStep()
+}
 
 // Vitals returns the health numbers of the last Forward or ForwardBackward.
 // The struct is owned by the model and overwritten by the next pass.
@@ -260,6 +280,11 @@ func (m *Model) FLOPsPerToken() float64 {
 	D, F := float64(c.DModel), float64(c.MLPHidden)
 	perLayer := D*float64(m.qkvDim) + float64(m.attDim)*D + 3*D*F
 	n := float64(c.NLayers)*perLayer + float64(c.Vocab)*D
+	if c.MoEEvery > 0 { // MoE layers count their active parameters (router, top_k + shared experts)
+		for l := 0; l < c.NLayers; l++ {
+			n += c.mlpActiveParams(l) - 3*D*F
+		}
+	}
 	return 6*n + 12*float64(c.NLayers)*float64(c.SeqLen)*float64(m.attDim)
 }
 
@@ -314,6 +339,7 @@ func (c Config) ActivationBytes(B int) (int, error) {
 	}
 	var a arena
 	total := a.plan(c, B, func(*[]float32, int) {})
+	total = satAdd(total, c.moeActivationFloats(B)) // MoE layers' own buffers (moe.go)
 	hd, _, _ := c.dims()
 	return satMul(4, satAdd(total, satMul(c.SeqLen, hd))), nil // + cos and sin, seq_len·hd/2 each
 }
@@ -481,8 +507,10 @@ func (m *Model) ForwardBackward(b *Batch, scale float32) (Stats, error) {
 		return Stats{}, err
 	}
 	t0 := time.Now()
+	m.moe.scale = scale
 	m.forwardBody(b, true)
 	st := m.head(b, scale, true)
+	st.MoEAux = m.moeAux()
 	t1 := time.Now()
 	m.backward(b)
 	st.ForwardTime, st.BackwardTime = t1.Sub(t0), time.Since(t1)
@@ -502,6 +530,7 @@ func (m *Model) Forward(b *Batch) (Stats, error) {
 	t0 := time.Now()
 	m.forwardBody(b, true)
 	st := m.head(b, 0, false)
+	st.MoEAux = m.moeAux()
 	st.ForwardTime = time.Since(t0)
 	m.outN = b.B * b.T
 	return st, nil
@@ -609,16 +638,21 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 		m.te() // attention
 		m.tb(OpMLP, l)
 		m.rmsForward(a.ln2[l], a.rstd2[l], a.residMid[l], w.ln2, N, D, eps)
-		m.tb(OpGateUpGemm, l)
-		ops.MatmulForward(a.gu[l], a.ln2[l], w.gu, N, D, 2*F, false)
-		m.te()
-		m.tSwi = swigluTask{h: a.h[l], sig: a.sig[l], gu: a.gu[l], F: F}
-		kernels.ParallelForTask(N, 16, &m.tSwi)
 		out := a.resid[l+1]
-		copy(out[:N*D], a.residMid[l][:N*D])
-		m.tb(OpDownGemm, l)
-		ops.MatmulForward(out, a.h[l], w.down, N, F, D, true)
-		m.te()
+		if w.moe != nil {
+			copy(out[:N*D], a.residMid[l][:N*D])
+			m.moeForward(l, N, a.ln2[l], out, vitals)
+		} else {
+			m.tb(OpGateUpGemm, l)
+			ops.MatmulForward(a.gu[l], a.ln2[l], w.gu, N, D, 2*F, false)
+			m.te()
+			m.tSwi = swigluTask{h: a.h[l], sig: a.sig[l], gu: a.gu[l], F: F}
+			kernels.ParallelForTask(N, 16, &m.tSwi)
+			copy(out[:N*D], a.residMid[l][:N*D])
+			m.tb(OpDownGemm, l)
+			ops.MatmulForward(out, a.h[l], w.down, N, F, D, true)
+			m.te()
+		}
 		m.te() // mlp
 		if vitals {
 			m.residVitals(l, out[:N*D])
@@ -784,14 +818,18 @@ func (m *Model) backward(b *Batch) {
 		w, g := &m.p.layers[l], &m.g.layers[l]
 		// MLP: resid[l+1] = residMid + down(swiglu(gu(ln2)))
 		m.tb(opMLPBwd, l)
-		m.tb(opDownGemmBwd, l)
-		ops.MatmulBackward(a.dh, g.down, a.dresid, a.h[l], w.down, N, F, D, false)
-		m.te()
-		m.tSwi = swigluTask{h: a.dh, sig: a.sig[l], gu: a.gu[l], dgu: a.dgu, F: F, back: true}
-		kernels.ParallelForTask(N, 16, &m.tSwi)
-		m.tb(opGateUpGemmBwd, l)
-		ops.MatmulBackward(a.dln, g.gu, a.dgu, a.ln2[l], w.gu, N, D, 2*F, false)
-		m.te()
+		if w.moe != nil {
+			m.moeBackward(l, a.ln2[l], a.dresid, a.dln)
+		} else {
+			m.tb(opDownGemmBwd, l)
+			ops.MatmulBackward(a.dh, g.down, a.dresid, a.h[l], w.down, N, F, D, false)
+			m.te()
+			m.tSwi = swigluTask{h: a.dh, sig: a.sig[l], gu: a.gu[l], dgu: a.dgu, F: F, back: true}
+			kernels.ParallelForTask(N, 16, &m.tSwi)
+			m.tb(opGateUpGemmBwd, l)
+			ops.MatmulBackward(a.dln, g.gu, a.dgu, a.ln2[l], w.gu, N, D, 2*F, false)
+			m.te()
+		}
 		m.rmsBackward(a.dresid, g.ln2, a.dln, a.residMid[l], w.ln2, a.rstd2[l], N, D)
 		m.te() // mlp_backward
 		// attention: residMid = resid[l] + o_proj(attn(qkv(ln1)))

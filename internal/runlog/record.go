@@ -106,6 +106,9 @@ type Step struct {
 	// "layer3/qkv_gemm" or "lm_head"; empty unless the step is traced. Not
 	// part of metrics.jsonl.
 	OpSpans []Span
+	// MoE holds the mixture-of-experts routing vitals; nil (left out)
+	// for dense models.
+	MoE *MoEStep
 }
 
 // Span is one measured phase of a step.
@@ -180,6 +183,9 @@ func (s *Step) fields(w fieldVisitor) {
 	w.float("z_loss_weight", s.KnobZLoss)
 	w.float("qk_clip_tau", s.KnobQKClipTau)
 	w.float("lr_scale", s.KnobLRScale)
+	if s.MoE != nil {
+		s.MoE.fields(w)
+	}
 	flat := make(map[string]float64, len(s.PerLayer)+len(s.SourceMixShare))
 	for k, v := range s.SourceMixShare {
 		flat["source_mix_share/"+k] = v

@@ -597,6 +597,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	if err := qk.apply(params, r.Skipped, m); err != nil {
 		return m, err
 	}
+	updateRouterBias(t.net, r.Skipped) // MoE, moe_balance = bias (moe.go)
 	if !r.Skipped && t.ema != nil {
 		t.ema.Update(params)
 	}
@@ -737,6 +738,7 @@ func fillVitals(m *runlog.Step, v *model.Vitals) {
 		m.AttnEntropy = 0
 	}
 	m.LogitLSEMean = float64(v.LogitLSEMean)
+	fillMoEVitals(m, v)
 }
 
 // evaluate computes the validation loss with the raw and the EMA weights;
