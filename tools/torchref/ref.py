@@ -34,7 +34,7 @@ def rope_cos_sin(T, hd, theta):
     inv = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
     t = torch.arange(T, dtype=torch.float32)
     freqs = torch.outer(t, inv.float())
-    emb = torch.cat((freqs, freqs), dim=-1).double()
+    emb = torch.cat((freqs, freqs), dim=-1).to(torch.get_default_dtype())
     return emb.cos(), emb.sin()
 
 
