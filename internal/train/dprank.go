@@ -1,0 +1,96 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/runlog"
+)
+
+// ErrStoppedByRank0 is what ranks other than 0 return when rank 0 stopped
+// the run (its monitor's SEV0, a failed observer).
+var ErrStoppedByRank0 = errors.New("train: rank 0 stopped the run")
+
+// reduceStep all-reduces what each rank measured on its rows: the weighted
+// loss and z-loss, counted tokens, padding and per-source tokens.
+func (t *trainer) reduceStep(s int, loss, zl *float64, tokens, pads *int, perSrc []int) error {
+	if err := t.dp.finishGrads(s); err != nil {
+		return err
+	}
+	xs := make([]float64, 4+len(perSrc))
+	xs[0], xs[1], xs[2], xs[3] = *loss, *zl, float64(*tokens), float64(*pads)
+	for i, c := range perSrc {
+		xs[4+i] = float64(c)
+	}
+	if err := t.dp.sum(s, "loss and token counts", xs); err != nil {
+		return err
+	}
+	*loss, *zl, *tokens, *pads = xs[0], xs[1], int(xs[2]), int(xs[3])
+	for i := range perSrc {
+		perSrc[i] = int(xs[4+i])
+	}
+	return nil
+}
+
+// rankVitals gathers every rank's times of step s and, on rank 0, adds the
+// per-rank vitals, the straggler ratio and the all-reduce volume and time
+// to m. A rank's step time is its time in step() less the time it waited
+// in collectives: the time it needed itself, so the slow rank stands out
+// (the others' waiting for it would even them all out).
+func (t *trainer) rankVitals(s int, m *runlog.Step) error {
+	if t.dp == nil {
+		return nil
+	}
+	busy := time.Since(t.stepStart) - t.dp.wait
+	mine := rankTimes{Step: busy.Seconds(), Compute: m.ForwardTime + m.BackwardTime, AllReduce: t.dp.wait.Seconds(), DataWait: m.DataWaitTime}
+	ts, err := t.dp.gatherTimes(s, mine)
+	if err != nil {
+		return err
+	}
+	if m.PerLayer == nil {
+		m.PerLayer = map[string]float64{}
+	}
+	rankMetrics(m.PerLayer, ts, t.dp.bytes)
+	m.PerLayer["allreduce_time"] = t.dp.wait.Seconds()
+	return nil
+}
+
+// runRank is the training loop of a rank other than 0: the same steps and
+// collectives as rank 0's loop, without metrics, evaluations, checkpoints
+// or observers.
+func (t *trainer) runRank(ctx context.Context, res *Result) (*Result, error) {
+	o := t.o
+	t.log.Info("training as a data-parallel rank", "rank", t.dp.rank, "ranks", t.dp.size, "host", t.dp.c.Host(), "from_step", t.st.Step)
+	for s := t.st.Step + 1; s <= o.Train.Steps; s++ {
+		stop, err := t.dp.agree(s, ctx.Err() != nil)
+		if err != nil {
+			return res, err
+		}
+		if stop[0] {
+			res.Interrupted, res.Step = true, t.st.Step
+			return res, nil
+		}
+		m, err := t.step(s)
+		if err != nil {
+			return res, err
+		}
+		if err := t.rankVitals(s, m); err != nil {
+			return res, err
+		}
+		res.Step = s
+		ag, err := t.dp.agree(s, false, false)
+		if err != nil {
+			return res, err
+		}
+		if ag[0] {
+			return res, fmt.Errorf("step %d: rank %d: %w", s, t.dp.rank, ErrStoppedByRank0)
+		}
+		if ag[1] {
+			res.TimeLimited = true
+			return res, nil
+		}
+	}
+	return res, nil
+}
