@@ -48,10 +48,17 @@ const (
 	RuleGapWidening      = "train_val_gap_widening"
 	RuleSliceRegression  = "slice_val_regression"
 	RuleCheckpointSlow   = "checkpoint_time_growth"
+	RuleRankHang         = "rank_hang"
+	RuleStraggler        = "straggler"
 )
 
 // runbooks are the source of docs/runbooks.md, in severity order.
 var runbooks = []Runbook{
+	{RuleRankHang, SEV0, "a rank never reached a collective",
+		"in a data-parallel run (bin/kestrel-mpi) a rank did not reach a collective (gradient all-reduce, step agreement) within train.comm_timeout_s: it is hung (deadlock, stuck I/O, swapping, a dead node or network) and every other rank waits on it. The alert names the rank and its host, from rank 0's table of how many collectives each rank has started.",
+		"the named rank's host: its kestrel process (alive? stack with kill -QUIT), load, memory, dmesg; the network between the hosts; the step of the alert in metrics.jsonl and the rank's rank_step_time before it.",
+		"the run stops (each rank returns the timeout); the last checkpoint is intact. Fix or drain the host, then rerun the same mpirun/srun command: the run resumes from the checkpoint, with another number of ranks if need be.",
+		"the resumed run passes the step; rank_allreduce_time and straggler_ratio are back to their earlier level."},
 	{RuleNaNInf, SEV0, "NaN/Inf in loss, gradients or weights",
 		"nan_inf_events > 0 (or a non-finite train_loss_raw/grad_global_norm): numbers are corrupt and any update applied now damages the weights irreversibly.",
 		"the incident bundle (last N steps of metrics, batch ids and sources of those steps, config.toml, manifest.json); the step's learning_rate, grad_global_norm, max_attn_logit, residual_rms; `kestrel replay RUN --steps A:B` (A:B around the step) recomputes each batch's loss and gradient norm on the checkpoint before A and lists its documents and sources.",
@@ -177,6 +184,11 @@ var runbooks = []Runbook{
 		"slice_val_loss of every source over the evals, source_mix_share (is the source still sampled at its weight?), the data stages, token_kl_drift, the source's epochs.",
 		"check the mixture (mixture_drift, the stage weights) and the source's data (a filter or shard change); rebalance the mixture if the source is under-sampled.",
 		"the source's slice_val_loss falls again at the next evals."},
+	{RuleStraggler, SEV1, "straggler rank",
+		"in a data-parallel run the slowest rank's step time (less its time waiting in collectives) stayed above monitor.straggler_ratio × the median rank's for monitor.straggler_steps steps, with the same rank slowest: every rank waits for it at each all-reduce, so the whole run goes at its speed. The alert names the rank and its host.",
+		"rank_step_time/rankR, rank_compute_time/rankR, rank_data_wait_time/rankR of every rank (dashboard: per-rank panel); load and CPU frequency of the named host (another job, thermal throttling), its data path.",
+		"move the run off the host, or free it (stop the competing job); resume with one rank fewer if the host cannot be fixed.",
+		"straggler_ratio falls back towards 1."},
 	{RuleCheckpointSlow, SEV2, "checkpoint time growth",
 		"a checkpoint took more than checkpoint_time_factor × the median checkpoint_time of the run's first (up to 3) checkpoints, and checkpoint_time_min seconds more: saving slows down (filling disk, a slow or remote filesystem, contention, a growing keep policy), which costs throughput at every checkpoint and risks a failed save (seed 004: spike/growth).",
 		"checkpoint_time and checkpoint_size per checkpoint, free space and I/O load of the run directory's filesystem, what else writes to it.",
