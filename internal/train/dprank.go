@@ -62,7 +62,7 @@ func (t *trainer) rankVitals(s int, m *runlog.Step) error {
 // or observers.
 func (t *trainer) runRank(ctx context.Context, res *Result) (*Result, error) {
 	o := t.o
-	t.log.Info("training as a data-parallel rank", "rank", t.dp.rank, "ranks", t.dp.size, "host", t.dp.c.Host(), "from_step", t.st.Step)
+	t.log.Info("training as a data-parallel rank", "ranks", t.dp.size, "host", t.dp.c.Host(), "from_step", t.st.Step)
 	for s := t.st.Step + 1; s <= o.Train.Steps; s++ {
 		stop, err := t.dp.agree(s, ctx.Err() != nil)
 		if err != nil {
