@@ -1,7 +1,6 @@
 package train
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -185,15 +184,13 @@ func (d *dataParallel) finishGrads(step int) error {
 		d.start(d.next)
 	}
 	t0 := time.Now()
-	var errs []error
+	defer func() { d.wait += time.Since(t0) }()
 	for _, r := range d.reqs {
+		// The first failure ends the step: after a timeout the later
+		// buckets would only time out one by one too.
 		if err := r.Wait(); err != nil {
-			errs = append(errs, err)
+			return d.wrap(step, "gradient all-reduce", err)
 		}
-	}
-	d.wait += time.Since(t0)
-	if err := errors.Join(errs...); err != nil {
-		return d.wrap(step, "gradient all-reduce", err)
 	}
 	return nil
 }

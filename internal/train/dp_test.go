@@ -2,10 +2,12 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -174,3 +176,41 @@ func TestDataParallelResumeOtherRankCount(t *testing.T) {
 }
 
 func must2(_ *Result, errs []error) []error { return errs }
+
+// TestDataParallelHang: a rank that never reaches the step's collectives
+// makes the others' wait time out with a comm.HangError naming it.
+func TestDataParallelHang(t *testing.T) {
+	defer kernels.SetThreads(kernels.Threads())
+	kernels.SetThreads(1)
+	o := baseOpts(filepath.Join(t.TempDir(), "dp"))
+	o.Train.Steps, o.Train.CommTimeoutSeconds = 6, 0.3
+	o.Debug.HangAtStep, o.Debug.HangRank = 3, 1
+	ctx, cancel := context.WithCancel(context.Background())
+	cs := comm.Local(2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r, c := range cs {
+		oo := o
+		oo.Comm = c
+		data := corpus()
+		k := len(data) * 9 / 10
+		oo.Data = NewBytesSource(data[:k], data[k:], 32, 42)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[r] = Run(ctx, oo)
+			if r == 0 {
+				cancel() // what the launcher's abort does to the hung rank
+			}
+		}()
+	}
+	wg.Wait()
+	cancel()
+	var he *comm.HangError
+	if !errors.As(errs[0], &he) || len(he.Missing) != 1 || he.Missing[0] != 1 {
+		t.Fatalf("rank 0: %v, want a HangError naming rank 1", errs[0])
+	}
+	if !strings.Contains(errs[0].Error(), "step 3") {
+		t.Errorf("rank 0: %v, want the step named", errs[0])
+	}
+}

@@ -9,6 +9,17 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
+// debugHang blocks rank debug.hang_rank at step debug.hang_at_step until ctx
+// ends, as a hung rank would (the others' collectives then time out).
+func (t *trainer) debugHang(ctx context.Context, s int) {
+	d := t.o.Debug
+	if t.dp == nil || d.HangAtStep != s || d.HangRank != t.dp.rank {
+		return
+	}
+	t.log.Warn("debug.hang_at_step: this rank stops here until the run is killed", "step", s, "rank", t.dp.rank)
+	<-ctx.Done()
+}
+
 // ErrStoppedByRank0 is what ranks other than 0 return when rank 0 stopped
 // the run (its monitor's SEV0, a failed observer).
 var ErrStoppedByRank0 = errors.New("train: rank 0 stopped the run")
@@ -71,6 +82,10 @@ func (t *trainer) runRank(ctx context.Context, res *Result) (*Result, error) {
 		if stop[0] {
 			res.Interrupted, res.Step = true, t.st.Step
 			return res, nil
+		}
+		t.debugHang(ctx, s)
+		if ctx.Err() != nil {
+			return res, ctx.Err()
 		}
 		m, err := t.step(s)
 		if err != nil {

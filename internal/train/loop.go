@@ -383,6 +383,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			return t.interrupt(res, wall0, runStart)
 		}
 		stepStarted(o.Observers, s)
+		t.debugHang(ctx, s)
 		m, err := t.step(s)
 		if err != nil {
 			return res, err
