@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -108,4 +109,61 @@ func (t *trainer) runRank(ctx context.Context, res *Result) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// reduceVitals makes the last pass's vitals those of the whole global
+// batch's last micro-batches: max attention logit, residual RMS and outlier
+// rate the max over ranks, attention entropy the min (the worst), so rank
+// 0's metrics and the monitor's attention rules see every rank's batch.
+// (logit_lse_mean stays rank 0's.)
+func (t *trainer) reduceVitals(s int) error {
+	v := t.net.Vitals()
+	if t.dp == nil || v == nil {
+		return nil
+	}
+	var xs []float64
+	walk := func(f func(x *float32, neg bool)) {
+		for _, hs := range v.MaxAttnLogit {
+			for h := range hs {
+				f(&hs[h], false)
+			}
+		}
+		for _, hs := range v.AttnEntropy {
+			for h := range hs {
+				f(&hs[h], true)
+			}
+		}
+		for i := range v.ResidualRMS {
+			f(&v.ResidualRMS[i], false)
+		}
+		for i := range v.ActivationOutlierRate {
+			f(&v.ActivationOutlierRate[i], false)
+		}
+	}
+	walk(func(x *float32, neg bool) {
+		if neg {
+			xs = append(xs, -float64(*x))
+		} else {
+			xs = append(xs, float64(*x))
+		}
+	})
+	if len(xs) == 0 {
+		return nil
+	}
+	t0 := time.Now()
+	err := t.dp.c.AllReduceF64(xs, comm.Max)
+	t.dp.wait += time.Since(t0)
+	if err != nil {
+		return t.dp.wrap(s, "vitals", err)
+	}
+	i := 0
+	walk(func(x *float32, neg bool) {
+		if neg {
+			*x = float32(-xs[i])
+		} else {
+			*x = float32(xs[i])
+		}
+		i++
+	})
+	return nil
 }

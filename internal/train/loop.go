@@ -602,6 +602,9 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		if err := t.dp.qkMax(s, qk); err != nil {
 			return m, err
 		}
+		if err := t.reduceVitals(s); err != nil {
+			return m, err
+		}
 	}
 	m.PadFraction = float64(pads) / float64(B*t.T)
 	m.TokensPerUpdate = int64(tokens)            // the positions the loss counted
