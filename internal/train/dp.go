@@ -98,6 +98,14 @@ func newDataParallel(c comm.Comm, net Net, timeout time.Duration) (*dataParallel
 // single process).
 func (d *dataParallel) lead() bool { return d == nil || d.rank == 0 }
 
+// ranks is the number of ranks (1 in a single process).
+func (d *dataParallel) ranks() int {
+	if d == nil {
+		return 1
+	}
+	return d.size
+}
+
 // share returns this rank's rows [lo, hi) of a global batch of B rows.
 func (d *dataParallel) share(B int) (lo, hi int) {
 	if d == nil {

@@ -402,7 +402,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			m.TokensPerSec = float64(m.TokensPerUpdate) / m.StepTime
 			m.DataloaderStallFrac = m.DataWaitTime / m.StepTime
 			if t.peakFLOPS > 0 { // FLOPs are spent on every position, padding included
-				m.MFU = t.net.FLOPsPerToken() * float64(m.BatchSize*t.T) / m.StepTime / t.peakFLOPS
+				m.MFU = t.net.FLOPsPerToken() * float64(m.BatchSize*t.T) / m.StepTime / t.peakFLOPS / float64(t.dp.ranks()) // every rank has rank 0's peak
 			}
 		}
 		if err := t.rankVitals(s, m); err != nil {
