@@ -5,6 +5,12 @@ import (
 	"time"
 )
 
+// The data-parallel rules (their runbooks are in runbooks.go).
+const (
+	RuleRankHang  = "rank_hang" // SEV0: a rank never reached a collective
+	RuleStraggler = "straggler" // SEV1: one rank slower than the others
+)
+
 // distState is the data-parallel rules' state: every rank's host (from
 // SetRankHosts) and the straggler rule's run of steps.
 type distState struct {

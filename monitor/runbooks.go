@@ -48,8 +48,6 @@ const (
 	RuleGapWidening      = "train_val_gap_widening"
 	RuleSliceRegression  = "slice_val_regression"
 	RuleCheckpointSlow   = "checkpoint_time_growth"
-	RuleRankHang         = "rank_hang"
-	RuleStraggler        = "straggler"
 )
 
 // runbooks are the source of docs/runbooks.md, in severity order.
@@ -149,6 +147,11 @@ var runbooks = []Runbook{
 		"pad_fraction and tokens_per_update of the flat steps, the data source's position/stage, skipped_updates, the batch ids of a flat step.",
 		"stop the run before it wastes more compute; check the data source (packing, stage weights, end of data) and the skip rules; `kestrel rewind RUN --to STEP` (the checkpoint before the flatline, `--skip-steps A:B` for empty batches) and rerun the same `kestrel train`.",
 		"tokens_seen grows at tokens_per_update per step again (the monitor logs 'tokens_seen grows again')."},
+	{RuleStraggler, SEV1, "straggler rank",
+		"in a data-parallel run the slowest rank's step time (less its time waiting in collectives) stayed above monitor.straggler_ratio × the median rank's for monitor.straggler_steps steps, with the same rank slowest: every rank waits for it at each all-reduce, so the whole run goes at its speed. The alert names the rank and its host.",
+		"rank_step_time/rankR, rank_compute_time/rankR, rank_data_wait_time/rankR of every rank (dashboard: per-rank panel); load and CPU frequency of the named host (another job, thermal throttling), its data path.",
+		"move the run off the host, or free it (stop the competing job); resume with one rank fewer if the host cannot be fixed.",
+		"straggler_ratio falls back towards 1."},
 	{RuleContention, SEV2, "throughput drop from contention",
 		"tokens_per_sec or mfu fell like a throughput_drop, but the process CPU time per token (cpu_time) rose by less than contention_cpu_share of the wall-time rise: kestrel does the same work per token and waits for the cores, which other processes (neighbours on a shared machine, hypervisor steal) hold. The message carries both medians (wall and CPU time per step).",
 		"the alert's wall and CPU time medians; top/ps of the machine at the time (other processes' CPU), steal time (%st in top, /proc/stat), the number of kernel threads (kernels.Threads) against free cores.",
@@ -184,11 +187,6 @@ var runbooks = []Runbook{
 		"slice_val_loss of every source over the evals, source_mix_share (is the source still sampled at its weight?), the data stages, token_kl_drift, the source's epochs.",
 		"check the mixture (mixture_drift, the stage weights) and the source's data (a filter or shard change); rebalance the mixture if the source is under-sampled.",
 		"the source's slice_val_loss falls again at the next evals."},
-	{RuleStraggler, SEV1, "straggler rank",
-		"in a data-parallel run the slowest rank's step time (less its time waiting in collectives) stayed above monitor.straggler_ratio × the median rank's for monitor.straggler_steps steps, with the same rank slowest: every rank waits for it at each all-reduce, so the whole run goes at its speed. The alert names the rank and its host.",
-		"rank_step_time/rankR, rank_compute_time/rankR, rank_data_wait_time/rankR of every rank (dashboard: per-rank panel); load and CPU frequency of the named host (another job, thermal throttling), its data path.",
-		"move the run off the host, or free it (stop the competing job); resume with one rank fewer if the host cannot be fixed.",
-		"straggler_ratio falls back towards 1."},
 	{RuleCheckpointSlow, SEV2, "checkpoint time growth",
 		"a checkpoint took more than checkpoint_time_factor × the median checkpoint_time of the run's first (up to 3) checkpoints, and checkpoint_time_min seconds more: saving slows down (filling disk, a slow or remote filesystem, contention, a growing keep policy), which costs throughput at every checkpoint and risks a failed save (seed 004: spike/growth).",
 		"checkpoint_time and checkpoint_size per checkpoint, free space and I/O load of the run directory's filesystem, what else writes to it.",
