@@ -85,6 +85,9 @@ type Config struct {
 	// Mixture of experts (monitor/moe.go).
 	MoEDropRate     float64 `toml:"moe_drop_rate" comment:"SEV1 moe_drop_sustained when moe_drop_rate (worst MoE layer) stays above this for moe_sustain_steps consecutive steps (seed 004: sustained > 0)"`
 	MoESustainSteps int     `toml:"moe_sustain_steps" comment:"consecutive steps moe_drop_rate must stay above moe_drop_rate, or moe_dead_experts above 0, before the SEV1 MoE rules fire"`
+	// Data-parallel runs (monitor/distributed.go).
+	StragglerRatio float64 `toml:"straggler_ratio" comment:"SEV1 straggler when straggler_ratio (the slowest rank's step time ÷ the median rank's, step time less the time spent waiting in collectives) stays above this for straggler_steps consecutive steps with the same slowest rank; the alert names that rank and its host (0 = off)"`
+	StragglerSteps int     `toml:"straggler_steps" comment:"straggler: consecutive steps the ratio must stay above straggler_ratio"`
 
 	MixTargets map[string]float64 `toml:"mix_targets" comment:"target source weights for the mixture-drift rule (empty = taken from the data config by the trainer)"`
 }
@@ -121,6 +124,8 @@ func DefaultConfig() Config {
 		ClipRise:        0.3,
 		ClipBaseline:    256,
 		ContentionShare: 0.5,
+		StragglerRatio:  1.5,
+		StragglerSteps:  10,
 		MixDrift:        0.05,
 		ValRegressEvals: 3,
 		StallFrac:       0.10,
