@@ -110,6 +110,9 @@ func Expressible(c model.Config, ts []model.Tensor) error {
 	if c.NoPEEvery > 0 {
 		errs = append(errs, fmt.Errorf("model.nope_every = %d: every %d-th layer has no RoPE, which Llama/Qwen3 always apply (stock logits would differ)", c.NoPEEvery, c.NoPEEvery))
 	}
+	if c.MoEEvery > 0 {
+		errs = append(errs, fmt.Errorf("model.moe_every = %d: mixture-of-experts layers; kestrel export writes dense Llama/Qwen3 directories only (a Qwen3-MoE export is not built: docs/moe.md)", c.MoEEvery))
+	}
 	want := map[string][]int{}
 	for _, t := range ExpectedTensors(c) {
 		want[t.Name] = t.Shape
@@ -245,12 +248,14 @@ func (h Config) ToModel() (model.Config, error) {
 	if !(initStd > 0) || math.IsInf(initStd, 0) {
 		initStd = 0.02
 	}
-	c := model.Config{
-		Vocab: h.VocabSize, DModel: h.HiddenSize, NLayers: h.NumHiddenLayers,
-		NHeads: h.NumAttentionHeads, NKVHeads: kv, MLPHidden: h.IntermediateSize,
-		SeqLen: min(h.MaxPositionEmbeddings, MaxImportSeqLen), RopeTheta: theta, NormEps: eps,
-		QKNorm: qk, Tied: h.TieWordEmbeddings, InitStd: initStd,
-	}
+	// the [model] defaults for what HF does not say (the MoE settings of
+	// a dense model), as a config file that leaves them out gets them
+	c := model.DefaultConfig()
+	c.Vocab, c.DModel, c.NLayers = h.VocabSize, h.HiddenSize, h.NumHiddenLayers
+	c.NHeads, c.NKVHeads, c.MLPHidden = h.NumAttentionHeads, kv, h.IntermediateSize
+	c.SeqLen, c.RopeTheta, c.NormEps = min(h.MaxPositionEmbeddings, MaxImportSeqLen), theta, eps
+	c.QKNorm, c.Tied, c.InitStd = qk, h.TieWordEmbeddings, initStd
+	c.NoPEEvery, c.ZLoss, c.DocMask, c.MoEEvery = 0, 0, false, 0
 	if err := c.Validate(); err != nil {
 		errs = append(errs, err)
 	}

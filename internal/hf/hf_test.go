@@ -139,6 +139,16 @@ func TestExpressible(t *testing.T) {
 			t.Errorf("%s: forced Write: %v", name, err)
 		}
 	}
+	// a real MoE model: the config names it, and its tensors are outside
+	mc := c
+	mc.MoEEvery = 1
+	mm, err := model.New(mc, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Expressible(mc, mm.Tensors()); !errors.Is(err, ErrNotExpressible) || !strings.Contains(err.Error(), "moe_every = 1") || !strings.Contains(err.Error(), "outside the Llama/Qwen3 layout") {
+		t.Errorf("MoE model: %v", err)
+	}
 	doc := c
 	doc.DocMask, doc.ZLoss = true, 1e-4
 	if err := Expressible(doc, m.Tensors()); err != nil {
