@@ -102,6 +102,7 @@ func (p *pipeline) evalSets() []string {
 // rejectWriters holds one rejects/<stage>.jsonl.zst per stage, opened lazily.
 type rejectWriters struct {
 	dir string
+	tag string // put after the stage in file names (distributed runs: "-uNNNNNN")
 	w   map[string]*zstdJSONL
 	fs  []datareport.ShardFile
 }
@@ -117,7 +118,7 @@ func (r *rejectWriters) write(rec RejectRecord) error {
 	w := r.w[rec.Stage]
 	if w == nil {
 		var err error
-		w, err = createZstdJSONL(filepath.Join(r.dir, rec.Stage+".jsonl.zst"))
+		w, err = createZstdJSONL(filepath.Join(r.dir, rec.Stage+r.tag+".jsonl.zst"))
 		if err != nil {
 			return fmt.Errorf("prepare: %w", err)
 		}

@@ -1,0 +1,170 @@
+package dedup
+
+import (
+	"cmp"
+	"encoding/binary"
+	"slices"
+
+	"github.com/zeebo/xxh3"
+)
+
+// This file holds the pieces of exact and near dedup that a job of several
+// processes partitions by value: every process hashes its own documents,
+// the hash (or LSH band key) decides which process owns it, and the owner
+// decides. The decisions are those of Exact (first occurrence kept) and
+// Near.Finish without verify (connected components of shared buckets, the
+// smallest id kept).
+
+// Owner returns the process, of size processes, that owns hash h (an
+// exact-dedup hash or a band key; both are xxh3 outputs, so the low bits
+// are uniform).
+func Owner(h uint64, size int) int { return int(h % uint64(size)) }
+
+// Verifies reports whether the near-dup configuration checks candidates by
+// exact Jaccard (then the decision depends on the order buckets are
+// visited and cannot be partitioned by band key).
+func (n *Near) Verifies() bool { return n.cfg.Verify }
+
+// Bands returns the number of LSH bands.
+func (n *Near) Bands() int { return n.cfg.NumBands }
+
+// BandKeys appends to dst the LSH band keys of text (one per band, in band
+// order: the xxh3 of the band's MinHash rows, little-endian, seeded by the
+// band number, as Finish buckets them). It returns false, and no keys, when
+// the text has no words (Finish leaves such documents out).
+func (n *Near) BandKeys(text string, dst []uint64) ([]uint64, bool) {
+	sc := n.pool.Get().(*addScratch)
+	defer n.pool.Put(sc)
+	sig, ok := n.signature(text, sc.sig, sc, nil)
+	sc.sig = sig
+	if !ok {
+		return dst, false
+	}
+	var kb [4 * 1024]byte
+	r := n.cfg.Rows
+	for band := 0; band < n.cfg.NumBands; band++ {
+		k := kb[:0]
+		for _, v := range sig[band*r : (band+1)*r] {
+			k = binary.LittleEndian.AppendUint32(k, v)
+		}
+		dst = append(dst, xxh3.HashSeed(k, uint64(band)))
+	}
+	return dst, true
+}
+
+// BandEntry is one document in one LSH bucket: Ref is the caller's
+// document reference (unique per document), ID its id.
+type BandEntry struct {
+	Key  uint64
+	Band int32
+	Ref  int64
+	ID   string
+}
+
+// Edge joins two documents that share a bucket.
+type Edge struct {
+	A, B     int64
+	IDA, IDB string
+}
+
+// BucketEdges sorts entries by (band, key, id) and returns, for every
+// bucket of two or more documents, an edge from its first document to each
+// other one: the same connected components as Finish's unions.
+func BucketEdges(entries []BandEntry) []Edge {
+	slices.SortFunc(entries, func(x, y BandEntry) int {
+		if c := cmp.Compare(x.Band, y.Band); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.Key, y.Key); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.ID, y.ID); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.Ref, y.Ref)
+	})
+	var out []Edge
+	for i := 0; i < len(entries); {
+		j := i + 1
+		for j < len(entries) && entries[j].Band == entries[i].Band && entries[j].Key == entries[i].Key {
+			j++
+		}
+		for m := i + 1; m < j; m++ {
+			if entries[m].Ref != entries[i].Ref {
+				out = append(out, Edge{A: entries[i].Ref, B: entries[m].Ref, IDA: entries[i].ID, IDB: entries[m].ID})
+			}
+		}
+		i = j
+	}
+	return out
+}
+
+// RefCluster is a cluster found by ClusterEdges: Kept is the smallest id,
+// Members all ids sorted (Kept first) and Refs their references in the
+// same order.
+type RefCluster struct {
+	Kept    string
+	Members []string
+	Refs    []int64
+}
+
+// ClusterEdges merges edges with union-find and returns the clusters of
+// two or more documents sorted by Kept, as Finish does.
+func ClusterEdges(edges []Edge) []RefCluster {
+	idx := map[int64]int32{}
+	var ids []string
+	var refs []int64
+	node := func(ref int64, id string) int32 {
+		if i, ok := idx[ref]; ok {
+			return i
+		}
+		i := int32(len(ids))
+		idx[ref] = i
+		ids = append(ids, id)
+		refs = append(refs, ref)
+		return i
+	}
+	var parent []int32
+	find := func(x int32) int32 {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	for _, e := range edges {
+		a, b := node(e.A, e.IDA), node(e.B, e.IDB)
+		for int(max(a, b)) >= len(parent) {
+			parent = append(parent, int32(len(parent)))
+		}
+		ra, rb := find(a), find(b)
+		if ra != rb {
+			parent[max(ra, rb)] = min(ra, rb)
+		}
+	}
+	groups := map[int32][]int32{}
+	for i := range ids {
+		r := find(int32(i))
+		groups[r] = append(groups[r], int32(i))
+	}
+	out := make([]RefCluster, 0, len(groups))
+	for _, g := range groups {
+		if len(g) < 2 {
+			continue
+		}
+		slices.SortFunc(g, func(x, y int32) int {
+			if c := cmp.Compare(ids[x], ids[y]); c != 0 {
+				return c
+			}
+			return cmp.Compare(refs[x], refs[y])
+		})
+		c := RefCluster{Kept: ids[g[0]]}
+		for _, i := range g {
+			c.Members = append(c.Members, ids[i])
+			c.Refs = append(c.Refs, refs[i])
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(x, y RefCluster) int { return cmp.Compare(x.Kept, y.Kept) })
+	return out
+}

@@ -1,0 +1,288 @@
+package prepare
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/comm"
+	"github.com/kestrel-lm/kestrel/internal/data/datareport"
+	"github.com/kestrel-lm/kestrel/internal/data/dedup"
+)
+
+// A document of a distributed run is referred to by its unit and its
+// position among the unit's survivors of the clean stage.
+func docRef(u, k int) int64 { return int64(u)<<32 | int64(k) }
+
+func refUnit(ref int64) int { return int(ref >> 32) }
+
+// exactRec is one document's exact-dedup hash, sent to the hash's owner.
+type exactRec struct {
+	H   uint64
+	Ref int64
+	ID  string
+}
+
+// dupRec tells a unit's rank that Ref repeats the text of First.
+type dupRec struct {
+	Ref   int64
+	First string
+}
+
+// exchange sends send[r] to rank r (gob-encoded) and returns what every
+// rank sent to this one, in rank order.
+func exchange[T any](c comm.Comm, phase string, send [][]T) ([]T, int, error) {
+	bufs := make([][]byte, c.Size())
+	for r := range bufs {
+		b, err := gobBytes(send[r])
+		if err != nil {
+			return nil, 0, fmt.Errorf("prepare: %s: %w", phase, err)
+		}
+		bufs[r] = b
+	}
+	recv, err := c.AllToAllBytes(bufs)
+	if err != nil {
+		return nil, 0, fmt.Errorf("prepare: %s: %w", phase, err)
+	}
+	var out []T
+	n := 0
+	for r, b := range recv {
+		n += len(b)
+		var part []T
+		if err := unGob(b, &part); err != nil {
+			return nil, 0, fmt.Errorf("prepare: %s: from rank %d: %w", phase, r, err)
+		}
+		out = append(out, part...)
+	}
+	return out, n, nil
+}
+
+// exact decides exact duplicates: every hash goes to its owner rank, which
+// keeps the first occurrence in the global order (unit, position) and
+// tells the ranks of the others. It returns ref → id of the first copy for
+// this rank's duplicates.
+func (w *distWork) exact() (map[int64]string, error) {
+	if w.p.exact == nil {
+		return nil, nil
+	}
+	t := time.Now()
+	size := w.c.Size()
+	send := make([][]exactRec, size)
+	for _, i := range w.mine {
+		m := w.metas[i]
+		for k, h := range m.Hashes {
+			r := dedup.Owner(h, size)
+			send[r] = append(send[r], exactRec{H: h, Ref: docRef(i, k), ID: m.IDs[k]})
+		}
+	}
+	all, _, err := exchange(w.c, "exact dedup hashes", send)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range all {
+		w.stats.ExactIndexBytes += int64(8 + 8 + 16 + len(e.ID))
+	}
+	slices.SortFunc(all, func(a, b exactRec) int {
+		if c := cmp.Compare(a.H, b.H); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Ref, b.Ref)
+	})
+	back := make([][]dupRec, size)
+	for i := 0; i < len(all); {
+		j := i + 1
+		for j < len(all) && all[j].H == all[i].H {
+			r := w.owner[refUnit(all[j].Ref)]
+			back[r] = append(back[r], dupRec{Ref: all[j].Ref, First: all[i].ID})
+			j++
+		}
+		i = j
+	}
+	got, _, err := exchange(w.c, "exact dedup decisions", back)
+	if err != nil {
+		return nil, err
+	}
+	dups := make(map[int64]string, len(got))
+	for _, d := range got {
+		dups[d.Ref] = d.First
+	}
+	w.timings["exact_exchange"] = time.Since(t).Seconds()
+	return dups, nil
+}
+
+// dropRec tells a unit's rank that Ref is a near duplicate of Kept.
+type dropRec struct {
+	Ref  int64
+	Kept string
+}
+
+// near computes, for this rank's exact survivors, the decontamination hit
+// flag and the MinHash band keys; band keys go to their owner ranks, which
+// turn shared buckets into edges; rank 0 merges the edges with union-find
+// (the kept document of a cluster is its smallest id, as in one process)
+// and tells each rank which of its documents to drop. It returns the hit
+// refs, this rank's drops (ref → kept id), the hotspots (on every rank)
+// and, on rank 0, the number of clusters.
+func (w *distWork) near(ctx context.Context, dups map[int64]string) (map[int64]bool, map[int64]string, []datareport.Hotspot, int, error) {
+	p := w.p
+	hits := map[int64]bool{}
+	if p.near == nil && p.dec == nil {
+		return hits, nil, nil, 0, nil
+	}
+	t := time.Now()
+	size := w.c.Size()
+	send := make([][]dedup.BandEntry, size)
+	var err error
+	for _, i := range w.mine {
+		if err = w.keysOfUnit(ctx, i, dups, hits, send); err != nil {
+			break
+		}
+	}
+	w.timings["near_signatures_decontam_check"] = time.Since(t).Seconds()
+	if err := agree(w.c, "near-dup signatures and decontamination check", err); err != nil {
+		return nil, nil, nil, 0, err
+	}
+	if p.near == nil {
+		return hits, nil, nil, 0, nil
+	}
+	t = time.Now()
+	entries, _, err := exchange(w.c, "near dedup band keys", send)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	for _, e := range entries {
+		w.stats.NearIndexBytes += int64(8 + 4 + 8 + 16 + len(e.ID))
+	}
+	edges := dedup.BucketEdges(entries)
+	entries = nil
+	eb, err := gobBytes(edges)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	gathered, err := w.c.GatherBytes(eb, 0)
+	if err != nil {
+		return nil, nil, nil, 0, fmt.Errorf("prepare: gather near-dup edges: %w", err)
+	}
+	back := make([][]dropRec, size)
+	var hot []datareport.Hotspot
+	nClusters := 0
+	if w.c.Rank() == 0 {
+		var all []dedup.Edge
+		for r, b := range gathered {
+			var part []dedup.Edge
+			if err := unGob(b, &part); err != nil {
+				return nil, nil, nil, 0, fmt.Errorf("prepare: near-dup edges from rank %d: %w", r, err)
+			}
+			all = append(all, part...)
+		}
+		cl := dedup.ClusterEdges(all)
+		nClusters = len(cl)
+		clusters := make([]Cluster, len(cl))
+		for ci, c := range cl {
+			clusters[ci] = Cluster{Kept: c.Kept, Members: c.Members}
+			for j := 1; j < len(c.Refs); j++ {
+				r := w.owner[refUnit(c.Refs[j])]
+				back[r] = append(back[r], dropRec{Ref: c.Refs[j], Kept: c.Kept})
+			}
+		}
+		hot = p.hotspots(clusters)
+	}
+	got, _, err := exchange(w.c, "near dedup decisions", back)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	drops := make(map[int64]string, len(got))
+	for _, d := range got {
+		drops[d.Ref] = d.Kept
+	}
+	hb, err := gobBytes(hot)
+	if err != nil {
+		return nil, nil, nil, 0, err
+	}
+	if hb, err = w.c.BcastBytes(hb, 0); err != nil {
+		return nil, nil, nil, 0, fmt.Errorf("prepare: broadcast hotspots: %w", err)
+	}
+	hot = nil
+	if err := unGob(hb, &hot); err != nil {
+		return nil, nil, nil, 0, fmt.Errorf("prepare: hotspots: %w", err)
+	}
+	w.timings["near_exchange_clusters"] = time.Since(t).Seconds()
+	return hits, drops, hot, nClusters, nil
+}
+
+// keysOfUnit computes band keys and decontamination hits of unit i's exact
+// survivors (in parallel, p.workers) and queues the keys for their owners.
+func (w *distWork) keysOfUnit(ctx context.Context, i int, dups map[int64]string, hits map[int64]bool, send [][]dedup.BandEntry) error {
+	p := w.p
+	m := w.metas[i]
+	keys := make([][]uint64, len(m.IDs))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	src := make(chan *item, 4*p.workers)
+	var readErr error
+	go func() {
+		defer close(src)
+		k := 0
+		for d, err := range ReadDocs([]string{w.unitPath(i, "docs.zst")}) {
+			if err != nil {
+				readErr = err
+				cancel()
+				return
+			}
+			if k >= len(m.IDs) || d.ID != m.IDs[k] {
+				readErr = fmt.Errorf("%s: document %d is %q, the unit's record says %q (remove %s and rerun)", w.unitPath(i, "docs.zst"), k, d.ID, at(m.IDs, k), w.dir)
+				cancel()
+				return
+			}
+			it := &item{seq: int64(k), doc: d}
+			if _, dup := dups[docRef(i, k)]; dup {
+				it.rej = &RejectRecord{}
+			}
+			k++
+			select {
+			case src <- it:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	fn := func(it *item) {
+		if it.rej != nil {
+			return
+		}
+		if p.near != nil {
+			keys[it.seq], _ = p.near.n.BandKeys(it.doc.Text, nil)
+		}
+		if p.dec != nil {
+			it.hit = p.dec.check(it.doc.ID, it.doc.Text).Hit
+		}
+	}
+	for it := range orderedMap(ctx, src, p.workers, fn) {
+		if it.hit {
+			hits[docRef(i, int(it.seq))] = true
+		}
+	}
+	if readErr != nil {
+		return readErr
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	size := w.c.Size()
+	for k, ks := range keys {
+		for b, key := range ks {
+			r := dedup.Owner(key, size)
+			send[r] = append(send[r], dedup.BandEntry{Key: key, Band: int32(b), Ref: docRef(i, k), ID: m.IDs[k]})
+		}
+	}
+	return nil
+}
+
+func at(s []string, k int) string {
+	if k < len(s) {
+		return s[k]
+	}
+	return "(none)"
+}
