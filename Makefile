@@ -62,3 +62,22 @@ demo-quick: build
 
 clean:
 	rm -rf bin $(DASH)/web/vendor $(DASH)/node_modules
+
+# Open MPI (docs/distributed.md): bin/kestrel-mpi is kestrel with the cgo MPI
+# backend (build tag mpi, Debian openmpi-bin + libopenmpi-dev); the default
+# build above stays cgo-free. test-mpi runs the collectives under mpirun;
+# `make test` also runs the data-parallel equality test (internal/train),
+# which skips without mpirun unless KESTREL_REQUIRE_MPI=1.
+MPIBIN  := bin/kestrel-mpi
+MPIRUN  ?= mpirun --oversubscribe --allow-run-as-root
+.PHONY: build-mpi test-mpi
+
+build-mpi: $(ASSETS)
+	CGO_ENABLED=1 $(GO) build -tags mpi -ldflags "$(LDFLAGS)" -o $(MPIBIN) ./cmd/kestrel
+
+test-mpi: build-mpi
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  CGO_ENABLED=1 $(GO) test -c -tags mpi -o $$tmp/comm.test ./internal/comm && \
+	  $(MPIRUN) -np 2 $$tmp/comm.test -test.run MPI && \
+	  KESTREL_COMM_HANG_TEST=1 $(MPIRUN) -x KESTREL_COMM_HANG_TEST -np 3 $$tmp/comm.test -test.run MPI -test.v 2>&1 | grep -q "never reached by rank 2" && \
+	  echo "test-mpi: collectives and hang detection ok"
