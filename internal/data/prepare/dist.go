@@ -14,6 +14,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/data/corpus"
 	"github.com/kestrel-lm/kestrel/internal/data/datareport"
+	"github.com/kestrel-lm/kestrel/internal/data/decontam"
 	"github.com/kestrel-lm/kestrel/internal/data/document"
 )
 
@@ -130,12 +131,25 @@ func RunDist(ctx context.Context, cfg Config, opts DistOptions) (*datareport.Rep
 		return upToDate, err
 	}
 
-	p, err := newPipeline(cfg, opts.RunOptions, inputs, tmp)
+	// The decontamination index is built on rank 0 only and broadcast.
+	pcfg := cfg
+	if c.Rank() != 0 {
+		pcfg.Decontam.Enabled = false
+	}
+	p, err := newPipeline(pcfg, opts.RunOptions, inputs, tmp)
+	if err == nil {
+		p.cfg = cfg
+	}
 	if err == nil && p.near != nil && p.near.n.Verifies() && c.Size() > 1 {
 		err = errors.New("prepare.dedup.minhash.verify = true cannot be partitioned across ranks (the decision depends on the order of buckets); run with one rank or verify = false")
 	}
 	if err := agree(c, "set up", err); err != nil {
 		return nil, err
+	}
+	if cfg.Decontam.Enabled {
+		if err := shareDecontam(c, p); err != nil {
+			return nil, err
+		}
 	}
 	w := &distWork{c: c, p: p, dir: opts.WorkDir, unitBytes: opts.UnitBytes, metas: map[int]*unitMeta{}, timings: map[string]float64{}}
 	w.stats = datareport.RankStats{Rank: c.Rank(), Host: c.Host(), Workers: p.workers}
@@ -180,6 +194,32 @@ func RunDist(ctx context.Context, cfg Config, opts DistOptions) (*datareport.Rep
 		return rep, nil
 	}
 	return datareport.Load(opts.Out)
+}
+
+// shareDecontam broadcasts rank 0's decontamination index to the others.
+func shareDecontam(c comm.Comm, p *pipeline) error {
+	var b []byte
+	var err error
+	if c.Rank() == 0 {
+		b, err = p.dec.x.MarshalBinary()
+	}
+	if err := agree(c, "encode decontamination index", err); err != nil {
+		return err
+	}
+	if b, err = c.BcastBytes(b, 0); err != nil {
+		return fmt.Errorf("prepare: broadcast decontamination index: %w", err)
+	}
+	if c.Rank() != 0 {
+		var x *decontam.Index
+		if x, err = decontam.UnmarshalIndex(b); err == nil {
+			d := &decontaminator{x: x}
+			for _, s := range x.Stats() {
+				d.sets = append(d.sets, s.Name)
+			}
+			p.dec = d
+		}
+	}
+	return agree(c, "decode decontamination index", err)
 }
 
 // resolveAll resolves every source's inputs and fingerprints the run.
