@@ -52,6 +52,8 @@ type distWork struct {
 	owner     []int
 	mine      []int // my unit indices, ascending
 	metas     map[int]*unitMeta
+	// keptUnits (rank 0) are the units with kept documents, in order.
+	keptUnits []int
 	stats     datareport.RankStats
 	timings   map[string]float64
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/data/datareport"
 	"github.com/kestrel-lm/kestrel/internal/data/decontam"
 	"github.com/kestrel-lm/kestrel/internal/data/document"
+	"github.com/kestrel-lm/kestrel/internal/data/shards"
+	"github.com/kestrel-lm/kestrel/tokenizer"
 )
 
 // overlapEv is one contaminated document, replayed on rank 0 in the global
@@ -215,21 +217,12 @@ func copyRejects(path string, to *rejectWriters) error {
 	return nil
 }
 
-// rankOut is what a rank sends to rank 0 at the end.
-type rankOut struct {
-	Units []unitOut
-	Stats datareport.RankStats
-}
-
 // finish gathers every rank's units on rank 0, which merges them in the
-// global order into the report, trains or loads the tokenizer on the kept
-// documents (the same sample one process uses: every shard is on the
-// shared output directory) and writes the token shards and report.json.
+// global order into the report; then the tokenizer stage (tokens) runs
+// and rank 0 writes report.json with every rank's statistics.
 func (w *distWork) finish(ctx context.Context, outs []unitOut, nClusters int, hot []datareport.Hotspot, fp string, runStart time.Time) (*datareport.Report, error) {
 	p := w.p
-	w.stats.PeakRSSBytes = peakRSS()
-	w.stats.TimingsS = w.timings
-	b, err := gobBytes(rankOut{Units: outs, Stats: w.stats})
+	b, err := gobBytes(outs)
 	if err != nil {
 		return nil, err
 	}
@@ -237,20 +230,80 @@ func (w *distWork) finish(ctx context.Context, outs []unitOut, nClusters int, ho
 	if err != nil {
 		return nil, fmt.Errorf("prepare: gather results: %w", err)
 	}
+	if w.c.Rank() == 0 {
+		err = w.merge(all, nClusters, hot)
+	}
+	if err := agree(w.c, "merge results", err); err != nil {
+		return nil, err
+	}
+	if m := p.cfg.Tokenizer.Mode; m == "train" || m == "load" {
+		t := time.Now()
+		if err := w.tokens(ctx, outs); err != nil {
+			return nil, err
+		}
+		w.timings["tokenize_shards"] = time.Since(t).Seconds()
+	}
+	w.stats.PeakRSSBytes = peakRSS()
+	w.stats.TimingsS = w.timings
+	if b, err = gobBytes(w.stats); err != nil {
+		return nil, err
+	}
+	if all, err = w.c.GatherBytes(b, 0); err != nil {
+		return nil, fmt.Errorf("prepare: gather statistics: %w", err)
+	}
 	if w.c.Rank() != 0 {
 		return nil, nil
 	}
-	units := make([]unitOut, len(w.units))
-	dist := &datareport.DistReport{Ranks: w.c.Size(), Units: len(w.units)}
+	dist := &datareport.DistReport{Ranks: w.c.Size(), Units: len(w.units), UnitBytes: w.unitBytes}
 	for r, rb := range all {
-		var ro rankOut
-		if err := unGob(rb, &ro); err != nil {
-			return nil, fmt.Errorf("prepare: results of rank %d: %w", r, err)
+		var st datareport.RankStats
+		if err := unGob(rb, &st); err != nil {
+			return nil, fmt.Errorf("prepare: statistics of rank %d: %w", r, err)
 		}
-		for _, u := range ro.Units {
+		dist.PerRank = append(dist.PerRank, st)
+	}
+	for k, v := range w.timings {
+		p.timings[k] = v
+	}
+	p.finishReport()
+	var inDocs int64
+	if t := p.rep.Totals[datareport.StageExact]; t != nil {
+		inDocs = t.In.Docs
+	}
+	for i := range dist.PerRank {
+		r := &dist.PerRank[i]
+		if inDocs > 0 {
+			r.IndexBytesPerDoc = float64(r.ExactIndexBytes+r.NearIndexBytes) / float64(inDocs)
+		}
+	}
+	rep := p.rep
+	rep.Dist = dist
+	rep.TimingsS["total"] = time.Since(runStart).Seconds()
+	rep.Fingerprint = fp
+	rep.Complete = true
+	rep.Out = p.opts.Out
+	rb, err := datareport.Marshal(rep)
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(p.tmp, datareport.FileName), rb, 0o644); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	return rep, nil
+}
+
+// merge (rank 0) folds every unit's result into the report in unit order.
+func (w *distWork) merge(all [][]byte, nClusters int, hot []datareport.Hotspot) error {
+	p := w.p
+	units := make([]unitOut, len(w.units))
+	for r, rb := range all {
+		var part []unitOut
+		if err := unGob(rb, &part); err != nil {
+			return fmt.Errorf("prepare: results of rank %d: %w", r, err)
+		}
+		for _, u := range part {
 			units[u.Idx] = u
 		}
-		dist.PerRank = append(dist.PerRank, ro.Stats)
 	}
 	p.freshStats()
 	byName := map[string]*datareport.SourceReport{}
@@ -290,6 +343,9 @@ func (w *distWork) finish(ctx context.Context, outs []unitOut, nClusters int, ho
 		for id, s := range u.Samples {
 			samples[id] = s
 		}
+		if len(u.DocShards) > 0 {
+			w.keptUnits = append(w.keptUnits, u.Idx)
+		}
 		docShards = append(docShards, u.DocShards...)
 		rejFiles = append(rejFiles, u.RejectFiles...)
 	}
@@ -302,42 +358,106 @@ func (w *distWork) finish(ctx context.Context, outs []unitOut, nClusters int, ho
 		hot[i].Sample = samples[hot[i].KeptID]
 	}
 	p.rep.DocShards, p.rep.RejectFiles, p.rep.Hotspots, p.rep.NearClusters = docShards, rejFiles, hot, nClusters
-	for k, v := range w.timings {
-		p.timings[k] = v
+	return nil
+}
+
+// tokens is the tokenizer stage over the ranks: rank 0 trains (or loads)
+// the tokenizer on the kept documents in the global order — the sample one
+// process uses, read from the shared output directory — and broadcasts it;
+// every rank writes the token shards of its units (tokens/u<N>/); rank 0
+// merges their manifests in unit order into manifest.json.
+func (w *distWork) tokens(ctx context.Context, outs []unitOut) error {
+	p := w.p
+	type wireTok struct {
+		JSON []byte
+		Path string
 	}
-	if m := p.cfg.Tokenizer.Mode; m == "train" || m == "load" {
-		t := time.Now()
-		if err := p.tokenize(ctx); err != nil {
-			return nil, err
+	var wt wireTok
+	var tok *tokenizer.Tokenizer
+	var err error
+	if w.c.Rank() == 0 {
+		var paths []string
+		for _, f := range p.rep.DocShards {
+			paths = append(paths, filepath.Join(p.tmp, f.Path))
 		}
-		p.timings["tokenize_shards"] = time.Since(t).Seconds()
-	}
-	p.finishReport()
-	var inDocs int64
-	if t := p.rep.Totals[datareport.StageExact]; t != nil {
-		inDocs = t.In.Docs
-	}
-	for i := range dist.PerRank {
-		r := &dist.PerRank[i]
-		if inDocs > 0 {
-			r.IndexBytesPerDoc = float64(r.ExactIndexBytes+r.NearIndexBytes) / float64(inDocs)
+		if tok, wt.Path, err = p.tokenizerFor(ctx, paths); err == nil {
+			wt.JSON, err = tok.Marshal()
 		}
 	}
-	dist.UnitBytes = w.unitBytes
-	rep := p.rep
-	rep.Dist = dist
-	rep.TimingsS["total"] = time.Since(runStart).Seconds()
-	rep.Fingerprint = fp
-	rep.Complete = true
-	rep.Out = p.opts.Out
-	rb, err := datareport.Marshal(rep)
+	if err := agree(w.c, "tokenizer", err); err != nil {
+		return err
+	}
+	b, err := gobBytes(wt)
+	if err != nil {
+		return err
+	}
+	if b, err = w.c.BcastBytes(b, 0); err != nil {
+		return fmt.Errorf("prepare: broadcast tokenizer: %w", err)
+	}
+	if w.c.Rank() != 0 {
+		if err = unGob(b, &wt); err == nil {
+			tok, err = loadTokenizerBytes(wt.JSON)
+		}
+	}
+	scfg := p.cfg.Tokenizer.Shards
+	if scfg.Workers == 0 {
+		scfg.Workers = p.workers
+	}
+	if err == nil {
+		for _, o := range outs {
+			if len(o.DocShards) == 0 {
+				continue
+			}
+			var paths []string
+			for _, f := range o.DocShards {
+				paths = append(paths, filepath.Join(p.tmp, f.Path))
+			}
+			if _, err = shards.Build(ctx, ReadDocs(paths), tok, wt.Path, scfg, filepath.Join(p.tmp, tokenPart(o.Idx))); err != nil {
+				err = fmt.Errorf("prepare: shards of unit %d: %w", o.Idx, err)
+				break
+			}
+		}
+	}
+	if err := agree(w.c, "token shards", err); err != nil {
+		return err
+	}
+	if w.c.Rank() != 0 {
+		return nil
+	}
+	var parts []string
+	for _, u := range w.keptUnits {
+		parts = append(parts, tokenPart(u))
+	}
+	var m *shards.Manifest
+	if len(parts) == 0 {
+		m, err = shards.Build(ctx, ReadDocs(nil), tok, wt.Path, scfg, p.tmp)
+	} else {
+		m, err = shards.Merge(p.tmp, parts)
+	}
+	if err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	p.tokenReport(tok, m)
+	return nil
+}
+
+func tokenPart(u int) string { return filepath.Join("tokens", fmt.Sprintf("u%06d", u)) }
+
+// loadTokenizerBytes loads a tokenizer.json received from rank 0.
+func loadTokenizerBytes(b []byte) (*tokenizer.Tokenizer, error) {
+	f, err := os.CreateTemp("", "kestrel-tokenizer-*.json")
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(p.tmp, datareport.FileName), rb, 0o644); err != nil {
+	defer os.Remove(f.Name())
+	_, err = f.Write(b)
+	if e := f.Close(); err == nil {
+		err = e
+	}
+	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
-	return rep, nil
+	return tokenizer.Load(f.Name())
 }
 
 // mergeSource adds src's counts to dst.

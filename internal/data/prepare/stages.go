@@ -160,16 +160,46 @@ func (p *pipeline) tokenize(ctx context.Context) error {
 	for _, f := range p.rep.DocShards {
 		paths = append(paths, filepath.Join(p.tmp, f.Path))
 	}
+	tok, tokPath, err := p.tokenizerFor(ctx, paths)
+	if err != nil {
+		return err
+	}
+	scfg := tc.Shards
+	if scfg.Workers == 0 {
+		scfg.Workers = p.workers
+	}
+	m, err := shards.Build(ctx, ReadDocs(paths), tok, tokPath, scfg, p.tmp)
+	if err != nil {
+		return fmt.Errorf("prepare: shards: %w", err)
+	}
+	p.tokenReport(tok, m)
+	return nil
+}
+
+// tokenReport records the tokenizer stage in the report.
+func (p *pipeline) tokenReport(tok *tokenizer.Tokenizer, m *shards.Manifest) {
+	tr := &datareport.TokenReport{Mode: p.cfg.Tokenizer.Mode, Tokenizer: "tokenizer.json", VocabSize: tok.VocabSize(), Manifest: "manifest.json", DatasetHash: m.DatasetHash, Tokens: map[string]int64{}, TotalTokens: m.TotalTokens}
+	for _, s := range m.Sources {
+		tr.Tokens[s.Source] = s.TrainTokens + s.ValTokens
+	}
+	p.rep.Tokens = tr
+}
+
+// tokenizerFor loads the configured tokenizer or trains one on the kept
+// documents of paths (in order, at most train_max_bytes per source) and
+// returns it with the path recorded in the manifest.
+func (p *pipeline) tokenizerFor(ctx context.Context, paths []string) (*tokenizer.Tokenizer, string, error) {
+	tc := p.cfg.Tokenizer
 	var tok *tokenizer.Tokenizer
 	var tokPath string
 	var err error
 	switch tc.Mode {
 	case "load":
 		if tokPath, err = expand(tc.Path); err != nil {
-			return err
+			return nil, "", err
 		}
 		if tok, err = tokenizer.Load(tokPath); err != nil {
-			return fmt.Errorf("prepare.tokenizer.path: %w", err)
+			return nil, "", fmt.Errorf("prepare.tokenizer.path: %w", err)
 		}
 	case "train":
 		var readErr error
@@ -194,24 +224,11 @@ func (p *pipeline) tokenize(ctx context.Context) error {
 			err = readErr
 		}
 		if err != nil {
-			return fmt.Errorf("prepare: tokenizer: %w", err)
+			return nil, "", fmt.Errorf("prepare: tokenizer: %w", err)
 		}
 		tokPath = "trained by kestrel prepare"
 	}
-	scfg := tc.Shards
-	if scfg.Workers == 0 {
-		scfg.Workers = p.workers
-	}
-	m, err := shards.Build(ctx, ReadDocs(paths), tok, tokPath, scfg, p.tmp)
-	if err != nil {
-		return fmt.Errorf("prepare: shards: %w", err)
-	}
-	tr := &datareport.TokenReport{Mode: tc.Mode, Tokenizer: "tokenizer.json", VocabSize: tok.VocabSize(), Manifest: "manifest.json", DatasetHash: m.DatasetHash, Tokens: map[string]int64{}, TotalTokens: m.TotalTokens}
-	for _, s := range m.Sources {
-		tr.Tokens[s.Source] = s.TrainTokens + s.ValTokens
-	}
-	p.rep.Tokens = tr
-	return nil
+	return tok, tokPath, nil
 }
 
 func nilIfEmpty(s []string) []string {
