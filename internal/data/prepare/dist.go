@@ -289,7 +289,7 @@ func (w *distWork) plan(cfg Config, inputs [][]corpus.Input, unitBytes int64, fp
 // phase1 reads, extracts and cleans this rank's units (skipping those a
 // previous run finished).
 func (w *distWork) phase1(ctx context.Context, fp string, unitBytes int64) error {
-	t := time.Now()
+	t := startClock()
 	var err error
 	for _, i := range w.mine {
 		u := w.units[i]
@@ -309,7 +309,7 @@ func (w *distWork) phase1(ctx context.Context, fp string, unitBytes int64) error
 	for _, m := range w.metas {
 		w.stats.Docs += m.InDocs
 	}
-	w.timings["read_extract_clean"] = time.Since(t).Seconds()
+	w.record("read_extract_clean", t)
 	return agree(w.c, "read, extract and clean", err)
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/data/datareport"
@@ -67,7 +66,7 @@ func (w *distWork) exact() (map[int64]string, error) {
 	if w.p.exact == nil {
 		return nil, nil
 	}
-	t := time.Now()
+	t := startClock()
 	size := w.c.Size()
 	send := make([][]exactRec, size)
 	for _, i := range w.mine {
@@ -108,7 +107,7 @@ func (w *distWork) exact() (map[int64]string, error) {
 	for _, d := range got {
 		dups[d.Ref] = d.First
 	}
-	w.timings["exact_exchange"] = time.Since(t).Seconds()
+	w.record("exact_exchange", t)
 	return dups, nil
 }
 
@@ -131,7 +130,7 @@ func (w *distWork) near(ctx context.Context, dups map[int64]string) (map[int64]b
 	if p.near == nil && p.dec == nil {
 		return hits, nil, nil, 0, nil
 	}
-	t := time.Now()
+	t := startClock()
 	size := w.c.Size()
 	send := make([][]dedup.BandEntry, size)
 	var err error
@@ -140,14 +139,14 @@ func (w *distWork) near(ctx context.Context, dups map[int64]string) (map[int64]b
 			break
 		}
 	}
-	w.timings["near_signatures_decontam_check"] = time.Since(t).Seconds()
+	w.record("near_signatures_decontam_check", t)
 	if err := agree(w.c, "near-dup signatures and decontamination check", err); err != nil {
 		return nil, nil, nil, 0, err
 	}
 	if p.near == nil {
 		return hits, nil, nil, 0, nil
 	}
-	t = time.Now()
+	t = startClock()
 	entries, _, err := exchange(w.c, "near dedup band keys", send)
 	if err != nil {
 		return nil, nil, nil, 0, err
@@ -208,7 +207,7 @@ func (w *distWork) near(ctx context.Context, dups map[int64]string) (map[int64]b
 	if err := unGob(hb, &hot); err != nil {
 		return nil, nil, nil, 0, fmt.Errorf("prepare: hotspots: %w", err)
 	}
-	w.timings["near_exchange_clusters"] = time.Since(t).Seconds()
+	w.record("near_exchange_clusters", t)
 	return hits, drops, hot, nClusters, nil
 }
 

@@ -45,7 +45,7 @@ type unitOut struct {
 // pass2 writes this rank's units: exact and near decisions, the
 // decontamination drop or cut, kept documents to docs/<source>-uNNNNNN-*.
 func (w *distWork) pass2(ctx context.Context, dups map[int64]string, hits map[int64]bool, drops map[int64]string, hot []datareport.Hotspot) ([]unitOut, error) {
-	t := time.Now()
+	t := startClock()
 	hotIDs := map[string]bool{}
 	for _, h := range hot {
 		hotIDs[h.KeptID] = true
@@ -60,7 +60,7 @@ func (w *distWork) pass2(ctx context.Context, dups map[int64]string, hits map[in
 		}
 		outs = append(outs, o)
 	}
-	w.timings["near_decontam_write"] = time.Since(t).Seconds()
+	w.record("near_decontam_write", t)
 	return outs, agree(w.c, "write documents", err)
 }
 
@@ -237,11 +237,11 @@ func (w *distWork) finish(ctx context.Context, outs []unitOut, nClusters int, ho
 		return nil, err
 	}
 	if m := p.cfg.Tokenizer.Mode; m == "train" || m == "load" {
-		t := time.Now()
+		t := startClock()
 		if err := w.tokens(ctx, outs); err != nil {
 			return nil, err
 		}
-		w.timings["tokenize_shards"] = time.Since(t).Seconds()
+		w.record("tokenize_shards", t)
 	}
 	w.stats.PeakRSSBytes = peakRSS()
 	w.stats.TimingsS = w.timings
