@@ -3,6 +3,7 @@ package corpus
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -14,10 +15,12 @@ import (
 )
 
 // Part is a piece of an input for a reader that several processes share:
-// the whole input (Whole) or the byte range [Start, End) of an
-// uncompressed JSONL file, cut at line boundaries. FirstLine is the line
-// number of the first line at Start, so that document ids
-// (<source>:<file>:<line>) are those a whole-file read gives.
+// the whole input (Whole) or the byte range [Start, End) of a splittable
+// file (Splittable): an uncompressed JSONL file cut at line boundaries, or
+// a gzip-compressed WARC/WET file cut at gzip member boundaries. For JSONL,
+// FirstLine is the line number of the first line at Start, so that
+// document ids (<source>:<file>:<line>) are those a whole-file read gives;
+// WARC ids are byte offsets of members and need nothing more.
 type Part struct {
 	Input     Input
 	Whole     bool
@@ -27,20 +30,33 @@ type Part struct {
 }
 
 // Splittable reports whether an input of this format can be read in byte
-// ranges: uncompressed JSONL files (a range starts after a newline).
-// Compressed files, WARC/WET, text, Parquet and code trees are read whole.
+// ranges: uncompressed JSONL (a range starts after a newline) and
+// gzip-compressed WARC/WET (a range starts at a gzip member, the WARC
+// convention of one record per member). Other compressed files, plain
+// WARC, text, Parquet and code trees are read whole.
 func Splittable(format, path string) bool {
-	return format == "jsonl" && compression(path) == ""
+	switch format {
+	case "jsonl":
+		return compression(path) == ""
+	case "warc", "wet":
+		return compression(path) == "gzip"
+	}
+	return false
 }
 
-// SplitPoints cuts a file of the given size into ranges of about chunk
-// bytes. It returns the boundaries b[0] = 0 < b[1] < … < b[n] = size; each
-// inner boundary is the byte just after a newline, found by reading
-// forward from the target offset k·chunk (a line longer than chunk makes
-// its range longer). It reads only around the boundaries.
-func SplitPoints(path string, size, chunk int64) ([]int64, error) {
+// SplitPoints cuts a splittable file (Splittable) of the given size into
+// ranges of about chunk bytes. It returns the boundaries b[0] = 0 < b[1] <
+// … < b[n] = size. Each inner boundary is found from the target offset k·chunk
+// forward: for JSONL the byte after the end of the line that target is in;
+// for .warc.gz the next offset where a gzip member starts that decodes to
+// a WARC record header ("WARC/"). A line or member longer than chunk makes
+// its range longer. It reads only around the boundaries.
+func SplitPoints(format, path string, size, chunk int64) ([]int64, error) {
 	if chunk <= 0 {
 		return nil, fmt.Errorf("split %s: chunk %d must be > 0", path, chunk)
+	}
+	if !Splittable(format, path) {
+		return nil, fmt.Errorf("split %s: format %q cannot be read in byte ranges", path, format)
 	}
 	pts := []int64{0}
 	if size <= chunk {
@@ -51,41 +67,64 @@ func SplitPoints(path string, size, chunk int64) ([]int64, error) {
 		return nil, fmt.Errorf("split %s: %w", path, err)
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 64<<10)
+	next := nextLineStart
+	if format != "jsonl" {
+		next = nextWARCMember
+	}
 	for target := chunk; target < size; target += chunk {
-		prev := pts[len(pts)-1]
-		if target <= prev {
+		if target <= pts[len(pts)-1] {
 			continue
 		}
-		// The boundary after target: the first newline at or after target-1
-		// ends the line, so a line that ends exactly at target-1 is cut there.
-		if _, err := f.Seek(target-1, io.SeekStart); err != nil {
+		at, err := next(f, target)
+		if err != nil {
 			return nil, fmt.Errorf("split %s: %w", path, err)
 		}
-		br.Reset(f)
-		at := target - 1
-		found := false
-		for {
-			chunkB, err := br.ReadSlice('\n')
-			at += int64(len(chunkB))
-			if err == nil {
-				found = true
-				break
-			}
-			if err == bufio.ErrBufferFull {
-				continue
-			}
-			if err == io.EOF {
-				break
-			}
-			return nil, fmt.Errorf("split %s at offset %d: %w", path, at, err)
-		}
-		if !found || at >= size {
+		if at < 0 || at >= size {
 			break
 		}
 		pts = append(pts, at)
 	}
 	return append(pts, size), nil
+}
+
+// nextLineStart returns the offset after the first newline at or after
+// target-1 (so a line ending exactly at target-1 is cut there), or -1.
+func nextLineStart(f *os.File, target int64) (int64, error) {
+	br := bufio.NewReaderSize(io.NewSectionReader(f, target-1, 1<<62), 64<<10)
+	at := target - 1
+	for {
+		b, err := br.ReadSlice('\n')
+		at += int64(len(b))
+		switch {
+		case err == nil:
+			return at, nil
+		case err == bufio.ErrBufferFull:
+		case err == io.EOF:
+			return -1, nil
+		default:
+			return 0, fmt.Errorf("at offset %d: %w", at, err)
+		}
+	}
+}
+
+// nextWARCMember returns the offset of the first gzip member at or after
+// target whose content starts with "WARC/", or -1.
+func nextWARCMember(f *os.File, target int64) (int64, error) {
+	for from := target; ; {
+		at, err := findGzipMagic(f, from)
+		if err != nil || at < 0 {
+			return at, err
+		}
+		zr, err := gzip.NewReader(bufio.NewReader(io.NewSectionReader(f, at, 1<<62)))
+		if err == nil {
+			zr.Multistream(false)
+			var head [5]byte
+			if _, err := io.ReadFull(zr, head[:]); err == nil && string(head[:]) == "WARC/" {
+				return at, nil
+			}
+		}
+		from = at + 1
+	}
 }
 
 // CountLines returns the number of newline bytes in [start, end) of path.
@@ -147,12 +186,13 @@ func ReadParts(ctx context.Context, parts []Part, opts Options) iter.Seq2[docume
 	}
 }
 
-// readRange reads the JSONL records of one byte range.
+// readRange reads the records of one byte range.
 func (r *reader) readRange(p Part) error {
 	if !Splittable(r.opts.Format, p.Input.Path) {
 		return fmt.Errorf("input %s: format %q cannot be read in byte ranges", p.Input.Path, r.opts.Format)
 	}
-	if p.Start < 0 || p.End < p.Start || p.FirstLine < 1 {
+	jsonl := r.opts.Format == "jsonl"
+	if p.Start < 0 || p.End < p.Start || (jsonl && p.FirstLine < 1) {
 		return fmt.Errorf("input %s: bad range [%d, %d) first line %d", p.Input.Path, p.Start, p.End, p.FirstLine)
 	}
 	f, err := os.Open(p.Input.Path)
@@ -169,6 +209,12 @@ func (r *reader) readRange(p Part) error {
 	}
 	if p.Start == 0 && r.opts.OnFile != nil {
 		r.opts.OnFile(p.Input.Path, st.Size())
+	}
+	if !jsonl {
+		rel := relName(p.Input, p.Input.Path)
+		limit := int64(2*r.opts.MaxDocBytes + 1<<20)
+		emit := func(rec *warcRecord) error { return r.handleWARC(p.Input, rel, rec) }
+		return r.readGzipWARC(p.Input, f, limit, emit, p.Start, p.End)
 	}
 	cr := newCounting(io.NewSectionReader(f, p.Start, p.End-p.Start), r.opts.OnBytes)
 	return r.jsonlLines(p.Input, cr, cr, p.FirstLine)

@@ -2,11 +2,14 @@ package corpus
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/datadir"
 )
 
 // TestReadPartsMatchesRead: a JSONL file cut into byte ranges at line
@@ -67,7 +70,7 @@ func TestReadPartsMatchesRead(t *testing.T) {
 	}
 	st, _ := os.Stat(path)
 	for _, chunk := range []int64{1, 37, 200, 1000, st.Size() - 1, st.Size(), 1 << 20} {
-		pts, err := SplitPoints(path, st.Size(), chunk)
+		pts, err := SplitPoints("jsonl", path, st.Size(), chunk)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,5 +126,56 @@ func TestReadPartsErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.part.Input.Path) {
 			t.Errorf("%s: %v, want %q naming the file", c.name, err, c.want)
 		}
+	}
+}
+
+// TestReadPartsWARC: a .warc.gz cut at gzip members into byte ranges gives
+// Read's documents (ids are member offsets), skips and problems.
+func TestReadPartsWARC(t *testing.T) {
+	path, err := datadir.Path("dolma-testdata/warc/sample-0000.warc.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Input{Path: path, Root: filepath.Dir(path)}
+	read := func(parts []Part) (docs []string, events []string) {
+		opts := Options{Source: "web", Format: "warc", DeferHTML: true,
+			OnProblem: func(p Problem) { events = append(events, "problem "+p.String()) },
+			OnSkip:    func(_, kind string) { events = append(events, "skip "+kind) },
+			OnFile:    func(p string, _ int64) { events = append(events, "file "+p) }}
+		if parts == nil {
+			parts = []Part{{Input: in, Whole: true}}
+		}
+		for d, err := range ReadParts(context.Background(), parts, opts) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs = append(docs, fmt.Sprintf("%s %q %x", d.ID, d.Text, sha256.Sum256(d.HTML)))
+		}
+		return docs, events
+	}
+	want, wantEv := read(nil)
+	if len(want) < 5 {
+		t.Fatalf("only %d documents in %s", len(want), path)
+	}
+	st, _ := os.Stat(path)
+	for _, chunk := range []int64{1 << 10, 16 << 10, 100 << 10, st.Size()} {
+		pts, err := SplitPoints("warc", path, st.Size(), chunk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var parts []Part
+		for k := 0; k+1 < len(pts); k++ {
+			parts = append(parts, Part{Input: in, Start: pts[k], End: pts[k+1]})
+		}
+		if chunk <= 16<<10 && len(parts) < 4 {
+			t.Errorf("chunk %d: only %d ranges", chunk, len(parts))
+		}
+		got, ev := read(parts)
+		if strings.Join(got, "\n") != strings.Join(want, "\n") || strings.Join(ev, "\n") != strings.Join(wantEv, "\n") {
+			t.Errorf("chunk %d (%d ranges): %d documents, %d events; want %d, %d", chunk, len(parts), len(got), len(ev), len(want), len(wantEv))
+		}
+	}
+	if _, err := SplitPoints("warc", filepath.Join(filepath.Dir(path), "x.warc"), 10, 1); err == nil {
+		t.Error("plain .warc split without an error")
 	}
 }

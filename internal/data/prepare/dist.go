@@ -283,7 +283,7 @@ func (w *distWork) plan(cfg Config, inputs [][]corpus.Input, unitBytes int64, fp
 		}
 	}
 	w.stats.Units = len(w.mine)
-	return numberLines(w.c, w.units, w.owner)
+	return numberLines(w.c, cfg, w.units, w.owner)
 }
 
 // phase1 reads, extracts and cleans this rank's units (skipping those a

@@ -15,7 +15,7 @@ import (
 )
 
 // unit is one piece of work of a distributed run: a whole input file, a
-// byte range of a large JSONL file, or a whole source (one with max_docs
+// byte range of a large JSONL or .warc.gz file, or a whole source (one with max_docs
 // or max_bytes, whose limits count over all its files in order, and code
 // trees). Units are numbered in the global document order — source order,
 // then input order, then byte order — and do not depend on the number of
@@ -27,8 +27,11 @@ type unit struct {
 	Bytes int64
 }
 
-// ranged reports whether the unit is a byte range of a split file.
-func (u unit) ranged() bool { return len(u.Parts) == 1 && !u.Parts[0].Whole }
+// lineRange reports whether the unit is a byte range of a split JSONL
+// file (whose first line number must be counted).
+func (u unit) lineRange(cfg Config) bool {
+	return len(u.Parts) == 1 && !u.Parts[0].Whole && cfg.Sources[u.Src].Format == "jsonl"
+}
 
 // planUnits cuts the inputs into units of about unitBytes.
 func planUnits(cfg Config, inputs [][]corpus.Input, unitBytes int64) ([]unit, error) {
@@ -55,7 +58,7 @@ func planUnits(cfg Config, inputs [][]corpus.Input, unitBytes int64) ([]unit, er
 				add(unit{Src: si, Parts: []corpus.Part{{Input: in, Whole: true}}, Bytes: st.Size()})
 				continue
 			}
-			pts, err := corpus.SplitPoints(in.Path, st.Size(), unitBytes)
+			pts, err := corpus.SplitPoints(s.Format, in.Path, st.Size(), unitBytes)
 			if err != nil {
 				return nil, fmt.Errorf("source %q: %w", s.Name, err)
 			}
@@ -96,11 +99,11 @@ func balance(us []unit, size int) []int {
 // numberLines sets FirstLine of every byte-range unit: each rank counts the
 // newlines of its own ranges, the counts are exchanged, and the first line
 // of a range is one plus the newlines of the ranges before it in its file.
-func numberLines(c comm.Comm, us []unit, owner []int) error {
+func numberLines(c comm.Comm, cfg Config, us []unit, owner []int) error {
 	mine := map[int]int64{}
 	var err error
 	for _, u := range us {
-		if !u.ranged() || owner[u.Idx] != c.Rank() {
+		if !u.lineRange(cfg) || owner[u.Idx] != c.Rank() {
 			continue
 		}
 		p := u.Parts[0]
@@ -134,7 +137,7 @@ func numberLines(c comm.Comm, us []unit, owner []int) error {
 	}
 	next := map[string]int64{} // "src\x00path" → first line of the next range
 	for i := range us {
-		if !us[i].ranged() {
+		if !us[i].lineRange(cfg) {
 			continue
 		}
 		p := &us[i].Parts[0]

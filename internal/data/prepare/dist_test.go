@@ -47,7 +47,7 @@ func distConfig(t *testing.T) Config {
 	return cfg
 }
 
-// TestDistMatchesSingle: 1, 2 and 3 in-process ranks, with large JSONL
+// TestDistMatchesSingle: 2 and 3 in-process ranks, with large JSONL
 // files cut into 48 KiB byte ranges, give the dataset one process gives.
 func TestDistMatchesSingle(t *testing.T) {
 	cfg := distConfig(t)
@@ -59,7 +59,7 @@ func TestDistMatchesSingle(t *testing.T) {
 	if ref.Rejects[datareport.StageExact+"/exact_duplicate"] == 0 || ref.Rejects[datareport.StageNear+"/minhash"] == 0 || ref.Rejects[datareport.StageDecontam+"/gsm8k"] == 0 {
 		t.Fatalf("fixture lacks a duplicate or contamination: %v", ref.Rejects)
 	}
-	for _, n := range []int{1, 2, 3} {
+	for _, n := range []int{2, 3} {
 		out := filepath.Join(t.TempDir(), "dist")
 		reps, errs := runLocal(t, n, cfg, out, nil)
 		for r, err := range errs {
@@ -175,5 +175,39 @@ func TestDistRefusesVerify(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "verify") {
 			t.Errorf("rank %d: %v, want the verify error", r, err)
 		}
+	}
+}
+
+// TestDistWARCRanges: a .warc.gz cut into member ranges over 2 ranks gives
+// the single-process dataset.
+func TestDistWARCRanges(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Workers = 2
+	cfg.Sources = []Source{{Name: "web", Inputs: []string{"${KESTREL_DATA}/dolma-testdata/warc/sample-0000.warc.gz"}, Format: "warc", Filter: "web"}}
+	cfg.Decontam.Enabled = false
+	single := filepath.Join(t.TempDir(), "single")
+	ref, err := Run(context.Background(), cfg, RunOptions{Out: single})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref.Kept.Docs == 0 {
+		t.Fatal("nothing kept from the WARC sample")
+	}
+	out := filepath.Join(t.TempDir(), "dist")
+	reps, errs := runLocal(t, 2, cfg, out, nil)
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	if reps[0].Dist.Units < 3 {
+		t.Errorf("%d units: the WARC file was not cut", reps[0].Dist.Units)
+	}
+	diffs, err := Diff(single, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range diffs {
+		t.Error(s)
 	}
 }

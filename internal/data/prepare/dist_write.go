@@ -354,6 +354,9 @@ func (w *distWork) merge(all [][]byte, nClusters int, hot []datareport.Hotspot) 
 	// order, then shard order within the unit.
 	slices.SortStableFunc(docShards, func(a, b datareport.ShardFile) int { return strings.Compare(a.Source, b.Source) })
 	slices.SortStableFunc(rejFiles, func(a, b datareport.ShardFile) int { return strings.Compare(a.Source, b.Source) })
+	if hot == nil {
+		hot = []datareport.Hotspot{} // as one process reports none
+	}
 	for i := range hot {
 		hot[i].Sample = samples[hot[i].KeptID]
 	}
