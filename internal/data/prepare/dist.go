@@ -133,11 +133,10 @@ func RunDist(ctx context.Context, cfg Config, opts DistOptions) (*datareport.Rep
 		return upToDate, err
 	}
 
-	// The decontamination index is built on rank 0 only and broadcast.
+	// The decontamination index is built on rank 0 only, while phase 1
+	// runs, and broadcast before it is needed (pass 2).
 	pcfg := cfg
-	if c.Rank() != 0 {
-		pcfg.Decontam.Enabled = false
-	}
+	pcfg.Decontam.Enabled = false
 	p, err := newPipeline(pcfg, opts.RunOptions, inputs, tmp)
 	if err == nil {
 		p.cfg = cfg
@@ -148,10 +147,14 @@ func RunDist(ctx context.Context, cfg Config, opts DistOptions) (*datareport.Rep
 	if err := agree(c, "set up", err); err != nil {
 		return nil, err
 	}
-	if cfg.Decontam.Enabled {
-		if err := shareDecontam(c, p); err != nil {
-			return nil, err
-		}
+	var decIndex chan decBuilt
+	if cfg.Decontam.Enabled && c.Rank() == 0 {
+		decIndex = make(chan decBuilt, 1)
+		go func() {
+			t := time.Now()
+			d, err := newDecontam(cfg.Decontam.Index)
+			decIndex <- decBuilt{d, err, time.Since(t).Seconds()}
+		}()
 	}
 	w := &distWork{c: c, p: p, dir: opts.WorkDir, unitBytes: opts.UnitBytes, metas: map[int]*unitMeta{}, timings: map[string]float64{}}
 	w.stats = datareport.RankStats{Rank: c.Rank(), Host: c.Host(), Workers: p.workers}
@@ -165,11 +168,16 @@ func RunDist(ctx context.Context, cfg Config, opts DistOptions) (*datareport.Rep
 	if err != nil {
 		return nil, err
 	}
-	hits, drops, hot, nClusters, err := w.near(ctx, dups)
+	drops, hot, nClusters, err := w.near(dups)
 	if err != nil {
 		return nil, err
 	}
-	outs, err := w.pass2(ctx, dups, hits, drops, hot)
+	if cfg.Decontam.Enabled {
+		if err := shareDecontam(c, p, decIndex); err != nil {
+			return nil, err
+		}
+	}
+	outs, err := w.pass2(ctx, dups, drops, hot)
 	if err != nil {
 		return nil, err
 	}
@@ -198,14 +206,30 @@ func RunDist(ctx context.Context, cfg Config, opts DistOptions) (*datareport.Rep
 	return datareport.Load(opts.Out)
 }
 
-// shareDecontam broadcasts rank 0's decontamination index to the others.
-func shareDecontam(c comm.Comm, p *pipeline) error {
+// decBuilt is rank 0's decontamination index, built in the background.
+type decBuilt struct {
+	d   *decontaminator
+	err error
+	sec float64
+}
+
+// shareDecontam waits for rank 0's decontamination index and broadcasts it
+// to the others.
+func shareDecontam(c comm.Comm, p *pipeline, built <-chan decBuilt) error {
 	var b []byte
 	var err error
 	if c.Rank() == 0 {
-		b, err = p.dec.x.MarshalBinary()
+		r := <-built
+		if err = r.err; err == nil {
+			p.dec = r.d
+			p.timings["decontam_index_build"] = r.sec
+			b, err = p.dec.x.MarshalBinary()
+		}
+		if err != nil {
+			err = fmt.Errorf("prepare.decontam: %w", err)
+		}
 	}
-	if err := agree(c, "encode decontamination index", err); err != nil {
+	if err := agree(c, "build decontamination index", err); err != nil {
 		return err
 	}
 	if b, err = c.BcastBytes(b, 0); err != nil {

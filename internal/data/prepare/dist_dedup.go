@@ -2,7 +2,6 @@ package prepare
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"slices"
 
@@ -117,40 +116,38 @@ type dropRec struct {
 	Kept string
 }
 
-// near computes, for this rank's exact survivors, the decontamination hit
-// flag and the MinHash band keys; band keys go to their owner ranks, which
-// turn shared buckets into edges; rank 0 merges the edges with union-find
-// (the kept document of a cluster is its smallest id, as in one process)
-// and tells each rank which of its documents to drop. It returns the hit
-// refs, this rank's drops (ref → kept id), the hotspots (on every rank)
-// and, on rank 0, the number of clusters.
-func (w *distWork) near(ctx context.Context, dups map[int64]string) (map[int64]bool, map[int64]string, []datareport.Hotspot, int, error) {
+// near decides near duplicates among the exact survivors: their band keys
+// (computed in phase 1) go to their owner ranks, which turn shared buckets
+// into edges; rank 0 merges the edges with union-find (the kept document
+// of a cluster is its smallest id, as in one process) and tells each rank
+// which of its documents to drop. It returns this rank's drops (ref → kept
+// id), the hotspots (on every rank) and, on rank 0, the number of clusters.
+func (w *distWork) near(dups map[int64]string) (map[int64]string, []datareport.Hotspot, int, error) {
 	p := w.p
-	hits := map[int64]bool{}
-	if p.near == nil && p.dec == nil {
-		return hits, nil, nil, 0, nil
+	if p.near == nil {
+		return nil, nil, 0, nil
 	}
 	t := startClock()
 	size := w.c.Size()
+	bands := p.near.n.Bands()
 	send := make([][]dedup.BandEntry, size)
-	var err error
 	for _, i := range w.mine {
-		if err = w.keysOfUnit(ctx, i, dups, hits, send); err != nil {
-			break
+		m := w.metas[i]
+		for k, id := range m.IDs {
+			if _, dup := dups[docRef(i, k)]; dup || m.Empty[k] {
+				continue
+			}
+			for b, key := range m.Keys[k*bands : (k+1)*bands] {
+				r := dedup.Owner(key, size)
+				send[r] = append(send[r], dedup.BandEntry{Key: key, Band: int32(b), Ref: docRef(i, k), ID: id})
+			}
 		}
 	}
-	w.record("near_signatures_decontam_check", t)
-	if err := agree(w.c, "near-dup signatures and decontamination check", err); err != nil {
-		return nil, nil, nil, 0, err
-	}
-	if p.near == nil {
-		return hits, nil, nil, 0, nil
-	}
-	t = startClock()
 	entries, _, err := exchange(w.c, "near dedup band keys", send)
 	if err != nil {
-		return nil, nil, nil, 0, err
+		return nil, nil, 0, err
 	}
+	send = nil
 	for _, e := range entries {
 		w.stats.NearIndexBytes += int64(8 + 4 + 8 + 16 + len(e.ID))
 	}
@@ -158,11 +155,11 @@ func (w *distWork) near(ctx context.Context, dups map[int64]string) (map[int64]b
 	entries = nil
 	eb, err := gobBytes(edges)
 	if err != nil {
-		return nil, nil, nil, 0, err
+		return nil, nil, 0, err
 	}
 	gathered, err := w.c.GatherBytes(eb, 0)
 	if err != nil {
-		return nil, nil, nil, 0, fmt.Errorf("prepare: gather near-dup edges: %w", err)
+		return nil, nil, 0, fmt.Errorf("prepare: gather near-dup edges: %w", err)
 	}
 	back := make([][]dropRec, size)
 	var hot []datareport.Hotspot
@@ -172,7 +169,7 @@ func (w *distWork) near(ctx context.Context, dups map[int64]string) (map[int64]b
 		for r, b := range gathered {
 			var part []dedup.Edge
 			if err := unGob(b, &part); err != nil {
-				return nil, nil, nil, 0, fmt.Errorf("prepare: near-dup edges from rank %d: %w", r, err)
+				return nil, nil, 0, fmt.Errorf("prepare: near-dup edges from rank %d: %w", r, err)
 			}
 			all = append(all, part...)
 		}
@@ -190,7 +187,7 @@ func (w *distWork) near(ctx context.Context, dups map[int64]string) (map[int64]b
 	}
 	got, _, err := exchange(w.c, "near dedup decisions", back)
 	if err != nil {
-		return nil, nil, nil, 0, err
+		return nil, nil, 0, err
 	}
 	drops := make(map[int64]string, len(got))
 	for _, d := range got {
@@ -198,90 +195,15 @@ func (w *distWork) near(ctx context.Context, dups map[int64]string) (map[int64]b
 	}
 	hb, err := gobBytes(hot)
 	if err != nil {
-		return nil, nil, nil, 0, err
+		return nil, nil, 0, err
 	}
 	if hb, err = w.c.BcastBytes(hb, 0); err != nil {
-		return nil, nil, nil, 0, fmt.Errorf("prepare: broadcast hotspots: %w", err)
+		return nil, nil, 0, fmt.Errorf("prepare: broadcast hotspots: %w", err)
 	}
 	hot = nil
 	if err := unGob(hb, &hot); err != nil {
-		return nil, nil, nil, 0, fmt.Errorf("prepare: hotspots: %w", err)
+		return nil, nil, 0, fmt.Errorf("prepare: hotspots: %w", err)
 	}
 	w.record("near_exchange_clusters", t)
-	return hits, drops, hot, nClusters, nil
-}
-
-// keysOfUnit computes band keys and decontamination hits of unit i's exact
-// survivors (in parallel, p.workers) and queues the keys for their owners.
-func (w *distWork) keysOfUnit(ctx context.Context, i int, dups map[int64]string, hits map[int64]bool, send [][]dedup.BandEntry) error {
-	p := w.p
-	m := w.metas[i]
-	keys := make([][]uint64, len(m.IDs))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	src := make(chan *item, 4*p.workers)
-	var readErr error
-	go func() {
-		defer close(src)
-		k := 0
-		for d, err := range ReadDocs([]string{w.unitPath(i, "docs.zst")}) {
-			if err != nil {
-				readErr = err
-				cancel()
-				return
-			}
-			if k >= len(m.IDs) || d.ID != m.IDs[k] {
-				readErr = fmt.Errorf("%s: document %d is %q, the unit's record says %q (remove %s and rerun)", w.unitPath(i, "docs.zst"), k, d.ID, at(m.IDs, k), w.dir)
-				cancel()
-				return
-			}
-			it := &item{seq: int64(k), doc: d}
-			if _, dup := dups[docRef(i, k)]; dup {
-				it.rej = &RejectRecord{}
-			}
-			k++
-			select {
-			case src <- it:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	fn := func(it *item) {
-		if it.rej != nil {
-			return
-		}
-		if p.near != nil {
-			keys[it.seq], _ = p.near.n.BandKeys(it.doc.Text, nil)
-		}
-		if p.dec != nil {
-			it.hit = p.dec.check(it.doc.ID, it.doc.Text).Hit
-		}
-	}
-	for it := range orderedMap(ctx, src, p.workers, fn) {
-		if it.hit {
-			hits[docRef(i, int(it.seq))] = true
-		}
-	}
-	if readErr != nil {
-		return readErr
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	size := w.c.Size()
-	for k, ks := range keys {
-		for b, key := range ks {
-			r := dedup.Owner(key, size)
-			send[r] = append(send[r], dedup.BandEntry{Key: key, Band: int32(b), Ref: docRef(i, k), ID: m.IDs[k]})
-		}
-	}
-	return nil
-}
-
-func at(s []string, k int) string {
-	if k < len(s) {
-		return s[k]
-	}
-	return "(none)"
+	return drops, hot, nClusters, nil
 }

@@ -24,9 +24,13 @@ type unitMeta struct {
 	Problems datareport.ProblemReport
 	IDs      []string
 	Hashes   []uint64
-	InDocs   int64
-	InBytes  int64
-	Seconds  float64
+	// Keys holds Bands near-dup band keys per survivor (zeros when Empty:
+	// a text without words, which near dedup leaves out).
+	Keys    []uint64
+	Empty   []bool
+	InDocs  int64
+	InBytes int64
+	Seconds float64
 }
 
 func (w *distWork) unitPath(u int, suffix string) string {
@@ -88,8 +92,8 @@ func (p *pipeline) useStats(uniq []*datareport.SourceReport) {
 	}
 }
 
-// readUnit is phase 1 for one unit: read → extract + clean + exact hash
-// (parallel, in order) → survivors to u<N>.docs.zst, extract and clean
+// readUnit is phase 1 for one unit: read → extract + clean + exact hash +
+// near-dup band keys (parallel, in order) → survivors to u<N>.docs.zst, extract and clean
 // rejects to u<N>.rej.zst, counts to u<N>.meta.gob, then the completion
 // marker u<N>.done.
 func (p *pipeline) readUnit(ctx context.Context, w *distWork, u unit, key string) (*unitMeta, error) {
@@ -121,7 +125,18 @@ func (p *pipeline) readUnit(ctx context.Context, w *distWork, u unit, key string
 		}
 	}()
 	var sinkErr error
-	for it := range orderedMap(ctx, src, p.workers, p.stageA) {
+	stage := p.stageA
+	bands := 0
+	if p.near != nil {
+		bands = p.near.n.Bands()
+		stage = func(it *item) {
+			p.stageA(it)
+			if it.rej == nil {
+				it.keys, _ = p.near.n.BandKeys(it.doc.Text, nil)
+			}
+		}
+	}
+	for it := range orderedMap(ctx, src, p.workers, stage) {
 		if sinkErr != nil || ctx.Err() != nil {
 			continue
 		}
@@ -131,6 +146,13 @@ func (p *pipeline) readUnit(ctx context.Context, w *distWork, u unit, key string
 			sinkErr = spill.write(docOf(it))
 			m.IDs = append(m.IDs, it.doc.ID)
 			m.Hashes = append(m.Hashes, it.hash)
+			if bands > 0 {
+				m.Empty = append(m.Empty, it.keys == nil)
+				if it.keys == nil {
+					it.keys = make([]uint64, bands)
+				}
+				m.Keys = append(m.Keys, it.keys...)
+			}
 		}
 		if sinkErr != nil {
 			cancel()

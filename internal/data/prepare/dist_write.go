@@ -43,8 +43,8 @@ type unitOut struct {
 }
 
 // pass2 writes this rank's units: exact and near decisions, the
-// decontamination drop or cut, kept documents to docs/<source>-uNNNNNN-*.
-func (w *distWork) pass2(ctx context.Context, dups map[int64]string, hits map[int64]bool, drops map[int64]string, hot []datareport.Hotspot) ([]unitOut, error) {
+// decontamination check and drop or cut, kept documents to docs/<source>-uNNNNNN-*.
+func (w *distWork) pass2(ctx context.Context, dups map[int64]string, drops map[int64]string, hot []datareport.Hotspot) ([]unitOut, error) {
 	t := startClock()
 	hotIDs := map[string]bool{}
 	for _, h := range hot {
@@ -54,17 +54,17 @@ func (w *distWork) pass2(ctx context.Context, dups map[int64]string, hits map[in
 	var err error
 	for _, i := range w.mine {
 		var o unitOut
-		if o, err = w.writeUnit(ctx, i, dups, hits, drops, hotIDs); err != nil {
+		if o, err = w.writeUnit(ctx, i, dups, drops, hotIDs); err != nil {
 			err = fmt.Errorf("unit %d (%s): %w", i, describe(w.units[i]), err)
 			break
 		}
 		outs = append(outs, o)
 	}
-	w.record("near_decontam_write", t)
+	w.record("decontam_write", t)
 	return outs, agree(w.c, "write documents", err)
 }
 
-func (w *distWork) writeUnit(ctx context.Context, i int, dups map[int64]string, hits map[int64]bool, drops map[int64]string, hotIDs map[string]bool) (unitOut, error) {
+func (w *distWork) writeUnit(ctx context.Context, i int, dups map[int64]string, drops map[int64]string, hotIDs map[string]bool) (unitOut, error) {
 	p := w.p
 	m := w.metas[i]
 	o := unitOut{Idx: i, Problems: m.Problems, Sizes: map[string][]int32{}, Samples: map[string]string{}}
@@ -142,8 +142,9 @@ func (w *distWork) writeUnit(ctx context.Context, i int, dups map[int64]string, 
 		}
 		if p.dec != nil {
 			st.Stage(datareport.StageDecontam).Add(true, len(rec.Text))
-			if hits[ref] {
-				m := p.dec.check(rec.ID, rec.Text)
+			// One process checks every exact survivor and acts on the hits
+			// that reach this stage; checking only those is the same.
+			if m := p.dec.check(rec.ID, rec.Text); m.Hit {
 				o.Overlaps = append(o.Overlaps, overlapEv{ID: rec.ID, Source: rec.Source, Hits: m.Hits})
 				h := m.Hits[0]
 				if p.cfg.Decontam.Index.Mode != decontam.ModeCut {

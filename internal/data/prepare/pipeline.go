@@ -50,10 +50,11 @@ type item struct {
 	doc    document.Doc
 	inLen  int // bytes as read (HTML bytes for WARC responses)
 	rej    *RejectRecord
-	hit    bool   // decontam n-gram hit (acted on in pass 2)
-	html   bool   // read as HTML, extracted in stage A
-	cleanB int    // bytes after extraction, before filters
-	hash   uint64 // exact-dedup hash of the filtered text
+	hit    bool     // decontam n-gram hit (acted on in pass 2)
+	html   bool     // read as HTML, extracted in stage A
+	cleanB int      // bytes after extraction, before filters
+	hash   uint64   // exact-dedup hash of the filtered text
+	keys   []uint64 // distributed runs: near-dup band keys (nil: no words)
 }
 
 // Run executes the pipeline and writes the dataset to opts.Out atomically:
