@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,6 +17,7 @@ func newPrepareCmd() *cobra.Command {
 	var strict, force bool
 	var workDir string
 	var unitMB float64
+	var commTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "prepare --config DATA.toml --out datasets/NAME",
 		Short: "build a training dataset: read sources, filter, dedup, decontaminate, tokenize, shard",
@@ -51,6 +53,7 @@ skips the inputs a failed run finished.`,
 	cmd.Flags().BoolVar(&strict, "strict", false, "treat malformed input as an error instead of counting and skipping it")
 	cmd.Flags().BoolVar(&force, "force", false, "rebuild even when the output is up to date")
 	cmd.Flags().StringVar(&workDir, "work-dir", "", "several ranks: per-input outputs and completion markers (default .<out>.prepare-work beside --out)")
+	cmd.Flags().DurationVar(&commTimeout, "comm-timeout", 0, "several ranks: stop with an error naming the rank that has not reached a collective after this long (0 = wait; mpirun still ends the job when a rank exits)")
 	cmd.Flags().Float64Var(&unitMB, "unit-mb", prepare.DefaultUnitBytes>>20, "several ranks: JSONL files larger than this are cut into byte ranges of about this many MB")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if out == "" {
@@ -74,7 +77,7 @@ skips the inputs a failed run finished.`,
 			return err
 		}
 		ro.Log = slog.Default().With("rank", c.Rank())
-		_, err = prepare.RunDist(cmd.Context(), cfg.Prepare, prepare.DistOptions{RunOptions: ro, Comm: c, WorkDir: workDir, UnitBytes: int64(unitMB * (1 << 20))})
+		_, err = prepare.RunDist(cmd.Context(), cfg.Prepare, prepare.DistOptions{RunOptions: ro, Comm: c, WorkDir: workDir, UnitBytes: int64(unitMB * (1 << 20)), Timeout: commTimeout})
 		return err
 	}
 	return cmd

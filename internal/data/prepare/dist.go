@@ -34,6 +34,11 @@ type DistOptions struct {
 	// must be on a file system every rank sees, as must Out. It is removed
 	// after a successful run.
 	WorkDir string
+	// Timeout, when > 0, bounds how long a rank waits for the others at a
+	// collective: a rank that died or hangs then makes the others stop with
+	// an error naming it (comm.HangError). Set it above the longest
+	// imbalance between ranks (rank 0 alone trains the tokenizer).
+	Timeout time.Duration
 }
 
 // WorkDirFor is the default work directory of a distributed run writing out.
@@ -84,6 +89,9 @@ func RunDist(ctx context.Context, cfg Config, opts DistOptions) (*datareport.Rep
 	}
 	if opts.WorkDir == "" {
 		opts.WorkDir = WorkDirFor(opts.Out)
+	}
+	if opts.Timeout > 0 {
+		comm.SetTimeout(c, opts.Timeout)
 	}
 	runStart := time.Now()
 	inputs, fp, err := resolveAll(cfg, opts.Strict)

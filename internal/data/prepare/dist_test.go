@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/data/datareport"
@@ -209,5 +210,32 @@ func TestDistWARCRanges(t *testing.T) {
 	}
 	for _, s := range diffs {
 		t.Error(s)
+	}
+}
+
+// TestDistDeadRank: a rank that never takes part (a dead process) makes
+// the others stop with an error naming it once the timeout expires.
+func TestDistDeadRank(t *testing.T) {
+	cfg := distConfig(t)
+	cfg.Tokenizer.Mode = "none"
+	out := filepath.Join(t.TempDir(), "dist")
+	cs := comm.Local(3)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r := range 2 { // rank 2 never calls RunDist
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[r] = RunDist(context.Background(), cfg, DistOptions{RunOptions: RunOptions{Out: out}, Comm: cs[r], Timeout: 300 * time.Millisecond})
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "never reached by rank 2") {
+			t.Errorf("rank %d: %v, want an error naming rank 2", r, err)
+		}
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a run with a dead rank left %s: %v", out, err)
 	}
 }
