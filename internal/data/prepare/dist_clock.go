@@ -1,6 +1,7 @@
 package prepare
 
 import (
+	"fmt"
 	"syscall"
 	"time"
 )
@@ -19,6 +20,8 @@ func startClock() clock { return clock{wall: time.Now(), cpu: cpuSeconds()} }
 func (w *distWork) record(name string, c clock) {
 	w.timings[name] = time.Since(c.wall).Seconds()
 	w.timings[name+"_cpu"] = cpuSeconds() - c.cpu
+	w.p.opts.Log.Info("prepare: phase done", "rank", w.c.Rank(), "phase", name,
+		"wall_s", fmt.Sprintf("%.2f", w.timings[name]), "cpu_s", fmt.Sprintf("%.2f", w.timings[name+"_cpu"]))
 }
 
 // cpuSeconds is the user + system CPU time of this process so far.
