@@ -69,7 +69,8 @@ type Edge struct {
 
 // BucketEdges sorts entries by (band, key, id) and returns, for every
 // bucket of two or more documents, an edge from its first document to each
-// other one: the same connected components as Finish's unions.
+// other one (each pair once, sorted by reference): the same connected
+// components as Finish's unions.
 func BucketEdges(entries []BandEntry) []Edge {
 	slices.SortFunc(entries, func(x, y BandEntry) int {
 		if c := cmp.Compare(x.Band, y.Band); c != 0 {
@@ -96,7 +97,14 @@ func BucketEdges(entries []BandEntry) []Edge {
 		}
 		i = j
 	}
-	return out
+	// A pair that shares several bands needs one edge.
+	slices.SortFunc(out, func(x, y Edge) int {
+		if c := cmp.Compare(x.A, y.A); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.B, y.B)
+	})
+	return slices.CompactFunc(out, func(x, y Edge) bool { return x.A == y.A && x.B == y.B })
 }
 
 // RefCluster is a cluster found by ClusterEdges: Kept is the smallest id,
