@@ -79,6 +79,10 @@ type Config struct {
 	BlackoutMinSeconds float64 `toml:"blackout_min_seconds" comment:"floor (seconds) of the monitoring_blackout rule, so a fast run does not trip on a GC pause or a long evaluation"`
 	TokensFlatSteps    int     `toml:"tokens_flat_steps" comment:"SEV1 tokens_flatline when tokens_seen did not grow over this many steps while steps advanced (all-padding batches, a skipped-steps loop; 0 = off)"`
 
+	// Data-parallel runs (monitor/distributed.go).
+	StragglerRatio float64 `toml:"straggler_ratio" comment:"SEV1 straggler when straggler_ratio (the slowest rank's step time ÷ the median rank's, step time less the time spent waiting in collectives) stays above this for straggler_steps consecutive steps with the same slowest rank; the alert names that rank and its host (0 = off)"`
+	StragglerSteps int     `toml:"straggler_steps" comment:"straggler: consecutive steps the ratio must stay above straggler_ratio"`
+
 	MixTargets map[string]float64 `toml:"mix_targets" comment:"target source weights for the mixture-drift rule (empty = taken from the data config by the trainer)"`
 }
 
@@ -114,6 +118,8 @@ func DefaultConfig() Config {
 		ClipRise:        0.3,
 		ClipBaseline:    256,
 		ContentionShare: 0.5,
+		StragglerRatio:  1.5,
+		StragglerSteps:  10,
 		MixDrift:        0.05,
 		ValRegressEvals: 3,
 		StallFrac:       0.10,

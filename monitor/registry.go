@@ -73,6 +73,8 @@ const (
 	// final norm and lm_head; with tied embeddings only the final norm).
 	embedVar  = "embed"
 	lmHeadVar = "lm_head"
+	// rankVar is the per-rank variant of data-parallel runs.
+	rankVar = "rank{R}"
 )
 
 // optimLayerVars are the variants of the per-layer optimizer norms.
@@ -156,6 +158,16 @@ var catalog = []Metric{
 	{Name: "eval_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "time of the periodic evaluation", Sampling: "eval", Nano: true, Panel: "steptime", Aliases: []string{"eval_s", "eval_seconds"}},
 	{Name: "mfu", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "model FLOPs utilisation: positions computed per second (padding included: the FLOPs are spent on them) × FLOPs/token ÷ peak FLOP/s; the peak is train.peak_gflops, else this machine's cached FMA peak (max of repeated probes, only raised; set it with kestrel bench peak), else probed at start-up and cached; manifest.json records peak_gflops and peak_source", Sampling: "step", Nano: true, Panel: "mfu", Plot: "mfu.png"},
 	{Name: "dataloader_stall_frac", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "data_wait_time / step_time", Sampling: "step", Nano: true, Panel: "stall"},
+	// Data-parallel runs (bin/kestrel-mpi; docs/distributed.md): rank 0 writes them, per rank as name/rankR.
+	{Name: "rank_step_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "data-parallel: each rank's time in the step less its time waiting in collectives (the time it needed itself), as rank_step_time/rankR", Variants: []string{rankVar}, Sampling: "step", VariantPanel: "rankstep"},
+	{Name: "rank_compute_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "data-parallel: each rank's forward and backward time, as rank_compute_time/rankR", Variants: []string{rankVar}, Sampling: "step", VariantPanel: "rankcompute"},
+	{Name: "rank_allreduce_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "data-parallel: each rank's time blocked in collectives (gradient all-reduce not hidden behind backward, loss and count reductions), as rank_allreduce_time/rankR", Variants: []string{rankVar}, Sampling: "step", VariantPanel: "rankar"},
+	{Name: "rank_data_wait_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "data-parallel: each rank's time waiting for its rows of the batch, as rank_data_wait_time/rankR", Variants: []string{rankVar}, Sampling: "step", VariantPanel: "rankdata"},
+	{Name: "allreduce_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "data-parallel: rank 0's time blocked in collectives this step", Sampling: "step", Panel: "rankar"},
+	{Name: "allreduce_bytes", Unit: "bytes", Kind: Gauge, Category: CatCompute, Help: "data-parallel: float32 gradient bytes each rank all-reduces per step (4·P; a ring all-reduce sends 2(N−1)/N of it)", Sampling: "step"},
+	{Name: "straggler_ratio", Unit: "ratio", Kind: Gauge, Category: CatCompute, Help: "data-parallel: the slowest rank's rank_step_time ÷ the median rank's (1 = balanced); SEV1 straggler above monitor.straggler_ratio", Sampling: "step", Panel: "straggler"},
+	{Name: "straggler_rank", Unit: "rank", Kind: Gauge, Category: CatCompute, Help: "data-parallel: the rank with the largest rank_step_time this step", Sampling: "step"},
+	{Name: "ranks", Unit: "count", Kind: Gauge, Category: CatCompute, Help: "data-parallel: number of ranks training (absent in a single process)", Sampling: "step"},
 
 	// Evaluation/Validation
 	{Name: "val_loss", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "held-out cross-entropy (raw weights)", Sampling: "eval", Nano: true, Panel: "val", Plot: "loss.png", Aliases: []string{"val/loss", "eval_loss", "eval/loss", "validation/loss", "tel"}},
@@ -228,6 +240,13 @@ var panelGroups = []PanelGroup{
 		{ID: "tps", Title: "tokens / s"},
 		{ID: "steptime", Title: "step time (s)", Hint: "and its decomposition"},
 		{ID: "mfu", Title: "MFU"},
+	}},
+	{Title: "Ranks (data parallel)", Small: true, Panels: []Panel{
+		{ID: "rankstep", Title: "step time per rank (s)", Hint: "less the time waiting in collectives"},
+		{ID: "straggler", Title: "straggler ratio", Hint: "slowest ÷ median rank"},
+		{ID: "rankar", Title: "all-reduce wait per rank (s)"},
+		{ID: "rankcompute", Title: "compute per rank (s)"},
+		{ID: "rankdata", Title: "data wait per rank (s)"},
 	}},
 	{Title: "Optimizer per layer", Small: true, Panels: []Panel{
 		{ID: "updateL", Title: "update norm per layer", Hint: "embed, layerL, lm_head: which layer moved first"},

@@ -40,6 +40,7 @@ type rules struct {
 	kls     []float64       // output_kl_to_prev of each checkpoint
 	klLast  int64           // step of the last checkpoint counted for output_kl_to_prev
 	flat    flatState
+	dist    distState // data-parallel rules (distributed.go)
 }
 
 // evalPoint is one evaluation as the eval rules see it (NaN = absent).
@@ -234,6 +235,8 @@ func (r *rules) check(s *Sample) []Alert {
 	}
 	// SEV1: throughput / MFU drop (SEV2 contention when CPU time did not grow).
 	r.throughput(&out, s)
+	// SEV1: a straggler rank in a data-parallel run.
+	r.straggler(&out, s)
 	// SEV1: rising clip rate — a rise over the baseline, not a high level.
 	if x, ok := get("grad_clipped"); ok {
 		c := 0.0

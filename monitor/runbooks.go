@@ -52,6 +52,11 @@ const (
 
 // runbooks are the source of docs/runbooks.md, in severity order.
 var runbooks = []Runbook{
+	{RuleRankHang, SEV0, "a rank never reached a collective",
+		"in a data-parallel run (bin/kestrel-mpi) a rank did not reach a collective (gradient all-reduce, step agreement) within train.comm_timeout_s: it is hung (deadlock, stuck I/O, swapping, a dead node or network) and every other rank waits on it. The alert names the rank and its host, from rank 0's table of how many collectives each rank has started.",
+		"the named rank's host: its kestrel process (alive? stack with kill -QUIT), load, memory, dmesg; the network between the hosts; the step of the alert in metrics.jsonl and the rank's rank_step_time before it.",
+		"the run stops (each rank returns the timeout); the last checkpoint is intact. Fix or drain the host, then rerun the same mpirun/srun command: the run resumes from the checkpoint, with another number of ranks if need be.",
+		"the resumed run passes the step; rank_allreduce_time and straggler_ratio are back to their earlier level."},
 	{RuleNaNInf, SEV0, "NaN/Inf in loss, gradients or weights",
 		"nan_inf_events > 0 (or a non-finite train_loss_raw/grad_global_norm): numbers are corrupt and any update applied now damages the weights irreversibly.",
 		"the incident bundle (last N steps of metrics, batch ids and sources of those steps, config.toml, manifest.json); the step's learning_rate, grad_global_norm, max_attn_logit, residual_rms; `kestrel replay RUN --steps A:B` (A:B around the step) recomputes each batch's loss and gradient norm on the checkpoint before A and lists its documents and sources.",
@@ -142,6 +147,11 @@ var runbooks = []Runbook{
 		"pad_fraction and tokens_per_update of the flat steps, the data source's position/stage, skipped_updates, the batch ids of a flat step.",
 		"stop the run before it wastes more compute; check the data source (packing, stage weights, end of data) and the skip rules; `kestrel rewind RUN --to STEP` (the checkpoint before the flatline, `--skip-steps A:B` for empty batches) and rerun the same `kestrel train`.",
 		"tokens_seen grows at tokens_per_update per step again (the monitor logs 'tokens_seen grows again')."},
+	{RuleStraggler, SEV1, "straggler rank",
+		"in a data-parallel run the slowest rank's step time (less its time waiting in collectives) stayed above monitor.straggler_ratio × the median rank's for monitor.straggler_steps steps, with the same rank slowest: every rank waits for it at each all-reduce, so the whole run goes at its speed. The alert names the rank and its host.",
+		"rank_step_time/rankR, rank_compute_time/rankR, rank_data_wait_time/rankR of every rank (dashboard: per-rank panel); load and CPU frequency of the named host (another job, thermal throttling), its data path.",
+		"move the run off the host, or free it (stop the competing job); resume with one rank fewer if the host cannot be fixed.",
+		"straggler_ratio falls back towards 1."},
 	{RuleContention, SEV2, "throughput drop from contention",
 		"tokens_per_sec or mfu fell like a throughput_drop, but the process CPU time per token (cpu_time) rose by less than contention_cpu_share of the wall-time rise: kestrel does the same work per token and waits for the cores, which other processes (neighbours on a shared machine, hypervisor steal) hold. The message carries both medians (wall and CPU time per step).",
 		"the alert's wall and CPU time medians; top/ps of the machine at the time (other processes' CPU), steal time (%st in top, /proc/stat), the number of kernel threads (kernels.Threads) against free cores.",

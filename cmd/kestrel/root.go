@@ -17,6 +17,9 @@ lists them all with their documentation. Shipped data is found in
 ../shared/data or in the directory named by $KESTREL_DATA.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// A binary without MPI started by mpirun/srun as one of several
+		// ranks says so instead of running N copies (launch.go).
+		PersistentPreRunE: func(*cobra.Command, []string) error { return checkLaunch() },
 	}
 	root.AddCommand(newPrepareCmd(), newTokenizerCmd(), newDataCmd(), newTrainCmd(), newRewindCmd(), newSampleCmd(), newEvalCmd(),
 		newCheckpointsCmd(), newReplayCmd(), newQuarantineCmd(), newWatchCmd(), newDashCmd(), newBenchCmd(), newDemoCmd(),

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/run"
 )
 
@@ -37,8 +38,14 @@ trace.json, and stops the run on a SEV0 with an incident bundle under
 		if out == "" {
 			out = filepath.Join("runs", cfg.Run.Name)
 		}
-		_, err = run.Train(cmd.Context(), cfg, out, run.Options{Fresh: fresh, Dash: dash, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()})
-		return err
+		// bin/kestrel-mpi under mpirun or srun: one rank of a data-parallel
+		// run (docs/distributed.md); otherwise a single process.
+		c, err := comm.FromEnv()
+		if err != nil {
+			return err
+		}
+		_, err = run.Train(cmd.Context(), cfg, out, run.Options{Fresh: fresh, Dash: dash, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(), Comm: c})
+		return run.EndRank(c, err, cmd.ErrOrStderr())
 	}
 	return cmd
 }

@@ -66,6 +66,10 @@ import (
 
 func init() { mpiOpen = openMPI }
 
+// spinWait is how long Wait tests a collective back to back before it
+// sleeps between tests.
+const spinWait = 2 * time.Second
+
 // mpiComm is MPI_COMM_WORLD. Every MPI call holds mu (MPI_THREAD_SERIALIZED);
 // every collective is started non-blocking and completed by polling
 // MPI_Test, so a collective some rank never reaches can time out (SetTimeout)
@@ -244,9 +248,11 @@ func (r *mpiRequest) Wait() error {
 			r.done, r.err = true, e
 			return e
 		}
-		// Spin briefly for latency, then back off to at most 200µs so a
-		// waiting rank leaves the core to others.
-		if time.Since(start) > 50*time.Microsecond {
+		// Open MPI progresses a non-blocking collective only inside MPI
+		// calls, so a waiting rank keeps testing (as a blocking MPI call
+		// spins); after spinWait it backs off to at most 200µs sleeps, so
+		// a long wait (a slow or hung rank) leaves the core to others.
+		if time.Since(start) > spinWait {
 			sleep = min(max(2*sleep, 5*time.Microsecond), 200*time.Microsecond)
 			time.Sleep(sleep)
 		} else {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -80,6 +82,50 @@ func TestMPI(t *testing.T) {
 			}
 		}
 		return // the group is out of step now; do not finalize through collectives
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMPIAllReduceBandwidth measures the float32 all-reduce under mpirun
+// when KESTREL_COMM_BENCH=N (elements, e.g. ref7m's 7.6M parameters):
+// median time of 10 and the bus bandwidth 2(N−1)/N × 4·n bytes ÷ time.
+func TestMPIAllReduceBandwidth(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("KESTREL_COMM_BENCH"))
+	if n <= 0 {
+		t.Skip("set KESTREL_COMM_BENCH=elements and run under mpirun")
+	}
+	c, err := FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Size() < 2 {
+		t.Skip("not launched by mpirun with ≥ 2 ranks")
+	}
+	buf := make([]float32, n)
+	for i := range buf {
+		buf[i] = 1
+	}
+	var ds []time.Duration
+	for i := 0; i < 12; i++ {
+		if err := c.Barrier(); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		if err := c.AllReduceF32(buf); err != nil {
+			t.Fatal(err)
+		}
+		if i >= 2 { // warm-up
+			ds = append(ds, time.Since(t0))
+		}
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	med := ds[len(ds)/2]
+	N := float64(c.Size())
+	bus := 2 * (N - 1) / N * 4 * float64(n) / med.Seconds()
+	if c.Rank() == 0 {
+		fmt.Printf("allreduce_f32 ranks=%d elements=%d bytes=%d median=%v min=%v bus_bandwidth=%.2f GB/s\n", c.Size(), n, 4*n, med, ds[0], bus/1e9)
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)

@@ -21,6 +21,10 @@ type Model struct {
 	Cfg    Config
 	Params []float32
 	Grads  []float32
+	// GradsReady, when set, hears each part of Grads that backward has
+	// finished for this pass (gradhook.go), so data-parallel training can
+	// start its all-reduce while the rest of backward runs.
+	GradsReady func(lo, hi int)
 
 	tensors []Tensor
 	byName  map[string]int
@@ -748,6 +752,7 @@ func (m *Model) backward(b *Batch) {
 	ops.MatmulBackward(a.dln, m.g.lm, a.logits, a.lnf, m.p.lm, N, D, V, false)
 	clear(a.dresid[:N*D])
 	m.rmsBackward(a.dresid, m.g.lnf, a.dln, a.resid[L], m.p.lnf, a.rstdf, N, D)
+	m.gradsDone(gradPartHead)
 
 	for l := L - 1; l >= 0; l-- {
 		w, g := &m.p.layers[l], &m.g.layers[l]
@@ -772,8 +777,10 @@ func (m *Model) backward(b *Batch) {
 		}
 		ops.MatmulBackward(a.dln, g.qkv, a.dqkv, a.ln1[l], w.qkv, N, D, m.qkvDim, false)
 		m.rmsBackward(a.dresid, g.ln1, a.dln, a.resid[l], w.ln1, a.rstd1[l], N, D)
+		m.gradsDone(l)
 	}
 	ops.EmbeddingBackward(m.g.emb, a.dresid[:N*D], b.Inputs, D)
+	m.gradsDone(gradPartEmbed)
 }
 
 func (m *Model) headNormBackward(d, src, rstd, w, dw []float32, N, off, nh int) {

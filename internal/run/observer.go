@@ -209,6 +209,7 @@ func (t *Observer) Finish(runErr error) error {
 	var nanErr *train.NaNError
 	var ckErr *train.CheckpointError
 	switch {
+	case t.rankHang(runErr): // a data-parallel rank never reached a collective (dp.go)
 	case errors.As(runErr, &nanErr):
 		t.m.Observe(monitor.Sample{Step: int64(nanErr.Step), Tokens: t.last.TokensSeen, Values: map[string]float64{"nan_inf_events": 1}})
 	case errors.As(runErr, &ckErr) && !errors.Is(runErr, context.Canceled):

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
+	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/dashboard"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
@@ -42,6 +43,10 @@ type Options struct {
 	// Logger receives the trainer's and the monitor's log lines (default: a
 	// text handler on os.Stderr).
 	Logger *slog.Logger
+
+	// Comm is the group of ranks of a data-parallel run (dp.go); nil or one
+	// rank: a single process.
+	Comm comm.Comm
 }
 
 // Train trains (or resumes) the run in dir with the monitor attached and,
@@ -55,6 +60,9 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 	}
 	if opts.Stderr == nil {
 		opts.Stderr = io.Discard
+	}
+	if opts.Comm != nil && opts.Comm.Size() > 1 {
+		return trainRanks(ctx, cfg, dir, &opts)
 	}
 	if err := cfg.Rescue.Validate(); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
@@ -98,6 +106,7 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 // attemptState is what outlives one attempt of Train: the run directory's
 // lock (held from the first attempt to the end) and the dashboard.
 type attemptState struct {
+	hosts    []string // every rank's host in a data-parallel run (dp.go)
 	lk       *runlock.Lock
 	log      *slog.Logger
 	stopDash func()
@@ -184,6 +193,8 @@ func (st *attemptState) attempt(ctx context.Context, cfg config.Config, dir stri
 		}
 	}
 	to.Observers = append(to.Observers, ob)
+	to.Comm = opts.Comm
+	ob.setRankHosts(st.hosts)
 	if opts.Dash && st.stopDash == nil {
 		stop, err := StartDash(ctx, cfg.Dash.Addr, dir, opts.Stdout)
 		if err != nil {

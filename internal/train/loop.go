@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/batchsched"
+	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
@@ -59,6 +60,11 @@ type Options struct {
 	// nil, Run takes the lock of Dir itself and releases it on return, so
 	// that two trainers never share a run directory.
 	Lock *runlock.Lock
+
+	// Comm is the group of ranks of a data-parallel run (dp.go,
+	// docs/distributed.md); nil or one rank: a single process. Rank 0
+	// writes the run's files, the others only train.
+	Comm comm.Comm
 }
 
 // Result summarises a finished (or interrupted) run.
@@ -131,6 +137,9 @@ type trainer struct {
 	plan                    interventionPlan // interventions.jsonl: data offset and LR scale per step
 
 	lastEval *runlog.Eval // latest evaluation of this invocation (for checkpoint health)
+
+	dp        *dataParallel // nil: a single process
+	stepStart time.Time     // when step() began (per-rank vitals)
 }
 
 // Preflight checks o before anything is allocated or written, as Run does
@@ -173,6 +182,13 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	}
 	if o.Dir == "" {
 		return nil, errors.New("train: no run directory")
+	}
+	if o.Comm != nil && o.Comm.Rank() != 0 { // rank 0 holds the directory; the others only read checkpoints
+		t := &trainer{o: o, log: o.Logger, ckRoot: filepath.Join(o.Dir, "checkpoints"), T: o.Model.SeqLen, start: start}
+		if t.log == nil {
+			t.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		}
+		return t.run(ctx)
 	}
 	if o.Fresh {
 		if _, err := os.Stat(o.Dir); err == nil {
@@ -222,6 +238,9 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("train: model: %w", err)
 	}
 	t.ts = t.net.Tensors()
+	if t.dp, err = newDataParallel(o.Comm, t.net, time.Duration(o.Train.CommTimeoutSeconds*float64(time.Second))); err != nil {
+		return nil, err
+	}
 	spans := make([]optim.Span, len(t.ts))
 	for i, x := range t.ts {
 		spans[i] = optim.Span{Name: x.Name, Offset: x.Offset, Size: x.Size, Kind: x.Kind}
@@ -255,13 +274,18 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.dp != nil { // a rank holds at most its share of the largest batch
+		mb = min(mb, (t.bsched.Max()+t.dp.size-1)/t.dp.size)
+	}
 	t.inputs, t.targets, t.segIDs = make([]int32, mb*t.T), make([]int32, mb*t.T), make([]int32, mb*t.T)
 	t.srcs = make([]int, mb)
 	t.srcNames = o.Data.SourceNames()
 	t.st.GradClipWindow = []bool{}
 
 	res := &Result{ValLoss: math.NaN(), ValLossEMA: math.NaN()}
-	removeStaleTemps(t.ckRoot)
+	if t.dp.lead() {
+		removeStaleTemps(t.ckRoot)
+	}
 	loaded, err := LatestCheckpoint(t.ckRoot, t.log)
 	if err != nil {
 		return nil, fmt.Errorf("train: resume: %w", err)
@@ -276,7 +300,9 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		t.necromancy(loaded.State, loaded.Dir)
-		removeHalfDeleted(t.ckRoot, t.log)
+		if t.dp.lead() {
+			removeHalfDeleted(t.ckRoot, t.log)
+		}
 		res.Resumed, res.Checkpoint = true, loaded.Dir
 		if o.Init.From != "" {
 			t.log.Info("resuming; init.from is ignored because the run directory already holds checkpoints", "init.from", o.Init.From)
@@ -295,6 +321,12 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		if err := t.loadInterventions(nil); err != nil {
 			return nil, err
 		}
+	}
+	if err := t.dp.startParams(t.st.Step, params); err != nil {
+		return nil, err
+	}
+	if !t.dp.lead() {
+		return t.runRank(ctx, res)
 	}
 	if dropped, err := runlog.TruncateMetrics(metricsPath, t.st.Step); err != nil {
 		return nil, err
@@ -345,10 +377,13 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	wall0 := t.st.WallTime
 	lastLine, lastCPU := time.Now(), kernels.ProcessCPUSeconds()
 	for s := t.st.Step + 1; s <= o.Train.Steps; s++ {
-		if ctx.Err() != nil {
+		if stop, err := t.dp.agree(s, ctx.Err() != nil); err != nil {
+			return res, err
+		} else if stop[0] {
 			return t.interrupt(res, wall0, runStart)
 		}
 		stepStarted(o.Observers, s)
+		t.debugHang(ctx, s)
 		m, err := t.step(s)
 		if err != nil {
 			return res, err
@@ -367,25 +402,40 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			m.TokensPerSec = float64(m.TokensPerUpdate) / m.StepTime
 			m.DataloaderStallFrac = m.DataWaitTime / m.StepTime
 			if t.peakFLOPS > 0 { // FLOPs are spent on every position, padding included
-				m.MFU = t.net.FLOPsPerToken() * float64(m.BatchSize*t.T) / m.StepTime / t.peakFLOPS
+				m.MFU = t.net.FLOPsPerToken() * float64(m.BatchSize*t.T) / m.StepTime / t.peakFLOPS / float64(t.dp.ranks()) // every rank has rank 0's peak
 			}
+		}
+		if err := t.rankVitals(s, m); err != nil {
+			return res, err
 		}
 		if err := t.ml.Write(m); err != nil {
 			return res, err
 		}
 		res.Step = s
+		var obErr error
 		for _, ob := range o.Observers {
 			if err := ob.OnStep(m); err != nil {
-				return res, fmt.Errorf("step %d: observer stopped the run (no checkpoint written; last good checkpoint %s): %w", s, orNone(t.lastCkpt), err)
+				obErr = fmt.Errorf("step %d: observer stopped the run (no checkpoint written; last good checkpoint %s): %w", s, orNone(t.lastCkpt), err)
+				break
 			}
+		}
+		// train.max_minutes: stop this invocation like a finished run.
+		timeUp := s < o.Train.Steps && o.Train.MaxMinutes > 0 && time.Since(t.start).Minutes() >= o.Train.MaxMinutes
+		if t.dp != nil { // every rank stops where rank 0 does
+			if ag, err := t.dp.agree(s, obErr != nil, timeUp); err != nil {
+				return res, errors.Join(obErr, err)
+			} else {
+				timeUp = ag[1]
+			}
+		}
+		if obErr != nil {
+			return res, obErr
 		}
 		if o.Train.LogEvery > 0 && (s%o.Train.LogEvery == 0 || s == 1) {
 			t.log.Info("step", "step", s, "loss", fmt.Sprintf("%.4f", m.TrainLossRaw), "loss_ema", fmt.Sprintf("%.4f", m.TrainLossEMA),
 				"lr", fmt.Sprintf("%.3g", m.LearningRate), "grad_norm", fmt.Sprintf("%.3f", m.GradGlobalNorm),
 				"tok/s", fmt.Sprintf("%.0f", m.TokensPerSec), "skipped", m.Skipped, "clipped", m.Clipped)
 		}
-		// train.max_minutes: stop this invocation like a finished run.
-		timeUp := s < o.Train.Steps && o.Train.MaxMinutes > 0 && time.Since(t.start).Minutes() >= o.Train.MaxMinutes
 		if timeUp {
 			t.log.Info("train.max_minutes reached: final evaluation and checkpoint; rerun to continue",
 				"step", s, "steps", o.Train.Steps, "max_minutes", o.Train.MaxMinutes)
@@ -453,13 +503,15 @@ func (t *trainer) interrupt(res *Result, wall0 float64, start time.Time) (*Resul
 // step runs optimizer step s (1-based) and returns its metrics line.
 func (t *trainer) step(s int) (*runlog.Step, error) {
 	o := t.o
+	t.stepStart = time.Now()
 	idx := s - 1
 	// kestrel rewind --skip-steps: step s trains on the batch of data step
 	// dataIdx (its size included); the LR schedule still counts real steps.
 	dataIdx := idx + t.plan.dataOffset(s)
 	B := t.bsched.At(dataIdx)
 	mb := len(t.inputs) / t.T
-	nMicro := (B + mb - 1) / mb
+	lo, hi := t.dp.share(B) // this rank's rows (all of them in a single process)
+	nMicro := (hi - lo + mb - 1) / mb
 	m := &runlog.Step{Step: s, BatchSize: B, MicroBatches: nMicro, UnixTime: float64(time.Now().UnixNano()) / 1e9,
 		Spans: make([]runlog.Span, 0, 3*nMicro+1)} // data_wait, forward, backward per micro-batch, then optimizer
 	// [[optim.knobs]]: the knobs in force at step s.
@@ -483,12 +535,13 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		m.KnobSkipSigma = kn.SkipSigma
 	}
 	t.net.ZeroGrads()
+	t.dp.beginStep()
 	var loss, zl float64
 	tokens, pads := 0, 0
 	perSrc := make([]int, len(t.srcNames))
 	for k := 0; k < nMicro; k++ {
-		r0 := k * mb
-		n := min(mb, B-r0)
+		r0 := lo + k*mb
+		n := min(mb, hi-r0)
 		t0 := time.Now()
 		in, tg, sg, sr := t.inputs[:n*t.T], t.targets[:n*t.T], t.segIDs[:n*t.T], t.srcs[:n]
 		for i := range sr {
@@ -521,7 +574,11 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		}
 		t1 := time.Now()
 		m.DataWaitTime += t1.Sub(t0).Seconds()
+		if k == nMicro-1 {
+			t.dp.arm(t.net) // the last pass: start each layer's all-reduce when its backward is done
+		}
 		st, err := t.net.ForwardBackward(b, float32(n)/float32(B))
+		t.dp.disarm(t.net)
 		if err != nil {
 			return m, fmt.Errorf("step %d: forward/backward: %w", s, err)
 		}
@@ -537,6 +594,17 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		loss += w * st.Loss
 		zl += w * st.ZLoss
 		tokens += st.Tokens
+	}
+	if t.dp != nil {
+		if err := t.reduceStep(s, &loss, &zl, &tokens, &pads, perSrc); err != nil {
+			return m, err
+		}
+		if err := t.dp.qkMax(s, qk); err != nil {
+			return m, err
+		}
+		if err := t.reduceVitals(s); err != nil {
+			return m, err
+		}
 	}
 	m.PadFraction = float64(pads) / float64(B*t.T)
 	m.TokensPerUpdate = int64(tokens)            // the positions the loss counted
@@ -571,11 +639,13 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	r, err := t.opt.Step(params, grads, loss, lr)
 	if err != nil {
 		if errors.Is(err, optim.ErrNonFinite) {
-			if werr := t.ml.Write(&runlog.NaNStop{Step: s, Message: err.Error()}); werr != nil {
-				t.log.Error("metrics", "err", werr)
-			}
-			if werr := t.ml.Sync(); werr != nil {
-				t.log.Error("metrics", "err", werr)
+			if t.ml != nil { // rank 0 (every rank stops here: they hold the same gradient)
+				if werr := t.ml.Write(&runlog.NaNStop{Step: s, Message: err.Error()}); werr != nil {
+					t.log.Error("metrics", "err", werr)
+				}
+				if werr := t.ml.Sync(); werr != nil {
+					t.log.Error("metrics", "err", werr)
+				}
 			}
 			return m, &NaNError{Step: s, Err: err, LastCheckpoint: t.lastCkpt}
 		}

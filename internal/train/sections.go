@@ -61,6 +61,10 @@ type DebugConfig struct {
 	LRSpikeFactor      float64 `toml:"lr_spike_factor" comment:"learning-rate multiplier of the injected spike"`
 	LRSpikeSteps       int     `toml:"lr_spike_steps" comment:"how many steps the LR spike lasts"`
 	CorruptBatchAtStep int     `toml:"corrupt_batch_at_step" comment:"replace this step's batch with uniformly random tokens (0 = never)"`
+
+	// Data parallelism (docs/distributed.md).
+	HangAtStep int `toml:"hang_at_step" comment:"data-parallel runs: rank hang_rank stops before this step's collectives and waits until the run is killed, to test the rank_hang SEV0 (0 = never)"`
+	HangRank   int `toml:"hang_rank" comment:"the rank that hangs at hang_at_step"`
 }
 
 // DefaultDebugConfig returns the defaults of the [debug] section.
