@@ -53,33 +53,26 @@ func (n *Near) BandKeys(text string, dst []uint64) ([]uint64, bool) {
 }
 
 // BandEntry is one document in one LSH bucket: Ref is the caller's
-// document reference (unique per document), ID its id.
+// document reference (unique per document).
 type BandEntry struct {
 	Key  uint64
 	Band int32
 	Ref  int64
-	ID   string
 }
 
 // Edge joins two documents that share a bucket.
-type Edge struct {
-	A, B     int64
-	IDA, IDB string
-}
+type Edge struct{ A, B int64 }
 
-// BucketEdges sorts entries by (band, key, id) and returns, for every
+// BucketEdges sorts entries by (band, key, ref) and returns, for every
 // bucket of two or more documents, an edge from its first document to each
-// other one (each pair once, sorted by reference): the same connected
-// components as Finish's unions.
+// other one (each pair once, sorted): the same connected components as
+// Finish's unions.
 func BucketEdges(entries []BandEntry) []Edge {
 	slices.SortFunc(entries, func(x, y BandEntry) int {
 		if c := cmp.Compare(x.Band, y.Band); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(x.Key, y.Key); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(x.ID, y.ID); c != 0 {
 			return c
 		}
 		return cmp.Compare(x.Ref, y.Ref)
@@ -92,7 +85,7 @@ func BucketEdges(entries []BandEntry) []Edge {
 		}
 		for m := i + 1; m < j; m++ {
 			if entries[m].Ref != entries[i].Ref {
-				out = append(out, Edge{A: entries[i].Ref, B: entries[m].Ref, IDA: entries[i].ID, IDB: entries[m].ID})
+				out = append(out, Edge{A: entries[i].Ref, B: entries[m].Ref})
 			}
 		}
 		i = j
@@ -104,35 +97,26 @@ func BucketEdges(entries []BandEntry) []Edge {
 		}
 		return cmp.Compare(x.B, y.B)
 	})
-	return slices.CompactFunc(out, func(x, y Edge) bool { return x.A == y.A && x.B == y.B })
+	return slices.Compact(out)
 }
 
-// RefCluster is a cluster found by ClusterEdges: Kept is the smallest id,
-// Members all ids sorted (Kept first) and Refs their references in the
-// same order.
-type RefCluster struct {
-	Kept    string
-	Members []string
-	Refs    []int64
-}
-
-// ClusterEdges merges edges with union-find and returns the clusters of
-// two or more documents sorted by Kept, as Finish does.
-func ClusterEdges(edges []Edge) []RefCluster {
+// Components merges edges with union-find and returns the connected
+// components (two or more documents each) as sorted references, sorted by
+// their first reference.
+func Components(edges []Edge) [][]int64 {
 	idx := map[int64]int32{}
-	var ids []string
 	var refs []int64
-	node := func(ref int64, id string) int32 {
+	var parent []int32
+	node := func(ref int64) int32 {
 		if i, ok := idx[ref]; ok {
 			return i
 		}
-		i := int32(len(ids))
+		i := int32(len(refs))
 		idx[ref] = i
-		ids = append(ids, id)
 		refs = append(refs, ref)
+		parent = append(parent, i)
 		return i
 	}
-	var parent []int32
 	find := func(x int32) int32 {
 		for parent[x] != x {
 			parent[x] = parent[parent[x]]
@@ -141,35 +125,59 @@ func ClusterEdges(edges []Edge) []RefCluster {
 		return x
 	}
 	for _, e := range edges {
-		a, b := node(e.A, e.IDA), node(e.B, e.IDB)
-		for int(max(a, b)) >= len(parent) {
-			parent = append(parent, int32(len(parent)))
-		}
-		ra, rb := find(a), find(b)
+		ra, rb := find(node(e.A)), find(node(e.B))
 		if ra != rb {
 			parent[max(ra, rb)] = min(ra, rb)
 		}
 	}
-	groups := map[int32][]int32{}
-	for i := range ids {
-		r := find(int32(i))
-		groups[r] = append(groups[r], int32(i))
+	groups := map[int32][]int64{}
+	for i, r := range refs {
+		root := find(int32(i))
+		groups[root] = append(groups[root], r)
 	}
-	out := make([]RefCluster, 0, len(groups))
+	out := make([][]int64, 0, len(groups))
 	for _, g := range groups {
-		if len(g) < 2 {
-			continue
+		if len(g) > 1 {
+			slices.Sort(g)
+			out = append(out, g)
 		}
-		slices.SortFunc(g, func(x, y int32) int {
-			if c := cmp.Compare(ids[x], ids[y]); c != 0 {
+	}
+	slices.SortFunc(out, func(x, y []int64) int { return cmp.Compare(x[0], y[0]) })
+	return out
+}
+
+// RefCluster is a near-duplicate cluster: Kept is the smallest id, Members
+// all ids sorted (Kept first) and Refs their references in the same order.
+type RefCluster struct {
+	Kept    string
+	Members []string
+	Refs    []int64
+}
+
+// ClustersOf names the components with the documents' ids (id(ref)) and
+// returns them as Finish does: the kept document of each is its smallest
+// id, members sorted by id, clusters sorted by Kept.
+func ClustersOf(comps [][]int64, id func(int64) string) []RefCluster {
+	out := make([]RefCluster, 0, len(comps))
+	for _, g := range comps {
+		type m struct {
+			id  string
+			ref int64
+		}
+		ms := make([]m, len(g))
+		for i, r := range g {
+			ms[i] = m{id(r), r}
+		}
+		slices.SortFunc(ms, func(x, y m) int {
+			if c := cmp.Compare(x.id, y.id); c != 0 {
 				return c
 			}
-			return cmp.Compare(refs[x], refs[y])
+			return cmp.Compare(x.ref, y.ref)
 		})
-		c := RefCluster{Kept: ids[g[0]]}
-		for _, i := range g {
-			c.Members = append(c.Members, ids[i])
-			c.Refs = append(c.Refs, refs[i])
+		c := RefCluster{Kept: ms[0].id}
+		for _, x := range ms {
+			c.Members = append(c.Members, x.id)
+			c.Refs = append(c.Refs, x.ref)
 		}
 		out = append(out, c)
 	}

@@ -49,14 +49,14 @@ func TestPartitionedNearMatchesFinish(t *testing.T) {
 			}
 			for b, k := range keys {
 				o := Owner(k, owners)
-				parts[o] = append(parts[o], BandEntry{Key: k, Band: int32(b), Ref: int64(i), ID: ids[i]})
+				parts[o] = append(parts[o], BandEntry{Key: k, Band: int32(b), Ref: int64(i)})
 			}
 		}
 		var edges []Edge
 		for _, p := range parts {
 			edges = append(edges, BucketEdges(p)...)
 		}
-		got := ClusterEdges(edges)
+		got := ClustersOf(Components(edges), func(r int64) string { return ids[r] })
 		if len(got) != len(want.Clusters) {
 			t.Fatalf("%d owners: %d clusters, want %d", owners, len(got), len(want.Clusters))
 		}

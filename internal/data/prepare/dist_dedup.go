@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"unsafe"
 
 	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/data/datareport"
@@ -110,6 +111,12 @@ func (w *distWork) exact() (map[int64]string, error) {
 	return dups, nil
 }
 
+// refID is a document's id, sent to rank 0 for near-dup clusters.
+type refID struct {
+	Ref int64
+	ID  string
+}
+
 // dropRec tells a unit's rank that Ref is a near duplicate of Kept.
 type dropRec struct {
 	Ref  int64
@@ -118,9 +125,10 @@ type dropRec struct {
 
 // near decides near duplicates among the exact survivors: their band keys
 // (computed in phase 1) go to their owner ranks, which turn shared buckets
-// into edges; rank 0 merges the edges with union-find (the kept document
-// of a cluster is its smallest id, as in one process) and tells each rank
-// which of its documents to drop. It returns this rank's drops (ref → kept
+// into edges; rank 0 merges the edges with union-find, asks the owners for
+// the ids of the documents in clusters (the kept document of a cluster is
+// its smallest id, as in one process) and tells each rank which of its
+// documents to drop. It returns this rank's drops (ref → kept
 // id), the hotspots (on every rank) and, on rank 0, the number of clusters.
 func (w *distWork) near(dups map[int64]string) (map[int64]string, []datareport.Hotspot, int, error) {
 	p := w.p
@@ -133,13 +141,13 @@ func (w *distWork) near(dups map[int64]string) (map[int64]string, []datareport.H
 	send := make([][]dedup.BandEntry, size)
 	for _, i := range w.mine {
 		m := w.metas[i]
-		for k, id := range m.IDs {
+		for k := range m.IDs {
 			if _, dup := dups[docRef(i, k)]; dup || m.Empty[k] {
 				continue
 			}
 			for b, key := range m.Keys[k*bands : (k+1)*bands] {
 				r := dedup.Owner(key, size)
-				send[r] = append(send[r], dedup.BandEntry{Key: key, Band: int32(b), Ref: docRef(i, k), ID: id})
+				send[r] = append(send[r], dedup.BandEntry{Key: key, Band: int32(b), Ref: docRef(i, k)})
 			}
 		}
 	}
@@ -148,9 +156,7 @@ func (w *distWork) near(dups map[int64]string) (map[int64]string, []datareport.H
 		return nil, nil, 0, err
 	}
 	send = nil
-	for _, e := range entries {
-		w.stats.NearIndexBytes += int64(8 + 4 + 8 + 16 + len(e.ID))
-	}
+	w.stats.NearIndexBytes = int64(len(entries)) * int64(unsafe.Sizeof(dedup.BandEntry{}))
 	edges := dedup.BucketEdges(entries)
 	entries = nil
 	eb, err := gobBytes(edges)
@@ -161,9 +167,10 @@ func (w *distWork) near(dups map[int64]string) (map[int64]string, []datareport.H
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("prepare: gather near-dup edges: %w", err)
 	}
-	back := make([][]dropRec, size)
-	var hot []datareport.Hotspot
-	nClusters := 0
+	// Rank 0 merges the edges into components and asks the owners of
+	// their documents for the ids (the kept document is the smallest id).
+	var comps [][]int64
+	ask := make([][]int64, size)
 	if w.c.Rank() == 0 {
 		var all []dedup.Edge
 		for r, b := range gathered {
@@ -173,7 +180,40 @@ func (w *distWork) near(dups map[int64]string) (map[int64]string, []datareport.H
 			}
 			all = append(all, part...)
 		}
-		cl := dedup.ClusterEdges(all)
+		comps = dedup.Components(all)
+		for _, g := range comps {
+			for _, ref := range g {
+				r := w.owner[refUnit(ref)]
+				ask[r] = append(ask[r], ref)
+			}
+		}
+	}
+	asked, _, err := exchange(w.c, "near dedup member ids (ask)", ask)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	answer := make([][]refID, size)
+	for _, ref := range asked {
+		u, k := refUnit(ref), int(ref&(1<<32-1))
+		m := w.metas[u]
+		if m == nil || k >= len(m.IDs) {
+			return nil, nil, 0, fmt.Errorf("prepare: near dedup: rank 0 asked for document %d of unit %d, which this rank does not hold", k, u)
+		}
+		answer[0] = append(answer[0], refID{ref, m.IDs[k]})
+	}
+	named, _, err := exchange(w.c, "near dedup member ids (answer)", answer)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	back := make([][]dropRec, size)
+	var hot []datareport.Hotspot
+	nClusters := 0
+	if w.c.Rank() == 0 {
+		ids := make(map[int64]string, len(named))
+		for _, n := range named {
+			ids[n.Ref] = n.ID
+		}
+		cl := dedup.ClustersOf(comps, func(r int64) string { return ids[r] })
 		nClusters = len(cl)
 		clusters := make([]Cluster, len(cl))
 		for ci, c := range cl {
