@@ -76,16 +76,19 @@ func TestDataParallelEquality(t *testing.T) {
 	kernels.SetThreads(1)
 	tests := []struct {
 		ranks, batch, micro int
+		sched               [][]int
 	}{
-		{2, 4, 2},
-		{2, 6, 3},
-		{3, 6, 2},
-		{2, 4, 1}, // two micro-batches per rank
+		{2, 4, 2, nil},
+		{2, 6, 3, nil},
+		{3, 6, 2, nil},
+		{2, 4, 1, nil},                     // two micro-batches per rank
+		{2, 4, 2, [][]int{{1, 4}, {4, 6}}}, // a batch-size schedule: shares follow it
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("ranks%d_B%d_mb%d", tt.ranks, tt.batch, tt.micro), func(t *testing.T) {
+		t.Run(fmt.Sprintf("ranks%d_B%d_mb%d_sched%v", tt.ranks, tt.batch, tt.micro, tt.sched), func(t *testing.T) {
 			one := baseOpts(filepath.Join(t.TempDir(), "one"))
 			one.Train.Steps, one.Train.BatchSize, one.Train.MicroBatch = 8, tt.batch, tt.micro
+			one.Train.BatchSchedule = tt.sched
 			one.Checkpoint.Every = 4
 			if _, err := Run(context.Background(), one); err != nil {
 				t.Fatal(err)
@@ -212,5 +215,34 @@ func TestDataParallelHang(t *testing.T) {
 	}
 	if !strings.Contains(errs[0].Error(), "step 3") {
 		t.Errorf("rank 0: %v, want the step named", errs[0])
+	}
+}
+
+func TestRankMetrics(t *testing.T) {
+	tests := []struct {
+		steps     []float64
+		ratio     float64
+		slowRank  int
+		bytes     int64
+		wantRanks float64
+	}{
+		{[]float64{1, 1}, 1, 0, 8, 2},
+		{[]float64{1, 3}, 1.5, 1, 8, 2}, // median of two is their mean
+		{[]float64{1, 1, 4}, 4, 2, 4, 3},
+		{[]float64{2, 1, 1, 1}, 2, 0, 4, 4},
+	}
+	for _, tt := range tests {
+		ts := make([]rankTimes, len(tt.steps))
+		for r, x := range tt.steps {
+			ts[r] = rankTimes{Step: x, Compute: x / 2}
+		}
+		per := map[string]float64{}
+		rankMetrics(per, ts, tt.bytes)
+		if per["straggler_ratio"] != tt.ratio || per["straggler_rank"] != float64(tt.slowRank) || per["ranks"] != tt.wantRanks || per["allreduce_bytes"] != float64(tt.bytes) {
+			t.Errorf("%v: %v", tt.steps, per)
+		}
+		if last := fmt.Sprintf("rank_step_time/rank%d", len(tt.steps)-1); per[last] != tt.steps[len(tt.steps)-1] {
+			t.Errorf("%v: %s = %v", tt.steps, last, per[last])
+		}
 	}
 }
