@@ -83,3 +83,4 @@ test-mpi: build-mpi
 	  $(MPIRUN) -np 2 $$tmp/comm.test -test.run MPI && \
 	  KESTREL_COMM_HANG_TEST=1 $(MPIRUN) -x KESTREL_COMM_HANG_TEST -np 3 $$tmp/comm.test -test.run MPI -test.v 2>&1 | grep -q "never reached by rank 2" && \
 	  echo "test-mpi: collectives and hang detection ok"
+	KESTREL_REQUIRE_MPI=1 KESTREL_MPI_BIN=$(CURDIR)/$(MPIBIN) $(GO) test -count=1 -run TestPrepareMPI ./internal/data/prepare
