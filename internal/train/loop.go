@@ -224,7 +224,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	t.ts = t.net.Tensors()
 	spans := make([]optim.Span, len(t.ts))
 	for i, x := range t.ts {
-		spans[i] = optim.Span{Name: x.Name, Offset: x.Offset, Size: x.Size, Kind: x.Kind}
+		spans[i] = optim.Span{Name: x.Name, Offset: x.Offset, Size: x.Size, Kind: x.Kind, Shape: x.Shape}
 	}
 	params := t.net.Params()
 	if t.opt, err = optim.NewAdamW(o.Optim, len(params), spans); err != nil {
