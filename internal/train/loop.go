@@ -840,6 +840,7 @@ func (t *trainer) checkpoint(kind string) error {
 	t.st.Kind = kind
 	t.st.Created = nowString()
 	t.st.AdamSteps = t.opt.Steps
+	t.st.Optimizer = stateOptimizer(t.o.Optim)
 	t.st.UpdateNorms, t.st.Losses, t.st.GradNorms = t.opt.UpdateNorms, t.opt.Losses, t.opt.GradNorms
 	t.st.Health = checkpointHealth(t.o.Observers, t.st.Step, t.lastEval)
 	p := &payload{tensors: t.ts, params: t.net.Params(), m: t.opt.M, v: t.opt.V, state: t.st}
@@ -877,6 +878,9 @@ func (t *trainer) resume(l *Loaded) error {
 	var ema []float32
 	if t.ema != nil {
 		ema = t.ema.W
+	}
+	if err := checkOptimizer(l.Dir, l.State, t.o.Optim); err != nil {
+		return fmt.Errorf("train: resume: %w", err)
 	}
 	if err := restoreExact(l, t.ts, t.net.Params(), t.opt.M, t.opt.V, ema); err != nil {
 		return fmt.Errorf("train: resume: %w", err)
@@ -962,6 +966,9 @@ func (t *trainer) warmStart() (*WarmStartReport, error) {
 		copy(t.ema.W, params)
 	}
 	if o.Init.Mode != "weights" {
+		if err := checkOptimizer(l.Dir, l.State, o.Optim); err != nil {
+			return nil, fmt.Errorf("train: warm-start (init.mode = %q): %w", o.Init.Mode, err)
+		}
 		for _, part := range []struct {
 			suffix string
 			dst    []float32

@@ -3,7 +3,6 @@ package train
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -86,7 +85,13 @@ func TestMuonResumeBitExact(t *testing.T) {
 			t.Errorf("%s differs between the uninterrupted and the resumed run", f)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(a, OptimizerFile)); err != nil {
-		t.Fatal(err)
+
+	// The Muon state is refused by an AdamW resume, with the field named.
+	sw := filepath.Join(t.TempDir(), "switch")
+	copyDir(t, ref, sw)
+	so := baseOpts(sw)
+	so.Train.Steps = 14
+	if _, err := Run(context.Background(), so); err == nil || !strings.Contains(err.Error(), `optim.name = "adamw"`) {
+		t.Errorf("AdamW resume of a Muon run: %v, want an error naming optim.name", err)
 	}
 }
