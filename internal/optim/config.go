@@ -52,7 +52,7 @@ type Config struct {
 	MuonNSSteps  int      `toml:"muon_ns_steps" comment:"muon: quintic Newton–Schulz iterations (3.4445, −4.7750, 2.0315)"`
 	MuonEps      float64  `toml:"muon_eps" comment:"muon: ε in X₀ = D/(‖D‖_F + ε)"`
 	MuonRMSScale float64  `toml:"muon_rms_scale" comment:"muon: the orthogonalised update is scaled by muon_rms_scale·√max(rows, cols) so its RMS matches AdamW's and AdamW learning rates carry over (Moonlight: 0.2)"`
-	MuonExclude  []string `toml:"muon_exclude" comment:"muon: matrix tensors (by name) updated by AdamW instead (the output head by default)"`
+	MuonExclude  []string `toml:"muon_exclude" comment:"muon: matrix tensors updated by AdamW instead, by name or path.Match pattern (model.layers.*.mlp.gate.weight: the MoE routers); the output head by default"`
 
 	Knobs []KnobStep `toml:"knobs,omitempty" comment:"step-indexed knob schedule, [[optim.knobs]] entries in increasing step order: from its step (1-based metrics step) on, each entry sets some of max_grad_norm, clip_update_norm, update_clip_sigma, skip_sigma, z_loss (model.z_loss), qk_clip_tau and lr_scale (a factor on the scheduled LR); knobs it leaves out keep their value (Marin 32B: step = 56400, max_grad_norm = 0.2)"`
 }

@@ -4,14 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
+	"path"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 )
 
 // Muon (optim.name = "muon") updates every 2-D weight matrix with Muon and
 // everything else (embeddings, norms, biases, lm_head and any tensor named
-// in optim.muon_exclude) with AdamW, inside the one optimizer: the same
+// or matched by a pattern in optim.muon_exclude) with AdamW, inside the one optimizer: the same
 // gradient norm, gradient clipping, skip-step test, update-norm clipping,
 // telemetry and checkpoint state serve both groups. A Muon matrix keeps its
 // momentum buffer in M (laid out like the parameters, as Adam's first
@@ -66,7 +66,7 @@ func (o *AdamW) setupMuon() error {
 	o.muonSpan = make([]bool, len(o.spans))
 	var big int
 	for i, s := range o.spans {
-		if s.Kind != "matrix" || slices.Contains(o.cfg.MuonExclude, s.Name) {
+		if s.Kind != "matrix" || muonExcluded(o.cfg.MuonExclude, s.Name) {
 			continue
 		}
 		if len(s.Shape) != 2 || s.Shape[0]*s.Shape[1] != s.Size || s.Size == 0 {
@@ -79,6 +79,17 @@ func (o *AdamW) setupMuon() error {
 	o.mbuf = make([]float32, len(o.M))
 	o.ns = newNSWork(big)
 	return nil
+}
+
+// muonExcluded reports whether name is in optim.muon_exclude, as a name or
+// a path.Match pattern ("model.layers.*.mlp.gate.weight": '*' spans dots).
+func muonExcluded(ex []string, name string) bool {
+	for _, e := range ex {
+		if ok, _ := path.Match(e, name); ok || e == name {
+			return true
+		}
+	}
+	return false
 }
 
 // IsMuon reports whether span i is updated by Muon (false under AdamW).
@@ -215,6 +226,8 @@ func (c Config) validateMuon() error {
 	for i, n := range c.MuonExclude {
 		if n == "" {
 			bad("optim.muon_exclude[%d] is empty", i)
+		} else if _, err := path.Match(n, ""); err != nil {
+			bad("optim.muon_exclude[%d] = %q: bad pattern: %v", i, n, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -353,6 +353,7 @@ func TestMuonConfigErrors(t *testing.T) {
 		{"optim.muon_eps", func(c *Config) { c.MuonEps = 0 }},
 		{"optim.muon_rms_scale", func(c *Config) { c.MuonRMSScale = -0.2 }},
 		{"optim.muon_exclude[1]", func(c *Config) { c.MuonExclude = []string{"lm_head.weight", ""} }},
+		{"optim.muon_exclude[0]", func(c *Config) { c.MuonExclude = []string{"model.layers.[.gate"} }},
 	}
 	for _, c := range cases {
 		cfg := DefaultConfig()
@@ -371,6 +372,21 @@ func TestMuonConfigErrors(t *testing.T) {
 	}
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Errorf("defaults: %v", err)
+	}
+	// Patterns: '*' spans the dots of a tensor name.
+	spans, n := muonSpans()
+	cfg := muonConfig()
+	cfg.MuonExclude = []string{"t*l", "squ?re"}
+	o, err := NewAdamW(cfg, n, spans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []bool
+	for i := range spans {
+		got = append(got, o.IsMuon(i))
+	}
+	if want := []bool{false, false, false, true, false, true}; !slices.Equal(got, want) {
+		t.Errorf("muon_exclude [t*l squ?re]: Muon spans %v, want %v", got, want)
 	}
 	// A Muon matrix without a usable shape is an error naming it.
 	for _, shape := range [][]int{nil, {4}, {3, 5}} {
