@@ -16,8 +16,9 @@ func newTrainCmd() *cobra.Command {
 		Use:   "train --config RUN.toml --out runs/NAME",
 		Short: "train a transformer; resumes from the newest valid checkpoint in --out",
 		Long: `Train a Llama/Qwen3-style transformer on a byte-level text file or a prepared
-dataset, with AdamW, LR schedules (cosine, WSD, WSD-S, multi-step, re-warmup),
-gradient and update-norm clipping, skip-bad-steps, z-loss, EMA weights, and
+dataset, with AdamW or Muon (--optim.name=muon), LR schedules (cosine, WSD,
+WSD-S, multi-step, re-warmup), gradient and update-norm clipping, skip-bad-steps,
+z-loss, EMA weights, and
 checkpoints with bit-exact resume. If --out already holds a checkpoint the run
 resumes from the newest valid one; Ctrl-C writes a checkpoint and exits 0.
 Every step appends a JSON line to <out>/metrics.jsonl; the monitor (ICU panel)

@@ -96,6 +96,10 @@ type State struct {
 	// Health is the checkpoint's health when it was written (see Health);
 	// nil in checkpoints written before it was recorded: unknown.
 	Health *Health `json:"health,omitempty"`
+	// Optimizer is "muon" when the optimizer state is Muon's (optim.name =
+	// "muon": the matrices' momentum in exp_avg, their exp_avg_sq zero),
+	// empty for AdamW (see checkOptimizer).
+	Optimizer string `json:"optimizer,omitempty"`
 }
 
 // payload is what one checkpoint holds.

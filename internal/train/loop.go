@@ -251,7 +251,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	}
 	spans := make([]optim.Span, len(t.ts))
 	for i, x := range t.ts {
-		spans[i] = optim.Span{Name: x.Name, Offset: x.Offset, Size: x.Size, Kind: x.Kind}
+		spans[i] = optim.Span{Name: x.Name, Offset: x.Offset, Size: x.Size, Kind: x.Kind, Shape: x.Shape}
 	}
 	params := t.net.Params()
 	if t.opt, err = optim.NewAdamW(o.Optim, len(params), spans); err != nil {
@@ -938,6 +938,7 @@ func (t *trainer) checkpoint(kind string) error {
 	t.st.Kind = kind
 	t.st.Created = nowString()
 	t.st.AdamSteps = t.opt.Steps
+	t.st.Optimizer = stateOptimizer(t.o.Optim)
 	t.st.UpdateNorms, t.st.Losses, t.st.GradNorms = t.opt.UpdateNorms, t.opt.Losses, t.opt.GradNorms
 	t.st.Health = checkpointHealth(t.o.Observers, t.st.Step, t.lastEval)
 	p := &payload{tensors: t.ts, params: t.net.Params(), m: t.opt.M, v: t.opt.V, state: t.st}
@@ -975,6 +976,9 @@ func (t *trainer) resume(l *Loaded) error {
 	var ema []float32
 	if t.ema != nil {
 		ema = t.ema.W
+	}
+	if err := checkOptimizer(l.Dir, l.State, t.o.Optim); err != nil {
+		return fmt.Errorf("train: resume: %w", err)
 	}
 	if err := restoreExact(l, t.ts, t.net.Params(), t.opt.M, t.opt.V, ema); err != nil {
 		return fmt.Errorf("train: resume: %w", err)
@@ -1063,6 +1067,9 @@ func (t *trainer) warmStart() (*WarmStartReport, error) {
 		copy(t.ema.W, params)
 	}
 	if o.Init.Mode != "weights" {
+		if err := checkOptimizer(l.Dir, l.State, o.Optim); err != nil {
+			return nil, fmt.Errorf("train: warm-start (init.mode = %q): %w", o.Init.Mode, err)
+		}
 		for _, part := range []struct {
 			suffix string
 			dst    []float32
