@@ -38,6 +38,10 @@ type Decoder struct {
 	tSwi  swigluTask
 	tAtt  decAttnTask
 	tLin  gemvTask
+
+	// hist holds the context of a mixture-of-experts model, whose blocks
+	// the cached path does not run: Append recomputes it with Logits.
+	hist []int32
 }
 
 // NewDecoder returns a Decoder whose cache holds up to maxLen tokens
@@ -70,7 +74,7 @@ func (m *Model) NewDecoder(maxLen int) (*Decoder, error) {
 }
 
 // Reset empties the cache (the next Append starts at position 0).
-func (d *Decoder) Reset() { d.n = 0 }
+func (d *Decoder) Reset() { d.n, d.hist = 0, d.hist[:0] }
 
 // Len is the number of tokens in the cache.
 func (d *Decoder) Len() int { return d.n }
@@ -98,6 +102,14 @@ func (d *Decoder) Append(tokens []int32, logits []float32) error {
 		if t < 0 || int(t) >= c.Vocab {
 			return fmt.Errorf("model: decoder token[%d]=%d outside vocab [0,%d)", i, t, c.Vocab)
 		}
+	}
+	if d.m.moe.active() {
+		d.hist = append(d.hist, tokens...)
+		d.n += len(tokens)
+		if logits == nil {
+			return nil
+		}
+		return d.m.Logits(d.hist, logits)
 	}
 	R := len(d.rstd)
 	var last int

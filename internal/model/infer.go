@@ -125,6 +125,9 @@ func (m *Model) LogProbs(b *Batch, dst []float32) error {
 		return fmt.Errorf("model: LogProbs dst has length %d, want B·T=%d", len(dst), N)
 	}
 	c := m.Cfg
+	if m.moe.active() {
+		return m.logProbsForward(b, dst)
+	}
 	seqs := min(b.B, max(1, inferRows/b.T))
 	s := &m.inf
 	s.ensure(c, seqs)
@@ -265,4 +268,22 @@ func LossFromLogProbs(lp []float32, targets []int32) (loss float64, n int) {
 		return 0, 0
 	}
 	return sum / float64(n), n
+}
+
+// logProbsForward is LogProbs through Forward and Outputs, for models
+// whose blocks the forward-only path does not run (mixture of experts):
+// the same values, with the training arena's cost.
+func (m *Model) logProbsForward(b *Batch, dst []float32) error {
+	if _, err := m.Forward(b); err != nil {
+		return err
+	}
+	logits, lse := m.Outputs()
+	V := m.Cfg.Vocab
+	for i, t := range b.Targets {
+		dst[i] = 0
+		if t >= 0 {
+			dst[i] = logits[i*V+int(t)] - lse[i]
+		}
+	}
+	return nil
 }

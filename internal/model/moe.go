@@ -649,3 +649,8 @@ func (m *Model) UpdateRouterBias() {
 		}
 	}
 }
+
+// active reports whether the model has mixture-of-experts layers (the
+// forward-only LogProbs and the cached Decoder fall back to the full
+// forward for them).
+func (s *moeState) active() bool { return len(s.layers) > 0 }
