@@ -102,7 +102,7 @@ def main():
     ap.add_argument("requests")
     ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (1: OpenBLAS threads spin and slow down on a shared machine)")
     ap.add_argument("--out", help="write the per-request log-probabilities here (JSON)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
