@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/generate"
@@ -136,7 +137,7 @@ func TestTorchGoldens(t *testing.T) {
 	var maxDiff float64
 	for i, g := range got {
 		c := committed[i]
-		if g.Task != c.Task || g.Item != c.Item || g.Choice != c.Choice || g.Cont != c.Cont || g.Bytes != c.Bytes || !equalIDs(g.Tokens, c.Tokens) {
+		if g.Task != c.Task || g.Item != c.Item || g.Choice != c.Choice || g.Cont != c.Cont || g.Bytes != c.Bytes || !slices.Equal(g.Tokens, c.Tokens) {
 			t.Fatalf("request %d is tokenised differently from the committed one: %+v vs %+v", i, g, c)
 		}
 		d := math.Abs(g.LogProb - golden.LogProbs[i])
@@ -161,16 +162,4 @@ func TestTorchGoldens(t *testing.T) {
 		}
 	}
 	t.Logf("%d requests, max |Δ logprob| = %.2g (torch %s %s)", len(got), maxDiff, golden.Torch, golden.DType)
-}
-
-func equalIDs(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/model"
@@ -124,7 +125,7 @@ func Expressible(c model.Config, ts []model.Tensor) error {
 			extra = append(extra, t.Name)
 			continue
 		}
-		if !equalShape(s, t.Shape) {
+		if !slices.Equal(s, t.Shape) {
 			errs = append(errs, fmt.Errorf("tensor %s has shape %v, Llama/Qwen3 expect %v", t.Name, t.Shape, s))
 		}
 		delete(want, t.Name)
@@ -312,16 +313,4 @@ func ExpectedTensors(c model.Config) []model.Tensor {
 		add("lm_head.weight", c.Vocab, c.DModel)
 	}
 	return ts
-}
-
-func equalShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
