@@ -45,6 +45,8 @@ test: lint build
 	  $(BIN) demo --quick --data-out $$tmp/datasets/demo-quick --out $$tmp/runs/demo-quick > $$tmp/demo.log 2>&1 || \
 	  { tail -50 $$tmp/demo.log; echo "demo --quick failed"; exit 1; }; \
 	  grep -q "verdict:" $$tmp/demo.log && test -s $$tmp/runs/demo-quick/report/report.md && \
+	  { grep -q "^| bench/hellaswag/acc_norm |" $$tmp/runs/demo-quick/report/report.md || \
+	    { echo "report.md lacks the benchmark table"; exit 1; }; } && \
 	  { [ -z "$(SHA)" ] || grep -q '"git_sha": "$(SHA)"' $$tmp/runs/demo-quick/manifest.json || \
 	    { echo "manifest.json lacks git_sha $(SHA)"; exit 1; }; } && \
 	  tail -22 $$tmp/demo.log
@@ -62,3 +64,23 @@ demo-quick: build
 
 clean:
 	rm -rf bin $(DASH)/web/vendor $(DASH)/node_modules
+
+# Open MPI (docs/distributed.md): bin/kestrel-mpi is kestrel with the cgo MPI
+# backend (build tag mpi, Debian openmpi-bin + libopenmpi-dev); the default
+# build above stays cgo-free. test-mpi runs the collectives under mpirun;
+# `make test` also runs the data-parallel equality test (internal/train),
+# which skips without mpirun unless KESTREL_REQUIRE_MPI=1.
+MPIBIN  := bin/kestrel-mpi
+MPIRUN  ?= mpirun --oversubscribe --allow-run-as-root
+.PHONY: build-mpi test-mpi
+
+build-mpi: $(ASSETS)
+	CGO_ENABLED=1 $(GO) build -tags mpi -ldflags "$(LDFLAGS)" -o $(MPIBIN) ./cmd/kestrel
+
+test-mpi: build-mpi
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  CGO_ENABLED=1 $(GO) test -c -tags mpi -o $$tmp/comm.test ./internal/comm && \
+	  $(MPIRUN) -np 2 $$tmp/comm.test -test.run MPI && \
+	  KESTREL_COMM_HANG_TEST=1 $(MPIRUN) -x KESTREL_COMM_HANG_TEST -np 3 $$tmp/comm.test -test.run MPI -test.v 2>&1 | grep -q "never reached by rank 2" && \
+	  echo "test-mpi: collectives and hang detection ok"
+	KESTREL_REQUIRE_MPI=1 KESTREL_MPI_BIN=$(CURDIR)/$(MPIBIN) $(GO) test -count=1 -run TestPrepareMPI ./internal/data/prepare

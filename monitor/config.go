@@ -67,6 +67,9 @@ type Config struct {
 	GapWiden             float64 `toml:"gap_widen" comment:"train_val_gap_widening: total widening (nats) over gap_widen_evals evals"`
 	SliceRegressEvals    int     `toml:"slice_regress_evals" comment:"SEV2 slice_val_regression when a source's slice_val_loss rose in this many consecutive evals (by slice_regress_min nats in all) while val_loss fell or stayed (rose by less than half as much); a source whose mixture weight a data stage lowered meanwhile is expected to rise and is left out; 0 = off"`
 	SliceRegressMin      float64 `toml:"slice_regress_min" comment:"slice_val_regression: total rise (nats) of the slice over slice_regress_evals evals"`
+	BenchRegressEvals    int     `toml:"bench_regress_evals" comment:"SEV2 bench_regression when an in-loop benchmark ([eval] tasks) got worse at each of this many consecutive benchmark evaluations — an accuracy (bench/…) fell, a bits per byte (bpb/…) rose — by more than the noise in all (bench_regress_sigma, bench_regress_bpb); 0 = off"`
+	BenchRegressSigma    float64 `toml:"bench_regress_sigma" comment:"bench_regression: an accuracy's total fall must exceed this many standard errors of the difference, sqrt(se_first² + se_last²), from bench_stderr/… (without one recorded: this × 0.01)"`
+	BenchRegressBPB      float64 `toml:"bench_regress_bpb" comment:"bench_regression: a bits-per-byte metric's total rise must exceed this fraction of its first value"`
 	FlatLossWindows      int     `toml:"flat_loss_windows" comment:"SEV1 flat_loss_after_warmup: for this many windows after warm-up, the median train_loss_raw of each window must fall flat_loss_drop below the previous window's (the last window of warm-up first); 0 = off"`
 	FlatLossDrop         float64 `toml:"flat_loss_drop" comment:"flat_loss_after_warmup: the least relative fall of the window median of train_loss_raw early after warm-up"`
 	CheckpointTimeFactor float64 `toml:"checkpoint_time_factor" comment:"SEV2 checkpoint_time_growth when a checkpoint's checkpoint_time exceeds this × the median of the run's first (up to 3) checkpoints (at least 2 earlier ones) and that median + checkpoint_time_min"`
@@ -78,6 +81,13 @@ type Config struct {
 	BlackoutFactor     float64 `toml:"blackout_factor" comment:"kestrel watch --follow: SEV0 monitoring_blackout when the followed source writes no record for max(blackout_factor × its median interval between records, blackout_min_seconds) (0 = off)"`
 	BlackoutMinSeconds float64 `toml:"blackout_min_seconds" comment:"floor (seconds) of the monitoring_blackout rule, so a fast run does not trip on a GC pause or a long evaluation"`
 	TokensFlatSteps    int     `toml:"tokens_flat_steps" comment:"SEV1 tokens_flatline when tokens_seen did not grow over this many steps while steps advanced (all-padding batches, a skipped-steps loop; 0 = off)"`
+
+	// Mixture of experts (monitor/moe.go).
+	MoEDropRate     float64 `toml:"moe_drop_rate" comment:"SEV1 moe_drop_sustained when moe_drop_rate (worst MoE layer) stays above this for moe_sustain_steps consecutive steps (seed 004: sustained > 0)"`
+	MoESustainSteps int     `toml:"moe_sustain_steps" comment:"consecutive steps moe_drop_rate must stay above moe_drop_rate, or moe_dead_experts above 0, before the SEV1 MoE rules fire"`
+	// Data-parallel runs (monitor/distributed.go).
+	StragglerRatio float64 `toml:"straggler_ratio" comment:"SEV1 straggler when straggler_ratio (the slowest rank's step time ÷ the median rank's, step time less the time spent waiting in collectives) stays above this for straggler_steps consecutive steps with the same slowest rank; the alert names that rank and its host (0 = off)"`
+	StragglerSteps int     `toml:"straggler_steps" comment:"straggler: consecutive steps the ratio must stay above straggler_ratio"`
 
 	MixTargets map[string]float64 `toml:"mix_targets" comment:"target source weights for the mixture-drift rule (empty = taken from the data config by the trainer)"`
 }
@@ -114,6 +124,8 @@ func DefaultConfig() Config {
 		ClipRise:        0.3,
 		ClipBaseline:    256,
 		ContentionShare: 0.5,
+		StragglerRatio:  1.5,
+		StragglerSteps:  10,
 		MixDrift:        0.05,
 		ValRegressEvals: 3,
 		StallFrac:       0.10,
@@ -135,6 +147,9 @@ func DefaultConfig() Config {
 		GapWiden:             0.05,
 		SliceRegressEvals:    2,
 		SliceRegressMin:      0.02,
+		BenchRegressEvals:    3,
+		BenchRegressSigma:    2,
+		BenchRegressBPB:      0.01,
 		FlatLossWindows:      2,
 		FlatLossDrop:         0.01,
 		CheckpointTimeFactor: 2,
@@ -145,6 +160,8 @@ func DefaultConfig() Config {
 		BlackoutFactor:     20,
 		BlackoutMinSeconds: 300,
 		TokensFlatSteps:    20,
+
+		MoESustainSteps: 20,
 	}
 }
 
@@ -163,11 +180,15 @@ func (c Config) Validate() error {
 	pos("cluster_window", c.ClusterWindow)
 	pos("clip_baseline", c.ClipBaseline)
 	pos("divergence_steps", c.DivergenceSteps)
+	pos("moe_sustain_steps", c.MoESustainSteps)
+	if !(c.MoEDropRate >= 0 && c.MoEDropRate <= 1) {
+		errs = append(errs, fmt.Errorf("monitor.moe_drop_rate must be in [0, 1], got %g", c.MoEDropRate))
+	}
 	if c.Window < 8 {
 		errs = append(errs, fmt.Errorf("monitor.window must be >= 8, got %d", c.Window))
 	}
-	if c.GapWidenEvals < 0 || c.SliceRegressEvals < 0 || c.FlatLossWindows < 0 {
-		errs = append(errs, errors.New("monitor.gap_widen_evals, slice_regress_evals and flat_loss_windows must be >= 0 (0 = off)"))
+	if c.GapWidenEvals < 0 || c.SliceRegressEvals < 0 || c.FlatLossWindows < 0 || c.BenchRegressEvals < 0 {
+		errs = append(errs, errors.New("monitor.gap_widen_evals, slice_regress_evals, flat_loss_windows and bench_regress_evals must be >= 0 (0 = off)"))
 	}
 	if c.Cooldown < 0 || c.SpikeLookback < 0 || c.TraceSteps < 0 || c.TraceFromStep < 0 {
 		errs = append(errs, errors.New("monitor.cooldown, spike_lookback, trace_steps and trace_from_step must be >= 0"))
@@ -198,7 +219,7 @@ func (c Config) Validate() error {
 		n string
 		v float64
 	}{{"stalled_factor", c.StalledFactor}, {"stalled_min_seconds", c.StalledMinSeconds}, {"blackout_factor", c.BlackoutFactor}, {"blackout_min_seconds", c.BlackoutMinSeconds},
-		{"kl_spike_min", c.KLSpikeMin}, {"gap_widen", c.GapWiden}, {"slice_regress_min", c.SliceRegressMin}, {"checkpoint_time_min", c.CheckpointTimeMin}, {"mix_drift", c.MixDrift}} {
+		{"kl_spike_min", c.KLSpikeMin}, {"gap_widen", c.GapWiden}, {"slice_regress_min", c.SliceRegressMin}, {"bench_regress_sigma", c.BenchRegressSigma}, {"bench_regress_bpb", c.BenchRegressBPB}, {"checkpoint_time_min", c.CheckpointTimeMin}, {"mix_drift", c.MixDrift}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			errs = append(errs, fmt.Errorf("monitor.%s must be a finite number >= 0, got %g", f.n, f.v))
 		}

@@ -17,7 +17,7 @@ func WriteMetricsDoc(w io.Writer) error {
 	b.WriteString("Generated from `monitor/registry.go` (`go generate ./monitor`); a test fails when this file is stale.\n\n")
 	b.WriteString("One name, one meaning, one unit. Per-layer/head and per-source variants append a suffix: `max_attn_logit/layer3/head1`, `source_mix_share/web`. ")
 	b.WriteString("★ marks the nano must-have checklist of seed 004 (plus the per-step vitals of issue 8). ")
-	b.WriteString("The registry is the one list: Prometheus serves each name with its kind (a gauge as `kestrel_<name>`, a counter as `kestrel_<name>_total`; variants as the `variant` label), ")
+	b.WriteString("The registry is the one list: Prometheus serves each name with its kind and unit (a gauge as `kestrel_<name>`, a counter as `kestrel_<name>_total`, seconds and bytes with `_seconds` / `_bytes`; variants as the `variant` label; see Prometheus names below), ")
 	b.WriteString("the dashboard draws the panels below (`GET /api/panels`) and the report the plots below. Aliases are other trainers' names for the same quantity, drawn beside it.\n")
 	panelTitle := map[string]string{}
 	for _, g := range panelGroups {
@@ -104,8 +104,25 @@ func WriteMetricsDoc(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", p.File, mdEscape(p.Title), "`"+strings.Join(names, "`, `")+"`")
 	}
+	writePromNames(&b)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writePromNames lists the registry names whose Prometheus name is more
+// than kestrel_<name> (see PromName).
+func writePromNames(b *strings.Builder) {
+	b.WriteString("\n## Prometheus names\n\n")
+	b.WriteString("`monitor.prometheus_addr` serves `/metrics` in the Prometheus text format, passing `promtool check metrics` (the test runs client_golang's promlint, and promtool where installed). ")
+	b.WriteString("Every name above is served as `kestrel_<name>` except these, which follow the Prometheus naming conventions (`_total` on counters, base units in the name, no abbreviations). ")
+	b.WriteString("Before 2026-11 only the `_total` suffix was applied: scrapers, dashboards and alert rules that read `kestrel_step_time`, `kestrel_tokens_per_sec`, `kestrel_adam_m_norm`, `kestrel_last_step_unix_time` … need the names below. ")
+	b.WriteString("Names outside the registry are served untyped as `kestrel_<name>`; the sink's own series are `kestrel_step` and `kestrel_alerts_total{severity,rule}`.\n\n")
+	b.WriteString("| name | Prometheus |\n|---|---|\n")
+	for _, m := range catalog {
+		if n := PromName(m.Name); n != "kestrel_"+m.Name {
+			fmt.Fprintf(b, "| `%s` | `%s` |\n", m.Name, n)
+		}
+	}
 }
 
 // WriteRunbooksDoc writes docs/runbooks.md: every alert rule with its

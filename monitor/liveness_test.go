@@ -276,12 +276,12 @@ func TestPrometheusHeartbeat(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return string(b)
 	}
-	if body := scrape(); strings.Contains(body, "kestrel_last_step_unix_time") {
+	if body := scrape(); strings.Contains(body, "kestrel_last_step_time_seconds") {
 		t.Errorf("heartbeat before any step:\n%s", body)
 	}
 	p.WriteSample(&Sample{Step: 7, Time: t0.Add(30 * time.Second), Values: map[string]float64{"train_loss_raw": 2}})
 	body := scrape()
-	for _, want := range []string{"# TYPE kestrel_last_step_unix_time gauge", "kestrel_last_step_unix_time " + strconv.FormatFloat(float64(t0.Unix()+30), 'g', -1, 64),
+	for _, want := range []string{"# TYPE kestrel_last_step_time_seconds gauge", "kestrel_last_step_time_seconds " + strconv.FormatFloat(float64(t0.Unix()+30), 'g', -1, 64),
 		"# TYPE kestrel_seconds_since_step gauge", "kestrel_seconds_since_step 60"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -14,14 +15,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// PrometheusSink serves the latest value of every metric on /metrics, typed
-// by the registry: a gauge kestrel_<name>{variant="layer3/head1"}, or for a
-// counter (tokens_seen, skipped_updates …) kestrel_<name>_total. Names the
-// registry does not know are gauges. It also serves kestrel_step,
-// kestrel_alerts_total{severity,rule} and the heartbeat of the latest step:
-// kestrel_last_step_unix_time and kestrel_seconds_since_step (computed when
-// scraped), so `time() - kestrel_last_step_unix_time > N` alerts on a run
-// that stopped stepping.
+// PrometheusSink serves the latest value of every metric on /metrics, named
+// and typed by the registry (see PromName): a gauge
+// kestrel_<name>{variant="layer3/head1"} (kestrel_step_time_seconds for a
+// time in seconds), or for a counter (tokens_seen, skipped_updates …)
+// kestrel_<name>_total. Names the registry does not know are untyped. It
+// also serves kestrel_step, kestrel_alerts_total{severity,rule} and the
+// heartbeat of the latest step: kestrel_last_step_time_seconds and
+// kestrel_seconds_since_step (computed when scraped), so
+// `time() - kestrel_last_step_time_seconds > N` alerts on a run that
+// stopped stepping. The exposition passes promtool check metrics.
 type PrometheusSink struct {
 	reg    *prometheus.Registry
 	mu     sync.Mutex
@@ -59,20 +62,47 @@ func NewPrometheusSink(addr string) (*PrometheusSink, error) {
 // Addr is the address actually listened on.
 func (p *PrometheusSink) Addr() string { return p.ln.Addr().String() }
 
-// promName is the Prometheus name of a registry base name: kestrel_<name>,
-// with characters outside [a-zA-Z0-9_] as "_", and "_total" after a
-// counter's name.
-func promName(base string) string {
+// promRenames are the registry names whose Prometheus name is not derived
+// by PromName's rules: abbreviations the Prometheus naming conventions
+// (and promtool check metrics) reject, and the Unix-time convention.
+var promRenames = map[string]string{
+	"tokens_per_sec":      "tokens_per_second",
+	"adam_m_norm":         "adam_exp_avg_norm",
+	"adam_v_norm":         "adam_exp_avg_sq_norm",
+	"last_step_unix_time": "last_step_time_seconds",
+}
+
+// PromName is the Prometheus name of a registry base name, following the
+// Prometheus naming conventions (promtool check metrics): kestrel_<name>
+// with characters outside [a-zA-Z0-9_] as "_" (promRenames first); a
+// metric in seconds (unit "s") or bytes ends in _seconds / _bytes unless
+// its name already says so; a counter ends in _total. Names the registry
+// does not know keep kestrel_<name> and are served untyped.
+func PromName(base string) string {
 	var b strings.Builder
 	b.WriteString("kestrel_")
-	for _, r := range base {
+	name := base
+	if r, ok := promRenames[base]; ok {
+		name = r
+	}
+	for _, r := range name {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' {
 			b.WriteRune(r)
 		} else {
 			b.WriteByte('_')
 		}
 	}
-	if m, ok := byName[base]; ok && m.Kind == Counter {
+	m, ok := byName[base]
+	if !ok {
+		return b.String()
+	}
+	parts := strings.Split(name, "_")
+	for _, u := range [...]struct{ unit, word string }{{"s", "seconds"}, {"bytes", "bytes"}} {
+		if m.Unit == u.unit && !slices.Contains(parts, u.word) {
+			b.WriteString("_" + u.word)
+		}
+	}
+	if m.Kind == Counter {
 		b.WriteString("_total")
 	}
 	return b.String()
@@ -115,20 +145,21 @@ func (c *promValues) Collect(ch chan<- prometheus.Metric) {
 			base string
 			v    float64
 		}{{heartbeatMetric, unix(c.lastStep)}, {ageMetric, max(0, c.now().Sub(c.lastStep).Seconds())}} {
-			name := promName(h.base)
+			name := PromName(h.base)
 			seen[name] = true
 			ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, byName[h.base].Help+" ("+byName[h.base].Unit+")", nil, nil), prometheus.GaugeValue, h.v)
 		}
 	}
 	for _, base := range bases {
-		name := promName(base)
+		name := PromName(base)
 		if seen[name] {
 			continue
 		}
 		seen[name] = true
-		help, typ := "kestrel metric "+base, prometheus.GaugeValue
+		help, typ := "kestrel metric "+base+" (not in the registry: untyped)", prometheus.UntypedValue
 		if m, ok := byName[base]; ok {
 			help = m.Help + " (" + m.Unit + ")"
+			typ = prometheus.GaugeValue
 			if m.Kind == Counter {
 				typ = prometheus.CounterValue
 			}

@@ -73,6 +73,8 @@ const (
 	// final norm and lm_head; with tied embeddings only the final norm).
 	embedVar  = "embed"
 	lmHeadVar = "lm_head"
+	// rankVar is the per-rank variant of data-parallel runs.
+	rankVar = "rank{R}"
 )
 
 // optimLayerVars are the variants of the per-layer optimizer norms.
@@ -96,7 +98,7 @@ var catalog = []Metric{
 	{Name: "grad_clipped", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when gradient clipping was active this step", Sampling: "step"},
 	{Name: "grad_clip_rate", Unit: "fraction", Kind: Gauge, Category: CatTraining, Help: "fraction of recent steps with gradient clipping active (kestrel train: last 100 steps; derived over monitor.window from grad_clipped when absent)", Sampling: "window", Nano: true},
 	{Name: "grad_clip_threshold", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "gradient-norm clip threshold, when a source reports it (kestrel draws optim.max_grad_norm from config.toml instead)", Sampling: "step", Panel: "grad"},
-	{Name: "update_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of the optimizer update direction (AdamW direction + weight decay, before the LR and update clipping; global or per layer: embed, layerL, lm_head — a jump in one layer can precede a loss spike)", Variants: optimLayerVars, Sampling: "step", Nano: true, Panel: "update", VariantPanel: "updateL", Plot: "norms.png", VariantPlot: "update_layers.png", Aliases: []string{"update_norm_pre", "update_norm_pre_clip"}},
+	{Name: "update_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of the optimizer update direction (AdamW direction, or with optim.name = muon Muon's scaled orthogonalised momentum for the 2-D matrices, + weight decay, before the LR and update clipping; global or per layer: embed, layerL, lm_head — a jump in one layer can precede a loss spike)", Variants: optimLayerVars, Sampling: "step", Nano: true, Panel: "update", VariantPanel: "updateL", Plot: "norms.png", VariantPlot: "update_layers.png", Aliases: []string{"update_norm_pre", "update_norm_pre_clip"}},
 	{Name: "update_to_weight", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "lr·‖update‖/‖θ‖, the effective step size; carries LR spikes that update_norm does not (global or per layer)", Variants: []string{layerVar}, Sampling: "step", Nano: true, Panel: "u2w"},
 	{Name: "update_norm_post_clip", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "update_norm after update-norm clipping", Sampling: "step", Panel: "update", Plot: "norms.png", Aliases: []string{"update_norm_post"}},
 	{Name: "update_clip_threshold", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "active update-norm clip threshold (rolling mean + kσ; absent while inactive)", Sampling: "step", Panel: "update"},
@@ -107,7 +109,7 @@ var catalog = []Metric{
 	{Name: "batch_size", Unit: "sequences", Kind: Gauge, Category: CatTraining, Help: "global batch in sequences at this step", Sampling: "step"},
 	{Name: "micro_batches", Unit: "count", Kind: Gauge, Category: CatTraining, Help: "forward/backward passes accumulated into this update", Sampling: "step"},
 	{Name: "param_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of the parameters before the update (global or per layer: embed, layerL, lm_head)", Variants: optimLayerVars, Sampling: "step", Panel: "param", VariantPanel: "param"},
-	{Name: "adam_m_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of AdamW's first moment (exp_avg) after the step (global or per layer: embed, layerL, lm_head); doubling while adam_v_norm stays put preceded loss spikes at Marin", Variants: optimLayerVars, Sampling: "step", Panel: "adamm", VariantPanel: "adamm", Plot: "adam_m.png"},
+	{Name: "adam_m_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of AdamW's first moment (exp_avg; with optim.name = muon it also holds the matrices' Muon momentum) after the step (global or per layer: embed, layerL, lm_head); doubling while adam_v_norm stays put preceded loss spikes at Marin", Variants: optimLayerVars, Sampling: "step", Panel: "adamm", VariantPanel: "adamm", Plot: "adam_m.png"},
 	{Name: "adam_v_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of AdamW's second moment (exp_avg_sq) after the step (global or per layer: embed, layerL, lm_head)", Variants: optimLayerVars, Sampling: "step", Panel: "adamv", VariantPanel: "adamv", Plot: "adam_v.png"},
 	{Name: "skipped", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when this step's update was skipped (skip-bad-steps or overflow)", Sampling: "step"},
 	{Name: "skipped_updates", Unit: "count", Kind: Counter, Category: CatTraining, Help: "cumulative skipped optimizer updates", Sampling: "step", Nano: true},
@@ -129,6 +131,13 @@ var catalog = []Metric{
 	{Name: "attn_entropy_mean", Unit: "nats", Kind: Gauge, Category: CatModel, Help: "mean attn_entropy over layers and heads (the entropy-collapse rule watches it: single sharp heads are normal, broad collapse is not)", Sampling: "step"},
 	{Name: "residual_rms", Unit: "unitless", Kind: Gauge, Category: CatModel, Help: "RMS of the residual stream after each block (unsuffixed: the max over layers)", Variants: []string{layerVar}, Sampling: "step", Nano: true, Panel: "resid", VariantPanel: "resid"},
 	{Name: "activation_outlier_rate", Unit: "fraction", Kind: Gauge, Category: CatModel, Help: "fraction of activations beyond kσ of their layer (unsuffixed: the max over layers)", Variants: []string{layerVar}, Sampling: "step", Nano: true, Panel: "outlier", VariantPanel: "outlier"},
+	{Name: "moe_load_balance_loss", Unit: "unitless", Kind: Gauge, Category: CatModel, Help: "E·Σᵢ fᵢ·Pᵢ of an MoE layer over the step's global batch (fᵢ share of top-k selections, Pᵢ mean router probability; without the weight α): 1 when balanced, up to E when one expert takes all (unsuffixed: the worst layer)", Variants: []string{layerVar}, Sampling: "step", Panel: "moebal", VariantPanel: "moebal", Plot: "moe.png"},
+	{Name: "moe_util_entropy", Unit: "unitless", Kind: Gauge, Category: CatModel, Help: "entropy of an MoE layer's expert loads (top-k selections of the step) ÷ ln E: 1 = uniform, 0 = one expert (unsuffixed: the lowest layer)", Variants: []string{layerVar}, Sampling: "step", Panel: "moeent", VariantPanel: "moeent", Plot: "moe.png"},
+	{Name: "moe_tokens_per_expert_min", Unit: "tokens", Kind: Gauge, Category: CatModel, Help: "fewest top-k selections of an expert in the step (unsuffixed: min over MoE layers)", Variants: []string{layerVar}, Sampling: "step", Panel: "moetok", VariantPanel: "moetok"},
+	{Name: "moe_tokens_per_expert_max", Unit: "tokens", Kind: Gauge, Category: CatModel, Help: "most top-k selections of an expert in the step (unsuffixed: max over MoE layers)", Variants: []string{layerVar}, Sampling: "step", Panel: "moetok", VariantPanel: "moetok"},
+	{Name: "moe_tokens_per_expert_std", Unit: "tokens", Kind: Gauge, Category: CatModel, Help: "standard deviation of the top-k selections per expert in the step (unsuffixed: max over MoE layers)", Variants: []string{layerVar}, Sampling: "step", Panel: "moetok", VariantPanel: "moetok"},
+	{Name: "moe_dead_experts", Unit: "count", Kind: Gauge, Category: CatModel, Help: "experts no token selected in the step (unsuffixed: summed over MoE layers); SEV1 moe_dead_experts when sustained", Variants: []string{layerVar}, Sampling: "step", Panel: "moedrop", VariantPanel: "moedrop"},
+	{Name: "moe_drop_rate", Unit: "fraction", Kind: Gauge, Category: CatModel, Help: "dropped / all top-k assignments of the step (expert capacity overflow, model.moe_capacity_factor; unsuffixed: the worst layer); Switch: typically < 1%; SEV1 moe_drop_sustained when above monitor.moe_drop_rate for monitor.moe_sustain_steps steps", Variants: []string{layerVar}, Sampling: "step", Panel: "moedrop", VariantPanel: "moedrop", Plot: "moe.png"},
 	{Name: "logit_entropy_probe", Unit: "nats", Kind: Gauge, Category: CatModel, Help: "mean entropy of the output distribution on the fixed probe batch", Sampling: "eval", Panel: "probeent", Plot: "probe.png"},
 	{Name: "topk_mass_probe", Unit: "fraction", Kind: Gauge, Category: CatModel, Help: "mean top-k probability mass on the fixed probe batch", Sampling: "eval", Panel: "probeent"},
 	{Name: "output_kl_to_prev", Unit: "nats", Kind: Gauge, Category: CatModel, Help: "KL(p_t ‖ p_prev) of outputs on the probe batch between consecutive checkpoints", Sampling: "checkpoint", Panel: "kl", Plot: "probe_kl.png"},
@@ -156,6 +165,16 @@ var catalog = []Metric{
 	{Name: "eval_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "time of the periodic evaluation", Sampling: "eval", Nano: true, Panel: "steptime", Aliases: []string{"eval_s", "eval_seconds"}},
 	{Name: "mfu", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "model FLOPs utilisation: positions computed per second (padding included: the FLOPs are spent on them) × FLOPs/token ÷ peak FLOP/s; the peak is train.peak_gflops, else this machine's cached FMA peak (max of repeated probes, only raised; set it with kestrel bench peak), else probed at start-up and cached; manifest.json records peak_gflops and peak_source", Sampling: "step", Nano: true, Panel: "mfu", Plot: "mfu.png"},
 	{Name: "dataloader_stall_frac", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "data_wait_time / step_time", Sampling: "step", Nano: true, Panel: "stall"},
+	// Data-parallel runs (bin/kestrel-mpi; docs/distributed.md): rank 0 writes them, per rank as name/rankR.
+	{Name: "rank_step_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "data-parallel: each rank's time in the step less its time waiting in collectives (the time it needed itself), as rank_step_time/rankR", Variants: []string{rankVar}, Sampling: "step", VariantPanel: "rankstep"},
+	{Name: "rank_compute_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "data-parallel: each rank's forward and backward time, as rank_compute_time/rankR", Variants: []string{rankVar}, Sampling: "step", VariantPanel: "rankcompute"},
+	{Name: "rank_allreduce_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "data-parallel: each rank's time blocked in collectives (gradient all-reduce not hidden behind backward, loss and count reductions), as rank_allreduce_time/rankR", Variants: []string{rankVar}, Sampling: "step", VariantPanel: "rankar"},
+	{Name: "rank_data_wait_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "data-parallel: each rank's time waiting for its rows of the batch, as rank_data_wait_time/rankR", Variants: []string{rankVar}, Sampling: "step", VariantPanel: "rankdata"},
+	{Name: "allreduce_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "data-parallel: rank 0's time blocked in collectives this step", Sampling: "step", Panel: "rankar"},
+	{Name: "allreduce_bytes", Unit: "bytes", Kind: Gauge, Category: CatCompute, Help: "data-parallel: float32 gradient bytes each rank all-reduces per step (4·P; a ring all-reduce sends 2(N−1)/N of it)", Sampling: "step"},
+	{Name: "straggler_ratio", Unit: "ratio", Kind: Gauge, Category: CatCompute, Help: "data-parallel: the slowest rank's rank_step_time ÷ the median rank's (1 = balanced); SEV1 straggler above monitor.straggler_ratio", Sampling: "step", Panel: "straggler"},
+	{Name: "straggler_rank", Unit: "rank", Kind: Gauge, Category: CatCompute, Help: "data-parallel: the rank with the largest rank_step_time this step", Sampling: "step"},
+	{Name: "ranks", Unit: "count", Kind: Gauge, Category: CatCompute, Help: "data-parallel: number of ranks training (absent in a single process)", Sampling: "step"},
 
 	// Evaluation/Validation
 	{Name: "val_loss", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "held-out cross-entropy (raw weights)", Sampling: "eval", Nano: true, Panel: "val", Plot: "loss.png", Aliases: []string{"val/loss", "eval_loss", "eval/loss", "validation/loss", "tel"}},
@@ -166,13 +185,17 @@ var catalog = []Metric{
 	{Name: "slice_val_loss", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "held-out cross-entropy of one source's validation split", Variants: []string{sourceVar}, Sampling: "eval", Nano: true, VariantPanel: "val", Plot: "loss.png"},
 	{Name: "train_val_gap", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "val_loss - train_loss_ema", Sampling: "eval", Panel: "gap"},
 	{Name: "fixed_probe_loss", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "loss on the frozen probe batch (its hash is in manifest.json)", Sampling: "eval", Panel: "probe", Plot: "probe.png"},
+	{Name: "bench", Unit: "fraction", Kind: Gauge, Category: CatEval, Help: "zero-shot multiple-choice accuracy of the in-loop benchmarks ([eval] tasks, kestrel eval): bench/<task>/acc picks the ending with the highest summed log-likelihood, bench/<task>/acc_norm the highest per byte (HellaSwag chance 0.25, PIQA 0.5)", Variants: []string{"<task>/acc", "<task>/acc_norm"}, Sampling: "eval", VariantPanel: "bench", Plot: "bench.png"},
+	{Name: "bench_stderr", Unit: "fraction", Kind: Gauge, Category: CatEval, Help: "standard error of bench/<task>/<acc|acc_norm>, sqrt(p(1−p)/(n−1)) over the n items scored: the noise a benchmark's change is measured against", Variants: []string{"<task>/acc", "<task>/acc_norm"}, Sampling: "eval"},
+	{Name: "bpb", Unit: "bits/byte", Kind: Gauge, Category: CatEval, Help: "bits per byte, comparable across tokenizers: bpb/wiki (WikiText-2 test), bpb/val/<source> and bpb/val (the run's validation splits), bpb/gsm8k-answer (GSM8K's gold answer given its question)", Variants: []string{"wiki", "val", "val/<source>", "gsm8k-answer"}, Sampling: "eval", VariantPanel: "bpb", Plot: "bpb.png"},
+	{Name: "memorization", Unit: "fraction", Kind: Gauge, Category: CatEval, Help: "64 greedy tokens after a 64-token prefix against the document's true continuation: memorization/<train|heldout>/exact_match and token_overlap; train minus heldout is what the model memorized", Variants: []string{"train/exact_match", "train/token_overlap", "heldout/exact_match", "heldout/token_overlap"}, Sampling: "eval", VariantPanel: "mem"},
 
 	// Observability
 	{Name: "nan_inf_events", Unit: "count", Kind: Counter, Category: CatObs, Help: "steps with a NaN/Inf in loss, gradients or weights; any > 0 is SEV0", Sampling: "step", Nano: true},
 	{Name: "checkpoint_ok", Unit: "bool", Kind: Gauge, Category: CatObs, Help: "1 when the last checkpoint was written and verified; 0 is SEV0", Sampling: "checkpoint", Nano: true},
 	{Name: "checkpoint_size", Unit: "bytes", Kind: Gauge, Category: CatObs, Help: "bytes written by the last checkpoint", Sampling: "checkpoint"},
 	{Name: "manifest_ok", Unit: "bool", Kind: Gauge, Category: CatObs, Help: "1 when the resumed run's reproducibility manifest matches this one", Sampling: "run start"},
-	{Name: "last_step_unix_time", Unit: "s", Kind: Gauge, Category: CatObs, Help: "heartbeat: Unix time at which the latest step completed, served on Prometheus (monitor.prometheus_addr; not in metrics.jsonl); alert from outside on time() - kestrel_last_step_unix_time > N", Sampling: "step"},
+	{Name: "last_step_unix_time", Unit: "s", Kind: Gauge, Category: CatObs, Help: "heartbeat: Unix time at which the latest step completed, served on Prometheus (monitor.prometheus_addr; not in metrics.jsonl); alert from outside on time() - kestrel_last_step_time_seconds > N", Sampling: "step"},
 	{Name: "seconds_since_step", Unit: "s", Kind: Gauge, Category: CatObs, Help: "heartbeat age: seconds since the latest step completed, computed when Prometheus scrapes (not in metrics.jsonl); kestrel watch --follow measures the same since the source's last record (the value of a monitoring_blackout alert)", Sampling: "step"},
 }
 
@@ -229,6 +252,13 @@ var panelGroups = []PanelGroup{
 		{ID: "steptime", Title: "step time (s)", Hint: "and its decomposition"},
 		{ID: "mfu", Title: "MFU"},
 	}},
+	{Title: "Ranks (data parallel)", Small: true, Panels: []Panel{
+		{ID: "rankstep", Title: "step time per rank (s)", Hint: "less the time waiting in collectives"},
+		{ID: "straggler", Title: "straggler ratio", Hint: "slowest ÷ median rank"},
+		{ID: "rankar", Title: "all-reduce wait per rank (s)"},
+		{ID: "rankcompute", Title: "compute per rank (s)"},
+		{ID: "rankdata", Title: "data wait per rank (s)"},
+	}},
 	{Title: "Optimizer per layer", Small: true, Panels: []Panel{
 		{ID: "updateL", Title: "update norm per layer", Hint: "embed, layerL, lm_head: which layer moved first"},
 		{ID: "param", Title: "parameter norm", Hint: "global and per layer"},
@@ -243,10 +273,21 @@ var panelGroups = []PanelGroup{
 		{ID: "resid", Title: "residual RMS per layer"},
 		{ID: "outlier", Title: "activation outlier rate (>6σ)"},
 	}},
+	{Title: "MoE routing", Small: true, Panels: []Panel{
+		{ID: "moebal", Title: "MoE load-balance loss E·Σ fᵢPᵢ", Hint: "1 = balanced; worst and per layer"},
+		{ID: "moeent", Title: "MoE expert-load entropy ÷ ln E", Hint: "1 = uniform"},
+		{ID: "moetok", Title: "tokens per expert (min / max / std)"},
+		{ID: "moedrop", Title: "MoE drop rate and dead experts", Hint: "sustained > 0 is SEV1"},
+	}},
 	{Title: "Data", Panels: []Panel{
 		{ID: "mix", Title: "source mix share"},
 		{ID: "stall", Title: "dataloader stall fraction"},
 		{ID: "pad", Title: "pad fraction"},
+	}},
+	{Title: "Benchmarks", Panels: []Panel{
+		{ID: "bench", Title: "benchmark accuracy", Hint: "in-loop [eval] tasks: acc and acc_norm per task (chance: HellaSwag 0.25, PIQA 0.5)"},
+		{ID: "bpb", Title: "bits per byte", Hint: "WikiText-2, validation splits, GSM8K answers: comparable across tokenizers"},
+		{ID: "mem", Title: "memorization", Hint: "greedy continuation of training vs held-out documents"},
 	}},
 	{Title: "Probes", Panels: []Panel{
 		{ID: "probe", Title: "fixed-probe loss"},
@@ -278,7 +319,10 @@ var plots = []Plot{
 	{File: "adam_v.png", Title: "Adam second moment norm (global and per layer)", YLabel: "L2 norm", LogY: true},
 	{File: "attention.png", Title: "max attention logit per layer", YLabel: "logit"},
 	{File: "entropy.png", Title: "attention entropy per layer", YLabel: "nats"},
+	{File: "moe.png", Title: "MoE routing: load-balance loss, load entropy, drop rate", YLabel: "unitless"},
 	{File: "mix.png", Title: "source mix share", YLabel: "share of sequences"},
+	{File: "bench.png", Title: "in-loop benchmarks: accuracy", YLabel: "accuracy"},
+	{File: "bpb.png", Title: "in-loop benchmarks: bits per byte", YLabel: "bits / byte"},
 	{File: "probe.png", Title: "frozen probe batch: loss and output entropy", YLabel: "nats"},
 	{File: "probe_kl.png", Title: "output KL to the previous checkpoint (probe batch)", YLabel: "nats", LogY: true},
 }

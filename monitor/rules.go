@@ -40,6 +40,9 @@ type rules struct {
 	kls     []float64       // output_kl_to_prev of each checkpoint
 	klLast  int64           // step of the last checkpoint counted for output_kl_to_prev
 	flat    flatState
+
+	moeState moeRules  // moe.go
+	dist     distState // data-parallel rules (distributed.go)
 }
 
 // evalPoint is one evaluation as the eval rules see it (NaN = absent).
@@ -47,6 +50,9 @@ type evalPoint struct {
 	step            int64
 	val, gap, probe float64
 	slices          map[string]float64
+	// bench holds the in-loop benchmarks (bench/…, bpb/…) and benchSE the
+	// standard errors recorded as bench_stderr/….
+	bench, benchSE map[string]float64
 }
 
 // flatState is the state of the flat-loss-after-warm-up rule.
@@ -234,6 +240,8 @@ func (r *rules) check(s *Sample) []Alert {
 	}
 	// SEV1: throughput / MFU drop (SEV2 contention when CPU time did not grow).
 	r.throughput(&out, s)
+	// SEV1: a straggler rank in a data-parallel run.
+	r.straggler(&out, s)
 	// SEV1: rising clip rate — a rise over the baseline, not a high level.
 	if x, ok := get("grad_clipped"); ok {
 		c := 0.0
@@ -286,6 +294,8 @@ func (r *rules) check(s *Sample) []Alert {
 	// checkpoint records (kestrel watch feeds them as samples).
 	r.flatLoss(&out, s)
 	r.checkpointValues(&out, s)
+	// SEV1: MoE routing (moe.go).
+	r.moe(&out, s)
 	// SEV2: dataloader stalls.
 	if x, ok := get("dataloader_stall_frac"); ok && finite(x) {
 		r.stall.push(x)
@@ -718,8 +728,20 @@ func (r *rules) eval(step, tokens int64, v map[string]float64) []Alert {
 	}
 	p := evalPoint{step: step, val: get("val_loss"), gap: get("train_val_gap"), probe: get("fixed_probe_loss"), slices: map[string]float64{}}
 	for k, x := range v {
-		if strings.HasPrefix(k, "slice_val_loss/") && finite(x) {
+		switch {
+		case !finite(x):
+		case strings.HasPrefix(k, "slice_val_loss/"):
 			p.slices[strings.TrimPrefix(k, "slice_val_loss/")] = x
+		case strings.HasPrefix(k, "bench/") || strings.HasPrefix(k, "bpb/"):
+			if p.bench == nil {
+				p.bench, p.benchSE = map[string]float64{}, map[string]float64{}
+			}
+			p.bench[k] = x
+		}
+	}
+	for k := range p.bench {
+		if se, ok := v["bench_stderr/"+strings.TrimPrefix(k, "bench/")]; ok && strings.HasPrefix(k, "bench/") && finite(se) {
+			p.benchSE[k] = se
 		}
 	}
 	s := &Sample{Step: step, Tokens: tokens}
@@ -727,6 +749,7 @@ func (r *rules) eval(step, tokens int64, v map[string]float64) []Alert {
 	r.evals = append(r.evals, p)
 	r.gapWidening(&out, s)
 	r.sliceRegression(&out, s)
+	r.benchRegression(&out, s)
 	return out
 }
 
@@ -852,5 +875,75 @@ func (r *rules) sliceRegression(out *[]Alert, s *Sample) {
 		r.fire(out, s, RuleSliceRegression, "slice_val_loss/"+src, last.slices[src], first.slices[src]+r.cfg.SliceRegressMin,
 			fmt.Sprintf("slice_val_loss/%s rose at each of the last %d evals, %.4g → %.4g (+%.3g nats, steps %d-%d), while val_loss went %.4g → %.4g",
 				src, n, first.slices[src], last.slices[src], rise, first.step, last.step, first.val, last.val))
+	}
+}
+
+// benchRegression is bench_regression: an in-loop benchmark got worse at
+// each of the last bench_regress_evals evaluations that measured it (an
+// accuracy fell, a bits per byte rose), by more than its noise in all.
+func (r *rules) benchRegression(out *[]Alert, s *Sample) {
+	n := r.cfg.BenchRegressEvals
+	if n <= 0 || len(r.evals) == 0 {
+		return
+	}
+	latest := r.evals[len(r.evals)-1]
+	names := make([]string, 0, len(latest.bench))
+	for k := range latest.bench {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		// the last n+1 evaluations that measured it, oldest first
+		var es []evalPoint
+		for i := len(r.evals) - 1; i >= 0 && len(es) <= n; i-- {
+			if _, ok := r.evals[i].bench[name]; ok {
+				es = append(es, r.evals[i])
+			}
+		}
+		if len(es) <= n {
+			continue
+		}
+		slices.Reverse(es)
+		lower := strings.HasPrefix(name, "bpb/") // bits per byte: lower is better
+		worse := func(a, b float64) bool { return (lower && b > a) || (!lower && b < a) }
+		worsening := true
+		for i := 1; i < len(es); i++ {
+			if !worse(es[i-1].bench[name], es[i].bench[name]) {
+				worsening = false
+				break
+			}
+		}
+		if !worsening {
+			continue
+		}
+		first, last := es[0].bench[name], es[len(es)-1].bench[name]
+		change := math.Abs(last - first)
+		var thr float64
+		var noise string
+		if lower {
+			thr = r.cfg.BenchRegressBPB * math.Abs(first)
+			noise = fmt.Sprintf("bench_regress_bpb %.3g of %.4g", r.cfg.BenchRegressBPB, first)
+		} else {
+			se0, ok0 := es[0].benchSE[name]
+			se1, ok1 := es[len(es)-1].benchSE[name]
+			if ok0 && ok1 {
+				thr = r.cfg.BenchRegressSigma * math.Hypot(se0, se1)
+				noise = fmt.Sprintf("%.3g standard errors of the difference, ±%.4g", r.cfg.BenchRegressSigma, math.Hypot(se0, se1))
+			} else {
+				thr = r.cfg.BenchRegressSigma * 0.01
+				noise = fmt.Sprintf("%.3g points (no standard error recorded)", thr*100)
+			}
+		}
+		if change <= thr {
+			continue
+		}
+		bound := first - thr
+		verb := "fell"
+		if lower {
+			bound, verb = first+thr, "rose"
+		}
+		r.fire(out, s, RuleBenchRegression, name, last, bound,
+			fmt.Sprintf("%s %s at each of the last %d benchmark evaluations, %.4g → %.4g (steps %d-%d), by more than the noise (%s); val_loss %.4g → %.4g",
+				name, verb, n, first, last, es[0].step, es[len(es)-1].step, noise, es[0].val, es[len(es)-1].val))
 	}
 }

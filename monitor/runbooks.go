@@ -47,11 +47,17 @@ const (
 	RuleProbeJump        = "fixed_probe_discontinuity"
 	RuleGapWidening      = "train_val_gap_widening"
 	RuleSliceRegression  = "slice_val_regression"
+	RuleBenchRegression  = "bench_regression"
 	RuleCheckpointSlow   = "checkpoint_time_growth"
 )
 
 // runbooks are the source of docs/runbooks.md, in severity order.
 var runbooks = []Runbook{
+	{RuleRankHang, SEV0, "a rank never reached a collective",
+		"in a data-parallel run (bin/kestrel-mpi) a rank did not reach a collective (gradient all-reduce, step agreement) within train.comm_timeout_s: it is hung (deadlock, stuck I/O, swapping, a dead node or network) and every other rank waits on it. The alert names the rank and its host, from rank 0's table of how many collectives each rank has started.",
+		"the named rank's host: its kestrel process (alive? stack with kill -QUIT), load, memory, dmesg; the network between the hosts; the step of the alert in metrics.jsonl and the rank's rank_step_time before it.",
+		"the run stops (each rank returns the timeout); the last checkpoint is intact. Fix or drain the host, then rerun the same mpirun/srun command: the run resumes from the checkpoint, with another number of ranks if need be.",
+		"the resumed run passes the step; rank_allreduce_time and straggler_ratio are back to their earlier level."},
 	{RuleNaNInf, SEV0, "NaN/Inf in loss, gradients or weights",
 		"nan_inf_events > 0 (or a non-finite train_loss_raw/grad_global_norm): numbers are corrupt and any update applied now damages the weights irreversibly.",
 		"the incident bundle (last N steps of metrics, batch ids and sources of those steps, config.toml, manifest.json); the step's learning_rate, grad_global_norm, max_attn_logit, residual_rms; `kestrel replay RUN --steps A:B` (A:B around the step) recomputes each batch's loss and gradient norm on the checkpoint before A and lists its documents and sources.",
@@ -136,12 +142,17 @@ var runbooks = []Runbook{
 		"a step is still running after max(stalled_factor × the median step time, stalled_min_seconds) (the watchdog runs only from a step's start to its end: evaluations and checkpoints do not count). Fired while the step runs: the trainer may be blocked on input (a stuck data source, a dead network mount), swapping, or deadlocked.",
 		"a goroutine dump of the trainer (kill -QUIT, or the pprof endpoint when enabled), data_wait_time of the last steps, the data source's state (files, mounts), memory and swap (free -m), CPU use of the process and of the machine.",
 		"if the data source is stuck, fix or restart it; if the machine swaps, reduce the batch or stop neighbours; if nothing moves for long, stop the run (the last checkpoint is intact) and resume.",
-		"the step completes (the monitor logs 'stall recovered') and step_time returns to its band; kestrel_last_step_unix_time advances again."},
+		"the step completes (the monitor logs 'stall recovered') and step_time returns to its band; kestrel_last_step_time_seconds advances again."},
 	{RuleTokensFlat, SEV1, "tokens_seen flatline",
 		"tokens_seen (non-pad target tokens trained on) did not grow over tokens_flat_steps steps while steps advanced: the run consumes compute without training on anything (all-padding batches, an exhausted or empty data source, a loop of skipped steps).",
 		"pad_fraction and tokens_per_update of the flat steps, the data source's position/stage, skipped_updates, the batch ids of a flat step.",
 		"stop the run before it wastes more compute; check the data source (packing, stage weights, end of data) and the skip rules; `kestrel rewind RUN --to STEP` (the checkpoint before the flatline, `--skip-steps A:B` for empty batches) and rerun the same `kestrel train`.",
 		"tokens_seen grows at tokens_per_update per step again (the monitor logs 'tokens_seen grows again')."},
+	{RuleStraggler, SEV1, "straggler rank",
+		"in a data-parallel run the slowest rank's step time (less its time waiting in collectives) stayed above monitor.straggler_ratio × the median rank's for monitor.straggler_steps steps, with the same rank slowest: every rank waits for it at each all-reduce, so the whole run goes at its speed. The alert names the rank and its host.",
+		"rank_step_time/rankR, rank_compute_time/rankR, rank_data_wait_time/rankR of every rank (dashboard: per-rank panel); load and CPU frequency of the named host (another job, thermal throttling), its data path.",
+		"move the run off the host, or free it (stop the competing job); resume with one rank fewer if the host cannot be fixed.",
+		"straggler_ratio falls back towards 1."},
 	{RuleContention, SEV2, "throughput drop from contention",
 		"tokens_per_sec or mfu fell like a throughput_drop, but the process CPU time per token (cpu_time) rose by less than contention_cpu_share of the wall-time rise: kestrel does the same work per token and waits for the cores, which other processes (neighbours on a shared machine, hypervisor steal) hold. The message carries both medians (wall and CPU time per step).",
 		"the alert's wall and CPU time medians; top/ps of the machine at the time (other processes' CPU), steal time (%st in top, /proc/stat), the number of kernel threads (kernels.Threads) against free cores.",
@@ -177,6 +188,11 @@ var runbooks = []Runbook{
 		"slice_val_loss of every source over the evals, source_mix_share (is the source still sampled at its weight?), the data stages, token_kl_drift, the source's epochs.",
 		"check the mixture (mixture_drift, the stage weights) and the source's data (a filter or shard change); rebalance the mixture if the source is under-sampled.",
 		"the source's slice_val_loss falls again at the next evals."},
+	{RuleBenchRegression, SEV2, "benchmark regression",
+		"an in-loop benchmark ([eval] tasks) got worse at each of the last bench_regress_evals benchmark evaluations — an accuracy (bench/<task>/acc, acc_norm) fell, a bits per byte (bpb/…) rose — by more than its noise in all: bench_regress_sigma standard errors of the difference for an accuracy, bench_regress_bpb of its value for bits per byte (seed 004: microbench regression; benchmarks can dip while the loss looks normal).",
+		"the benchmark over the evaluations beside val_loss and slice_val_loss; the manifest's eval_hashes (eval/<task>: the benchmark's files) and tokenizer_hash across restarts; source_mix_share and the data stages; attention vitals and output_kl_to_prev over the same steps.",
+		"triage in seed 004's order: (1) harness drift — did eval_hashes, the tokenizer or kestrel's version change (manifest_mismatch)? rerun the old checkpoint with `kestrel eval --run RUN --checkpoint step-N --tasks hellaswag` and compare; (2) data drift — a stage or mixture change (mixture_drift, slice_val_loss); (3) internal drift — attention logits/entropy, probe KL; (4) only then capacity. Small models sit near chance (HellaSwag 0.25, PIQA 0.5): a fall within noise is not a regression, raise eval.limit to shrink the standard error.",
+		"the benchmark stops falling (or recovers) at the next evaluations; `kestrel eval --run RUN --checkpoint last` agrees with the in-loop number."},
 	{RuleCheckpointSlow, SEV2, "checkpoint time growth",
 		"a checkpoint took more than checkpoint_time_factor × the median checkpoint_time of the run's first (up to 3) checkpoints, and checkpoint_time_min seconds more: saving slows down (filling disk, a slow or remote filesystem, contention, a growing keep policy), which costs throughput at every checkpoint and risks a failed save (seed 004: spike/growth).",
 		"checkpoint_time and checkpoint_size per checkpoint, free space and I/O load of the run directory's filesystem, what else writes to it.",

@@ -20,6 +20,10 @@ type Sample struct {
 	// Phases optionally decomposes the step's wall time (data wait,
 	// forward, backward, optimizer, checkpoint, eval) for trace.json.
 	Phases []Phase `json:"phases,omitempty"`
+	// Ops optionally holds the model's per-op spans of a traced step
+	// (layer3/attention, layer3/qkv_gemm, lm_head …), each inside one of
+	// Phases (forward or backward), nested by time; for trace.json.
+	Ops []Phase `json:"ops,omitempty"`
 	// Histograms optionally carries per-layer value histograms (written to
 	// TensorBoard) and token histograms (for token_kl_drift, key "tokens").
 	Histograms map[string]Histogram `json:"-"`

@@ -134,12 +134,12 @@ func TestTraceJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &evs); err != nil {
 		t.Fatalf("trace.json is not a JSON array: %v\n%s", err, b)
 	}
-	// metadata + 2 steps × (1 step slice + 4 phases)
-	if len(evs) != 11 {
+	// 2 metadata + 2 steps × (1 step slice + 4 phases)
+	if len(evs) != 12 {
 		t.Fatalf("%d events", len(evs))
 	}
-	if evs[1]["name"] != "step 2" || evs[1]["dur"].(float64) != 300000 || evs[3]["name"] != "forward" || evs[3]["ts"].(float64) != 50000 {
-		t.Errorf("events %v %v", evs[1], evs[3])
+	if evs[2]["name"] != "step 2" || evs[2]["dur"].(float64) != 300000 || evs[4]["name"] != "forward" || evs[4]["ts"].(float64) != 50000 {
+		t.Errorf("events %v %v", evs[2], evs[4])
 	}
 }
 
@@ -179,9 +179,12 @@ func TestPrometheusEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatalf("invalid exposition: %v\n%s", err, body)
 	}
+	byProm := map[string]string{}
+	for _, m := range Metrics() {
+		byProm[PromName(m.Name)] = m.Name
+	}
 	for name, f := range fams {
-		base := strings.TrimSuffix(strings.TrimPrefix(name, "kestrel_"), "_total")
-		m, ok := Lookup(base)
+		m, ok := Lookup(byProm[name])
 		if !ok {
 			continue
 		}

@@ -5,13 +5,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"time"
 )
 
 // TraceWriter is the trace.json sink: a Chrome trace-event file (JSON
-// array of complete "X" events, microsecond timestamps) of the step phases
-// of a window of steps, loadable in Perfetto UI and chrome://tracing. Each
-// step is one slice on thread 1 with its phases nested below it.
+// array of complete "X" events) of the step phases of a window of steps,
+// loadable in Perfetto UI and chrome://tracing. Each step is one slice on
+// thread 1 with its phases (data_wait, forward, backward, optimizer, eval,
+// checkpoint) nested below it and, for steps the trainer traced, the
+// model's ops (category "op": layer3/attention holding layer3/qkv_gemm …)
+// below those. Times are integer microseconds since the first traced step,
+// and the slices of the thread form a tree: each one lies inside its
+// parent, and siblings abut or leave a gap (end ≤ next start), which is
+// what Chrome's and Perfetto's trace engines require of "X" events on one
+// thread (they drop overlapping ones). Measured times that overlap by
+// clock jitter are clamped into that shape.
 type TraceWriter struct {
 	path        string
 	f           *os.File
@@ -19,17 +28,20 @@ type TraceWriter struct {
 	from, until int64
 	n           int
 	t0          time.Time
+	lastEnd     int64 // end (µs) of the latest step slice
+	steps       int   // step slices written
 	err         error
 }
 
 type traceEvent struct {
 	Name string         `json:"name"`
-	Cat  string         `json:"cat"`
+	Cat  string         `json:"cat,omitempty"`
 	Ph   string         `json:"ph"`
-	Ts   float64        `json:"ts"`
-	Dur  float64        `json:"dur"`
+	Ts   int64          `json:"ts"`
+	Dur  *int64         `json:"dur,omitempty"`
 	Pid  int            `json:"pid"`
 	Tid  int            `json:"tid"`
+	S    string         `json:"s,omitempty"` // scope of an instant event
 	Args map[string]any `json:"args,omitempty"`
 }
 
@@ -50,6 +62,9 @@ func (t *TraceWriter) open() error {
 	if err == nil {
 		err = t.emit(traceEvent{Name: "process_name", Ph: "M", Pid: 1, Args: map[string]any{"name": "kestrel train"}})
 	}
+	if err == nil {
+		err = t.emit(traceEvent{Name: "thread_name", Ph: "M", Pid: 1, Tid: 1, Args: map[string]any{"name": "train loop"}})
+	}
 	if err != nil {
 		return fmt.Errorf("trace %s: %w", t.path, err)
 	}
@@ -69,11 +84,77 @@ func (t *TraceWriter) emit(e traceEvent) error {
 	return err
 }
 
-func (t *TraceWriter) us(x time.Time) float64 {
+// us is x in whole microseconds since the trace's origin (floored, so
+// that a ≤ b in time stays a ≤ b in microseconds).
+func (t *TraceWriter) us(x time.Time) int64 {
 	if t.t0.IsZero() {
 		t.t0 = x
 	}
-	return float64(x.Sub(t.t0).Nanoseconds()) / 1e3
+	ns := x.Sub(t.t0).Nanoseconds()
+	us := ns / 1000
+	if ns < 0 && ns%1000 != 0 {
+		us--
+	}
+	return us
+}
+
+// slice is one "X" event being laid out.
+type slice struct {
+	name, cat string
+	s, e      int64 // [s, e) in µs
+	last      int64 // end of the latest child
+}
+
+// clampInto places sl inside par after par's previous child.
+func clampInto(sl, par *slice) {
+	sl.s = min(max(sl.s, par.s, par.last), par.e)
+	sl.e = max(min(sl.e, par.e), sl.s)
+	par.last = sl.e
+	sl.last = sl.s
+}
+
+// layout lays a step out as a tree under root: the phases are root's
+// children in start order, each starting at or after the previous one's
+// end; each op goes into the phase its start falls in (the last phase
+// starting at or before it) and nests in the ops of that phase by time
+// (sorted by start, longer first). Every slice is clamped into its parent
+// and after its previous sibling. It returns phases then ops, in order.
+func layout(root *slice, phases, ops []*slice) []*slice {
+	byStart := func(v []*slice) {
+		sort.SliceStable(v, func(i, j int) bool {
+			if v[i].s != v[j].s {
+				return v[i].s < v[j].s
+			}
+			return v[i].e > v[j].e
+		})
+	}
+	byStart(phases)
+	root.last = root.s
+	for _, p := range phases {
+		clampInto(p, root)
+	}
+	byStart(ops)
+	pi := -1
+	var stack []*slice
+	for _, op := range ops {
+		for pi+1 < len(phases) && (pi < 0 || phases[pi+1].s <= op.s) {
+			pi++
+			stack = stack[:0]
+		}
+		if len(stack) == 0 {
+			if pi >= 0 {
+				stack = append(stack, phases[pi])
+			} else {
+				stack = append(stack, root)
+			}
+		}
+		for len(stack) > 1 && op.s >= stack[len(stack)-1].e {
+			stack = stack[:len(stack)-1]
+		}
+		clampInto(op, stack[len(stack)-1])
+		stack = append(stack, op)
+	}
+	return append(phases, ops...)
 }
 
 // WriteSample records the phases of steps inside the window. Without
@@ -99,21 +180,41 @@ func (t *TraceWriter) WriteSample(s *Sample) error {
 			end = e
 		}
 	}
+	root := &slice{name: fmt.Sprintf("step %d", s.Step), cat: "step", s: t.us(start), e: t.us(end)}
+	if t.steps > 0 { // start after the previous step ends
+		root.s = max(root.s, t.lastEnd)
+	}
+	t.steps++
+	root.e = max(root.e, root.s)
+	mk := func(ps []Phase, cat string) []*slice {
+		out := make([]*slice, len(ps))
+		for i, p := range ps {
+			out[i] = &slice{name: p.Name, cat: cat, s: t.us(p.Start), e: t.us(p.Start.Add(p.Dur))}
+		}
+		return out
+	}
+	spans := layout(root, mk(s.Phases, "phase"), mk(s.Ops, "op"))
+	t.lastEnd = root.e
 	args := map[string]any{"step": s.Step}
 	if x, ok := s.Values["train_loss_raw"]; ok && finite(x) {
 		args["train_loss_raw"] = x
 	}
-	t.err = t.emit(traceEvent{Name: fmt.Sprintf("step %d", s.Step), Cat: "step", Ph: "X", Ts: t.us(start), Dur: float64(end.Sub(start).Nanoseconds()) / 1e3, Pid: 1, Tid: 1, Args: args})
-	for _, p := range s.Phases {
+	t.err = t.emitSlice(root, args)
+	for _, sl := range spans {
 		if t.err != nil {
 			break
 		}
-		t.err = t.emit(traceEvent{Name: p.Name, Cat: "phase", Ph: "X", Ts: t.us(p.Start), Dur: float64(p.Dur.Nanoseconds()) / 1e3, Pid: 1, Tid: 1})
+		t.err = t.emitSlice(sl, nil)
 	}
 	if t.err != nil {
 		t.err = fmt.Errorf("trace %s: %w", t.path, t.err)
 	}
 	return t.err
+}
+
+func (t *TraceWriter) emitSlice(sl *slice, args map[string]any) error {
+	d := sl.e - sl.s
+	return t.emit(traceEvent{Name: sl.name, Cat: sl.cat, Ph: "X", Ts: sl.s, Dur: &d, Pid: 1, Tid: 1, Args: args})
 }
 
 // WriteEvent is a no-op (checkpoint and eval time arrive as step phases).
@@ -124,7 +225,7 @@ func (t *TraceWriter) WriteAlert(a *Alert) error {
 	if a.Step < t.from || a.Step >= t.until || t.err != nil || t.t0.IsZero() || t.f == nil {
 		return t.err
 	}
-	t.err = t.emit(traceEvent{Name: string(a.Severity) + " " + a.Rule, Cat: "alert", Ph: "i", Ts: t.us(a.Time), Pid: 1, Tid: 1})
+	t.err = t.emit(traceEvent{Name: string(a.Severity) + " " + a.Rule, Cat: "alert", Ph: "i", Ts: t.us(a.Time), Pid: 1, Tid: 1, S: "t"})
 	return t.err
 }
 

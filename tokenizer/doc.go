@@ -1,8 +1,10 @@
 // Package tokenizer is a byte-level BPE tokenizer: train, encode, decode,
 // and read/write the formats other tools use.
 //
-// Text is cut into pre-tokens by a pattern — GPT-2's regex, or a
-// Llama-3-style one that splits digits into groups of 1–3 — implemented by
+// Text is cut into pre-tokens by a pattern — GPT-2's regex, a
+// Llama-3-style one that splits digits into groups of 1–3, or OpenAI's
+// cl100k_base and o200k_base ones (o200k also splits words at case
+// changes, with Unicode classes Lu/Ll/Lt/Lm/Lo/M) — implemented by
 // a hand-written scanner that reproduces the regex exactly (Go's regexp has
 // no lookahead; the scanner is also much faster than regexp2). Each
 // pre-token's bytes are merged by rank. Any byte string round-trips:
@@ -31,8 +33,12 @@
 // recognises them. EOT returns the end-of-text id.
 //
 // Compatibility: loading the GPT-2 files gives exactly the ids of OpenAI's
-// r50k_base (tested against github.com/tiktoken-go/tokenizer on all
-// shipped text). Hugging Face tokenizer.json files with a BPE model,
+// r50k_base, and loading cl100k_base.tiktoken / o200k_base.tiktoken those
+// of cl100k_base / o200k_base (tested against github.com/tiktoken-go/tokenizer
+// on all shipped text). A rank file takes its pattern and special-token ids
+// from NAME.json beside it ({"pat_str", "special_tokens"}), else from a
+// built-in table for the OpenAI names, else GPT-2's pattern with
+// <|endoftext|> after the last rank; LoadWith can override the pattern. Hugging Face tokenizer.json files with a BPE model,
 // a ByteLevel pre-tokenizer (optionally after a Split regex), an optional
 // NFC normalizer and added tokens load; other patterns fall back to
 // regexp2. Known deviation of the reference, not of this package: regexp2

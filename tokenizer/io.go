@@ -106,8 +106,9 @@ func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // loadTiktoken reads a rank file. Merges are derived: the token of rank r
 // splits into the two parts that BPE with ranks < r produces. The encoder
-// then follows tiktoken: a pre-token that is a token is not split.
-// <|endoftext|> is added after the last rank (as in r50k_base).
+// then follows tiktoken: a pre-token that is a token is not split. The
+// pre-tokenizer and special tokens come from the encoding's JSON beside
+// the file (see tiktokenEncoding).
 func loadTiktoken(path string) (*Tokenizer, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -147,12 +148,18 @@ func loadTiktoken(path string) (*Tokenizer, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
+	enc, err := tiktokenEncoding(path, len(vocab))
+	if err != nil {
+		return nil, err
+	}
 	t := &Tokenizer{vocab: vocab, ignoreMerges: true}
-	t.split, t.pattern, _ = newSplitter("gpt2")
+	if t.split, t.pattern, err = newSplitter(enc.Pattern); err != nil {
+		return nil, err
+	}
 	if err := t.deriveMerges(); err != nil {
 		return nil, err
 	}
-	t.added = []AddedToken{{ID: int32(len(vocab)), Content: "<|endoftext|>", Special: true}}
+	t.added = enc.special()
 	if err := t.build(); err != nil {
 		return nil, err
 	}

@@ -159,22 +159,15 @@ func foldAt(s string, i int) (byte, int) {
 
 // nextLlama3 returns the end of the Llama-3 pre-token starting at i < len(s).
 func nextLlama3(s string, i int) int {
-	b := s[i]
-	if b == '\'' {
-		c1, w1 := foldAt(s, i+1)
-		switch c1 {
-		case 's', 't', 'm', 'd':
-			return i + 1 + w1
-		case 'r', 'v':
-			if c2, w2 := foldAt(s, i+1+w1); c2 == 'e' {
-				return i + 1 + w1 + w2
-			}
-		case 'l':
-			if c2, w2 := foldAt(s, i+1+w1); c2 == 'l' {
-				return i + 1 + w1 + w2
-			}
-		}
+	if e := contraction(s, i, foldAt); e >= 0 {
+		return e
 	}
+	return llama3Rest(s, i)
+}
+
+// llama3Rest is the Llama-3 / cl100k pattern after its contractions.
+func llama3Rest(s string, i int) int {
+	b := s[i]
 	c, n := class(s, i)
 	switch c {
 	case clsLetter:
@@ -211,7 +204,11 @@ func nextLlama3(s string, i int) int {
 		}
 		return j
 	}
-	// whitespace: `\s*[\r\n]+` then `\s+(?!\S)|\s+`
+	return newlineOrSpace(s, i)
+}
+
+// newlineOrSpace resolves `\s*[\r\n]+|\s+(?!\S)|\s+` at i.
+func newlineOrSpace(s string, i int) int {
 	end, last := spaceRun(s, i)
 	for k := end - 1; k >= i; k-- {
 		if s[k] == '\r' || s[k] == '\n' {
@@ -264,14 +261,25 @@ func (r regexSplitter) split(s string, fn func(string)) {
 	}
 }
 
-// newSplitter returns the splitter for a pattern name ("gpt2", "llama3") or
-// a regular expression.
+// newSplitter returns the splitter for a pattern name ("gpt2", "llama3",
+// "cl100k", "o200k") or a regular expression. The built-in patterns (by
+// name or by their exact regex) use a hand-written scanner; any other
+// regex runs on regexp2.
 func newSplitter(pattern string) (splitter, string, error) {
+	if full, ok := patternNames[pattern]; ok {
+		pattern = full
+	}
 	switch pattern {
-	case "", "gpt2", GPT2Pattern:
+	case "", GPT2Pattern:
 		return scanSplitter(nextGPT2), GPT2Pattern, nil
-	case "llama3", Llama3Pattern:
+	case Llama3Pattern:
 		return scanSplitter(nextLlama3), Llama3Pattern, nil
+	case Cl100kPattern:
+		return scanSplitter(nextCl100k), Cl100kPattern, nil
+	case O200kPattern:
+		return scanSplitter(nextO200kASCII), O200kPattern, nil
+	case O200kFoldPattern:
+		return scanSplitter(nextO200kFold), O200kFoldPattern, nil
 	}
 	re, err := regexp2.Compile(pattern, regexp2.None)
 	if err != nil {
@@ -281,7 +289,7 @@ func newSplitter(pattern string) (splitter, string, error) {
 }
 
 // PreTokenize splits text into pre-tokens with the named pattern ("gpt2",
-// "llama3" or a regular expression).
+// "llama3", "cl100k", "o200k") or a regular expression.
 func PreTokenize(pattern, text string) ([]string, error) {
 	sp, _, err := newSplitter(pattern)
 	if err != nil {

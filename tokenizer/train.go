@@ -20,8 +20,9 @@ type TrainOptions struct {
 	// VocabSize is the final vocabulary size: 256 bytes + merges + special
 	// tokens.
 	VocabSize int
-	// Pattern is the pre-tokenisation pattern: "gpt2" (default) or "llama3"
-	// (digits in groups of 1–3), or a regular expression.
+	// Pattern is the pre-tokenisation pattern: "gpt2" (default), "llama3"
+	// (digits in groups of 1–3), "cl100k", "o200k" (case-split words), or
+	// a regular expression.
 	Pattern string
 	// Special lists the special tokens, appended after the merges in this
 	// order. nil means {"<|endoftext|>"}.

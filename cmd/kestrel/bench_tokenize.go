@@ -13,19 +13,24 @@ func newBenchTokenizeCmd() *cobra.Command {
 	var (
 		asJSON  bool
 		tokPath string
+		enc     string
 		inputs  []string
 		reps    int
 		threads []int
 	)
 	cmd := &cobra.Command{
 		Use:   "tokenize",
-		Short: "BPE encode MB/s against tiktoken-go on GPT-2's vocabulary",
-		Long: `Encode the same text with kestrel's tokenizer (GPT-2 files) and with
-github.com/tiktoken-go/tokenizer (r50k_base) in the same run, first checking
+		Short: "BPE encode MB/s against tiktoken-go (r50k, cl100k or o200k)",
+		Long: `Encode the same text with kestrel's tokenizer and with
+github.com/tiktoken-go/tokenizer (--encoding: r50k_base = GPT-2, cl100k_base,
+o200k_base; the tokenizer defaults to the shipped files) in the same run, first checking
 that both give identical ids on every document. Each repetition uses a freshly
 loaded kestrel tokenizer, so its pre-token cache starts cold; the best
 repetition counts. Documents are split over the threads.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("tokenizer") && enc != "r50k_base" {
+				tokPath = "${KESTREL_DATA}/tiktoken/" + enc + ".tiktoken"
+			}
 			p, err := datadir.Expand(tokPath)
 			if err != nil {
 				return err
@@ -35,7 +40,7 @@ repetition counts. Documents are split over the threads.`,
 				return fmt.Errorf("bench tokenize: %w", err)
 			}
 			out := cmd.OutOrStdout()
-			return tokbench.Run(cmd.Context(), tokbench.Options{Tokenizer: p, Docs: docs, Threads: threads, Reps: reps, Emit: func(r tokbench.Result) {
+			return tokbench.Run(cmd.Context(), tokbench.Options{Tokenizer: p, Encoding: enc, Docs: docs, Threads: threads, Reps: reps, Emit: func(r tokbench.Result) {
 				if asJSON {
 					printJSON(out, r)
 					return
@@ -46,7 +51,8 @@ repetition counts. Documents are split over the threads.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&asJSON, "json", false, "one JSON object per line")
-	f.StringVar(&tokPath, "tokenizer", "${KESTREL_DATA}/gpt2-bpe", "GPT-2 tokenizer files (compared with tiktoken-go r50k_base)")
+	f.StringVar(&tokPath, "tokenizer", "${KESTREL_DATA}/gpt2-bpe", "tokenizer files (default: GPT-2's, or the shipped rank file of --encoding)")
+	f.StringVar(&enc, "encoding", "r50k_base", "tiktoken-go encoding to compare with: r50k_base | cl100k_base | o200k_base")
 	f.StringSliceVar(&inputs, "input", []string{"${KESTREL_DATA}/tinyshakespeare/input.txt", "${KESTREL_DATA}/wikitext-2/valid.txt", "${KESTREL_DATA}/gsm8k/test.jsonl", "${KESTREL_DATA}/dolma-testdata/cc_en_head"}, "text to encode")
 	f.IntVar(&reps, "reps", 3, "repetitions; the fastest counts")
 	f.IntSliceVar(&threads, "threads", []int{1, 2}, "thread counts")

@@ -10,8 +10,9 @@ func newDataCmd() *cobra.Command {
 
   kestrel data inspect DATASET [--source S] [--n 3]   decode sample documents back to text
   kestrel data shuffle-report --dataset D --permutation feistel|lcg
-                                                       how i.i.d. the batches are, with a plot`,
+                                                       how i.i.d. the batches are, with a plot
+  kestrel data diff A B                               are two prepared datasets identical (docs/prepare-distributed.md)`,
 	}
-	cmd.AddCommand(newDataInspectCmd(), newDataShuffleReportCmd())
+	cmd.AddCommand(newDataInspectCmd(), newDataShuffleReportCmd(), newDataDiffCmd())
 	return cmd
 }

@@ -10,12 +10,15 @@ func newEvalCmd() *cobra.Command {
 	var opt eval.Options
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "eval --run RUN [--checkpoint last|last-good|step-N|DIR] [--ema] --tasks hellaswag,piqa,bpb [--limit N] [--json]",
-		Short: "score a checkpoint on HellaSwag, PIQA and bits per byte (docs/eval.md)",
+		Use:   "eval --run RUN [--checkpoint last|last-good|step-N|DIR] [--ema] --tasks hellaswag,piqa,bpb,gsm8k-nll,memorization,bpb-val [--limit N] [--json] [--strict]",
+		Short: "score a checkpoint on HellaSwag, PIQA, bits per byte, GSM8K, memorization (docs/eval.md)",
 		Long: `Zero-shot multiple choice by log-likelihood (HellaSwag, PIQA: acc, acc_norm
 with standard errors, as lm-evaluation-harness) and bits per byte on the
-WikiText-2 test file, from the shipped data. --limit N takes the first N items
-(bpb: windows). See docs/eval.md for the tokenisation.`,
+WikiText-2 test file, from the shipped data; gsm8k-nll, memorization and
+bpb-val too. --limit N takes the first N items (bpb: windows). Each task is
+checked against the run's data first: a task the dataset was not
+decontaminated against, or whose file was a training input, gets a WARNING
+(--strict refuses it). See docs/eval.md for the tokenisation.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opt.Status = cmd.ErrOrStderr()
@@ -33,5 +36,7 @@ WikiText-2 test file, from the shipped data. --limit N takes the first N items
 	f.StringSliceVar(&opt.Tasks, "tasks", []string{"hellaswag", "piqa", "bpb"}, "tasks: hellaswag, piqa, bpb, gsm8k-nll, memorization, bpb-val (docs/eval.md)")
 	f.IntVar(&opt.Limit, "limit", 0, "first N items of each task (0 = all)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	f.StringVar(&opt.Dump, "dump", "", "write every multiple-choice request (token ids, kestrel's log-probability) as JSON lines to this file, for tools/torchref/eval_ref.py")
+	f.BoolVar(&opt.Strict, "strict", false, "refuse tasks whose items could be in the run's training data (not decontaminated against them, or trained on them) instead of warning")
 	return cmd
 }

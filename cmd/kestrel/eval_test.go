@@ -55,3 +55,38 @@ func TestEvalCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestScoreCLI: kestrel score prints eval.ScoreText's JSON for --text,
+// --file and --tokens, and refuses none or two of them.
+func TestScoreCLI(t *testing.T) {
+	runDir := trainTiny(t, tinyByteConfig(2))
+	exec := func(args ...string) (eval.ScoreResult, error) {
+		var out strings.Builder
+		cmd := newScoreCmd()
+		cmd.SetOut(&out)
+		cmd.SetErr(&strings.Builder{})
+		cmd.SetArgs(args)
+		var r eval.ScoreResult
+		if err := cmd.Execute(); err != nil {
+			return r, err
+		}
+		return r, json.Unmarshal([]byte(out.String()), &r)
+	}
+	r, err := exec("--run", runDir, "--text", "hello")
+	if err != nil || len(r.Tokens) != 6 || r.Scored != 5 || r.Tokens[1].LogProb == nil {
+		t.Fatalf("--text: %+v %v", r, err)
+	}
+	f := filepath.Join(t.TempDir(), "t.txt")
+	os.WriteFile(f, []byte("hello"), 0o644)
+	if r2, err := exec("--run", runDir, "--file", f); err != nil || r2.TotalNLL != r.TotalNLL {
+		t.Fatalf("--file: %+v %v", r2, err)
+	}
+	if r3, err := exec("--run", runDir, "--tokens", "10,104,101,108,108,111"); err != nil || r3.TotalNLL != r.TotalNLL {
+		t.Fatalf("--tokens: %+v %v", r3, err)
+	}
+	for _, args := range [][]string{{"--run", runDir}, {"--run", runDir, "--text", "a", "--tokens", "1,2"}, {"--run", runDir, "--file", f + ".missing"}} {
+		if _, err := exec(args...); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}

@@ -4,15 +4,20 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/data/prepare"
 )
 
 func newPrepareCmd() *cobra.Command {
 	var out string
 	var strict, force bool
+	var workDir string
+	var unitMB float64
+	var commTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "prepare --config DATA.toml --out datasets/NAME",
 		Short: "build a training dataset: read sources, filter, dedup, decontaminate, tokenize, shard",
@@ -33,13 +38,23 @@ Output:
   rejects/<stage>.jsonl.zst       {id, source, stage, rule, detail} per dropped document
   report.json                     counts per source and stage, reject rules, near_dup_rate,
                                   duplicate hotspots, train_val_overlap, bytes/doc percentiles
-  tokenizer.json, manifest.json, shards/   with [prepare.tokenizer] mode = train | load`,
+  tokenizer.json, manifest.json, shards/   with [prepare.tokenizer] mode = train | load
+
+Across processes (docs/prepare-distributed.md): build bin/kestrel-mpi with
+make build-mpi and launch it with mpirun -np N or srun; every rank reads a
+size-balanced share of the inputs (large JSONL files in byte ranges) and the
+result is identical to one process's (check with kestrel data diff A B).
+Output and --work-dir must be on a file system every rank sees; a rerun
+skips the inputs a failed run finished.`,
 		Args: cobra.NoArgs,
 	}
 	cf := addConfigFlags(cmd, "data config (TOML) listing sources and stages")
 	cmd.Flags().StringVar(&out, "out", "", "output dataset directory")
 	cmd.Flags().BoolVar(&strict, "strict", false, "treat malformed input as an error instead of counting and skipping it")
 	cmd.Flags().BoolVar(&force, "force", false, "rebuild even when the output is up to date")
+	cmd.Flags().StringVar(&workDir, "work-dir", "", "several ranks: per-input outputs and completion markers (default .<out>.prepare-work beside --out)")
+	cmd.Flags().DurationVar(&commTimeout, "comm-timeout", 0, "several ranks: stop with an error naming the rank that has not reached a collective after this long (0 = wait; mpirun still ends the job when a rank exits)")
+	cmd.Flags().Float64Var(&unitMB, "unit-mb", prepare.DefaultUnitBytes>>20, "several ranks: JSONL files larger than this are cut into byte ranges of about this many MB")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if out == "" {
 			return fmt.Errorf("prepare: --out is required")
@@ -48,10 +63,21 @@ Output:
 		if err != nil {
 			return err
 		}
-		_, err = prepare.Run(cmd.Context(), cfg.Prepare, prepare.RunOptions{
+		ro := prepare.RunOptions{
 			Out: out, Strict: strict, Force: force,
 			Summary: cmd.OutOrStdout(), Progress: os.Stderr, Log: slog.Default(),
-		})
+		}
+		c, err := comm.FromEnv()
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		defer c.Close()
+		if c.Size() == 1 {
+			_, err = prepare.Run(cmd.Context(), cfg.Prepare, ro)
+			return err
+		}
+		ro.Log = slog.Default().With("rank", c.Rank())
+		_, err = prepare.RunDist(cmd.Context(), cfg.Prepare, prepare.DistOptions{RunOptions: ro, Comm: c, WorkDir: workDir, UnitBytes: int64(unitMB * (1 << 20)), Timeout: commTimeout})
 		return err
 	}
 	return cmd

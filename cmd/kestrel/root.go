@@ -17,9 +17,13 @@ lists them all with their documentation. Shipped data is found in
 ../shared/data or in the directory named by $KESTREL_DATA.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// A binary without MPI started by mpirun/srun as one of several
+		// ranks says so instead of running N copies (launch.go).
+		PersistentPreRunE: func(*cobra.Command, []string) error { return checkLaunch() },
 	}
-	root.AddCommand(newPrepareCmd(), newTokenizerCmd(), newDataCmd(), newTrainCmd(), newRewindCmd(), newSampleCmd(), newEvalCmd(),
+	root.AddCommand(newPrepareCmd(), newTokenizerCmd(), newDataCmd(), newTrainCmd(), newRewindCmd(), newSampleCmd(), newEvalCmd(), newScoreCmd(),
 		newCheckpointsCmd(), newReplayCmd(), newQuarantineCmd(), newWatchCmd(), newDashCmd(), newBenchCmd(), newDemoCmd(),
 		newConfigCmd(), newVersionCmd())
+	root.AddCommand(newExportCmd(), newImportCmd()) // Hugging Face interchange (export.go, import.go)
 	return root
 }

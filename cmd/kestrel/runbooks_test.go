@@ -18,7 +18,7 @@ var pendingConfigKeys = map[string]bool{"rescue.auto_rollback": true}
 // --flag it uses is one of that command's flags, every `--set key=value`
 // and every quoted `section.key` is a config field; and the vague
 // instructions the runbooks used to give ("roll back to the last good
-// checkpoint", "on a canary", "kestrel eval") are gone.
+// checkpoint", "on a canary") are gone.
 func TestRunbooksNameRealCommands(t *testing.T) {
 	fields := map[string]bool{}
 	for _, f := range config.Fields() {
@@ -27,7 +27,7 @@ func TestRunbooksNameRealCommands(t *testing.T) {
 	root := newRootCmd()
 	quoted := regexp.MustCompile("`([^`]+)`")
 	keyRe := regexp.MustCompile(`^([a-z_0-9]+\.[a-z_0-9.]+)(\s*=.*)?$`)
-	vague := []string{"last good checkpoint", "on a canary", "quarantine the shard", "replay the fixed probe batch", "kestrel eval", "Roll back to it"}
+	vague := []string{"last good checkpoint", "on a canary", "quarantine the shard", "replay the fixed probe batch", "Roll back to it"}
 	commands := 0
 	for _, rb := range monitor.Runbooks() {
 		for part, text := range map[string]string{"Capture": rb.Capture, "Contain": rb.Contain, "Verify": rb.Verify} {

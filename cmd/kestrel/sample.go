@@ -22,7 +22,9 @@ EMA weights. Byte-level runs decode bytes directly; runs on a prepared dataset
 (data.kind = "dataset") use the dataset's tokenizer.json, so the dataset must
 still be at the path the run was trained with. An empty prompt starts a new
 document (a newline for byte-level runs, the dataset's document separator
-token otherwise).`,
+token otherwise). Sampling runs with a KV cache (one position per token); once
+prompt and sample exceed seq_len the context shifts to its newest seq_len/2
+tokens. The speed is printed on stderr at the end.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if run == "" {

@@ -15,7 +15,8 @@ func newTokenizerCmd() *cobra.Command {
 		Use:   "tokenizer",
 		Short: "train, apply and inspect byte-level BPE tokenizers",
 		Long: `Byte-level BPE tokenizers that read and write Hugging Face tokenizer.json and
-read tiktoken rank files and GPT-2 vocab.json + merges.txt.
+read tiktoken rank files (regex and special ids from NAME.json beside them:
+cl100k_base, o200k_base …) and GPT-2 vocab.json + merges.txt.
 
   kestrel tokenizer train  --input FILES… --vocab-size N --out tok.json
   kestrel tokenizer encode --tokenizer PATH [--lines] [--json]   (stdin → ids)
@@ -26,8 +27,8 @@ read tiktoken rank files and GPT-2 vocab.json + merges.txt.
 	return cmd
 }
 
-// tokLoad loads a tokenizer, expanding ${KESTREL_DATA}.
-func tokLoad(path string) (*tokenizer.Tokenizer, error) {
+// tokLoad loads a tokenizer (${KESTREL_DATA} expanded), pattern overriding.
+func tokLoad(path, pattern string) (*tokenizer.Tokenizer, error) {
 	if path == "" {
 		return nil, fmt.Errorf("--tokenizer is required")
 	}
@@ -35,7 +36,7 @@ func tokLoad(path string) (*tokenizer.Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return tokenizer.Load(p)
+	return tokenizer.LoadWith(p, tokenizer.LoadOptions{Pattern: pattern})
 }
 
 func newTokTrainCmd() *cobra.Command {
@@ -75,7 +76,7 @@ documents are decoded). The result is deterministic for a given input.`,
 	f.StringSliceVar(&inputs, "input", nil, "input files, globs or directories (repeatable)")
 	f.StringVar(&out, "out", "", "output tokenizer.json")
 	f.IntVar(&opts.VocabSize, "vocab-size", 8192, "vocabulary size including 256 bytes and special tokens")
-	f.StringVar(&opts.Pattern, "pattern", "gpt2", "pre-tokenisation: gpt2 | llama3 (digits in groups of 1–3) | a regex")
+	f.StringVar(&opts.Pattern, "pattern", "gpt2", "pre-tokenisation: gpt2 | llama3 (digits in groups of 1–3) | cl100k | o200k | a regex")
 	f.StringSliceVar(&opts.Special, "special", []string{"<|endoftext|>"}, "special tokens, in id order after the merges")
 	f.IntVar(&opts.Workers, "workers", 0, "counting goroutines (0 = all cores)")
 	f.IntVar(&opts.MinFrequency, "min-frequency", 2, "stop when the best pair occurs fewer times")
@@ -84,7 +85,7 @@ documents are decoded). The result is deterministic for a given input.`,
 }
 
 func newTokEncodeCmd() *cobra.Command {
-	var path string
+	var path, pattern string
 	var lines, asJSON, special bool
 	cmd := &cobra.Command{
 		Use:   "encode --tokenizer PATH [--lines] [--json]",
@@ -93,7 +94,7 @@ func newTokEncodeCmd() *cobra.Command {
 with --json) for the whole input, or one JSON array per input line with
 --lines (the newline is not encoded).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			tok, err := tokLoad(path)
+			tok, err := tokLoad(path, pattern)
 			if err != nil {
 				return err
 			}
@@ -109,6 +110,7 @@ with --json) for the whole input, or one JSON array per input line with
 		},
 	}
 	cmd.Flags().StringVar(&path, "tokenizer", "", "tokenizer.json, *.tiktoken, vocab.json or a directory")
+	cmd.Flags().StringVar(&pattern, "pattern", "", tokenizer.PatternHelp)
 	cmd.Flags().BoolVar(&lines, "lines", false, "encode each line separately, one JSON array per line")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "write a JSON array")
 	cmd.Flags().BoolVar(&special, "special", false, "recognise special tokens such as <|endoftext|> in the text")
@@ -116,7 +118,7 @@ with --json) for the whole input, or one JSON array per input line with
 }
 
 func newTokDecodeCmd() *cobra.Command {
-	var path string
+	var path, pattern string
 	cmd := &cobra.Command{
 		Use:   "decode --tokenizer PATH",
 		Short: "decode token ids on stdin back to text",
@@ -124,7 +126,7 @@ func newTokDecodeCmd() *cobra.Command {
 JSON array (the output of encode --lines) decodes to one line of text; other
 input is whitespace-separated ids decoded as one text.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			tok, err := tokLoad(path)
+			tok, err := tokLoad(path, pattern)
 			if err != nil {
 				return err
 			}
@@ -135,11 +137,12 @@ input is whitespace-separated ids decoded as one text.`,
 		},
 	}
 	cmd.Flags().StringVar(&path, "tokenizer", "", "tokenizer.json, *.tiktoken, vocab.json or a directory")
+	cmd.Flags().StringVar(&pattern, "pattern", "", tokenizer.PatternHelp)
 	return cmd
 }
 
 func newTokStatsCmd() *cobra.Command {
-	var path string
+	var path, pattern string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "stats --tokenizer PATH FILES…",
@@ -152,7 +155,7 @@ use (share of ids that occur).`,
 			if len(args) == 0 {
 				return fmt.Errorf("tokenizer stats: name the corpus files")
 			}
-			tok, err := tokLoad(path)
+			tok, err := tokLoad(path, pattern)
 			if err != nil {
 				return err
 			}
@@ -168,6 +171,7 @@ use (share of ids that occur).`,
 		},
 	}
 	cmd.Flags().StringVar(&path, "tokenizer", "", "tokenizer.json, *.tiktoken, vocab.json or a directory")
+	cmd.Flags().StringVar(&pattern, "pattern", "", tokenizer.PatternHelp)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object")
 	return cmd
 }

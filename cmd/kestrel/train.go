@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/run"
 )
 
@@ -15,8 +16,9 @@ func newTrainCmd() *cobra.Command {
 		Use:   "train --config RUN.toml --out runs/NAME",
 		Short: "train a transformer; resumes from the newest valid checkpoint in --out",
 		Long: `Train a Llama/Qwen3-style transformer on a byte-level text file or a prepared
-dataset, with AdamW, LR schedules (cosine, WSD, WSD-S, multi-step, re-warmup),
-gradient and update-norm clipping, skip-bad-steps, z-loss, EMA weights, and
+dataset, with AdamW or Muon (--optim.name=muon), LR schedules (cosine, WSD,
+WSD-S, multi-step, re-warmup), gradient and update-norm clipping, skip-bad-steps,
+z-loss, EMA weights, and
 checkpoints with bit-exact resume. If --out already holds a checkpoint the run
 resumes from the newest valid one; Ctrl-C writes a checkpoint and exits 0.
 Every step appends a JSON line to <out>/metrics.jsonl; the monitor (ICU panel)
@@ -37,8 +39,14 @@ trace.json, and stops the run on a SEV0 with an incident bundle under
 		if out == "" {
 			out = filepath.Join("runs", cfg.Run.Name)
 		}
-		_, err = run.Train(cmd.Context(), cfg, out, run.Options{Fresh: fresh, Dash: dash, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()})
-		return err
+		// bin/kestrel-mpi under mpirun or srun: one rank of a data-parallel
+		// run (docs/distributed.md); otherwise a single process.
+		c, err := comm.FromEnv()
+		if err != nil {
+			return err
+		}
+		_, err = run.Train(cmd.Context(), cfg, out, run.Options{Fresh: fresh, Dash: dash, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(), Comm: c})
+		return run.EndRank(c, err, cmd.ErrOrStderr())
 	}
 	return cmd
 }

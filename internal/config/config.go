@@ -47,6 +47,7 @@ type Config struct {
 	Init       train.InitConfig       `toml:"init"`
 	Debug      train.DebugConfig      `toml:"debug"`
 	Rescue     train.RescueConfig     `toml:"rescue"`
+	Eval       train.BenchConfig      `toml:"eval"`
 	Data       loader.Config          `toml:"data"`
 	Prepare    prepare.Config         `toml:"prepare"`
 	Monitor    monitor.Config         `toml:"monitor"`
@@ -64,6 +65,7 @@ func Default() Config {
 		Init:       train.DefaultInitConfig(),
 		Debug:      train.DefaultDebugConfig(),
 		Rescue:     train.DefaultRescueConfig(),
+		Eval:       train.DefaultBenchConfig(),
 		Data:       loader.DefaultConfig(),
 		Prepare:    prepare.DefaultConfig(),
 		Monitor:    monitor.DefaultConfig(),

@@ -3,10 +3,8 @@ package eval
 import (
 	"fmt"
 	"math"
-	"sort"
 
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
-	"github.com/kestrel-lm/kestrel/internal/model"
 )
 
 // Memorization lengths: a document's first MemPrefix tokens are the prompt
@@ -53,64 +51,56 @@ func Overlap(got, want []int32) (exact bool, frac float64) {
 
 // Greedy decodes n tokens after each prefix, always taking the most likely
 // token (ids below the codec's vocabulary when it names one; ties to the
-// lowest id). Prefixes of equal length run Batch per forward, one forward per
-// decoded token; a context longer than seq_len keeps its last seq_len tokens.
+// lowest id), with the model's KV-cache decoder: the prefix is read once,
+// then one token per step. A context longer than seq_len keeps its last
+// seq_len tokens (the cache is refilled with them).
 func (s *Scorer) Greedy(prefixes [][]int32, n int) ([][]int32, error) {
 	out := make([][]int32, len(prefixes))
-	// group by length so each forward is unpadded
-	order := make([]int, len(prefixes))
-	for i := range order {
-		order[i] = i
-		if len(prefixes[i]) == 0 {
-			return nil, fmt.Errorf("prefix %d is empty", i)
-		}
-	}
-	sort.SliceStable(order, func(a, b int) bool { return len(prefixes[order[a]]) < len(prefixes[order[b]]) })
-	bs := s.batch()
 	V, SL := s.Model.Cfg.Vocab, s.Model.Cfg.SeqLen
 	limit := V
 	if s.Codec.Vocab > 0 {
 		limit = min(V, s.Codec.Vocab)
 	}
-	for lo := 0; lo < len(order); {
-		hi := lo + 1
-		for hi < len(order) && hi-lo < bs && len(prefixes[order[hi]]) == len(prefixes[order[lo]]) {
-			hi++
+	d, err := s.Model.NewDecoder(SL)
+	if err != nil {
+		return nil, err
+	}
+	logits := make([]float32, V)
+	for i, p := range prefixes {
+		if len(p) == 0 {
+			return nil, fmt.Errorf("prefix %d is empty", i)
 		}
-		group := order[lo:hi]
-		ctx := make([][]int32, len(group))
-		for j, i := range group {
-			ctx[j] = append([]int32(nil), prefixes[i]...)
+		if s.Ctx != nil && s.Ctx.Err() != nil {
+			return nil, s.Ctx.Err()
 		}
-		for range n {
-			T := min(len(ctx[0]), SL)
-			B := len(group)
-			b := model.Batch{B: B, T: T, Inputs: make([]int32, B*T), Targets: make([]int32, B*T)}
-			for k := range b.Targets {
-				b.Targets[k] = -1
-			}
-			for j := range ctx {
-				copy(b.Inputs[j*T:], ctx[j][len(ctx[j])-T:])
-			}
-			if _, err := s.Model.Forward(&b); err != nil {
-				return nil, fmt.Errorf("greedy forward: %w", err)
-			}
-			logits, _ := s.Model.Outputs()
-			for j := range ctx {
-				row := logits[(j*T+T-1)*V : (j*T+T)*V]
-				best, arg := float32(math.Inf(-1)), 0
-				for v := range limit {
-					if row[v] > best {
-						best, arg = row[v], v
-					}
+		ctx := append([]int32(nil), p...)
+		d.Reset()
+		if err := d.Append(ctx[max(0, len(ctx)-SL):], logits); err != nil {
+			return nil, fmt.Errorf("greedy: prefix %d: %w", i, err)
+		}
+		for k := range n {
+			best, arg := float32(math.Inf(-1)), 0
+			for v := range limit {
+				if logits[v] > best {
+					best, arg = logits[v], v
 				}
-				ctx[j] = append(ctx[j], int32(arg))
+			}
+			ctx = append(ctx, int32(arg))
+			if k == n-1 {
+				break
+			}
+			var err error
+			if d.Len() < d.Cap() {
+				err = d.Append(ctx[len(ctx)-1:], logits)
+			} else { // full: the last seq_len tokens
+				d.Reset()
+				err = d.Append(ctx[len(ctx)-SL:], logits)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("greedy: prefix %d: %w", i, err)
 			}
 		}
-		for j, i := range group {
-			out[i] = ctx[j][len(prefixes[i]):]
-		}
-		lo = hi
+		out[i] = ctx[len(p):]
 	}
 	return out, nil
 }

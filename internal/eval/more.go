@@ -119,18 +119,9 @@ func (s *Scorer) TokensNLL(ids []int32, maxWindows int) (NLL, error) {
 	if len(ids) == 0 {
 		return NLL{}, fmt.Errorf("no tokens to score")
 	}
-	all := append(append([]int32(nil), s.Codec.Start...), ids...)
-	T := s.Model.Cfg.SeqLen
-	var seqs []seq
-	for lo := 0; lo+1 < len(all); lo += T {
-		if maxWindows > 0 && len(seqs) == maxWindows {
-			break
-		}
-		hi := min(lo+T+1, len(all))
-		seqs = append(seqs, seq{req: len(seqs), tokens: all[lo:hi], cont: hi - lo - 1})
-	}
+	seqs := s.windows(append(append([]int32(nil), s.Codec.Start...), ids...), maxWindows)
 	var res NLL
-	if err := s.forwardAll(seqs, func(sq seq, lp float64) { res.Nats -= lp; res.Tokens += sq.cont }); err != nil {
+	if err := s.forwardAll(seqs, func(sq seq, lps []float64) { res.Nats -= sum(lps); res.Tokens += sq.cont }); err != nil {
 		return NLL{}, err
 	}
 	res.Bytes = len(s.Codec.Decode(ids[:res.Tokens]))
@@ -198,10 +189,11 @@ const MemDefaultDocs = 50
 func (s *Scorer) runMore(task string, opt Options, st train.State, res *Result) error {
 	t0 := time.Now()
 	if task == "gsm8k-nll" {
-		p, err := datadir.Path("gsm8k/test.jsonl")
+		files, err := TaskFiles(task)
 		if err != nil {
 			return err
 		}
+		p := files[0]
 		items, err := ReadGSM8K(p, opt.Limit)
 		if err != nil {
 			return err

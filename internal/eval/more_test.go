@@ -103,7 +103,7 @@ func TestOverlap(t *testing.T) {
 // TestMemorization trains a tiny byte model on one short text repeated
 // until it memorizes it, then checks that greedy decoding reproduces
 // windows of that text better than windows of unseen text, and that
-// Greedy agrees with one-at-a-time decoding.
+// Greedy (the KV-cache decoder) agrees with recomputing the context.
 func TestMemorization(t *testing.T) {
 	dir := t.TempDir()
 	cfg := config.Default()
@@ -148,19 +148,30 @@ func TestMemorization(t *testing.T) {
 	if !(mt.ExactMatch > mv.ExactMatch && mt.Overlap > mv.Overlap+0.3) {
 		t.Fatalf("memorized text not reproduced better than held-out: train %+v, held-out %+v", mt, mv)
 	}
-	// batched greedy = one document at a time
-	one := &Scorer{Model: m, Codec: generate.BytesCodec(), Batch: 1}
-	a, err := s.Greedy([][]int32{tr[0][:pre], va[1][:pre], tr[2][:pre-3]}, 5)
+	// the KV-cache decoder = recomputing the whole (last seq_len) context
+	// with model.Logits at every token, past the cache's end too
+	prefixes := [][]int32{tr[0][:pre], va[1][:pre], tr[2][:pre-3]}
+	got, err := s.Greedy(prefixes, n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, p := range [][]int32{tr[0][:pre], va[1][:pre], tr[2][:pre-3]} {
-		b, err := one.Greedy([][]int32{p}, 5)
-		if err != nil {
-			t.Fatal(err)
+	row := make([]float32, m.Cfg.Vocab)
+	for i, p := range prefixes {
+		ctx := append([]int32(nil), p...)
+		for range n {
+			if err := m.Logits(ctx[max(0, len(ctx)-m.Cfg.SeqLen):], row); err != nil {
+				t.Fatal(err)
+			}
+			arg := 0
+			for v := range row {
+				if row[v] > row[arg] {
+					arg = v
+				}
+			}
+			ctx = append(ctx, int32(arg))
 		}
-		if _, f := Overlap(a[i], b[0]); f != 1 {
-			t.Fatalf("prefix %d: batched %v, alone %v", i, a[i], b[0])
+		if _, f := Overlap(got[i], ctx[len(p):]); f != 1 {
+			t.Fatalf("prefix %d: decoder %v, full recompute %v", i, got[i], ctx[len(p):])
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,11 +14,12 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/generate"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // Tasks are the task names Run knows.
-var Tasks = []string{"hellaswag", "piqa", "bpb", "gsm8k-nll", "memorization", "bpb-val"}
+var Tasks = train.BenchTasks
 
 // Options are the settings of Run (kestrel eval).
 type Options struct {
@@ -27,7 +29,13 @@ type Options struct {
 	Tasks      []string // names from Tasks
 	Limit      int      // > 0: the first Limit items of each task (bpb: the first Limit windows)
 	Batch      int      // sequences per forward (0: 32)
-	Status     io.Writer
+	// Strict refuses to score a task whose items could have leaked into
+	// the run's training data (CheckCoverage); otherwise it is a warning.
+	Strict bool
+	// Dump, when set, is a file that receives every multiple-choice
+	// request as a JSON line (DumpLine), for tools/torchref/eval_ref.py.
+	Dump   string
+	Status io.Writer
 }
 
 // BPBResult is the bits per byte of one text.
@@ -51,6 +59,12 @@ type Result struct {
 	BPB        []BPBResult `json:"bpb,omitempty"`
 	NLL        []NLLResult `json:"nll,omitempty"`
 	Mem        *MemResult  `json:"memorization,omitempty"`
+	// Coverage says per task whether its items could be in the training
+	// data (CheckCoverage).
+	Coverage []Coverage `json:"coverage,omitempty"`
+	// EvalHashes are the sha256 of the files each task read
+	// ("eval/<task>", as the run manifest records them for [eval]).
+	EvalHashes map[string]string `json:"eval_hashes,omitempty"`
 }
 
 // Run loads the run's checkpoint and evaluates opt.Tasks on the shipped
@@ -74,51 +88,80 @@ func Run(opt Options) (*Result, error) {
 	if status == nil {
 		status = io.Discard
 	}
-	dir, err := train.ResolveCheckpoint(opt.Run, opt.Checkpoint)
-	if err != nil {
-		return nil, fmt.Errorf("eval: --checkpoint %s: %w", opt.Checkpoint, err)
-	}
-	m, l, err := train.LoadModel(dir, opt.EMA, slog.New(slog.NewTextHandler(status, nil)))
+	s, l, err := Load(opt.Run, opt.Checkpoint, opt.EMA, status)
 	if err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
-	codec, err := generate.CodecFor(opt.Run, l.State)
-	if err != nil {
-		return nil, fmt.Errorf("eval: %w", err)
+	s.Batch = opt.Batch
+	var dump *bufio.Writer
+	if opt.Dump != "" {
+		f, err := os.Create(opt.Dump)
+		if err != nil {
+			return nil, fmt.Errorf("eval: --dump: %w", err)
+		}
+		defer f.Close()
+		dump = bufio.NewWriter(f)
+		s.Dump = dump
 	}
-	s := &Scorer{Model: m, Codec: codec, Batch: opt.Batch}
-	res := &Result{Run: opt.Run, Checkpoint: l.Dir, Step: l.State.Step, EMA: opt.EMA}
+	cov, err := CheckCoverage(opt.Run, l.State, opt.Tasks)
+	if err != nil {
+		return nil, fmt.Errorf("eval: decontamination check: %w", err)
+	}
+	var warns []string
+	for _, c := range cov {
+		if w := c.Warning(); w != "" {
+			warns = append(warns, w)
+			fmt.Fprintln(status, w)
+		}
+	}
+	if opt.Strict && len(warns) > 0 {
+		return nil, fmt.Errorf("eval: --strict: %d task(s) not protected from leakage:\n%s", len(warns), strings.Join(warns, "\n"))
+	}
 	fmt.Fprintf(status, "evaluating %s (step %d%s)\n", l.Dir, l.State.Step, map[bool]string{true: ", EMA weights"}[opt.EMA])
+	res, err := s.Evaluate(opt.Run, l.State, opt.Tasks, opt.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	res.Coverage = cov
+	if res.EvalHashes, err = TaskHashes(opt.Tasks); err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	if dump != nil {
+		if err := dump.Flush(); err != nil {
+			return nil, fmt.Errorf("eval: --dump %s: %w", opt.Dump, err)
+		}
+	}
+	res.Checkpoint, res.Step, res.EMA = l.Dir, l.State.Step, opt.EMA
+	return res, nil
+}
+
+// Evaluate runs tasks on the scorer's model: run and st say where the
+// run's own data is (memorization, bpb-val: the dataset state.json names,
+// or the byte-level text of the run's config.toml). limit as Options.Limit.
+func (s *Scorer) Evaluate(run string, st train.State, tasks []string, limit int) (*Result, error) {
+	opt := Options{Run: run, Tasks: tasks, Limit: limit}
+	res := &Result{Run: run}
 	for _, task := range opt.Tasks {
 		t0 := time.Now()
 		switch task {
 		case "hellaswag", "piqa":
+			files, err := TaskFiles(task)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", task, err)
+			}
 			var items []Item
 			if task == "hellaswag" {
-				p, err := datadir.Path("hellaswag/hellaswag_val_preprocessed.jsonl")
-				if err != nil {
-					return nil, fmt.Errorf("eval: hellaswag: %w", err)
-				}
-				items, err = ReadHellaSwag(p, opt.Limit)
-				if err != nil {
-					return nil, fmt.Errorf("eval: hellaswag: %w", err)
-				}
+				items, err = ReadHellaSwag(files[0], opt.Limit)
 			} else {
-				p, err := datadir.Path("piqa/valid.jsonl")
-				if err != nil {
-					return nil, fmt.Errorf("eval: piqa: %w", err)
-				}
-				lp, err := datadir.Path("piqa/valid-labels.lst")
-				if err != nil {
-					return nil, fmt.Errorf("eval: piqa: %w", err)
-				}
-				if items, err = ReadPIQA(p, lp, opt.Limit); err != nil {
-					return nil, fmt.Errorf("eval: piqa: %w", err)
-				}
+				items, err = ReadPIQA(files[0], files[1], opt.Limit)
 			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", task, err)
+			}
+			s.Task = task
 			ch, err := s.Choose(items)
 			if err != nil {
-				return nil, fmt.Errorf("eval: %s: %w", task, err)
+				return nil, fmt.Errorf("%s: %w", task, err)
 			}
 			r := Tally(task, items, ch)
 			r.Seconds = time.Since(t0).Seconds()
@@ -127,27 +170,98 @@ func Run(opt Options) (*Result, error) {
 			}
 			res.MC = append(res.MC, r)
 		case "bpb":
-			p, err := datadir.Path("wikitext-2/test.txt")
+			files, err := TaskFiles(task)
 			if err != nil {
-				return nil, fmt.Errorf("eval: bpb: %w", err)
+				return nil, fmt.Errorf("bpb: %w", err)
 			}
+			p := files[0]
 			text, err := os.ReadFile(p)
 			if err != nil {
-				return nil, fmt.Errorf("eval: bpb: %w", err)
+				return nil, fmt.Errorf("bpb: %w", err)
 			}
 			n, err := s.TextNLL(string(text), opt.Limit)
 			if err != nil {
-				return nil, fmt.Errorf("eval: bpb: %s: %w", p, err)
+				return nil, fmt.Errorf("bpb: %s: %w", p, err)
 			}
 			res.BPB = append(res.BPB, BPBResult{Name: "wikitext-2-test", File: p, Tokens: n.Tokens, Bytes: n.Bytes,
 				Nats: n.Nats, BPB: n.BitsPerByte(), Seconds: time.Since(t0).Seconds()})
 		case "gsm8k-nll", "memorization", "bpb-val":
-			if err := s.runMore(task, opt, l.State, res); err != nil {
-				return nil, fmt.Errorf("eval: %s: %w", task, err)
+			if err := s.runMore(task, opt, st, res); err != nil {
+				return nil, fmt.Errorf("%s: %w", task, err)
 			}
 		}
 	}
 	return res, nil
+}
+
+// taskFiles are the shipped files each task reads, relative to the data
+// directory; the tasks on the run's own data read none.
+var taskFiles = map[string][]string{
+	"hellaswag": {"hellaswag/hellaswag_val_preprocessed.jsonl"},
+	"piqa":      {"piqa/valid.jsonl", "piqa/valid-labels.lst"},
+	"bpb":       {"wikitext-2/test.txt"},
+	"gsm8k-nll": {"gsm8k/test.jsonl"},
+}
+
+// TaskFiles returns the paths of the shipped files task reads (none for
+// memorization and bpb-val, which read the run's own data).
+func TaskFiles(task string) ([]string, error) {
+	var out []string
+	for _, rel := range taskFiles[task] {
+		p, err := datadir.Path(rel)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// TaskHashes returns "eval/<task>" → the sha256 of the files each of tasks
+// reads, for the run manifest: a benchmark whose files changed between
+// two evaluations is harness drift, not a model change.
+func TaskHashes(tasks []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, t := range tasks {
+		files, err := TaskFiles(t)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", t, err)
+		}
+		if len(files) == 0 {
+			continue
+		}
+		h, err := runlog.HashFiles(files...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", t, err)
+		}
+		out["eval/"+t] = h
+	}
+	return out, nil
+}
+
+// Load resolves checkpoint (last, last-good, step-N or a directory) of run,
+// loads its weights (or EMA weights) and the run's codec, and returns a
+// Scorer over them with the checkpoint it loaded. Status lines go to status.
+func Load(run, checkpoint string, ema bool, status io.Writer) (*Scorer, *train.Loaded, error) {
+	if checkpoint == "" {
+		checkpoint = "last"
+	}
+	if status == nil {
+		status = io.Discard
+	}
+	dir, err := train.ResolveCheckpoint(run, checkpoint)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--checkpoint %s: %w", checkpoint, err)
+	}
+	m, l, err := train.LoadModel(dir, ema, slog.New(slog.NewTextHandler(status, nil)))
+	if err != nil {
+		return nil, nil, err
+	}
+	codec, err := generate.CodecFor(run, l.State)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &Scorer{Model: m, Codec: codec}, l, nil
 }
 
 // Write prints the result as JSON (asJSON) or as WriteTable's tables.
@@ -164,6 +278,11 @@ func (r *Result) Write(w io.Writer, asJSON bool) error {
 func (r *Result) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "checkpoint %s (step %d%s)\n", r.Checkpoint, r.Step, map[bool]string{true: ", EMA"}[r.EMA])
+	for _, c := range r.Coverage {
+		if w := c.Warning(); w != "" {
+			fmt.Fprintln(tw, w)
+		}
+	}
 	if len(r.MC) > 0 {
 		fmt.Fprintln(tw, "task\tn\tacc\t±\tacc_norm\t±\titems/s\t")
 		for _, m := range r.MC {

@@ -47,13 +47,17 @@
 //
 // # Cost
 //
-// Scoring uses model.Forward: no backward pass runs and no gradient is
-// touched, but the forward still fills the training arena (activations and
-// the attention/residual vitals), sized for the largest batch.
+// Scoring uses model.LogProbs, a forward-only pass: no activations are kept
+// for a backward pass, no gradient is touched, and the final norm, lm_head
+// and log-softmax run only at the scored positions (the continuations), not
+// at every context position. Greedy decoding uses the model's KV-cache
+// Decoder: a prefix is read once, then one token per step.
 package eval
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 
@@ -80,6 +84,32 @@ type Scorer struct {
 	Codec generate.Codec
 	// Batch is the number of sequences per forward (default 32).
 	Batch int
+	// Ctx, when set, stops scoring between forwards once it is cancelled.
+	Ctx context.Context
+	// Dump, when set, receives every multiple-choice request Choose scores
+	// as a JSON line (DumpLine) for an independent scorer.
+	Dump io.Writer
+	// Task names the task in Dump's lines.
+	Task string
+
+	lp []float32 // LogProbs' output, reused
+}
+
+// DumpLine is one scored request as Choose dumps it: the window of token
+// ids the model read (context then continuation, left-truncated to
+// seq_len + 1), how many of its last tokens are the scored continuation,
+// the continuation's bytes (acc_norm's divisor) and kestrel's summed
+// log-probability. tools/torchref/eval_ref.py rescoring these lines is the
+// independent check of kestrel's evaluation.
+type DumpLine struct {
+	Task    string  `json:"task"`
+	Item    int     `json:"item"`
+	Choice  int     `json:"choice"`
+	Label   int     `json:"label"`
+	Tokens  []int32 `json:"tokens"`
+	Cont    int     `json:"cont"`
+	Bytes   int     `json:"bytes"`
+	LogProb float64 `json:"logprob"`
 }
 
 // seq is one window to run: its inputs and the positions of the
@@ -139,7 +169,7 @@ func (s *Scorer) ScoreAll(reqs []Request) ([]Score, error) {
 		out[i].Tokens, out[i].Bytes = cont, len(r.Continuation)
 	}
 	sort.SliceStable(seqs, func(a, b int) bool { return len(seqs[a].tokens) > len(seqs[b].tokens) })
-	if err := s.forwardAll(seqs, func(sq seq, lp float64) { out[sq.req].LogProb = lp }); err != nil {
+	if err := s.forwardAll(seqs, func(sq seq, lps []float64) { out[sq.req].LogProb = sum(lps) }); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -153,26 +183,39 @@ func (s *Scorer) batch() int {
 	return s.Batch
 }
 
-// forwardAll runs seqs through the model batch() at a time and hands each
-// sequence's summed log-probability of its last cont targets to fn.
-func (s *Scorer) forwardAll(seqs []seq, fn func(sq seq, logProb float64)) error {
+// forwardAll runs seqs through the model batch() at a time and hands fn
+// each sequence with the log-probabilities (natural log) of its last cont
+// targets, in order. lps is reused: copy it to keep it.
+func (s *Scorer) forwardAll(seqs []seq, fn func(sq seq, lps []float64)) error {
 	bs := s.batch()
 	for lo := 0; lo < len(seqs); lo += bs {
+		if s.Ctx != nil && s.Ctx.Err() != nil {
+			return s.Ctx.Err()
+		}
 		chunk := seqs[lo:min(lo+bs, len(seqs))]
-		lp, err := s.forward(chunk)
+		lps, err := s.forward(chunk)
 		if err != nil {
 			return err
 		}
 		for j, sq := range chunk {
-			fn(sq, lp[j])
+			fn(sq, lps[j])
 		}
 	}
 	return nil
 }
 
-// forward runs one batch and returns each sequence's summed log-probability
+// sum is Σ xs.
+func sum(xs []float64) float64 {
+	var t float64
+	for _, x := range xs {
+		t += x
+	}
+	return t
+}
+
+// forward runs one batch and returns, per sequence, the log-probabilities
 // of its last cont targets.
-func (s *Scorer) forward(chunk []seq) ([]float64, error) {
+func (s *Scorer) forward(chunk []seq) ([][]float64, error) {
 	T := 0
 	for _, sq := range chunk {
 		T = max(T, len(sq.tokens)-1)
@@ -189,18 +232,23 @@ func (s *Scorer) forward(chunk []seq) ([]float64, error) {
 			b.Targets[j*T+p] = sq.tokens[p+1]
 		}
 	}
-	if _, err := s.Model.Forward(&b); err != nil {
+	if cap(s.lp) < B*T {
+		s.lp = make([]float32, B*T)
+	}
+	lps := s.lp[:B*T]
+	if err := s.Model.LogProbs(&b, lps); err != nil {
 		return nil, fmt.Errorf("eval forward: %w", err)
 	}
-	logits, lse := s.Model.Outputs()
-	V := s.Model.Cfg.Vocab
-	lp := make([]float64, B)
-	for i, t := range b.Targets {
-		if t >= 0 {
-			lp[i/T] += float64(logits[i*V+int(t)]) - float64(lse[i])
+	out := make([][]float64, B)
+	for j, sq := range chunk {
+		n := len(sq.tokens) - 1
+		lp := make([]float64, 0, sq.cont)
+		for p := n - sq.cont; p < n; p++ {
+			lp = append(lp, float64(lps[j*T+p]))
 		}
+		out[j] = lp
 	}
-	return lp, nil
+	return out, nil
 }
 
 // NLL is the summed negative log-likelihood of a text.

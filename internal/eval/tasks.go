@@ -159,9 +159,32 @@ func (s *Scorer) Choose(items []Item) ([]Choice, error) {
 			sc[j].Bytes = len(strings.TrimPrefix(c, " "))
 		}
 		out[i] = Pick(sc)
+		if s.Dump != nil {
+			if err := s.dump(i, it, sc); err != nil {
+				return nil, err
+			}
+		}
 		k += len(it.Choices)
 	}
 	return out, nil
+}
+
+// dump writes item i's requests to s.Dump.
+func (s *Scorer) dump(i int, it Item, sc []Score) error {
+	for j, c := range it.Choices {
+		toks, cont, err := s.window(Request{it.Context, c})
+		if err != nil {
+			return err
+		}
+		b, err := json.Marshal(DumpLine{Task: s.Task, Item: i, Choice: j, Label: it.Label, Tokens: toks, Cont: cont, Bytes: sc[j].Bytes, LogProb: sc[j].LogProb})
+		if err != nil {
+			return err
+		}
+		if _, err := s.Dump.Write(append(b, '\n')); err != nil {
+			return fmt.Errorf("dump: %w", err)
+		}
+	}
+	return nil
 }
 
 // Pick chooses among the scores of one item's choices: Acc by the highest

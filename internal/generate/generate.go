@@ -15,6 +15,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
@@ -45,7 +46,13 @@ func (o Options) Validate() error {
 // Generate loads the newest valid checkpoint of run (or a checkpoint
 // directory) and returns opt.Prompt followed by opt.Tokens sampled tokens,
 // decoded with the run's codec (CodecFor). It is deterministic for a given
-// seed.
+// seed. It runs the model with a KV cache (model.Decoder): each token costs
+// one position through the model. While prompt and sample fit in seq_len
+// tokens every token sees the whole context, as a forward pass over it
+// would; once the cache is full the context shifts to its newest
+// seq_len/2 tokens, so the model always sees between seq_len/2 and seq_len
+// tokens (a full recompute per token would always see seq_len, at seq_len
+// times the cost).
 func Generate(run string, opt Options) (string, error) {
 	if err := opt.Validate(); err != nil {
 		return "", err
@@ -81,20 +88,23 @@ func Generate(run string, opt Options) (string, error) {
 	rng := rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x5eed))
 	T, V := l.State.Model.SeqLen, l.State.Model.Vocab
 	logits := make([]float32, V)
+	var pk Picker
+	dec, err := m.NewDecoder(T)
+	if err != nil {
+		return "", err
+	}
+	// the prompt's last seq_len tokens fill the cache
+	if err := dec.Append(ctx[max(0, len(ctx)-T):], logits); err != nil {
+		return "", fmt.Errorf("prompt: %w", err)
+	}
+	t0 := time.Now()
 	for i := 0; i < opt.Tokens; i++ {
-		win := ctx
-		if len(win) > T {
-			win = win[len(win)-T:]
-		}
-		if err := m.Logits(win, logits); err != nil {
-			return text.String(), fmt.Errorf("token %d: %w", i, err)
-		}
 		if codec.Vocab > 0 {
 			for j := codec.Vocab; j < V; j++ {
 				logits[j] = float32(math.Inf(-1))
 			}
 		}
-		next := PickToken(logits, opt.Temperature, opt.TopK, opt.TopP, rng)
+		next := pk.Pick(logits, opt.Temperature, opt.TopK, opt.TopP, rng)
 		ctx = append(ctx, next)
 		piece := codec.Decode([]int32{next})
 		text.WriteString(piece)
@@ -104,6 +114,23 @@ func Generate(run string, opt Options) (string, error) {
 				out.Flush()
 			}
 		}
+		if i == opt.Tokens-1 {
+			break
+		}
+		feed := ctx[len(ctx)-1:]
+		if dec.Len() == T {
+			// the cache is full: shift the context, keeping its newest
+			// half (positions restart at 0, RoPE as in training)
+			dec.Reset()
+			feed = ctx[len(ctx)-max(1, T/2):]
+		}
+		if err := dec.Append(feed, logits); err != nil {
+			return text.String(), fmt.Errorf("token %d: %w", i+1, err)
+		}
+	}
+	if opt.Tokens > 0 {
+		sec := time.Since(t0).Seconds()
+		fmt.Fprintf(status, "sampled %d tokens in %.2f s (%.0f tokens/s)\n", opt.Tokens, sec, float64(opt.Tokens)/sec)
 	}
 	return text.String(), nil
 }

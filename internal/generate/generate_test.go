@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -252,5 +254,125 @@ func TestCodecFor(t *testing.T) {
 	st.Tokenizer, st.Model.Vocab = "", 512
 	if _, err := CodecFor("r", st); err == nil || !strings.Contains(err.Error(), "512") {
 		t.Fatalf("no tokenizer: %v", err)
+	}
+}
+
+// pickTokenSortAll is the reference PickToken: a stable sort of the whole
+// vocabulary by logit, then top-k, top-p and one draw.
+func pickTokenSortAll(logits []float32, temperature float64, topK int, topP float64, rng *rand.Rand) int32 {
+	best := 0
+	for i, v := range logits {
+		if v > logits[best] {
+			best = i
+		}
+	}
+	if temperature == 0 {
+		return int32(best)
+	}
+	idx := make([]int, len(logits))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return logits[idx[a]] > logits[idx[b]] })
+	if topK > 0 && topK < len(idx) {
+		idx = idx[:topK]
+	}
+	p := make([]float64, len(idx))
+	var z float64
+	for i, j := range idx {
+		p[i] = math.Exp((float64(logits[j]) - float64(logits[idx[0]])) / temperature)
+		z += p[i]
+	}
+	cum := 0.0
+	for i := range p {
+		p[i] /= z
+		cum += p[i]
+		if cum >= topP {
+			p, idx = p[:i+1], idx[:i+1]
+			break
+		}
+	}
+	z = 0
+	for _, v := range p {
+		z += v
+	}
+	r := rng.Float64() * z
+	for i, v := range p {
+		r -= v
+		if r <= 0 {
+			return int32(idx[i])
+		}
+	}
+	return int32(idx[len(idx)-1])
+}
+
+// TestPickerMatchesSortAll: the heap-based top-k and the reused scratch
+// draw exactly the tokens a stable sort of the whole vocabulary draws, ties
+// (quantised logits) and -Inf (masked ids) included.
+func TestPickerMatchesSortAll(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	var pk Picker
+	for trial := 0; trial < 200; trial++ {
+		V := 1 + r.IntN(600)
+		logits := make([]float32, V)
+		for i := range logits {
+			logits[i] = float32(math.Round(r.NormFloat64()*4)) / 2 // many ties
+			if r.IntN(20) == 0 {
+				logits[i] = float32(math.Inf(-1))
+			}
+		}
+		logits[r.IntN(V)] = 3
+		temp := []float64{0, 0.5, 1, 2}[r.IntN(4)]
+		topK := []int{0, 1, 5, 50, 200, V, V + 3}[r.IntN(7)]
+		topP := []float64{1, 0.9, 0.5, 0.1}[r.IntN(4)]
+		seed := r.Uint64()
+		r1, r2 := rand.New(rand.NewPCG(seed, 1)), rand.New(rand.NewPCG(seed, 1))
+		for d := 0; d < 20; d++ {
+			got, want := pk.Pick(logits, temp, topK, topP, r1), pickTokenSortAll(logits, temp, topK, topP, r2)
+			if got != want {
+				t.Fatalf("trial %d (V=%d T=%g k=%d p=%g) draw %d: Picker %d, sort-all %d", trial, V, temp, topK, topP, d, got, want)
+			}
+		}
+	}
+}
+
+// TestGenerateKVCacheMatchesRecompute: Generate (KV cache, context shifted
+// to its newest seq_len/2 tokens when full) draws the same bytes as a full
+// forward pass (model.Logits) over the same context for every token, within
+// seq_len and past it.
+func TestGenerateKVCacheMatchesRecompute(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "run")
+	cfg := tinyConfig(256, 3)
+	trainTiny(t, cfg, "", run)
+	m, _, err := train.LoadModel(run, false, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	T := cfg.Model.SeqLen
+	for _, n := range []int{20, 3 * T} {
+		opt := Options{Prompt: "To be", Temperature: 0.8, TopK: 40, TopP: 0.95, Tokens: n, Seed: 5}
+		got, err := Generate(run, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x5eed))
+		ctx := []int32{'T', 'o', ' ', 'b', 'e'}
+		start := 0
+		logits := make([]float32, 256)
+		want := []byte(opt.Prompt)
+		for i := 0; i < n; i++ {
+			if len(ctx)-start > T {
+				start = len(ctx) - T/2
+			}
+			if err := m.Logits(ctx[start:], logits); err != nil {
+				t.Fatal(err)
+			}
+			next := PickToken(logits, opt.Temperature, opt.TopK, opt.TopP, rng)
+			ctx = append(ctx, next)
+			want = append(want, byte(next))
+		}
+		if got != string(want) {
+			t.Fatalf("%d tokens: KV cache %q, recompute %q", n, got, want)
+		}
 	}
 }

@@ -25,6 +25,20 @@ type Config struct {
 	ZLoss     float64 `toml:"z_loss" comment:"weight λ of the z-loss λ·logsumexp² (0 = off; 1e-4 is the usual value)"`
 	InitStd   float64 `toml:"init_std" comment:"std of the truncated-normal (±3σ) initialisation; output projections are scaled by 1/sqrt(2·n_layers)"`
 	DocMask   bool    `toml:"doc_mask" comment:"intra-document attention mask: tokens attend only within their own document"`
+
+	// Mixture of experts (moe.go). Off (dense MLPs everywhere) while
+	// moe_every is 0; the other moe_ fields are read only when it is > 0.
+	MoEEvery          int     `toml:"moe_every" comment:"0 = dense MLP in every layer; k = the MLP of every k-th layer (layers with (l+1) % k == 0, as HF decoder_sparse_step; 1 = all) is a mixture of experts"`
+	MoEExperts        int     `toml:"moe_experts" comment:"number of routed experts E of an MoE layer"`
+	MoETopK           int     `toml:"moe_top_k" comment:"experts each token is routed to (1 <= top_k <= moe_experts)"`
+	MoEExpertHidden   int     `toml:"moe_expert_hidden" comment:"hidden width of each SwiGLU expert (and of the shared expert)"`
+	MoESharedExpert   bool    `toml:"moe_shared_expert" comment:"add one always-on SwiGLU expert of width moe_expert_hidden, without a gate (DeepSeek-style)"`
+	MoENormTopK       bool    `toml:"moe_norm_topk" comment:"renormalise the k selected softmax probabilities to sum to 1 before weighting the experts (Qwen3-MoE norm_topk_prob); false = use the raw softmax probabilities"`
+	MoECapacityFactor float64 `toml:"moe_capacity_factor" comment:"expert capacity ceil(cf·N·top_k/E) per micro-batch of N tokens; assignments beyond it are dropped (the token keeps its residual), counted in moe_drop_rate; 0 = no limit (dropless)"`
+	MoEAuxLossAlpha   float64 `toml:"moe_aux_loss_alpha" comment:"weight α of the load-balancing loss α·E·Σᵢ fᵢ·Pᵢ (Switch); fᵢ = share of top-k assignments, Pᵢ = mean router probability, over the step's global batch (docs/moe.md); 0 = off"`
+	MoERouterZLoss    float64 `toml:"moe_router_z_loss" comment:"weight of the router z-loss mean logsumexp(router logits)² (ST-MoE; 1e-3 is usual); 0 = off"`
+	MoEBalance        string  `toml:"moe_balance" comment:"load balancing: aux (the α loss only) or bias (DeepSeek-V3 auxiliary-loss-free: a per-expert bias added to the scores for top-k selection only, after each applied step b_i += rate·sign(mean load − load_i); the α loss still applies when > 0)"`
+	MoEBiasRate       float64 `toml:"moe_bias_update_rate" comment:"update rate γ of the per-expert routing bias with moe_balance = bias (DeepSeek-V3: 0.001)"`
 }
 
 // DefaultConfig returns the defaults of the [model] section: a small model
@@ -41,6 +55,15 @@ func DefaultConfig() Config {
 		RopeTheta: 10000,
 		NormEps:   1e-5,
 		InitStd:   0.02,
+
+		MoEExperts:      8,
+		MoETopK:         2,
+		MoEExpertHidden: 96,
+		MoENormTopK:     true,
+		MoEAuxLossAlpha: 0.01,
+		MoERouterZLoss:  0.001,
+		MoEBalance:      "aux",
+		MoEBiasRate:     0.001,
 	}
 }
 
@@ -101,5 +124,6 @@ func (c Config) Validate() error {
 	if !(c.InitStd > 0) || math.IsInf(c.InitStd, 0) {
 		errs = append(errs, fmt.Errorf("model.init_std must be a finite number > 0, got %g", c.InitStd))
 	}
+	errs = append(errs, c.validateMoE()...)
 	return errors.Join(errs...)
 }

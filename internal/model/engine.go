@@ -21,6 +21,10 @@ type Model struct {
 	Cfg    Config
 	Params []float32
 	Grads  []float32
+	// GradsReady, when set, hears each part of Grads that backward has
+	// finished for this pass (gradhook.go), so data-parallel training can
+	// start its all-reduce while the rest of backward runs.
+	GradsReady func(lo, hi int)
 
 	tensors []Tensor
 	byName  map[string]int
@@ -45,11 +49,17 @@ type Model struct {
 	tCopyV copyColsTask
 	tSwi   swigluTask
 	tCE    ceTask
+
+	inf inferScratch // the forward-only path's buffers (infer.go)
+	moe moeState     // mixture-of-experts layers (moe.go); empty for dense models
+	// Trace, when set, receives per-op spans (see OpTracer); nil = off.
+	Trace OpTracer
 }
 
 // layerW holds the views of one block's parameters (or gradients).
 type layerW struct {
 	ln1, qkv, wo, qn, kn, ln2, gu, down []float32
+	moe                                 *moeW // MoE layers (gu and down nil), moe.go
 }
 
 type weights struct {
@@ -76,6 +86,7 @@ func New(cfg Config, seed uint64) (*Model, error) {
 	m.p = m.views(m.Params)
 	m.g = m.views(m.Grads)
 	m.init(seed)
+	m.initMoE()
 
 	m.vit.MaxAttnLogit = make([][]float32, cfg.NLayers)
 	m.vit.AttnEntropy = make([][]float32, cfg.NLayers)
@@ -130,6 +141,10 @@ func (c Config) layout() ([]Tensor, int) {
 			add(p+"self_attn.k_norm.weight", "norm", hd)
 		}
 		add(p+"post_attention_layernorm.weight", "norm", D)
+		if c.IsMoELayer(l) {
+			c.moeLayout(p, add)
+			continue
+		}
 		// gate and up adjacent: one GEMM computes both.
 		add(p+"mlp.gate_proj.weight", "matrix", F, D)
 		add(p+"mlp.up_proj.weight", "matrix", F, D)
@@ -172,12 +187,16 @@ func (m *Model) views(buf []float32) weights {
 	for l := 0; l < m.Cfg.NLayers; l++ {
 		p := "model.layers." + strconv.Itoa(l) + "."
 		lw := layerW{
-			ln1:  at(p + "input_layernorm.weight"),
-			qkv:  span(p+"self_attn.q_proj.weight", p+"self_attn.v_proj.weight"),
-			wo:   at(p + "self_attn.o_proj.weight"),
-			ln2:  at(p + "post_attention_layernorm.weight"),
-			gu:   span(p+"mlp.gate_proj.weight", p+"mlp.up_proj.weight"),
-			down: at(p + "mlp.down_proj.weight"),
+			ln1: at(p + "input_layernorm.weight"),
+			qkv: span(p+"self_attn.q_proj.weight", p+"self_attn.v_proj.weight"),
+			wo:  at(p + "self_attn.o_proj.weight"),
+			ln2: at(p + "post_attention_layernorm.weight"),
+		}
+		if m.Cfg.IsMoELayer(l) {
+			lw.moe = m.moeViews(buf, p)
+		} else {
+			lw.gu = span(p+"mlp.gate_proj.weight", p+"mlp.up_proj.weight")
+			lw.down = at(p + "mlp.down_proj.weight")
 		}
 		if m.Cfg.QKNorm {
 			lw.qn = at(p + "self_attn.q_norm.weight")
@@ -198,6 +217,9 @@ func (m *Model) init(seed uint64) {
 			for i := range dst {
 				dst[i] = 1
 			}
+			continue
+		}
+		if t.Kind == "bias" { // the MoE routing bias starts at 0
 			continue
 		}
 		s := std
@@ -235,7 +257,13 @@ func (m *Model) Tensor(name string) (Tensor, bool) {
 func (m *Model) NumParams() int { return len(m.Params) }
 
 // ZeroGrads clears the gradient buffer.
-func (m *Model) ZeroGrads() { clear(m.Grads) }
+// It also starts a step's accumulation window: MoE routing statistics
+// (load-balancing loss, vitals, the routing-bias update) sum the
+// micro-batches from here.
+func (m *Model) ZeroGrads() {
+	clear(m.Grads)
+	m.moeResetStep()
+}
 
 // Vitals returns the health numbers of the last Forward or ForwardBackward.
 // The struct is owned by the model and overwritten by the next pass.
@@ -256,6 +284,11 @@ func (m *Model) FLOPsPerToken() float64 {
 	D, F := float64(c.DModel), float64(c.MLPHidden)
 	perLayer := D*float64(m.qkvDim) + float64(m.attDim)*D + 3*D*F
 	n := float64(c.NLayers)*perLayer + float64(c.Vocab)*D
+	if c.MoEEvery > 0 { // MoE layers count their active parameters (router, top_k + shared experts)
+		for l := 0; l < c.NLayers; l++ {
+			n += c.mlpActiveParams(l) - 3*D*F
+		}
+	}
 	return 6*n + 12*float64(c.NLayers)*float64(c.SeqLen)*float64(m.attDim)
 }
 
@@ -310,6 +343,7 @@ func (c Config) ActivationBytes(B int) (int, error) {
 	}
 	var a arena
 	total := a.plan(c, B, func(*[]float32, int) {})
+	total = satAdd(total, c.moeActivationFloats(B)) // MoE layers' own buffers (moe.go)
 	hd, _, _ := c.dims()
 	return satMul(4, satAdd(total, satMul(c.SeqLen, hd))), nil // + cos and sin, seq_len·hd/2 each
 }
@@ -477,8 +511,10 @@ func (m *Model) ForwardBackward(b *Batch, scale float32) (Stats, error) {
 		return Stats{}, err
 	}
 	t0 := time.Now()
+	m.moe.scale = scale
 	m.forwardBody(b, true)
 	st := m.head(b, scale, true)
+	st.MoEAux = m.moeAux()
 	t1 := time.Now()
 	m.backward(b)
 	st.ForwardTime, st.BackwardTime = t1.Sub(t0), time.Since(t1)
@@ -498,6 +534,7 @@ func (m *Model) Forward(b *Batch) (Stats, error) {
 	t0 := time.Now()
 	m.forwardBody(b, true)
 	st := m.head(b, 0, false)
+	st.MoEAux = m.moeAux()
 	st.ForwardTime = time.Since(t0)
 	m.outN = b.B * b.T
 	return st, nil
@@ -556,8 +593,10 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 	eps := float32(c.NormEps)
 	m.lastB = B
 
+	m.tb(OpEmbedding, -1)
 	m.tEmb = embedTask{out: a.resid[0], tokens: b.Inputs, wte: m.p.emb, C: D}
 	kernels.ParallelForTask(N, 64, &m.tEmb)
+	m.te()
 
 	var seg []int32
 	if c.DocMask {
@@ -569,10 +608,13 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 	for l := 0; l < c.NLayers; l++ {
 		w := &m.p.layers[l]
 		x := a.resid[l]
+		m.tb(OpAttention, l)
 		m.rmsForward(a.ln1[l], a.rstd1[l], x, w.ln1, N, D, eps)
 		qkv := a.qkv[l]
+		m.tb(OpQKVGemm, l)
 		if c.QKNorm {
 			ops.MatmulForward(a.qkvRaw[l], a.ln1[l], w.qkv, N, D, m.qkvDim, false)
+			m.te()
 			m.tHN = headNormTask{dst: qkv, src: a.qkvRaw[l], rstd: a.qnRstd[l], w: w.qn, stride: m.qkvDim, off: 0, nh: H, hd: hd, eps: eps}
 			kernels.ParallelForTask(N, 16, &m.tHN)
 			m.tHN = headNormTask{dst: qkv, src: a.qkvRaw[l], rstd: a.knRstd[l], w: w.kn, stride: m.qkvDim, off: H * hd, nh: KV, hd: hd, eps: eps}
@@ -581,24 +623,41 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 			kernels.ParallelForTask(N, 64, &m.tCopyV)
 		} else {
 			ops.MatmulForward(qkv, a.ln1[l], w.qkv, N, D, m.qkvDim, false)
+			m.te()
 		}
+		m.tb(OpAttnCore, l)
 		if m.ropeLayer(l) {
 			m.tRope = ropeTask{x: qkv, cos: m.cos, sin: m.sin, T: T, stride: m.qkvDim, nh: H + KV, hd: hd}
 			kernels.ParallelForTask(N, 16, &m.tRope)
 		}
 		m.attn.Forward(a.atty[l], a.att[l], qkv, a.rowMax, a.rowEnt)
+		m.te()
 		if vitals {
 			m.attnVitals(l, B, T)
 		}
 		copy(a.residMid[l][:N*D], x[:N*D])
+		m.tb(OpOProjGemm, l)
 		ops.MatmulForward(a.residMid[l], a.atty[l], w.wo, N, m.attDim, D, true)
+		m.te()
+		m.te() // attention
+		m.tb(OpMLP, l)
 		m.rmsForward(a.ln2[l], a.rstd2[l], a.residMid[l], w.ln2, N, D, eps)
-		ops.MatmulForward(a.gu[l], a.ln2[l], w.gu, N, D, 2*F, false)
-		m.tSwi = swigluTask{h: a.h[l], sig: a.sig[l], gu: a.gu[l], F: F}
-		kernels.ParallelForTask(N, 16, &m.tSwi)
 		out := a.resid[l+1]
-		copy(out[:N*D], a.residMid[l][:N*D])
-		ops.MatmulForward(out, a.h[l], w.down, N, F, D, true)
+		if w.moe != nil {
+			copy(out[:N*D], a.residMid[l][:N*D])
+			m.moeForward(l, N, a.ln2[l], out, vitals)
+		} else {
+			m.tb(OpGateUpGemm, l)
+			ops.MatmulForward(a.gu[l], a.ln2[l], w.gu, N, D, 2*F, false)
+			m.te()
+			m.tSwi = swigluTask{h: a.h[l], sig: a.sig[l], gu: a.gu[l], F: F}
+			kernels.ParallelForTask(N, 16, &m.tSwi)
+			copy(out[:N*D], a.residMid[l][:N*D])
+			m.tb(OpDownGemm, l)
+			ops.MatmulForward(out, a.h[l], w.down, N, F, D, true)
+			m.te()
+		}
+		m.te() // mlp
 		if vitals {
 			m.residVitals(l, out[:N*D])
 		}
@@ -676,8 +735,13 @@ func (m *Model) head(b *Batch, scale float32, grad bool) Stats {
 	a := &m.a
 	N := b.B * b.T
 	D, V := c.DModel, c.Vocab
+	m.tb(OpLMHead, -1)
 	m.rmsForward(a.lnf, a.rstdf, a.resid[c.NLayers], m.p.lnf, N, D, float32(c.NormEps))
+	m.tb(OpLMHeadGemm, -1)
 	ops.MatmulForward(a.logits, a.lnf, m.p.lm, N, D, V, false)
+	m.te()
+	m.te() // lm_head
+	m.tb(OpCrossEntropy, -1)
 
 	var wsum float64
 	count := 0
@@ -709,6 +773,7 @@ func (m *Model) head(b *Batch, scale float32, grad bool) Stats {
 	lambda := float32(c.ZLoss)
 	m.tCE = ceTask{z: a.logits, V: V, targets: b.Targets, grad: gradArg, lambda: lambda, loss: a.loss, lse: a.lse}
 	kernels.ParallelForTask(N, 8, &m.tCE)
+	m.te()
 
 	var loss, zl, lseSum float64
 	for i := 0; i < N; i++ {
@@ -745,35 +810,62 @@ func (m *Model) backward(b *Batch) {
 	L := c.NLayers
 
 	// lm_head and final norm
+	m.tb(opLMHeadBwd, -1)
+	m.tb(opLMHeadGemmBwd, -1)
 	ops.MatmulBackward(a.dln, m.g.lm, a.logits, a.lnf, m.p.lm, N, D, V, false)
+	m.te()
 	clear(a.dresid[:N*D])
 	m.rmsBackward(a.dresid, m.g.lnf, a.dln, a.resid[L], m.p.lnf, a.rstdf, N, D)
+	m.te()
+	m.gradsDone(gradPartHead)
 
 	for l := L - 1; l >= 0; l-- {
 		w, g := &m.p.layers[l], &m.g.layers[l]
 		// MLP: resid[l+1] = residMid + down(swiglu(gu(ln2)))
-		ops.MatmulBackward(a.dh, g.down, a.dresid, a.h[l], w.down, N, F, D, false)
-		m.tSwi = swigluTask{h: a.dh, sig: a.sig[l], gu: a.gu[l], dgu: a.dgu, F: F, back: true}
-		kernels.ParallelForTask(N, 16, &m.tSwi)
-		ops.MatmulBackward(a.dln, g.gu, a.dgu, a.ln2[l], w.gu, N, D, 2*F, false)
+		m.tb(opMLPBwd, l)
+		if w.moe != nil {
+			m.moeBackward(l, a.ln2[l], a.dresid, a.dln)
+		} else {
+			m.tb(opDownGemmBwd, l)
+			ops.MatmulBackward(a.dh, g.down, a.dresid, a.h[l], w.down, N, F, D, false)
+			m.te()
+			m.tSwi = swigluTask{h: a.dh, sig: a.sig[l], gu: a.gu[l], dgu: a.dgu, F: F, back: true}
+			kernels.ParallelForTask(N, 16, &m.tSwi)
+			m.tb(opGateUpGemmBwd, l)
+			ops.MatmulBackward(a.dln, g.gu, a.dgu, a.ln2[l], w.gu, N, D, 2*F, false)
+			m.te()
+		}
 		m.rmsBackward(a.dresid, g.ln2, a.dln, a.residMid[l], w.ln2, a.rstd2[l], N, D)
+		m.te() // mlp_backward
 		// attention: residMid = resid[l] + o_proj(attn(qkv(ln1)))
+		m.tb(opAttentionBwd, l)
+		m.tb(opOProjGemmBwd, l)
 		ops.MatmulBackward(a.datty, g.wo, a.dresid, a.atty[l], w.wo, N, m.attDim, D, false)
+		m.te()
+		m.tb(opAttnCoreBwd, l)
 		m.attn.Backward(a.dqkv, a.datty, a.qkv[l], a.att[l], a.datt)
 		if m.ropeLayer(l) {
 			m.tRope = ropeTask{x: a.dqkv, cos: m.cos, sin: m.sin, T: T, stride: m.qkvDim, nh: H + KV, hd: hd, back: true}
 			kernels.ParallelForTask(N, 16, &m.tRope)
 		}
+		m.te()
 		src := a.qkv[l]
 		if c.QKNorm {
 			src = a.qkvRaw[l]
 			m.headNormBackward(a.dqkv, src, a.qnRstd[l], w.qn, g.qn, N, 0, H)
 			m.headNormBackward(a.dqkv, src, a.knRstd[l], w.kn, g.kn, N, H*hd, KV)
 		}
+		m.tb(opQKVGemmBwd, l)
 		ops.MatmulBackward(a.dln, g.qkv, a.dqkv, a.ln1[l], w.qkv, N, D, m.qkvDim, false)
+		m.te()
 		m.rmsBackward(a.dresid, g.ln1, a.dln, a.resid[l], w.ln1, a.rstd1[l], N, D)
+		m.te() // attention_backward
+		m.gradsDone(l)
 	}
+	m.tb(opEmbeddingBwd, -1)
 	ops.EmbeddingBackward(m.g.emb, a.dresid[:N*D], b.Inputs, D)
+	m.te()
+	m.gradsDone(gradPartEmbed)
 }
 
 func (m *Model) headNormBackward(d, src, rstd, w, dw []float32, N, off, nh int) {

@@ -42,6 +42,10 @@ type Stats struct {
 	Loss   float64 // mean cross-entropy over counted positions (without z-loss)
 	ZLoss  float64 // mean z-loss term added to the objective (0 when off)
 	Tokens int     // counted positions
+	// MoEAux is the auxiliary objective of the MoE layers for this
+	// micro-batch (load-balancing α·E·Σ fᵢ·Pᵢ plus router z-loss), added
+	// to the gradient; 0 for dense models.
+	MoEAux float64
 
 	ForwardTime  time.Duration // forward pass including the loss head
 	BackwardTime time.Duration // backward pass (0 for Forward)
@@ -55,4 +59,22 @@ type Vitals struct {
 	ResidualRMS           []float32   // [layer] RMS of the residual stream after the block
 	ActivationOutlierRate []float32   // [layer] fraction of residual activations beyond 6σ
 	LogitLSEMean          float32     // mean logsumexp of the output logits
+	// MoE holds one entry per mixture-of-experts layer (nil for dense
+	// models). After ForwardBackward it covers the step's micro-batches
+	// since ZeroGrads; after Forward, that batch alone.
+	MoE []MoEVitals
+}
+
+// MoEVitals are the routing health numbers of one MoE layer (seed-004
+// names with the moe_ prefix). Loads count top-k selections before
+// capacity dropping.
+type MoEVitals struct {
+	Layer           int
+	LoadBalanceLoss float32 // E·Σᵢ fᵢ·Pᵢ without α: 1 when balanced, up to E when collapsed
+	UtilEntropy     float32 // entropy of the expert loads ÷ ln E: 1 = uniform, 0 = one expert
+	TokensMin       float32 // fewest selections of an expert
+	TokensMax       float32 // most selections of an expert
+	TokensStd       float32 // standard deviation of the selections per expert
+	DeadExperts     int     // experts no token selected
+	DropRate        float32 // dropped assignments / all assignments (capacity overflow)
 }

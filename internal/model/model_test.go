@@ -253,7 +253,12 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestZeroAllocsPerStep(t *testing.T) {
-	cfg := tinyConfig()
+	for _, cfg := range []Config{tinyConfig(), moeConfig()} {
+		zeroAllocs(t, cfg)
+	}
+}
+
+func zeroAllocs(t *testing.T, cfg Config) {
 	m, _ := New(cfg, 1)
 	b := tinyBatch(cfg, 2, 8, 1)
 	small := tinyBatch(cfg, 1, 8, 2)

@@ -15,6 +15,9 @@ type Span struct {
 	Offset int
 	Size   int
 	Kind   string
+	// Shape is the tensor's shape (rows, cols for a matrix); Muon needs it
+	// for its matrices, AdamW ignores it.
+	Shape []int
 }
 
 // ErrNonFinite marks a step refused because a loss, gradient or update
@@ -39,6 +42,14 @@ type AdamW struct {
 	segPart     []float64
 	sq          []SpanSquares
 	noTelemetry bool
+
+	// Muon (optim.name = "muon", muon.go): the spans it updates, a flag per
+	// span, the new momentum buffers of the step (laid out like the params,
+	// committed into M in pass 2) and the Newton–Schulz scratch.
+	muon     []muonMat
+	muonSpan []bool
+	mbuf     []float32
+	ns       *nsWork
 
 	// M and V are the first and second moments, laid out like the params.
 	M, V []float32
@@ -82,6 +93,9 @@ func NewAdamW(cfg Config, n int, spans []Span) (*AdamW, error) {
 		}
 		o.wd = append(o.wd, w)
 	}
+	if err := o.setupMuon(); err != nil {
+		return nil, err
+	}
 	// Fixed chunks: partial sums are added in chunk order, so results do not
 	// depend on the number of threads.
 	for i, s := range spans {
@@ -91,7 +105,7 @@ func NewAdamW(cfg Config, n int, spans []Span) (*AdamW, error) {
 			for len(o.chunks) <= c {
 				o.chunks = append(o.chunks, nil)
 			}
-			o.chunks[c] = append(o.chunks[c], seg{lo: lo, hi: hi, wd: o.wd[i], span: i, idx: o.nseg})
+			o.chunks[c] = append(o.chunks[c], seg{lo: lo, hi: hi, wd: o.wd[i], span: i, idx: o.nseg, muon: o.IsMuon(i)})
 			o.nseg++
 			lo = hi
 		}
@@ -109,6 +123,7 @@ type seg struct {
 	wd     float64
 	span   int // index into spans
 	idx    int // index into segPart (segments numbered span by span)
+	muon   bool
 }
 
 // SpanSquares holds one span's sums of squares, in float64, as of the last
@@ -246,11 +261,25 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 		o.u = make([]float32, len(params))
 	}
 	tel := !o.noTelemetry
+	if o.muon != nil {
+		// Muon spans: the direction into u and the new momentum into mbuf
+		// first; pass 1 below only sums their squares.
+		o.muonDirections(params, grads, gs)
+	}
 	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
 		for c := c0; c < c1; c++ {
 			var un, pn float64
 			for k, sg := range o.chunks[c] {
 				gr, mm, vv, pp, uu := grads[sg.lo:sg.hi], o.M[sg.lo:sg.hi], o.V[sg.lo:sg.hi], params[sg.lo:sg.hi], o.u[sg.lo:sg.hi]
+				if sg.muon {
+					su, sp, sm := o.muonSums(sg, params)
+					un += su
+					pn += sp
+					if tel {
+						o.segPart[4*sg.idx], o.segPart[4*sg.idx+1], o.segPart[4*sg.idx+2], o.segPart[4*sg.idx+3] = su, sp, sm, 0
+					}
+					continue
+				}
 				if tel && k == 0 {
 					// The chunk's first segment (most chunks hold one): un
 					// and pn start at 0, so they are the segment's own sums.
@@ -339,6 +368,13 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 		for c := c0; c < c1; c++ {
 			for _, sg := range o.chunks[c] {
 				gr, mm, vv, pp, uu := grads[sg.lo:sg.hi], o.M[sg.lo:sg.hi], o.V[sg.lo:sg.hi], params[sg.lo:sg.hi], o.u[sg.lo:sg.hi]
+				if sg.muon {
+					copy(mm, o.mbuf[sg.lo:sg.hi])
+					for j, u := range uu {
+						pp[j] = float32(float64(pp[j]) - step*float64(u))
+					}
+					continue
+				}
 				for j := range gr {
 					g := float64(gr[j]) * gs
 					mm[j] = float32(b1*float64(mm[j]) + (1-b1)*g)

@@ -6,7 +6,7 @@ import "testing"
 // clipping) on 1M parameters in four tensors.
 func BenchmarkAdamWStep(b *testing.B) {
 	const n = 1 << 20
-	spans := []Span{{"a", 0, n / 4, "matrix"}, {"b", n / 4, n / 4, "matrix"}, {"c", n / 2, n / 4, "embedding"}, {"d", 3 * n / 4, n / 4, "norm"}}
+	spans := []Span{{"a", 0, n / 4, "matrix", nil}, {"b", n / 4, n / 4, "matrix", nil}, {"c", n / 2, n / 4, "embedding", nil}, {"d", 3 * n / 4, n / 4, "norm", nil}}
 	o, err := NewAdamW(DefaultConfig(), n, spans)
 	if err != nil {
 		b.Fatal(err)

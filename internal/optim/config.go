@@ -45,6 +45,15 @@ type Config struct {
 
 	QKClipTau float64 `toml:"qk_clip_tau" comment:"QK-Clip (Kimi K2 MuonClip) threshold τ on the max pre-softmax attention logit s·q·k (the max_attn_logit vital): after each applied step, every head whose max logit over the step's micro-batches exceeded τ has its q_proj/k_proj rows scaled by √(τ/max) each (only its q_proj rows, by τ/max, when its key head is shared under GQA; with model.qk_norm the layer's q_norm and k_norm gains by √(τ/max) over its worst head), so its logit drops to τ; skipped steps clip nothing; Adam moments and the weight EMA are left as they are; qk_clipped_heads counts the heads per step (0 = off; Kimi K2: 100)"`
 
+	// Muon (see muon.go); optim.name = "adamw" leaves everything as it was.
+	Name         string   `toml:"name" comment:"optimizer: adamw | muon (Muon for 2-D weight matrices, AdamW for embeddings, norms, biases, lm_head and optim.muon_exclude; the lr, warmup, schedule, weight decay, clipping and skip-step settings apply to both groups)"`
+	MuonMomentum float64  `toml:"muon_momentum" comment:"muon: momentum μ of the buffer B ← μ·B + G"`
+	MuonNesterov bool     `toml:"muon_nesterov" comment:"muon: orthogonalise G + μ·B (Nesterov) instead of B"`
+	MuonNSSteps  int      `toml:"muon_ns_steps" comment:"muon: quintic Newton–Schulz iterations (3.4445, −4.7750, 2.0315)"`
+	MuonEps      float64  `toml:"muon_eps" comment:"muon: ε in X₀ = D/(‖D‖_F + ε)"`
+	MuonRMSScale float64  `toml:"muon_rms_scale" comment:"muon: the orthogonalised update is scaled by muon_rms_scale·√max(rows, cols) so its RMS matches AdamW's and AdamW learning rates carry over (Moonlight: 0.2)"`
+	MuonExclude  []string `toml:"muon_exclude" comment:"muon: matrix tensors updated by AdamW instead, by name or path.Match pattern (model.layers.*.mlp.gate.weight: the MoE routers); the output head by default"`
+
 	Knobs []KnobStep `toml:"knobs,omitempty" comment:"step-indexed knob schedule, [[optim.knobs]] entries in increasing step order: from its step (1-based metrics step) on, each entry sets some of max_grad_norm, clip_update_norm, update_clip_sigma, skip_sigma, z_loss (model.z_loss), qk_clip_tau and lr_scale (a factor on the scheduled LR); knobs it leaves out keep their value (Marin 32B: step = 56400, max_grad_norm = 0.2)"`
 }
 
@@ -77,6 +86,13 @@ func DefaultConfig() Config {
 		SkipWindow:       128,
 		SkipMinSteps:     64,
 		EMABeta:          0.995,
+		Name:             "adamw",
+		MuonMomentum:     0.95,
+		MuonNesterov:     true,
+		MuonNSSteps:      5,
+		MuonEps:          1e-7,
+		MuonRMSScale:     0.2,
+		MuonExclude:      []string{"lm_head.weight"},
 	}
 }
 
@@ -157,6 +173,9 @@ func (c Config) Validate() error {
 	}
 	if c.EMABeta < 0 || c.EMABeta >= 1 {
 		bad("optim.ema_beta must be in [0, 1), got %g", c.EMABeta)
+	}
+	if err := c.validateMuon(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.validateKnobs(); err != nil {
 		errs = append(errs, err)

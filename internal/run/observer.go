@@ -105,6 +105,7 @@ func stepSample(sm *runlog.Step) monitor.Sample {
 	}
 	s.Time = end
 	s.Phases = stepPhases(sm, end)
+	s.Ops = stepOps(sm)
 	return s
 }
 
@@ -209,6 +210,7 @@ func (t *Observer) Finish(runErr error) error {
 	var nanErr *train.NaNError
 	var ckErr *train.CheckpointError
 	switch {
+	case t.rankHang(runErr): // a data-parallel rank never reached a collective (dp.go)
 	case errors.As(runErr, &nanErr):
 		t.m.Observe(monitor.Sample{Step: int64(nanErr.Step), Tokens: t.last.TokensSeen, Values: map[string]float64{"nan_inf_events": 1}})
 	case errors.As(runErr, &ckErr) && !errors.Is(runErr, context.Canceled):
@@ -251,6 +253,30 @@ func stepPhases(sm *runlog.Step, end time.Time) []monitor.Phase {
 		}
 	}
 	return out
+}
+
+// stepOps are the model's per-op spans of a traced step, for trace.json
+// (nested inside forward and backward by the trace writer).
+func stepOps(sm *runlog.Step) []monitor.Phase {
+	if len(sm.OpSpans) == 0 {
+		return nil
+	}
+	out := make([]monitor.Phase, len(sm.OpSpans))
+	for i, sp := range sm.OpSpans {
+		out[i] = monitor.Phase{Name: sp.Name, Start: sp.Start, Dur: sp.Dur}
+	}
+	return out
+}
+
+// traceOps is train.Options.TraceOps for the monitor's trace.json window:
+// the steps [trace_from_step, trace_from_step + trace_steps); nil when no
+// trace is written.
+func traceOps(mc monitor.Config) func(step int) bool {
+	if mc.TraceSteps <= 0 {
+		return nil
+	}
+	from, until := mc.TraceFromStep, mc.TraceFromStep+mc.TraceSteps
+	return func(step int) bool { return step >= from && step < until }
 }
 
 // dataVitals are the run-start data metrics of a prepared dataset, from its

@@ -14,16 +14,19 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
+	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/dashboard"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
+	"github.com/kestrel-lm/kestrel/internal/eval"
 	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
@@ -42,6 +45,10 @@ type Options struct {
 	// Logger receives the trainer's and the monitor's log lines (default: a
 	// text handler on os.Stderr).
 	Logger *slog.Logger
+
+	// Comm is the group of ranks of a data-parallel run (dp.go); nil or one
+	// rank: a single process.
+	Comm comm.Comm
 }
 
 // Train trains (or resumes) the run in dir with the monitor attached and,
@@ -55,6 +62,9 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 	}
 	if opts.Stderr == nil {
 		opts.Stderr = io.Discard
+	}
+	if opts.Comm != nil && opts.Comm.Size() > 1 {
+		return trainRanks(ctx, cfg, dir, &opts)
 	}
 	if err := cfg.Rescue.Validate(); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
@@ -98,6 +108,7 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 // attemptState is what outlives one attempt of Train: the run directory's
 // lock (held from the first attempt to the end) and the dashboard.
 type attemptState struct {
+	hosts    []string // every rank's host in a data-parallel run (dp.go)
 	lk       *runlock.Lock
 	log      *slog.Logger
 	stopDash func()
@@ -184,6 +195,8 @@ func (st *attemptState) attempt(ctx context.Context, cfg config.Config, dir stri
 		}
 	}
 	to.Observers = append(to.Observers, ob)
+	to.Comm = opts.Comm
+	ob.setRankHosts(st.hosts)
 	if opts.Dash && st.stopDash == nil {
 		stop, err := StartDash(ctx, cfg.Dash.Addr, dir, opts.Stdout)
 		if err != nil {
@@ -240,6 +253,7 @@ func TrainOptions(cfg config.Config, dir string, logger *slog.Logger) (train.Opt
 		},
 		Logger: logger,
 	}
+	opts.TraceOps = traceOps(cfg.Monitor) // per-op spans of the trace.json window
 	if opts.Init.From != "" {
 		if opts.Init.From, err = datadir.Expand(opts.Init.From); err != nil {
 			return opts, fmt.Errorf("init.from: %w", err)
@@ -296,7 +310,43 @@ func TrainOptions(cfg config.Config, dir string, logger *slog.Logger) (train.Opt
 		return opts, fmt.Errorf("data.kind: unknown kind %q (want bytes or dataset)", cfg.Data.Kind)
 	}
 	evalHashes(&opts.Manifest, cfg, logger)
+	if err := benchOptions(&opts, cfg, dir); err != nil {
+		if c, ok := opts.Data.(io.Closer); ok {
+			c.Close()
+		}
+		return opts, err
+	}
 	return opts, nil
+}
+
+// benchOptions sets up the [eval] benchmarks of the training loop and
+// records the hashes of the files they read in the manifest
+// ("eval/<task>").
+func benchOptions(opts *train.Options, cfg config.Config, dir string) error {
+	if err := cfg.Eval.Validate(cfg.Train.EvalEvery); err != nil {
+		return err
+	}
+	if len(cfg.Eval.Tasks) == 0 {
+		return nil
+	}
+	batch := cfg.Train.MicroBatch
+	if batch == 0 {
+		batch = cfg.Train.BatchSize
+	}
+	fn, err := eval.InLoop(dir, opts.Tokenizer, cfg.Eval, batch, opts.Logger)
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	hashes, err := eval.TaskHashes(cfg.Eval.Tasks)
+	if err != nil {
+		return fmt.Errorf("eval.tasks: %w", err)
+	}
+	if opts.Manifest.EvalHashes == nil {
+		opts.Manifest.EvalHashes = map[string]string{}
+	}
+	maps.Copy(opts.Manifest.EvalHashes, hashes)
+	opts.Bench, opts.Benchmarks = fn, cfg.Eval
+	return nil
 }
 
 // datasetHashes records the hash of the dataset's manifest (which lists

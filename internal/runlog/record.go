@@ -100,6 +100,15 @@ type Step struct {
 	// forward and backward per micro-batch, then optimizer), for trace.json;
 	// they are not part of metrics.jsonl.
 	Spans []Span
+	// OpSpans are the model's per-op spans of a traced step (per layer
+	// attention, MLP and their GEMMs, lm_head, cross-entropy, the backward
+	// ops), nested inside the forward and backward spans, named as
+	// "layer3/qkv_gemm" or "lm_head"; empty unless the step is traced. Not
+	// part of metrics.jsonl.
+	OpSpans []Span
+	// MoE holds the mixture-of-experts routing vitals; nil (left out)
+	// for dense models.
+	MoE *MoEStep
 }
 
 // Span is one measured phase of a step.
@@ -174,6 +183,9 @@ func (s *Step) fields(w fieldVisitor) {
 	w.float("z_loss_weight", s.KnobZLoss)
 	w.float("qk_clip_tau", s.KnobQKClipTau)
 	w.float("lr_scale", s.KnobLRScale)
+	if s.MoE != nil {
+		s.MoE.fields(w)
+	}
 	flat := make(map[string]float64, len(s.PerLayer)+len(s.SourceMixShare))
 	for k, v := range s.SourceMixShare {
 		flat["source_mix_share/"+k] = v
@@ -200,6 +212,11 @@ type Eval struct {
 	TopKMassProbe     float64
 	// SliceValLoss is val_loss per source, stored as "slice_val_loss/<source>".
 	SliceValLoss map[string]float64
+	// Bench holds the in-loop benchmarks' numbers under their full metric
+	// names (bench/hellaswag/acc_norm, bench_stderr/…, bpb/wiki,
+	// memorization/train/exact_match; docs/eval.md); empty at evaluations
+	// that ran none.
+	Bench map[string]float64
 }
 
 // EMAGap is val_loss − val_loss_ema (NaN without EMA).
@@ -219,6 +236,7 @@ func (e *Eval) fields(w fieldVisitor) {
 	optional(w, "logit_entropy_probe", e.LogitEntropyProbe)
 	optional(w, "topk_mass_probe", e.TopKMassProbe)
 	visitSorted(w, e.SliceValLoss, "slice_val_loss/")
+	visitSorted(w, e.Bench, "")
 }
 
 // Checkpoint is a committed checkpoint: a line of metrics.jsonl with

@@ -323,3 +323,27 @@ func ReadFile(path string) (*File, error) {
 	}
 	return f, nil
 }
+
+// NewFile assembles a File from tensors already in memory (in the order
+// given) without encoding them, checking names, dtypes and sizes as Encode
+// does; readers that merge or convert files (sharded checkpoints) build
+// one this way.
+func NewFile(tensors []Tensor, metadata map[string]string) (*File, error) {
+	f := &File{Tensors: append([]Tensor(nil), tensors...), Metadata: metadata, index: map[string]int{}}
+	for i, t := range f.Tensors {
+		if t.Name == "" || t.Name == "__metadata__" {
+			return nil, fmt.Errorf("safetensors: invalid tensor name %q", t.Name)
+		}
+		if _, dup := f.index[t.Name]; dup {
+			return nil, fmt.Errorf("safetensors: duplicate tensor %q", t.Name)
+		}
+		if t.DType.Size() == 0 {
+			return nil, fmt.Errorf("safetensors: tensor %q: unknown dtype %q", t.Name, t.DType)
+		}
+		if want := t.NumElements() * t.DType.Size(); want != len(t.Data) {
+			return nil, fmt.Errorf("safetensors: tensor %q: shape %v needs %d bytes, have %d", t.Name, t.Shape, want, len(t.Data))
+		}
+		f.index[t.Name] = i
+	}
+	return f, nil
+}

@@ -54,3 +54,24 @@ func TestRun(t *testing.T) {
 		t.Error("no text accepted")
 	}
 }
+
+// TestRunEncodings: cl100k_base runs against tiktoken-go's cl100k_base,
+// counting the documents where regexp2 deviates (" \n \n" before a word);
+// an unknown encoding is an error.
+func TestRunEncodings(t *testing.T) {
+	p, err := datadir.Path("tiktoken/cl100k_base.tiktoken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Result
+	docs := []string{"in 2000 years\n", "end . \n \n = = Title = =\n"}
+	if err := Run(context.Background(), Options{Tokenizer: p, Encoding: "cl100k_base", Docs: docs, Threads: []int{1}, Reps: 1, Emit: func(r Result) { got = append(got, r) }}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[1].DocsDiffering != 1 || got[1].Encoding != "cl100k_base" || !strings.Contains(got[1].Line(), "1 documents differ") {
+		t.Fatalf("results %+v", got)
+	}
+	if err := Run(context.Background(), Options{Tokenizer: p, Encoding: "p99k", Docs: docs, Threads: []int{1}, Reps: 1, Emit: func(Result) {}}); err == nil || !strings.Contains(err.Error(), "p99k") {
+		t.Fatalf("unknown encoding: %v", err)
+	}
+}

@@ -96,6 +96,10 @@ type State struct {
 	// Health is the checkpoint's health when it was written (see Health);
 	// nil in checkpoints written before it was recorded: unknown.
 	Health *Health `json:"health,omitempty"`
+	// Optimizer is "muon" when the optimizer state is Muon's (optim.name =
+	// "muon": the matrices' momentum in exp_avg, their exp_avg_sq zero),
+	// empty for AdamW (see checkOptimizer).
+	Optimizer string `json:"optimizer,omitempty"`
 }
 
 // payload is what one checkpoint holds.
@@ -419,8 +423,12 @@ func LatestCheckpoint(root string, log *slog.Logger) (*Loaded, error) {
 }
 
 // resolveCheckpoint turns init.from into a verified checkpoint: a
-// checkpoint directory, a checkpoints/ directory, or a run directory.
+// checkpoint directory, a checkpoints/ directory, or a run directory; or
+// "hf:DIR", a Hugging Face Llama/Qwen3 directory (weights only).
 func resolveCheckpoint(path string, log *slog.Logger) (*Loaded, error) {
+	if strings.HasPrefix(path, HFPrefix) {
+		return loadHF(path) // hfinit.go
+	}
 	if _, err := os.Stat(filepath.Join(path, SumsFile)); err == nil {
 		return LoadCheckpoint(path)
 	}

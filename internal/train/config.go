@@ -23,11 +23,14 @@ type Config struct {
 	LogEvery       int     `toml:"log_every" comment:"print a progress line every N steps (metrics.jsonl gets every step regardless)"`
 	PeakGFLOPS     float64 `toml:"peak_gflops" comment:"peak GFLOP/s of this machine for mfu (0 = this machine's FMA peak on the kernel threads from the cache that kestrel bench peak writes, $KESTREL_CACHE_DIR or ~/.cache/kestrel/peak.json, else probed for ~1 s at start-up and cached; the manifest records peak_gflops and peak_source)"`
 	MaxMinutes     float64 `toml:"max_minutes" comment:"stop this invocation after this many minutes of wall-clock (checked after each step; at least one step runs) with a final evaluation and checkpoint, exit 0; rerunning resumes (0 = no limit)"`
+
+	// Data parallelism (docs/distributed.md).
+	CommTimeoutSeconds float64 `toml:"comm_timeout_s" comment:"data-parallel runs (bin/kestrel-mpi under mpirun or srun): seconds a rank waits in a collective before the run stops with a SEV0 naming the rank that never reached it (must exceed the longest evaluation or checkpoint, which rank 0 does alone; 0 = wait forever)"`
 }
 
 // DefaultConfig returns the defaults of the [train] section.
 func DefaultConfig() Config {
-	return Config{Steps: 2000, BatchSize: 12, EvalEvery: 250, EvalBatches: 20, ProbeSequences: 4, ValFraction: 0.1, LossEMABeta: 0.95, LogEvery: 50}
+	return Config{Steps: 2000, BatchSize: 12, EvalEvery: 250, EvalBatches: 20, ProbeSequences: 4, ValFraction: 0.1, LossEMABeta: 0.95, LogEvery: 50, CommTimeoutSeconds: 600}
 }
 
 // Validate reports inconsistent fields, naming them as in the config file.
@@ -57,6 +60,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxMinutes < 0 || math.IsNaN(c.MaxMinutes) || math.IsInf(c.MaxMinutes, 0) {
 		errs = append(errs, fmt.Errorf("train.max_minutes must be a finite number >= 0, got %g", c.MaxMinutes))
+	}
+	if !(c.CommTimeoutSeconds >= 0) || math.IsInf(c.CommTimeoutSeconds, 0) {
+		errs = append(errs, fmt.Errorf("train.comm_timeout_s must be a finite number >= 0, got %g", c.CommTimeoutSeconds))
 	}
 	if !(c.LossEMABeta >= 0 && c.LossEMABeta < 1) {
 		errs = append(errs, fmt.Errorf("train.loss_ema_beta must be in [0, 1), got %g", c.LossEMABeta))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/batchsched"
+	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
@@ -54,11 +55,24 @@ type Options struct {
 	// Observers receive every step, evaluation and checkpoint.
 	Observers []Observer
 	Logger    *slog.Logger
+	// Bench runs the [eval] benchmarks (Benchmarks.Tasks) at the
+	// evaluations Benchmarks.Due picks; nil = none.
+	Bench      BenchFunc
+	Benchmarks BenchConfig
 	// Lock is the caller's hold on Dir (internal/run takes it before the
 	// monitor writes there); Run then neither takes nor releases one. When
 	// nil, Run takes the lock of Dir itself and releases it on return, so
 	// that two trainers never share a run directory.
 	Lock *runlock.Lock
+
+	// TraceOps, when it reports true for a step, records the model's
+	// per-op spans of that step (runlog.Step.OpSpans, for trace.json);
+	// nil = never. Numerics are unchanged either way.
+	TraceOps func(step int) bool
+	// Comm is the group of ranks of a data-parallel run (dp.go,
+	// docs/distributed.md); nil or one rank: a single process. Rank 0
+	// writes the run's files, the others only train.
+	Comm comm.Comm
 }
 
 // Result summarises a finished (or interrupted) run.
@@ -131,6 +145,9 @@ type trainer struct {
 	plan                    interventionPlan // interventions.jsonl: data offset and LR scale per step
 
 	lastEval *runlog.Eval // latest evaluation of this invocation (for checkpoint health)
+
+	dp        *dataParallel // nil: a single process
+	stepStart time.Time     // when step() began (per-rank vitals)
 }
 
 // Preflight checks o before anything is allocated or written, as Run does
@@ -173,6 +190,13 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	}
 	if o.Dir == "" {
 		return nil, errors.New("train: no run directory")
+	}
+	if o.Comm != nil && o.Comm.Rank() != 0 { // rank 0 holds the directory; the others only read checkpoints
+		t := &trainer{o: o, log: o.Logger, ckRoot: filepath.Join(o.Dir, "checkpoints"), T: o.Model.SeqLen, start: start}
+		if t.log == nil {
+			t.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		}
+		return t.run(ctx)
 	}
 	if o.Fresh {
 		if _, err := os.Stat(o.Dir); err == nil {
@@ -222,9 +246,12 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("train: model: %w", err)
 	}
 	t.ts = t.net.Tensors()
+	if t.dp, err = newDataParallel(o.Comm, t.net, time.Duration(o.Train.CommTimeoutSeconds*float64(time.Second))); err != nil {
+		return nil, err
+	}
 	spans := make([]optim.Span, len(t.ts))
 	for i, x := range t.ts {
-		spans[i] = optim.Span{Name: x.Name, Offset: x.Offset, Size: x.Size, Kind: x.Kind}
+		spans[i] = optim.Span{Name: x.Name, Offset: x.Offset, Size: x.Size, Kind: x.Kind, Shape: x.Shape}
 	}
 	params := t.net.Params()
 	if t.opt, err = optim.NewAdamW(o.Optim, len(params), spans); err != nil {
@@ -255,13 +282,18 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.dp != nil { // a rank holds at most its share of the largest batch
+		mb = min(mb, (t.bsched.Max()+t.dp.size-1)/t.dp.size)
+	}
 	t.inputs, t.targets, t.segIDs = make([]int32, mb*t.T), make([]int32, mb*t.T), make([]int32, mb*t.T)
 	t.srcs = make([]int, mb)
 	t.srcNames = o.Data.SourceNames()
 	t.st.GradClipWindow = []bool{}
 
 	res := &Result{ValLoss: math.NaN(), ValLossEMA: math.NaN()}
-	removeStaleTemps(t.ckRoot)
+	if t.dp.lead() {
+		removeStaleTemps(t.ckRoot)
+	}
 	loaded, err := LatestCheckpoint(t.ckRoot, t.log)
 	if err != nil {
 		return nil, fmt.Errorf("train: resume: %w", err)
@@ -276,7 +308,9 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		t.necromancy(loaded.State, loaded.Dir)
-		removeHalfDeleted(t.ckRoot, t.log)
+		if t.dp.lead() {
+			removeHalfDeleted(t.ckRoot, t.log)
+		}
 		res.Resumed, res.Checkpoint = true, loaded.Dir
 		if o.Init.From != "" {
 			t.log.Info("resuming; init.from is ignored because the run directory already holds checkpoints", "init.from", o.Init.From)
@@ -295,6 +329,12 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		if err := t.loadInterventions(nil); err != nil {
 			return nil, err
 		}
+	}
+	if err := t.dp.startParams(t.st.Step, params); err != nil {
+		return nil, err
+	}
+	if !t.dp.lead() {
+		return t.runRank(ctx, res)
 	}
 	if dropped, err := runlog.TruncateMetrics(metricsPath, t.st.Step); err != nil {
 		return nil, err
@@ -345,10 +385,13 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	wall0 := t.st.WallTime
 	lastLine, lastCPU := time.Now(), kernels.ProcessCPUSeconds()
 	for s := t.st.Step + 1; s <= o.Train.Steps; s++ {
-		if ctx.Err() != nil {
+		if stop, err := t.dp.agree(s, ctx.Err() != nil); err != nil {
+			return res, err
+		} else if stop[0] {
 			return t.interrupt(res, wall0, runStart)
 		}
 		stepStarted(o.Observers, s)
+		t.debugHang(ctx, s)
 		m, err := t.step(s)
 		if err != nil {
 			return res, err
@@ -367,31 +410,46 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			m.TokensPerSec = float64(m.TokensPerUpdate) / m.StepTime
 			m.DataloaderStallFrac = m.DataWaitTime / m.StepTime
 			if t.peakFLOPS > 0 { // FLOPs are spent on every position, padding included
-				m.MFU = t.net.FLOPsPerToken() * float64(m.BatchSize*t.T) / m.StepTime / t.peakFLOPS
+				m.MFU = t.net.FLOPsPerToken() * float64(m.BatchSize*t.T) / m.StepTime / t.peakFLOPS / float64(t.dp.ranks()) // every rank has rank 0's peak
 			}
+		}
+		if err := t.rankVitals(s, m); err != nil {
+			return res, err
 		}
 		if err := t.ml.Write(m); err != nil {
 			return res, err
 		}
 		res.Step = s
+		var obErr error
 		for _, ob := range o.Observers {
 			if err := ob.OnStep(m); err != nil {
-				return res, fmt.Errorf("step %d: observer stopped the run (no checkpoint written; last good checkpoint %s): %w", s, orNone(t.lastCkpt), err)
+				obErr = fmt.Errorf("step %d: observer stopped the run (no checkpoint written; last good checkpoint %s): %w", s, orNone(t.lastCkpt), err)
+				break
 			}
+		}
+		// train.max_minutes: stop this invocation like a finished run.
+		timeUp := s < o.Train.Steps && o.Train.MaxMinutes > 0 && time.Since(t.start).Minutes() >= o.Train.MaxMinutes
+		if t.dp != nil { // every rank stops where rank 0 does
+			if ag, err := t.dp.agree(s, obErr != nil, timeUp); err != nil {
+				return res, errors.Join(obErr, err)
+			} else {
+				timeUp = ag[1]
+			}
+		}
+		if obErr != nil {
+			return res, obErr
 		}
 		if o.Train.LogEvery > 0 && (s%o.Train.LogEvery == 0 || s == 1) {
 			t.log.Info("step", "step", s, "loss", fmt.Sprintf("%.4f", m.TrainLossRaw), "loss_ema", fmt.Sprintf("%.4f", m.TrainLossEMA),
 				"lr", fmt.Sprintf("%.3g", m.LearningRate), "grad_norm", fmt.Sprintf("%.3f", m.GradGlobalNorm),
 				"tok/s", fmt.Sprintf("%.0f", m.TokensPerSec), "skipped", m.Skipped, "clipped", m.Clipped)
 		}
-		// train.max_minutes: stop this invocation like a finished run.
-		timeUp := s < o.Train.Steps && o.Train.MaxMinutes > 0 && time.Since(t.start).Minutes() >= o.Train.MaxMinutes
 		if timeUp {
 			t.log.Info("train.max_minutes reached: final evaluation and checkpoint; rerun to continue",
 				"step", s, "steps", o.Train.Steps, "max_minutes", o.Train.MaxMinutes)
 		}
 		if (o.Train.EvalEvery > 0 && s%o.Train.EvalEvery == 0) || s == o.Train.Steps || timeUp {
-			e, err := t.evaluate(s, m.TrainLossEMA, s == o.Train.Steps || timeUp)
+			e, err := t.evaluate(ctx, s, m.TrainLossEMA, s == o.Train.Steps || timeUp)
 			if err != nil {
 				return res, err
 			}
@@ -453,13 +511,15 @@ func (t *trainer) interrupt(res *Result, wall0 float64, start time.Time) (*Resul
 // step runs optimizer step s (1-based) and returns its metrics line.
 func (t *trainer) step(s int) (*runlog.Step, error) {
 	o := t.o
+	t.stepStart = time.Now()
 	idx := s - 1
 	// kestrel rewind --skip-steps: step s trains on the batch of data step
 	// dataIdx (its size included); the LR schedule still counts real steps.
 	dataIdx := idx + t.plan.dataOffset(s)
 	B := t.bsched.At(dataIdx)
 	mb := len(t.inputs) / t.T
-	nMicro := (B + mb - 1) / mb
+	lo, hi := t.dp.share(B) // this rank's rows (all of them in a single process)
+	nMicro := (hi - lo + mb - 1) / mb
 	m := &runlog.Step{Step: s, BatchSize: B, MicroBatches: nMicro, UnixTime: float64(time.Now().UnixNano()) / 1e9,
 		Spans: make([]runlog.Span, 0, 3*nMicro+1)} // data_wait, forward, backward per micro-batch, then optimizer
 	// [[optim.knobs]]: the knobs in force at step s.
@@ -482,13 +542,18 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	if o.Optim.SkipBadSteps {
 		m.KnobSkipSigma = kn.SkipSigma
 	}
+	if mm := Model(t.net); mm != nil && o.TraceOps != nil && o.TraceOps(s) {
+		mm.Trace = &opRecorder{spans: &m.OpSpans}
+		defer func() { mm.Trace = nil }()
+	}
 	t.net.ZeroGrads()
+	t.dp.beginStep()
 	var loss, zl float64
 	tokens, pads := 0, 0
 	perSrc := make([]int, len(t.srcNames))
 	for k := 0; k < nMicro; k++ {
-		r0 := k * mb
-		n := min(mb, B-r0)
+		r0 := lo + k*mb
+		n := min(mb, hi-r0)
 		t0 := time.Now()
 		in, tg, sg, sr := t.inputs[:n*t.T], t.targets[:n*t.T], t.segIDs[:n*t.T], t.srcs[:n]
 		for i := range sr {
@@ -521,7 +586,11 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		}
 		t1 := time.Now()
 		m.DataWaitTime += t1.Sub(t0).Seconds()
+		if k == nMicro-1 {
+			t.dp.arm(t.net) // the last pass: start each layer's all-reduce when its backward is done
+		}
 		st, err := t.net.ForwardBackward(b, float32(n)/float32(B))
+		t.dp.disarm(t.net)
 		if err != nil {
 			return m, fmt.Errorf("step %d: forward/backward: %w", s, err)
 		}
@@ -537,6 +606,17 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		loss += w * st.Loss
 		zl += w * st.ZLoss
 		tokens += st.Tokens
+	}
+	if t.dp != nil {
+		if err := t.reduceStep(s, &loss, &zl, &tokens, &pads, perSrc); err != nil {
+			return m, err
+		}
+		if err := t.dp.qkMax(s, qk); err != nil {
+			return m, err
+		}
+		if err := t.reduceVitals(s); err != nil {
+			return m, err
+		}
 	}
 	m.PadFraction = float64(pads) / float64(B*t.T)
 	m.TokensPerUpdate = int64(tokens)            // the positions the loss counted
@@ -571,11 +651,13 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	r, err := t.opt.Step(params, grads, loss, lr)
 	if err != nil {
 		if errors.Is(err, optim.ErrNonFinite) {
-			if werr := t.ml.Write(&runlog.NaNStop{Step: s, Message: err.Error()}); werr != nil {
-				t.log.Error("metrics", "err", werr)
-			}
-			if werr := t.ml.Sync(); werr != nil {
-				t.log.Error("metrics", "err", werr)
+			if t.ml != nil { // rank 0 (every rank stops here: they hold the same gradient)
+				if werr := t.ml.Write(&runlog.NaNStop{Step: s, Message: err.Error()}); werr != nil {
+					t.log.Error("metrics", "err", werr)
+				}
+				if werr := t.ml.Sync(); werr != nil {
+					t.log.Error("metrics", "err", werr)
+				}
 			}
 			return m, &NaNError{Step: s, Err: err, LastCheckpoint: t.lastCkpt}
 		}
@@ -584,6 +666,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	if err := qk.apply(params, r.Skipped, m); err != nil {
 		return m, err
 	}
+	updateRouterBias(t.net, r.Skipped) // MoE, moe_balance = bias (moe.go)
 	if !r.Skipped && t.ema != nil {
 		t.ema.Update(params)
 	}
@@ -724,12 +807,13 @@ func fillVitals(m *runlog.Step, v *model.Vitals) {
 		m.AttnEntropy = 0
 	}
 	m.LogitLSEMean = float64(v.LogitLSEMean)
+	fillMoEVitals(m, v)
 }
 
 // evaluate computes the validation loss with the raw and the EMA weights;
 // the final evaluation (the last step, or a train.max_minutes stop) reads
 // every validation row.
-func (t *trainer) evaluate(s int, trainEMA float64, all bool) (*runlog.Eval, error) {
+func (t *trainer) evaluate(ctx context.Context, s int, trainEMA float64, all bool) (*runlog.Eval, error) {
 	start := time.Now()
 	e := &runlog.Eval{Step: s, TokensSeen: t.st.TokensSeen, WallTime: t.st.WallTime,
 		ValLossEMA: math.NaN(), FixedProbeLoss: math.NaN(), LogitEntropyProbe: math.NaN(), TopKMassProbe: math.NaN()}
@@ -759,6 +843,20 @@ func (t *trainer) evaluate(s int, trainEMA float64, all bool) (*runlog.Eval, err
 		e.FixedProbeLoss = pm.Loss
 		if !math.IsNaN(pm.Entropy) {
 			e.LogitEntropyProbe, e.TopKMassProbe = pm.Entropy, pm.TopKMass
+		}
+	}
+	if t.o.Bench != nil && t.o.Benchmarks.Due(s, all) {
+		b0 := time.Now()
+		vals, err := t.o.Bench(ctx, t.net, s)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			// interrupted: the loop checkpoints and stops next
+			t.log.Warn("benchmarks interrupted; this evaluation has none", "step", s)
+		case err != nil:
+			return e, fmt.Errorf("step %d: benchmarks ([eval] tasks): %w", s, err)
+		default:
+			e.Bench = vals
+			t.log.Info("benchmarks", "step", s, "tasks", strings.Join(t.o.Benchmarks.Tasks, ","), "seconds", fmt.Sprintf("%.1f", time.Since(b0).Seconds()))
 		}
 	}
 	e.EvalTime = time.Since(start).Seconds()
@@ -812,7 +910,7 @@ func (t *trainer) valLoss(all bool) (float64, int, map[string]float64, error) {
 			if t.o.Model.DocMask {
 				b.SegIDs = t.segIDs[:k*t.T]
 			}
-			st, err := t.net.Forward(b)
+			st, err := evalStats(t.net, b)
 			if err != nil {
 				return 0, 0, nil, err
 			}
@@ -840,6 +938,7 @@ func (t *trainer) checkpoint(kind string) error {
 	t.st.Kind = kind
 	t.st.Created = nowString()
 	t.st.AdamSteps = t.opt.Steps
+	t.st.Optimizer = stateOptimizer(t.o.Optim)
 	t.st.UpdateNorms, t.st.Losses, t.st.GradNorms = t.opt.UpdateNorms, t.opt.Losses, t.opt.GradNorms
 	t.st.Health = checkpointHealth(t.o.Observers, t.st.Step, t.lastEval)
 	p := &payload{tensors: t.ts, params: t.net.Params(), m: t.opt.M, v: t.opt.V, state: t.st}
@@ -877,6 +976,9 @@ func (t *trainer) resume(l *Loaded) error {
 	var ema []float32
 	if t.ema != nil {
 		ema = t.ema.W
+	}
+	if err := checkOptimizer(l.Dir, l.State, t.o.Optim); err != nil {
+		return fmt.Errorf("train: resume: %w", err)
 	}
 	if err := restoreExact(l, t.ts, t.net.Params(), t.opt.M, t.opt.V, ema); err != nil {
 		return fmt.Errorf("train: resume: %w", err)
@@ -949,6 +1051,9 @@ func (t *trainer) warmStart() (*WarmStartReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train: init.from: %w", err)
 	}
+	if err := checkHFMode(l, o.Init.Mode); err != nil {
+		return nil, fmt.Errorf("train: init.from: %w", err)
+	}
 	params := t.net.Params()
 	rep := &WarmStartReport{From: l.Dir, Mode: o.Init.Mode, SourceStep: l.State.Step}
 	rep.Copied, rep.Initialized, rep.Mismatched, rep.Unused, err = copyMatching(l.Model, "", t.ts, params)
@@ -962,6 +1067,9 @@ func (t *trainer) warmStart() (*WarmStartReport, error) {
 		copy(t.ema.W, params)
 	}
 	if o.Init.Mode != "weights" {
+		if err := checkOptimizer(l.Dir, l.State, o.Optim); err != nil {
+			return nil, fmt.Errorf("train: warm-start (init.mode = %q): %w", o.Init.Mode, err)
+		}
 		for _, part := range []struct {
 			suffix string
 			dst    []float32

@@ -27,7 +27,7 @@ const SkipMemoryCheckEnv = "KESTREL_SKIP_MEMORY_CHECK"
 type Memory struct {
 	Params      int // the weights, float32
 	Grads       int // their gradients
-	Optimizer   int // AdamW's m and v and its update scratch, 3 × Params
+	Optimizer   int // AdamW's m and v and its update scratch, 3 × Params (4 × with optim.name = "muon")
 	EMA         int // the EMA weights (0 with optim.ema_beta = 0)
 	Activations int // the model's activation arena for Sequences sequences, and the RoPE tables
 	Checkpoint  int // transient: weights, m, v and EMA weights encoded while a checkpoint is written, 4 × Params
@@ -195,6 +195,11 @@ func checkMemory(o Options) error {
 	est, err := EstimateMemory(o.Model, o.Train, o.Optim.EMABeta > 0)
 	if err != nil {
 		return fmt.Errorf("train: memory estimate: %w", err)
+	}
+	if o.Optim.Name == "muon" {
+		// Muon's new momentum buffers (one float32 per parameter); its
+		// Newton–Schulz scratch, 4 × the largest matrix, is small beside it.
+		est.Optimizer += est.Params
 	}
 	if os.Getenv(SkipMemoryCheckEnv) == "1" {
 		return nil

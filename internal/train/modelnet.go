@@ -39,6 +39,9 @@ func (n modelNet) Outputs() ([]float32, []float32)             { return n.m.Outp
 func (n modelNet) Vitals() *model.Vitals                       { return n.m.Vitals() }
 func (n modelNet) FLOPsPerToken() float64                      { return n.m.FLOPsPerToken() }
 
+// LogProbs is the forward-only path validation uses (evalfwd.go).
+func (n modelNet) LogProbs(b *model.Batch, dst []float32) error { return n.m.LogProbs(b, dst) }
+
 // LoadModel builds the model of the newest valid checkpoint of a run
 // directory (or of a checkpoint directory) and loads its weights, or its
 // EMA weights when ema is set.
@@ -54,6 +57,9 @@ func LoadModel(path string, ema bool, log *slog.Logger) (*model.Model, *Loaded, 
 	src, file := l.Model, ModelFile
 	if ema {
 		src, file = l.EMA, EMAFile
+	}
+	if src == nil {
+		return nil, nil, fmt.Errorf("%s has no %s (a Hugging Face directory holds one set of weights)", l.Dir, file)
 	}
 	_, missing, mismatched, _, err := copyMatching(src, "", m.Tensors(), m.Params)
 	if err != nil {

@@ -139,7 +139,7 @@ func (r *Replayer) gradNorm(loss float64) float64 {
 	grads := r.net.Grads()
 	spans := make([]optim.Span, len(r.ts))
 	for i, x := range r.ts {
-		spans[i] = optim.Span{Name: x.Name, Offset: x.Offset, Size: x.Size, Kind: x.Kind}
+		spans[i] = optim.Span{Name: x.Name, Offset: x.Offset, Size: x.Size, Kind: x.Kind, Shape: x.Shape}
 	}
 	cfg := r.o.Optim
 	cfg.SkipBadSteps = false

@@ -30,7 +30,7 @@ func (c CheckpointConfig) Validate() error {
 
 // InitConfig is the [init] section: warm-starting from another checkpoint.
 type InitConfig struct {
-	From string `toml:"from" comment:"warm-start from this checkpoint directory, or the newest valid checkpoint of this run directory (empty = fresh initialisation)"`
+	From string `toml:"from" comment:"warm-start from this checkpoint directory, or the newest valid checkpoint of this run directory, or hf:DIR, a Hugging Face Llama/Qwen3 directory (weights only: init.mode = weights; see docs/export.md) (empty = fresh initialisation)"`
 	Mode string `toml:"mode" comment:"what to take from init.from: weights | weights+optimizer (also Adam moments and clip/skip windows) | full (also step, tokens, data position, EMA, schedule)"`
 	// Necromancy is a generation number rather than a bool so that it
 	// fires once per request: see necromancy.go.
@@ -61,6 +61,10 @@ type DebugConfig struct {
 	LRSpikeFactor      float64 `toml:"lr_spike_factor" comment:"learning-rate multiplier of the injected spike"`
 	LRSpikeSteps       int     `toml:"lr_spike_steps" comment:"how many steps the LR spike lasts"`
 	CorruptBatchAtStep int     `toml:"corrupt_batch_at_step" comment:"replace this step's batch with uniformly random tokens (0 = never)"`
+
+	// Data parallelism (docs/distributed.md).
+	HangAtStep int `toml:"hang_at_step" comment:"data-parallel runs: rank hang_rank stops before this step's collectives and waits until the run is killed, to test the rank_hang SEV0 (0 = never)"`
+	HangRank   int `toml:"hang_rank" comment:"the rank that hangs at hang_at_step"`
 }
 
 // DefaultDebugConfig returns the defaults of the [debug] section.

@@ -34,11 +34,17 @@ def rope_cos_sin(T, hd, theta):
     inv = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
     t = torch.arange(T, dtype=torch.float32)
     freqs = torch.outer(t, inv.float())
-    emb = torch.cat((freqs, freqs), dim=-1).double()
+    emb = torch.cat((freqs, freqs), dim=-1).to(torch.get_default_dtype())
     return emb.cos(), emb.sin()
 
 
 def forward(cfg, P, batch):
+    lm = P["model.embed_tokens.weight"] if cfg["tied_embeddings"] else P["lm_head.weight"]
+    return body(cfg, P, batch) @ lm.T  # B, T, V
+
+
+def body(cfg, P, batch):
+    """The residual stream after the final norm, B×T×D (the input of lm_head)."""
     B, T = batch["B"], batch["T"]
     D, H, KV = cfg["d_model"], cfg["n_heads"], cfg["n_kv_heads"]
     hd = D // H
@@ -78,9 +84,7 @@ def forward(cfg, P, batch):
         g = h @ P[p + "mlp.gate_proj.weight"].T
         u = h @ P[p + "mlp.up_proj.weight"].T
         x = x + (torch.nn.functional.silu(g) * u) @ P[p + "mlp.down_proj.weight"].T
-    x = rmsnorm(x, P["model.norm.weight"], eps)
-    lm = P["model.embed_tokens.weight"] if cfg["tied_embeddings"] else P["lm_head.weight"]
-    return x @ lm.T  # B, T, V
+    return rmsnorm(x, P["model.norm.weight"], eps)
 
 
 def objective(cfg, logits, batch):

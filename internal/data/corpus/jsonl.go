@@ -180,11 +180,17 @@ func (r *reader) readJSONL(in Input) error {
 		return err
 	}
 	defer closeFn()
+	return r.jsonlLines(in, src, cr, 1)
+}
+
+// jsonlLines reads JSONL records from src, numbering lines from firstLine
+// (ReadParts starts a byte range of a file at its line number).
+func (r *reader) jsonlLines(in Input, src io.Reader, cr *countingReader, firstLine int64) error {
 	rel := relName(in, in.Path)
 	br := bufio.NewReaderSize(src, 1<<20)
 	limit := 2*r.opts.MaxDocBytes + 64<<10
 	var buf []byte
-	for lineNo := int64(1); ; lineNo++ {
+	for lineNo := firstLine; ; lineNo++ {
 		line, tooLong, err := readLine(br, buf, limit)
 		buf = line[:0]
 		if err == io.EOF {

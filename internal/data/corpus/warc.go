@@ -58,11 +58,12 @@ func (r *reader) readWARC(in Input) error {
 			}}
 		return r.scanWARC(s, emit)
 	}
-	return r.readGzipWARC(in, f, limit, emit)
+	return r.readGzipWARC(in, f, limit, emit, 0, -1)
 }
 
-// readGzipWARC reads a .warc.gz member by member.
-func (r *reader) readGzipWARC(in Input, f *os.File, limit int64, emit func(*warcRecord) error) error {
+// readGzipWARC reads a .warc.gz member by member: the members starting in
+// [from, to) (to < 0: to the end; ReadParts reads byte ranges this way).
+func (r *reader) readGzipWARC(in Input, f *os.File, limit int64, emit func(*warcRecord) error, from, to int64) error {
 	st, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("input %s: %w", in.Path, err)
@@ -71,13 +72,21 @@ func (r *reader) readGzipWARC(in Input, f *os.File, limit int64, emit func(*warc
 		return r.emptyCompressed(in.Path, "gzip")
 	}
 	cr := newCounting(f, r.opts.OnBytes)
+	if from > 0 {
+		if err := cr.seek(f, from); err != nil {
+			return fmt.Errorf("input %s: %w", in.Path, err)
+		}
+	}
 	zr, err := gzip.NewReader(cr)
 	if err != nil {
-		return r.decodeFailure(cr, in.Path, 0, "offset", "gzip header", err)
+		return r.decodeFailure(cr, in.Path, from, "offset", "gzip header", err)
 	}
 	defer zr.Close()
-	start := int64(0)
+	start := from
 	for {
+		if to >= 0 && start >= to {
+			return nil
+		}
 		zr.Multistream(false)
 		data, err := io.ReadAll(io.LimitReader(zr, limit+1))
 		if err == nil && int64(len(data)) > limit {
@@ -124,6 +133,9 @@ func (r *reader) readGzipWARC(in Input, f *os.File, limit int64, emit func(*warc
 			}
 		}
 		start = cr.n
+		if to >= 0 && start >= to {
+			return nil
+		}
 		if err := zr.Reset(cr); err != nil {
 			if err == io.EOF {
 				return nil

@@ -63,6 +63,8 @@ type Report struct {
 	Tokens      *TokenReport `json:"tokens,omitempty"`
 
 	TimingsS map[string]float64 `json:"timings_s"`
+
+	Dist *DistReport `json:"dist,omitempty"` // distributed runs only
 }
 
 // Count is documents and bytes.

@@ -50,10 +50,11 @@ type item struct {
 	doc    document.Doc
 	inLen  int // bytes as read (HTML bytes for WARC responses)
 	rej    *RejectRecord
-	hit    bool   // decontam n-gram hit (acted on in pass 2)
-	html   bool   // read as HTML, extracted in stage A
-	cleanB int    // bytes after extraction, before filters
-	hash   uint64 // exact-dedup hash of the filtered text
+	hit    bool     // decontam n-gram hit (acted on in pass 2)
+	html   bool     // read as HTML, extracted in stage A
+	cleanB int      // bytes after extraction, before filters
+	hash   uint64   // exact-dedup hash of the filtered text
+	keys   []uint64 // distributed runs: near-dup band keys (nil: no words)
 }
 
 // Run executes the pipeline and writes the dataset to opts.Out atomically:
@@ -449,26 +450,10 @@ func (p *pipeline) stageA(it *item) {
 
 // stageExact runs in sequence order so that the first occurrence is kept.
 func (p *pipeline) stageExact(it *item) {
+	if !p.countEarly(it) || p.exact == nil {
+		return
+	}
 	st := p.stats[it.src]
-	st.Stage(datareport.StageRead).Add(true, it.inLen)
-	st.Stage(datareport.StageRead).Add(false, it.inLen)
-	if it.html {
-		st.Stage(datareport.StageExtract).Add(true, it.inLen)
-		if it.rej != nil && it.rej.Stage == datareport.StageExtract {
-			p.count(it)
-			return
-		}
-		st.Stage(datareport.StageExtract).Add(false, it.cleanB)
-	}
-	st.Stage(datareport.StageClean).Add(true, it.cleanB)
-	if it.rej != nil {
-		p.count(it)
-		return
-	}
-	st.Stage(datareport.StageClean).Add(false, len(it.doc.Text))
-	if p.exact == nil {
-		return
-	}
 	st.Stage(datareport.StageExact).Add(true, len(it.doc.Text))
 	if first, dup := p.exact.first(it.doc.ID, it.hash); dup {
 		it.rej = &RejectRecord{ID: it.doc.ID, Source: it.doc.Source, Stage: datareport.StageExact, Rule: "exact_duplicate", Detail: "same normalised text as " + first}
@@ -476,6 +461,29 @@ func (p *pipeline) stageExact(it *item) {
 		return
 	}
 	st.Stage(datareport.StageExact).Add(false, len(it.doc.Text))
+}
+
+// countEarly counts the read, extract and clean stages of it (and its
+// reject, if one of them rejected it); it reports whether it survived them.
+func (p *pipeline) countEarly(it *item) bool {
+	st := p.stats[it.src]
+	st.Stage(datareport.StageRead).Add(true, it.inLen)
+	st.Stage(datareport.StageRead).Add(false, it.inLen)
+	if it.html {
+		st.Stage(datareport.StageExtract).Add(true, it.inLen)
+		if it.rej != nil && it.rej.Stage == datareport.StageExtract {
+			p.count(it)
+			return false
+		}
+		st.Stage(datareport.StageExtract).Add(false, it.cleanB)
+	}
+	st.Stage(datareport.StageClean).Add(true, it.cleanB)
+	if it.rej != nil {
+		p.count(it)
+		return false
+	}
+	st.Stage(datareport.StageClean).Add(false, len(it.doc.Text))
+	return true
 }
 
 // stageB: near-dup signatures and the decontamination check (parallel).

@@ -11,6 +11,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/data/decontam"
 	"github.com/kestrel-lm/kestrel/internal/data/dedup"
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/tokenizer"
 )
 
@@ -102,6 +103,7 @@ func (p *pipeline) evalSets() []string {
 // rejectWriters holds one rejects/<stage>.jsonl.zst per stage, opened lazily.
 type rejectWriters struct {
 	dir string
+	tag string // put after the stage in file names (distributed runs: "-uNNNNNN")
 	w   map[string]*zstdJSONL
 	fs  []datareport.ShardFile
 }
@@ -117,7 +119,7 @@ func (r *rejectWriters) write(rec RejectRecord) error {
 	w := r.w[rec.Stage]
 	if w == nil {
 		var err error
-		w, err = createZstdJSONL(filepath.Join(r.dir, rec.Stage+".jsonl.zst"))
+		w, err = createZstdJSONL(filepath.Join(r.dir, rec.Stage+r.tag+".jsonl.zst"))
 		if err != nil {
 			return fmt.Errorf("prepare: %w", err)
 		}
@@ -159,16 +161,49 @@ func (p *pipeline) tokenize(ctx context.Context) error {
 	for _, f := range p.rep.DocShards {
 		paths = append(paths, filepath.Join(p.tmp, f.Path))
 	}
+	tok, tokPath, err := p.tokenizerFor(ctx, paths)
+	if err != nil {
+		return err
+	}
+	scfg := tc.Shards
+	if scfg.Workers == 0 {
+		scfg.Workers = p.workers
+	}
+	if scfg.Provenance, err = p.provenance(); err != nil {
+		return err
+	}
+	m, err := shards.Build(ctx, ReadDocs(paths), tok, tokPath, scfg, p.tmp)
+	if err != nil {
+		return fmt.Errorf("prepare: shards: %w", err)
+	}
+	p.tokenReport(tok, m)
+	return nil
+}
+
+// tokenReport records the tokenizer stage in the report.
+func (p *pipeline) tokenReport(tok *tokenizer.Tokenizer, m *shards.Manifest) {
+	tr := &datareport.TokenReport{Mode: p.cfg.Tokenizer.Mode, Tokenizer: "tokenizer.json", VocabSize: tok.VocabSize(), Manifest: "manifest.json", DatasetHash: m.DatasetHash, Tokens: map[string]int64{}, TotalTokens: m.TotalTokens}
+	for _, s := range m.Sources {
+		tr.Tokens[s.Source] = s.TrainTokens + s.ValTokens
+	}
+	p.rep.Tokens = tr
+}
+
+// tokenizerFor loads the configured tokenizer or trains one on the kept
+// documents of paths (in order, at most train_max_bytes per source) and
+// returns it with the path recorded in the manifest.
+func (p *pipeline) tokenizerFor(ctx context.Context, paths []string) (*tokenizer.Tokenizer, string, error) {
+	tc := p.cfg.Tokenizer
 	var tok *tokenizer.Tokenizer
 	var tokPath string
 	var err error
 	switch tc.Mode {
 	case "load":
 		if tokPath, err = expand(tc.Path); err != nil {
-			return err
+			return nil, "", err
 		}
 		if tok, err = tokenizer.Load(tokPath); err != nil {
-			return fmt.Errorf("prepare.tokenizer.path: %w", err)
+			return nil, "", fmt.Errorf("prepare.tokenizer.path: %w", err)
 		}
 	case "train":
 		var readErr error
@@ -193,24 +228,11 @@ func (p *pipeline) tokenize(ctx context.Context) error {
 			err = readErr
 		}
 		if err != nil {
-			return fmt.Errorf("prepare: tokenizer: %w", err)
+			return nil, "", fmt.Errorf("prepare: tokenizer: %w", err)
 		}
 		tokPath = "trained by kestrel prepare"
 	}
-	scfg := tc.Shards
-	if scfg.Workers == 0 {
-		scfg.Workers = p.workers
-	}
-	m, err := shards.Build(ctx, ReadDocs(paths), tok, tokPath, scfg, p.tmp)
-	if err != nil {
-		return fmt.Errorf("prepare: shards: %w", err)
-	}
-	tr := &datareport.TokenReport{Mode: tc.Mode, Tokenizer: "tokenizer.json", VocabSize: tok.VocabSize(), Manifest: "manifest.json", DatasetHash: m.DatasetHash, Tokens: map[string]int64{}, TotalTokens: m.TotalTokens}
-	for _, s := range m.Sources {
-		tr.Tokens[s.Source] = s.TrainTokens + s.ValTokens
-	}
-	p.rep.Tokens = tr
-	return nil
+	return tok, tokPath, nil
 }
 
 func nilIfEmpty(s []string) []string {
@@ -218,4 +240,37 @@ func nilIfEmpty(s []string) []string {
 		return nil
 	}
 	return s
+}
+
+// provenance records each source's resolved inputs and, when the
+// documents were decontaminated, the evaluation sets with the sha256 of
+// each file, for the dataset manifest.
+func (p *pipeline) provenance() (*shards.Provenance, error) {
+	pv := &shards.Provenance{Inputs: map[string][]string{}}
+	for i, s := range p.cfg.Sources {
+		for _, in := range p.inputs[i] {
+			pv.Inputs[s.Name] = append(pv.Inputs[s.Name], in.Path)
+		}
+	}
+	dc := p.cfg.Decontam
+	if !dc.Enabled {
+		return pv, nil
+	}
+	pv.Decontam = &shards.DecontamInfo{NGram: dc.Index.NGram, Mode: dc.Index.Mode}
+	for _, set := range dc.Index.EvalSets {
+		info := shards.EvalSetInfo{Name: set.Name}
+		for _, path := range set.Paths {
+			e, err := expand(path)
+			if err != nil {
+				return nil, fmt.Errorf("prepare.decontam eval set %s: %w", set.Name, err)
+			}
+			h, err := runlog.HashFile(e)
+			if err != nil {
+				return nil, fmt.Errorf("prepare.decontam eval set %s: %w", set.Name, err)
+			}
+			info.Files = append(info.Files, shards.FileHash{Path: e, SHA256: h})
+		}
+		pv.Decontam.EvalSets = append(pv.Decontam.EvalSets, info)
+	}
+	return pv, nil
 }

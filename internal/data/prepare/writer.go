@@ -93,6 +93,7 @@ func (w *zstdJSONL) close() error {
 // at a size limit.
 type shardSet struct {
 	dir    string
+	tag    string // put after the source in file names (distributed runs: "-uNNNNNN")
 	limit  int64
 	cur    map[string]*zstdJSONL
 	count  map[string]int
@@ -112,7 +113,7 @@ func (s *shardSet) write(rec document.Doc) error {
 		w = nil
 	}
 	if w == nil {
-		name := fmt.Sprintf("%s-%05d.jsonl.zst", rec.Source, s.count[rec.Source])
+		name := fmt.Sprintf("%s%s-%05d.jsonl.zst", rec.Source, s.tag, s.count[rec.Source])
 		s.count[rec.Source]++
 		var err error
 		if w, err = createZstdJSONL(filepath.Join(s.dir, name)); err != nil {

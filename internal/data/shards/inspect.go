@@ -79,6 +79,11 @@ func Inspect(out io.Writer, dir string, o InspectOptions) error {
 	fmt.Fprintf(out, "dataset %s  hash %s\n", dir, m.DatasetHash[:16])
 	fmt.Fprintf(out, "tokenizer %s  vocab %d  hash %s  separator %s (%d)  %d-byte tokens\n", m.Tokenizer.File, m.Tokenizer.VocabSize, m.Tokenizer.Hash[:16], m.Separator, m.SeparatorID, m.TokenBytes)
 	fmt.Fprintf(out, "%d shards, %d tokens, %d documents\n\n", len(m.Shards), m.TotalTokens, m.TotalDocs)
+	if legacy, err := ds.LegacyShards(); err != nil {
+		return err
+	} else if len(legacy) > 0 {
+		fmt.Fprintf(out, "note: %d uint32 shards carry kestrel's old header version 1 (e.g. %s): kestrel reads them, llm.c rejects them; re-run kestrel data prepare into a new directory for version 7\n\n", len(legacy), legacy[0])
+	}
 	fmt.Fprintf(out, "%-16s %14s %8s %10s %14s %10s\n", "source", "train tokens", "share", "train docs", "val tokens", "val docs")
 	for _, s := range m.Sources {
 		fmt.Fprintf(out, "%-16s %14d %7.2f%% %10d %14d %10d\n", s.Source, s.TrainTokens, m.TrainPercent(s.Source), s.TrainDocs, s.ValTokens, s.ValDocs)

@@ -155,12 +155,10 @@ func (s *shardFile) open() (*os.File, error) {
 			s.err = fmt.Errorf("shard %s: header: %w", name, err)
 			return
 		}
-		magic := int32(binary.LittleEndian.Uint32(hdr[0:]))
-		ver := int32(binary.LittleEndian.Uint32(hdr[4:]))
-		n := int64(binary.LittleEndian.Uint32(hdr[8:]))
-		if magic != s.magic || ver != Version || n != s.info.Tokens {
+		h := parseHeader(hdr[:])
+		if want := headerVersion(s.magic); h.Magic != s.magic || (h.Version != want && !h.Legacy()) || h.Tokens != s.info.Tokens {
 			f.Close()
-			s.err = fmt.Errorf("shard %s: header magic %d version %d tokens %d, want %d %d %d", name, magic, ver, n, s.magic, Version, s.info.Tokens)
+			s.err = fmt.Errorf("shard %s: header magic %d version %d tokens %d, want %d %d %d", name, h.Magic, h.Version, h.Tokens, s.magic, want, s.info.Tokens)
 			return
 		}
 		sum, err := fileSHA256(s.path)
@@ -188,6 +186,23 @@ func (d *Dataset) Verify() error {
 		}
 	}
 	return nil
+}
+
+// LegacyShards returns the shard files (relative to the dataset) whose
+// header carries kestrel's old uint32 version 1: kestrel reads them, llm.c
+// rejects them ("Bad version"); rebuild the dataset to get version 7.
+func (d *Dataset) LegacyShards() ([]string, error) {
+	var out []string
+	for _, s := range d.shards {
+		h, err := ReadHeader(s.path)
+		if err != nil {
+			return nil, fmt.Errorf("dataset %s: %w", d.dir, err)
+		}
+		if h.Legacy() {
+			out = append(out, s.info.File)
+		}
+	}
+	return out, nil
 }
 
 // Close closes the shard files.

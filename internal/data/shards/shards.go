@@ -9,9 +9,15 @@
 //	DATASET/shards/<build>/<source>_<split>_NNNNNN.bin
 //	DATASET/shards/<build>/<source>_<split>_NNNNNN.ids   document ids, one JSON string per line
 //
-// A shard is a 256×int32 little-endian header — magic 20240520 (tokens are
-// uint16, vocabulary ≤ 65536) or 20240801 (uint32), version 1, token count —
-// followed by the tokens, as llm.c reads them. Each source has its own
+// A shard is a 256×int32 little-endian header — magic 20240520 and version
+// 1 (tokens are uint16, vocabulary ≤ 65536) or magic 20240801 and version 7
+// (uint32), then the token count, the rest zero — followed by the tokens,
+// as llm.c's dev/data/data_common.py writes them and its loaders read them.
+// kestrel before 2026-11 wrote uint32 shards with version 1, which llm.c
+// rejects; Open still reads them (the layout is otherwise the same, and
+// their sha256 in the manifest stays valid) and Dataset.LegacyShards names
+// them; `kestrel data prepare` into a fresh directory rewrites them as
+// version 7. Each source has its own
 // train and val shards; a document goes to val when a hash of its id
 // (seeded) falls below ValFraction, so train and val never share one.
 // Documents are separated by the end-of-text token after each document
@@ -68,11 +74,15 @@ import (
 
 // llm.c shard header constants.
 const (
-	MagicUint16 = 20240520
-	MagicUint32 = 20240801
-	Version     = 1
-	HeaderInts  = 256
-	HeaderBytes = HeaderInts * 4
+	MagicUint16   = 20240520
+	MagicUint32   = 20240801
+	VersionUint16 = 1 // llm.c "gpt-2" shards
+	VersionUint32 = 7 // llm.c "llama-3" shards
+	// LegacyVersionUint32 is the version kestrel wrote into uint32 shards
+	// before following llm.c; still read, never written.
+	LegacyVersionUint32 = 1
+	HeaderInts          = 256
+	HeaderBytes         = HeaderInts * 4
 )
 
 // Format names the manifest format.
@@ -91,6 +101,38 @@ type Config struct {
 	Seed        uint64  `toml:"seed" comment:"seed of the document-id hash that picks the validation split"`
 	Separator   string  `toml:"separator" comment:"document separator: eos (end-of-text after each document, GPT-2 style) or bos (beginning token before each)"`
 	Workers     int     `toml:"workers" comment:"tokenizer goroutines (0 = all cores)"`
+	// Provenance, set by kestrel prepare, is copied into the manifest.
+	Provenance *Provenance `toml:"-"`
+}
+
+// Provenance says what a dataset was made from and checked against, so
+// that an evaluation can tell whether its items could have leaked into
+// training (kestrel eval warns when they could).
+type Provenance struct {
+	// Inputs are each source's resolved input files and directories.
+	Inputs map[string][]string `json:"inputs"`
+	// Decontam is nil when the documents were not decontaminated.
+	Decontam *DecontamInfo `json:"decontam,omitempty"`
+}
+
+// DecontamInfo is the n-gram decontamination a dataset went through.
+type DecontamInfo struct {
+	NGram    int           `json:"ngram"`
+	Mode     string        `json:"mode"`
+	EvalSets []EvalSetInfo `json:"eval_sets"`
+}
+
+// EvalSetInfo is one evaluation set decontamination protected: its name
+// and the sha256 of each of its files.
+type EvalSetInfo struct {
+	Name  string     `json:"name"`
+	Files []FileHash `json:"files"`
+}
+
+// FileHash is a file and the sha256 of its bytes.
+type FileHash struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
 }
 
 // DefaultConfig returns the shard defaults.
@@ -139,6 +181,8 @@ type Manifest struct {
 	TotalTokens int64          `json:"total_tokens"`
 	TotalDocs   int64          `json:"total_docs"`
 	DatasetHash string         `json:"dataset_hash"`
+	// Provenance is absent in datasets built before kestrel recorded it.
+	Provenance *Provenance `json:"provenance,omitempty"`
 }
 
 // TokenizerInfo identifies the tokenizer of a dataset.
@@ -225,6 +269,85 @@ func hashManifest(m Manifest) (string, error) {
 	return hex.EncodeToString(s[:]), nil
 }
 
+// headerVersion is the version llm.c expects with magic.
+func headerVersion(magic int32) int32 {
+	if magic == MagicUint32 {
+		return VersionUint32
+	}
+	return VersionUint16
+}
+
+// Header is the llm.c header of a shard file.
+type Header struct {
+	Magic, Version int32
+	Tokens         int64
+}
+
+// TokenBytes is the width of one token under this header's magic (0 when
+// the magic is not llm.c's).
+func (h Header) TokenBytes() int {
+	switch h.Magic {
+	case MagicUint16:
+		return 2
+	case MagicUint32:
+		return 4
+	}
+	return 0
+}
+
+// Legacy reports a uint32 header with kestrel's old version 1.
+func (h Header) Legacy() bool {
+	return h.Magic == MagicUint32 && h.Version == LegacyVersionUint32
+}
+
+// Check validates the header as llm.c would, plus kestrel's legacy uint32
+// version, against the file size in bytes.
+func (h Header) Check(size int64) error {
+	w := h.TokenBytes()
+	if w == 0 {
+		return fmt.Errorf("magic %d is neither %d (uint16) nor %d (uint32)", h.Magic, MagicUint16, MagicUint32)
+	}
+	if h.Version != headerVersion(h.Magic) && !h.Legacy() {
+		return fmt.Errorf("magic %d with version %d, want %d", h.Magic, h.Version, headerVersion(h.Magic))
+	}
+	if want := HeaderBytes + h.Tokens*int64(w); size != want {
+		return fmt.Errorf("size %d bytes, header's %d tokens imply %d", size, h.Tokens, want)
+	}
+	return nil
+}
+
+// parseHeader decodes the first HeaderBytes of a shard.
+func parseHeader(b []byte) Header {
+	return Header{
+		Magic:   int32(binary.LittleEndian.Uint32(b[0:])),
+		Version: int32(binary.LittleEndian.Uint32(b[4:])),
+		Tokens:  int64(binary.LittleEndian.Uint32(b[8:])),
+	}
+}
+
+// ReadHeader reads and checks the header of the shard file at path (any
+// llm.c token file, kestrel's or not).
+func ReadHeader(path string) (Header, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Header{}, fmt.Errorf("shard: %w", err)
+	}
+	defer f.Close()
+	var b [HeaderBytes]byte
+	if _, err := io.ReadFull(f, b[:]); err != nil {
+		return Header{}, fmt.Errorf("shard %s: header: %w", path, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return Header{}, fmt.Errorf("shard %s: %w", path, err)
+	}
+	h := parseHeader(b[:])
+	if err := h.Check(st.Size()); err != nil {
+		return h, fmt.Errorf("shard %s: %w", path, err)
+	}
+	return h, nil
+}
+
 // shardWriter writes the shards of one source/split.
 type shardWriter struct {
 	source, split string
@@ -304,7 +427,7 @@ func (w *shardWriter) close() error {
 	name := w.name()
 	var hdr [HeaderBytes]byte
 	binary.LittleEndian.PutUint32(hdr[0:], uint32(w.magic))
-	binary.LittleEndian.PutUint32(hdr[4:], Version)
+	binary.LittleEndian.PutUint32(hdr[4:], uint32(headerVersion(w.magic)))
 	binary.LittleEndian.PutUint32(hdr[8:], uint32(w.tokens))
 	if _, err := w.f.WriteAt(hdr[:], 0); err != nil {
 		w.f.Close()
@@ -490,7 +613,8 @@ func Build(ctx context.Context, docs iter.Seq2[document.Doc, error], tok *tokeni
 	m := Manifest{
 		Format: Format, TokenBytes: width, ShardTokens: cfg.ShardTokens, ValFraction: cfg.ValFraction,
 		Seed: cfg.Seed, Separator: cfg.Separator, SeparatorID: sep, Shards: []ShardInfo{},
-		Tokenizer: TokenizerInfo{Hash: tok.Hash(), Source: tokPath, VocabSize: tok.VocabSize(), EOT: tok.EOT()},
+		Tokenizer:  TokenizerInfo{Hash: tok.Hash(), Source: tokPath, VocabSize: tok.VocabSize(), EOT: tok.EOT()},
+		Provenance: cfg.Provenance,
 	}
 	totals := map[string]*SourceTotals{}
 	for _, key := range order {

@@ -1,6 +1,7 @@
 package shards
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -284,6 +285,114 @@ func TestUint32Shard(t *testing.T) {
 	}
 	if !slices.Equal(got, []int32{70000, 1, 99999, 5}) {
 		t.Fatalf("got %v", got)
+	}
+	// the header is llm.c's "llama-3" layout: magic, version 7, count, zeros
+	raw, err := os.ReadFile(sf.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []uint32{20240801, 7, 4} {
+		if v := binary.LittleEndian.Uint32(raw[4*i:]); v != want {
+			t.Fatalf("header int %d = %d, want %d", i, v, want)
+		}
+	}
+	if !bytes.Equal(raw[12:HeaderBytes], make([]byte, HeaderBytes-12)) || len(raw) != HeaderBytes+16 {
+		t.Fatalf("header tail not zero or size %d", len(raw))
+	}
+}
+
+// TestShardHeaders: ReadHeader accepts llm.c's two layouts and kestrel's
+// legacy uint32 version 1 (flagged Legacy), and rejects other versions,
+// magics and sizes with a message naming the file and the field.
+func TestShardHeaders(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name           string
+		magic, version uint32
+		count, tokens  int
+		width          int
+		legacy         bool
+		errWant        string
+	}{
+		{"u16", 20240520, 1, 3, 3, 2, false, ""},
+		{"u32", 20240801, 7, 3, 3, 4, false, ""},
+		{"u32legacy", 20240801, 1, 3, 3, 4, true, ""},
+		{"u32v2", 20240801, 2, 3, 3, 4, false, "version 2, want 7"},
+		{"u16v7", 20240520, 7, 3, 3, 2, false, "version 7, want 1"},
+		{"badmagic", 12345, 1, 3, 3, 2, false, "magic 12345"},
+		{"short", 20240801, 7, 4, 3, 4, false, "4 tokens imply"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := make([]byte, HeaderBytes+c.tokens*c.width)
+			binary.LittleEndian.PutUint32(b[0:], c.magic)
+			binary.LittleEndian.PutUint32(b[4:], c.version)
+			binary.LittleEndian.PutUint32(b[8:], uint32(c.count))
+			p := filepath.Join(dir, c.name+".bin")
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			h, err := ReadHeader(p)
+			if c.errWant != "" {
+				if err == nil || !strings.Contains(err.Error(), c.errWant) || !strings.Contains(err.Error(), c.name+".bin") {
+					t.Fatalf("err %v, want %q and the file name", err, c.errWant)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Legacy() != c.legacy || h.TokenBytes() != c.width || h.Tokens != int64(c.count) {
+				t.Fatalf("%+v legacy %v width %d", h, h.Legacy(), h.TokenBytes())
+			}
+		})
+	}
+}
+
+// TestLegacyUint32ShardReads: a shard whose header says version 1 with the
+// uint32 magic (kestrel's old layout; its sha256 in the manifest covers
+// that header) still reads, and LegacyShards names it.
+func TestLegacyUint32ShardReads(t *testing.T) {
+	dir := t.TempDir()
+	w := &shardWriter{source: "s", split: Train, dir: dir, width: 4, magic: MagicUint32, maxTokens: 10}
+	if err := w.write("d0", []int32{70000, 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.close(); err != nil {
+		t.Fatal(err)
+	}
+	info := w.done[0]
+	info.File = info.File[1:]
+	p := filepath.Join(dir, info.File)
+	raw, _ := os.ReadFile(p)
+	binary.LittleEndian.PutUint32(raw[4:], LegacyVersionUint32)
+	if err := os.WriteFile(p, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, _ := fileSHA256(p)
+	info.SHA256 = sum
+	sf := &shardFile{info: info, path: p, width: 4, magic: MagicUint32}
+	ds := &Dataset{dir: dir, shards: []*shardFile{sf}}
+	legacy, err := ds.LegacyShards()
+	if err != nil || !slices.Equal(legacy, []string{info.File}) {
+		t.Fatalf("legacy %v err %v", legacy, err)
+	}
+	st := &Stream{shards: []*shardFile{sf}, base: []int64{0, 2}}
+	got := make([]int32, 2)
+	if err := st.ReadAt(got, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []int32{70000, 2}) {
+		t.Fatalf("got %v", got)
+	}
+	// version 2 is neither llm.c's nor kestrel's legacy: a clear error
+	binary.LittleEndian.PutUint32(raw[4:], 2)
+	os.WriteFile(p, raw, 0o644)
+	sum, _ = fileSHA256(p)
+	info.SHA256 = sum
+	sf2 := &shardFile{info: info, path: p, width: 4, magic: MagicUint32}
+	st2 := &Stream{shards: []*shardFile{sf2}, base: []int64{0, 2}}
+	if err := st2.ReadAt(got, 0); err == nil || !strings.Contains(err.Error(), "version 2") {
+		t.Fatalf("version 2 read: %v", err)
 	}
 }
 

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kestrel-lm/kestrel/internal/eval"
+)
+
+func newScoreCmd() *cobra.Command {
+	var opt eval.ScoreOptions
+	var file, tokens string
+	cmd := &cobra.Command{
+		Use:   "score --run RUN [--checkpoint last|last-good|step-N|DIR] [--ema] (--text TEXT | --file F | --tokens 1,2,3)",
+		Short: "per-token log-probabilities and total loss of a text or token list, as JSON",
+		Long: `Score a text (encoded with the run's tokenizer, its start token in front
+unless --no-start) or a list of token ids (used as given) with one
+checkpoint, and print JSON: every token with ln p(token | tokens before it),
+the first token being context only, and total_nll, mean_nll (the loss) and,
+for a text, bits_per_byte. Sequences longer than seq_len+1 are scored in
+non-overlapping windows of seq_len predictions, each from its own first
+token (as kestrel eval's bits per byte). This is what another
+implementation of the same model is checked against (tools/torchref).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			n := 0
+			for _, s := range []string{opt.Text, file, tokens} {
+				if s != "" {
+					n++
+				}
+			}
+			if n != 1 {
+				return fmt.Errorf("score: give exactly one of --text, --file and --tokens")
+			}
+			if file != "" {
+				b, err := os.ReadFile(file)
+				if err != nil {
+					return fmt.Errorf("score: --file: %w", err)
+				}
+				opt.Text = string(b)
+			}
+			if tokens != "" {
+				ids, err := eval.ParseTokens(tokens)
+				if err != nil {
+					return fmt.Errorf("score: %w", err)
+				}
+				opt.Tokens = ids
+			}
+			opt.Status = cmd.ErrOrStderr()
+			res, err := eval.ScoreText(opt)
+			if err != nil {
+				return err
+			}
+			e := json.NewEncoder(cmd.OutOrStdout())
+			e.SetIndent("", "  ")
+			return e.Encode(res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opt.Run, "run", "", "run directory (or a checkpoint directory)")
+	f.StringVar(&opt.Checkpoint, "checkpoint", "last", "last, last-good, step-N or a checkpoint directory")
+	f.BoolVar(&opt.EMA, "ema", false, "score with the EMA weights")
+	f.StringVar(&opt.Text, "text", "", "text to score")
+	f.StringVar(&file, "file", "", "file whose text to score")
+	f.StringVar(&tokens, "tokens", "", "token ids to score, e.g. 1,2,3")
+	f.BoolVar(&opt.NoStart, "no-start", false, "do not put the start token in front of the text")
+	return cmd
+}

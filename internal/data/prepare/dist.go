@@ -1,0 +1,372 @@
+package prepare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/atomicfile"
+	"github.com/kestrel-lm/kestrel/internal/comm"
+	"github.com/kestrel-lm/kestrel/internal/data/corpus"
+	"github.com/kestrel-lm/kestrel/internal/data/datareport"
+	"github.com/kestrel-lm/kestrel/internal/data/decontam"
+	"github.com/kestrel-lm/kestrel/internal/data/document"
+)
+
+// DefaultUnitBytes is the size of the byte ranges large JSONL inputs are
+// cut into in a distributed run.
+const DefaultUnitBytes = 32 << 20
+
+// DistOptions are the settings of RunDist.
+type DistOptions struct {
+	RunOptions
+	// Comm is the group of ranks (comm.FromEnv under mpirun or srun).
+	Comm comm.Comm
+	// UnitBytes is the target size of a work unit (0 = DefaultUnitBytes).
+	UnitBytes int64
+	// WorkDir holds the per-unit outputs and completion markers that let a
+	// rerun skip finished units ("" = .<out>.prepare-work beside Out). It
+	// must be on a file system every rank sees, as must Out. It is removed
+	// after a successful run.
+	WorkDir string
+	// Timeout, when > 0, bounds how long a rank waits for the others at a
+	// collective: a rank that died or hangs then makes the others stop with
+	// an error naming it (comm.HangError). Set it above the longest
+	// imbalance between ranks (rank 0 alone trains the tokenizer).
+	Timeout time.Duration
+}
+
+// WorkDirFor is the default work directory of a distributed run writing out.
+func WorkDirFor(out string) string {
+	out = filepath.Clean(out)
+	return filepath.Join(filepath.Dir(out), "."+filepath.Base(out)+".prepare-work")
+}
+
+// distWork is one rank's state of a distributed run.
+type distWork struct {
+	c         comm.Comm
+	p         *pipeline
+	dir       string // work directory
+	unitBytes int64
+	units     []unit
+	owner     []int
+	mine      []int // my unit indices, ascending
+	metas     map[int]*unitMeta
+	// keptUnits (rank 0) are the units with kept documents, in order.
+	keptUnits []int
+	stats     datareport.RankStats
+	timings   map[string]float64
+}
+
+// RunDist is Run over the ranks of opts.Comm: every rank calls it with the
+// same config and options. The output is identical to Run's in the sense
+// of Diff (docs/prepare-distributed.md): the same kept documents in the
+// same order per source, the same rejects, a byte-identical tokenizer.json
+// and the same token sequence per source and split. Rank 0 returns the
+// report; the other ranks return it too once rank 0 has installed the
+// dataset. A rank that fails makes every rank return an error naming it.
+func RunDist(ctx context.Context, cfg Config, opts DistOptions) (*datareport.Report, error) {
+	c := opts.Comm
+	if c == nil {
+		return nil, errors.New("prepare: RunDist without a Comm")
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.UnitBytes <= 0 {
+		opts.UnitBytes = DefaultUnitBytes
+	}
+	if opts.Out == "" {
+		return nil, errors.New("prepare: no output directory (--out)")
+	}
+	if c.Rank() != 0 {
+		opts.Summary, opts.Progress = nil, nil
+	}
+	if opts.WorkDir == "" {
+		opts.WorkDir = WorkDirFor(opts.Out)
+	}
+	if opts.Timeout > 0 {
+		comm.SetTimeout(c, opts.Timeout)
+	}
+	runStart := time.Now()
+	inputs, fp, err := resolveAll(cfg, opts.Strict)
+	if err := agree(c, "resolve inputs", err); err != nil {
+		return nil, err
+	}
+
+	// Rank 0 decides whether the dataset is up to date and creates the
+	// temporary output directory; every rank writes into it.
+	var dir *atomicfile.Dir
+	var upToDate *datareport.Report
+	var tmp string
+	if c.Rank() == 0 {
+		err = removeLeftovers(opts.RunOptions)
+		if err == nil && !opts.Force {
+			if old, e := datareport.Load(opts.Out); e == nil && old.Complete && old.Fingerprint == fp {
+				old.UpToDate = true
+				upToDate = old
+			}
+		}
+		if err == nil && upToDate == nil {
+			out := filepath.Clean(opts.Out)
+			if dir, err = atomicfile.NewDir(filepath.Dir(out), filepath.Base(out)); err == nil {
+				defer dir.Abort()
+				tmp = dir.Path()
+			}
+		}
+		if err == nil {
+			err = os.MkdirAll(opts.WorkDir, 0o755)
+		}
+	}
+	if err := agree(c, "create output", err); err != nil {
+		return nil, err
+	}
+	tb, err := c.BcastBytes([]byte(tmp), 0)
+	if err != nil {
+		return nil, fmt.Errorf("prepare: broadcast output directory: %w", err)
+	}
+	tmp = string(tb)
+	if tmp == "" { // up to date
+		if c.Rank() == 0 && opts.Summary != nil {
+			fmt.Fprintf(opts.Summary, "%s is up to date (fingerprint %s); use --force to rebuild\n", opts.Out, fp[:12])
+		}
+		if upToDate == nil {
+			upToDate, err = datareport.Load(opts.Out)
+		}
+		return upToDate, err
+	}
+
+	// The decontamination index is built on rank 0 only, while phase 1
+	// runs, and broadcast before it is needed (pass 2).
+	pcfg := cfg
+	pcfg.Decontam.Enabled = false
+	p, err := newPipeline(pcfg, opts.RunOptions, inputs, tmp)
+	if err == nil {
+		p.cfg = cfg
+	}
+	if err == nil && p.near != nil && p.near.n.Verifies() && c.Size() > 1 {
+		err = errors.New("prepare.dedup.minhash.verify = true cannot be partitioned across ranks (the decision depends on the order of buckets); run with one rank or verify = false")
+	}
+	if err := agree(c, "set up", err); err != nil {
+		return nil, err
+	}
+	var decIndex chan decBuilt
+	if cfg.Decontam.Enabled && c.Rank() == 0 {
+		decIndex = make(chan decBuilt, 1)
+		go func() {
+			t := time.Now()
+			d, err := newDecontam(cfg.Decontam.Index)
+			decIndex <- decBuilt{d, err, time.Since(t).Seconds()}
+		}()
+	}
+	w := &distWork{c: c, p: p, dir: opts.WorkDir, unitBytes: opts.UnitBytes, metas: map[int]*unitMeta{}, timings: map[string]float64{}}
+	w.stats = datareport.RankStats{Rank: c.Rank(), Host: c.Host(), Workers: p.workers}
+	if err := w.plan(cfg, inputs, opts.UnitBytes, fp); err != nil {
+		return nil, err
+	}
+	if err := w.phase1(ctx, fp, opts.UnitBytes); err != nil {
+		return nil, err
+	}
+	dups, err := w.exact()
+	if err != nil {
+		return nil, err
+	}
+	drops, hot, nClusters, err := w.near(dups)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Decontam.Enabled {
+		if err := shareDecontam(c, p, decIndex); err != nil {
+			return nil, err
+		}
+	}
+	outs, err := w.pass2(ctx, dups, drops, hot)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := w.finish(ctx, outs, nClusters, hot, fp, runStart)
+	if err := agree(c, "finish", err); err != nil {
+		return nil, err
+	}
+	if c.Rank() == 0 {
+		if err := dir.Install(filepath.Clean(opts.Out)); err != nil {
+			err = fmt.Errorf("prepare: %w", err)
+			return nil, agree(c, "install", err)
+		}
+	}
+	if err := agree(c, "install", nil); err != nil {
+		return nil, err
+	}
+	if c.Rank() == 0 {
+		if err := os.RemoveAll(opts.WorkDir); err != nil {
+			opts.Log.Warn("prepare: could not remove the work directory", "dir", opts.WorkDir, "err", err)
+		}
+		if opts.Summary != nil {
+			rep.WriteSummary(opts.Summary)
+		}
+		return rep, nil
+	}
+	return datareport.Load(opts.Out)
+}
+
+// decBuilt is rank 0's decontamination index, built in the background.
+type decBuilt struct {
+	d   *decontaminator
+	err error
+	sec float64
+}
+
+// shareDecontam waits for rank 0's decontamination index and broadcasts it
+// to the others.
+func shareDecontam(c comm.Comm, p *pipeline, built <-chan decBuilt) error {
+	var b []byte
+	var err error
+	if c.Rank() == 0 {
+		r := <-built
+		if err = r.err; err == nil {
+			p.dec = r.d
+			p.timings["decontam_index_build"] = r.sec
+			b, err = p.dec.x.MarshalBinary()
+		}
+		if err != nil {
+			err = fmt.Errorf("prepare.decontam: %w", err)
+		}
+	}
+	if err := agree(c, "build decontamination index", err); err != nil {
+		return err
+	}
+	if b, err = c.BcastBytes(b, 0); err != nil {
+		return fmt.Errorf("prepare: broadcast decontamination index: %w", err)
+	}
+	if c.Rank() != 0 {
+		var x *decontam.Index
+		if x, err = decontam.UnmarshalIndex(b); err == nil {
+			d := &decontaminator{x: x}
+			for _, s := range x.Stats() {
+				d.sets = append(d.sets, s.Name)
+			}
+			p.dec = d
+		}
+	}
+	return agree(c, "decode decontamination index", err)
+}
+
+// resolveAll resolves every source's inputs and fingerprints the run.
+func resolveAll(cfg Config, strict bool) ([][]corpus.Input, string, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, "", err
+	}
+	inputs := make([][]corpus.Input, len(cfg.Sources))
+	for i, s := range cfg.Sources {
+		in, err := corpus.Resolve(s.Inputs)
+		if err != nil {
+			return nil, "", fmt.Errorf("source %q: %w", s.Name, err)
+		}
+		inputs[i] = in
+	}
+	fp, err := fingerprint(cfg, inputs, strict)
+	return inputs, fp, err
+}
+
+// agree is the error check every rank makes between phases: each rank
+// contributes its error (or none) and every rank returns an error when
+// any rank failed, naming the first rank that did and its host. A rank
+// that never arrives (dead) surfaces as the Comm's error.
+func agree(c comm.Comm, phase string, err error) error {
+	msg := ""
+	if err != nil {
+		msg = fmt.Sprintf("%s: %v", c.Host(), err)
+	}
+	all, cerr := c.AllGatherBytes([]byte(msg))
+	if cerr != nil {
+		if err != nil {
+			return fmt.Errorf("prepare: rank %d: %w (and %s: %v)", c.Rank(), err, phase, cerr)
+		}
+		return fmt.Errorf("prepare: %s: %w", phase, cerr)
+	}
+	if err != nil {
+		return fmt.Errorf("prepare: rank %d: %w", c.Rank(), err)
+	}
+	for r, m := range all {
+		if len(m) > 0 {
+			return fmt.Errorf("prepare: %s: rank %d failed on %s", phase, r, m)
+		}
+	}
+	return nil
+}
+
+// plan cuts the inputs into units, assigns them and numbers the lines of
+// the byte ranges.
+func (w *distWork) plan(cfg Config, inputs [][]corpus.Input, unitBytes int64, fp string) error {
+	us, err := planUnits(cfg, inputs, unitBytes)
+	if err := agree(w.c, "plan units", err); err != nil {
+		return err
+	}
+	w.units, w.owner = us, balance(us, w.c.Size())
+	for i, r := range w.owner {
+		if r == w.c.Rank() {
+			w.mine = append(w.mine, i)
+			w.stats.InputBytes += us[i].Bytes
+		}
+	}
+	w.stats.Units = len(w.mine)
+	return numberLines(w.c, cfg, w.units, w.owner)
+}
+
+// phase1 reads, extracts and cleans this rank's units (skipping those a
+// previous run finished).
+func (w *distWork) phase1(ctx context.Context, fp string, unitBytes int64) error {
+	t := startClock()
+	var err error
+	for _, i := range w.mine {
+		u := w.units[i]
+		key := unitKey(fp, unitBytes, u)
+		if m := w.loadUnit(u, key); m != nil {
+			w.metas[i] = m
+			w.stats.UnitsReused++
+			continue
+		}
+		m, e := w.p.readUnit(ctx, w, u, key)
+		if e != nil {
+			err = fmt.Errorf("unit %d (%s): %w", i, describe(u), e)
+			break
+		}
+		w.metas[i] = m
+	}
+	for _, m := range w.metas {
+		w.stats.Docs += m.InDocs
+	}
+	w.record("read_extract_clean", t)
+	return agree(w.c, "read, extract and clean", err)
+}
+
+func describe(u unit) string {
+	p := u.Parts[0]
+	switch {
+	case len(u.Parts) > 1:
+		return fmt.Sprintf("%s and %d more", p.Input.Path, len(u.Parts)-1)
+	case p.Whole:
+		return p.Input.Path
+	}
+	return fmt.Sprintf("%s bytes %d-%d", p.Input.Path, p.Start, p.End)
+}
+
+// docOf is the spilled form of an item's document.
+func docOf(it *item) document.Doc {
+	return document.Doc{ID: it.doc.ID, Source: it.doc.Source, Text: it.doc.Text, Meta: it.doc.Meta}
+}
+
+// sortedKeys returns m's keys in ascending order.
+func sortedKeys[V any](m map[int]V) []int {
+	k := make([]int, 0, len(m))
+	for i := range m {
+		k = append(k, i)
+	}
+	slices.Sort(k)
+	return k
+}

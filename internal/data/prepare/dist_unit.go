@@ -1,0 +1,253 @@
+package prepare
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/atomicfile"
+	"github.com/kestrel-lm/kestrel/internal/data/corpus"
+	"github.com/kestrel-lm/kestrel/internal/data/datareport"
+)
+
+// unitMeta is what reading one unit produced besides its files: the counts
+// of the read, extract and clean stages and, per surviving document in
+// order, its id and exact-dedup hash. It is saved beside the unit's spill
+// so that a rerun can skip the unit.
+type unitMeta struct {
+	Key      string
+	Sources  []*datareport.SourceReport // one per distinct source name, config order
+	Rejects  map[string]int64
+	Problems datareport.ProblemReport
+	IDs      []string
+	Hashes   []uint64
+	// Keys holds Bands near-dup band keys per survivor (zeros when Empty:
+	// a text without words, which near dedup leaves out).
+	Keys    []uint64
+	Empty   []bool
+	InDocs  int64
+	InBytes int64
+	Seconds float64
+}
+
+func (w *distWork) unitPath(u int, suffix string) string {
+	return filepath.Join(w.dir, fmt.Sprintf("u%06d.%s", u, suffix))
+}
+
+// loadUnit returns the saved result of unit u when its completion marker
+// names the current key, else nil.
+func (w *distWork) loadUnit(u unit, key string) *unitMeta {
+	b, err := os.ReadFile(w.unitPath(u.Idx, "done"))
+	if err != nil || strings.TrimSpace(string(b)) != key {
+		return nil
+	}
+	mb, err := os.ReadFile(w.unitPath(u.Idx, "meta.gob"))
+	if err != nil {
+		return nil
+	}
+	var m unitMeta
+	if unGob(mb, &m) != nil || m.Key != key {
+		return nil
+	}
+	for _, s := range []string{"docs.zst", "rej.zst"} {
+		if _, err := os.Stat(w.unitPath(u.Idx, s)); err != nil {
+			return nil
+		}
+	}
+	return &m
+}
+
+// freshStats points the pipeline's counters at new per-source reports and
+// returns them (one per distinct name, config order).
+func (p *pipeline) freshStats() []*datareport.SourceReport {
+	p.uniq, p.stats = nil, nil
+	for _, s := range p.cfg.Sources {
+		var sr *datareport.SourceReport
+		for _, u := range p.uniq {
+			if u.Name == s.Name {
+				sr = u
+			}
+		}
+		if sr == nil {
+			sr = datareport.NewSourceReport(s.Name)
+			p.uniq = append(p.uniq, sr)
+		}
+		p.stats = append(p.stats, sr)
+	}
+	return p.uniq
+}
+
+// useStats points the pipeline's counters at uniq (from freshStats).
+func (p *pipeline) useStats(uniq []*datareport.SourceReport) {
+	p.uniq, p.stats = uniq, nil
+	for _, s := range p.cfg.Sources {
+		for _, u := range uniq {
+			if u.Name == s.Name {
+				p.stats = append(p.stats, u)
+			}
+		}
+	}
+}
+
+// readUnit is phase 1 for one unit: read → extract + clean + exact hash +
+// near-dup band keys (parallel, in order) → survivors to u<N>.docs.zst, extract and clean
+// rejects to u<N>.rej.zst, counts to u<N>.meta.gob, then the completion
+// marker u<N>.done.
+func (p *pipeline) readUnit(ctx context.Context, w *distWork, u unit, key string) (*unitMeta, error) {
+	t0 := time.Now()
+	m := &unitMeta{Key: key, Sources: p.freshStats()}
+	p.rep.Rejects = map[string]int64{}
+	p.rep.Problems = datareport.ProblemReport{Counts: map[string]int64{}}
+	docsTmp, rejTmp := w.unitPath(u.Idx, "docs.zst.tmp"), w.unitPath(u.Idx, "rej.zst.tmp")
+	spill, err := createZstdJSONL(docsTmp)
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	defer spill.close()
+	rej, err := createZstdJSONL(rejTmp)
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	defer rej.close()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var readErr error
+	src := make(chan *item, 4*p.workers)
+	go func() {
+		defer close(src)
+		readErr = p.readParts(ctx, u, src, m)
+		if readErr != nil {
+			cancel()
+		}
+	}()
+	var sinkErr error
+	stage := p.stageA
+	bands := 0
+	if p.near != nil {
+		bands = p.near.n.Bands()
+		stage = func(it *item) {
+			p.stageA(it)
+			if it.rej == nil {
+				it.keys, _ = p.near.n.BandKeys(it.doc.Text, nil)
+			}
+		}
+	}
+	for it := range orderedMap(ctx, src, p.workers, stage) {
+		if sinkErr != nil || ctx.Err() != nil {
+			continue
+		}
+		if !p.countEarly(it) {
+			sinkErr = rej.write(*it.rej)
+		} else {
+			sinkErr = spill.write(docOf(it))
+			m.IDs = append(m.IDs, it.doc.ID)
+			m.Hashes = append(m.Hashes, it.hash)
+			if bands > 0 {
+				m.Empty = append(m.Empty, it.keys == nil)
+				if it.keys == nil {
+					it.keys = make([]uint64, bands)
+				}
+				m.Keys = append(m.Keys, it.keys...)
+			}
+		}
+		if sinkErr != nil {
+			cancel()
+		}
+	}
+	if sinkErr != nil {
+		return nil, sinkErr
+	}
+	if readErr != nil {
+		return nil, readErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	if err := spill.close(); err != nil {
+		return nil, err
+	}
+	if err := rej.close(); err != nil {
+		return nil, err
+	}
+	m.Rejects, m.Problems = p.rep.Rejects, p.rep.Problems
+	m.Seconds = time.Since(t0).Seconds()
+	if err := os.Rename(docsTmp, w.unitPath(u.Idx, "docs.zst")); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	if err := os.Rename(rejTmp, w.unitPath(u.Idx, "rej.zst")); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	b, err := gobBytes(m)
+	if err != nil {
+		return nil, err
+	}
+	if err := atomicfile.WriteFile(w.unitPath(u.Idx, "meta.gob"), b); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	if err := atomicfile.WriteFile(w.unitPath(u.Idx, "done"), []byte(key+"\n")); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	return m, nil
+}
+
+// readParts streams one unit's documents into out (seq from 0), counting
+// files, problems and skipped records as read does.
+func (p *pipeline) readParts(ctx context.Context, u unit, out chan<- *item, m *unitMeta) error {
+	s := p.cfg.Sources[u.Src]
+	st := p.stats[u.Src]
+	opts := s.readOptions(p.cfg)
+	opts.Strict = p.opts.Strict
+	opts.OnFile = func(string, int64) { st.Files++ }
+	opts.OnProblem = func(pr corpus.Problem) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		st.Problems[pr.Kind]++
+		p.rep.Problems.Counts[pr.Kind]++
+		p.rep.Problems.Total++
+		if pr.Fatal {
+			p.rep.Problems.FilesSkipped++
+			if !p.opts.Strict {
+				p.opts.Log.Warn("prepare: input file skipped from here on", "source", s.Name, "file", pr.File, "kind", pr.Kind, "at", fmt.Sprintf("%s %d", pr.Unit, pr.Pos), "reason", pr.Detail)
+			}
+		}
+		if len(p.rep.Problems.List) < p.cfg.Report.MaxProblems {
+			p.rep.Problems.List = append(p.rep.Problems.List, pr.String())
+		}
+	}
+	opts.OnSkip = func(_, kind string) {
+		p.mu.Lock()
+		st.Skipped[kind]++
+		p.mu.Unlock()
+	}
+	seq := int64(0)
+	var bytes int64
+	for d, err := range corpus.ReadParts(ctx, u.Parts, opts) {
+		if err != nil {
+			return fmt.Errorf("source %q: %w", s.Name, err)
+		}
+		if p.opts.StopAfter > 0 && p.readDocs.Load() >= p.opts.StopAfter {
+			return fmt.Errorf("prepare: stopped after %d documents (StopAfter)", p.readDocs.Load())
+		}
+		it := &item{seq: seq, src: u.Src, doc: d, inLen: d.RawLen(), html: d.NeedsExtract()}
+		seq++
+		bytes += int64(it.inLen)
+		m.InDocs++
+		m.InBytes += int64(it.inLen)
+		p.readDocs.Add(1)
+		p.readBytes.Add(int64(it.inLen))
+		select {
+		case out <- it:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if (s.MaxDocs > 0 && seq >= s.MaxDocs) || (s.MaxBytes > 0 && bytes >= s.MaxBytes) {
+			st.Truncated = true
+			break
+		}
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/kestrel-lm/kestrel/internal/generate"
+	"github.com/kestrel-lm/kestrel/internal/train"
+)
+
+// Metrics flattens the result into the metric names the training loop
+// writes (docs/eval.md):
+//
+//	bench/<task>/acc, bench/<task>/acc_norm       multiple choice (fraction)
+//	bench_stderr/<task>/acc, …/acc_norm          their standard errors
+//	bpb/wiki                                      WikiText-2 test, bits/byte
+//	bpb/val/<source>, bpb/val                     validation splits, bits/byte
+//	bpb/gsm8k-answer                              GSM8K gold answer, bits/byte
+//	memorization/<train|heldout>/<exact_match|token_overlap>
+func (r *Result) Metrics() map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range r.MC {
+		out["bench/"+m.Task+"/acc"] = m.Acc
+		out["bench/"+m.Task+"/acc_norm"] = m.AccNorm
+		out["bench_stderr/"+m.Task+"/acc"] = m.AccStderr
+		out["bench_stderr/"+m.Task+"/acc_norm"] = m.AccNormStderr
+	}
+	for _, b := range r.BPB {
+		name := b.Name
+		switch {
+		case name == "wikitext-2-test":
+			name = "wiki"
+		case name == "val/all":
+			name = "val"
+		}
+		out["bpb/"+name] = b.BPB
+	}
+	for _, n := range r.NLL {
+		out["bpb/"+strings.TrimSuffix(n.Task, "-nll")+"-answer"] = n.BitsPerB
+	}
+	if m := r.Mem; m != nil {
+		for _, s := range []struct {
+			name string
+			side MemSide
+		}{{"train", m.Train}, {"heldout", m.HeldOut}} {
+			out["memorization/"+s.name+"/exact_match"] = s.side.ExactMatch
+			out["memorization/"+s.name+"/token_overlap"] = s.side.Overlap
+		}
+	}
+	return out
+}
+
+// InLoop returns the training loop's benchmark function for the [eval]
+// section cfg of the run in dir, whose token ids mean what tokenizer says
+// ("bytes", or the prepared dataset's path as state.json records it).
+// Each call scores the network's current weights on cfg.Tasks with
+// cfg.Limit items (batch sequences per forward) and returns Metrics.
+//
+// The first call checks that the run's data could not contain the tasks'
+// items (CheckCoverage) and logs a warning for each that could.
+func InLoop(dir, tokenizer string, cfg train.BenchConfig, batch int, log *slog.Logger) (train.BenchFunc, error) {
+	if len(cfg.Tasks) == 0 {
+		return nil, nil
+	}
+	checked := false
+	return func(ctx context.Context, net train.Net, step int) (map[string]float64, error) {
+		m := train.Model(net)
+		if m == nil {
+			return nil, fmt.Errorf("in-loop benchmarks need kestrel's own model (train.NewModelNet)")
+		}
+		st := train.State{Step: step, Tokenizer: tokenizer, Model: m.Cfg}
+		if !checked {
+			checked = true
+			cov, err := CheckCoverage(dir, st, cfg.Tasks)
+			if err != nil {
+				return nil, fmt.Errorf("decontamination check: %w", err)
+			}
+			for _, c := range cov {
+				if w := c.Warning(); w != "" {
+					log.Warn(w)
+				}
+			}
+		}
+		codec, err := generate.CodecFor(dir, st)
+		if err != nil {
+			return nil, err
+		}
+		s := &Scorer{Model: m, Codec: codec, Batch: batch, Ctx: ctx}
+		res, err := s.Evaluate(dir, st, cfg.Tasks, cfg.Limit)
+		if err != nil {
+			return nil, err
+		}
+		return res.Metrics(), nil
+	}, nil
+}

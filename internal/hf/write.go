@@ -1,0 +1,127 @@
+package hf
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/kestrel-lm/kestrel/internal/atomicfile"
+	"github.com/kestrel-lm/kestrel/internal/model"
+	"github.com/kestrel-lm/kestrel/internal/safetensors"
+)
+
+// Export is what Write puts in a Hugging Face directory.
+type Export struct {
+	Config  model.Config
+	Tensors []model.Tensor // the model's parameter layout
+	Params  []float32      // the flat parameter buffer Tensors index
+	Tokens  Tokens
+	// Tokenizer is the tokenizer.json to ship (Hugging Face's format).
+	Tokenizer []byte
+	// Card is README.md, the model card.
+	Card string
+	// Force writes a model Expressible refuses (its config.json then
+	// describes a model that computes something else).
+	Force bool
+}
+
+// Write installs dir atomically (a temporary directory renamed into
+// place) with config.json, model.safetensors (F32, with the "pt" format
+// metadata transformers requires), generation_config.json, tokenizer.json,
+// tokenizer_config.json, special_tokens_map.json and README.md. An
+// existing dir is replaced only when it is empty or holds a config.json
+// (an earlier export).
+func Write(dir string, e Export) error {
+	if err := Expressible(e.Config, e.Tensors); err != nil && !e.Force {
+		return fmt.Errorf("hf: %w (export anyway with --force: stock Hugging Face code will then compute another model)", err)
+	}
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err != nil {
+			return fmt.Errorf("hf: %s exists and is not an earlier export (no %s): choose another directory", dir, ConfigFile)
+		}
+	}
+	ts := make([]safetensors.Tensor, len(e.Tensors))
+	for i, t := range e.Tensors {
+		if t.Offset+t.Size > len(e.Params) {
+			return fmt.Errorf("hf: tensor %s [%d, %d) outside the %d parameters", t.Name, t.Offset, t.Offset+t.Size, len(e.Params))
+		}
+		ts[i] = safetensors.FromFloat32(t.Name, t.Shape, e.Params[t.Offset:t.Offset+t.Size])
+	}
+	files := map[string]any{
+		ConfigFile:           FromModel(e.Config, e.Tokens),
+		GenerationFile:       generationConfig(e.Tokens),
+		TokenizerConfigFile:  tokenizerConfig(e.Tokens, e.Config.SeqLen),
+		SpecialTokensMapFile: specialTokensMap(e.Tokens),
+	}
+	err := atomicfile.WriteDir(dir, func(tmp string) error {
+		if err := safetensors.WriteFile(filepath.Join(tmp, WeightsFile), ts, map[string]string{"format": "pt"}); err != nil {
+			return err
+		}
+		for name, v := range files {
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false) // "<|endoftext|>" as written, not \u003c…
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(v); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if err := os.WriteFile(filepath.Join(tmp, name), b.Bytes(), 0o644); err != nil {
+				return err
+			}
+		}
+		if err := os.WriteFile(filepath.Join(tmp, TokenizerFile), e.Tokenizer, 0o644); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(tmp, CardFile), []byte(e.Card), 0o644)
+	})
+	if err != nil {
+		return fmt.Errorf("hf: export to %s: %w", dir, err)
+	}
+	return nil
+}
+
+// generationConfig is generation_config.json: the ids generate() stops
+// at and pads with.
+func generationConfig(t Tokens) map[string]any {
+	g := map[string]any{}
+	if t.BOS != nil {
+		g["bos_token_id"] = t.BOS.ID
+	}
+	if t.EOS != nil {
+		g["eos_token_id"] = t.EOS.ID
+	}
+	if t.PAD != nil {
+		g["pad_token_id"] = t.PAD.ID
+	}
+	return g
+}
+
+// specialTokensMap is special_tokens_map.json.
+func specialTokensMap(t Tokens) map[string]string {
+	m := map[string]string{}
+	for key, s := range map[string]*Special{"bos_token": t.BOS, "eos_token": t.EOS, "pad_token": t.PAD} {
+		if s != nil {
+			m[key] = s.Content
+		}
+	}
+	return m
+}
+
+// tokenizerConfig is tokenizer_config.json: the fast tokenizer class,
+// the special tokens, and no BOS/EOS added on encode (kestrel's training
+// text carried its separators itself).
+func tokenizerConfig(t Tokens, seqLen int) map[string]any {
+	c := map[string]any{
+		"tokenizer_class":              "PreTrainedTokenizerFast",
+		"model_max_length":             seqLen,
+		"add_bos_token":                false,
+		"add_eos_token":                false,
+		"clean_up_tokenization_spaces": false,
+	}
+	for key, s := range specialTokensMap(t) {
+		c[key] = s
+	}
+	return c
+}

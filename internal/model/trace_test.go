@@ -1,0 +1,87 @@
+package model
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// recTracer records the op tree as "depth:name" lines.
+type recTracer struct {
+	depth int
+	ops   []string
+	bad   int // End without Begin
+}
+
+func (r *recTracer) Begin(op string, layer int) {
+	name := op
+	if layer >= 0 {
+		name = fmt.Sprintf("layer%d/%s", layer, op)
+	}
+	r.ops = append(r.ops, fmt.Sprintf("%d:%s", r.depth, name))
+	r.depth++
+}
+
+func (r *recTracer) End() {
+	if r.depth == 0 {
+		r.bad++
+		return
+	}
+	r.depth--
+}
+
+// TestOpTracer: with a tracer set, ForwardBackward reports balanced, nested
+// op spans for every layer (attention and MLP with their GEMMs, lm_head,
+// cross-entropy and the backward ops) and computes bit-identical
+// gradients; QK-Norm on and off.
+func TestOpTracer(t *testing.T) {
+	for _, qk := range []bool{true, false} {
+		t.Run(fmt.Sprintf("qknorm=%v", qk), func(t *testing.T) {
+			cfg := tinyConfig()
+			cfg.QKNorm = qk
+			b := tinyBatch(cfg, 2, cfg.SeqLen, 3)
+			plain, err := New(cfg, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			traced, _ := New(cfg, 5)
+			rec := &recTracer{}
+			traced.Trace = rec
+			st1, err := plain.ForwardBackward(b, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st2, err := traced.ForwardBackward(b, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st1.Loss != st2.Loss || !slices.Equal(plain.Grads, traced.Grads) {
+				t.Fatal("tracing changed the numerics")
+			}
+			if rec.depth != 0 || rec.bad != 0 {
+				t.Fatalf("unbalanced spans: depth %d, %d stray ends", rec.depth, rec.bad)
+			}
+			for _, want := range []string{"0:embedding", "0:layer1/attention", "1:layer1/qkv_gemm", "1:layer1/attn_core", "1:layer1/o_proj_gemm",
+				"0:layer0/mlp", "1:layer0/gate_up_gemm", "1:layer0/down_gemm", "0:lm_head", "1:lm_head_gemm", "0:cross_entropy",
+				"0:lm_head_backward", "1:lm_head_gemm_backward", "0:layer1/mlp_backward", "1:layer1/down_gemm_backward",
+				"0:layer0/attention_backward", "1:layer0/qkv_gemm_backward", "1:layer0/attn_core_backward", "0:embedding_backward"} {
+				if !slices.Contains(rec.ops, want) {
+					t.Errorf("no span %s in %v", want, rec.ops)
+				}
+			}
+			// per layer 7 forward + 7 backward spans; 4 + 3 outside the blocks
+			if n := len(rec.ops); n != 7+14*cfg.NLayers {
+				t.Errorf("%d spans, want %d", n, 7+14*cfg.NLayers)
+			}
+			// Forward alone stays balanced and has no backward spans
+			rec2 := &recTracer{}
+			traced.Trace = rec2
+			if _, err := traced.Forward(b); err != nil {
+				t.Fatal(err)
+			}
+			if rec2.depth != 0 || slices.Contains(rec2.ops, "0:embedding_backward") {
+				t.Fatalf("forward-only spans: %v", rec2.ops)
+			}
+		})
+	}
+}

@@ -1,0 +1,169 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/comm"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
+)
+
+// debugHang blocks rank debug.hang_rank at step debug.hang_at_step until ctx
+// ends, as a hung rank would (the others' collectives then time out).
+func (t *trainer) debugHang(ctx context.Context, s int) {
+	d := t.o.Debug
+	if t.dp == nil || d.HangAtStep != s || d.HangRank != t.dp.rank {
+		return
+	}
+	t.log.Warn("debug.hang_at_step: this rank stops here until the run is killed", "step", s, "rank", t.dp.rank)
+	<-ctx.Done()
+}
+
+// ErrStoppedByRank0 is what ranks other than 0 return when rank 0 stopped
+// the run (its monitor's SEV0, a failed observer).
+var ErrStoppedByRank0 = errors.New("train: rank 0 stopped the run")
+
+// reduceStep all-reduces what each rank measured on its rows: the weighted
+// loss and z-loss, counted tokens, padding and per-source tokens.
+func (t *trainer) reduceStep(s int, loss, zl *float64, tokens, pads *int, perSrc []int) error {
+	if err := t.dp.finishGrads(s); err != nil {
+		return err
+	}
+	xs := make([]float64, 4+len(perSrc))
+	xs[0], xs[1], xs[2], xs[3] = *loss, *zl, float64(*tokens), float64(*pads)
+	for i, c := range perSrc {
+		xs[4+i] = float64(c)
+	}
+	if err := t.dp.sum(s, "loss and token counts", xs); err != nil {
+		return err
+	}
+	*loss, *zl, *tokens, *pads = xs[0], xs[1], int(xs[2]), int(xs[3])
+	for i := range perSrc {
+		perSrc[i] = int(xs[4+i])
+	}
+	return nil
+}
+
+// rankVitals gathers every rank's times of step s and, on rank 0, adds the
+// per-rank vitals, the straggler ratio and the all-reduce volume and time
+// to m. A rank's step time is its time in step() less the time it waited
+// in collectives: the time it needed itself, so the slow rank stands out
+// (the others' waiting for it would even them all out).
+func (t *trainer) rankVitals(s int, m *runlog.Step) error {
+	if t.dp == nil {
+		return nil
+	}
+	busy := time.Since(t.stepStart) - t.dp.wait
+	mine := rankTimes{Step: busy.Seconds(), Compute: m.ForwardTime + m.BackwardTime, AllReduce: t.dp.wait.Seconds(), DataWait: m.DataWaitTime}
+	ts, err := t.dp.gatherTimes(s, mine)
+	if err != nil {
+		return err
+	}
+	if m.PerLayer == nil {
+		m.PerLayer = map[string]float64{}
+	}
+	rankMetrics(m.PerLayer, ts, t.dp.bytes)
+	m.PerLayer["allreduce_time"] = t.dp.wait.Seconds()
+	return nil
+}
+
+// runRank is the training loop of a rank other than 0: the same steps and
+// collectives as rank 0's loop, without metrics, evaluations, checkpoints
+// or observers.
+func (t *trainer) runRank(ctx context.Context, res *Result) (*Result, error) {
+	o := t.o
+	t.log.Info("training as a data-parallel rank", "ranks", t.dp.size, "host", t.dp.c.Host(), "from_step", t.st.Step)
+	for s := t.st.Step + 1; s <= o.Train.Steps; s++ {
+		stop, err := t.dp.agree(s, ctx.Err() != nil)
+		if err != nil {
+			return res, err
+		}
+		if stop[0] {
+			res.Interrupted, res.Step = true, t.st.Step
+			return res, nil
+		}
+		t.debugHang(ctx, s)
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		m, err := t.step(s)
+		if err != nil {
+			return res, err
+		}
+		if err := t.rankVitals(s, m); err != nil {
+			return res, err
+		}
+		res.Step = s
+		ag, err := t.dp.agree(s, false, false)
+		if err != nil {
+			return res, err
+		}
+		if ag[0] {
+			return res, fmt.Errorf("step %d: rank %d: %w", s, t.dp.rank, ErrStoppedByRank0)
+		}
+		if ag[1] {
+			res.TimeLimited = true
+			return res, nil
+		}
+	}
+	return res, nil
+}
+
+// reduceVitals makes the last pass's vitals those of the whole global
+// batch's last micro-batches: max attention logit, residual RMS and outlier
+// rate the max over ranks, attention entropy the min (the worst), so rank
+// 0's metrics and the monitor's attention rules see every rank's batch.
+// (logit_lse_mean stays rank 0's.)
+func (t *trainer) reduceVitals(s int) error {
+	v := t.net.Vitals()
+	if t.dp == nil || v == nil {
+		return nil
+	}
+	var xs []float64
+	walk := func(f func(x *float32, neg bool)) {
+		for _, hs := range v.MaxAttnLogit {
+			for h := range hs {
+				f(&hs[h], false)
+			}
+		}
+		for _, hs := range v.AttnEntropy {
+			for h := range hs {
+				f(&hs[h], true)
+			}
+		}
+		for i := range v.ResidualRMS {
+			f(&v.ResidualRMS[i], false)
+		}
+		for i := range v.ActivationOutlierRate {
+			f(&v.ActivationOutlierRate[i], false)
+		}
+	}
+	walk(func(x *float32, neg bool) {
+		if neg {
+			xs = append(xs, -float64(*x))
+		} else {
+			xs = append(xs, float64(*x))
+		}
+	})
+	if len(xs) == 0 {
+		return nil
+	}
+	t0 := time.Now()
+	err := t.dp.c.AllReduceF64(xs, comm.Max)
+	t.dp.wait += time.Since(t0)
+	if err != nil {
+		return t.dp.wrap(s, "vitals", err)
+	}
+	i := 0
+	walk(func(x *float32, neg bool) {
+		if neg {
+			*x = float32(-xs[i])
+		} else {
+			*x = float32(xs[i])
+		}
+		i++
+	})
+	return nil
+}
