@@ -16,7 +16,7 @@ numbers can be compared across machines and commits.
 
   kestrel bench peak      the FMA peak mfu divides by, measured carefully and cached
   kestrel bench gemm      SGEMM GFLOP/s per layout, shape and thread count, and the FMA peak
-  kestrel bench step      tokens/s, MFU and step time of the ref7m training step
+  kestrel bench step      tokens/s, MFU, peak RSS of a training step (--preset, --config, --threads 1,2)
   kestrel bench eval      tokens/s of forward-only evaluation against a training step
   kestrel bench sample    tokens/s of sampling with the KV cache against without
   kestrel bench prepare   data pipeline MB/s and peak RSS per stage

@@ -87,6 +87,24 @@ type gemmCtx struct {
 	bPack         []float32       // shared packed B panel (m-split) or shared packed A (n-split)
 	per           []gemmPerThread // indexed by pool participant
 	aRS, aCS, aSS int             // layout of the shared packed A in the n-split
+	aPacked       bool            // n-split: op(A) packed into bPack (else read in place)
+}
+
+// directARowStride is the longest row stride (floats) at which op(A) = A is
+// read in place by the micro-kernel (rs = lda, cs = 1) instead of being
+// copied into padded rows first. Up to 1,024 floats (4 KiB) the 14 rows a
+// tile reads spread over several L1 sets; longer strides that are multiples
+// of 4 KiB would map every row to the same set, so those are still copied.
+// The kernel sums the same products in the same order either way, so the
+// result is bit-identical; only the copy (a memory pass over A per panel
+// of B) goes away.
+var directARowStride = 1024
+
+// directA reports whether op(A) is read in place (see directARowStride):
+// A not transposed, a kernel with a bottom-edge variant (rowsFn, so no
+// tile reads rows past m), and a short enough row stride.
+func (g *gemmCtx) directA() bool {
+	return !g.transA && g.k.rowsFn != nil && g.lda <= directARowStride
 }
 
 type gemmPerThread struct {
@@ -240,8 +258,14 @@ func (g *gemmCtx) run() {
 // op(A) once, then give each thread whole nr strips of C.
 func (g *gemmCtx) runNSplit(threads int) {
 	kn := g.k
-	g.bPack = grow(g.bPack, packASize(g.m, g.kcCur, kn.mr)) // holds packed A here
-	g.aRS, g.aCS, g.aSS = packA(g.transA, g.a, g.lda, 0, g.pc, g.m, g.kcCur, kn.mr, g.bPack)
+	if g.directA() {
+		g.aPacked = false
+		g.aRS, g.aCS, g.aSS = g.lda, 1, kn.mr*g.lda
+	} else {
+		g.aPacked = true
+		g.bPack = grow(g.bPack, packASize(g.m, g.kcCur, kn.mr)) // holds packed A here
+		g.aRS, g.aCS, g.aSS = packA(g.transA, g.a, g.lda, 0, g.pc, g.m, g.kcCur, kn.mr, g.bPack)
+	}
 	g.jc, g.ncCur = 0, g.n
 	nstrips := (g.n + kn.nr - 1) / kn.nr
 	per := max(1, min((nstrips+4*threads-1)/(4*threads), kn.nc/kn.nr))
@@ -274,6 +298,11 @@ func (g *gemmCtx) runw(w, s, e int) {
 		// rows s..e of C against the packed B panel
 		for i0 := s; i0 < e; i0 += g.mcChunk {
 			mc := min(g.mcChunk, e-i0)
+			if g.directA() {
+				// op(A) = A read in place: rows i0.. from column pc.
+				g.macro(pt, g.a[i0*g.lda+g.pc:], g.lda, 1, kn.mr*g.lda, g.bPack, i0, mc, g.jc, g.ncCur)
+				continue
+			}
 			pt.pack = grow(pt.pack, packASize(mc, g.kcCur, kn.mr))
 			rs, cs, ss := packA(g.transA, g.a, g.lda, i0, g.pc, mc, g.kcCur, kn.mr, pt.pack)
 			g.macro(pt, pt.pack, rs, cs, ss, g.bPack, i0, mc, g.jc, g.ncCur)
@@ -287,7 +316,11 @@ func (g *gemmCtx) runw(w, s, e int) {
 			j0 := st * kn.nr
 			packBStrip(kn, g.transB, g.b, g.ldb, g.pc, s+j0, g.kcCur, min(kn.nr, nc-j0), pt.pack[st*kn.nr*g.kcCur:])
 		}
-		g.macro(pt, g.bPack, g.aRS, g.aCS, g.aSS, pt.pack, 0, g.m, s, nc)
+		ap := g.bPack
+		if !g.aPacked {
+			ap = g.a[g.pc:]
+		}
+		g.macro(pt, ap, g.aRS, g.aCS, g.aSS, pt.pack, 0, g.m, s, nc)
 	}
 }
 
@@ -315,8 +348,14 @@ func (g *gemmCtx) macro(pt *gemmPerThread, ap []float32, rs, cs, sstride int, bp
 					continue
 				}
 			}
-			// Ragged edge: compute the full tile into scratch, then merge.
-			kn.fn(kc, as, rs, cs, bs, pt.edge, nr, 1, 0)
+			// Ragged edge: compute the tile into scratch, then merge. Only
+			// rows rows are read from A (it may be read in place, where
+			// rows past m do not exist).
+			if rows < mr && kn.rowsFn != nil {
+				kn.rowsFn(rows, kc, as, rs, cs, bs, pt.edge, nr, 1, 0)
+			} else {
+				kn.fn(kc, as, rs, cs, bs, pt.edge, nr, 1, 0)
+			}
 			for i := 0; i < rows; i++ {
 				crow := c[off+i*ldc : off+i*ldc+cols]
 				erow := pt.edge[i*nr : i*nr+cols]

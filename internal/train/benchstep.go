@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"time"
 
@@ -21,6 +22,43 @@ import (
 func Ref7mConfig() model.Config {
 	return model.Config{Vocab: 8192, DModel: 256, NLayers: 4, NHeads: 4, NKVHeads: 4, MLPHidden: 768,
 		SeqLen: 256, RopeTheta: 10000, NormEps: 1e-5, InitStd: 0.02}
+}
+
+// StepPreset is a model and micro-batch of the step benchmark.
+type StepPreset struct {
+	Name  string
+	Model model.Config
+	Batch int // sequences per step
+	Note  string
+}
+
+// StepPresets are the models `kestrel bench step --preset` knows, smallest
+// first: ref7m (the reference, 7.6M parameters), 30m (d_model 512, 6
+// layers, 28.8M) and 124m (a GPT-2-small-sized Llama: d_model 768, 12
+// layers, 12 heads, SwiGLU 2048, GPT-2's vocabulary padded to 50304 as
+// llm.c pads it, tied embeddings, 123.6M; seq 256 × batch 4 so that a step
+// takes seconds, not minutes, on two cores).
+func StepPresets() []StepPreset {
+	return []StepPreset{
+		{Name: "ref7m", Model: Ref7mConfig(), Batch: 8, Note: "vocab 8192, d 256, 4 layers, seq 256, batch 8"},
+		{Name: "30m", Model: model.Config{Vocab: 8192, DModel: 512, NLayers: 6, NHeads: 8, NKVHeads: 8, MLPHidden: 1536,
+			SeqLen: 256, RopeTheta: 10000, NormEps: 1e-5, InitStd: 0.02}, Batch: 8, Note: "vocab 8192, d 512, 6 layers, seq 256, batch 8"},
+		{Name: "124m", Model: model.Config{Vocab: 50304, DModel: 768, NLayers: 12, NHeads: 12, NKVHeads: 12, MLPHidden: 2048,
+			SeqLen: 256, RopeTheta: 10000, NormEps: 1e-5, InitStd: 0.02, Tied: true}, Batch: 4, Note: "vocab 50304 tied, d 768, 12 layers, seq 256, batch 4"},
+	}
+}
+
+// LookupStepPreset returns the preset named name, or an error listing the
+// known ones.
+func LookupStepPreset(name string) (StepPreset, error) {
+	var names []string
+	for _, p := range StepPresets() {
+		if p.Name == name {
+			return p, nil
+		}
+		names = append(names, p.Name)
+	}
+	return StepPreset{}, fmt.Errorf("bench step: unknown --preset %q (known: %v)", name, names)
 }
 
 // StepBenchOptions configure BenchStep.
@@ -67,6 +105,11 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 		return StepBench{}, fmt.Errorf("bench step: --batch must be >= 1, got %d", opt.Batch)
 	}
 	cfg := opt.Model
+	// The peak resident set of this measurement alone: what earlier ones in
+	// the same process left behind is returned to the OS first.
+	runtime.GC()
+	debug.FreeOSMemory()
+	kernels.ResetPeakRSS()
 	m, err := model.New(cfg, 1)
 	if err != nil {
 		return StepBench{}, fmt.Errorf("bench step: %w", err)
@@ -122,6 +165,54 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 	}, nil
 }
 
+// StepBenchFromRun is the benchmark of a run config's model: its [model]
+// section, train.micro_batch sequences per step (else train.batch_size) and
+// train.peak_gflops.
+func StepBenchFromRun(m model.Config, t Config, steps, warmup int) StepBenchOptions {
+	o := StepBenchOptions{Model: m, Batch: t.BatchSize, Steps: steps, Warmup: warmup, PeakGFLOPS: t.PeakGFLOPS}
+	if t.MicroBatch > 0 {
+		o.Batch = t.MicroBatch
+	}
+	return o
+}
+
+// BenchStepThreads runs BenchStep once per thread count (kernels.SetThreads
+// each time; the previous count is restored afterwards) and returns the
+// results in that order. Each run has its own model and its own peak RSS.
+func BenchStepThreads(ctx context.Context, opt StepBenchOptions, threads []int) ([]StepBench, error) {
+	if len(threads) == 0 {
+		threads = []int{kernels.Threads()}
+	}
+	for _, t := range threads {
+		if t < 1 {
+			return nil, fmt.Errorf("bench step: --threads must be >= 1, got %d", t)
+		}
+	}
+	prev := kernels.Threads()
+	defer kernels.SetThreads(prev)
+	var out []StepBench
+	for _, t := range threads {
+		kernels.SetThreads(t)
+		r, err := BenchStep(ctx, opt)
+		if err != nil {
+			return out, fmt.Errorf("bench step: %d threads: %w", t, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// ScalingEfficiency is r's tokens/s per thread relative to one thread's
+// (base: a 1-thread result of the same model): TokensPerSec ÷ (Threads ·
+// base.TokensPerSec). 1 means the extra cores are used perfectly; 0 when
+// base is not a 1-thread result.
+func (r StepBench) ScalingEfficiency(base StepBench) float64 {
+	if base.Threads != 1 || base.TokensPerSec <= 0 || r.Threads < 1 {
+		return 0
+	}
+	return r.TokensPerSec / (float64(r.Threads) * base.TokensPerSec)
+}
+
 // Fields are the result as `kestrel bench step --json` prints it for the
 // named preset.
 func (r StepBench) Fields(preset string) map[string]any {
@@ -134,6 +225,16 @@ func (r StepBench) Fields(preset string) map[string]any {
 		"arena_mb": round(float64(r.ArenaBytes) / (1 << 20)), "gemm": kernels.Impl(),
 		"loss_first": round(r.LossFirst), "loss_last": round(r.LossLast), "gomaxprocs": runtime.GOMAXPROCS(0),
 	}
+}
+
+// FieldsScaled are Fields plus scaling_efficiency against base (see
+// ScalingEfficiency) when r runs on more threads than a 1-thread base.
+func (r StepBench) FieldsScaled(preset string, base StepBench) map[string]any {
+	f := r.Fields(preset)
+	if eff := r.ScalingEfficiency(base); r.Threads > 1 && eff > 0 {
+		f["scaling_efficiency"] = math.Round(eff*1000) / 1000
+	}
+	return f
 }
 
 // Line is the result as one line of text for the named preset.

@@ -2,8 +2,11 @@ package train
 
 import (
 	"context"
+	"math"
+	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/model"
 )
 
@@ -27,6 +30,74 @@ func TestBenchStep(t *testing.T) {
 	for _, bad := range []StepBenchOptions{{Model: cfg, Batch: 1}, {Model: cfg, Steps: 1}} {
 		if _, err := BenchStep(context.Background(), bad); err == nil {
 			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+// TestStepPresets checks that every preset is a valid model of the size its
+// name says, and that an unknown name is an error listing the known ones.
+func TestStepPresets(t *testing.T) {
+	want := map[string][2]float64{"ref7m": {7e6, 8e6}, "30m": {25e6, 35e6}, "124m": {118e6, 130e6}}
+	for _, p := range StepPresets() {
+		if err := p.Model.Validate(); err != nil {
+			t.Errorf("%s: %v", p.Name, err)
+			continue
+		}
+		n, err := p.Model.NumParams()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, ok := want[p.Name]
+		if !ok || float64(n) < w[0] || float64(n) > w[1] || p.Batch < 1 {
+			t.Errorf("%s: %d params, batch %d; want %v", p.Name, n, p.Batch, w)
+		}
+		if got, err := LookupStepPreset(p.Name); err != nil || got.Name != p.Name {
+			t.Errorf("LookupStepPreset(%q) = %v, %v", p.Name, got.Name, err)
+		}
+	}
+	if _, err := LookupStepPreset("gpt5"); err == nil || !strings.Contains(err.Error(), "ref7m") {
+		t.Errorf("unknown preset: %v", err)
+	}
+}
+
+// TestBenchStepThreads runs a tiny model on 1 and 2 threads: one result per
+// count in order, the thread count restored, scaling efficiency computed
+// from the 1-thread run, and a count below 1 refused.
+func TestBenchStepThreads(t *testing.T) {
+	cfg := model.Config{Vocab: 64, DModel: 16, NLayers: 1, NHeads: 2, NKVHeads: 2, MLPHidden: 32, SeqLen: 8, RopeTheta: 10000, NormEps: 1e-5, InitStd: 0.02}
+	opt := StepBenchOptions{Model: cfg, Batch: 2, Steps: 2, Warmup: 1, PeakGFLOPS: 100}
+	before := kernels.Threads()
+	rs, err := BenchStepThreads(context.Background(), opt, []int{1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 || rs[0].Threads != 1 || rs[1].Threads != 2 || kernels.Threads() != before {
+		t.Fatalf("threads %d, %d results, restored to %d (was %d)", rs[0].Threads, len(rs), kernels.Threads(), before)
+	}
+	if rs[0].LossFirst != rs[1].LossFirst || !(rs[1].PeakRSSMB > 0) {
+		t.Errorf("runs differ: first losses %v, %v; peak RSS %v", rs[0].LossFirst, rs[1].LossFirst, rs[1].PeakRSSMB)
+	}
+	f := rs[1].FieldsScaled("tiny", rs[0])
+	want := math.Round(rs[1].TokensPerSec/(2*rs[0].TokensPerSec)*1000) / 1000
+	if f["scaling_efficiency"] != want {
+		t.Errorf("scaling_efficiency %v, want %v", f["scaling_efficiency"], want)
+	}
+	if _, ok := rs[0].FieldsScaled("tiny", rs[0])["scaling_efficiency"]; ok {
+		t.Error("1-thread result has a scaling efficiency")
+	}
+	if _, err := BenchStepThreads(context.Background(), opt, []int{0}); err == nil {
+		t.Error("0 threads accepted")
+	}
+}
+
+// TestStepBenchFromRun takes the micro-batch when set, else the global batch.
+func TestStepBenchFromRun(t *testing.T) {
+	for _, tc := range []struct{ global, micro, want int }{{12, 0, 12}, {12, 4, 4}} {
+		c := DefaultConfig()
+		c.BatchSize, c.MicroBatch, c.PeakGFLOPS = tc.global, tc.micro, 42
+		o := StepBenchFromRun(model.DefaultConfig(), c, 3, 1)
+		if o.Batch != tc.want || o.PeakGFLOPS != 42 || o.Steps != 3 || o.Warmup != 1 || o.Model != model.DefaultConfig() {
+			t.Errorf("batch %d micro %d: %+v", tc.global, tc.micro, o)
 		}
 	}
 }
