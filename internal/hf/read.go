@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -59,7 +60,7 @@ func Load(dir string) (*Model, error) {
 			continue
 		}
 		delete(raw, want.Name)
-		if !equalShape(t.Shape, want.Shape) {
+		if !slices.Equal(t.Shape, want.Shape) {
 			errs = append(errs, fmt.Errorf("tensor %s: shape %v in %s, config.json implies %v", want.Name, t.Shape, t.file, want.Shape))
 			continue
 		}
