@@ -85,7 +85,7 @@ func TestInLoopBenchmarksRefused(t *testing.T) {
 		want  string
 	}{
 		{[]string{"hellaswag", "mmlu"}, 0, "eval.tasks[1]"},
-		{[]string{"piqa"}, 3, "eval.every"},
+		{[]string{"piqa"}, 3, "eval.every"}, // train.eval_every = 2
 		{[]string{"piqa", "piqa"}, 0, "listed twice"},
 	} {
 		c := cfg

@@ -16,7 +16,7 @@ var BenchTasks = []string{"hellaswag", "piqa", "bpb", "gsm8k-nll", "memorization
 // line of metrics.jsonl (bench/<task>/acc, bpb/wiki, …; docs/eval.md).
 type BenchConfig struct {
 	Tasks []string `toml:"tasks" comment:"benchmarks run during training, some of hellaswag, piqa, bpb, gsm8k-nll, memorization, bpb-val (see kestrel eval --help and docs/eval.md); empty = none"`
-	Every int      `toml:"every" comment:"run them every N steps, a multiple of train.eval_every, with that evaluation (0 = at every evaluation); always at the last step"`
+	Every int      `toml:"every" comment:"run them every N steps, a multiple of train.eval_every, with that evaluation (0 = at every evaluation); always at the last step (the only one when train.eval_every = 0)"`
 	Limit int      `toml:"limit" comment:"items per task (windows per text for bpb and bpb-val, documents per split for memorization) so an in-loop evaluation stays short; 0 = all (HellaSwag: 10,042 items)"`
 }
 
@@ -25,7 +25,8 @@ type BenchConfig struct {
 func DefaultBenchConfig() BenchConfig { return BenchConfig{Limit: 500} }
 
 // Validate reports unknown tasks and an every that is not a multiple of
-// train.eval_every (evalEvery; 0 = only the final evaluation).
+// train.eval_every (evalEvery; 0 = only the final evaluation, which runs
+// the benchmarks whatever every is).
 func (c BenchConfig) Validate(evalEvery int) error {
 	seen := map[string]bool{}
 	for i, t := range c.Tasks {
@@ -40,7 +41,9 @@ func (c BenchConfig) Validate(evalEvery int) error {
 	if c.Every < 0 || c.Limit < 0 {
 		return fmt.Errorf("eval.every and eval.limit must be >= 0, got %d and %d", c.Every, c.Limit)
 	}
-	if c.Every > 0 && len(c.Tasks) > 0 && (evalEvery == 0 || c.Every%evalEvery != 0) {
+	// with train.eval_every = 0 the only evaluation is the last: the
+	// benchmarks run there whatever every says
+	if c.Every > 0 && len(c.Tasks) > 0 && evalEvery > 0 && c.Every%evalEvery != 0 {
 		return fmt.Errorf("eval.every = %d: must be a multiple of train.eval_every = %d (benchmarks run with an evaluation)", c.Every, evalEvery)
 	}
 	return nil
