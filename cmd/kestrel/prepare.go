@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/data/prepare"
 )
 
@@ -67,17 +66,7 @@ skips the inputs a failed run finished.`,
 			Out: out, Strict: strict, Force: force,
 			Summary: cmd.OutOrStdout(), Progress: os.Stderr, Log: slog.Default(),
 		}
-		c, err := comm.FromEnv()
-		if err != nil {
-			return fmt.Errorf("prepare: %w", err)
-		}
-		defer c.Close()
-		if c.Size() == 1 {
-			_, err = prepare.Run(cmd.Context(), cfg.Prepare, ro)
-			return err
-		}
-		ro.Log = slog.Default().With("rank", c.Rank())
-		_, err = prepare.RunDist(cmd.Context(), cfg.Prepare, prepare.DistOptions{RunOptions: ro, Comm: c, WorkDir: workDir, UnitBytes: int64(unitMB * (1 << 20)), Timeout: commTimeout})
+		_, err = prepare.RunLaunched(cmd.Context(), cfg.Prepare, prepare.DistOptions{RunOptions: ro, WorkDir: workDir, UnitBytes: int64(unitMB * (1 << 20)), Timeout: commTimeout})
 		return err
 	}
 	return cmd

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-	"os"
-
 	"github.com/spf13/cobra"
 
 	"github.com/kestrel-lm/kestrel/internal/eval"
@@ -12,7 +8,6 @@ import (
 
 func newScoreCmd() *cobra.Command {
 	var opt eval.ScoreOptions
-	var file, tokens string
 	cmd := &cobra.Command{
 		Use:   "score --run RUN [--checkpoint last|last-good|step-N|DIR] [--ema] (--text TEXT | --file F | --tokens 1,2,3)",
 		Short: "per-token log-probabilities and total loss of a text or token list, as JSON",
@@ -26,37 +21,12 @@ token (as kestrel eval's bits per byte). This is what another
 implementation of the same model is checked against (tools/torchref).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			n := 0
-			for _, s := range []string{opt.Text, file, tokens} {
-				if s != "" {
-					n++
-				}
-			}
-			if n != 1 {
-				return fmt.Errorf("score: give exactly one of --text, --file and --tokens")
-			}
-			if file != "" {
-				b, err := os.ReadFile(file)
-				if err != nil {
-					return fmt.Errorf("score: --file: %w", err)
-				}
-				opt.Text = string(b)
-			}
-			if tokens != "" {
-				ids, err := eval.ParseTokens(tokens)
-				if err != nil {
-					return fmt.Errorf("score: %w", err)
-				}
-				opt.Tokens = ids
-			}
 			opt.Status = cmd.ErrOrStderr()
 			res, err := eval.ScoreText(opt)
 			if err != nil {
 				return err
 			}
-			e := json.NewEncoder(cmd.OutOrStdout())
-			e.SetIndent("", "  ")
-			return e.Encode(res)
+			return printJSON(cmd.OutOrStdout(), res)
 		},
 	}
 	f := cmd.Flags()
@@ -64,8 +34,8 @@ implementation of the same model is checked against (tools/torchref).`,
 	f.StringVar(&opt.Checkpoint, "checkpoint", "last", "last, last-good, step-N or a checkpoint directory")
 	f.BoolVar(&opt.EMA, "ema", false, "score with the EMA weights")
 	f.StringVar(&opt.Text, "text", "", "text to score")
-	f.StringVar(&file, "file", "", "file whose text to score")
-	f.StringVar(&tokens, "tokens", "", "token ids to score, e.g. 1,2,3")
+	f.StringVar(&opt.File, "file", "", "file whose text to score")
+	f.StringVar(&opt.TokenList, "tokens", "", "token ids to score, e.g. 1,2,3")
 	f.BoolVar(&opt.NoStart, "no-start", false, "do not put the start token in front of the text")
 	return cmd
 }

@@ -65,6 +65,7 @@ func InLoop(dir, tokenizer string, cfg train.BenchConfig, batch int, log *slog.L
 		return nil, nil
 	}
 	checked := false
+	var codec *generate.Codec // loaded at the first call, kept for the run
 	return func(ctx context.Context, net train.Net, step int) (map[string]float64, error) {
 		m := train.Model(net)
 		if m == nil {
@@ -83,11 +84,14 @@ func InLoop(dir, tokenizer string, cfg train.BenchConfig, batch int, log *slog.L
 				}
 			}
 		}
-		codec, err := generate.CodecFor(dir, st)
-		if err != nil {
-			return nil, err
+		if codec == nil {
+			c, err := generate.CodecFor(dir, st)
+			if err != nil {
+				return nil, err
+			}
+			codec = &c
 		}
-		s := &Scorer{Model: m, Codec: codec, Batch: batch, Ctx: ctx}
+		s := &Scorer{Model: m, Codec: *codec, Batch: batch, Ctx: ctx}
 		res, err := s.Evaluate(dir, st, cfg.Tasks, cfg.Limit)
 		if err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -55,6 +56,8 @@ type ScoreOptions struct {
 	Checkpoint string // last (default), last-good, step-N or a directory
 	EMA        bool
 	Text       string  // text to encode with the run's codec (or)
+	File       string  // a file whose text to encode (or)
+	TokenList  string  // token ids as "1,2,3" (ParseTokens) (or)
 	Tokens     []int32 // token ids, used as given
 	NoStart    bool    // do not put the codec's start token in front of Text
 	Status     io.Writer
@@ -108,8 +111,28 @@ func ScoreText(opt ScoreOptions) (*ScoreResult, error) {
 	if opt.Run == "" {
 		return nil, fmt.Errorf("score: --run is required")
 	}
-	if (opt.Text == "") == (opt.Tokens == nil) {
-		return nil, fmt.Errorf("score: give exactly one of a text and --tokens")
+	n := 0
+	for _, given := range []bool{opt.Text != "", opt.File != "", opt.TokenList != "", opt.Tokens != nil} {
+		if given {
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, fmt.Errorf("score: give exactly one of --text, --file and --tokens")
+	}
+	if opt.File != "" {
+		b, err := os.ReadFile(opt.File)
+		if err != nil {
+			return nil, fmt.Errorf("score: --file: %w", err)
+		}
+		opt.Text = string(b)
+	}
+	if opt.TokenList != "" {
+		ids, err := ParseTokens(opt.TokenList)
+		if err != nil {
+			return nil, fmt.Errorf("score: %w", err)
+		}
+		opt.Tokens = ids
 	}
 	s, l, err := Load(opt.Run, opt.Checkpoint, opt.EMA, opt.Status)
 	if err != nil {

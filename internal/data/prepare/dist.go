@@ -370,3 +370,23 @@ func sortedKeys[V any](m map[int]V) []int {
 	slices.Sort(k)
 	return k
 }
+
+// RunLaunched runs kestrel prepare as it was launched: one process (Run)
+// when the environment names no other ranks, else this rank's part of a
+// distributed run (RunDist over comm.FromEnv, with log lines tagged by
+// rank). opts.Comm is filled here.
+func RunLaunched(ctx context.Context, cfg Config, opts DistOptions) (*datareport.Report, error) {
+	c, err := comm.FromEnv()
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	defer c.Close()
+	if c.Size() == 1 {
+		return Run(ctx, cfg, opts.RunOptions)
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	opts.Log, opts.Comm = opts.Log.With("rank", c.Rank()), c
+	return RunDist(ctx, cfg, opts)
+}
