@@ -2,11 +2,9 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/data/loader/shufflereport"
 )
 
@@ -60,24 +58,8 @@ per permutation. Marin's phases: --synthetic --lcg-stride 3.`,
 		if err != nil {
 			return err
 		}
-		if by != "block" && by != "source" {
-			return fmt.Errorf("shuffle-report: --by %q: want block or source", by)
-		}
-		if ro.LCGStride == 0 {
-			ro.LCGStride = cfg.Data.LCGStride
-		}
-		ro.Permutations, ro.BySource = strings.Split(perms, ","), by == "source"
-		ro.Data, ro.SeqLen, ro.RunSeed = cfg.Data, cfg.Model.SeqLen, cfg.Run.Seed
-		if !synthetic {
-			if dataset == "" {
-				dataset = cfg.Data.Path
-			}
-			if dataset == "" {
-				return fmt.Errorf("shuffle-report: give --dataset DIR (or data.path), or --synthetic")
-			}
-			if ro.Dataset, _, err = loader.Open(dataset); err != nil {
-				return err
-			}
+		if err := ro.ForRun(perms, by, cfg.Data, cfg.Model.SeqLen, cfg.Run.Seed, dataset, synthetic); err != nil {
+			return err
 		}
 		comps, labels, err := shufflereport.Run(ro)
 		if err != nil {

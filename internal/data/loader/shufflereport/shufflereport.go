@@ -226,3 +226,31 @@ func Plot(out string, comps []*loader.Composition, labels []string) error {
 	}
 	return nil
 }
+
+// ForRun fills the run-dependent options the way kestrel data
+// shuffle-report takes them: the permutations (comma-separated), the
+// labels (by = block or source), the run's mixture, seq_len and seed, the
+// LCG stride from data.lcg_stride when none was given, and — unless
+// synthetic — the dataset (dataset, else data.path) opened for the loader.
+func (o *Options) ForRun(perms, by string, data loader.Config, seqLen int, seed uint64, dataset string, synthetic bool) error {
+	if by != "block" && by != "source" {
+		return fmt.Errorf("shuffle-report: --by %q: want block or source", by)
+	}
+	if o.LCGStride == 0 {
+		o.LCGStride = data.LCGStride
+	}
+	o.Permutations, o.BySource = strings.Split(perms, ","), by == "source"
+	o.Data, o.SeqLen, o.RunSeed = data, seqLen, seed
+	if synthetic {
+		return nil
+	}
+	if dataset == "" {
+		dataset = data.Path
+	}
+	if dataset == "" {
+		return fmt.Errorf("shuffle-report: give --dataset DIR (or data.path), or --synthetic")
+	}
+	var err error
+	o.Dataset, _, err = loader.Open(dataset)
+	return err
+}
