@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestSgemmDirectABitIdentical checks that reading op(A) = A in place (no
-// copy into padded rows) gives bit-for-bit the products of the packed path,
-// on shapes with ragged bottom and right edges, the m- and n-splits and
-// several kc slices, on 1 and 2 threads.
+// TestSgemmDirectABitIdentical checks that reading op(A) in place (A, or
+// Aᵀ as k-major strips, without a copy) gives bit-for-bit the products of
+// the packed path, on shapes with ragged bottom and right edges, the m- and
+// n-splits and several kc slices, on 1 and 2 threads.
 func TestSgemmDirectABitIdentical(t *testing.T) {
 	shapes := []struct{ m, n, k, pad int }{
 		{29, 45, 70, 0}, {2048 / 16, 256, 256, 0}, {171, 97, 1100, 3}, {5, 400, 33, 1}, {14, 32, 512, 0},
@@ -21,22 +21,29 @@ func TestSgemmDirectABitIdentical(t *testing.T) {
 		for _, threads := range []int{1, 2} {
 			setTestThreads(t, threads)
 			for i, s := range shapes {
-				r := rand.New(rand.NewSource(int64(i + 1)))
-				lda, ldb, ldc := s.k+s.pad, s.n+s.pad, s.n+s.pad
-				a, b := randSlice(r, s.m*lda), randSlice(r, s.k*ldb)
-				c0 := randSlice(r, s.m*ldc)
-				run := func(stride int) []float32 {
-					old := directARowStride
-					directARowStride = stride
-					defer func() { directARowStride = old }()
-					c := append([]float32(nil), c0...)
-					Sgemm(false, false, s.m, s.n, s.k, 1.5, a, lda, b, ldb, 0.5, c, ldc)
-					return c
-				}
-				packed, direct := run(0), run(1<<30)
-				for j := range packed {
-					if math.Float32bits(packed[j]) != math.Float32bits(direct[j]) {
-						t.Fatalf("%d threads, %dx%dx%d: C[%d] = %g in place, %g packed", threads, s.m, s.n, s.k, j, direct[j], packed[j])
+				for _, transA := range []bool{false, true} {
+					r := rand.New(rand.NewSource(int64(i + 1)))
+					// op(A) is m×k: A is m×k, or k×m when transposed.
+					lda, aRows := s.k+s.pad, s.m
+					if transA {
+						lda, aRows = s.m+s.pad, s.k
+					}
+					ldb, ldc := s.n+s.pad, s.n+s.pad
+					a, b := randSlice(r, aRows*lda), randSlice(r, s.k*ldb)
+					c0 := randSlice(r, s.m*ldc)
+					run := func(stride int) []float32 {
+						old, oldT := directARowStride, directATransStride
+						directARowStride, directATransStride = stride, stride
+						defer func() { directARowStride, directATransStride = old, oldT }()
+						c := append([]float32(nil), c0...)
+						Sgemm(transA, false, s.m, s.n, s.k, 1.5, a, lda, b, ldb, 0.5, c, ldc)
+						return c
+					}
+					packed, direct := run(0), run(1<<30)
+					for j := range packed {
+						if math.Float32bits(packed[j]) != math.Float32bits(direct[j]) {
+							t.Fatalf("%d threads, transA %v, %dx%dx%d: C[%d] = %g in place, %g packed", threads, transA, s.m, s.n, s.k, j, direct[j], packed[j])
+						}
 					}
 				}
 			}
