@@ -162,15 +162,22 @@ func rope(x, cos, sin []float32, T, stride, off, nh, hd, s, e int, sign float32)
 		sn := sin[p*half : (p+1)*half]
 		for h := 0; h < nh; h++ {
 			o := n*stride + off + h*hd
-			a := x[o : o+half]
-			b := x[o+half : o+hd]
-			for i := range a {
-				x1, x2 := a[i], b[i]
-				si := sign * sn[i]
-				a[i] = x1*c[i] - x2*si
-				b[i] = x2*c[i] + x1*si
-			}
+			ropeRow(x[o:o+half], x[o+half:o+hd], c, sn, sign)
 		}
+	}
+}
+
+// ropeRowGo rotates the pairs (a_i, b_i) by the angles of (c_i, s_i):
+// a_i, b_i = a_i·c_i − b_i·(sign·s_i), b_i·c_i + a_i·(sign·s_i). The
+// float32 conversions keep each product rounded on its own (no fused
+// multiply-add), the order the vector kernel follows.
+func ropeRowGo(a, b, c, s []float32, sign float32) {
+	b, c, s = b[:len(a)], c[:len(a)], s[:len(a)]
+	for i, x1 := range a {
+		x2 := b[i]
+		si := sign * s[i]
+		a[i] = float32(x1*c[i]) - float32(x2*si)
+		b[i] = float32(x2*c[i]) + float32(x1*si)
 	}
 }
 
@@ -186,9 +193,15 @@ func SwiGLUForward(h, sig, gu []float32, F, s, e int) {
 		sg := sig[n*F : (n+1)*F]
 		o := h[n*F : (n+1)*F]
 		sigmoidRow(sg, g)
-		for j, gv := range g {
-			o[j] = gv * sg[j] * u[j]
-		}
+		swigluFwdRow(o, g, sg, u)
+	}
+}
+
+// swigluFwdRowGo writes h = (g·σ)·u.
+func swigluFwdRowGo(h, g, sg, u []float32) {
+	h, sg, u = h[:len(g)], sg[:len(g)], u[:len(g)]
+	for j, gv := range g {
+		h[j] = float32(gv*sg[j]) * u[j]
 	}
 }
 
@@ -203,11 +216,18 @@ func SwiGLUBackward(dgu, dh, gu, sig []float32, F, s, e int) {
 		du := dgu[n*2*F+F : (n+1)*2*F]
 		d := dh[n*F : (n+1)*F]
 		sg := sig[n*F : (n+1)*F]
-		for j, gv := range g {
-			sv := sg[j]
-			du[j] = d[j] * gv * sv
-			dg[j] = d[j] * u[j] * sv * (1 + gv*(1-sv))
-		}
+		swigluBackRow(dg, du, d, g, u, sg)
+	}
+}
+
+// swigluBackRowGo writes du = (d·g)·σ and dg = ((d·u)·σ)·(1 + g·(1 − σ)),
+// each product rounded on its own (the vector kernel's order).
+func swigluBackRowGo(dg, du, d, g, u, sg []float32) {
+	dg, du, g, u, sg = dg[:len(d)], du[:len(d)], g[:len(d)], u[:len(d)], sg[:len(d)]
+	for j, dv := range d {
+		gv, sv := g[j], sg[j]
+		du[j] = float32(dv*gv) * sv
+		dg[j] = float32(float32(dv*u[j])*sv) * (1 + float32(gv*(1-sv)))
 	}
 }
 

@@ -1,0 +1,50 @@
+package ops
+
+import "golang.org/x/sys/cpu"
+
+// The AVX2 twins of the elementwise row loops (elem_amd64.s): same
+// operations in the same order, 8 lanes at a time, over slices whose
+// length is a multiple of 8 (the wrappers below cut them and run the tail
+// in Go, and their slicing bounds-checks every operand first).
+
+//go:noescape
+func swigluFwdAVX2(h, g, sg, u []float32)
+
+//go:noescape
+func swigluBackAVX2(dg, du, d, g, u, sg []float32)
+
+//go:noescape
+func ropeAVX2(a, b, c, s []float32, sign float32)
+
+// useElemAVX2 selects the vector kernels (tests switch it off to compare).
+var useElemAVX2 = cpu.X86.HasAVX2
+
+// swigluFwdRow writes h = (g·σ)·u.
+func swigluFwdRow(h, g, sg, u []float32) {
+	n := len(g)
+	if m := n &^ 7; useElemAVX2 && m > 0 {
+		swigluFwdAVX2(h[:m], g[:m], sg[:m], u[:m])
+		h, g, sg, u = h[m:n], g[m:], sg[m:n], u[m:n]
+	}
+	swigluFwdRowGo(h, g, sg, u)
+}
+
+// swigluBackRow writes du = (d·g)·σ and dg = ((d·u)·σ)·(1 + g·(1 − σ)).
+func swigluBackRow(dg, du, d, g, u, sg []float32) {
+	n := len(d)
+	if m := n &^ 7; useElemAVX2 && m > 0 {
+		swigluBackAVX2(dg[:m], du[:m], d[:m], g[:m], u[:m], sg[:m])
+		dg, du, d, g, u, sg = dg[m:n], du[m:n], d[m:], g[m:n], u[m:n], sg[m:n]
+	}
+	swigluBackRowGo(dg, du, d, g, u, sg)
+}
+
+// ropeRow rotates the pairs (a_i, b_i) by (c_i, sign·s_i); see ropeRowGo.
+func ropeRow(a, b, c, s []float32, sign float32) {
+	n := len(a)
+	if m := n &^ 7; useElemAVX2 && m > 0 {
+		ropeAVX2(a[:m], b[:m], c[:m], s[:m], sign)
+		a, b, c, s = a[m:], b[m:n], c[m:n], s[m:n]
+	}
+	ropeRowGo(a, b, c, s, sign)
+}

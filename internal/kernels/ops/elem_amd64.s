@@ -1,0 +1,106 @@
+#include "textflag.h"
+
+// Elementwise kernels, 8 lanes (AVX2) per step; the Go wrappers in
+// elem_amd64.go pass lengths that are multiples of 8 and do the tails.
+// Every lane runs the same float32 multiplies, adds and subtracts in the
+// same order as the Go loops in ops.go (no fused multiply-add), so the
+// results are bit-identical to them.
+
+DATA elemOne<>+0(SB)/4, $0x3f800000
+GLOBL elemOne<>(SB), RODATA|NOPTR, $4
+
+// func swigluFwdAVX2(h, g, sg, u []float32)
+// h = (g·σ)·u
+TEXT ·swigluFwdAVX2(SB), NOSPLIT, $0-96
+	MOVQ h_base+0(FP), DI
+	MOVQ h_len+8(FP), CX
+	MOVQ g_base+24(FP), AX
+	MOVQ sg_base+48(FP), BX
+	MOVQ u_base+72(FP), DX
+	XORQ R9, R9
+	SHRQ $3, CX
+	JZ   fwddone
+
+fwdloop:
+	VMOVUPS (AX)(R9*1), Y0
+	VMULPS  (BX)(R9*1), Y0, Y0
+	VMULPS  (DX)(R9*1), Y0, Y0
+	VMOVUPS Y0, (DI)(R9*1)
+	ADDQ    $32, R9
+	DECQ    CX
+	JNZ     fwdloop
+
+fwddone:
+	VZEROUPPER
+	RET
+
+// func swigluBackAVX2(dg, du, d, g, u, sg []float32)
+// du = (d·g)·σ,   dg = ((d·u)·σ)·(1 + g·(1 − σ))
+TEXT ·swigluBackAVX2(SB), NOSPLIT, $0-144
+	MOVQ dg_base+0(FP), DI
+	MOVQ du_base+24(FP), SI
+	MOVQ d_base+48(FP), AX
+	MOVQ d_len+56(FP), CX
+	MOVQ g_base+72(FP), BX
+	MOVQ u_base+96(FP), DX
+	MOVQ sg_base+120(FP), R8
+	VBROADCASTSS elemOne<>(SB), Y7
+	XORQ R9, R9
+	SHRQ $3, CX
+	JZ   backdone
+
+backloop:
+	VMOVUPS (AX)(R9*1), Y0
+	VMOVUPS (BX)(R9*1), Y1
+	VMOVUPS (R8)(R9*1), Y3
+	VMULPS  Y1, Y0, Y4
+	VMULPS  Y3, Y4, Y4
+	VMOVUPS Y4, (SI)(R9*1)
+	VMULPS  (DX)(R9*1), Y0, Y5
+	VMULPS  Y3, Y5, Y5
+	VSUBPS  Y3, Y7, Y6
+	VMULPS  Y6, Y1, Y6
+	VADDPS  Y6, Y7, Y6
+	VMULPS  Y6, Y5, Y5
+	VMOVUPS Y5, (DI)(R9*1)
+	ADDQ    $32, R9
+	DECQ    CX
+	JNZ     backloop
+
+backdone:
+	VZEROUPPER
+	RET
+
+// func ropeAVX2(a, b, c, s []float32, sign float32)
+// si = sign·s,   a' = a·c − b·si,   b' = b·c + a·si
+TEXT ·ropeAVX2(SB), NOSPLIT, $0-100
+	MOVQ a_base+0(FP), DI
+	MOVQ a_len+8(FP), CX
+	MOVQ b_base+24(FP), SI
+	MOVQ c_base+48(FP), AX
+	MOVQ s_base+72(FP), BX
+	VBROADCASTSS sign+96(FP), Y7
+	XORQ R9, R9
+	SHRQ $3, CX
+	JZ   ropedone
+
+ropeloop:
+	VMOVUPS (DI)(R9*1), Y0
+	VMOVUPS (SI)(R9*1), Y1
+	VMOVUPS (AX)(R9*1), Y2
+	VMULPS  (BX)(R9*1), Y7, Y3
+	VMULPS  Y2, Y0, Y4
+	VMULPS  Y3, Y1, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y2, Y1, Y5
+	VMULPS  Y3, Y0, Y6
+	VADDPS  Y6, Y5, Y5
+	VMOVUPS Y4, (DI)(R9*1)
+	VMOVUPS Y5, (SI)(R9*1)
+	ADDQ    $32, R9
+	DECQ    CX
+	JNZ     ropeloop
+
+ropedone:
+	VZEROUPPER
+	RET

@@ -1,0 +1,12 @@
+//go:build !amd64
+
+package ops
+
+// swigluFwdRow writes h = (g·σ)·u.
+func swigluFwdRow(h, g, sg, u []float32) { swigluFwdRowGo(h, g, sg, u) }
+
+// swigluBackRow writes du = (d·g)·σ and dg = ((d·u)·σ)·(1 + g·(1 − σ)).
+func swigluBackRow(dg, du, d, g, u, sg []float32) { swigluBackRowGo(dg, du, d, g, u, sg) }
+
+// ropeRow rotates the pairs (a_i, b_i) by (c_i, sign·s_i); see ropeRowGo.
+func ropeRow(a, b, c, s []float32, sign float32) { ropeRowGo(a, b, c, s, sign) }
