@@ -978,8 +978,13 @@ type ceTask struct {
 	targets            []int32
 	V                  int
 	lambda             float32
+	lossOnly           bool // ops.CrossEntropyLoss: no gradient, z overwritten
 }
 
 func (t *ceTask) Run(s, e int) {
+	if t.lossOnly {
+		ops.CrossEntropyLoss(t.z, t.V, t.targets, t.loss, t.lse, s, e)
+		return
+	}
 	ops.CrossEntropy(t.z, t.V, t.targets, t.grad, t.lambda, t.loss, t.lse, s, e)
 }

@@ -42,10 +42,10 @@ type inferScratch struct {
 	rstd, qnRstd, knRstd                 []float32
 	att, rowMax, rowEnt, attnTmp         []float32
 
-	hx, hrstd, logits, loss, lse, ones []float32
-	headN                              int // rows of the head block
-	tgt                                []int32
-	pos                                []int
+	hx, hrstd, logits, loss, lse []float32
+	headN                        int // rows of the head block
+	tgt                          []int32
+	pos                          []int
 
 	attn   ops.Attention
 	tEmb   embedTask
@@ -98,10 +98,6 @@ func (s *inferScratch) ensure(c Config, seqs int) {
 		s.lse = make([]float32, hn)
 		s.tgt = make([]int32, hn)
 		s.pos = make([]int, hn)
-		s.ones = make([]float32, hn)
-		for i := range s.ones {
-			s.ones[i] = 1
-		}
 	}
 }
 
@@ -208,10 +204,9 @@ func (m *Model) inferHead(s *inferScratch, targets []int32, dst []float32) {
 		s.tHead = headGatherTask{out: s.hx, rstd: s.hrstd, x: s.x, pos: s.pos, w: m.p.lnf, D: D, eps: float32(c.NormEps)}
 		kernels.ParallelForTask(n, 32, &s.tHead)
 		ops.MatmulForward(s.logits, s.hx, m.p.lm, n, D, V, false)
-		// a non-zero grad weight takes CrossEntropy's vectorised exp-sum, the
-		// training head's arithmetic (ForwardBackward's loss bit for bit);
-		// the gradient it leaves in s.logits is not read
-		s.tCE = ceTask{z: s.logits, V: V, targets: s.tgt, grad: s.ones, loss: s.loss, lse: s.lse}
+		// the training head's arithmetic (ForwardBackward's loss bit for
+		// bit) without its gradient pass; s.logits is scratch
+		s.tCE = ceTask{z: s.logits, V: V, targets: s.tgt, loss: s.loss, lse: s.lse, lossOnly: true}
 		kernels.ParallelForTask(n, 8, &s.tCE)
 		for j, p := range s.pos[:n] {
 			dst[p] = -s.loss[j]

@@ -194,17 +194,12 @@ func (k *softmaxTask) Run(s, e int) {
 		if seg == nil && k.scratch != nil {
 			// e^(s−max) into scratch, entropy from Σ e·s, then normalise
 			v := row[:t+1]
-			mx := v[0]
-			for _, x := range v {
-				mx = max(mx, x)
-			}
+			mx := maxRow(v)
 			ex := k.scratch[(r/T)*T : (r/T)*T+t+1]
 			sum := expShiftSum(ex, v, mx)
 			ps := kernels.Dot(ex, v)
 			inv := 1 / sum
-			for j, e := range ex {
-				v[j] = e * inv
-			}
+			scaleTo(v, ex, inv)
 			clear(row[t+1:])
 			k.rowMax[r] = mx
 			k.rowEnt[r] = mx + float32(math.Log(float64(sum))) - ps*inv

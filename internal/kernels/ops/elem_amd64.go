@@ -48,3 +48,60 @@ func ropeRow(a, b, c, s []float32, sign float32) {
 	}
 	ropeRowGo(a, b, c, s, sign)
 }
+
+//go:noescape
+func maxAVX2(v []float32) (mx float32, ok bool)
+
+//go:noescape
+func scaleToAVX2(dst, src []float32, s float32)
+
+// vecMax returns the largest element of v[:len(v)&^7] when the vector
+// kernel can stand in for a scalar scan: no NaN among them and a non-zero
+// maximum (so no ±0 tie decides the result). ok is false otherwise.
+func vecMax(v []float32) (mx float32, n int, ok bool) {
+	n = len(v) &^ 7
+	if !useElemAVX2 || n == 0 {
+		return 0, 0, false
+	}
+	mx, ok = maxAVX2(v[:n])
+	return mx, n, ok && mx != 0
+}
+
+// maxRow returns the largest element of v (len ≥ 1) as the loop
+// mx = max(mx, x) over v computes it (a NaN anywhere gives NaN; +0 beats −0).
+func maxRow(v []float32) float32 {
+	mx, n, ok := vecMax(v)
+	if !ok {
+		return maxRowGo(v)
+	}
+	for _, x := range v[n:] {
+		mx = max(mx, x)
+	}
+	return mx
+}
+
+// firstMaxRow returns the largest element of v (len ≥ 1) as the loop
+// "if x > mx { mx = x }" from mx = v[0] computes it (NaNs after v[0] are
+// skipped; among equal zeros the first wins).
+func firstMaxRow(v []float32) float32 {
+	mx, n, ok := vecMax(v)
+	if !ok {
+		return firstMaxRowGo(v)
+	}
+	for _, x := range v[n:] {
+		if x > mx {
+			mx = x
+		}
+	}
+	return mx
+}
+
+// scaleTo writes dst = src·s.
+func scaleTo(dst, src []float32, s float32) {
+	n := len(src)
+	if m := n &^ 7; useElemAVX2 && m > 0 {
+		scaleToAVX2(dst[:m], src[:m], s)
+		dst, src = dst[m:n], src[m:]
+	}
+	scaleToGo(dst, src, s)
+}

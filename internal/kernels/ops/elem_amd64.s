@@ -104,3 +104,62 @@ ropeloop:
 ropedone:
 	VZEROUPPER
 	RET
+
+// func maxAVX2(v []float32) (mx float32, ok bool)
+// The largest element of v (len a multiple of 8, ≥ 8) by VMAXPS; ok is
+// false when v holds a NaN (the Go wrappers then fall back to the scalar
+// loop, whose NaN rules differ from VMAXPS's).
+TEXT ·maxAVX2(SB), NOSPLIT, $0-29
+	MOVQ    v_base+0(FP), AX
+	MOVQ    v_len+8(FP), CX
+	VMOVUPS (AX), Y0
+	VCMPPS  $3, Y0, Y0, Y2
+	MOVQ    $32, R9
+	SHRQ    $3, CX
+	DECQ    CX
+	JZ      maxreduce
+
+maxloop:
+	VMOVUPS (AX)(R9*1), Y3
+	VMAXPS  Y3, Y0, Y0
+	VCMPPS  $3, Y3, Y3, Y4
+	VORPS   Y4, Y2, Y2
+	ADDQ    $32, R9
+	DECQ    CX
+	JNZ     maxloop
+
+maxreduce:
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VMAXPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VMAXSS       X1, X0, X0
+	MOVSS        X0, mx+24(FP)
+	VMOVMSKPS    Y2, R10
+	TESTQ        R10, R10
+	SETEQ        ok+28(FP)
+	VZEROUPPER
+	RET
+
+// func scaleToAVX2(dst, src []float32, s float32)
+// dst = src·s
+TEXT ·scaleToAVX2(SB), NOSPLIT, $0-52
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), AX
+	VBROADCASTSS s+48(FP), Y7
+	XORQ R9, R9
+	SHRQ $3, CX
+	JZ   scaledone
+
+scaleloop:
+	VMULPS  (AX)(R9*1), Y7, Y0
+	VMOVUPS Y0, (DI)(R9*1)
+	ADDQ    $32, R9
+	DECQ    CX
+	JNZ     scaleloop
+
+scaledone:
+	VZEROUPPER
+	RET

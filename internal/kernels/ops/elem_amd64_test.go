@@ -64,3 +64,44 @@ func TestElemVectorMatchesGo(t *testing.T) {
 		sameBits(t, "rope b", n, b1, b0)
 	}
 }
+
+// TestMaxScaleVectorMatchesGo checks maxRow, firstMaxRow and scaleTo against
+// the scalar loops bit for bit, including NaNs, infinities and ±0 ties in
+// the vector part and in the tail.
+func TestMaxScaleVectorMatchesGo(t *testing.T) {
+	if !useElemAVX2 {
+		t.Skip("no AVX2")
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	nan := float32(math.NaN())
+	negz := float32(math.Copysign(0, -1))
+	type tc struct {
+		name string
+		v    []float32
+	}
+	cases := []tc{
+		{"zeros -0 first", []float32{negz, 0, negz, 0, 0, 0, 0, 0, negz}},
+		{"zeros +0 first", []float32{0, negz, negz, negz, negz, negz, negz, negz, negz, 0}},
+		{"negative with -0 tail", append(make([]float32, 0), -1, -2, -3, -4, -5, -6, -7, -8, negz, 0)},
+		{"NaN first", []float32{nan, 1, 2, 3, 4, 5, 6, 7, 8}},
+		{"NaN in vector part", []float32{1, 2, nan, 3, 4, 5, 6, 7, 0.5}},
+		{"NaN in tail", []float32{1, 2, 3, 4, 5, 6, 7, 8, nan, 9}},
+		{"+Inf", []float32{1, float32(math.Inf(1)), 3, 4, 5, 6, 7, 8}},
+		{"all -Inf", []float32{float32(math.Inf(-1)), float32(math.Inf(-1)), float32(math.Inf(-1)), float32(math.Inf(-1)), float32(math.Inf(-1)), float32(math.Inf(-1)), float32(math.Inf(-1)), float32(math.Inf(-1))}},
+	}
+	for _, n := range []int{1, 7, 8, 9, 16, 33, 256, 8192} {
+		cases = append(cases, tc{"random", elemInputs(r, n)})
+	}
+	for _, c := range cases {
+		got1, got2 := maxRow(c.v), firstMaxRow(c.v)
+		want1, want2 := maxRowGo(c.v), firstMaxRowGo(c.v)
+		sameBits(t, c.name+": maxRow", len(c.v), []float32{got1}, []float32{want1})
+		sameBits(t, c.name+": firstMaxRow", len(c.v), []float32{got2}, []float32{want2})
+		for _, s := range []float32{0.37, -3, 0} {
+			d1, d0 := make([]float32, len(c.v)), make([]float32, len(c.v))
+			scaleTo(d1, c.v, s)
+			scaleToGo(d0, c.v, s)
+			sameBits(t, c.name+": scaleTo", len(c.v), d1, d0)
+		}
+	}
+}

@@ -10,3 +10,13 @@ func swigluBackRow(dg, du, d, g, u, sg []float32) { swigluBackRowGo(dg, du, d, g
 
 // ropeRow rotates the pairs (a_i, b_i) by (c_i, sign·s_i); see ropeRowGo.
 func ropeRow(a, b, c, s []float32, sign float32) { ropeRowGo(a, b, c, s, sign) }
+
+// maxRow returns the largest element of v as mx = max(mx, x) computes it.
+func maxRow(v []float32) float32 { return maxRowGo(v) }
+
+// firstMaxRow returns the largest element of v as "if x > mx { mx = x }"
+// from mx = v[0] computes it.
+func firstMaxRow(v []float32) float32 { return firstMaxRowGo(v) }
+
+// scaleTo writes dst = src·s.
+func scaleTo(dst, src []float32, s float32) { scaleToGo(dst, src, s) }

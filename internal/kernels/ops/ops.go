@@ -306,34 +306,13 @@ func CrossEntropy(z []float32, V int, targets []int32, grad []float32, lambda fl
 	for i := s; i < e; i++ {
 		row := z[i*V : (i+1)*V]
 		y := int(targets[i])
-		mx := row[0]
-		for _, v := range row {
-			if v > mx {
-				mx = v
-			}
-		}
-		zy := float32(0)
-		if y >= 0 {
-			zy = row[y]
-		}
 		var g float32
 		if grad != nil {
 			g = grad[i]
 		}
-		var sum float32
-		if grad != nil && y >= 0 && g != 0 {
-			// keep e^(z−max) in the row for the gradient pass
-			sum = expShiftSum(row, row, mx)
-		} else {
-			sum = expShiftSumOnly(row, mx)
-		}
-		l := mx + float32(math.Log(float64(sum)))
-		lse[i] = l
-		if y < 0 {
-			loss[i] = 0
-		} else {
-			loss[i] = l - zy
-		}
+		// with a gradient to write, keep e^(z−max) in the row for it
+		l, li, sum := crossEntropyRow(row, y, grad != nil && y >= 0 && g != 0)
+		lse[i], loss[i] = l, li
 		if grad == nil {
 			continue
 		}
@@ -341,12 +320,40 @@ func CrossEntropy(z []float32, V int, targets []int32, grad []float32, lambda fl
 			clear(row)
 			continue
 		}
-		k := g * (1 + 2*lambda*l) / sum
-		for v := range row {
-			row[v] *= k
-		}
+		scaleTo(row, row, g*(1+2*lambda*l)/sum)
 		row[y] -= g
 	}
+}
+
+// CrossEntropyLoss is CrossEntropy's forward alone for rows [s, e): lse
+// and loss as CrossEntropy computes them with a gradient weight, with the
+// vectorised exponential-sum, so the values equal ForwardBackward's bit for
+// bit. The rows of z are overwritten (they end up holding e^(z−max)).
+func CrossEntropyLoss(z []float32, V int, targets []int32, loss, lse []float32, s, e int) {
+	for i := s; i < e; i++ {
+		lse[i], loss[i], _ = crossEntropyRow(z[i*V:(i+1)*V], int(targets[i]), true)
+	}
+}
+
+// crossEntropyRow returns the log-sum-exp l of row, the loss l − row[y] (0
+// when y < 0) and Σ e^(z−max). With inPlace the row is left holding the
+// terms e^(z−max) (the vectorised exp-sum); else it is not written.
+func crossEntropyRow(row []float32, y int, inPlace bool) (l, loss, sum float32) {
+	mx := firstMaxRow(row)
+	zy := float32(0)
+	if y >= 0 {
+		zy = row[y]
+	}
+	if inPlace {
+		sum = expShiftSum(row, row, mx)
+	} else {
+		sum = expShiftSumOnly(row, mx)
+	}
+	l = mx + float32(math.Log(float64(sum)))
+	if y >= 0 {
+		loss = l - zy
+	}
+	return l, loss, sum
 }
 
 // -------------------------------------------------------------------- utils

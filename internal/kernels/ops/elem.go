@@ -1,0 +1,34 @@
+package ops
+
+// The scalar row loops the vector kernels (elem_amd64.s) must match bit for
+// bit; the wrappers maxRow, firstMaxRow, scaleTo, ropeRow, swigluFwdRow and
+// swigluBackRow pick between them.
+
+// maxRowGo is mx = max(mx, x) over v (len ≥ 1): NaN if any element is NaN,
+// +0 over −0.
+func maxRowGo(v []float32) float32 {
+	mx := v[0]
+	for _, x := range v {
+		mx = max(mx, x)
+	}
+	return mx
+}
+
+// firstMaxRowGo is "if x > mx { mx = x }" over v from mx = v[0].
+func firstMaxRowGo(v []float32) float32 {
+	mx := v[0]
+	for _, x := range v {
+		if x > mx {
+			mx = x
+		}
+	}
+	return mx
+}
+
+// scaleToGo writes dst = src·s.
+func scaleToGo(dst, src []float32, s float32) {
+	dst = dst[:len(src)]
+	for i, x := range src {
+		dst[i] = x * s
+	}
+}
