@@ -72,9 +72,12 @@ func main() {
 // kernel serves both A packings (k-major strips: rs=1, cs=MR rounded up;
 // row copies: rs=row stride, cs=1); B is a packed k-major strip.
 // Accumulator register r·vecs+v holds row r, vector v; the B vectors of one
-// k step go to the registers after the accumulators. With AVX-512 the A
-// values are broadcast from memory inside the FMAs (embedded broadcast);
-// AVX2 needs explicit broadcasts into two alternating registers. A rows are
+// k step go to the registers after the accumulators, and each A value is
+// broadcast once into one of two alternating registers that its vecs FMAs
+// share. (With AVX-512, broadcasting inside every FMA instead — embedded
+// broadcast — costs a load per FMA, 30 loads per k step of the 14×32 tile
+// against 16; on the reference Zen 5 machine that ran the GEMMs of the
+// ref7m step 6–30% slower, the transposed-A ones most.) A rows are
 // addressed from four base registers (rows 0-3, 4-7, 8-11, 12-15) plus rs
 // and 3·rs as index registers, and the bases advance by cs every step. The
 // C tile is prefetched first. C is not read when beta == 0. unroll is the
@@ -148,12 +151,6 @@ func kernel(isa string, mr, vecs, lanes, unroll int) {
 			p("\tVMOVUPS %d(BX), %s", u*nr*4+v*vb, bReg(v))
 		}
 		for r := 0; r < mr; r++ {
-			if reg == "Z" {
-				for v := 0; v < vecs; v++ {
-					p("\tVFMADD231PS.BCST %s, %s, %s", rowAddr(r), bReg(v), acc(r, v))
-				}
-				continue
-			}
 			p("\tVBROADCASTSS %s, %s", rowAddr(r), bc(r))
 			for v := 0; v < vecs; v++ {
 				p("\tVFMADD231PS %s, %s, %s", bReg(v), bc(r), acc(r, v))
