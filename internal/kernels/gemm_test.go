@@ -350,3 +350,30 @@ func TestSgemmBadOperandsPanicOnCaller(t *testing.T) {
 		}()
 	}
 }
+
+// TestUseImplAndGemmKC: UseImpl switches to every available implementation
+// and back, GemmKC follows it, and an unknown name is an error that
+// changes nothing.
+func TestUseImplAndGemmKC(t *testing.T) {
+	saved := kern
+	defer useKernel(saved)
+	for _, k := range kernelsAvailable() {
+		prev, err := UseImpl(k.name)
+		if err != nil {
+			t.Fatalf("UseImpl(%q): %v", k.name, err)
+		}
+		if Impl() != k.name || GemmKC() != k.kc {
+			t.Fatalf("after UseImpl(%q) (from %q): Impl %q, GemmKC %d, want %q, %d", k.name, prev, Impl(), GemmKC(), k.name, k.kc)
+		}
+	}
+	before := Impl()
+	if _, err := UseImpl("no-such-kernel"); err == nil || !strings.Contains(err.Error(), "no-such-kernel") {
+		t.Fatalf("UseImpl(no-such-kernel): %v, want an error naming it", err)
+	}
+	if Impl() != before {
+		t.Fatalf("a failed UseImpl changed the implementation to %q", Impl())
+	}
+	if got := ImplsAvailable(); got[len(got)-1] != "go" {
+		t.Fatalf("ImplsAvailable %v: the pure-Go kernel must come last", got)
+	}
+}

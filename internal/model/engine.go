@@ -34,6 +34,7 @@ type Model struct {
 
 	a        arena
 	outN     int // positions whose logits the last Forward left in a.logits (0: none)
+	headRows int // rows per chunk of the training head before rounding to kc (0: headChunkTokens; head.go)
 	cos, sin []float32
 	vit      Vitals
 	attn     ops.Attention
@@ -296,10 +297,14 @@ func (m *Model) FLOPsPerToken() float64 {
 
 // arena holds every activation of one pass for up to maxB sequences of
 // seq_len tokens; it is allocated once (and again only when a larger B
-// arrives). All slices are views into buf.
+// arrives). All slices but logits are views into buf. logits is allocated
+// on its own (ensureLogits): ForwardBackward needs only one chunk of rows
+// of the training head (head.go), Forward all maxB·seq_len rows, so a
+// model that only trains never holds the full [N × vocab] logits.
 type arena struct {
-	maxB int
-	buf  []float32
+	maxB   int
+	buf    []float32
+	logits []float32 // [rows × V]: one head chunk, or all N rows after a Forward
 
 	resid                    [][]float32 // [L+1][N*D]
 	residMid, ln1, ln2       [][]float32 // [L][N*D]
@@ -309,7 +314,7 @@ type arena struct {
 	att                      [][]float32 // [L][B*H*T*T]
 	atty                     [][]float32 // [L][N*H*hd]
 	gu, h, sig               [][]float32 // [L][N*2F], [L][N*F], [L][N*F]
-	lnf, rstdf, logits       []float32
+	lnf, rstdf               []float32
 	loss, lse, rowGrad       []float32 // [N]
 	rowMax, rowEnt, attnTmp  []float32 // [B*H*T]
 	dresid, dln, dqkv, datty []float32
@@ -321,18 +326,21 @@ type arena struct {
 // gradients are summed in order, so results do not depend on thread count.
 const normChunks = 16
 
-// Bytes reports the arena size in bytes.
-func (a *arena) Bytes() int { return 4 * len(a.buf) }
+// Bytes reports the arena size in bytes, logits included.
+func (a *arena) Bytes() int { return 4 * (len(a.buf) + len(a.logits)) }
 
 // ArenaBytes returns the bytes of activation memory currently allocated (it
 // grows with the largest batch seen: linear in B·T plus the B·H·T² of
-// attention probabilities).
+// attention probabilities). The logits count with one chunk of the
+// training head until a Forward needs all of them.
 func (m *Model) ArenaBytes() int { return m.a.Bytes() }
 
 // ActivationBytes is the activation memory in bytes a model of c holds to
 // run passes over up to B sequences of seq_len tokens: the arena that
-// ForwardBackward sizes with the same plan (its buffers are listed on
-// arena) plus the RoPE tables. The arithmetic saturates at math.MaxInt
+// ForwardBackward and Forward size with the same plan (its buffers are
+// listed on arena), with the logits of all B·seq_len positions that
+// Forward keeps (ForwardBackward alone holds one chunk of them: see
+// ArenaBytes), plus the RoPE tables. The arithmetic saturates at math.MaxInt
 // instead of overflowing. It errors when c is invalid or B < 1.
 func (c Config) ActivationBytes(B int) (int, error) {
 	if err := c.Validate(); err != nil {
@@ -343,7 +351,8 @@ func (c Config) ActivationBytes(B int) (int, error) {
 	}
 	var a arena
 	total := a.plan(c, B, func(*[]float32, int) {})
-	total = satAdd(total, c.moeActivationFloats(B)) // MoE layers' own buffers (moe.go)
+	total = satAdd(total, satMul(B, c.SeqLen, c.Vocab)) // Forward's logits
+	total = satAdd(total, c.moeActivationFloats(B))     // MoE layers' own buffers (moe.go)
 	hd, _, _ := c.dims()
 	return satMul(4, satAdd(total, satMul(c.SeqLen, hd))), nil // + cos and sin, seq_len·hd/2 each
 }
@@ -353,7 +362,7 @@ func (c Config) ActivationBytes(B int) (int, error) {
 // sets up the per-layer slice headers of a (the buffers themselves are
 // what want places). Lengths saturate at math.MaxInt.
 func (a *arena) plan(c Config, B int, want func(dst *[]float32, n int)) int {
-	L, D, H, KV, F, V, T := c.NLayers, c.DModel, c.NHeads, c.NKVHeads, c.MLPHidden, c.Vocab, c.SeqLen
+	L, D, H, KV, F, T := c.NLayers, c.DModel, c.NHeads, c.NKVHeads, c.MLPHidden, c.SeqLen
 	hd, attDim, qkvDim := c.dims()
 	N := satMul(B, T)
 	total := 0
@@ -389,7 +398,6 @@ func (a *arena) plan(c Config, B int, want func(dst *[]float32, n int)) int {
 	mk(&a.sig, satMul(N, F))
 	add(&a.lnf, satMul(N, D))
 	add(&a.rstdf, N)
-	add(&a.logits, satMul(N, V))
 	add(&a.loss, N)
 	add(&a.lse, N)
 	add(&a.rowGrad, N)
@@ -441,10 +449,11 @@ func (m *Model) ensureArena(B int) error {
 		dsts = append(dsts, dst)
 		sizes = append(sizes, n)
 	})
-	if total == math.MaxInt || total > math.MaxInt/4 {
+	// with the logits of all B·seq_len positions that a Forward may need
+	if all := satAdd(total, satMul(B, m.Cfg.SeqLen, m.Cfg.Vocab)); all == math.MaxInt || all > math.MaxInt/4 {
 		return fmt.Errorf("model: the activation arena for B=%d sequences of %d tokens overflows", B, m.Cfg.SeqLen)
 	}
-	m.a = arena{} // release the old buffer before allocating the new one
+	m.a = arena{} // release the old buffers (logits too) before allocating the new one
 	a.buf = make([]float32, total)
 	off := 0
 	for i, d := range dsts {
@@ -452,6 +461,22 @@ func (m *Model) ensureArena(B int) error {
 		off += sizes[i]
 	}
 	m.a = a
+	return nil
+}
+
+// ensureLogits makes a.logits hold rows rows of vocab logits (rows is at
+// most maxB·seq_len, which ensureArena has checked against overflow). It
+// only grows.
+func (m *Model) ensureLogits(rows int) error {
+	n := rows * m.Cfg.Vocab
+	if len(m.a.logits) >= n {
+		return nil
+	}
+	if rows > m.a.maxB*m.Cfg.SeqLen {
+		return fmt.Errorf("model: %d rows of logits for an arena of %d sequences of %d tokens", rows, m.a.maxB, m.Cfg.SeqLen)
+	}
+	m.a.logits = nil // release the old buffer before allocating the new one
+	m.a.logits = make([]float32, n)
 	return nil
 }
 
@@ -510,10 +535,13 @@ func (m *Model) ForwardBackward(b *Batch, scale float32) (Stats, error) {
 	if err := m.ensureArena(b.B); err != nil {
 		return Stats{}, err
 	}
+	if err := m.ensureLogits(min(m.a.maxB*m.Cfg.SeqLen, m.headChunk())); err != nil {
+		return Stats{}, err
+	}
 	t0 := time.Now()
 	m.moe.scale = scale
 	m.forwardBody(b, true)
-	st := m.head(b, scale, true)
+	st := m.headTrain(b, scale)
 	st.MoEAux = m.moeAux()
 	t1 := time.Now()
 	m.backward(b)
@@ -531,9 +559,12 @@ func (m *Model) Forward(b *Batch) (Stats, error) {
 	if err := m.ensureArena(b.B); err != nil {
 		return Stats{}, err
 	}
+	if err := m.ensureLogits(m.a.maxB * m.Cfg.SeqLen); err != nil {
+		return Stats{}, err
+	}
 	t0 := time.Now()
 	m.forwardBody(b, true)
-	st := m.head(b, 0, false)
+	st := m.head(b)
 	st.MoEAux = m.moeAux()
 	st.ForwardTime = time.Since(t0)
 	m.outN = b.B * b.T
@@ -728,92 +759,19 @@ func (m *Model) residVitals(l int, x []float32) {
 	m.vit.ActivationOutlierRate[l] = float32(float64(cnt) / n)
 }
 
-// head runs the final norm, lm_head and loss; with grad it leaves
-// scale·∂objective/∂logits in the logits buffer.
-func (m *Model) head(b *Batch, scale float32, grad bool) Stats {
-	c := m.Cfg
-	a := &m.a
-	N := b.B * b.T
-	D, V := c.DModel, c.Vocab
-	m.tb(OpLMHead, -1)
-	m.rmsForward(a.lnf, a.rstdf, a.resid[c.NLayers], m.p.lnf, N, D, float32(c.NormEps))
-	m.tb(OpLMHeadGemm, -1)
-	ops.MatmulForward(a.logits, a.lnf, m.p.lm, N, D, V, false)
-	m.te()
-	m.te() // lm_head
-	m.tb(OpCrossEntropy, -1)
-
-	var wsum float64
-	count := 0
-	for i := 0; i < N; i++ {
-		w := float32(1)
-		if b.Mask != nil {
-			w = b.Mask[i]
-		}
-		if b.Targets[i] < 0 {
-			w = 0
-		}
-		if w != 0 {
-			count++
-		}
-		a.rowGrad[i] = w
-		wsum += float64(w)
-	}
-	var gradArg []float32
-	if grad {
-		k := float32(0)
-		if wsum != 0 {
-			k = scale / float32(wsum)
-		}
-		for i := 0; i < N; i++ {
-			a.rowGrad[i] *= k
-		}
-		gradArg = a.rowGrad
-	}
-	lambda := float32(c.ZLoss)
-	m.tCE = ceTask{z: a.logits, V: V, targets: b.Targets, grad: gradArg, lambda: lambda, loss: a.loss, lse: a.lse}
-	kernels.ParallelForTask(N, 8, &m.tCE)
-	m.te()
-
-	var loss, zl, lseSum float64
-	for i := 0; i < N; i++ {
-		w := 1.0
-		if b.Mask != nil {
-			w = float64(b.Mask[i])
-		}
-		if b.Targets[i] < 0 {
-			w = 0
-		}
-		l := float64(a.lse[i])
-		loss += w * float64(a.loss[i])
-		zl += w * l * l
-		lseSum += w * l
-	}
-	st := Stats{Tokens: count}
-	if wsum != 0 {
-		st.Loss = loss / wsum
-		st.ZLoss = float64(lambda) * zl / wsum
-		m.vit.LogitLSEMean = float32(lseSum / wsum)
-	} else {
-		m.vit.LogitLSEMean = 0
-	}
-	return st
-}
-
-// backward propagates from the dlogits left by head to every parameter.
+// backward propagates from the final norm's output gradient that
+// headTrain left in a.dln (the lm_head's own gradient is already added) to
+// every parameter.
 func (m *Model) backward(b *Batch) {
 	c := m.Cfg
 	a := &m.a
 	B, T := b.B, b.T
 	N := B * T
-	D, H, KV, F, V, hd := c.DModel, c.NHeads, c.NKVHeads, c.MLPHidden, c.Vocab, m.hd
+	D, H, KV, F, hd := c.DModel, c.NHeads, c.NKVHeads, c.MLPHidden, m.hd
 	L := c.NLayers
 
-	// lm_head and final norm
+	// final norm (lm_head's backward ran fused with the loss head)
 	m.tb(opLMHeadBwd, -1)
-	m.tb(opLMHeadGemmBwd, -1)
-	ops.MatmulBackward(a.dln, m.g.lm, a.logits, a.lnf, m.p.lm, N, D, V, false)
-	m.te()
 	clear(a.dresid[:N*D])
 	m.rmsBackward(a.dresid, m.g.lnf, a.dln, a.resid[L], m.p.lnf, a.rstdf, N, D)
 	m.te()

@@ -47,8 +47,11 @@ type Stats struct {
 	// to the gradient; 0 for dense models.
 	MoEAux float64
 
-	ForwardTime  time.Duration // forward pass including the loss head
-	BackwardTime time.Duration // backward pass (0 for Forward)
+	// ForwardTime is the forward pass including the loss head. In
+	// ForwardBackward the head runs fused with the lm_head's backward
+	// GEMMs (chunk by chunk, head.go), which therefore count here.
+	ForwardTime  time.Duration
+	BackwardTime time.Duration // backward pass after the loss head (0 for Forward)
 }
 
 // Vitals are the per-step model health numbers (seed-004 names), computed

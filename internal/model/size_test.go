@@ -58,12 +58,16 @@ func TestValidateBounds(t *testing.T) {
 }
 
 // TestSizesMatchAllocation: NumParams is the length of New's parameter
-// buffer and ActivationBytes(B) is what a pass over B sequences allocates
-// (arena + RoPE tables): the estimate and the allocation share one layout.
+// buffer and ActivationBytes(B) is what passes over B sequences allocate
+// (arena + RoPE tables) once a Forward has needed every logit: the
+// estimate and the allocation share one layout. Training alone holds
+// one chunk of the training head's logits instead of all B·seq_len rows.
 func TestSizesMatchAllocation(t *testing.T) {
 	plain := tinyConfig()
 	plain.QKNorm, plain.Tied = false, false
-	for _, c := range []Config{tinyConfig(), plain, DefaultConfig()} {
+	long := headConfig()
+	long.SeqLen = 512 // 3 sequences are more than one head chunk on every kernel
+	for _, c := range []Config{tinyConfig(), plain, DefaultConfig(), long} {
 		m, err := New(c, 1)
 		if err != nil {
 			t.Fatal(err)
@@ -76,9 +80,24 @@ func TestSizesMatchAllocation(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		got := m.ArenaBytes() + 4*(len(m.cos)+len(m.sin))
-		if want, err := c.ActivationBytes(3); err != nil || want != got {
-			t.Fatalf("ActivationBytes(3) = %d, %v; a pass allocated %d", want, err, got)
+		want, err := c.ActivationBytes(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rope := 4 * (len(m.cos) + len(m.sin))
+		N := 3 * c.SeqLen
+		saved := 4 * (N - min(N, m.headChunk())) * c.Vocab
+		if c.SeqLen == long.SeqLen && saved == 0 {
+			t.Fatalf("seq_len %d: 3 sequences fit one head chunk of %d rows", c.SeqLen, m.headChunk())
+		}
+		if got := m.ArenaBytes() + rope; got != want-saved {
+			t.Fatalf("ActivationBytes(3) = %d less %d bytes of logits that training does not hold; training allocated %d", want, saved, got)
+		}
+		if _, err := m.Forward(tinyBatch(c, 1, c.SeqLen, 2)); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.ArenaBytes() + rope; got != want {
+			t.Fatalf("ActivationBytes(3) = %d; training and a Forward allocated %d", want, got)
 		}
 		if _, err := c.ActivationBytes(0); err == nil {
 			t.Fatal("ActivationBytes(0): no error")

@@ -69,9 +69,17 @@ func TestOpTracer(t *testing.T) {
 					t.Errorf("no span %s in %v", want, rec.ops)
 				}
 			}
-			// per layer 7 forward + 7 backward spans; 4 + 3 outside the blocks
-			if n := len(rec.ops); n != 7+14*cfg.NLayers {
-				t.Errorf("%d spans, want %d", n, 7+14*cfg.NLayers)
+			// per layer 7 forward + 7 backward spans; outside the blocks the
+			// embedding and its backward, the fused training head of one
+			// chunk (lm_head ⊃ lm_head_gemm, cross_entropy, lm_head_backward
+			// ⊃ lm_head_gemm_backward) and the final norm's lm_head_backward
+			if n := len(rec.ops); n != 8+14*cfg.NLayers {
+				t.Errorf("%d spans, want %d", n, 8+14*cfg.NLayers)
+			}
+			head := []string{"0:lm_head", "1:lm_head_gemm", "0:cross_entropy", "0:lm_head_backward", "1:lm_head_gemm_backward",
+				"0:lm_head_backward", fmt.Sprintf("0:layer%d/mlp_backward", cfg.NLayers-1)}
+			if i := slices.Index(rec.ops, "0:lm_head"); i < 0 || !slices.Equal(rec.ops[i:min(len(rec.ops), i+len(head))], head) {
+				t.Errorf("head spans %v, want %v", rec.ops[max(i, 0):], head)
 			}
 			// Forward alone stays balanced and has no backward spans
 			rec2 := &recTracer{}

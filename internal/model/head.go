@@ -1,0 +1,182 @@
+package model
+
+import (
+	"github.com/kestrel-lm/kestrel/internal/kernels"
+	"github.com/kestrel-lm/kestrel/internal/kernels/ops"
+)
+
+// The loss head: final RMSNorm, lm_head, cross-entropy (+ z-loss), and in
+// training the lm_head's backward.
+//
+// Forward (head) computes the logits of every position into a.logits
+// [N × vocab], where Outputs reads them. ForwardBackward (headTrain) never
+// holds them all: it runs the head over chunks of headChunkTokens rows
+// (rounded up to the GEMM's kc), and each chunk's logits become its
+// dlogits in place and feed the two lm_head gradient GEMMs while they are
+// still in the cache. At vocab 8,192 the full logits of 2,048 tokens are
+// 64 MB, four memory passes of which (written by the GEMM, read and
+// rewritten by the cross-entropy, read by each gradient GEMM) the chunks
+// keep in the last-level cache.
+//
+// The chunked head is bit-identical to the whole-batch one: the logits, the
+// cross-entropy and dx = dlogits·W are computed row by row, and
+// dW += dlogitsᵀ·lnf sums over tokens kc rows at a time with beta = 1,
+// so chunks that are multiples of kc keep every sum in its order
+// (kernels.GemmKC).
+
+// headChunkTokens is the default number of token rows per chunk of the
+// training head: 512 rows of 8,192 logits are 16 MB, inside a 32 MB L3.
+const headChunkTokens = 512
+
+// headChunk is the number of rows per chunk of the training head: the
+// model's headRows (headChunkTokens when 0) rounded up to a multiple of the
+// active GEMM's kc.
+func (m *Model) headChunk() int {
+	rows := m.headRows
+	if rows <= 0 {
+		rows = headChunkTokens
+	}
+	kc := kernels.GemmKC()
+	return (rows + kc - 1) / kc * kc
+}
+
+// head runs the final norm, lm_head and loss of Forward over all N rows,
+// leaving the logits in a.logits and their logsumexps in a.lse.
+func (m *Model) head(b *Batch) Stats {
+	c := m.Cfg
+	a := &m.a
+	N := b.B * b.T
+	D, V := c.DModel, c.Vocab
+	m.tb(OpLMHead, -1)
+	// lnf = rmsnorm(x_L)·g_f;  logits = lnf·W_lmᵀ   [N × V]
+	m.rmsForward(a.lnf, a.rstdf, a.resid[c.NLayers], m.p.lnf, N, D, float32(c.NormEps))
+	m.tb(OpLMHeadGemm, -1)
+	ops.MatmulForward(a.logits, a.lnf, m.p.lm, N, D, V, false)
+	m.te()
+	m.te() // lm_head
+	m.tb(OpCrossEntropy, -1)
+	wsum, count := m.rowWeights(b, 0, false)
+	// loss_i = lse_i − z_iy, lse_i = log Σ_v exp(z_iv) (no gradient)
+	m.tCE = ceTask{z: a.logits, V: V, targets: b.Targets, lambda: float32(c.ZLoss), loss: a.loss, lse: a.lse}
+	kernels.ParallelForTask(N, 8, &m.tCE)
+	m.te()
+	return m.headStats(b, wsum, count)
+}
+
+// headTrain is the loss head of ForwardBackward fused with the lm_head's
+// backward, over row chunks [r0, r1) of headChunk rows (the last one
+// shorter). For each chunk, with z the chunk's rows of a.logits:
+//
+//	forward:  z = lnf[r0:r1]·W_lmᵀ                              [rows × V]
+//	          lse_i = log Σ_v exp(z_iv),  loss_i = lse_i − z_iy
+//	backward: z ← dz_iv = k_i·(softmax_iv·(1 + 2λ·lse_i) − [v = y_i])
+//	          (k_i = scale·w_i / Σw, λ the z-loss weight; in place)
+//	          dln[r0:r1] = dz·W_lm                               [rows × D]
+//	          dW_lm     += dzᵀ·lnf[r0:r1]                        [V × D]
+//
+// It leaves in a.dln the gradient of the final norm's output for every row,
+// which backward carries on from, and adds the lm_head gradient into Grads
+// (the embedding's, when tied). Spans per chunk: lm_head ⊃ lm_head_gemm,
+// cross_entropy, lm_head_backward ⊃ lm_head_gemm_backward (the first
+// lm_head span also holds the final norm).
+func (m *Model) headTrain(b *Batch, scale float32) Stats {
+	c := m.Cfg
+	a := &m.a
+	N := b.B * b.T
+	D, V := c.DModel, c.Vocab
+	lambda := float32(c.ZLoss)
+	m.tb(OpLMHead, -1)
+	// lnf = rmsnorm(x_L)·g_f for all rows (the norm's backward needs them all)
+	m.rmsForward(a.lnf, a.rstdf, a.resid[c.NLayers], m.p.lnf, N, D, float32(c.NormEps))
+	// k_i = scale·w_i/Σw needs every row's weight before the first chunk
+	wsum, count := m.rowWeights(b, scale, true)
+	rows := m.headChunk()
+	for r0 := 0; r0 < N; r0 += rows {
+		r1 := min(N, r0+rows)
+		n := r1 - r0
+		z := a.logits[:n*V]
+		lnf, dln := a.lnf[r0*D:r1*D], a.dln[r0*D:r1*D]
+		if r0 > 0 {
+			m.tb(OpLMHead, -1)
+		}
+		m.tb(OpLMHeadGemm, -1)
+		ops.MatmulForward(z, lnf, m.p.lm, n, D, V, false)
+		m.te()
+		m.te() // lm_head
+		m.tb(OpCrossEntropy, -1)
+		m.tCE = ceTask{z: z, V: V, targets: b.Targets[r0:r1], grad: a.rowGrad[r0:r1], lambda: lambda,
+			loss: a.loss[r0:r1], lse: a.lse[r0:r1]}
+		kernels.ParallelForTask(n, 8, &m.tCE)
+		m.te()
+		m.tb(opLMHeadBwd, -1)
+		m.tb(opLMHeadGemmBwd, -1)
+		ops.MatmulBackward(dln, m.g.lm, z, lnf, m.p.lm, n, D, V, false)
+		m.te()
+		m.te() // lm_head_backward
+	}
+	return m.headStats(b, wsum, count)
+}
+
+// rowWeights sets a.rowGrad[i] to each row's loss weight w_i (its Mask
+// value, default 1; 0 when its target is < 0) and returns Σw and the number
+// of rows with w ≠ 0. With grad it then scales the weights to the
+// cross-entropy's gradient factors k_i = scale·w_i/Σw (0 when Σw = 0).
+func (m *Model) rowWeights(b *Batch, scale float32, grad bool) (wsum float64, count int) {
+	rg := m.a.rowGrad
+	N := b.B * b.T
+	for i := 0; i < N; i++ {
+		w := float32(1)
+		if b.Mask != nil {
+			w = b.Mask[i]
+		}
+		if b.Targets[i] < 0 {
+			w = 0
+		}
+		if w != 0 {
+			count++
+		}
+		rg[i] = w
+		wsum += float64(w)
+	}
+	if grad {
+		k := float32(0)
+		if wsum != 0 {
+			k = scale / float32(wsum)
+		}
+		for i := 0; i < N; i++ {
+			rg[i] *= k
+		}
+	}
+	return wsum, count
+}
+
+// headStats sums the per-row losses and logsumexps the head left in a.loss
+// and a.lse into the pass's Stats (mean loss and z-loss over the weighted
+// rows) and the LogitLSEMean vital.
+func (m *Model) headStats(b *Batch, wsum float64, count int) Stats {
+	a := &m.a
+	N := b.B * b.T
+	var loss, zl, lseSum float64
+	for i := 0; i < N; i++ {
+		w := 1.0
+		if b.Mask != nil {
+			w = float64(b.Mask[i])
+		}
+		if b.Targets[i] < 0 {
+			w = 0
+		}
+		l := float64(a.lse[i])
+		loss += w * float64(a.loss[i])
+		zl += w * l * l
+		lseSum += w * l
+	}
+	st := Stats{Tokens: count}
+	if wsum != 0 {
+		st.Loss = loss / wsum
+		st.ZLoss = float64(float32(m.Cfg.ZLoss)) * zl / wsum // λ as the cross-entropy used it
+		m.vit.LogitLSEMean = float32(lseSum / wsum)
+	} else {
+		m.vit.LogitLSEMean = 0
+	}
+	return st
+}

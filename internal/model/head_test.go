@@ -1,0 +1,203 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/kernels"
+)
+
+// headConfig is a small model with a vocabulary that is not a multiple of
+// any kernel's nr (ragged column tiles) and enough tokens per batch for
+// several head chunks of kc rows.
+func headConfig() Config {
+	return Config{Vocab: 300, DModel: 32, NLayers: 1, NHeads: 2, NKVHeads: 1, MLPHidden: 48,
+		SeqLen: 64, RopeTheta: 10000, NormEps: 1e-5, InitStd: 0.2}
+}
+
+// headBatch is B sequences of T tokens with mixed loss weights: zeros,
+// fractions and targets < 0.
+func headBatch(cfg Config, B, T int, seed uint64, mask bool) *Batch {
+	r := rand.New(rand.NewPCG(seed, 11))
+	N := B * T
+	b := &Batch{B: B, T: T, Inputs: make([]int32, N), Targets: make([]int32, N), SegIDs: make([]int32, N)}
+	if mask {
+		b.Mask = make([]float32, N)
+	}
+	for i := range b.Inputs {
+		b.Inputs[i] = int32(r.IntN(cfg.Vocab))
+		b.Targets[i] = int32(r.IntN(cfg.Vocab))
+		b.SegIDs[i] = int32(i%T) / 5
+		if r.IntN(9) == 0 {
+			b.Targets[i] = -1
+		}
+		if mask {
+			b.Mask[i] = [...]float32{1, 1, 0, 0.25, 2}[r.IntN(5)]
+		}
+	}
+	return b
+}
+
+// f32bits compares float32 slices bit for bit (NaN payloads included).
+func f32bits(a, b []float32) int {
+	if len(a) != len(b) {
+		return -2
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestHeadChunksBitIdentical: the training head fused over row chunks
+// gives the losses, every gradient and the LogitLSEMean vital of the
+// whole-batch head (one chunk of all N rows) bit for bit, on every GEMM
+// implementation at 1 and 2 threads: ragged last chunks, chunk requests
+// that are not multiples of kc, masks, ignored targets, z-loss, tied and
+// untied embeddings, QK-Norm, an MoE model, and two micro-batches
+// accumulated into the same gradients (scale 1/2 each).
+func TestHeadChunksBitIdentical(t *testing.T) {
+	type shape struct {
+		name string
+		cfg  func() Config
+		B, T int
+		mask bool
+	}
+	shapes := []shape{
+		{"untied B21xT64 ragged", headConfig, 21, 64, false},
+		{"tied z-loss mask B17xT50", func() Config {
+			c := headConfig()
+			c.Tied, c.ZLoss, c.QKNorm, c.DocMask = true, 1e-2, true, true
+			return c
+		}, 17, 50, true},
+		{"moe z-loss B9xT64", func() Config {
+			c := headConfig()
+			c.NLayers, c.ZLoss = 2, 1e-3
+			c.MoEEvery, c.MoEExperts, c.MoETopK, c.MoEExpertHidden = 2, 4, 2, 16
+			c.MoESharedExpert, c.MoENormTopK, c.MoECapacityFactor = true, true, 1.0
+			c.MoEAuxLossAlpha, c.MoERouterZLoss, c.MoEBalance = 0.1, 0.05, "aux"
+			return c
+		}, 9, 64, true},
+		{"one partial chunk B3xT40", headConfig, 3, 40, true},
+	}
+	savedThreads := kernels.Threads()
+	savedImpl := kernels.Impl()
+	t.Cleanup(func() {
+		kernels.SetThreads(savedThreads)
+		if _, err := kernels.UseImpl(savedImpl); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, impl := range kernels.ImplsAvailable() {
+		if _, err := kernels.UseImpl(impl); err != nil {
+			t.Fatal(err)
+		}
+		kc := kernels.GemmKC()
+		for _, threads := range []int{1, 2} {
+			kernels.SetThreads(threads)
+			for _, sh := range shapes {
+				cfg := sh.cfg()
+				b1 := headBatch(cfg, sh.B, sh.T, 1, sh.mask)
+				b2 := headBatch(cfg, sh.B, sh.T, 2, sh.mask)
+				N := sh.B * sh.T
+				ref, err := New(cfg, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ref.headRows = N // the whole-batch head: one chunk
+				var want [2]Stats
+				for i, b := range []*Batch{b1, b2} {
+					if want[i], err = ref.ForwardBackward(b, 0.5); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, rows := range []int{1, kc + 1, 2 * kc} {
+					t.Run(fmt.Sprintf("%s/threads=%d/%s/rows=%d", impl, threads, sh.name, rows), func(t *testing.T) {
+						m, _ := New(cfg, 3)
+						m.headRows = rows
+						rec := &recTracer{}
+						m.Trace = rec
+						for i, b := range []*Batch{b1, b2} {
+							got, err := m.ForwardBackward(b, 0.5)
+							if err != nil {
+								t.Fatal(err)
+							}
+							got.ForwardTime, got.BackwardTime = want[i].ForwardTime, want[i].BackwardTime
+							if got != want[i] {
+								t.Fatalf("micro-batch %d: stats %+v, whole-batch head %+v", i, got, want[i])
+							}
+						}
+						if i := f32bits(m.Grads, ref.Grads); i != -1 {
+							t.Fatalf("grad[%d] = %g, whole-batch head %g", i, m.Grads[i], ref.Grads[i])
+						}
+						if a, b := m.vit.LogitLSEMean, ref.vit.LogitLSEMean; math.Float32bits(a) != math.Float32bits(b) {
+							t.Fatalf("LogitLSEMean %g, whole-batch head %g", a, b)
+						}
+						chunks := (N + m.headChunk() - 1) / m.headChunk()
+						if m.headChunk()%kc != 0 || m.headChunk() < rows {
+							t.Fatalf("%d rows per chunk for %d requested and kc %d", m.headChunk(), rows, kc)
+						}
+						n := 0
+						for _, op := range rec.ops {
+							if op == "0:cross_entropy" {
+								n++
+							}
+						}
+						if rec.depth != 0 || rec.bad != 0 || n != 2*chunks {
+							t.Fatalf("spans: depth %d, %d stray ends, %d cross_entropy spans over 2 passes, want %d", rec.depth, rec.bad, n, 2*chunks)
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestHeadKeepsForwardOutputs: a model that trains holds one chunk of
+// logits; Forward (and Outputs after it) still has every position's
+// logits, equal to those of a model that never trained, while Outputs
+// after ForwardBackward stays nil; a later ForwardBackward is unchanged
+// by the Forward in between.
+func TestHeadKeepsForwardOutputs(t *testing.T) {
+	cfg := headConfig()
+	b := headBatch(cfg, 21, 64, 5, true)
+	N, V := 21*64, cfg.Vocab
+	m, _ := New(cfg, 9)
+	fresh, _ := New(cfg, 9)
+	st1, err := m.ForwardBackward(b, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z, lse := m.Outputs(); z != nil || lse != nil {
+		t.Fatal("Outputs after ForwardBackward is not nil")
+	}
+	if got, want := len(m.a.logits), m.headChunk()*V; got != want || want >= N*V {
+		t.Fatalf("training holds %d logits, want one chunk of %d (of %d)", got, want, N*V)
+	}
+	if _, err := m.Forward(b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh.Forward(b); err != nil {
+		t.Fatal(err)
+	}
+	z, lse := m.Outputs()
+	z0, lse0 := fresh.Outputs()
+	if len(z) != N*V || f32bits(z, z0) != -1 || f32bits(lse, lse0) != -1 {
+		t.Fatalf("Forward after ForwardBackward: %d logits, want %d equal to a fresh model's", len(z), N*V)
+	}
+	g1 := slices.Clone(m.Grads)
+	m.ZeroGrads()
+	st2, err := m.ForwardBackward(b, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st2.ForwardTime, st2.BackwardTime = st1.ForwardTime, st1.BackwardTime
+	if st1 != st2 || f32bits(g1, m.Grads) != -1 {
+		t.Fatal("ForwardBackward after a Forward differs from the first")
+	}
+}
