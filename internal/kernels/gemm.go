@@ -85,6 +85,8 @@ type gemmCtx struct {
 	ncChunk       int // columns per work item in the n-split
 	phase         int
 	bPack         []float32       // shared packed B panel (m-split) or shared packed A (n-split)
+	bPanel        []float32       // the packed B panel of the current block: bPack, or a part of pb's
+	pb            *PackedB        // op(B) packed before the call (SgemmPackedB), else nil
 	per           []gemmPerThread // indexed by pool participant
 	aRS, aCS, aSS int             // layout of the shared packed A in the n-split
 	aPacked       bool            // n-split: op(A) packed into bPack (else read in place)
@@ -165,6 +167,7 @@ func getCtx() *gemmCtx {
 
 func putCtx(c *gemmCtx) {
 	c.a, c.b, c.c = nil, nil, nil
+	c.bPanel, c.pb = nil, nil
 	ctxMu.Lock()
 	ctxFree = append(ctxFree, c)
 	ctxMu.Unlock()
@@ -246,7 +249,8 @@ func (g *gemmCtx) run() {
 	}
 	// n-split when op(A) fits in one mc block and gives fewer row tiles than
 	// threads to share, while op(B) has columns to spare.
-	nsplit := threads > 1 && g.m <= kn.mc && (g.m+kn.mr-1)/kn.mr < 2*threads && g.n >= 2*kn.nr*threads
+	// (A B packed before the call is shared out by rows only.)
+	nsplit := g.pb == nil && threads > 1 && g.m <= kn.mc && (g.m+kn.mr-1)/kn.mr < 2*threads && g.n >= 2*kn.nr*threads
 	if threads > 1 && !nsplit {
 		// About four row blocks per thread, whole tiles, at most mc.
 		c := (g.m + 4*threads - 1) / (4 * threads)
@@ -268,7 +272,14 @@ func (g *gemmCtx) run() {
 		for jc := 0; jc < g.n; jc += kn.nc {
 			g.jc, g.ncCur = jc, min(kn.nc, g.n-jc)
 			strips := (g.ncCur + kn.nr - 1) / kn.nr
+			if g.pb != nil {
+				g.bPanel = g.pb.panel(pc, jc, g.kcCur)
+				g.phase = phaseMBlocks
+				g.dispatch(threads, g.m, g.mcChunk)
+				continue
+			}
 			g.bPack = grow(g.bPack, strips*kn.nr*g.kcCur)
+			g.bPanel = g.bPack
 			g.phase = phasePackB
 			if strips*kn.nr*g.kcCur < serialPack {
 				serialChunks(strips, strips, g)
@@ -319,7 +330,7 @@ func (g *gemmCtx) runw(w, s, e int) {
 		for st := s; st < e; st++ {
 			j0 := st * kn.nr
 			cols := min(kn.nr, g.ncCur-j0)
-			packBStrip(kn, g.transB, g.b, g.ldb, g.pc, g.jc+j0, g.kcCur, cols, g.bPack[st*kn.nr*g.kcCur:])
+			packBStrip(kn, g.transB, g.b, g.ldb, g.pc, g.jc+j0, g.kcCur, cols, g.bPanel[st*kn.nr*g.kcCur:])
 		}
 	case phaseMBlocks:
 		// rows s..e of C against the packed B panel
@@ -328,12 +339,12 @@ func (g *gemmCtx) runw(w, s, e int) {
 			if g.directA() {
 				// op(A) read in place: rows i0.. from depth pc.
 				ap, rs, cs, ss := g.directALayout(i0, g.pc)
-				g.macro(pt, ap, rs, cs, ss, g.bPack, i0, mc, g.jc, g.ncCur)
+				g.macro(pt, ap, rs, cs, ss, g.bPanel, i0, mc, g.jc, g.ncCur)
 				continue
 			}
 			pt.pack = grow(pt.pack, packASize(mc, g.kcCur, kn.mr))
 			rs, cs, ss := packA(g.transA, g.a, g.lda, i0, g.pc, mc, g.kcCur, kn.mr, pt.pack)
-			g.macro(pt, pt.pack, rs, cs, ss, g.bPack, i0, mc, g.jc, g.ncCur)
+			g.macro(pt, pt.pack, rs, cs, ss, g.bPanel, i0, mc, g.jc, g.ncCur)
 		}
 	case phaseNBlocks:
 		// columns s..e of C against the packed A (all of op(A)'s rows)

@@ -1,8 +1,12 @@
 package model
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/kernels"
 )
 
 func ref7m() Config {
@@ -34,4 +38,38 @@ func BenchmarkForwardBackwardRef7m(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(B*cfg.SeqLen*b.N)/b.Elapsed().Seconds(), "tok/s")
+}
+
+// BenchmarkHeadRef7m times the training head alone (final norm, lm_head,
+// cross-entropy and the lm_head gradient GEMMs) on a ref7m micro-batch of
+// 8×256 tokens, fused over chunks of rows rows (2048 = the whole batch in
+// one chunk, as before the fusion). Run with -test.cpu 1,2 for both thread
+// counts.
+func BenchmarkHeadRef7m(b *testing.B) {
+	cfg := ref7m()
+	const B = 8
+	r := rand.New(rand.NewPCG(1, 1))
+	bt := &Batch{B: B, T: cfg.SeqLen, Inputs: make([]int32, B*cfg.SeqLen), Targets: make([]int32, B*cfg.SeqLen)}
+	for i := range bt.Inputs {
+		bt.Inputs[i] = int32(r.IntN(cfg.Vocab))
+		bt.Targets[i] = int32(r.IntN(cfg.Vocab))
+	}
+	for _, rows := range []int{512, 1024, 2048} {
+		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
+			kernels.SetThreads(runtime.GOMAXPROCS(0))
+			m, err := New(cfg, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m.headRows = rows
+			if _, err := m.ForwardBackward(bt, 1); err != nil { // sizes the arena and fills the activations
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				m.headTrain(bt, 1)
+			}
+			b.ReportMetric(float64(B*cfg.SeqLen*b.N)/b.Elapsed().Seconds(), "tok/s")
+		})
+	}
 }

@@ -305,6 +305,10 @@ type arena struct {
 	maxB   int
 	buf    []float32
 	logits []float32 // [rows × V]: one head chunk, or all N rows after a Forward
+	// W_lm packed for the training head's GEMMs when a pass takes more
+	// than one chunk (head.go): as the logits GEMM reads it (W_lmᵀ) and as
+	// the input-gradient GEMM does (W_lm).
+	lmT, lmN kernels.PackedB
 
 	resid                    [][]float32 // [L+1][N*D]
 	residMid, ln1, ln2       [][]float32 // [L][N*D]
@@ -326,8 +330,10 @@ type arena struct {
 // gradients are summed in order, so results do not depend on thread count.
 const normChunks = 16
 
-// Bytes reports the arena size in bytes, logits included.
-func (a *arena) Bytes() int { return 4 * (len(a.buf) + len(a.logits)) }
+// Bytes reports the arena size in bytes, logits and packed W_lm included.
+func (a *arena) Bytes() int {
+	return 4 * (len(a.buf) + len(a.logits) + a.lmT.Floats() + a.lmN.Floats())
+}
 
 // ArenaBytes returns the bytes of activation memory currently allocated (it
 // grows with the largest batch seen: linear in B·T plus the B·H·T² of
@@ -340,8 +346,10 @@ func (m *Model) ArenaBytes() int { return m.a.Bytes() }
 // ForwardBackward and Forward size with the same plan (its buffers are
 // listed on arena), with the logits of all B·seq_len positions that
 // Forward keeps (ForwardBackward alone holds one chunk of them: see
-// ArenaBytes), plus the RoPE tables. The arithmetic saturates at math.MaxInt
-// instead of overflowing. It errors when c is invalid or B < 1.
+// ArenaBytes) and the training head's packed copies of lm_head when
+// B·seq_len tokens take more than one chunk, plus the RoPE tables. The
+// arithmetic saturates at math.MaxInt instead of overflowing. It errors
+// when c is invalid or B < 1.
 func (c Config) ActivationBytes(B int) (int, error) {
 	if err := c.Validate(); err != nil {
 		return 0, err
@@ -352,7 +360,10 @@ func (c Config) ActivationBytes(B int) (int, error) {
 	var a arena
 	total := a.plan(c, B, func(*[]float32, int) {})
 	total = satAdd(total, satMul(B, c.SeqLen, c.Vocab)) // Forward's logits
-	total = satAdd(total, c.moeActivationFloats(B))     // MoE layers' own buffers (moe.go)
+	if n := satMul(B, c.SeqLen); n < math.MaxInt {
+		total = satAdd(total, headPackedFloats(c, n, headChunkFor(0))) // the packed lm_head (head.go)
+	}
+	total = satAdd(total, c.moeActivationFloats(B)) // MoE layers' own buffers (moe.go)
 	hd, _, _ := c.dims()
 	return satMul(4, satAdd(total, satMul(c.SeqLen, hd))), nil // + cos and sin, seq_len·hd/2 each
 }

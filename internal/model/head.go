@@ -22,7 +22,10 @@ import (
 // cross-entropy and dx = dlogits·W are computed row by row, and
 // dW += dlogitsᵀ·lnf sums over tokens kc rows at a time with beta = 1,
 // so chunks that are multiples of kc keep every sum in its order
-// (kernels.GemmKC).
+// (kernels.GemmKC). With more than one chunk, W_lm is packed for the GEMMs
+// once per pass (kernels.PackedB, in both layouts they read) instead of
+// once per chunk and GEMM; the packed strips are the ones each GEMM would
+// pack itself, so this too is bit-identical.
 
 // headChunkTokens is the default number of token rows per chunk of the
 // training head: 512 rows of 8,192 logits are 16 MB, inside a 32 MB L3.
@@ -31,13 +34,26 @@ const headChunkTokens = 512
 // headChunk is the number of rows per chunk of the training head: the
 // model's headRows (headChunkTokens when 0) rounded up to a multiple of the
 // active GEMM's kc.
-func (m *Model) headChunk() int {
-	rows := m.headRows
+func (m *Model) headChunk() int { return headChunkFor(m.headRows) }
+
+// headChunkFor is rows (headChunkTokens when ≤ 0) rounded up to a multiple
+// of the active GEMM's kc.
+func headChunkFor(rows int) int {
 	if rows <= 0 {
 		rows = headChunkTokens
 	}
 	kc := kernels.GemmKC()
 	return (rows + kc - 1) / kc * kc
+}
+
+// headPackedFloats is the float32s of the two packed copies of W_lm that
+// the training head keeps when a pass of n tokens takes more than one
+// chunk of chunk rows (0 otherwise).
+func headPackedFloats(c Config, n, chunk int) int {
+	if n <= chunk {
+		return 0
+	}
+	return kernels.PackedBSize(c.DModel, c.Vocab) + kernels.PackedBSize(c.Vocab, c.DModel)
 }
 
 // head runs the final norm, lm_head and loss of Forward over all N rows,
@@ -67,7 +83,7 @@ func (m *Model) head(b *Batch) Stats {
 // backward, over row chunks [r0, r1) of headChunk rows (the last one
 // shorter). For each chunk, with z the chunk's rows of a.logits:
 //
-//	forward:  z = lnf[r0:r1]·W_lmᵀ                              [rows × V]
+//	forward:  z = lnf[r0:r1]·W_lmᵀ                               [rows × V]
 //	          lse_i = log Σ_v exp(z_iv),  loss_i = lse_i − z_iy
 //	backward: z ← dz_iv = k_i·(softmax_iv·(1 + 2λ·lse_i) − [v = y_i])
 //	          (k_i = scale·w_i / Σw, λ the z-loss weight; in place)
@@ -91,6 +107,7 @@ func (m *Model) headTrain(b *Batch, scale float32) Stats {
 	// k_i = scale·w_i/Σw needs every row's weight before the first chunk
 	wsum, count := m.rowWeights(b, scale, true)
 	rows := m.headChunk()
+	packed := N > rows // W_lm packed once for every chunk (kernels.PackedB)
 	for r0 := 0; r0 < N; r0 += rows {
 		r1 := min(N, r0+rows)
 		n := r1 - r0
@@ -100,7 +117,14 @@ func (m *Model) headTrain(b *Batch, scale float32) Stats {
 			m.tb(OpLMHead, -1)
 		}
 		m.tb(OpLMHeadGemm, -1)
-		ops.MatmulForward(z, lnf, m.p.lm, n, D, V, false)
+		if packed {
+			if r0 == 0 {
+				a.lmT.Pack(true, D, V, m.p.lm, D) // op(B) = W_lmᵀ [D × V]
+			}
+			kernels.SgemmPackedB(false, n, 1, lnf, D, &a.lmT, 0, z, V) // z = lnf·W_lmᵀ
+		} else {
+			ops.MatmulForward(z, lnf, m.p.lm, n, D, V, false)
+		}
 		m.te()
 		m.te() // lm_head
 		m.tb(OpCrossEntropy, -1)
@@ -110,7 +134,15 @@ func (m *Model) headTrain(b *Batch, scale float32) Stats {
 		m.te()
 		m.tb(opLMHeadBwd, -1)
 		m.tb(opLMHeadGemmBwd, -1)
-		ops.MatmulBackward(dln, m.g.lm, z, lnf, m.p.lm, n, D, V, false)
+		if packed {
+			if r0 == 0 {
+				a.lmN.Pack(false, V, D, m.p.lm, D) // op(B) = W_lm [V × D]
+			}
+			kernels.SgemmPackedB(false, n, 1, z, V, &a.lmN, 0, dln, D)         // dln = dz·W_lm
+			kernels.Sgemm(true, false, V, D, n, 1, z, V, lnf, D, 1, m.g.lm, D) // dW_lm += dzᵀ·lnf
+		} else {
+			ops.MatmulBackward(dln, m.g.lm, z, lnf, m.p.lm, n, D, V, false)
+		}
 		m.te()
 		m.te() // lm_head_backward
 	}
