@@ -297,10 +297,11 @@ func (m *Model) FLOPsPerToken() float64 {
 
 // arena holds every activation of one pass for up to maxB sequences of
 // seq_len tokens; it is allocated once (and again only when a larger B
-// arrives). All slices but logits are views into buf. logits is allocated
-// on its own (ensureLogits): ForwardBackward needs only one chunk of rows
-// of the training head (head.go), Forward all maxB·seq_len rows, so a
-// model that only trains never holds the full [N × vocab] logits.
+// arrives). All slices but logits (and the packed lm_head) are views into
+// buf. logits is allocated on its own (ensureLogits): ForwardBackward needs
+// only one chunk of rows of the training head (head.go), Forward the B·T
+// rows of its batch, so a model that only trains never holds the full
+// [N × vocab] logits.
 type arena struct {
 	maxB   int
 	buf    []float32
@@ -337,8 +338,9 @@ func (a *arena) Bytes() int {
 
 // ArenaBytes returns the bytes of activation memory currently allocated (it
 // grows with the largest batch seen: linear in B·T plus the B·H·T² of
-// attention probabilities). The logits count with one chunk of the
-// training head until a Forward needs all of them.
+// attention probabilities). Training holds one chunk of the head's logits
+// (and, with more than one chunk per pass, two packed copies of lm_head);
+// a Forward grows the logits to the positions of its batch.
 func (m *Model) ArenaBytes() int { return m.a.Bytes() }
 
 // ActivationBytes is the activation memory in bytes a model of c holds to
@@ -570,7 +572,7 @@ func (m *Model) Forward(b *Batch) (Stats, error) {
 	if err := m.ensureArena(b.B); err != nil {
 		return Stats{}, err
 	}
-	if err := m.ensureLogits(m.a.maxB * m.Cfg.SeqLen); err != nil {
+	if err := m.ensureLogits(b.B * b.T); err != nil { // every position's logits, for Outputs
 		return Stats{}, err
 	}
 	t0 := time.Now()

@@ -93,7 +93,7 @@ func TestSizesMatchAllocation(t *testing.T) {
 		if got := m.ArenaBytes() + rope; got != want-saved {
 			t.Fatalf("ActivationBytes(3) = %d less %d bytes of logits that training does not hold; training allocated %d", want, saved, got)
 		}
-		if _, err := m.Forward(tinyBatch(c, 1, c.SeqLen, 2)); err != nil {
+		if _, err := m.Forward(tinyBatch(c, 3, c.SeqLen, 2)); err != nil {
 			t.Fatal(err)
 		}
 		if got := m.ArenaBytes() + rope; got != want {
