@@ -24,7 +24,8 @@ import (
 // so chunks that are multiples of kc keep every sum in its order
 // (kernels.GemmKC). With more than one chunk, W_lm is packed for the GEMMs
 // once per pass (kernels.PackedB, in both layouts they read) instead of
-// once per chunk and GEMM; the packed strips are the ones each GEMM would
+// once per chunk and GEMM, unless the two copies would outweigh the logits
+// saved (headPackedFloats); the packed strips are the ones each GEMM would
 // pack itself, so this too is bit-identical.
 
 // headChunkTokens is the default number of token rows per chunk of the
@@ -47,13 +48,20 @@ func headChunkFor(rows int) int {
 }
 
 // headPackedFloats is the float32s of the two packed copies of W_lm that
-// the training head keeps when a pass of n tokens takes more than one
-// chunk of chunk rows (0 otherwise).
+// the training head keeps for a pass of n tokens in chunks of chunk rows:
+// none for a single chunk, and none where they would take more memory
+// than the chunking saves (2·d_model > n − chunk: a large model on a small
+// micro-batch, where W_lm outweighs the logits), which then repacks W_lm
+// in each GEMM call as the whole-batch head did once.
 func headPackedFloats(c Config, n, chunk int) int {
 	if n <= chunk {
 		return 0
 	}
-	return kernels.PackedBSize(c.DModel, c.Vocab) + kernels.PackedBSize(c.Vocab, c.DModel)
+	packs := kernels.PackedBSize(c.DModel, c.Vocab) + kernels.PackedBSize(c.Vocab, c.DModel)
+	if packs > satMul(n-chunk, c.Vocab) {
+		return 0
+	}
+	return packs
 }
 
 // head runs the final norm, lm_head and loss of Forward over all N rows,
@@ -107,7 +115,7 @@ func (m *Model) headTrain(b *Batch, scale float32) Stats {
 	// k_i = scale·w_i/Σw needs every row's weight before the first chunk
 	wsum, count := m.rowWeights(b, scale, true)
 	rows := m.headChunk()
-	packed := N > rows // W_lm packed once for every chunk (kernels.PackedB)
+	packed := headPackedFloats(c, N, rows) > 0 // W_lm packed once for every chunk (kernels.PackedB)
 	for r0 := 0; r0 < N; r0 += rows {
 		r1 := min(N, r0+rows)
 		n := r1 - r0

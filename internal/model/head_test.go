@@ -59,22 +59,24 @@ func f32bits(a, b []float32) int {
 // whole-batch head (one chunk of all N rows) bit for bit, on every GEMM
 // implementation at 1 and 2 threads: ragged last chunks, chunk requests
 // that are not multiples of kc, masks, ignored targets, z-loss, tied and
-// untied embeddings, QK-Norm, an MoE model, and two micro-batches
-// accumulated into the same gradients (scale 1/2 each).
+// untied embeddings, QK-Norm, an MoE model, lm_head packed once per pass
+// or (wide d_model) per GEMM, and two micro-batches accumulated into the
+// same gradients (scale 1/2 each).
 func TestHeadChunksBitIdentical(t *testing.T) {
 	type shape struct {
 		name string
 		cfg  func() Config
 		B, T int
 		mask bool
+		one  bool // only the smallest chunks (a slow shape on the Go kernel)
 	}
 	shapes := []shape{
-		{"untied B21xT64 ragged", headConfig, 21, 64, false},
+		{"untied B21xT64 ragged", headConfig, 21, 64, false, false},
 		{"tied z-loss mask B17xT50", func() Config {
 			c := headConfig()
 			c.Tied, c.ZLoss, c.QKNorm, c.DocMask = true, 1e-2, true, true
 			return c
-		}, 17, 50, true},
+		}, 17, 50, true, false},
 		{"moe z-loss B9xT64", func() Config {
 			c := headConfig()
 			c.NLayers, c.ZLoss = 2, 1e-3
@@ -82,9 +84,15 @@ func TestHeadChunksBitIdentical(t *testing.T) {
 			c.MoESharedExpert, c.MoENormTopK, c.MoECapacityFactor = true, true, 1.0
 			c.MoEAuxLossAlpha, c.MoERouterZLoss, c.MoEBalance = 0.1, 0.05, "aux"
 			return c
-		}, 9, 64, true},
-		{"one partial chunk B3xT40", headConfig, 3, 40, true},
+		}, 9, 64, true, false},
+		{"one partial chunk B3xT40", headConfig, 3, 40, true, false},
+		{"wide d_model, lm_head not packed B9xT64", func() Config {
+			c := headConfig()
+			c.DModel, c.NHeads, c.NKVHeads = 160, 4, 4 // 2 packed copies of lm_head > the logits saved, even with kc = 256
+			return c
+		}, 9, 64, false, true},
 	}
+	var packedRuns, unpackedRuns int // multi-chunk passes with and without the packed lm_head
 	savedThreads := kernels.Threads()
 	savedImpl := kernels.Impl()
 	t.Cleanup(func() {
@@ -116,7 +124,11 @@ func TestHeadChunksBitIdentical(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				for _, rows := range []int{1, kc + 1, 2 * kc} {
+				rowsList := []int{1, kc + 1, 2 * kc}
+				if sh.one {
+					rowsList = rowsList[:1]
+				}
+				for _, rows := range rowsList {
 					t.Run(fmt.Sprintf("%s/threads=%d/%s/rows=%d", impl, threads, sh.name, rows), func(t *testing.T) {
 						m, _ := New(cfg, 3)
 						m.headRows = rows
@@ -139,6 +151,11 @@ func TestHeadChunksBitIdentical(t *testing.T) {
 							t.Fatalf("LogitLSEMean %g, whole-batch head %g", a, b)
 						}
 						chunks := (N + m.headChunk() - 1) / m.headChunk()
+						if chunks > 1 && m.a.lmT.Floats() > 0 {
+							packedRuns++
+						} else if chunks > 1 {
+							unpackedRuns++
+						}
 						if m.headChunk()%kc != 0 || m.headChunk() < rows {
 							t.Fatalf("%d rows per chunk for %d requested and kc %d", m.headChunk(), rows, kc)
 						}
@@ -155,6 +172,9 @@ func TestHeadChunksBitIdentical(t *testing.T) {
 				}
 			}
 		}
+	}
+	if packedRuns == 0 || unpackedRuns == 0 {
+		t.Fatalf("multi-chunk passes with the packed lm_head: %d, without: %d; the test must cover both", packedRuns, unpackedRuns)
 	}
 }
 
