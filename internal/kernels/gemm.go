@@ -249,8 +249,13 @@ func (g *gemmCtx) run() {
 	}
 	// n-split when op(A) fits in one mc block and gives fewer row tiles than
 	// threads to share, while op(B) has columns to spare.
-	// (A B packed before the call is shared out by rows only.)
-	nsplit := g.pb == nil && threads > 1 && g.m <= kn.mc && (g.m+kn.mr-1)/kn.mr < 2*threads && g.n >= 2*kn.nr*threads
+	nsplit := threads > 1 && g.m <= kn.mc && (g.m+kn.mr-1)/kn.mr < 2*threads && g.n >= 2*kn.nr*threads
+	if g.pb != nil {
+		// B packed before the call (SgemmPackedB): share out columns when
+		// op(A), read in place, is small enough to stay in cache, so that
+		// B streams once past it; else rows (each thread packs its A blocks).
+		nsplit = threads > 1 && g.n >= 2*kn.nr*threads && g.directA() && g.m*min(kn.kc, g.kk) <= packedBNSplitA
+	}
 	if threads > 1 && !nsplit {
 		// About four row blocks per thread, whole tiles, at most mc.
 		c := (g.m + 4*threads - 1) / (4 * threads)
@@ -349,15 +354,19 @@ func (g *gemmCtx) runw(w, s, e int) {
 	case phaseNBlocks:
 		// columns s..e of C against the packed A (all of op(A)'s rows)
 		nc := e - s
+		ap := g.bPack
+		if !g.aPacked {
+			ap, _, _, _ = g.directALayout(0, g.pc)
+		}
+		if g.pb != nil { // the strips of columns s.. were packed before the call
+			g.macro(pt, ap, g.aRS, g.aCS, g.aSS, g.pb.panel(g.pc, s, g.kcCur), 0, g.m, s, nc)
+			return
+		}
 		strips := (nc + kn.nr - 1) / kn.nr
 		pt.pack = grow(pt.pack, strips*kn.nr*g.kcCur)
 		for st := 0; st < strips; st++ {
 			j0 := st * kn.nr
 			packBStrip(kn, g.transB, g.b, g.ldb, g.pc, s+j0, g.kcCur, min(kn.nr, nc-j0), pt.pack[st*kn.nr*g.kcCur:])
-		}
-		ap := g.bPack
-		if !g.aPacked {
-			ap, _, _, _ = g.directALayout(0, g.pc)
 		}
 		g.macro(pt, ap, g.aRS, g.aCS, g.aSS, pt.pack, 0, g.m, s, nc)
 	}

@@ -66,9 +66,14 @@ func (p *PackedB) Pack(transB bool, k, n int, b []float32, ldb int) {
 	putCtx(g)
 }
 
+// packedBNSplitA is the largest op(A) slice (m·kc floats, 512 KiB) that
+// SgemmPackedB keeps in cache while threads share out B's columns.
+var packedBNSplitA = 1 << 17
+
 // panel is the packed panel of the kc slice starting at k index pc and the
 // nc panel starting at column jc (slice depth kcCur): slices follow each
-// other, each holding its panels in column order.
+// other, each holding its nr-wide strips in column order (the panels of a
+// slice are consecutive runs of them), so jc may be any multiple of nr.
 func (p *PackedB) panel(pc, jc, kcCur int) []float32 {
 	return p.buf[pc*p.nPad+jc*kcCur:]
 }

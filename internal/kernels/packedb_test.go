@@ -11,11 +11,12 @@ import (
 // PackedB equal Sgemm's on the whole A bit for bit (ragged edges, several
 // kc slices and nc panels, op(A) and op(B) transposed or not, alpha and
 // beta ≠ 1, a C row stride wider than n), on every implementation at 1 and
-// 2 threads (2: the parallel paths even for small shapes, where Sgemm
-// itself would take the n-split).
+// 2 threads (2: the parallel paths even for small shapes, rows or columns
+// shared out, the latter across nc panels).
 func TestSgemmPackedBBitIdentical(t *testing.T) {
 	shapes := []struct{ m, n, k, pad, chunk int }{
 		{29, 45, 70, 0, 29}, {300, 256, 1100, 3, 112}, {171, 97, 33, 1, 50}, {5, 4200, 20, 0, 3}, {14, 32, 512, 0, 14},
+		{64, 9000, 256, 0, 40}, {300, 5000, 100, 2, 170}, // columns shared out across nc panels
 	}
 	forEachImpl(t, func(t *testing.T) {
 		for _, threads := range []int{1, 2} {
