@@ -221,3 +221,42 @@ func TestHeadKeepsForwardOutputs(t *testing.T) {
 		t.Fatal("ForwardBackward after a Forward differs from the first")
 	}
 }
+
+// TestHeadZeroAllocs: after the first pass, a training step whose head
+// takes several chunks allocates nothing, with lm_head packed once per pass
+// or per GEMM, on 1 and 2 threads; so does a Forward after it.
+func TestHeadZeroAllocs(t *testing.T) {
+	saved := kernels.Threads()
+	t.Cleanup(func() { kernels.SetThreads(saved) })
+	wide := headConfig()
+	wide.DModel, wide.NHeads, wide.NKVHeads = 160, 4, 4
+	for _, threads := range []int{1, 2} {
+		kernels.SetThreads(threads)
+		for _, tc := range []struct {
+			cfg    Config
+			B      int
+			packed bool
+		}{{headConfig(), 21, true}, {wide, 9, false}} {
+			cfg := tc.cfg
+			m, _ := New(cfg, 1)
+			b := headBatch(cfg, tc.B, 64, 3, true)
+			if _, err := m.ForwardBackward(b, 1); err != nil {
+				t.Fatal(err)
+			}
+			if got := m.a.lmT.Floats() > 0; got != tc.packed {
+				t.Fatalf("d_model %d, %d tokens: lm_head packed %v, want %v", cfg.DModel, tc.B*64, got, tc.packed)
+			}
+			if _, err := m.Forward(b); err != nil {
+				t.Fatal(err)
+			}
+			allocs := testing.AllocsPerRun(3, func() {
+				m.ZeroGrads()
+				m.ForwardBackward(b, 1)
+				m.Forward(b)
+			})
+			if allocs != 0 {
+				t.Fatalf("threads %d, d_model %d: %v allocations per step, want 0", threads, cfg.DModel, allocs)
+			}
+		}
+	}
+}
