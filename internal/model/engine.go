@@ -34,7 +34,7 @@ type Model struct {
 
 	a        arena
 	outN     int // positions whose logits the last Forward left in a.logits (0: none)
-	headRows int // rows per chunk of the training head before rounding to kc (0: headChunkTokens; head.go)
+	headRows int // rows per chunk of the training head before rounding to kc (0: headChunkBytes of logits; head.go)
 	cos, sin []float32
 	vit      Vitals
 	attn     ops.Attention
@@ -363,7 +363,7 @@ func (c Config) ActivationBytes(B int) (int, error) {
 	total := a.plan(c, B, func(*[]float32, int) {})
 	total = satAdd(total, satMul(B, c.SeqLen, c.Vocab)) // Forward's logits
 	if n := satMul(B, c.SeqLen); n < math.MaxInt {
-		total = satAdd(total, headPackedFloats(c, n, headChunkFor(0))) // the packed lm_head (head.go)
+		total = satAdd(total, headPackedFloats(c, n, headChunkFor(0, c.Vocab))) // the packed lm_head (head.go)
 	}
 	total = satAdd(total, c.moeActivationFloats(B)) // MoE layers' own buffers (moe.go)
 	hd, _, _ := c.dims()

@@ -9,14 +9,13 @@ import (
 // training the lm_head's backward.
 //
 // Forward (head) computes the logits of every position into a.logits
-// [N × vocab], where Outputs reads them. ForwardBackward (headTrain) never
-// holds them all: it runs the head over chunks of headChunkTokens rows
-// (rounded up to the GEMM's kc), and each chunk's logits become its
-// dlogits in place and feed the two lm_head gradient GEMMs while they are
-// still in the cache. At vocab 8,192 the full logits of 2,048 tokens are
-// 64 MB, four memory passes of which (written by the GEMM, read and
-// rewritten by the cross-entropy, read by each gradient GEMM) the chunks
-// keep in the last-level cache.
+// [N × vocab], where Outputs reads them. ForwardBackward (headTrain) holds
+// one chunk of them at a time: it runs the head over chunks of about
+// headChunkBytes of logits (a multiple of the GEMM's kc rows), and each
+// chunk's logits become its dlogits in place and feed the two lm_head
+// gradient GEMMs, so the training arena does not grow with N·vocab (124m's
+// 1,024 tokens × 50,304 logits are 206 MB; two chunks of 512 rows halve
+// that).
 //
 // The chunked head is bit-identical to the whole-batch one: the logits, the
 // cross-entropy and dx = dlogits·W are computed row by row, and
@@ -28,22 +27,30 @@ import (
 // saved (headPackedFloats); the packed strips are the ones each GEMM would
 // pack itself, so this too is bit-identical.
 
-// headChunkTokens is the default number of token rows per chunk of the
-// training head: 512 rows of 8,192 logits are 16 MB, inside a 32 MB L3.
-const headChunkTokens = 512
+// headChunkBytes is the default size of one chunk of the training head's
+// logits: 64 MiB, the whole ref7m micro-batch (2,048 × 8,192). Smaller
+// chunks (512 rows, 16 MiB, inside the 32 MiB L3) were measured as fast
+// as the whole batch before the AVX-512 kernel's broadcast rewrite and 2–3%
+// slower after it on the ref7m step (docs/performance.md), probably
+// because the memory passes they save cost less there than the smaller
+// GEMMs and the extra pool barriers add. So the chunks bound the memory of large vocabularies (124m:
+// 512 rows of 50,304) and leave ref7m and 30m one chunk. A variable so
+// that tests can make chunks small.
+var headChunkBytes = 64 << 20
 
 // headChunk is the number of rows per chunk of the training head: the
-// model's headRows (headChunkTokens when 0) rounded up to a multiple of the
-// active GEMM's kc.
-func (m *Model) headChunk() int { return headChunkFor(m.headRows) }
+// model's headRows, when set, else what headChunkBytes holds, rounded to a
+// multiple of the active GEMM's kc (headChunkFor).
+func (m *Model) headChunk() int { return headChunkFor(m.headRows, m.Cfg.Vocab) }
 
-// headChunkFor is rows (headChunkTokens when ≤ 0) rounded up to a multiple
-// of the active GEMM's kc.
-func headChunkFor(rows int) int {
-	if rows <= 0 {
-		rows = headChunkTokens
-	}
+// headChunkFor is rows (when > 0, else headChunkBytes of vocab-wide
+// logits rows, rounded down) rounded up to a multiple of the active GEMM's
+// kc, at least kc.
+func headChunkFor(rows, vocab int) int {
 	kc := kernels.GemmKC()
+	if rows <= 0 {
+		rows = max(kc, headChunkBytes/(4*vocab)/kc*kc)
+	}
 	return (rows + kc - 1) / kc * kc
 }
 

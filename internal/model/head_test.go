@@ -188,6 +188,7 @@ func TestHeadKeepsForwardOutputs(t *testing.T) {
 	b := headBatch(cfg, 21, 64, 5, true)
 	N, V := 21*64, cfg.Vocab
 	m, _ := New(cfg, 9)
+	m.headRows = 1 // chunks of kc rows
 	fresh, _ := New(cfg, 9)
 	st1, err := m.ForwardBackward(b, 1)
 	if err != nil {
@@ -239,6 +240,7 @@ func TestHeadZeroAllocs(t *testing.T) {
 		}{{headConfig(), 21, true}, {wide, 9, false}} {
 			cfg := tc.cfg
 			m, _ := New(cfg, 1)
+			m.headRows = 1 // chunks of kc rows
 			b := headBatch(cfg, tc.B, 64, 3, true)
 			if _, err := m.ForwardBackward(b, 1); err != nil {
 				t.Fatal(err)
@@ -258,5 +260,24 @@ func TestHeadZeroAllocs(t *testing.T) {
 				t.Fatalf("threads %d, d_model %d: %v allocations per step, want 0", threads, cfg.DModel, allocs)
 			}
 		}
+	}
+}
+
+// TestHeadChunkDefault: without a requested row count a chunk holds at most
+// headChunkBytes of logits (at least kc rows), always a multiple of kc: the
+// whole ref7m micro-batch of 2,048 tokens at vocab 8,192, 512 rows or fewer
+// at GPT-2's 50,304.
+func TestHeadChunkDefault(t *testing.T) {
+	kc := kernels.GemmKC()
+	for _, tc := range []struct{ vocab, min, max int }{
+		{8192, 2048, 2048}, {50304, kc, 512}, {300, 55000, 56000}, {1 << 22, kc, kc},
+	} {
+		got := headChunkFor(0, tc.vocab)
+		if got%kc != 0 || got < tc.min || got > tc.max || (got > kc && 4*got*tc.vocab > headChunkBytes) {
+			t.Errorf("vocab %d: %d rows per chunk, want a multiple of kc %d in [%d, %d] within %d bytes", tc.vocab, got, kc, tc.min, tc.max, headChunkBytes)
+		}
+	}
+	if got := headChunkFor(kc+1, 8192); got != 2*kc {
+		t.Errorf("%d rows requested: %d per chunk, want %d", kc+1, got, 2*kc)
 	}
 }
