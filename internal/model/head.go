@@ -13,9 +13,8 @@ import (
 // one chunk of them at a time: it runs the head over chunks of about
 // headChunkBytes of logits (a multiple of the GEMM's kc rows), and each
 // chunk's logits become its dlogits in place and feed the two lm_head
-// gradient GEMMs, so the training arena does not grow with N·vocab (124m's
-// 1,024 tokens × 50,304 logits are 206 MB; two chunks of 512 rows halve
-// that).
+// gradient GEMMs, so the training arena holds at most about
+// headChunkBytes of logits however large N·vocab grows.
 //
 // The chunked head is bit-identical to the whole-batch one: the logits, the
 // cross-entropy and dx = dlogits·W are computed row by row, and
@@ -28,15 +27,16 @@ import (
 // pack itself, so this too is bit-identical.
 
 // headChunkBytes is the default size of one chunk of the training head's
-// logits: 64 MiB, the whole ref7m micro-batch (2,048 × 8,192). Smaller
-// chunks (512 rows, 16 MiB, inside the 32 MiB L3) were measured as fast
-// as the whole batch before the AVX-512 kernel's broadcast rewrite and 2–3%
-// slower after it on the ref7m step (docs/performance.md), probably
-// because the memory passes they save cost less there than the smaller
-// GEMMs and the extra pool barriers add. So the chunks bound the memory of large vocabularies (124m:
-// 512 rows of 50,304) and leave ref7m and 30m one chunk. A variable so
-// that tests can make chunks small.
-var headChunkBytes = 64 << 20
+// logits: 256 MiB, more than the logits of any preset's micro-batch (ref7m
+// 64 MiB, 30m 64 MiB, 124m 206 MB), which therefore keep one chunk. Smaller
+// chunks were measured slower on this project's 2-core machine
+// (docs/performance.md): 512-row chunks 2–3% on the ref7m step and 4–11%
+// on 124m (without the packed lm_head, which would cost more memory than
+// they save there), probably because the memory passes they save cost less
+// than the smaller GEMMs, the repacking and the extra pool barriers add. So
+// chunking only bounds the memory of larger micro-batches and vocabularies.
+// A variable so that tests can make chunks small.
+var headChunkBytes = 256 << 20
 
 // headChunk is the number of rows per chunk of the training head: the
 // model's headRows, when set, else what headChunkBytes holds, rounded to a

@@ -263,18 +263,21 @@ func TestHeadZeroAllocs(t *testing.T) {
 	}
 }
 
-// TestHeadChunkDefault: without a requested row count a chunk holds at most
-// headChunkBytes of logits (at least kc rows), always a multiple of kc: the
-// whole ref7m micro-batch of 2,048 tokens at vocab 8,192, 512 rows or fewer
-// at GPT-2's 50,304.
+// TestHeadChunkDefault: without a requested row count a chunk is the
+// largest multiple of kc rows whose logits fit headChunkBytes (kc rows when
+// none fit): the whole micro-batch of every preset (ref7m 2,048 × 8,192,
+// 124m 1,024 × 50,304).
 func TestHeadChunkDefault(t *testing.T) {
 	kc := kernels.GemmKC()
-	for _, tc := range []struct{ vocab, min, max int }{
-		{8192, 2048, 2048}, {50304, kc, 512}, {300, 55000, 56000}, {1 << 22, kc, kc},
-	} {
-		got := headChunkFor(0, tc.vocab)
-		if got%kc != 0 || got < tc.min || got > tc.max || (got > kc && 4*got*tc.vocab > headChunkBytes) {
-			t.Errorf("vocab %d: %d rows per chunk, want a multiple of kc %d in [%d, %d] within %d bytes", tc.vocab, got, kc, tc.min, tc.max, headChunkBytes)
+	for _, vocab := range []int{300, 8192, 50304, 1 << 22} {
+		got, fit := headChunkFor(0, vocab), headChunkBytes/(4*vocab)
+		if got%kc != 0 || (got > fit && got != kc) || (got+kc <= fit) {
+			t.Errorf("vocab %d: %d rows per chunk, want the largest multiple of kc %d up to %d (or kc)", vocab, got, kc, fit)
+		}
+	}
+	for _, p := range []struct{ vocab, tokens int }{{8192, 2048}, {50304, 1024}} {
+		if got := headChunkFor(0, p.vocab); got < p.tokens {
+			t.Errorf("vocab %d: %d rows per chunk, below the preset's %d tokens", p.vocab, got, p.tokens)
 		}
 	}
 	if got := headChunkFor(kc+1, 8192); got != 2*kc {
