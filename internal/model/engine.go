@@ -554,11 +554,15 @@ func (m *Model) ForwardBackward(b *Batch, scale float32) (Stats, error) {
 	t0 := time.Now()
 	m.moe.scale = scale
 	m.forwardBody(b, true)
+	aux := m.moeAux()
+	// the head ends with lm_head gradient GEMMs, whose time (st.BackwardTime)
+	// moves to backward: the forward phase then ends where they begin
 	st := m.headTrain(b, scale)
-	st.MoEAux = m.moeAux()
+	st.MoEAux = aux
 	t1 := time.Now()
 	m.backward(b)
-	st.ForwardTime, st.BackwardTime = t1.Sub(t0), time.Since(t1)
+	headBwd := st.BackwardTime
+	st.ForwardTime, st.BackwardTime = t1.Sub(t0)-headBwd, time.Since(t1)+headBwd
 	return st, nil
 }
 

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"time"
+
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/kernels/ops"
 )
@@ -109,7 +111,9 @@ func (m *Model) head(b *Batch) Stats {
 // which backward carries on from, and adds the lm_head gradient into Grads
 // (the embedding's, when tied). Spans per chunk: lm_head ⊃ lm_head_gemm,
 // cross_entropy, lm_head_backward ⊃ lm_head_gemm_backward (the first
-// lm_head span also holds the final norm).
+// lm_head span also holds the final norm). The Stats it returns carry the
+// time of the lm_head_backward spans as BackwardTime, which
+// ForwardBackward moves from the forward pass to the backward one.
 func (m *Model) headTrain(b *Batch, scale float32) Stats {
 	c := m.Cfg
 	a := &m.a
@@ -121,6 +125,8 @@ func (m *Model) headTrain(b *Batch, scale float32) Stats {
 	m.rmsForward(a.lnf, a.rstdf, a.resid[c.NLayers], m.p.lnf, N, D, float32(c.NormEps))
 	// k_i = scale·w_i/Σw needs every row's weight before the first chunk
 	wsum, count := m.rowWeights(b, scale, true)
+	var st Stats
+	var bwd time.Duration // in the lm_head_backward spans
 	rows := m.headChunk()
 	packed := headPackedFloats(c, N, rows) > 0 // W_lm packed once for every chunk (kernels.PackedB)
 	for r0 := 0; r0 < N; r0 += rows {
@@ -147,6 +153,10 @@ func (m *Model) headTrain(b *Batch, scale float32) Stats {
 			loss: a.loss[r0:r1], lse: a.lse[r0:r1]}
 		kernels.ParallelForTask(n, 8, &m.tCE)
 		m.te()
+		if r1 == N { // every row's loss is in: the pass ends with the gradient GEMMs
+			st = m.headStats(b, wsum, count)
+		}
+		tb := time.Now()
 		m.tb(opLMHeadBwd, -1)
 		m.tb(opLMHeadGemmBwd, -1)
 		if packed {
@@ -160,8 +170,10 @@ func (m *Model) headTrain(b *Batch, scale float32) Stats {
 		}
 		m.te()
 		m.te() // lm_head_backward
+		bwd += time.Since(tb)
 	}
-	return m.headStats(b, wsum, count)
+	st.BackwardTime = bwd
+	return st
 }
 
 // rowWeights sets a.rowGrad[i] to each row's loss weight w_i (its Mask

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 )
@@ -282,5 +283,61 @@ func TestHeadChunkDefault(t *testing.T) {
 	}
 	if got := headChunkFor(kc+1, 8192); got != 2*kc {
 		t.Errorf("%d rows requested: %d per chunk, want %d", kc+1, got, 2*kc)
+	}
+}
+
+// timeTracer sums the wall time of the spans named name and notes when
+// the last span named last began.
+type timeTracer struct {
+	name, last string
+	open       []time.Time
+	names      []string
+	sum        time.Duration
+	lastAt     time.Time
+}
+
+func (r *timeTracer) Begin(op string, layer int) {
+	now := time.Now()
+	if op == r.last {
+		r.lastAt = now
+	}
+	r.open = append(r.open, now)
+	r.names = append(r.names, op)
+}
+
+func (r *timeTracer) End() {
+	n := len(r.open) - 1
+	if r.names[n] == r.name {
+		r.sum += time.Since(r.open[n])
+	}
+	r.open, r.names = r.open[:n], r.names[:n]
+}
+
+// TestHeadTimesCountAsBackward: the lm_head gradient GEMMs that run inside
+// the training head count as backward time, not forward, with one chunk
+// and with several; forward and backward still add up to the pass.
+func TestHeadTimesCountAsBackward(t *testing.T) {
+	cfg := headConfig()
+	b := headBatch(cfg, 21, 64, 4, false)
+	for _, rows := range []int{0, 1} {
+		m, _ := New(cfg, 2)
+		m.headRows = rows
+		if _, err := m.ForwardBackward(b, 1); err != nil {
+			t.Fatal(err)
+		}
+		tr := &timeTracer{name: opLMHeadGemmBwd, last: opLMHeadBwd} // the last lm_head_backward: the final norm's, backward's first op
+		m.Trace = tr
+		t0 := time.Now()
+		st, err := m.ForwardBackward(b, 1)
+		wall := time.Since(t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		untilBackward := tr.lastAt.Sub(t0) // forward and the whole head, gradient GEMMs included
+		if tr.sum <= 0 || st.BackwardTime < tr.sum || st.ForwardTime <= 0 || st.ForwardTime+st.BackwardTime > wall ||
+			st.ForwardTime > untilBackward-tr.sum/2 {
+			t.Fatalf("rows %d: forward %v, backward %v, lm_head gradient GEMMs %v, %v until backward, pass %v",
+				rows, st.ForwardTime, st.BackwardTime, tr.sum, untilBackward, wall)
+		}
 	}
 }

@@ -47,11 +47,12 @@ type Stats struct {
 	// to the gradient; 0 for dense models.
 	MoEAux float64
 
-	// ForwardTime is the forward pass including the loss head. In
-	// ForwardBackward the head runs fused with the lm_head's backward
-	// GEMMs (chunk by chunk, head.go), which therefore count here.
+	// ForwardTime is the forward pass including the loss head,
+	// BackwardTime the backward pass (0 for Forward). In ForwardBackward
+	// the lm_head's gradient GEMMs run inside the loss head, chunk by chunk
+	// (head.go); their time counts as backward.
 	ForwardTime  time.Duration
-	BackwardTime time.Duration // backward pass after the loss head (0 for Forward)
+	BackwardTime time.Duration
 }
 
 // Vitals are the per-step model health numbers (seed-004 names), computed
