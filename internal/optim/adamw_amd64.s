@@ -1,0 +1,322 @@
+#include "textflag.h"
+
+// AVX-512 twins of the AdamW loops of adamw.go (declared in adamw_amd64.go).
+// Every kernel does, lane by lane, the same IEEE operations in the same
+// order as the Go expression it replaces — float32 → float64 conversions,
+// float64 multiplies and adds, float32 roundings, the float32 square root
+// and division — and no fused multiply-add, so each result is bit for bit
+// the Go one. The float64 sums stay sequential in element order: the
+// squared terms of 8 elements are computed in one vector, stored to the
+// frame and added to the scalar accumulator one lane at a time, in order.
+// n is a positive multiple of 8; the Go wrappers check the slice bounds.
+// Every kernel ends with VZEROUPPER (docs: the dirty-upper-state trap).
+
+// adamConsts (adamw.go): gs 0, b1 8, c1 16, b2 24, c2 32, wd 40, step 48
+// (float64), ib1 56, ib2 60, eps 64 (float32).
+
+// Broadcast the constants: Z16 gs, Z17 b1, Z18 c1 = 1−b1, Z19 b2,
+// Z20 c2 = 1−b2, Z21 wd; Y22 ib1, Y23 ib2, Y24 eps.
+#define LOADK(k) \
+	VBROADCASTSD 0(k), Z16; \
+	VBROADCASTSD 8(k), Z17; \
+	VBROADCASTSD 16(k), Z18; \
+	VBROADCASTSD 24(k), Z19; \
+	VBROADCASTSD 32(k), Z20; \
+	VBROADCASTSD 40(k), Z21; \
+	VBROADCASTSS 56(k), Y22; \
+	VBROADCASTSS 60(k), Y23; \
+	VBROADCASTSS 64(k), Y24
+
+// DIR8 is pass 1 for the 8 elements at SI (g), DI (m), R8 (v), R9 (θ),
+// R10 (u):
+//   g = float64(g)·gs
+//   m = float32(b1·float64(m) + c1·g)          → Y7
+//   v = float32(b2·float64(v) + (c2·g)·g)      → Y9
+//   u = float64((m·ib1) / (√v·ib2 + eps)) + wd·float64(θ)   (the quotient
+//       in float32) → Z11, stored as float32(u) at R10; float64(θ) → Z12.
+#define DIR8 \
+	VCVTPS2PD (SI), Z6; \
+	VMULPD Z16, Z6, Z6; \
+	VCVTPS2PD (DI), Z7; \
+	VMULPD Z17, Z7, Z7; \
+	VMULPD Z18, Z6, Z8; \
+	VADDPD Z8, Z7, Z7; \
+	VCVTPD2PS Z7, Y7; \
+	VCVTPS2PD (R8), Z9; \
+	VMULPD Z19, Z9, Z9; \
+	VMULPD Z20, Z6, Z10; \
+	VMULPD Z6, Z10, Z10; \
+	VADDPD Z10, Z9, Z9; \
+	VCVTPD2PS Z9, Y9; \
+	VSQRTPS Y9, Y10; \
+	VMULPS Y23, Y10, Y10; \
+	VADDPS Y24, Y10, Y10; \
+	VMULPS Y22, Y7, Y11; \
+	VDIVPS Y10, Y11, Y11; \
+	VCVTPS2PD Y11, Z11; \
+	VCVTPS2PD (R9), Z12; \
+	VMULPD Z21, Z12, Z13; \
+	VADDPD Z13, Z11, Z11; \
+	VCVTPD2PS Z11, Y13; \
+	VMOVUPS Y13, (R10)
+
+// NEXT8 advances the five pointers by 8 float32 and the count by −8.
+#define NEXT8 \
+	ADDQ $32, SI; \
+	ADDQ $32, DI; \
+	ADDQ $32, R8; \
+	ADDQ $32, R9; \
+	ADDQ $32, R10; \
+	SUBQ $8, CX
+
+// HALF8(z, y, x, acc, off) adds lanes 0…7 of the float64 vector z to the
+// scalar acc, in lane order: lanes 0…3 taken from registers (X26, X27
+// scratch), lanes 4…7 from the copy of z stored at off(SP) (this mix keeps
+// both the shuffle and the load ports busy without waiting on either).
+#define HALF8(z, y, x, acc, off) \
+	VADDSD x, acc, acc; \
+	VUNPCKHPD x, x, X26; \
+	VADDSD X26, acc, acc; \
+	VEXTRACTF32X4 $1, y, X27; \
+	VADDSD X27, acc, acc; \
+	VUNPCKHPD X27, X27, X26; \
+	VADDSD X26, acc, acc; \
+	VEXTRACTF64X4 $1, z, Y28; \
+	VADDSD X28, acc, acc; \
+	VUNPCKHPD X28, X28, X26; \
+	VADDSD X26, acc, acc; \
+	VEXTRACTF32X4 $1, Y28, X27; \
+	VADDSD X27, acc, acc; \
+	VUNPCKHPD X27, X27, X26; \
+	VADDSD X26, acc, acc
+
+// HALF8X2 is HALF8 into two accumulators (a later segment's own sums
+// beside the chunk's).
+#define HALF8X2(z, y, x, acc, acc2, off) \
+	VMOVUPD z, off(SP); \
+	VADDSD x, acc, acc; \
+	VADDSD x, acc2, acc2; \
+	VUNPCKHPD x, x, X26; \
+	VADDSD X26, acc, acc; \
+	VADDSD X26, acc2, acc2; \
+	VEXTRACTF32X4 $1, y, X27; \
+	VADDSD X27, acc, acc; \
+	VADDSD X27, acc2, acc2; \
+	VUNPCKHPD X27, X27, X28; \
+	VADDSD X28, acc, acc; \
+	VADDSD X28, acc2, acc2; \
+	VADDSD (off+32)(SP), acc, acc; \
+	VADDSD (off+32)(SP), acc2, acc2; \
+	VADDSD (off+40)(SP), acc, acc; \
+	VADDSD (off+40)(SP), acc2, acc2; \
+	VADDSD (off+48)(SP), acc, acc; \
+	VADDSD (off+48)(SP), acc2, acc2; \
+	VADDSD (off+56)(SP), acc, acc; \
+	VADDSD (off+56)(SP), acc2, acc2
+
+// SQ4: Z11 = u², Z12 = θ², Z7 = float64(m)², Z9 = float64(v)².
+#define SQ4 \
+	VMULPD Z11, Z11, Z11; \
+	VMULPD Z12, Z12, Z12; \
+	VCVTPS2PD Y7, Z7; \
+	VMULPD Z7, Z7, Z7; \
+	VCVTPS2PD Y9, Z9; \
+	VMULPD Z9, Z9, Z9
+
+// func adamDirAVX512(mode int, gr, m, v, p, u *float32, n int, k *adamConsts, acc *[6]float64)
+// acc: un, pn, su, sp, sm, sv. mode 0 adds to un, pn; mode 1 also to sm,
+// sv; mode 2 to all six (su, sp take the same terms as un, pn).
+TEXT ·adamDirAVX512(SB), NOSPLIT, $256-72
+	MOVQ gr+8(FP), SI
+	MOVQ m+16(FP), DI
+	MOVQ v+24(FP), R8
+	MOVQ p+32(FP), R9
+	MOVQ u+40(FP), R10
+	MOVQ n+48(FP), CX
+	MOVQ k+56(FP), DX
+	MOVQ acc+64(FP), BX
+	LOADK(DX)
+	VMOVSD 0(BX), X0
+	VMOVSD 8(BX), X1
+	VMOVSD 16(BX), X4
+	VMOVSD 24(BX), X5
+	VMOVSD 32(BX), X2
+	VMOVSD 40(BX), X3
+	MOVQ mode+0(FP), AX
+	CMPQ AX, $1
+	JEQ  tel
+	CMPQ AX, $2
+	JEQ  telseg
+
+norms:
+	DIR8
+	VMULPD Z11, Z11, Z11
+	VMULPD Z12, Z12, Z12
+	HALF8(Z11, Y11, X11, X0, 0)
+	HALF8(Z12, Y12, X12, X1, 64)
+	NEXT8
+	JNZ  norms
+	JMP  done
+
+tel:
+	DIR8
+	SQ4
+	HALF8(Z11, Y11, X11, X0, 0)
+	HALF8(Z12, Y12, X12, X1, 64)
+	HALF8(Z7, Y7, X7, X2, 128)
+	HALF8(Z9, Y9, X9, X3, 192)
+	NEXT8
+	JNZ  tel
+	JMP  done
+
+telseg:
+	DIR8
+	SQ4
+	HALF8X2(Z11, Y11, X11, X0, X4, 0)
+	HALF8X2(Z12, Y12, X12, X1, X5, 64)
+	HALF8(Z7, Y7, X7, X2, 128)
+	HALF8(Z9, Y9, X9, X3, 192)
+	NEXT8
+	JNZ  telseg
+
+done:
+	VMOVSD X0, 0(BX)
+	VMOVSD X1, 8(BX)
+	VMOVSD X4, 16(BX)
+	VMOVSD X5, 24(BX)
+	VMOVSD X2, 32(BX)
+	VMOVSD X3, 40(BX)
+	VZEROUPPER
+	RET
+
+// func adamCommitAVX512(gr, m, v, p, u *float32, n int, k *adamConsts)
+// Pass 2, elementwise:
+//   g = float64(g)·gs
+//   m = float32(b1·float64(m) + c1·g)
+//   v = float32(b2·float64(v) + (c2·g)·g)
+//   θ = float32(float64(θ) − step·float64(u))
+TEXT ·adamCommitAVX512(SB), NOSPLIT, $0-56
+	MOVQ gr+0(FP), SI
+	MOVQ m+8(FP), DI
+	MOVQ v+16(FP), R8
+	MOVQ p+24(FP), R9
+	MOVQ u+32(FP), R10
+	MOVQ n+40(FP), CX
+	MOVQ k+48(FP), DX
+	LOADK(DX)
+	VBROADCASTSD 48(DX), Z25
+
+commit:
+	VCVTPS2PD (SI), Z6
+	VMULPD Z16, Z6, Z6
+	VCVTPS2PD (DI), Z7
+	VMULPD Z17, Z7, Z7
+	VMULPD Z18, Z6, Z8
+	VADDPD Z8, Z7, Z7
+	VCVTPD2PS Z7, Y7
+	VMOVUPS Y7, (DI)
+	VCVTPS2PD (R8), Z9
+	VMULPD Z19, Z9, Z9
+	VMULPD Z20, Z6, Z10
+	VMULPD Z6, Z10, Z10
+	VADDPD Z10, Z9, Z9
+	VCVTPD2PS Z9, Y9
+	VMOVUPS Y9, (R8)
+	VCVTPS2PD (R9), Z12
+	VCVTPS2PD (R10), Z13
+	VMULPD Z25, Z13, Z13
+	VSUBPD Z13, Z12, Z12
+	VCVTPD2PS Z12, Y12
+	VMOVUPS Y12, (R9)
+	NEXT8
+	JNZ  commit
+	VZEROUPPER
+	RET
+
+// func sumSqAVX512(x *float32, n int, acc float64) float64
+// acc + Σ float64(x[j])², added in order.
+TEXT ·sumSqAVX512(SB), NOSPLIT, $64-32
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VMOVSD acc+16(FP), X0
+
+sq1:
+	VCVTPS2PD (SI), Z6
+	VMULPD Z6, Z6, Z6
+	HALF8(Z6, Y6, X6, X0, 0)
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JNZ  sq1
+	VMOVSD X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func sumSq8AVX512(x *[8]*float32, n int, acc *[8]float64)
+// acc[i] + Σ float64(x[i][j])² for eight arrays at once: eight independent
+// chains, so the adds' latency overlaps; each chain in element order.
+TEXT ·sumSq8AVX512(SB), NOSPLIT, $512-24
+	MOVQ x+0(FP), AX
+	MOVQ 0(AX), SI
+	MOVQ 8(AX), DI
+	MOVQ 16(AX), R8
+	MOVQ 24(AX), R9
+	MOVQ 32(AX), R10
+	MOVQ 40(AX), R11
+	MOVQ 48(AX), R12
+	MOVQ 56(AX), R13
+	MOVQ n+8(FP), CX
+	MOVQ acc+16(FP), BX
+	VMOVSD 0(BX), X0
+	VMOVSD 8(BX), X1
+	VMOVSD 16(BX), X2
+	VMOVSD 24(BX), X3
+	VMOVSD 32(BX), X4
+	VMOVSD 40(BX), X5
+	VMOVSD 48(BX), X6
+	VMOVSD 56(BX), X7
+
+sq8:
+	VCVTPS2PD (SI), Z8
+	VMULPD Z8, Z8, Z8
+	VCVTPS2PD (DI), Z9
+	VMULPD Z9, Z9, Z9
+	VCVTPS2PD (R8), Z10
+	VMULPD Z10, Z10, Z10
+	VCVTPS2PD (R9), Z11
+	VMULPD Z11, Z11, Z11
+	VCVTPS2PD (R10), Z12
+	VMULPD Z12, Z12, Z12
+	VCVTPS2PD (R11), Z13
+	VMULPD Z13, Z13, Z13
+	VCVTPS2PD (R12), Z14
+	VMULPD Z14, Z14, Z14
+	VCVTPS2PD (R13), Z15
+	VMULPD Z15, Z15, Z15
+	HALF8(Z8, Y8, X8, X0, 0)
+	HALF8(Z9, Y9, X9, X1, 64)
+	HALF8(Z10, Y10, X10, X2, 128)
+	HALF8(Z11, Y11, X11, X3, 192)
+	HALF8(Z12, Y12, X12, X4, 256)
+	HALF8(Z13, Y13, X13, X5, 320)
+	HALF8(Z14, Y14, X14, X6, 384)
+	HALF8(Z15, Y15, X15, X7, 448)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, R8
+	ADDQ $32, R9
+	ADDQ $32, R10
+	ADDQ $32, R11
+	ADDQ $32, R12
+	ADDQ $32, R13
+	SUBQ $8, CX
+	JNZ  sq8
+	VMOVSD X0, 0(BX)
+	VMOVSD X1, 8(BX)
+	VMOVSD X2, 16(BX)
+	VMOVSD X3, 24(BX)
+	VMOVSD X4, 32(BX)
+	VMOVSD X5, 40(BX)
+	VMOVSD X6, 48(BX)
+	VMOVSD X7, 56(BX)
+	VZEROUPPER
+	RET
