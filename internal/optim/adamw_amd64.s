@@ -123,6 +123,37 @@
 	VCVTPS2PD Y9, Z9; \
 	VMULPD Z9, Z9, Z9
 
+// TSUM4 adds u², θ², m², v² of the 8 elements (Z11, Z12, Z7, Z9) to the
+// four running sums held as the lanes of Y0 = (un, pn, sm, sv): the four
+// vectors are transposed into T_j = (u_j², θ_j², m_j², v_j²), and
+// Y0 += T_0, += T_1, … += T_7 — lane by lane the same adds, in the same
+// order, as four scalar chains, with a quarter of the instructions.
+#define TSUM4 \
+	VUNPCKLPD Z12, Z11, Z14; \
+	VUNPCKHPD Z12, Z11, Z15; \
+	VUNPCKLPD Z9, Z7, Z29; \
+	VUNPCKHPD Z9, Z7, Z30; \
+	VSHUFF64X2 $0, Y29, Y14, Y6; \
+	VSHUFF64X2 $0, Y30, Y15, Y8; \
+	VADDPD Y6, Y0, Y0; \
+	VADDPD Y8, Y0, Y0; \
+	VSHUFF64X2 $3, Y29, Y14, Y6; \
+	VSHUFF64X2 $3, Y30, Y15, Y8; \
+	VADDPD Y6, Y0, Y0; \
+	VADDPD Y8, Y0, Y0; \
+	VEXTRACTF64X4 $1, Z14, Y14; \
+	VEXTRACTF64X4 $1, Z29, Y29; \
+	VEXTRACTF64X4 $1, Z15, Y15; \
+	VEXTRACTF64X4 $1, Z30, Y30; \
+	VSHUFF64X2 $0, Y29, Y14, Y6; \
+	VSHUFF64X2 $0, Y30, Y15, Y8; \
+	VADDPD Y6, Y0, Y0; \
+	VADDPD Y8, Y0, Y0; \
+	VSHUFF64X2 $3, Y29, Y14, Y6; \
+	VSHUFF64X2 $3, Y30, Y15, Y8; \
+	VADDPD Y6, Y0, Y0; \
+	VADDPD Y8, Y0, Y0
+
 // func adamDirAVX512(mode int, gr, m, v, p, u *float32, n int, k *adamConsts, acc *[6]float64)
 // acc: un, pn, su, sp, sm, sv. mode 0 adds to un, pn; mode 1 also to sm,
 // sv; mode 2 to all six (su, sp take the same terms as un, pn).
@@ -159,15 +190,20 @@ norms:
 	JMP  done
 
 tel:
+	// Y0 = (un, pn, sm, sv)
+	VMOVUPD 0(BX), X0
+	VINSERTF128 $1, 32(BX), Y0, Y0
+
+tel8:
 	DIR8
 	SQ4
-	HALF8(Z11, Y11, X11, X0, 0)
-	HALF8(Z12, Y12, X12, X1, 64)
-	HALF8(Z7, Y7, X7, X2, 128)
-	HALF8(Z9, Y9, X9, X3, 192)
+	TSUM4
 	NEXT8
-	JNZ  tel
-	JMP  done
+	JNZ  tel8
+	VMOVUPD X0, 0(BX)
+	VEXTRACTF128 $1, Y0, 32(BX)
+	VZEROUPPER
+	RET
 
 telseg:
 	DIR8
