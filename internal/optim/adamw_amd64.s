@@ -288,9 +288,12 @@ sq1:
 	RET
 
 // func sumSq8AVX512(x *[8]*float32, n int, acc *[8]float64)
-// acc[i] + Σ float64(x[i][j])² for eight arrays at once: eight independent
-// chains, so the adds' latency overlaps; each chain in element order.
-TEXT ·sumSq8AVX512(SB), NOSPLIT, $512-24
+// acc[i] + Σ float64(x[i][j])² for eight arrays at once, the eight sums as
+// the lanes of Z0: each block of 8 elements of the 8 arrays is squared and
+// transposed (8×8, 24 shuffles) into c_j = (x0[j]², …, x7[j]²), and
+// Z0 += c_0, += c_1, … += c_7 — lane by lane the same adds in the same
+// order as eight scalar chains.
+TEXT ·sumSq8AVX512(SB), NOSPLIT, $0-24
 	MOVQ x+0(FP), AX
 	MOVQ 0(AX), SI
 	MOVQ 8(AX), DI
@@ -302,14 +305,7 @@ TEXT ·sumSq8AVX512(SB), NOSPLIT, $512-24
 	MOVQ 56(AX), R13
 	MOVQ n+8(FP), CX
 	MOVQ acc+16(FP), BX
-	VMOVSD 0(BX), X0
-	VMOVSD 8(BX), X1
-	VMOVSD 16(BX), X2
-	VMOVSD 24(BX), X3
-	VMOVSD 32(BX), X4
-	VMOVSD 40(BX), X5
-	VMOVSD 48(BX), X6
-	VMOVSD 56(BX), X7
+	VMOVUPD 0(BX), Z0
 
 sq8:
 	VCVTPS2PD (SI), Z8
@@ -328,14 +324,41 @@ sq8:
 	VMULPD Z14, Z14, Z14
 	VCVTPS2PD (R13), Z15
 	VMULPD Z15, Z15, Z15
-	HALF8(Z8, Y8, X8, X0, 0)
-	HALF8(Z9, Y9, X9, X1, 64)
-	HALF8(Z10, Y10, X10, X2, 128)
-	HALF8(Z11, Y11, X11, X3, 192)
-	HALF8(Z12, Y12, X12, X4, 256)
-	HALF8(Z13, Y13, X13, X5, 320)
-	HALF8(Z14, Y14, X14, X6, 384)
-	HALF8(Z15, Y15, X15, X7, 448)
+	// t: pairs of rows interleaved within 128-bit lanes
+	VUNPCKLPD Z9, Z8, Z16   // x0[0] x1[0] | x0[2] x1[2] | x0[4] x1[4] | x0[6] x1[6]
+	VUNPCKHPD Z9, Z8, Z17   // x0[1] x1[1] | … odd
+	VUNPCKLPD Z11, Z10, Z18 // x2, x3 even
+	VUNPCKHPD Z11, Z10, Z19
+	VUNPCKLPD Z13, Z12, Z20 // x4, x5
+	VUNPCKHPD Z13, Z12, Z21
+	VUNPCKLPD Z15, Z14, Z22 // x6, x7
+	VUNPCKHPD Z15, Z14, Z23
+	// s: 128-bit lanes 0, 2 (0x88) or 1, 3 (0xDD) of two t's
+	VSHUFF64X2 $0x88, Z18, Z16, Z24 // x01[0] x01[4] x23[0] x23[4]
+	VSHUFF64X2 $0xDD, Z18, Z16, Z25 // x01[2] x01[6] x23[2] x23[6]
+	VSHUFF64X2 $0x88, Z19, Z17, Z26 // x01[1] x01[5] x23[1] x23[5]
+	VSHUFF64X2 $0xDD, Z19, Z17, Z27 // x01[3] x01[7] x23[3] x23[7]
+	VSHUFF64X2 $0x88, Z22, Z20, Z28 // x45[0] x45[4] x67[0] x67[4]
+	VSHUFF64X2 $0xDD, Z22, Z20, Z29 // x45[2] x45[6] x67[2] x67[6]
+	VSHUFF64X2 $0x88, Z23, Z21, Z30 // x45[1] x45[5] x67[1] x67[5]
+	VSHUFF64X2 $0xDD, Z23, Z21, Z31 // x45[3] x45[7] x67[3] x67[7]
+	// c_j = x0…7[j], added in j order
+	VSHUFF64X2 $0x88, Z28, Z24, Z8 // c0
+	VADDPD Z8, Z0, Z0
+	VSHUFF64X2 $0x88, Z30, Z26, Z9 // c1
+	VADDPD Z9, Z0, Z0
+	VSHUFF64X2 $0x88, Z29, Z25, Z10 // c2
+	VADDPD Z10, Z0, Z0
+	VSHUFF64X2 $0x88, Z31, Z27, Z11 // c3
+	VADDPD Z11, Z0, Z0
+	VSHUFF64X2 $0xDD, Z28, Z24, Z12 // c4
+	VADDPD Z12, Z0, Z0
+	VSHUFF64X2 $0xDD, Z30, Z26, Z13 // c5
+	VADDPD Z13, Z0, Z0
+	VSHUFF64X2 $0xDD, Z29, Z25, Z14 // c6
+	VADDPD Z14, Z0, Z0
+	VSHUFF64X2 $0xDD, Z31, Z27, Z15 // c7
+	VADDPD Z15, Z0, Z0
 	ADDQ $32, SI
 	ADDQ $32, DI
 	ADDQ $32, R8
@@ -346,13 +369,6 @@ sq8:
 	ADDQ $32, R13
 	SUBQ $8, CX
 	JNZ  sq8
-	VMOVSD X0, 0(BX)
-	VMOVSD X1, 8(BX)
-	VMOVSD X2, 16(BX)
-	VMOVSD X3, 24(BX)
-	VMOVSD X4, 32(BX)
-	VMOVSD X5, 40(BX)
-	VMOVSD X6, 48(BX)
-	VMOVSD X7, 56(BX)
+	VMOVUPD Z0, 0(BX)
 	VZEROUPPER
 	RET
