@@ -386,7 +386,7 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 // assembly kernels read them at fixed offsets: keep the field order).
 type adamConsts struct {
 	gs             float64 // gradient-clipping scale
-	b1, c1, b2, c2 float64 // β1, 1−β1, β2, 1−β2
+	b1, c1, b2, c2 float64 // β1, 1−β1, β2, 1−β2 (c1, c2 computed once per step in float64)
 	wd             float64 // the segment's weight decay (pass 1)
 	step           float64 // lr · update-clipping scale (pass 2)
 	ib1, ib2, eps  float32 // 1/bc1, 1/√bc2, ε
@@ -419,7 +419,7 @@ func sumSquaresGo(x []float32, acc float64) float64 {
 // acc[2] (su) and acc[3] (sp). The assembly twin (adamDir) must do the
 // same operations in the same order.
 func adamDirGo(mode int, gr, mm, vv, pp, uu []float32, k *adamConsts, acc *[6]float64) {
-	gs, b1, b2, wd, ib1, ib2, eps := k.gs, k.b1, k.b2, k.wd, k.ib1, k.ib2, k.eps
+	gs, b1, c1, b2, c2, wd, ib1, ib2, eps := k.gs, k.b1, k.c1, k.b2, k.c2, k.wd, k.ib1, k.ib2, k.eps
 	un, pn, su, sp, sm, sv := acc[0], acc[1], acc[2], acc[3], acc[4], acc[5]
 	switch mode {
 	case dirTel:
@@ -427,8 +427,8 @@ func adamDirGo(mode int, gr, mm, vv, pp, uu []float32, k *adamConsts, acc *[6]fl
 		// float32(v) are the values pass 2 stores).
 		for j := range gr {
 			g := float64(gr[j]) * gs
-			m := float32(b1*float64(mm[j]) + (1-b1)*g)
-			v := float32(b2*float64(vv[j]) + (1-b2)*g*g)
+			m := float32(b1*float64(mm[j]) + c1*g)
+			v := float32(b2*float64(vv[j]) + c2*g*g)
 			p := float64(pp[j])
 			u := float64(m*ib1/(sqrt32(v)*ib2+eps)) + wd*p
 			uu[j] = float32(u)
@@ -443,8 +443,8 @@ func adamDirGo(mode int, gr, mm, vv, pp, uu []float32, k *adamConsts, acc *[6]fl
 		// change by a bit).
 		for j := range gr {
 			g := float64(gr[j]) * gs
-			m := float32(b1*float64(mm[j]) + (1-b1)*g)
-			v := float32(b2*float64(vv[j]) + (1-b2)*g*g)
+			m := float32(b1*float64(mm[j]) + c1*g)
+			v := float32(b2*float64(vv[j]) + c2*g*g)
 			p := float64(pp[j])
 			u := float64(m*ib1/(sqrt32(v)*ib2+eps)) + wd*p
 			uu[j] = float32(u)
@@ -458,8 +458,8 @@ func adamDirGo(mode int, gr, mm, vv, pp, uu []float32, k *adamConsts, acc *[6]fl
 	default:
 		for j := range gr {
 			g := float64(gr[j]) * gs
-			m := b1*float64(mm[j]) + (1-b1)*g
-			v := b2*float64(vv[j]) + (1-b2)*g*g
+			m := b1*float64(mm[j]) + c1*g
+			v := b2*float64(vv[j]) + c2*g*g
 			p := float64(pp[j])
 			// m̂/(√v̂+ε) with v̂ = v/bc2, as (m·ib1)/(√v·ib2 + ε) in
 			// single precision, as PyTorch's float32 AdamW does: one
@@ -479,11 +479,11 @@ func adamDirGo(mode int, gr, mm, vv, pp, uu []float32, k *adamConsts, acc *[6]fl
 //	M = float32(β1·M + (1−β1)·g),  V = float32(β2·V + (1−β2)·g·g)
 //	θ = float32(θ − step·u)
 func adamCommitGo(gr, mm, vv, pp, uu []float32, k *adamConsts) {
-	gs, b1, b2, step := k.gs, k.b1, k.b2, k.step
+	gs, b1, c1, b2, c2, step := k.gs, k.b1, k.c1, k.b2, k.c2, k.step
 	for j := range gr {
 		g := float64(gr[j]) * gs
-		mm[j] = float32(b1*float64(mm[j]) + (1-b1)*g)
-		vv[j] = float32(b2*float64(vv[j]) + (1-b2)*g*g)
+		mm[j] = float32(b1*float64(mm[j]) + c1*g)
+		vv[j] = float32(b2*float64(vv[j]) + c2*g*g)
 		pp[j] = float32(float64(pp[j]) - step*float64(uu[j]))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
@@ -224,6 +225,99 @@ func TestAdamWAssemblyBitIdentical(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// float32Tie reports whether s lies exactly halfway between two float32
+// values (in the normal range): any other rounding of the float64
+// operations that produced s moves it off the tie and flips its float32
+// rounding one way.
+func float32Tie(s float64) bool {
+	a := math.Abs(s)
+	return a >= 0x1p-126 && a <= math.MaxFloat32 && math.Float64bits(s)&(1<<29-1) == 1<<28
+}
+
+// TestAdamWAssemblyTies: random inputs almost never expose a reordered or
+// fused float64 operation whose result is then rounded to float32 (m, v,
+// θ): the float64 results differ in the last bit, the float32 roundings
+// only when the exact result lies within an ulp of a float32 tie (about
+// one element in 2²⁹). These inputs were searched for so that the Go
+// expression lands exactly on a tie (the test checks it) while its
+// fused or reassociated variants do not, so any such change to the
+// kernels flips a float32 result here.
+func TestAdamWAssemblyTies(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("no AVX-512 on this CPU: only the Go loops run")
+	}
+	const b1, b2, step = 0.9, 0.95, 1e-3
+	k := adamConsts{gs: 1, b1: b1, c1: 1 - b1, b2: b2, c2: 1 - b2, wd: 0.1, step: step, ib1: 1.5, ib2: 1.25, eps: 1e-8}
+	// Each row lands on a tie and flips under at least one of: the
+	// fused β1·m + ((1−β1)·g), the fused (1−β1)·g + (β1·m), (1−β2)·(g·g),
+	// the fused β2·v + ((1−β2)·g·g), the fused ((1−β2)·g)·g + (β2·v),
+	// the fused θ − step·u.
+	mTies := [][2]uint32{ // m, g: b1·m + (1−b1)·g is a float32 tie
+		{0xba7bd583, 0x3c6dd703}, {0x3a2924af, 0xbc50c16d}, {0xba0f343a, 0xbc0c35c8},
+		{0xba12f476, 0x3c77e538}, {0xba70c192, 0xbc2601d4}, {0x3a0841ed, 0xbc30187f},
+		{0x389b50ae, 0xbb0fe628}, {0xbabefd9b, 0x3afed348},
+	}
+	vTies := [][2]uint32{ // v, g: b2·v + (1−b2)·g·g is a float32 tie
+		{0x364ac799, 0x3c11ba00}, {0x365ed40c, 0xbc7c4c00}, {0x3605ed8d, 0x3c5e6e00},
+		{0x35d4bfa0, 0xbc1f8c00}, {0x35d08bd8, 0xbc1d2000}, {0x35a20df8, 0xbc1e3800},
+		{0x3644f5c8, 0x3c457800}, {0x35b89aa4, 0xbbb6e800}, {0x35bfbdda, 0x3c757200},
+	}
+	pTies := [][2]uint32{ // θ, u: θ − step·u is a float32 tie
+		{0x3a873b45, 0x3f840fe2}, {0xbadb4725, 0xbfd6237a}, {0xbac707d4, 0xbfc25da5}, {0xbb007797, 0xbffae993},
+		{0x393cada5, 0x3e384195}, {0x3a9cbb28, 0x3f990ec5}, {0xbb059c85, 0xc0027ada}, {0xba2670ec, 0xbf228a47},
+	}
+	f := math.Float32frombits
+	const n = 35 // four blocks of 8 through the assembly (all the ties), 3 through Go
+	g, m, v, p, u := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+	for i := range g {
+		g[i], m[i], v[i], p[i], u[i] = 1e-3, 2e-4, 3e-6, 0.01, 0.5
+	}
+	for i, w := range mTies {
+		m[i], g[i] = f(w[0]), f(w[1])
+		if gg := float64(g[i]); !float32Tie(b1*float64(m[i]) + (1-b1)*gg) {
+			t.Fatalf("m witness %d is not a tie", i)
+		}
+	}
+	for i, w := range vTies {
+		v[8+i], g[8+i] = f(w[0]), f(w[1])
+		if gg := float64(g[8+i]); !float32Tie(b2*float64(v[8+i]) + (1-b2)*gg*gg) {
+			t.Fatalf("v witness %d is not a tie", i)
+		}
+	}
+	for i, w := range pTies {
+		p[16+i], u[16+i] = f(w[0]), f(w[1])
+		if !float32Tie(float64(p[16+i]) - step*float64(u[16+i])) {
+			t.Fatalf("θ witness %d is not a tie", i)
+		}
+	}
+	defer func(v bool) { useAVX512 = v }(useAVX512)
+	for mode := range 3 {
+		var accA, accG [6]float64
+		ua, ug := slices.Clone(u), slices.Clone(u)
+		adamDir(mode, g, m, v, p, ua, &k, &accA)
+		adamDirGo(mode, g, m, v, p, ug, &k, &accG)
+		if i := bits32(ua, ug); i >= 0 {
+			t.Errorf("pass 1 mode %d: u[%d] = %#x, Go %#x", mode, i, math.Float32bits(ua[i]), math.Float32bits(ug[i]))
+		}
+		for i := range accA {
+			if !sameF64(accA[i], accG[i]) {
+				t.Errorf("pass 1 mode %d: sum %d = %x, Go %x", mode, i, math.Float64bits(accA[i]), math.Float64bits(accG[i]))
+			}
+		}
+	}
+	ma, va, pa := slices.Clone(m), slices.Clone(v), slices.Clone(p)
+	adamCommit(g, ma, va, pa, u, &k)
+	adamCommitGo(g, m, v, p, u, &k)
+	for _, x := range []struct {
+		name string
+		a, b []float32
+	}{{"M", ma, m}, {"V", va, v}, {"θ", pa, p}} {
+		if i := bits32(x.a, x.b); i >= 0 {
+			t.Errorf("pass 2: %s[%d] = %#x, Go %#x", x.name, i, math.Float32bits(x.a[i]), math.Float32bits(x.b[i]))
 		}
 	}
 }
