@@ -6,8 +6,10 @@
 // float64 multiplies and adds, float32 roundings, the float32 square root
 // and division — and no fused multiply-add, so each result is bit for bit
 // the Go one. The float64 sums stay sequential in element order: the
-// squared terms of 8 elements are computed in one vector, stored to the
-// frame and added to the scalar accumulator one lane at a time, in order.
+// squared terms of 8 elements are computed in one vector and added to the
+// running sum lane by lane, in order — to a scalar (LANES8), or, where
+// several independent sums run side by side, to the lanes of one vector
+// after a transpose (TSUM4, sumSq8AVX512), which does the same adds.
 // n is a positive multiple of 8; the Go wrappers check the slice bounds.
 // Every kernel ends with VZEROUPPER (docs: the dirty-upper-state trap).
 
@@ -69,11 +71,9 @@
 	ADDQ $32, R10; \
 	SUBQ $8, CX
 
-// HALF8(z, y, x, acc, off) adds lanes 0…7 of the float64 vector z to the
-// scalar acc, in lane order: lanes 0…3 taken from registers (X26, X27
-// scratch), lanes 4…7 from the copy of z stored at off(SP) (this mix keeps
-// both the shuffle and the load ports busy without waiting on either).
-#define HALF8(z, y, x, acc, off) \
+// LANES8(z, y, x, acc) adds lanes 0…7 of the float64 vector z (y, x: its
+// lower halves) to the scalar acc, in lane order (X26–X28 scratch).
+#define LANES8(z, y, x, acc) \
 	VADDSD x, acc, acc; \
 	VUNPCKHPD x, x, X26; \
 	VADDSD X26, acc, acc; \
@@ -90,10 +90,9 @@
 	VUNPCKHPD X27, X27, X26; \
 	VADDSD X26, acc, acc
 
-// HALF8X2 is HALF8 into two accumulators (a later segment's own sums
+// LANES8X2 is LANES8 into two accumulators (a later segment's own sums
 // beside the chunk's).
-#define HALF8X2(z, y, x, acc, acc2, off) \
-	VMOVUPD z, off(SP); \
+#define LANES8X2(z, y, x, acc, acc2) \
 	VADDSD x, acc, acc; \
 	VADDSD x, acc2, acc2; \
 	VUNPCKHPD x, x, X26; \
@@ -102,17 +101,21 @@
 	VEXTRACTF32X4 $1, y, X27; \
 	VADDSD X27, acc, acc; \
 	VADDSD X27, acc2, acc2; \
-	VUNPCKHPD X27, X27, X28; \
+	VUNPCKHPD X27, X27, X26; \
+	VADDSD X26, acc, acc; \
+	VADDSD X26, acc2, acc2; \
+	VEXTRACTF64X4 $1, z, Y28; \
 	VADDSD X28, acc, acc; \
 	VADDSD X28, acc2, acc2; \
-	VADDSD (off+32)(SP), acc, acc; \
-	VADDSD (off+32)(SP), acc2, acc2; \
-	VADDSD (off+40)(SP), acc, acc; \
-	VADDSD (off+40)(SP), acc2, acc2; \
-	VADDSD (off+48)(SP), acc, acc; \
-	VADDSD (off+48)(SP), acc2, acc2; \
-	VADDSD (off+56)(SP), acc, acc; \
-	VADDSD (off+56)(SP), acc2, acc2
+	VUNPCKHPD X28, X28, X26; \
+	VADDSD X26, acc, acc; \
+	VADDSD X26, acc2, acc2; \
+	VEXTRACTF32X4 $1, Y28, X27; \
+	VADDSD X27, acc, acc; \
+	VADDSD X27, acc2, acc2; \
+	VUNPCKHPD X27, X27, X26; \
+	VADDSD X26, acc, acc; \
+	VADDSD X26, acc2, acc2
 
 // SQ4: Z11 = u², Z12 = θ², Z7 = float64(m)², Z9 = float64(v)².
 #define SQ4 \
@@ -157,7 +160,7 @@
 // func adamDirAVX512(mode int, gr, m, v, p, u *float32, n int, k *adamConsts, acc *[6]float64)
 // acc: un, pn, su, sp, sm, sv. mode 0 adds to un, pn; mode 1 also to sm,
 // sv; mode 2 to all six (su, sp take the same terms as un, pn).
-TEXT ·adamDirAVX512(SB), NOSPLIT, $256-72
+TEXT ·adamDirAVX512(SB), NOSPLIT, $0-72
 	MOVQ gr+8(FP), SI
 	MOVQ m+16(FP), DI
 	MOVQ v+24(FP), R8
@@ -183,8 +186,8 @@ norms:
 	DIR8
 	VMULPD Z11, Z11, Z11
 	VMULPD Z12, Z12, Z12
-	HALF8(Z11, Y11, X11, X0, 0)
-	HALF8(Z12, Y12, X12, X1, 64)
+	LANES8(Z11, Y11, X11, X0)
+	LANES8(Z12, Y12, X12, X1)
 	NEXT8
 	JNZ  norms
 	JMP  done
@@ -208,10 +211,10 @@ tel8:
 telseg:
 	DIR8
 	SQ4
-	HALF8X2(Z11, Y11, X11, X0, X4, 0)
-	HALF8X2(Z12, Y12, X12, X1, X5, 64)
-	HALF8(Z7, Y7, X7, X2, 128)
-	HALF8(Z9, Y9, X9, X3, 192)
+	LANES8X2(Z11, Y11, X11, X0, X4)
+	LANES8X2(Z12, Y12, X12, X1, X5)
+	LANES8(Z7, Y7, X7, X2)
+	LANES8(Z9, Y9, X9, X3)
 	NEXT8
 	JNZ  telseg
 
@@ -271,7 +274,7 @@ commit:
 
 // func sumSqAVX512(x *float32, n int, acc float64) float64
 // acc + Σ float64(x[j])², added in order.
-TEXT ·sumSqAVX512(SB), NOSPLIT, $64-32
+TEXT ·sumSqAVX512(SB), NOSPLIT, $0-32
 	MOVQ x+0(FP), SI
 	MOVQ n+8(FP), CX
 	VMOVSD acc+16(FP), X0
@@ -279,7 +282,7 @@ TEXT ·sumSqAVX512(SB), NOSPLIT, $64-32
 sq1:
 	VCVTPS2PD (SI), Z6
 	VMULPD Z6, Z6, Z6
-	HALF8(Z6, Y6, X6, X0, 0)
+	LANES8(Z6, Y6, X6, X0)
 	ADDQ $32, SI
 	SUBQ $8, CX
 	JNZ  sq1
