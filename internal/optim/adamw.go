@@ -402,7 +402,7 @@ const (
 // sumSquaresGo returns acc + Σ float64(x[j])², added in element order.
 func sumSquaresGo(x []float32, acc float64) float64 {
 	for _, v := range x {
-		acc += float64(v) * float64(v)
+		acc += float64(float64(v) * float64(v))
 	}
 	return acc
 }
@@ -417,7 +417,11 @@ func sumSquaresGo(x []float32, acc float64) float64 {
 // acc[0] (un) and acc[1] (pn) in element order; dirTel also m'² and v'²
 // to acc[4] (sm) and acc[5] (sv); dirTelSeg in addition u² and θ² to
 // acc[2] (su) and acc[3] (sp). The assembly twin (adamDir) must do the
-// same operations in the same order.
+// same operations in the same order. The explicit conversions around
+// products change nothing in the default build; they keep a GOAMD64=v3
+// build from fusing a product and a sum into an FMA (the Go spec allows
+// it, an explicit conversion forbids it), so every build and CPU gets the
+// same bits.
 func adamDirGo(mode int, gr, mm, vv, pp, uu []float32, k *adamConsts, acc *[6]float64) {
 	gs, b1, c1, b2, c2, wd, ib1, ib2, eps := k.gs, k.b1, k.c1, k.b2, k.c2, k.wd, k.ib1, k.ib2, k.eps
 	un, pn, su, sp, sm, sv := acc[0], acc[1], acc[2], acc[3], acc[4], acc[5]
@@ -427,15 +431,15 @@ func adamDirGo(mode int, gr, mm, vv, pp, uu []float32, k *adamConsts, acc *[6]fl
 		// float32(v) are the values pass 2 stores).
 		for j := range gr {
 			g := float64(gr[j]) * gs
-			m := float32(b1*float64(mm[j]) + c1*g)
-			v := float32(b2*float64(vv[j]) + c2*g*g)
+			m := float32(float64(b1*float64(mm[j])) + float64(c1*g))
+			v := float32(float64(b2*float64(vv[j])) + float64(c2*g*g))
 			p := float64(pp[j])
-			u := float64(m*ib1/(sqrt32(v)*ib2+eps)) + wd*p
+			u := float64(m*ib1/(float32(sqrt32(v)*ib2)+eps)) + float64(wd*p)
 			uu[j] = float32(u)
-			un += u * u
-			pn += p * p
-			sm += float64(m) * float64(m)
-			sv += float64(v) * float64(v)
+			un += float64(u * u)
+			pn += float64(p * p)
+			sm += float64(float64(m) * float64(m))
+			sv += float64(float64(v) * float64(v))
 		}
 	case dirTelSeg:
 		// A later segment: also its own squares of u and θ beside the
@@ -443,31 +447,31 @@ func adamDirGo(mode int, gr, mm, vv, pp, uu []float32, k *adamConsts, acc *[6]fl
 		// change by a bit).
 		for j := range gr {
 			g := float64(gr[j]) * gs
-			m := float32(b1*float64(mm[j]) + c1*g)
-			v := float32(b2*float64(vv[j]) + c2*g*g)
+			m := float32(float64(b1*float64(mm[j])) + float64(c1*g))
+			v := float32(float64(b2*float64(vv[j])) + float64(c2*g*g))
 			p := float64(pp[j])
-			u := float64(m*ib1/(sqrt32(v)*ib2+eps)) + wd*p
+			u := float64(m*ib1/(float32(sqrt32(v)*ib2)+eps)) + float64(wd*p)
 			uu[j] = float32(u)
-			un += u * u
-			pn += p * p
-			su += u * u
-			sp += p * p
-			sm += float64(m) * float64(m)
-			sv += float64(v) * float64(v)
+			un += float64(u * u)
+			pn += float64(p * p)
+			su += float64(u * u)
+			sp += float64(p * p)
+			sm += float64(float64(m) * float64(m))
+			sv += float64(float64(v) * float64(v))
 		}
 	default:
 		for j := range gr {
 			g := float64(gr[j]) * gs
-			m := b1*float64(mm[j]) + c1*g
-			v := b2*float64(vv[j]) + c2*g*g
+			m := float64(b1*float64(mm[j])) + float64(c1*g)
+			v := float64(b2*float64(vv[j])) + float64(c2*g*g)
 			p := float64(pp[j])
 			// m̂/(√v̂+ε) with v̂ = v/bc2, as (m·ib1)/(√v·ib2 + ε) in
 			// single precision, as PyTorch's float32 AdamW does: one
 			// division and one square root per parameter.
-			u := float64(float32(m)*ib1/(sqrt32(float32(v))*ib2+eps)) + wd*p
+			u := float64(float32(m)*ib1/(float32(sqrt32(float32(v))*ib2)+eps)) + float64(wd*p)
 			uu[j] = float32(u)
-			un += u * u
-			pn += p * p
+			un += float64(u * u)
+			pn += float64(p * p)
 		}
 	}
 	acc[0], acc[1], acc[2], acc[3], acc[4], acc[5] = un, pn, su, sp, sm, sv
@@ -482,9 +486,9 @@ func adamCommitGo(gr, mm, vv, pp, uu []float32, k *adamConsts) {
 	gs, b1, c1, b2, c2, step := k.gs, k.b1, k.c1, k.b2, k.c2, k.step
 	for j := range gr {
 		g := float64(gr[j]) * gs
-		mm[j] = float32(b1*float64(mm[j]) + c1*g)
-		vv[j] = float32(b2*float64(vv[j]) + c2*g*g)
-		pp[j] = float32(float64(pp[j]) - step*float64(uu[j]))
+		mm[j] = float32(float64(b1*float64(mm[j])) + float64(c1*g))
+		vv[j] = float32(float64(b2*float64(vv[j])) + float64(c2*g*g))
+		pp[j] = float32(float64(pp[j]) - float64(step*float64(uu[j])))
 	}
 }
 
