@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 )
@@ -33,6 +34,7 @@ type AdamW struct {
 	wd     []float64 // per span
 	chunks [][]seg   // the spans cut into fixed chunks for parallel passes
 	part   []float64 // per-chunk partial sums (3 per chunk)
+	full   []bool    // per chunk: its segments cover it whole, in order
 	u      []float32 // scratch: this step's update direction (not state)
 
 	// Per-span telemetry: segPart holds each segment's sums of squares
@@ -111,6 +113,18 @@ func NewAdamW(cfg Config, n int, spans []Span) (*AdamW, error) {
 		}
 	}
 	o.part = make([]float64, 3*len(o.chunks))
+	o.full = make([]bool, len(o.chunks))
+	for c, ch := range o.chunks {
+		next := c * chunkSize
+		for _, sg := range ch {
+			if sg.lo != next {
+				next = -1
+				break
+			}
+			next = sg.hi
+		}
+		o.full[c] = next == (c+1)*chunkSize
+	}
 	o.segPart = make([]float64, 4*o.nseg)
 	o.sq = make([]SpanSquares, len(spans))
 	return o, nil
@@ -210,11 +224,26 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	}
 	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
 		for c := c0; c < c1; c++ {
+			if c+8 <= c1 && !slices.Contains(o.full[c:c+8], false) {
+				// Eight whole chunks at once: eight independent sums, each
+				// in element order (a whole chunk's segments run in order
+				// over it).
+				var x [8][]float32
+				for i := range x {
+					x[i] = grads[(c+i)*chunkSize : (c+i+1)*chunkSize]
+				}
+				var acc [8]float64
+				if sumSquares8(&x, &acc) {
+					for i, s := range acc {
+						o.part[3*(c+i)] = s
+					}
+					c += 7
+					continue
+				}
+			}
 			var g2 float64
 			for _, sg := range o.chunks[c] {
-				for _, x := range grads[sg.lo:sg.hi] {
-					g2 += float64(x) * float64(x)
-				}
+				g2 = sumSquares(grads[sg.lo:sg.hi], g2)
 			}
 			o.part[3*c] = g2
 		}
@@ -253,6 +282,7 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	bc1 := 1 - math.Pow(b1, t)
 	bc2 := 1 - math.Pow(b2, t)
 	ib1, ib2, eps := float32(1/bc1), float32(1/math.Sqrt(bc2)), float32(c.Eps)
+	k1 := adamConsts{gs: gs, b1: b1, c1: 1 - b1, b2: b2, c2: 1 - b2, ib1: ib1, ib2: ib2, eps: eps}
 	// Pass 1: the update direction into the scratch buffer u (the only
 	// division and square root per parameter), and the norms of θ and of u.
 	// M, V and θ are not written yet: a non-finite update norm must leave
@@ -280,61 +310,25 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 					}
 					continue
 				}
-				if tel && k == 0 {
+				mode, kc := dirNorms, k1
+				switch {
+				case tel && k == 0:
+					mode = dirTel
+				case tel:
+					mode = dirTelSeg
+				}
+				kc.wd = sg.wd
+				acc := [6]float64{un, pn}
+				adamDir(mode, gr, mm, vv, pp, uu, &kc, &acc)
+				un, pn = acc[0], acc[1]
+				switch mode {
+				case dirTel:
 					// The chunk's first segment (most chunks hold one): un
-					// and pn start at 0, so they are the segment's own sums.
-					// Also sum the squares of the new moments (float32(m)
-					// and float32(v) are the values pass 2 stores).
-					var sm, sv float64
-					for j := range gr {
-						g := float64(gr[j]) * gs
-						m := float32(b1*float64(mm[j]) + (1-b1)*g)
-						v := float32(b2*float64(vv[j]) + (1-b2)*g*g)
-						p := float64(pp[j])
-						u := float64(m*ib1/(sqrt32(v)*ib2+eps)) + sg.wd*p
-						uu[j] = float32(u)
-						un += u * u
-						pn += p * p
-						sm += float64(m) * float64(m)
-						sv += float64(v) * float64(v)
-					}
-					o.segPart[4*sg.idx], o.segPart[4*sg.idx+1], o.segPart[4*sg.idx+2], o.segPart[4*sg.idx+3] = un, pn, sm, sv
-					continue
-				}
-				if tel {
-					// A later segment: also sum its own squares of u and θ
-					// beside the chunk's (un and pn stay as they were: the
-					// global norms do not change by a bit).
-					var su, sp, sm, sv float64
-					for j := range gr {
-						g := float64(gr[j]) * gs
-						m := float32(b1*float64(mm[j]) + (1-b1)*g)
-						v := float32(b2*float64(vv[j]) + (1-b2)*g*g)
-						p := float64(pp[j])
-						u := float64(m*ib1/(sqrt32(v)*ib2+eps)) + sg.wd*p
-						uu[j] = float32(u)
-						un += u * u
-						pn += p * p
-						su += u * u
-						sp += p * p
-						sm += float64(m) * float64(m)
-						sv += float64(v) * float64(v)
-					}
-					o.segPart[4*sg.idx], o.segPart[4*sg.idx+1], o.segPart[4*sg.idx+2], o.segPart[4*sg.idx+3] = su, sp, sm, sv
-					continue
-				}
-				for j := range gr {
-					g := float64(gr[j]) * gs
-					m := b1*float64(mm[j]) + (1-b1)*g
-					v := b2*float64(vv[j]) + (1-b2)*g*g
-					p := float64(pp[j])
-					// m̂/(√v̂+ε) with v̂ = v/bc2, as (m·ib1)/(√v·ib2 + ε) in
-					// single precision, as PyTorch's float32 AdamW does: one
-					// division and one square root per parameter.
-					u := float64(float32(m)*ib1/(sqrt32(float32(v))*ib2+eps)) + sg.wd*p
-					uu[j] = float32(u)
-					un += u * u
-					pn += p * p
+					// and pn started at 0, so they are the segment's own
+					// sums.
+					o.segPart[4*sg.idx], o.segPart[4*sg.idx+1], o.segPart[4*sg.idx+2], o.segPart[4*sg.idx+3] = un, pn, acc[4], acc[5]
+				case dirTelSeg:
+					o.segPart[4*sg.idx], o.segPart[4*sg.idx+1], o.segPart[4*sg.idx+2], o.segPart[4*sg.idx+3] = acc[2], acc[3], acc[4], acc[5]
 				}
 			}
 			o.part[3*c+1], o.part[3*c+2] = un, pn
@@ -364,6 +358,8 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	}
 	// Pass 2: commit moments and parameters.
 	step := lr * us
+	k2 := k1
+	k2.step = step
 	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
 		for c := c0; c < c1; c++ {
 			for _, sg := range o.chunks[c] {
@@ -375,12 +371,7 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 					}
 					continue
 				}
-				for j := range gr {
-					g := float64(gr[j]) * gs
-					mm[j] = float32(b1*float64(mm[j]) + (1-b1)*g)
-					vv[j] = float32(b2*float64(vv[j]) + (1-b2)*g*g)
-					pp[j] = float32(float64(pp[j]) - step*float64(uu[j]))
-				}
+				adamCommit(gr, mm, vv, pp, uu, &k2)
 			}
 		}
 	})
@@ -389,6 +380,116 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 		r.AdamMNorm, r.AdamVNorm = o.momentNorms()
 	}
 	return r, nil
+}
+
+// adamConsts are the scalars of the per-element math of one step (the
+// assembly kernels read them at fixed offsets: keep the field order).
+type adamConsts struct {
+	gs             float64 // gradient-clipping scale
+	b1, c1, b2, c2 float64 // β1, 1−β1, β2, 1−β2 (c1, c2 computed once per step in float64)
+	wd             float64 // the segment's weight decay (pass 1)
+	step           float64 // lr · update-clipping scale (pass 2)
+	ib1, ib2, eps  float32 // 1/bc1, 1/√bc2, ε
+}
+
+// The modes of pass 1 (adamDirGo): which sums it keeps.
+const (
+	dirNorms  = 0 // un, pn (telemetry off)
+	dirTel    = 1 // and sm, sv (the chunk's first segment)
+	dirTelSeg = 2 // and su, sp, sm, sv (a later segment)
+)
+
+// sumSquaresGo returns acc + Σ float64(x[j])², added in element order.
+func sumSquaresGo(x []float32, acc float64) float64 {
+	for _, v := range x {
+		acc += float64(float64(v) * float64(v))
+	}
+	return acc
+}
+
+// adamDirGo is pass 1 over one segment: the update direction
+//
+//	g = float64(g)·gs
+//	m' = float32(β1·m + (1−β1)·g),  v' = float32(β2·v + (1−β2)·g·g)
+//	u = float64(m'·ib1 / (√v'·ib2 + ε)) + wd·θ    (quotient in float32)
+//
+// into u (as float32), M, V and θ left as they are. It adds u² and θ² to
+// acc[0] (un) and acc[1] (pn) in element order; dirTel also m'² and v'²
+// to acc[4] (sm) and acc[5] (sv); dirTelSeg in addition u² and θ² to
+// acc[2] (su) and acc[3] (sp). The assembly twin (adamDir) must do the
+// same operations in the same order. The explicit conversions around
+// products change nothing in the default build; they keep a GOAMD64=v3
+// build from fusing a product and a sum into an FMA (the Go spec allows
+// it, an explicit conversion forbids it), so every build and CPU gets the
+// same bits.
+func adamDirGo(mode int, gr, mm, vv, pp, uu []float32, k *adamConsts, acc *[6]float64) {
+	gs, b1, c1, b2, c2, wd, ib1, ib2, eps := k.gs, k.b1, k.c1, k.b2, k.c2, k.wd, k.ib1, k.ib2, k.eps
+	un, pn, su, sp, sm, sv := acc[0], acc[1], acc[2], acc[3], acc[4], acc[5]
+	switch mode {
+	case dirTel:
+		// sm, sv: the squares of the new moments (float32(m) and
+		// float32(v) are the values pass 2 stores).
+		for j := range gr {
+			g := float64(gr[j]) * gs
+			m := float32(float64(b1*float64(mm[j])) + float64(c1*g))
+			v := float32(float64(b2*float64(vv[j])) + float64(c2*g*g))
+			p := float64(pp[j])
+			u := float64(m*ib1/(float32(sqrt32(v)*ib2)+eps)) + float64(wd*p)
+			uu[j] = float32(u)
+			un += float64(u * u)
+			pn += float64(p * p)
+			sm += float64(float64(m) * float64(m))
+			sv += float64(float64(v) * float64(v))
+		}
+	case dirTelSeg:
+		// A later segment: also its own squares of u and θ beside the
+		// chunk's (un and pn go on as they were: the global norms do not
+		// change by a bit).
+		for j := range gr {
+			g := float64(gr[j]) * gs
+			m := float32(float64(b1*float64(mm[j])) + float64(c1*g))
+			v := float32(float64(b2*float64(vv[j])) + float64(c2*g*g))
+			p := float64(pp[j])
+			u := float64(m*ib1/(float32(sqrt32(v)*ib2)+eps)) + float64(wd*p)
+			uu[j] = float32(u)
+			un += float64(u * u)
+			pn += float64(p * p)
+			su += float64(u * u)
+			sp += float64(p * p)
+			sm += float64(float64(m) * float64(m))
+			sv += float64(float64(v) * float64(v))
+		}
+	default:
+		for j := range gr {
+			g := float64(gr[j]) * gs
+			m := float64(b1*float64(mm[j])) + float64(c1*g)
+			v := float64(b2*float64(vv[j])) + float64(c2*g*g)
+			p := float64(pp[j])
+			// m̂/(√v̂+ε) with v̂ = v/bc2, as (m·ib1)/(√v·ib2 + ε) in
+			// single precision, as PyTorch's float32 AdamW does: one
+			// division and one square root per parameter.
+			u := float64(float32(m)*ib1/(float32(sqrt32(float32(v))*ib2)+eps)) + float64(wd*p)
+			uu[j] = float32(u)
+			un += float64(u * u)
+			pn += float64(p * p)
+		}
+	}
+	acc[0], acc[1], acc[2], acc[3], acc[4], acc[5] = un, pn, su, sp, sm, sv
+}
+
+// adamCommitGo is pass 2 over one segment, elementwise:
+//
+//	g = float64(g)·gs
+//	M = float32(β1·M + (1−β1)·g),  V = float32(β2·V + (1−β2)·g·g)
+//	θ = float32(θ − step·u)
+func adamCommitGo(gr, mm, vv, pp, uu []float32, k *adamConsts) {
+	gs, b1, c1, b2, c2, step := k.gs, k.b1, k.c1, k.b2, k.c2, k.step
+	for j := range gr {
+		g := float64(gr[j]) * gs
+		mm[j] = float32(float64(b1*float64(mm[j])) + float64(c1*g))
+		vv[j] = float32(float64(b2*float64(vv[j])) + float64(c2*g*g))
+		pp[j] = float32(float64(pp[j]) - float64(step*float64(uu[j])))
+	}
 }
 
 // momentNorms adds the per-span moment squares in span order.

@@ -1,0 +1,82 @@
+package optim
+
+import "golang.org/x/sys/cpu"
+
+// The AVX-512 kernels of the AdamW step (adamw_amd64.s): the same
+// operations in the same order as the Go loops of adamw.go, so the results
+// are bit-identical; n is a positive multiple of 8 and the wrappers below
+// bounds-check every slice first, so the assembly never reads or writes
+// outside them.
+
+//go:noescape
+func adamDirAVX512(mode int, gr, m, v, p, u *float32, n int, k *adamConsts, acc *[6]float64)
+
+//go:noescape
+func adamCommitAVX512(gr, m, v, p, u *float32, n int, k *adamConsts)
+
+//go:noescape
+func sumSqAVX512(x *float32, n int, acc float64) float64
+
+//go:noescape
+func sumSq8AVX512(x *[8]*float32, n int, acc *[8]float64)
+
+// useAVX512 selects the assembly path (the tests switch it off to compare
+// with the Go loops).
+var useAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
+
+// sumSquares returns acc + Σ float64(x[j])², added in element order.
+func sumSquares(x []float32, acc float64) float64 {
+	n := len(x) &^ 7
+	if !useAVX512 || n == 0 {
+		return sumSquaresGo(x, acc)
+	}
+	acc = sumSqAVX512(&x[0], n, acc)
+	return sumSquaresGo(x[n:], acc)
+}
+
+// sumSquares8 adds Σ float64(x[i][j])² in element order to acc[i] for
+// eight slices of one length; it reports false (and does nothing) without
+// AVX-512.
+func sumSquares8(x *[8][]float32, acc *[8]float64) bool {
+	n := len(x[0])
+	if !useAVX512 || n < 8 {
+		return false
+	}
+	var ptr [8]*float32
+	for i := range x {
+		if len(x[i]) != n {
+			return false
+		}
+		ptr[i] = &x[i][0]
+	}
+	v := n &^ 7
+	sumSq8AVX512(&ptr, v, acc)
+	for i := range x {
+		acc[i] = sumSquaresGo(x[i][v:], acc[i])
+	}
+	return true
+}
+
+// adamDir is pass 1 of the step over one segment (see adamDirGo).
+func adamDir(mode int, g, m, v, p, u []float32, k *adamConsts, acc *[6]float64) {
+	n := len(g) &^ 7
+	if !useAVX512 || n == 0 {
+		adamDirGo(mode, g, m, v, p, u, k, acc)
+		return
+	}
+	_, _, _, _ = m[len(g)-1], v[len(g)-1], p[len(g)-1], u[len(g)-1]
+	adamDirAVX512(mode, &g[0], &m[0], &v[0], &p[0], &u[0], n, k, acc)
+	adamDirGo(mode, g[n:], m[n:], v[n:], p[n:], u[n:], k, acc)
+}
+
+// adamCommit is pass 2 of the step over one segment (see adamCommitGo).
+func adamCommit(g, m, v, p, u []float32, k *adamConsts) {
+	n := len(g) &^ 7
+	if !useAVX512 || n == 0 {
+		adamCommitGo(g, m, v, p, u, k)
+		return
+	}
+	_, _, _, _ = m[len(g)-1], v[len(g)-1], p[len(g)-1], u[len(g)-1]
+	adamCommitAVX512(&g[0], &m[0], &v[0], &p[0], &u[0], n, k)
+	adamCommitGo(g[n:], m[n:], v[n:], p[n:], u[n:], k)
+}
