@@ -102,7 +102,7 @@ func (w *distWork) writeUnit(ctx context.Context, i int, dups map[int64]string, 
 	shards.tag = tag
 	defer shards.abort()
 	k := -1
-	for rec, err := range ReadDocs([]string{w.unitPath(i, "docs.zst")}) {
+	for rec, err := range readSpill(w.unitPath(i, "docs.bin")) {
 		if err != nil {
 			return o, err
 		}
@@ -181,7 +181,7 @@ func (w *distWork) writeUnit(ctx context.Context, i int, dups map[int64]string, 
 		}
 	}
 	if k+1 != len(m.IDs) {
-		return o, fmt.Errorf("%s: %d documents, the unit's record says %d (remove %s and rerun)", w.unitPath(i, "docs.zst"), k+1, len(m.IDs), w.dir)
+		return o, fmt.Errorf("%s: %d documents, the unit's record says %d (remove %s and rerun)", w.unitPath(i, "docs.bin"), k+1, len(m.IDs), w.dir)
 	}
 	if o.DocShards, err = shards.close(); err != nil {
 		return o, err
