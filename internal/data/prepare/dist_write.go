@@ -70,8 +70,12 @@ func (w *distWork) writeUnit(ctx context.Context, i int, dups map[int64]string, 
 	o := unitOut{Idx: i, Problems: m.Problems, Sizes: map[string][]int32{}, Samples: map[string]string{}}
 	// Fresh copies of the phase-1 counts: a reused meta must not be
 	// counted into twice.
-	var mc unitMeta
-	b, err := gobBytes(m)
+	type counts struct {
+		Sources []*datareport.SourceReport
+		Rejects map[string]int64
+	}
+	var mc counts
+	b, err := gobBytes(counts{m.Sources, m.Rejects})
 	if err == nil {
 		err = unGob(b, &mc)
 	}
