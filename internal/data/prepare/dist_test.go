@@ -75,10 +75,17 @@ func TestDistMatchesSingle(t *testing.T) {
 		if n > 1 && d.Units <= len(cfg.Sources) {
 			t.Errorf("%d ranks: only %d units: nothing was split", n, d.Units)
 		}
+		// Units go to the ranks that claim them first (a rank may get
+		// none); every rank owns a part of the hashes.
+		units := 0
 		for _, pr := range d.PerRank {
-			if pr.Units == 0 || pr.Docs == 0 || pr.ExactIndexBytes == 0 {
-				t.Errorf("%d ranks: rank %d did nothing: %+v", n, pr.Rank, pr)
+			units += pr.Units
+			if pr.ExactIndexBytes == 0 {
+				t.Errorf("%d ranks: rank %d holds no exact-dedup hashes: %+v", n, pr.Rank, pr)
 			}
+		}
+		if units != d.Units {
+			t.Errorf("%d ranks: the ranks read %d units of %d", n, units, d.Units)
 		}
 		diffs, err := Diff(single, out)
 		if err != nil {
@@ -131,9 +138,15 @@ func TestDistRankFailureAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "dist")
+	// Rank 0 starts claiming units once rank 1 has failed, so that rank 1
+	// reads its 40 documents (and rank 0 the rest).
+	failed := make(chan struct{})
 	_, errs := runLocal(t, 2, cfg, out, func(r int, o *DistOptions) {
 		if r == 1 {
 			o.StopAfter = 40
+			o.hooks = &distHooks{afterClaims: func() { close(failed) }}
+		} else {
+			o.hooks = &distHooks{beforeClaims: func() { <-failed }}
 		}
 	})
 	if errs[1] == nil || !strings.Contains(errs[1].Error(), "StopAfter") {

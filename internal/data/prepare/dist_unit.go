@@ -52,7 +52,7 @@ func (w *distWork) loadUnit(u unit, key string) *unitMeta {
 	if unGob(mb, &m) != nil || m.Key != key {
 		return nil
 	}
-	for _, s := range []string{"docs.zst", "rej.zst"} {
+	for _, s := range []string{"docs.bin", "rej.zst"} {
 		if _, err := os.Stat(w.unitPath(u.Idx, s)); err != nil {
 			return nil
 		}
@@ -93,7 +93,7 @@ func (p *pipeline) useStats(uniq []*datareport.SourceReport) {
 }
 
 // readUnit is phase 1 for one unit: read → extract + clean + exact hash +
-// near-dup band keys (parallel, in order) → survivors to u<N>.docs.zst, extract and clean
+// near-dup band keys (parallel, in order) → survivors to u<N>.docs.bin (dist_spill.go), extract and clean
 // rejects to u<N>.rej.zst, counts to u<N>.meta.gob, then the completion
 // marker u<N>.done.
 func (p *pipeline) readUnit(ctx context.Context, w *distWork, u unit, key string) (*unitMeta, error) {
@@ -101,8 +101,8 @@ func (p *pipeline) readUnit(ctx context.Context, w *distWork, u unit, key string
 	m := &unitMeta{Key: key, Sources: p.freshStats()}
 	p.rep.Rejects = map[string]int64{}
 	p.rep.Problems = datareport.ProblemReport{Counts: map[string]int64{}}
-	docsTmp, rejTmp := w.unitPath(u.Idx, "docs.zst.tmp"), w.unitPath(u.Idx, "rej.zst.tmp")
-	spill, err := createZstdJSONL(docsTmp)
+	docsTmp, rejTmp := w.unitPath(u.Idx, "docs.bin.tmp"), w.unitPath(u.Idx, "rej.zst.tmp")
+	spill, err := createSpill(docsTmp)
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
@@ -175,7 +175,7 @@ func (p *pipeline) readUnit(ctx context.Context, w *distWork, u unit, key string
 	}
 	m.Rejects, m.Problems = p.rep.Rejects, p.rep.Problems
 	m.Seconds = time.Since(t0).Seconds()
-	if err := os.Rename(docsTmp, w.unitPath(u.Idx, "docs.zst")); err != nil {
+	if err := os.Rename(docsTmp, w.unitPath(u.Idx, "docs.bin")); err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
 	if err := os.Rename(rejTmp, w.unitPath(u.Idx, "rej.zst")); err != nil {

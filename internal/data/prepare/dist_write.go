@@ -70,8 +70,12 @@ func (w *distWork) writeUnit(ctx context.Context, i int, dups map[int64]string, 
 	o := unitOut{Idx: i, Problems: m.Problems, Sizes: map[string][]int32{}, Samples: map[string]string{}}
 	// Fresh copies of the phase-1 counts: a reused meta must not be
 	// counted into twice.
-	var mc unitMeta
-	b, err := gobBytes(m)
+	type counts struct {
+		Sources []*datareport.SourceReport
+		Rejects map[string]int64
+	}
+	var mc counts
+	b, err := gobBytes(counts{m.Sources, m.Rejects})
 	if err == nil {
 		err = unGob(b, &mc)
 	}
@@ -102,7 +106,7 @@ func (w *distWork) writeUnit(ctx context.Context, i int, dups map[int64]string, 
 	shards.tag = tag
 	defer shards.abort()
 	k := -1
-	for rec, err := range ReadDocs([]string{w.unitPath(i, "docs.zst")}) {
+	for rec, err := range readSpill(w.unitPath(i, "docs.bin")) {
 		if err != nil {
 			return o, err
 		}
@@ -181,7 +185,7 @@ func (w *distWork) writeUnit(ctx context.Context, i int, dups map[int64]string, 
 		}
 	}
 	if k+1 != len(m.IDs) {
-		return o, fmt.Errorf("%s: %d documents, the unit's record says %d (remove %s and rerun)", w.unitPath(i, "docs.zst"), k+1, len(m.IDs), w.dir)
+		return o, fmt.Errorf("%s: %d documents, the unit's record says %d (remove %s and rerun)", w.unitPath(i, "docs.bin"), k+1, len(m.IDs), w.dir)
 	}
 	if o.DocShards, err = shards.close(); err != nil {
 		return o, err
