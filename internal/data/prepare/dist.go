@@ -2,6 +2,8 @@ package prepare
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,13 +11,16 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/data/corpus"
 	"github.com/kestrel-lm/kestrel/internal/data/datareport"
+	"github.com/kestrel-lm/kestrel/internal/data/decontam"
 	"github.com/kestrel-lm/kestrel/internal/data/document"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
 // DefaultUnitBytes is the size of the byte ranges large JSONL inputs are
@@ -49,6 +54,9 @@ type DistOptions struct {
 // distHooks let tests order the ranks' claims.
 type distHooks struct {
 	beforeClaims, afterClaims func()
+	// decontam, when set, replaces the decontamination settings this rank
+	// builds its index from (tests: a host that sees other eval files).
+	decontam func(decontam.Config) decontam.Config
 }
 
 // WorkDirFor is the default work directory of a distributed run writing out.
@@ -159,7 +167,10 @@ func RunDist(ctx context.Context, cfg Config, opts DistOptions) (*datareport.Rep
 	// Every rank builds the decontamination index itself, in the
 	// background while phase 1 runs: broadcasting it cost rank 0 the
 	// encoding and the others the decoding (together as much as building),
-	// after phase 1, with the ranks waiting for each other.
+	// after phase 1, with the ranks waiting for each other. The ranks then
+	// compare fingerprints of what they built (awaitDecontam), so a host
+	// that reads other eval files stops the run instead of filtering
+	// differently.
 	pcfg := cfg
 	pcfg.Decontam.Enabled = false
 	p, err := newPipeline(pcfg, opts.RunOptions, inputs, tmp)
@@ -175,10 +186,18 @@ func RunDist(ctx context.Context, cfg Config, opts DistOptions) (*datareport.Rep
 	var decIndex chan decBuilt
 	if cfg.Decontam.Enabled {
 		decIndex = make(chan decBuilt, 1)
+		dcfg := cfg.Decontam.Index
+		if opts.hooks != nil && opts.hooks.decontam != nil {
+			dcfg = opts.hooks.decontam(dcfg)
+		}
 		go func() {
 			t := time.Now()
-			d, err := newDecontam(cfg.Decontam.Index)
-			decIndex <- decBuilt{d, err, time.Since(t).Seconds()}
+			d, err := newDecontam(dcfg)
+			fp := ""
+			if err == nil {
+				fp, err = decontamFingerprint(dcfg, d)
+			}
+			decIndex <- decBuilt{d, fp, err, time.Since(t).Seconds()}
 		}()
 	}
 	w := &distWork{c: c, p: p, hooks: opts.hooks, dir: opts.WorkDir, claims: filepath.Join(claimsRoot(opts.WorkDir), filepath.Base(tmp)), unitBytes: opts.UnitBytes, metas: map[int]*unitMeta{}, timings: map[string]float64{}}
@@ -231,15 +250,18 @@ func RunDist(ctx context.Context, cfg Config, opts DistOptions) (*datareport.Rep
 	return datareport.Load(opts.Out)
 }
 
-// decBuilt is a rank's decontamination index, built in the background.
+// decBuilt is a rank's decontamination index, built in the background,
+// and its fingerprint (decontamFingerprint).
 type decBuilt struct {
 	d   *decontaminator
+	fp  string
 	err error
 	sec float64
 }
 
 // awaitDecontam waits for this rank's decontamination index; every rank
-// stops when one failed to build it.
+// stops when one failed to build it, or built one whose fingerprint differs
+// from rank 0's (the error names that rank and its host).
 func awaitDecontam(c comm.Comm, p *pipeline, built <-chan decBuilt) error {
 	r := <-built
 	err := r.err
@@ -249,7 +271,45 @@ func awaitDecontam(c comm.Comm, p *pipeline, built <-chan decBuilt) error {
 	} else {
 		err = fmt.Errorf("prepare.decontam: %w", err)
 	}
-	return agree(c, "build decontamination index", err)
+	if err := agree(c, "build decontamination index", err); err != nil {
+		return err
+	}
+	all, err := c.AllGatherBytes([]byte(r.fp + "\x00" + c.Host()))
+	if err != nil {
+		return fmt.Errorf("prepare: compare decontamination indexes: %w", err)
+	}
+	fp0, host0, _ := strings.Cut(string(all[0]), "\x00")
+	for rank, b := range all[1:] {
+		if fp, host, _ := strings.Cut(string(b), "\x00"); fp != fp0 {
+			return fmt.Errorf("prepare.decontam: rank %d on %s built a different decontamination index than rank 0 on %s "+
+				"(every rank builds it from the eval-set files of prepare.decontam: they differ between the hosts' copies)", rank+1, host, host0)
+		}
+	}
+	return nil
+}
+
+// decontamFingerprint identifies the index built from cfg: the sha256 of
+// each eval-set file's contents (not its path, which may differ between
+// hosts) and the counts the index holds per set.
+func decontamFingerprint(cfg decontam.Config, d *decontaminator) (string, error) {
+	h := sha256.New()
+	for _, set := range cfg.EvalSets {
+		for _, path := range set.Paths {
+			e, err := expand(path)
+			if err != nil {
+				return "", fmt.Errorf("eval set %s: %w", set.Name, err)
+			}
+			fh, err := runlog.HashFile(e)
+			if err != nil {
+				return "", fmt.Errorf("eval set %s: %w", set.Name, err)
+			}
+			fmt.Fprintf(h, "%s\x00%s\n", set.Name, fh)
+		}
+	}
+	for _, st := range d.x.Stats() {
+		fmt.Fprintf(h, "%s %d %d %d\n", st.Name, st.Items, st.NGrams, st.Common)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // resolveAll resolves every source's inputs and fingerprints the run.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/data/datareport"
+	"github.com/kestrel-lm/kestrel/internal/data/decontam"
 )
 
 // runLocal runs RunDist on n in-process ranks; opt(r) adjusts rank r's
@@ -250,5 +252,47 @@ func TestDistDeadRank(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a run with a dead rank left %s: %v", out, err)
+	}
+}
+
+// TestDistDecontamIndexesMustAgree: every rank builds the decontamination
+// index from its own copy of the eval files; a rank whose copy differs
+// (half of its eval items) stops every rank with an error naming it, and
+// nothing is installed.
+func TestDistDecontamIndexesMustAgree(t *testing.T) {
+	cfg := distConfig(t)
+	cfg.Tokenizer.Mode = "none"
+	set := cfg.Decontam.Index.EvalSets[0]
+	src, err := expand(set.Paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), filepath.Base(src))
+	lines := strings.SplitAfter(string(data), "\n")
+	if err := os.WriteFile(other, []byte(strings.Join(lines[:len(lines)/2], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "dist")
+	_, errs := runLocal(t, 2, cfg, out, func(r int, o *DistOptions) {
+		if r == 1 {
+			o.hooks = &distHooks{decontam: func(c decontam.Config) decontam.Config {
+				sets := slices.Clone(c.EvalSets)
+				sets[0].Paths = append([]string{other}, sets[0].Paths[1:]...)
+				c.EvalSets = sets
+				return c
+			}}
+		}
+	})
+	for r, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "rank 1 on") || !strings.Contains(err.Error(), "different decontamination index") {
+			t.Errorf("rank %d: %v, want the index mismatch naming rank 1", r, err)
+		}
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("failed run left %s: %v", out, err)
 	}
 }
