@@ -73,18 +73,9 @@ func (w *spillWriter) close() error {
 	if w == nil || w.f == nil {
 		return nil
 	}
-	err := w.bw.Flush()
-	if e := w.f.Sync(); err == nil {
-		err = e
-	}
-	if e := w.f.Close(); err == nil {
-		err = e
-	}
+	f := w.f
 	w.f = nil
-	if err != nil {
-		return fmt.Errorf("close %s: %w", w.path, err)
-	}
-	return nil
+	return finishFile(f, w.path, w.bw.Flush())
 }
 
 // jsonString is s as a JSON encoding and decoding leaves it: every byte

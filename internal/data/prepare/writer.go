@@ -76,15 +76,23 @@ func (w *zstdJSONL) close() error {
 	if e := w.bw.Flush(); err == nil {
 		err = e
 	}
-	if e := w.f.Sync(); err == nil {
-		err = e
-	}
-	if e := w.f.Close(); err == nil {
-		err = e
-	}
+	f := w.f
 	w.f = nil
+	return finishFile(f, w.path, err)
+}
+
+// finishFile fsyncs and closes f once its writer has flushed (flushErr is
+// the flush's error) and returns the first error, naming path.
+func finishFile(f *os.File, path string, flushErr error) error {
+	err := flushErr
+	if e := f.Sync(); err == nil {
+		err = e
+	}
+	if e := f.Close(); err == nil {
+		err = e
+	}
 	if err != nil {
-		return fmt.Errorf("close %s: %w", w.path, err)
+		return fmt.Errorf("close %s: %w", path, err)
 	}
 	return nil
 }
