@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -20,14 +21,8 @@ func newBenchEvalCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "eval [--preset ref7m|demo|demo-quick | --config RUN.toml]",
 		Short: "tokens/s of forward-only evaluation against a training step",
-		Long: `Times, in alternating rounds on one random batch of a freshly initialised
-model, a training step (forward + backward + AdamW, as kestrel bench step), a
-Forward pass (full activations, logits at every position) and the
-forward-only path evaluation uses (model.LogProbs: one block's scratch, the
-lm_head only where a target is scored). Prints the medians and the median
-per-round ratios, e.g.
-{"op":"eval","preset":"ref7m","forward_only_tokens_per_sec":…,"train_tokens_per_sec":…,"ratio_vs_train":…}.`,
-		Args: cobra.NoArgs,
+		Long:  helpText("bench-eval"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := modelbench.ModelConfig(preset, cf.path, cf.overrides)
 			if err != nil {
@@ -40,15 +35,8 @@ per-round ratios, e.g.
 			if err != nil {
 				return err
 			}
-			name := preset
-			if cf.path != "" {
-				name = cf.path
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), r.Fields(name))
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), r.Line(name))
-			return nil
+			name := cmp.Or(cf.path, preset)
+			return emit(cmd.OutOrStdout(), asJSON, r.Fields(name), r.Line(name))
 		},
 	}
 	cf = addConfigFlags(cmd, "run config whose [model] to measure (instead of --preset)")

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
@@ -23,12 +21,8 @@ func newBenchLoaderCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "loader [--dataset D] [--json]",
 		Short: "loader batches/s and tokens/s (synthetic or prepared dataset), against a plain copy of the same tokens",
-		Long: `Times Fill of whole global batches without prefetching (the cost the
-prefetch goroutine hides from the trainer) for each permutation, and as a
-reference in the same run, copying the same number of tokens sequentially
-out of the same streams. Prints one JSON object per measurement with --json:
-{"op":"loader","batches_per_sec":…,"tokens_per_sec":…}.`,
-		Args: cobra.NoArgs,
+		Long:  helpText("bench-loader"),
+		Args:  cobra.NoArgs,
 	}
 	cf := addConfigFlags(cmd, "run config (TOML) for --dataset mode")
 	f := cmd.Flags()
@@ -45,29 +39,14 @@ out of the same streams. Prints one JSON object per measurement with --json:
 		if err != nil {
 			return err
 		}
-		if steps < 1 || batch < 1 || seqLen < 1 || sources < 1 || tokens < int64(seqLen)+1 {
-			return fmt.Errorf("bench loader: need --steps, --batch, --seq-len, --sources ≥ 1 and --tokens > --seq-len")
-		}
-		var ds *loader.Dataset
-		name := "synthetic"
-		if dataset != "" {
-			if ds, _, err = loader.Open(dataset); err != nil {
-				return err
-			}
-			name = dataset
-		} else {
-			ds = loader.SyntheticDataset(sources, tokens)
+		ds, name, err := loader.BenchDataset(dataset, sources, tokens, seqLen)
+		if err != nil {
+			return err
 		}
 		w := cmd.OutOrStdout()
 		return loader.Bench(cmd.Context(), ds, cfg.Data, loader.BenchOptions{
 			Steps: steps, Batch: batch, SeqLen: seqLen, Packing: packing, Permutations: permsToTest, Seed: cfg.Run.Seed,
-			Emit: func(r loader.BenchResult) error {
-				if asJSON {
-					return printJSON(w, r.Fields(name))
-				}
-				_, err := fmt.Fprintln(w, r.Line())
-				return err
-			},
+			Emit: func(r loader.BenchResult) error { return emit(w, asJSON, r.Fields(name), r.Line()) },
 		})
 	}
 	return cmd

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
@@ -19,21 +17,10 @@ func newBenchSampleCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sample [--run runs/NAME | --preset demo|demo-quick|ref7m]",
 		Short: "tokens/s of sampling with the KV cache against a full forward per token",
-		Long: `Generates --tokens greedy tokens after a random --prompt, in alternating
-rounds, with the KV cache (model.Decoder, as kestrel sample does) and without
-it (model.Logits over the last seq_len tokens for every token), on a run's
-newest checkpoint (--run) or a freshly initialised preset model. Prints
-{"op":"sample","tokens_per_sec_cache":…,"tokens_per_sec_no_cache":…,"speedup":…}.`,
-		Args: cobra.NoArgs,
+		Long:  helpText("bench-sample"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opt := modelbench.SampleOptions{Run: run, Prompt: prompt, Tokens: toks, Pairs: pairs}
-			if run == "" {
-				cfg, err := modelbench.ModelConfig(preset, "", nil)
-				if err != nil {
-					return fmt.Errorf("bench sample: %w", err)
-				}
-				opt.Model = cfg
-			}
+			opt := modelbench.SampleOptions{Run: run, Preset: preset, Prompt: prompt, Tokens: toks, Pairs: pairs}
 			if threads > 0 {
 				kernels.SetThreads(threads)
 			}
@@ -41,11 +28,7 @@ newest checkpoint (--run) or a freshly initialised preset model. Prints
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), r.Fields(preset))
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), r.Line(preset))
-			return nil
+			return emit(cmd.OutOrStdout(), asJSON, r.Fields(preset), r.Line(preset))
 		},
 	}
 	f := cmd.Flags()

@@ -21,12 +21,7 @@ func newBenchTokenizeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tokenize",
 		Short: "BPE encode MB/s against tiktoken-go (r50k, cl100k or o200k)",
-		Long: `Encode the same text with kestrel's tokenizer and with
-github.com/tiktoken-go/tokenizer (--encoding: r50k_base = GPT-2, cl100k_base,
-o200k_base; the tokenizer defaults to the shipped files) in the same run, first checking
-that both give identical ids on every document. Each repetition uses a freshly
-loaded kestrel tokenizer, so its pre-token cache starts cold; the best
-repetition counts. Documents are split over the threads.`,
+		Long:  helpText("bench-tokenize"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("tokenizer") && enc != "r50k_base" {
 				tokPath = "${KESTREL_DATA}/tiktoken/" + enc + ".tiktoken"
@@ -40,13 +35,7 @@ repetition counts. Documents are split over the threads.`,
 				return fmt.Errorf("bench tokenize: %w", err)
 			}
 			out := cmd.OutOrStdout()
-			return tokbench.Run(cmd.Context(), tokbench.Options{Tokenizer: p, Encoding: enc, Docs: docs, Threads: threads, Reps: reps, Emit: func(r tokbench.Result) {
-				if asJSON {
-					printJSON(out, r)
-					return
-				}
-				fmt.Fprintln(out, r.Line())
-			}})
+			return tokbench.Run(cmd.Context(), tokbench.Options{Tokenizer: p, Encoding: enc, Docs: docs, Threads: threads, Reps: reps, Emit: func(r tokbench.Result) { emit(out, asJSON, r, r.Line()) }})
 		},
 	}
 	f := cmd.Flags()

@@ -13,15 +13,8 @@ func newConfigCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config [--defaults | --config FILE [--section.key=value …]]",
 		Short: "print the default or resolved configuration",
-		Long: `Print a kestrel configuration as TOML with a comment above every field.
-
-  kestrel config --defaults            the complete default config
-  kestrel config --config RUN.toml     defaults + RUN.toml + flag overrides, as a run would use it
-  kestrel config --fields              one line per settable field: --section.key  type  documentation
-
-Config files are strict: an unknown or misspelt key is an error that names the
-key, the file and the line.`,
-		Args: cobra.NoArgs,
+		Long:  helpText("config"),
+		Args:  cobra.NoArgs,
 	}
 	cf := addConfigFlags(cmd, "config file to resolve (TOML)")
 	cmd.Flags().BoolVar(&defaults, "defaults", false, "print the complete default config")

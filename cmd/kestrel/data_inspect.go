@@ -17,11 +17,8 @@ func newDataInspectCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect DATASET",
 		Short: "decode sample documents of a prepared dataset back to text, with token counts and shares",
-		Long: `Print a prepared dataset's tokenizer, per-source token and document counts and
-shares, then decode --n documents per source (evenly spaced through the
-split) back to text with their token ranges — the "decode a batch" check.
-All shards read are verified against their sha256.`,
-		Args: cobra.ExactArgs(1),
+		Long:  helpText("data-inspect"),
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := datadir.Expand(args[0])
 			if err != nil {

@@ -17,27 +17,8 @@ func newDataShuffleReportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "shuffle-report (--dataset D | --synthetic) [--permutation feistel,feistel-mix,lcg] [--out report.png]",
 		Short: "measure batch composition over steps for the Feistel or LCG permutation, with a PNG plot",
-		Long: `How i.i.d. are the batches? For each permutation, label every row of every
-batch by the block of the data it comes from (the data in stored order cut
-into --blocks equal ranges: topics, if it is sorted by topic) or by source,
-and report:
-
-  lag1 / max|acf|   autocorrelation of the per-batch block shares across steps,
-                    as deviations from the mixture weights in force at each step
-                    (a data stage's planned change is not drift); ~0 for i.i.d.
-                    batches, near 1 when batches drift in phases
-  max_run           longest run of consecutive batches in which one block holds
-                    ≥ 50% of the rows
-  mean_max_share    mean over batches of the largest block share
-  mean_tv           mean total-variation distance of a batch from the overall mix
-
---synthetic needs no dataset: items 0..N-1 sorted into --blocks topics, one
-source, shuffled exactly as the loader shuffles a source. --dataset runs the
-loader itself (with the config's mixture, seq_len and seed). The PNG shows
-the mean block index of each batch (i.i.d. batches scatter around the
-middle; phases are flat stretches) and the autocorrelation by lag, one line
-per permutation. Marin's phases: --synthetic --lcg-stride 3.`,
-		Args: cobra.NoArgs,
+		Long:  helpText("data-shuffle-report"),
+		Args:  cobra.NoArgs,
 	}
 	cf := addConfigFlags(cmd, "run config (TOML) for --dataset mode: data mixture, model.seq_len, run.seed")
 	f := cmd.Flags()

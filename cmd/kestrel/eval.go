@@ -12,14 +12,8 @@ func newEvalCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "eval --run RUN [--checkpoint last|last-good|step-N|DIR] [--ema] --tasks hellaswag,piqa,bpb,gsm8k-nll,memorization,bpb-val [--limit N] [--json] [--strict]",
 		Short: "score a checkpoint on HellaSwag, PIQA, bits per byte, GSM8K, memorization (docs/eval.md)",
-		Long: `Zero-shot multiple choice by log-likelihood (HellaSwag, PIQA: acc, acc_norm
-with standard errors, as lm-evaluation-harness) and bits per byte on the
-WikiText-2 test file, from the shipped data; gsm8k-nll, memorization and
-bpb-val too. --limit N takes the first N items (bpb: windows). Each task is
-checked against the run's data first: a task the dataset was not
-decontaminated against, or whose file was a training input, gets a WARNING
-(--strict refuses it). See docs/eval.md for the tokenisation.`,
-		Args: cobra.NoArgs,
+		Long:  helpText("eval"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opt.Status = cmd.ErrOrStderr()
 			res, err := eval.Run(opt)

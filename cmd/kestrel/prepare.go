@@ -20,32 +20,8 @@ func newPrepareCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "prepare --config DATA.toml --out datasets/NAME",
 		Short: "build a training dataset: read sources, filter, dedup, decontaminate, tokenize, shard",
-		Long: `Build a dataset directory from raw sources listed in a data config:
-read (JSONL, text, WARC/WET, Parquet, source trees) → quality filters (Gopher,
-C4, FineWeb, OLMo 2 repeated n-grams) → exact and MinHash near-duplicate removal
-→ decontamination against eval sets → tokenization → llm.c-format shards with a
-hashed manifest. Every rejected document is kept with its stage, rule and
-reason under rejects/, and report.json plus a printed summary describe the run.
-
-The dataset is built in a temporary directory beside --out and renamed into
-place at the end, so a failed or interrupted run leaves no half dataset. A
-re-run with the same config and unchanged inputs is reported as up to date
-(see report.json "fingerprint"); --force rebuilds.
-
-Output:
-  docs/<source>-NNNNN.jsonl.zst   kept documents {id, source, text, meta}
-  rejects/<stage>.jsonl.zst       {id, source, stage, rule, detail} per dropped document
-  report.json                     counts per source and stage, reject rules, near_dup_rate,
-                                  duplicate hotspots, train_val_overlap, bytes/doc percentiles
-  tokenizer.json, manifest.json, shards/   with [prepare.tokenizer] mode = train | load
-
-Across processes (docs/prepare-distributed.md): build bin/kestrel-mpi with
-make build-mpi and launch it with mpirun -np N or srun; every rank reads a
-size-balanced share of the inputs (large JSONL files in byte ranges) and the
-result is identical to one process's (check with kestrel data diff A B).
-Output and --work-dir must be on a file system every rank sees; a rerun
-skips the inputs a failed run finished.`,
-		Args: cobra.NoArgs,
+		Long:  helpText("prepare"),
+		Args:  cobra.NoArgs,
 	}
 	cf := addConfigFlags(cmd, "data config (TOML) listing sources and stages")
 	cmd.Flags().StringVar(&out, "out", "", "output dataset directory")

@@ -13,18 +13,8 @@ func newQuarantineCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "quarantine DATASET (--docs ID,… | --shards FILE,… | --from-replay REPLAY.json) --reason TEXT",
 		Short: "leave documents or shards of a prepared dataset out of training, through an overlay",
-		Long: `Add documents (by id) or whole shards to DATASET/quarantine.json, the overlay
-the loader honours (data.quarantine; no shard is rewritten). Each entry
-records the reason and the time. --from-replay takes the output of
-'kestrel replay RUN --steps A:B --json' and quarantines every document of
-those batches (--source keeps one source's). Ids are the upstream ids, or
-SOURCE#INDEX for a dataset without them, as kestrel replay lists them.
-
-Quarantining changes the data order of every run that reads the dataset from
-step 1 on (the quarantined documents leave their source's stream before the
-shuffle), and a run resumed after it records the new quarantine_hash in its
-manifest (manifest_mismatch names it). See docs/rescue.md.`,
-		Args: cobra.ExactArgs(1),
+		Long:  helpText("quarantine"),
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Dataset = args[0]
 			path, added, total, err := replay.Quarantine(req)

@@ -17,24 +17,8 @@ func newReplayCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay RUN [--checkpoint C] [--probe] [--steps A:B] [--json]",
 		Short: "re-measure a run's probe batch or its batches of some steps on one checkpoint, changing nothing",
-		Long: `Re-run parts of a run, read-only, to localise a data event.
-
-  --probe       the frozen probe batch (probe.json) on checkpoint C:
-                fixed_probe_loss, logit_entropy_probe and topk_mass_probe,
-                beside the value logged at C's step and the newest one
-  --steps A:B   for each step s in A..B, the batch of step s rebuilt from the
-                run's config.toml exactly as the trainer read it, its loss
-                and gradient norm with the weights of C (default: the newest
-                checkpoint before A), beside the logged values, and the
-                documents of each row with their sources and ids
-
-The loss logged at step s was computed with the weights after step s-1, so
-only a step replayed on the checkpoint of the step before it matches the
-log; later steps show how the same weights see the next batches. --checkpoint
-takes a checkpoint directory, step-N (or N), last or last-good.
-The ids listed feed 'kestrel quarantine DATASET --from-replay FILE' (save the
---json output).`,
-		Args: cobra.ExactArgs(1),
+		Long:  helpText("replay"),
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
 			if o.From, o.To, err = run.ParseStepRange("--steps", steps); err != nil {

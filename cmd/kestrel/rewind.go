@@ -14,26 +14,8 @@ func newRewindCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rewind RUN --to STEP|last|last-good [--skip-steps A:B] [--lr-scale X --lr-steps N] [--set section.key=value …] [--reason TEXT]",
 		Short: "roll a run back to an earlier checkpoint, optionally skipping data and changing knobs",
-		Long: `Prepare the run directory RUN to continue from an earlier checkpoint, and
-record why in RUN/interventions.jsonl. Nothing is deleted: the metrics lines
-after the checkpoint's step move to RUN/metrics.archive-<id>.jsonl, and newer
-checkpoints move to RUN/checkpoints-archive/<id>/. rewind does not train:
-rerun the same 'kestrel train --config X --out RUN' to continue from the
-checkpoint with the intervention applied (the manifest check knows about it).
-
---to          last (the newest valid checkpoint), last-good (the newest healthy
-              one, as 'kestrel checkpoints RUN' marks it), a step N (the newest
-              valid checkpoint at or before step N), or a checkpoint directory
-              of RUN.
---skip-steps  A:B: the batches training steps A..B would have used are skipped;
-              from step A on, step s trains on batch(s + B−A+1). A must be after
-              the checkpoint's step. The LR schedule still counts real steps.
---lr-scale    multiply the learning rate by X for --lr-steps steps after the
-              checkpoint (0: until the next rewind).
---set         change a config knob from the checkpoint on (sections optim,
-              train, checkpoint, monitor, debug, dash, and init.necromancy), e.g.
-              --set optim.max_grad_norm=0.2; repeatable.`,
-		Args: cobra.ExactArgs(1),
+		Long:  helpText("rewind"),
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.To == "" {
 				return fmt.Errorf("rewind: --to is required (last, last-good, a step, or a checkpoint directory)")

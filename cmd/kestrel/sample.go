@@ -15,17 +15,8 @@ func newSampleCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sample --run runs/NAME [--prompt TEXT] [--temperature T] [--top-k K] [--top-p P] [--ema]",
 		Short: "generate text from a run's newest checkpoint",
-		Long: `Load the newest valid checkpoint of a run (or a checkpoint directory) and
-generate --tokens tokens after --prompt, sampling with temperature, top-k and
-top-p (nucleus) truncation; --temperature 0 is greedy. --ema samples from the
-EMA weights. Byte-level runs decode bytes directly; runs on a prepared dataset
-(data.kind = "dataset") use the dataset's tokenizer.json, so the dataset must
-still be at the path the run was trained with. An empty prompt starts a new
-document (a newline for byte-level runs, the dataset's document separator
-token otherwise). Sampling runs with a KV cache (one position per token); once
-prompt and sample exceed seq_len the context shifts to its newest seq_len/2
-tokens. The speed is printed on stderr at the end.`,
-		Args: cobra.NoArgs,
+		Long:  helpText("sample"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if run == "" {
 				return fmt.Errorf("sample: --run is required")

@@ -11,15 +11,8 @@ func newScoreCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "score --run RUN [--checkpoint last|last-good|step-N|DIR] [--ema] (--text TEXT | --file F | --tokens 1,2,3)",
 		Short: "per-token log-probabilities and total loss of a text or token list, as JSON",
-		Long: `Score a text (encoded with the run's tokenizer, its start token in front
-unless --no-start) or a list of token ids (used as given) with one
-checkpoint, and print JSON: every token with ln p(token | tokens before it),
-the first token being context only, and total_nll, mean_nll (the loss) and,
-for a text, bits_per_byte. Sequences longer than seq_len+1 are scored in
-non-overlapping windows of seq_len predictions, each from its own first
-token (as kestrel eval's bits per byte). This is what another
-implementation of the same model is checked against (tools/torchref).`,
-		Args: cobra.NoArgs,
+		Long:  helpText("score"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opt.Status = cmd.ErrOrStderr()
 			res, err := eval.ScoreText(opt)

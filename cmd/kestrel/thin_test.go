@@ -11,8 +11,9 @@ import (
 )
 
 // TestCommandStaysThin: cmd/kestrel is flags in, library calls out — each
-// file under 180 non-test lines, all of them under 2,100, with no exported
-// names (library logic belongs in the packages, see docs/architecture.md §0).
+// file under 180 non-test lines, all of them under 1,500, with no exported
+// names (library logic belongs in the packages, see docs/architecture.md §0;
+// long help texts are prose in help/*.txt).
 func TestCommandStaysThin(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -61,7 +62,7 @@ func TestCommandStaysThin(t *testing.T) {
 			}
 		}
 	}
-	if lines >= 2100 {
-		t.Errorf("cmd/kestrel has %d non-test lines; keep it under 2,100 by moving logic into the packages", lines)
+	if lines >= 1500 {
+		t.Errorf("cmd/kestrel has %d non-test lines; keep it under 1,500 by moving logic into the packages", lines)
 	}
 }

@@ -14,29 +14,33 @@ func newTokenizerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tokenizer",
 		Short: "train, apply and inspect byte-level BPE tokenizers",
-		Long: `Byte-level BPE tokenizers that read and write Hugging Face tokenizer.json and
-read tiktoken rank files (regex and special ids from NAME.json beside them:
-cl100k_base, o200k_base …) and GPT-2 vocab.json + merges.txt.
-
-  kestrel tokenizer train  --input FILES… --vocab-size N --out tok.json
-  kestrel tokenizer encode --tokenizer PATH [--lines] [--json]   (stdin → ids)
-  kestrel tokenizer decode --tokenizer PATH                      (ids → text)
-  kestrel tokenizer stats  --tokenizer PATH FILES…               (fertility, bytes/token, …)`,
+		Long:  helpText("tokenizer"),
 	}
 	cmd.AddCommand(newTokTrainCmd(), newTokEncodeCmd(), newTokDecodeCmd(), newTokStatsCmd())
 	return cmd
 }
 
-// tokLoad loads a tokenizer (${KESTREL_DATA} expanded), pattern overriding.
-func tokLoad(path, pattern string) (*tokenizer.Tokenizer, error) {
-	if path == "" {
+// tokFlags are --tokenizer and --pattern, which encode, decode and stats share.
+type tokFlags struct{ path, pattern string }
+
+// addTokFlags declares them on cmd.
+func addTokFlags(cmd *cobra.Command) *tokFlags {
+	t := &tokFlags{}
+	cmd.Flags().StringVar(&t.path, "tokenizer", "", "tokenizer.json, *.tiktoken, vocab.json or a directory")
+	cmd.Flags().StringVar(&t.pattern, "pattern", "", tokenizer.PatternHelp)
+	return t
+}
+
+// load loads the tokenizer (${KESTREL_DATA} expanded), --pattern overriding.
+func (t *tokFlags) load() (*tokenizer.Tokenizer, error) {
+	if t.path == "" {
 		return nil, fmt.Errorf("--tokenizer is required")
 	}
-	p, err := datadir.Expand(path)
+	p, err := datadir.Expand(t.path)
 	if err != nil {
 		return nil, err
 	}
-	return tokenizer.LoadWith(p, tokenizer.LoadOptions{Pattern: pattern})
+	return tokenizer.LoadWith(p, tokenizer.LoadOptions{Pattern: t.pattern})
 }
 
 func newTokTrainCmd() *cobra.Command {
@@ -49,10 +53,8 @@ func newTokTrainCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "train --input FILES… --vocab-size N --out tok.json",
 		Short: "learn BPE merges from a corpus and write tokenizer.json",
-		Long: `Learn byte-level BPE merges from text files (JSONL: the "text" field; .gz is
-read), a directory of them, or a prepared dataset directory (its training
-documents are decoded). The result is deterministic for a given input.`,
-		Args: cobra.ArbitraryArgs,
+		Long:  helpText("tokenizer-train"),
+		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			inputs = append(inputs, args...)
 			if len(inputs) == 0 {
@@ -85,16 +87,14 @@ documents are decoded). The result is deterministic for a given input.`,
 }
 
 func newTokEncodeCmd() *cobra.Command {
-	var path, pattern string
+	var tf *tokFlags
 	var lines, asJSON, special bool
 	cmd := &cobra.Command{
 		Use:   "encode --tokenizer PATH [--lines] [--json]",
 		Short: "encode stdin to token ids",
-		Long: `Read text on stdin and write token ids: space-separated (or one JSON array
-with --json) for the whole input, or one JSON array per input line with
---lines (the newline is not encoded).`,
+		Long:  helpText("tokenizer-encode"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			tok, err := tokLoad(path, pattern)
+			tok, err := tf.load()
 			if err != nil {
 				return err
 			}
@@ -109,8 +109,7 @@ with --json) for the whole input, or one JSON array per input line with
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&path, "tokenizer", "", "tokenizer.json, *.tiktoken, vocab.json or a directory")
-	cmd.Flags().StringVar(&pattern, "pattern", "", tokenizer.PatternHelp)
+	tf = addTokFlags(cmd)
 	cmd.Flags().BoolVar(&lines, "lines", false, "encode each line separately, one JSON array per line")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "write a JSON array")
 	cmd.Flags().BoolVar(&special, "special", false, "recognise special tokens such as <|endoftext|> in the text")
@@ -118,15 +117,13 @@ with --json) for the whole input, or one JSON array per input line with
 }
 
 func newTokDecodeCmd() *cobra.Command {
-	var path, pattern string
+	var tf *tokFlags
 	cmd := &cobra.Command{
 		Use:   "decode --tokenizer PATH",
 		Short: "decode token ids on stdin back to text",
-		Long: `Read ids on stdin and write the exact bytes they stand for. A line holding a
-JSON array (the output of encode --lines) decodes to one line of text; other
-input is whitespace-separated ids decoded as one text.`,
+		Long:  helpText("tokenizer-decode"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			tok, err := tokLoad(path, pattern)
+			tok, err := tf.load()
 			if err != nil {
 				return err
 			}
@@ -136,26 +133,22 @@ input is whitespace-separated ids decoded as one text.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&path, "tokenizer", "", "tokenizer.json, *.tiktoken, vocab.json or a directory")
-	cmd.Flags().StringVar(&pattern, "pattern", "", tokenizer.PatternHelp)
+	tf = addTokFlags(cmd)
 	return cmd
 }
 
 func newTokStatsCmd() *cobra.Command {
-	var path, pattern string
+	var tf *tokFlags
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "stats --tokenizer PATH FILES…",
 		Short: "report fertility, bytes per token, continued-word share and vocabulary use",
-		Long: `Encode a corpus and report: fertility (tokens per whitespace-separated word,
-each word encoded as it appears, with its leading space), bytes per token,
-continued-word share (words split into more than one token) and vocabulary
-use (share of ids that occur).`,
+		Long:  helpText("tokenizer-stats"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return fmt.Errorf("tokenizer stats: name the corpus files")
 			}
-			tok, err := tokLoad(path, pattern)
+			tok, err := tf.load()
 			if err != nil {
 				return err
 			}
@@ -170,8 +163,7 @@ use (share of ids that occur).`,
 			return st.WriteText(cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVar(&path, "tokenizer", "", "tokenizer.json, *.tiktoken, vocab.json or a directory")
-	cmd.Flags().StringVar(&pattern, "pattern", "", tokenizer.PatternHelp)
+	tf = addTokFlags(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object")
 	return cmd
 }

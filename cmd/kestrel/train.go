@@ -15,17 +15,8 @@ func newTrainCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "train --config RUN.toml --out runs/NAME",
 		Short: "train a transformer; resumes from the newest valid checkpoint in --out",
-		Long: `Train a Llama/Qwen3-style transformer on a byte-level text file or a prepared
-dataset, with AdamW or Muon (--optim.name=muon), LR schedules (cosine, WSD,
-WSD-S, multi-step, re-warmup), gradient and update-norm clipping, skip-bad-steps,
-z-loss, EMA weights, and
-checkpoints with bit-exact resume. If --out already holds a checkpoint the run
-resumes from the newest valid one; Ctrl-C writes a checkpoint and exits 0.
-Every step appends a JSON line to <out>/metrics.jsonl; the monitor (ICU panel)
-watches every step, writes alerts.jsonl, metrics.sqlite, TensorBoard events and
-trace.json, and stops the run on a SEV0 with an incident bundle under
-<out>/incidents/. --dash serves the live dashboard beside the run.`,
-		Args: cobra.NoArgs,
+		Long:  helpText("train"),
+		Args:  cobra.NoArgs,
 	}
 	cf := addConfigFlags(cmd, "run config (TOML)")
 	cmd.Flags().StringVar(&out, "out", "", "run directory (default runs/<run.name>)")

@@ -13,18 +13,6 @@ import (
 // version may be set at build time: -ldflags "-X main.version=…".
 var version = "0.1.0-dev"
 
-// buildSHA returns the git SHA the Makefile embedded (internal/buildinfo),
-// or the VCS revision Go recorded, or "unknown".
-func buildSHA() string {
-	if rev, dirty := buildinfo.VCS(); rev != "" {
-		if dirty {
-			rev += "-dirty"
-		}
-		return rev
-	}
-	return "unknown"
-}
-
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
@@ -32,7 +20,7 @@ func newVersionCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := fmt.Fprintf(cmd.OutOrStdout(), "kestrel %s\ngit:      %s\ngo:       %s %s/%s\ncpu:      %s (GOMAXPROCS %d)\ngemm:     %s\n",
-				version, buildSHA(), runtime.Version(), runtime.GOOS, runtime.GOARCH, kernels.FeatureString(), runtime.GOMAXPROCS(0), kernels.Impl())
+				version, buildinfo.Describe(), runtime.Version(), runtime.GOOS, runtime.GOARCH, kernels.FeatureString(), runtime.GOMAXPROCS(0), kernels.Impl())
 			return err
 		},
 	}

@@ -23,38 +23,8 @@ func newWatchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "watch SOURCE [-f] [--format auto|kestrel|jsonl|csv|tfevents] [--map name=field …] [--store out.sqlite] [--allow-sev0]",
 		Short: "apply the ICU-panel alert rules and spike classifier to any run's metrics",
-		Long: `Read a run kestrel did not train — a kestrel run directory, a JSONL metrics file
-from any trainer (field mapping configurable), or TensorBoard event files — and
-apply the same SEV0/1/2 rules and loss-spike classifier as kestrel train,
-printing alerts (follow the file with -f); --out DIR writes the metrics in
-kestrel's names and the alerts where 'kestrel dash DIR' reads them.
-
-SOURCE is a run directory (metrics.jsonl or metrics.sqlite), a .jsonl file, a
-training log of llm.c (main.log: "s:N trl:X lr:Y norm:Z", "s:N tel:X") or
-nanoGPT ("iter N: loss X, time Yms, mfu Z%"), a .csv export (W&B history with
-_step, train/loss, _runtime, _timestamp; Keras CSVLogger), a .sqlite store, an
-events.out.tfevents.* file or a directory of them (TF1 simple values and TF2 /
-Keras tensor summaries; a Keras log directory's train/).
-
-Other trainers' common names are recognised without --map: loss, train/loss,
-trl, batch_loss, epoch_loss (train_loss_raw); val/loss, eval_loss, tel
-(val_loss); lr (learning_rate); grad_norm, norm (grad_global_norm); iter,
-_step (the step) — the aliases in docs/metrics.md. When no loss metric is
-recognised, watch says so, naming the fields it saw, and exits non-zero.
-Unreadable lines or records are skipped and counted (the first is named at the
-end); a line over 16 MiB stops the read with an error naming it.
-
---map renames the source's fields to kestrel's metric names (docs/metrics.md);
-nested JSON objects and arrays flatten with "/" as in kestrel dash (lr/0):
-  kestrel watch log.jsonl --map step=iter --map train_loss_raw=loss \
-      --map grad_global_norm=optim/grad_norm --map tokens_per_sec=tok_s
-Arrays named sources, doc_ids or batch_ids describe the step's batch.
-
-Thresholds are the [monitor] config keys (e.g. --monitor.spike_z=5).
-Each alert prints one line: severity, rule, step, message, verdict.
-Exit status: non-zero after any SEV0 alert (--allow-sev0 exits 0 then), when
-no loss metric was recognised, or on an error.`,
-		Args: cobra.ExactArgs(1),
+		Long:  helpText("watch"),
+		Args:  cobra.ExactArgs(1),
 	}
 	cf := addConfigFlags(cmd, "config file whose [monitor] section to use (optional)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep reading as the source grows (Ctrl-C to stop); a source that stops writing for monitor.blackout_factor × its median interval raises SEV0 monitoring_blackout")

@@ -44,6 +44,19 @@ func VCS() (rev string, dirty bool) {
 	return rev, dirty
 }
 
+// Describe is VCS as one string: the revision, with "-dirty" appended for
+// uncommitted changes, or "unknown" when the build carries none.
+func Describe() string {
+	rev, dirty := VCS()
+	switch {
+	case rev == "":
+		return "unknown"
+	case dirty:
+		return rev + "-dirty"
+	}
+	return rev
+}
+
 // ModulesHash is the SHA-256 of the sorted list of modules the binary was
 // built with ("path version sum" per line, replacements resolved): two
 // binaries with the same hash link the same dependency code. It is "" when

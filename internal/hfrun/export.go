@@ -44,6 +44,16 @@ type Result struct {
 	Refused string
 }
 
+// Line is the one-line account of an export to out: the checkpoint and
+// step, the architecture and the end-of-sequence token.
+func (r *Result) Line(out string) string {
+	eos := "none (byte-level)"
+	if r.Tokens.EOS != nil {
+		eos = fmt.Sprintf("%q = %d", r.Tokens.EOS.Content, r.Tokens.EOS.ID)
+	}
+	return fmt.Sprintf("exported %s (step %d) as %s to %s; eos %s", r.Checkpoint, r.Step, r.Arch, out, eos)
+}
+
 // Export writes o.Run's checkpoint to o.Out.
 func Export(ctx context.Context, o Options) (*Result, error) {
 	name := o.Checkpoint

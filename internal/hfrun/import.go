@@ -2,10 +2,13 @@ package hfrun
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/hf"
+	"github.com/kestrel-lm/kestrel/internal/safetensors"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
@@ -32,4 +35,24 @@ func Import(dir, base string, overrides []config.Override) (config.Config, *hf.M
 	cfg.Model = m.Config
 	cfg.Init.From, cfg.Init.Mode = train.HFPrefix+abs, "weights"
 	return cfg, m, nil
+}
+
+// WriteImportSummary prints what Import read from dir and that the run
+// config out (warm-starting from cfg.Init.From) was written: the
+// architecture, the tensors mapped, those converted per source dtype and
+// those ignored, then how to train.
+func WriteImportSummary(w io.Writer, dir, out string, cfg config.Config, m *hf.Model) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s, %d tensors mapped and shape-checked", dir, m.HF.Architectures[0], len(m.Weights.Tensors))
+	for _, dt := range []safetensors.DType{safetensors.BF16, safetensors.F16, safetensors.F64} {
+		if n := m.Converted[dt]; n > 0 {
+			fmt.Fprintf(&b, ", %d converted from %s", n, dt)
+		}
+	}
+	if len(m.Ignored) > 0 {
+		fmt.Fprintf(&b, ", ignored %v", m.Ignored)
+	}
+	fmt.Fprintf(&b, "\nwrote %s (init.from = %q); train with: kestrel train --config %s\n", out, cfg.Init.From, out)
+	_, err := io.WriteString(w, b.String())
+	return err
 }

@@ -16,6 +16,7 @@ import (
 // SampleOptions configure Sample.
 type SampleOptions struct {
 	Model  model.Config // a freshly initialised model of this shape (seed 1) …
+	Preset string       // … or of this preset (ModelConfig) when Model is unset …
 	Run    string       // … or, when set, a run's newest valid checkpoint (or a checkpoint directory)
 	Prompt int          // random prompt tokens, 1..seq_len
 	Tokens int          // greedy tokens generated per round, ≥ 1
@@ -52,7 +53,13 @@ func Sample(ctx context.Context, opt SampleOptions) (SampleResult, error) {
 			res.Source = l.Dir
 		}
 	} else {
-		m, err = model.New(opt.Model, 1)
+		cfg := opt.Model
+		if cfg == (model.Config{}) {
+			cfg, err = ModelConfig(opt.Preset, "", nil)
+		}
+		if err == nil {
+			m, err = model.New(cfg, 1)
+		}
 	}
 	if err != nil {
 		return SampleResult{}, fmt.Errorf("bench sample: %w", err)

@@ -202,6 +202,18 @@ func stepName(s string) (int, bool) {
 	return n, err == nil
 }
 
+// WriteCheckpointsJSON writes list as JSON lines, one object per
+// checkpoint.
+func WriteCheckpointsJSON(out io.Writer, list []CheckpointInfo) error {
+	enc := json.NewEncoder(out)
+	for i := range list {
+		if err := enc.Encode(&list[i]); err != nil {
+			return fmt.Errorf("checkpoints: step %d: %w", list[i].Step, err)
+		}
+	}
+	return nil
+}
+
 // WriteCheckpointTable prints list (as ListCheckpoints returns it for the run
 // directory runDir) as a table for a person: one row per checkpoint, the
 // last-good one marked with *.

@@ -7,6 +7,21 @@ import (
 	"time"
 )
 
+// BenchDataset is the dataset `kestrel bench loader` reads: the prepared
+// dataset at path, or, when path is "", SyntheticDataset(sources, tokens)
+// for sequences of seqLen tokens. name labels the results (the path, or
+// "synthetic").
+func BenchDataset(path string, sources int, tokens int64, seqLen int) (ds *Dataset, name string, err error) {
+	if path != "" {
+		ds, _, err = Open(path)
+		return ds, path, err
+	}
+	if sources < 1 || tokens < int64(seqLen)+1 {
+		return nil, "", fmt.Errorf("bench loader: synthetic data needs --sources ≥ 1 and --tokens > --seq-len (%d)", seqLen)
+	}
+	return SyntheticDataset(sources, tokens), "synthetic", nil
+}
+
 // SyntheticDataset is in-memory data for benchmarks: sources sources
 // ("src0", "src1", …) of tokens random tokens below 50257 each, in
 // documents of 1..1000 tokens. It is the same for every call.
