@@ -36,6 +36,8 @@ type gemmKernel struct {
 	// (columns j0.., depth kc from p0) into dst, reporting false when it
 	// cannot (then the Go loop does it).
 	packBT func(dst, b []float32, ldb, p0, j0, kc int) bool
+	// packBN, when set, is packBT for op(B) = B (rows of B copied).
+	packBN func(dst, b []float32, ldb, p0, j0, kc int) bool
 }
 
 // gemmImpl names the implementation Sgemm dispatches to; kern is it.
@@ -570,6 +572,9 @@ func packBStrip(kn *gemmKernel, trans bool, b []float32, ldb, p0, j0, kc, cols i
 	nr := kn.nr
 	d := dst[:kc*nr]
 	if !trans {
+		if cols == nr && kn.packBN != nil && kn.packBN(d, b, ldb, p0, j0, kc) {
+			return
+		}
 		for p := 0; p < kc; p++ {
 			dp := d[p*nr : p*nr+nr]
 			copy(dp, b[(p0+p)*ldb+j0:][:cols])

@@ -5548,3 +5548,25 @@ packBT32avx512_loop:
 packBT32avx512_done:
 	VZEROUPPER
 	RET
+
+// func packBN32avx512(dst, src *float32, ldb, kc int)
+TEXT ·packBN32avx512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ldb+16(FP), AX
+	SHLQ $2, AX
+	MOVQ kc+24(FP), CX
+	TESTQ CX, CX
+	JZ packBN32avx512_done
+packBN32avx512_loop:
+	VMOVUPS (SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	ADDQ AX, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ packBN32avx512_loop
+packBN32avx512_done:
+	VZEROUPPER
+	RET

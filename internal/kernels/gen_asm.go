@@ -32,6 +32,7 @@ func main() {
 	peakLoop("avx2", "Y", 12)
 	vectorOps()
 	gatherPack()
+	rowPack()
 	if err := os.WriteFile("gemm_amd64.s", out.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}
@@ -378,6 +379,38 @@ func gatherPack() {
 	p("\tDECQ CX")
 	p("\tJNZ packBT32avx512_loop")
 	p("packBT32avx512_done:")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// rowPack emits
+//
+//	func packBN32avx512(dst, src *float32, ldb, kc int)
+//
+// which packs one 32-wide strip of op(B) = B: dst[p·32+j] = src[p·ldb+j]
+// for p < kc, j < 32 — two 64-byte loads and stores per k step, where a
+// Go copy of 128 bytes would call memmove.
+func rowPack() {
+	p("")
+	p("// func packBN32avx512(dst, src *float32, ldb, kc int)")
+	p("TEXT ·packBN32avx512(SB), NOSPLIT, $0-32")
+	p("\tMOVQ dst+0(FP), DI")
+	p("\tMOVQ src+8(FP), SI")
+	p("\tMOVQ ldb+16(FP), AX")
+	p("\tSHLQ $2, AX")
+	p("\tMOVQ kc+24(FP), CX")
+	p("\tTESTQ CX, CX")
+	p("\tJZ packBN32avx512_done")
+	p("packBN32avx512_loop:")
+	p("\tVMOVUPS (SI), Z0")
+	p("\tVMOVUPS 64(SI), Z1")
+	p("\tVMOVUPS Z0, (DI)")
+	p("\tVMOVUPS Z1, 64(DI)")
+	p("\tADDQ AX, SI")
+	p("\tADDQ $128, DI")
+	p("\tDECQ CX")
+	p("\tJNZ packBN32avx512_loop")
+	p("packBN32avx512_done:")
 	p("\tVZEROUPPER")
 	p("\tRET")
 }

@@ -27,7 +27,7 @@ func fmaLoopavx512(n int)
 //go:noescape
 func fmaLoopavx2(n int)
 
-var kernelAVX512 = &gemmKernel{name: "avx512", mr: 14, nr: 32, kc: 512, mc: 168, nc: 4096, fn: kernel14x32AVX512, rowsFn: rows32AVX512, packBT: packBT32}
+var kernelAVX512 = &gemmKernel{name: "avx512", mr: 14, nr: 32, kc: 512, mc: 168, nc: 4096, fn: kernel14x32AVX512, rowsFn: rows32AVX512, packBT: packBT32, packBN: packBN32}
 
 //go:noescape
 func packBT32avx512(dst, src *float32, idx *int32, kc int)
@@ -46,6 +46,22 @@ func packBT32(dst, b []float32, ldb, p0, j0, kc int) bool {
 		idx[j] = int32(j * ldb)
 	}
 	packBT32avx512(&dst[0], &src[0], &idx[0], kc)
+	return true
+}
+
+//go:noescape
+func packBN32avx512(dst, src *float32, ldb, kc int)
+
+// packBN32 packs a full 32-wide strip of op(B) = B with AVX-512 row copies:
+// dst[p·32+j] = b[(p0+p)·ldb + j0+j].
+func packBN32(dst, b []float32, ldb, p0, j0, kc int) bool {
+	if kc < 1 {
+		return false
+	}
+	_ = dst[32*kc-1]
+	src := b[p0*ldb+j0:]
+	_ = src[(kc-1)*ldb+31]
+	packBN32avx512(&dst[0], &src[0], ldb, kc)
 	return true
 }
 

@@ -50,6 +50,7 @@ type Model struct {
 	tCopyV copyColsTask
 	tSwi   swigluTask
 	tCE    ceTask
+	tVit   residVitTask
 
 	inf inferScratch // the forward-only path's buffers (infer.go)
 	moe moeState     // mixture-of-experts layers (moe.go); empty for dense models
@@ -82,8 +83,8 @@ func New(cfg Config, seed uint64) (*Model, error) {
 	for i, t := range m.tensors {
 		m.byName[t.Name] = i
 	}
-	m.Params = make([]float32, off)
-	m.Grads = make([]float32, off)
+	m.Params = kernels.MakeBuffer(off)
+	m.Grads = kernels.MakeBuffer(off)
 	m.p = m.views(m.Params)
 	m.g = m.views(m.Grads)
 	m.init(seed)
@@ -467,7 +468,7 @@ func (m *Model) ensureArena(B int) error {
 		return fmt.Errorf("model: the activation arena for B=%d sequences of %d tokens overflows", B, m.Cfg.SeqLen)
 	}
 	m.a = arena{} // release the old buffers (logits too) before allocating the new one
-	a.buf = make([]float32, total)
+	a.buf = kernels.MakeBuffer(total)
 	off := 0
 	for i, d := range dsts {
 		*d = a.buf[off : off+sizes[i] : off+sizes[i]]
@@ -489,7 +490,7 @@ func (m *Model) ensureLogits(rows int) error {
 		return fmt.Errorf("model: %d rows of logits for an arena of %d sequences of %d tokens", rows, m.a.maxB, m.Cfg.SeqLen)
 	}
 	m.a.logits = nil // release the old buffer before allocating the new one
-	m.a.logits = make([]float32, n)
+	m.a.logits = kernels.MakeBuffer(n)
 	return nil
 }
 
@@ -757,23 +758,72 @@ func (m *Model) attnVitals(l, B, T int) {
 }
 
 func (m *Model) residVitals(l int, x []float32) {
+	// Sums and the outlier count run on normChunks fixed chunks in parallel
+	// and are combined in chunk order, so the result does not depend on
+	// the thread count.
+	t := &m.tVit
+	*t = residVitTask{x: x, n: len(x)}
+	kernels.ParallelForTask(normChunks, 1, t)
 	var s, ss float64
-	for _, v := range x {
-		s += float64(v)
-		ss += float64(v) * float64(v)
+	for c := range normChunks {
+		s += t.s[c]
+		ss += t.ss[c]
 	}
 	n := float64(len(x))
 	mean := s / n
 	m.vit.ResidualRMS[l] = float32(math.Sqrt(ss / n))
 	sd := math.Sqrt(math.Max(ss/n-mean*mean, 0))
-	lo, hi := float32(mean-6*sd), float32(mean+6*sd)
+	t.lo, t.hi, t.count = float32(mean-6*sd), float32(mean+6*sd), true
+	kernels.ParallelForTask(normChunks, 1, t)
 	cnt := 0
-	for _, v := range x {
-		if v < lo || v > hi {
-			cnt++
-		}
+	for _, c := range t.cnt {
+		cnt += c
 	}
 	m.vit.ActivationOutlierRate[l] = float32(float64(cnt) / n)
+}
+
+// residVitTask is residVitals' parallel part: per chunk of x, the sum and
+// the sum of squares (float64, four interleaved accumulators), or with
+// count the number of values outside [lo, hi].
+type residVitTask struct {
+	x      []float32
+	n      int
+	count  bool
+	lo, hi float32
+	s, ss  [normChunks]float64
+	cnt    [normChunks]int
+}
+
+func (t *residVitTask) Run(s, e int) {
+	for c := s; c < e; c++ {
+		x := t.x[c*t.n/normChunks : (c+1)*t.n/normChunks]
+		if t.count {
+			k := 0
+			for _, v := range x {
+				if v < t.lo || v > t.hi {
+					k++
+				}
+			}
+			t.cnt[c] = k
+			continue
+		}
+		var a, b [4]float64
+		i := 0
+		for ; i+4 <= len(x); i += 4 {
+			for q := range 4 {
+				v := float64(x[i+q])
+				a[q] += v
+				b[q] += v * v
+			}
+		}
+		for ; i < len(x); i++ {
+			v := float64(x[i])
+			a[0] += v
+			b[0] += v * v
+		}
+		t.s[c] = (a[0] + a[1]) + (a[2] + a[3])
+		t.ss[c] = (b[0] + b[1]) + (b[2] + b[3])
+	}
 }
 
 // backward propagates from the final norm's output gradient that

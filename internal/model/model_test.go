@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/kernels"
 )
 
 // tinyConfig has every option on: GQA, QK-Norm, tied embeddings, RNoPE,
@@ -291,6 +293,49 @@ func TestArenaLinearInBT(t *testing.T) {
 	d1, d2 := sizes[1]-sizes[0], sizes[2]-sizes[1]
 	if d2 != 2*d1 {
 		t.Fatalf("arena not linear in B: %v", sizes)
+	}
+}
+
+// TestResidVitals checks the residual stream's RMS and outlier rate (the
+// parallel, chunked sums) against a plain sequential computation, on 1 and
+// 2 threads, for lengths that do and do not split evenly into the chunks.
+func TestResidVitals(t *testing.T) {
+	m, _ := New(tinyConfig(), 1)
+	defer kernels.SetThreads(kernels.Threads())
+	for _, n := range []int{1, 7, 16, 1003, 4096} {
+		r := rand.New(rand.NewPCG(uint64(n), 5))
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(r.NormFloat64()) + 0.25
+		}
+		x[n/2] = 40 // an outlier (beyond 6 standard deviations once n is large)
+		var s, ss float64
+		for _, v := range x {
+			s += float64(v)
+			ss += float64(v) * float64(v)
+		}
+		mean := s / float64(n)
+		sd := math.Sqrt(math.Max(ss/float64(n)-mean*mean, 0))
+		lo, hi := float32(mean-6*sd), float32(mean+6*sd)
+		cnt := 0
+		for _, v := range x {
+			if v < lo || v > hi {
+				cnt++
+			}
+		}
+		wantRMS := math.Sqrt(ss / float64(n))
+		wantRate := float64(cnt) / float64(n)
+		for _, th := range []int{1, 2} {
+			kernels.SetThreads(th)
+			m.residVitals(0, x)
+			got := m.vit.ResidualRMS[0]
+			if math.Abs(float64(got)-wantRMS) > 1e-6*wantRMS {
+				t.Errorf("n=%d threads=%d: rms %g, want %g", n, th, got, wantRMS)
+			}
+			if rate := m.vit.ActivationOutlierRate[0]; rate != float32(wantRate) {
+				t.Errorf("n=%d threads=%d: outlier rate %g, want %g", n, th, rate, wantRate)
+			}
+		}
 	}
 }
 

@@ -43,10 +43,21 @@ func EmbeddingBackward(dwte, dout []float32, tokens []int32, C int) {
 //
 // rstd is saved for the backward pass.
 func RMSNormForward(out, rstd, inp, w []float32, C int, eps float32, s, e int) {
-	for i := s; i < e; i++ {
-		x := inp[i*C : (i+1)*C]
-		r := rmsnormRow(out[i*C:(i+1)*C], x, w, eps)
-		rstd[i] = r
+	i := s
+	// Four rows at a time: each row's sum of squares is the same sequential
+	// float32 chain as rmsnormRow's (so the result is bit-identical), but
+	// four independent chains hide the adder's latency.
+	for ; i+4 <= e; i += 4 {
+		x := inp[i*C : (i+4)*C]
+		s0, s1, s2, s3 := sumSquares4(x[:C], x[C:2*C], x[2*C:3*C], x[3*C:])
+		for q, ss := range [4]float32{s0, s1, s2, s3} {
+			r := rmsFromSum(ss, C, eps)
+			rmsnormScale(out[(i+q)*C:(i+q+1)*C], x[q*C:(q+1)*C], w, r)
+			rstd[i+q] = r
+		}
+	}
+	for ; i < e; i++ {
+		rstd[i] = rmsnormRow(out[i*C:(i+1)*C], inp[i*C:(i+1)*C], w, eps)
 	}
 }
 
@@ -55,13 +66,37 @@ func rmsnormRow(y, x, w []float32, eps float32) float32 {
 	for _, v := range x {
 		ss += v * v
 	}
-	r := float32(1 / math.Sqrt(float64(ss/float32(len(x))+eps)))
+	r := rmsFromSum(ss, len(x), eps)
+	rmsnormScale(y, x, w, r)
+	return r
+}
+
+// rmsFromSum is rstd = 1/sqrt(ss/n + eps).
+func rmsFromSum(ss float32, n int, eps float32) float32 {
+	return float32(1 / math.Sqrt(float64(ss/float32(n)+eps)))
+}
+
+// rmsnormScale writes y_j = x_j·r·w_j.
+func rmsnormScale(y, x, w []float32, r float32) {
 	y = y[:len(x)]
 	w = w[:len(x)]
 	for j, v := range x {
 		y[j] = v * r * w[j]
 	}
-	return r
+}
+
+// sumSquares4 returns Σ_j x_j² of four equally long rows, each summed in
+// order j = 0, 1, … as one float32 chain.
+func sumSquares4(x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) {
+	n := len(x0)
+	x1, x2, x3 = x1[:n], x2[:n], x3[:n]
+	for j, v := range x0 {
+		s0 += v * v
+		s1 += x1[j] * x1[j]
+		s2 += x2[j] * x2[j]
+		s3 += x3[j] * x3[j]
+	}
+	return
 }
 
 // RMSNormBackward with x̂ = x·rstd and g = w⊙dy:
@@ -70,22 +105,67 @@ func rmsnormRow(y, x, w []float32, eps float32) float32 {
 //
 // dw may be a per-chunk partial buffer (see the model's reduction).
 func RMSNormBackward(dinp, dw, dout, inp, w, rstd []float32, C, s, e int) {
-	for i := s; i < e; i++ {
+	i := s
+	// Four rows at a time (bit-identical to one row at a time: each row's
+	// dot is its own chain in the same order, and every dw_j still receives
+	// the rows' terms in row order).
+	for ; i+4 <= e; i += 4 {
+		x, dy := inp[i*C:(i+4)*C], dout[i*C:(i+4)*C]
+		r := rstd[i : i+4]
+		d0, d1, d2, d3 := rmsBackDot4(dw, dy, x, w, r[0], r[1], r[2], r[3], C)
+		for q, dot := range [4]float32{d0, d1, d2, d3} {
+			o := q * C
+			rmsnormBackApply(dinp[(i+q)*C:(i+q+1)*C], dy[o:o+C], x[o:o+C], w, r[q], dot, false)
+		}
+	}
+	for ; i < e; i++ {
 		rmsnormBackRow(dinp[i*C:(i+1)*C], dw, dout[i*C:(i+1)*C], inp[i*C:(i+1)*C], w, rstd[i], false)
 	}
+}
+
+// rmsBackDot4 is rmsnormBackRow's first loop over four consecutive rows
+// (dy and x hold them back to back, rows of n): it returns each row's
+// Σ_j dy_j·w_j·x̂_j and adds Σ_rows dy_j·x̂_j into dw in row order.
+func rmsBackDot4(dw, dy, x, w []float32, r0, r1, r2, r3 float32, n int) (d0, d1, d2, d3 float32) {
+	dw, w = dw[:n], w[:n]
+	dy0, dy1, dy2, dy3 := dy[:n], dy[n:2*n], dy[2*n:3*n], dy[3*n:4*n]
+	x0, x1, x2, x3 := x[:n], x[n:2*n], x[2*n:3*n], x[3*n:4*n]
+	for j := range dw {
+		wj := w[j]
+		h0, h1, h2, h3 := x0[j]*r0, x1[j]*r1, x2[j]*r2, x3[j]*r3
+		d0 += dy0[j] * wj * h0
+		d1 += dy1[j] * wj * h1
+		d2 += dy2[j] * wj * h2
+		d3 += dy3[j] * wj * h3
+		v := dw[j]
+		v += dy0[j] * h0
+		v += dy1[j] * h1
+		v += dy2[j] * h2
+		v += dy3[j] * h3
+		dw[j] = v
+	}
+	return
 }
 
 // rmsnormBackRow handles one row; with inPlace the gradient overwrites dx
 // (which may alias dy) instead of being added.
 func rmsnormBackRow(dx, dw, dy, x, w []float32, r float32, inPlace bool) {
 	n := len(x)
-	dx, dw, dy, w = dx[:n], dw[:n], dy[:n], w[:n]
+	dw, dy, w = dw[:n], dy[:n], w[:n]
 	var dot float32
 	for j := range x {
 		xh := x[j] * r
 		dot += dy[j] * w[j] * xh
 		dw[j] += dy[j] * xh
 	}
+	rmsnormBackApply(dx, dy, x, w, r, dot, inPlace)
+}
+
+// rmsnormBackApply is the second half of a row's backward: with m =
+// dot/n, dx_j (+)= r·(dy_j·w_j − x̂_j·m).
+func rmsnormBackApply(dx, dy, x, w []float32, r, dot float32, inPlace bool) {
+	n := len(x)
+	dx, dy, w = dx[:n], dy[:n], w[:n]
 	m := dot / float32(n)
 	for j := range x {
 		xh := x[j] * r

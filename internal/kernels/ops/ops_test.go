@@ -80,7 +80,7 @@ func TestEmbeddingGrad(t *testing.T) {
 
 func TestRMSNormGrad(t *testing.T) {
 	r := rand.New(rand.NewPCG(2, 1))
-	N, C := 3, 8
+	N, C := 6, 8 // four rows at a time, then two one by one
 	x := randVec(r, N*C, 1)
 	w := randVec(r, C, 1)
 	rr := randVec(r, N*C, 1)
@@ -91,6 +91,38 @@ func TestRMSNormGrad(t *testing.T) {
 	RMSNormBackward(dx, dw, rr, x, w, rstd, C, 0, N)
 	fdCheck(t, "dx", x, dx, loss)
 	fdCheck(t, "dw", w, dw, loss)
+}
+
+// TestRMSNormRowsBitIdentical: the four-rows-at-a-time forward and
+// backward give exactly what one row at a time gives.
+func TestRMSNormRowsBitIdentical(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 3))
+	for _, tc := range []struct{ N, C int }{{4, 1}, {9, 16}, {13, 256}} {
+		N, C := tc.N, tc.C
+		x, w, dy := randVec(r, N*C, 1), randVec(r, C, 1), randVec(r, N*C, 1)
+		out, rstd := make([]float32, N*C), make([]float32, N)
+		out1, rstd1 := make([]float32, N*C), make([]float32, N)
+		RMSNormForward(out, rstd, x, w, C, 1e-5, 0, N)
+		for i := range N {
+			RMSNormForward(out1, rstd1, x, w, C, 1e-5, i, i+1)
+		}
+		dx, dw := randVec(r, N*C, 1), make([]float32, C)
+		dx1, dw1 := append([]float32(nil), dx...), make([]float32, C)
+		RMSNormBackward(dx, dw, dy, x, w, rstd, C, 0, N)
+		for i := range N {
+			RMSNormBackward(dx1, dw1, dy, x, w, rstd1, C, i, i+1)
+		}
+		for _, p := range []struct {
+			name      string
+			got, want []float32
+		}{{"out", out, out1}, {"rstd", rstd, rstd1}, {"dx", dx, dx1}, {"dw", dw, dw1}} {
+			for i := range p.got {
+				if math.Float32bits(p.got[i]) != math.Float32bits(p.want[i]) {
+					t.Fatalf("N=%d C=%d %s[%d] = %g, one row at a time %g", N, C, p.name, i, p.got[i], p.want[i])
+				}
+			}
+		}
+	}
 }
 
 func TestHeadRMSNormGrad(t *testing.T) {

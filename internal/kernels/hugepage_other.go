@@ -1,0 +1,5 @@
+//go:build !linux
+
+package kernels
+
+func adviseHugePages([]float32) {}
