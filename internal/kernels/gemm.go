@@ -92,6 +92,7 @@ type gemmCtx struct {
 	per           []gemmPerThread // indexed by pool participant
 	aRS, aCS, aSS int             // layout of the shared packed A in the n-split
 	aPacked       bool            // n-split: op(A) packed into bPack (else read in place)
+	serial        bool            // run on the calling goroutine only (SgemmPair)
 }
 
 // directARowStride is the longest row stride (floats) at which op(A) = A is
@@ -172,6 +173,7 @@ func getCtx() *gemmCtx {
 func putCtx(c *gemmCtx) {
 	c.a, c.b, c.c = nil, nil, nil
 	c.bPanel, c.pb = nil, nil
+	c.serial = false
 	ctxMu.Lock()
 	ctxFree = append(ctxFree, c)
 	ctxMu.Unlock()
@@ -192,6 +194,11 @@ func grow(s []float32, n int) []float32 {
 // (a stride shorter than a row, a slice too short) are programming errors and
 // panic on the calling goroutine with a message naming the operand.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemm(false, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// sgemm is Sgemm, on the calling goroutine alone when serial.
+func sgemm(serial, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if m <= 0 || n <= 0 {
 		return
 	}
@@ -209,6 +216,7 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	ctx.alpha, ctx.beta = alpha, beta
 	ctx.a, ctx.b, ctx.c = a, b, c
 	ctx.lda, ctx.ldb, ctx.ldc = lda, ldb, ldc
+	ctx.serial = serial
 	ctx.run()
 	putCtx(ctx)
 }
@@ -242,7 +250,7 @@ func scaleC(m, n int, beta float32, c []float32, ldc int) {
 func (g *gemmCtx) run() {
 	kn := g.k
 	threads := 1
-	if g.m*g.n*g.kk >= serialFlops {
+	if g.m*g.n*g.kk >= serialFlops && !g.serial {
 		threads = Threads()
 	}
 	if len(g.per) < threads {

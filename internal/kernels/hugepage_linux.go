@@ -15,11 +15,12 @@ func adviseHugePages(buf []float32) {
 		return
 	}
 	const huge = 2 << 20
-	p := uintptr(unsafe.Pointer(&buf[0]))
-	end := p + uintptr(len(buf))*4
-	s, e := (p+huge-1)&^(huge-1), end&^(huge-1)
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), len(buf)*4)
+	p := uintptr(unsafe.Pointer(&b[0]))
+	s := int((p+huge-1)&^(huge-1) - p)
+	e := int((p+uintptr(len(b)))&^(huge-1) - p)
 	if e <= s {
 		return
 	}
-	_ = unix.Madvise(unsafe.Slice((*byte)(unsafe.Pointer(s)), e-s), unix.MADV_HUGEPAGE)
+	_ = unix.Madvise(b[s:e], unix.MADV_HUGEPAGE)
 }

@@ -79,7 +79,7 @@ func NewAdamW(cfg Config, n int, spans []Span) (*AdamW, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	o := &AdamW{cfg: cfg, spans: spans, M: make([]float32, n), V: make([]float32, n),
+	o := &AdamW{cfg: cfg, spans: spans, M: kernels.MakeBuffer(n), V: kernels.MakeBuffer(n),
 		UpdateNorms: NewWindow(max(cfg.UpdateWindow, 2)), Losses: NewWindow(max(cfg.SkipWindow, 2)), GradNorms: NewWindow(max(cfg.SkipWindow, 2))}
 	decays := map[string]bool{}
 	for _, k := range cfg.DecayKinds {

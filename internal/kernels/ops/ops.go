@@ -358,16 +358,20 @@ func MatmulForward(y, x, w []float32, N, in, out int, accumulate bool) {
 }
 
 // MatmulBackward: dx = dy·W (+ dx when accumulate), dW += dyᵀ·x. dx may be
-// nil to skip the input gradient.
+// nil to skip the input gradient. The two products are independent and run
+// side by side where that is faster (kernels.SgemmPair).
 func MatmulBackward(dx, dw, dy, x, w []float32, N, in, out int, accumulate bool) {
-	if dx != nil {
-		var beta float32
-		if accumulate {
-			beta = 1
-		}
-		kernels.Sgemm(false, false, N, in, out, 1, dy, out, w, in, beta, dx, in)
+	dW := kernels.GemmArgs{TransA: true, M: out, N: in, K: N, Alpha: 1, A: dy, Lda: out, B: x, Ldb: in, Beta: 1, C: dw, Ldc: in}
+	if dx == nil {
+		dW.Sgemm()
+		return
 	}
-	kernels.Sgemm(true, false, out, in, N, 1, dy, out, x, in, 1, dw, in)
+	var beta float32
+	if accumulate {
+		beta = 1
+	}
+	dX := kernels.GemmArgs{M: N, N: in, K: out, Alpha: 1, A: dy, Lda: out, B: w, Ldb: in, Beta: beta, C: dx, Ldc: in}
+	kernels.SgemmPair(dX, dW)
 }
 
 // ------------------------------------------------------------ cross-entropy

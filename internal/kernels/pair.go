@@ -1,0 +1,68 @@
+package kernels
+
+import "sync"
+
+// GemmArgs are the operands of one Sgemm call, as Sgemm takes them.
+type GemmArgs struct {
+	TransA, TransB bool
+	M, N, K        int
+	Alpha          float32
+	A              []float32
+	Lda            int
+	B              []float32
+	Ldb            int
+	Beta           float32
+	C              []float32
+	Ldc            int
+}
+
+// pairMaxFlops bounds the products SgemmPair runs side by side (m·n·k of
+// each): a product this large already keeps two threads busy on its own,
+// and running the two whole on one thread each would leave the faster
+// one's thread idle while the slower finishes. Below it the products of a
+// small model's backward pass (m·n·k of 0.1–0.8·10⁹ for ref7m's weight and
+// input gradients) lose 5–25% to the pool's barriers and shared packing on
+// two threads.
+var pairMaxFlops = 1 << 30
+
+// pairMinFlops: below this (m·n·k of each) the pair runs one after the
+// other; Sgemm runs such products on one thread anyway (serialFlops).
+var pairMinFlops = serialFlops
+
+// SgemmPair computes two independent products, x and y (neither may write
+// what the other reads or writes). On exactly two threads, when both are
+// mid-sized (see pairMaxFlops), each runs whole on its own thread — no
+// pool barriers, no packing shared between threads; otherwise they run one
+// after the other, each on every thread. The results are the same bit for
+// bit either way, since Sgemm's result never depends on the thread count.
+func SgemmPair(x, y GemmArgs) {
+	fx, fy := x.M*x.N*x.K, y.M*y.N*y.K
+	if Threads() != 2 || min(fx, fy) < pairMinFlops || max(fx, fy) > pairMaxFlops {
+		x.run(false)
+		y.run(false)
+		return
+	}
+	t := pairFree.Get().(*gemmPairTask)
+	t.g[0], t.g[1] = x, y
+	ParallelForTask(2, 1, t)
+	t.g = [2]GemmArgs{}
+	pairFree.Put(t)
+}
+
+// Sgemm computes the product: Sgemm with g's operands.
+func (g *GemmArgs) Sgemm() { g.run(false) }
+
+func (g *GemmArgs) run(serial bool) {
+	sgemm(serial, g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha, g.A, g.Lda, g.B, g.Ldb, g.Beta, g.C, g.Ldc)
+}
+
+// gemmPairTask runs product i of the pair on one thread.
+type gemmPairTask struct{ g [2]GemmArgs }
+
+func (t *gemmPairTask) Run(s, e int) {
+	for i := s; i < e; i++ {
+		t.g[i].run(true)
+	}
+}
+
+var pairFree = sync.Pool{New: func() any { return new(gemmPairTask) }}
