@@ -38,6 +38,11 @@ type gemmKernel struct {
 	packBT func(dst, b []float32, ldb, p0, j0, kc int) bool
 	// packBN, when set, is packBT for op(B) = B (rows of B copied).
 	packBN func(dst, b []float32, ldb, p0, j0, kc int) bool
+	// packAT, when set, packs the first full strips of op(A) = Aᵀ (rows
+	// i0.. of op(A), depth kc from p0) k-major as packA lays them out
+	// (strip s at dst[s·ss], k step p at +p·kmajorStride(mr)), reporting
+	// false when it cannot (then the Go loop does it).
+	packAT func(dst, a []float32, lda, i0, p0, full, kc, ss int) bool
 }
 
 // gemmImpl names the implementation Sgemm dispatches to; kern is it.
@@ -359,7 +364,7 @@ func (g *gemmCtx) runNSplit(threads int) {
 	} else {
 		g.aPacked = true
 		g.bPack = grow(g.bPack, packASize(g.m, g.kcCur, kn.mr)) // holds packed A here
-		g.aRS, g.aCS, g.aSS = packA(g.transA, g.a, g.lda, 0, g.pc, g.m, g.kcCur, kn.mr, g.bPack)
+		g.aRS, g.aCS, g.aSS = packA(kn, g.transA, g.a, g.lda, 0, g.pc, g.m, g.kcCur, g.bPack)
 	}
 	g.jc, g.ncCur = 0, g.n
 	nstrips := (g.n + kn.nr - 1) / kn.nr
@@ -400,7 +405,7 @@ func (g *gemmCtx) runw(w, s, e int) {
 				continue
 			}
 			pt.pack = grow(pt.pack, packASize(mc, g.kcCur, kn.mr))
-			rs, cs, ss := packA(g.transA, g.a, g.lda, i0, g.pc, mc, g.kcCur, kn.mr, pt.pack)
+			rs, cs, ss := packA(kn, g.transA, g.a, g.lda, i0, g.pc, mc, g.kcCur, pt.pack)
 			g.macro(pt, pt.pack, rs, cs, ss, g.bPanel, i0, mc, g.jc, g.ncCur, g.kcCur, g.betaCur)
 		}
 	case phasePackBAll:
@@ -431,7 +436,7 @@ func (g *gemmCtx) runw(w, s, e int) {
 					continue
 				}
 				pt.pack = grow(pt.pack, packASize(mc, kcs, kn.mr))
-				rs, cs, ss := packA(g.transA, g.a, g.lda, i0, pc, mc, kcs, kn.mr, pt.pack)
+				rs, cs, ss := packA(kn, g.transA, g.a, g.lda, i0, pc, mc, kcs, pt.pack)
 				g.macro(pt, pt.pack, rs, cs, ss, bp, i0, mc, 0, g.n, kcs, beta)
 			}
 		}
@@ -532,7 +537,8 @@ func kmajorStride(mr int) int {
 // stride, cs = 1), which is a plain memory copy; for op(A) = Aᵀ each k step
 // is a contiguous run of rows, so strips are stored k-major (rs = 1, cs =
 // kmajorStride(mr)).
-func packA(trans bool, a []float32, lda, i0, p0, mc, kc, mr int, dst []float32) (rs, cs, sstride int) {
+func packA(kn *gemmKernel, trans bool, a []float32, lda, i0, p0, mc, kc int, dst []float32) (rs, cs, sstride int) {
+	mr := kn.mr
 	if !trans {
 		strips := (mc + mr - 1) / mr
 		ld := packedARows(kc)
@@ -549,19 +555,23 @@ func packA(trans bool, a []float32, lda, i0, p0, mc, kc, mr int, dst []float32) 
 	full := mc / mr
 	cs = kmajorStride(mr)
 	ss := cs * kc
+	first := 0 // the first strip left to the loop below
+	if kn.packAT != nil && full > 0 && kn.packAT(dst, a, lda, i0, p0, full, kc, ss) {
+		first = full
+	}
 	for p := 0; p < kc; p++ {
 		src := a[(p0+p)*lda+i0:][:mc]
 		switch mr {
 		case 14:
-			for s := 0; s < full; s++ {
+			for s := first; s < full; s++ {
 				*(*[14]float32)(dst[s*ss+p*cs:]) = *(*[14]float32)(src[s*14:])
 			}
 		case 6:
-			for s := 0; s < full; s++ {
+			for s := first; s < full; s++ {
 				*(*[6]float32)(dst[s*ss+p*cs:]) = *(*[6]float32)(src[s*6:])
 			}
 		default:
-			for s := 0; s < full; s++ {
+			for s := first; s < full; s++ {
 				copy(dst[s*ss+p*cs:s*ss+p*cs+mr], src[s*mr:s*mr+mr])
 			}
 		}

@@ -5570,3 +5570,38 @@ packBN32avx512_loop:
 packBN32avx512_done:
 	VZEROUPPER
 	RET
+
+// func packAT14avx512(dst, src *float32, lda, kc, strips, ss int)
+TEXT ·packAT14avx512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lda+16(FP), AX
+	SHLQ $2, AX
+	MOVQ kc+24(FP), CX
+	MOVQ strips+32(FP), DX
+	MOVQ ss+40(FP), BX
+	SHLQ $2, BX
+	MOVL $0x3fff, R8
+	KMOVW R8, K1
+	TESTQ CX, CX
+	JZ packAT14avx512_done
+	TESTQ DX, DX
+	JZ packAT14avx512_done
+packAT14avx512_row:
+	MOVQ SI, R9
+	MOVQ DI, R10
+	MOVQ DX, R11
+packAT14avx512_strip:
+	VMOVUPS (R9), K1, Z0
+	VMOVUPS Z0, K1, (R10)
+	ADDQ $56, R9
+	ADDQ BX, R10
+	DECQ R11
+	JNZ packAT14avx512_strip
+	ADDQ AX, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ packAT14avx512_row
+packAT14avx512_done:
+	VZEROUPPER
+	RET

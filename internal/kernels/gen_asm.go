@@ -33,6 +33,7 @@ func main() {
 	vectorOps()
 	gatherPack()
 	rowPack()
+	transPack()
 	if err := os.WriteFile("gemm_amd64.s", out.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}
@@ -411,6 +412,52 @@ func rowPack() {
 	p("\tDECQ CX")
 	p("\tJNZ packBN32avx512_loop")
 	p("packBN32avx512_done:")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// transPack emits
+//
+//	func packAT14avx512(dst, src *float32, lda, kc, strips, ss int)
+//
+// which deals op(A) = Aᵀ out into k-major 14-row strips: for p < kc and
+// s < strips, the 14 floats src[p·lda + 14·s …] go to dst[s·ss + 16·p …]
+// (masked 14-lane loads and stores; the two padding lanes of each k step
+// are not written). A Go copy of 14 floats would call memmove.
+func transPack() {
+	p("")
+	p("// func packAT14avx512(dst, src *float32, lda, kc, strips, ss int)")
+	p("TEXT ·packAT14avx512(SB), NOSPLIT, $0-48")
+	p("\tMOVQ dst+0(FP), DI")
+	p("\tMOVQ src+8(FP), SI")
+	p("\tMOVQ lda+16(FP), AX")
+	p("\tSHLQ $2, AX")
+	p("\tMOVQ kc+24(FP), CX")
+	p("\tMOVQ strips+32(FP), DX")
+	p("\tMOVQ ss+40(FP), BX")
+	p("\tSHLQ $2, BX")
+	p("\tMOVL $0x3fff, R8")
+	p("\tKMOVW R8, K1")
+	p("\tTESTQ CX, CX")
+	p("\tJZ packAT14avx512_done")
+	p("\tTESTQ DX, DX")
+	p("\tJZ packAT14avx512_done")
+	p("packAT14avx512_row:")
+	p("\tMOVQ SI, R9")
+	p("\tMOVQ DI, R10")
+	p("\tMOVQ DX, R11")
+	p("packAT14avx512_strip:")
+	p("\tVMOVUPS (R9), K1, Z0")
+	p("\tVMOVUPS Z0, K1, (R10)")
+	p("\tADDQ $56, R9")
+	p("\tADDQ BX, R10")
+	p("\tDECQ R11")
+	p("\tJNZ packAT14avx512_strip")
+	p("\tADDQ AX, SI")
+	p("\tADDQ $64, DI")
+	p("\tDECQ CX")
+	p("\tJNZ packAT14avx512_row")
+	p("packAT14avx512_done:")
 	p("\tVZEROUPPER")
 	p("\tRET")
 }

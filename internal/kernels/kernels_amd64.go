@@ -27,7 +27,7 @@ func fmaLoopavx512(n int)
 //go:noescape
 func fmaLoopavx2(n int)
 
-var kernelAVX512 = &gemmKernel{name: "avx512", mr: 14, nr: 32, kc: 512, mc: 168, nc: 4096, fn: kernel14x32AVX512, rowsFn: rows32AVX512, packBT: packBT32, packBN: packBN32}
+var kernelAVX512 = &gemmKernel{name: "avx512", mr: 14, nr: 32, kc: 512, mc: 168, nc: 4096, fn: kernel14x32AVX512, rowsFn: rows32AVX512, packBT: packBT32, packBN: packBN32, packAT: packAT14}
 
 //go:noescape
 func packBT32avx512(dst, src *float32, idx *int32, kc int)
@@ -62,6 +62,22 @@ func packBN32(dst, b []float32, ldb, p0, j0, kc int) bool {
 	src := b[p0*ldb+j0:]
 	_ = src[(kc-1)*ldb+31]
 	packBN32avx512(&dst[0], &src[0], ldb, kc)
+	return true
+}
+
+//go:noescape
+func packAT14avx512(dst, src *float32, lda, kc, strips, ss int)
+
+// packAT14 packs full 14-row strips of op(A) = Aᵀ k-major with AVX-512
+// masked moves: dst[s·ss + 16·p + i] = a[(p0+p)·lda + i0 + 14·s + i].
+func packAT14(dst, a []float32, lda, i0, p0, full, kc, ss int) bool {
+	if kc < 1 || full < 1 || ss < 16*kc {
+		return false
+	}
+	_ = dst[(full-1)*ss+16*(kc-1)+13]
+	src := a[p0*lda+i0:]
+	_ = src[(kc-1)*lda+14*full-1]
+	packAT14avx512(&dst[0], &src[0], lda, kc, full, ss)
 	return true
 }
 
