@@ -48,6 +48,7 @@ type Model struct {
 	tHNB   headNormBwdTask
 	tRope  ropeTask
 	tCopyV copyColsTask
+	tCopy  copyColsTask
 	tSwi   swigluTask
 	tCE    ceTask
 	tVit   residVitTask
@@ -684,7 +685,7 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 		if vitals {
 			m.attnVitals(l, B, T)
 		}
-		copy(a.residMid[l][:N*D], x[:N*D])
+		m.copyRows(a.residMid[l], x, N, D)
 		m.tb(OpOProjGemm, l)
 		ops.MatmulForward(a.residMid[l], a.atty[l], w.wo, N, m.attDim, D, true)
 		m.te()
@@ -693,7 +694,7 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 		m.rmsForward(a.ln2[l], a.rstd2[l], a.residMid[l], w.ln2, N, D, eps)
 		out := a.resid[l+1]
 		if w.moe != nil {
-			copy(out[:N*D], a.residMid[l][:N*D])
+			m.copyRows(out, a.residMid[l], N, D)
 			m.moeForward(l, N, a.ln2[l], out, vitals)
 		} else {
 			m.tb(OpGateUpGemm, l)
@@ -701,7 +702,7 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 			m.te()
 			m.tSwi = swigluTask{h: a.h[l], sig: a.sig[l], gu: a.gu[l], F: F}
 			kernels.ParallelForTask(N, 16, &m.tSwi)
-			copy(out[:N*D], a.residMid[l][:N*D])
+			m.copyRows(out, a.residMid[l], N, D)
 			m.tb(OpDownGemm, l)
 			ops.MatmulForward(out, a.h[l], w.down, N, F, D, true)
 			m.te()
@@ -970,6 +971,13 @@ func (t *ropeTask) Run(s, e int) {
 	} else {
 		ops.RoPEForward(t.x, t.cos, t.sin, t.T, t.stride, 0, t.nh, t.hd, s, e)
 	}
+}
+
+// copyRows copies the first N rows of D floats from src to dst on the
+// worker pool (the residual stream, copied where a GEMM then adds into it).
+func (m *Model) copyRows(dst, src []float32, N, D int) {
+	m.tCopy = copyColsTask{dst: dst, src: src, stride: D, n: D}
+	kernels.ParallelForTask(N, 64, &m.tCopy)
 }
 
 type copyColsTask struct {
