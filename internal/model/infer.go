@@ -67,23 +67,23 @@ func (s *inferScratch) ensure(c Config, seqs int) {
 	T, D, H, KV, F, V := c.SeqLen, c.DModel, c.NHeads, c.NKVHeads, c.MLPHidden, c.Vocab
 	N := seqs * T
 	s.rows, s.seqs = N, seqs
-	s.x = make([]float32, N*D)
-	s.ln = make([]float32, N*D)
-	s.qkv = make([]float32, N*qkvDim)
+	s.x = kernels.MakeBuffer(N*D)
+	s.ln = kernels.MakeBuffer(N*D)
+	s.qkv = kernels.MakeBuffer(N*qkvDim)
 	if c.QKNorm {
-		s.qkvRaw = make([]float32, N*qkvDim)
-		s.qnRstd = make([]float32, N*H)
-		s.knRstd = make([]float32, N*KV)
+		s.qkvRaw = kernels.MakeBuffer(N*qkvDim)
+		s.qnRstd = kernels.MakeBuffer(N*H)
+		s.knRstd = kernels.MakeBuffer(N*KV)
 	}
-	s.atty = make([]float32, N*attDim)
-	s.gu = make([]float32, N*2*F)
-	s.h = make([]float32, N*F)
-	s.sig = make([]float32, N*F)
-	s.rstd = make([]float32, N)
-	s.att = make([]float32, seqs*H*T*T)
-	s.rowMax = make([]float32, seqs*H*T)
-	s.rowEnt = make([]float32, seqs*H*T)
-	s.attnTmp = make([]float32, seqs*H*T)
+	s.atty = kernels.MakeBuffer(N*attDim)
+	s.gu = kernels.MakeBuffer(N*2*F)
+	s.h = kernels.MakeBuffer(N*F)
+	s.sig = kernels.MakeBuffer(N*F)
+	s.rstd = kernels.MakeBuffer(N)
+	s.att = kernels.MakeBuffer(seqs*H*T*T)
+	s.rowMax = kernels.MakeBuffer(seqs*H*T)
+	s.rowEnt = kernels.MakeBuffer(seqs*H*T)
+	s.attnTmp = kernels.MakeBuffer(seqs*H*T)
 	hn := headRows
 	if hn <= 0 {
 		hn = max(64, headLogits/V)
@@ -91,11 +91,11 @@ func (s *inferScratch) ensure(c Config, seqs int) {
 	hn = min(hn, N)
 	if hn > s.headN {
 		s.headN = hn
-		s.hx = make([]float32, hn*D)
-		s.hrstd = make([]float32, hn)
-		s.logits = make([]float32, hn*V)
-		s.loss = make([]float32, hn)
-		s.lse = make([]float32, hn)
+		s.hx = kernels.MakeBuffer(hn*D)
+		s.hrstd = kernels.MakeBuffer(hn)
+		s.logits = kernels.MakeBuffer(hn*V)
+		s.loss = kernels.MakeBuffer(hn)
+		s.lse = kernels.MakeBuffer(hn)
 		s.tgt = make([]int32, hn)
 		s.pos = make([]int, hn)
 	}

@@ -105,3 +105,16 @@ func scaleTo(dst, src []float32, s float32) {
 	}
 	scaleToGo(dst, src, s)
 }
+
+//go:noescape
+func rmsScaleAVX2(y, x, w []float32, r float32)
+
+// rmsnormScale writes y_j = (x_j·r)·w_j.
+func rmsnormScale(y, x, w []float32, r float32) {
+	n := len(x)
+	if m := n &^ 7; useElemAVX2 && m > 0 {
+		rmsScaleAVX2(y[:m], x[:m], w[:m], r)
+		y, x, w = y[m:n], x[m:], w[m:n]
+	}
+	rmsnormScaleGo(y, x, w, r)
+}

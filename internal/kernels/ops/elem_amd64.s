@@ -163,3 +163,27 @@ scaleloop:
 scaledone:
 	VZEROUPPER
 	RET
+
+// func rmsScaleAVX2(y, x, w []float32, r float32)
+// y = (x·r)·w
+TEXT ·rmsScaleAVX2(SB), NOSPLIT, $0-76
+	MOVQ y_base+0(FP), DI
+	MOVQ y_len+8(FP), CX
+	MOVQ x_base+24(FP), AX
+	MOVQ w_base+48(FP), BX
+	VBROADCASTSS r+72(FP), Y7
+	XORQ R9, R9
+	SHRQ $3, CX
+	JZ   rmsscaledone
+
+rmsscaleloop:
+	VMULPS  (AX)(R9*1), Y7, Y0
+	VMULPS  (BX)(R9*1), Y0, Y0
+	VMOVUPS Y0, (DI)(R9*1)
+	ADDQ    $32, R9
+	DECQ    CX
+	JNZ     rmsscaleloop
+
+rmsscaledone:
+	VZEROUPPER
+	RET

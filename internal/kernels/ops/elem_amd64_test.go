@@ -43,11 +43,12 @@ func TestElemVectorMatchesGo(t *testing.T) {
 		for i := range sg {
 			sg[i] = r.Float32()
 		}
-		run := func(vec bool) (h, dg, du, a, b []float32) {
+		run := func(vec bool) (h, dg, du, a, b, y []float32) {
 			old := useElemAVX2
 			useElemAVX2 = vec
 			defer func() { useElemAVX2 = old }()
-			h, dg, du = make([]float32, n), make([]float32, n), make([]float32, n)
+			h, dg, du, y = make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+			rmsnormScale(y, g, u, 0.731)
 			swigluFwdRow(h, g, sg, u)
 			swigluBackRow(dg, du, d, g, u, sg)
 			a, b = append([]float32(nil), g...), append([]float32(nil), u...)
@@ -55,8 +56,9 @@ func TestElemVectorMatchesGo(t *testing.T) {
 			ropeRow(a, b, sg, d, -1)
 			return
 		}
-		h1, dg1, du1, a1, b1 := run(true)
-		h0, dg0, du0, a0, b0 := run(false)
+		h1, dg1, du1, a1, b1, y1 := run(true)
+		h0, dg0, du0, a0, b0, y0 := run(false)
+		sameBits(t, "rmsnorm scale", n, y1, y0)
 		sameBits(t, "swiglu forward", n, h1, h0)
 		sameBits(t, "swiglu backward dg", n, dg1, dg0)
 		sameBits(t, "swiglu backward du", n, du1, du0)

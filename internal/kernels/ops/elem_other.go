@@ -20,3 +20,6 @@ func firstMaxRow(v []float32) float32 { return firstMaxRowGo(v) }
 
 // scaleTo writes dst = src·s.
 func scaleTo(dst, src []float32, s float32) { scaleToGo(dst, src, s) }
+
+// rmsnormScale writes y_j = (x_j·r)·w_j.
+func rmsnormScale(y, x, w []float32, r float32) { rmsnormScaleGo(y, x, w, r) }

@@ -76,8 +76,8 @@ func rmsFromSum(ss float32, n int, eps float32) float32 {
 	return float32(1 / math.Sqrt(float64(ss/float32(n)+eps)))
 }
 
-// rmsnormScale writes y_j = x_j·r·w_j.
-func rmsnormScale(y, x, w []float32, r float32) {
+// rmsnormScaleGo writes y_j = x_j·r·w_j (rmsnormScale's portable loop).
+func rmsnormScaleGo(y, x, w []float32, r float32) {
 	y = y[:len(x)]
 	w = w[:len(x)]
 	for j, v := range x {
@@ -183,7 +183,19 @@ func rmsnormBackApply(dx, dy, x, w []float32, r, dot float32, inPlace bool) {
 // src and dst share that layout. rstd[n*nh+h] is saved.
 func HeadRMSNormForward(dst, src, rstd, w []float32, stride, off, nh, hd int, eps float32, s, e int) {
 	for n := s; n < e; n++ {
-		for h := 0; h < nh; h++ {
+		h := 0
+		// four heads at a time (bit-identical, as in RMSNormForward)
+		for ; h+4 <= nh; h += 4 {
+			o := n*stride + off + h*hd
+			x := src[o : o+4*hd]
+			s0, s1, s2, s3 := sumSquares4(x[:hd], x[hd:2*hd], x[2*hd:3*hd], x[3*hd:])
+			for q, ss := range [4]float32{s0, s1, s2, s3} {
+				r := rmsFromSum(ss, hd, eps)
+				rmsnormScale(dst[o+q*hd:o+(q+1)*hd], x[q*hd:(q+1)*hd], w, r)
+				rstd[n*nh+h+q] = r
+			}
+		}
+		for ; h < nh; h++ {
 			o := n*stride + off + h*hd
 			rstd[n*nh+h] = rmsnormRow(dst[o:o+hd], src[o:o+hd], w, eps)
 		}
@@ -195,7 +207,19 @@ func HeadRMSNormForward(dst, src, rstd, w []float32, stride, off, nh, hd int, ep
 // gradient (a per-chunk partial buffer when rows run in parallel).
 func HeadRMSNormBackward(d, src, rstd, w, dw []float32, stride, off, nh, hd, s, e int) {
 	for n := s; n < e; n++ {
-		for h := 0; h < nh; h++ {
+		h := 0
+		// four heads at a time (bit-identical, as in RMSNormBackward: the
+		// heads of a row add into dw in head order either way)
+		for ; h+4 <= nh; h += 4 {
+			o := n*stride + off + h*hd
+			r := rstd[n*nh+h : n*nh+h+4]
+			d0, d1, d2, d3 := rmsBackDot4(dw, d[o:o+4*hd], src[o:o+4*hd], w, r[0], r[1], r[2], r[3], hd)
+			for q, dot := range [4]float32{d0, d1, d2, d3} {
+				oq := o + q*hd
+				rmsnormBackApply(d[oq:oq+hd], d[oq:oq+hd], src[oq:oq+hd], w, r[q], dot, true)
+			}
+		}
+		for ; h < nh; h++ {
 			o := n*stride + off + h*hd
 			rmsnormBackRow(d[o:o+hd], dw, d[o:o+hd], src[o:o+hd], w, rstd[n*nh+h], true)
 		}

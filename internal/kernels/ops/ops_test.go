@@ -125,9 +125,45 @@ func TestRMSNormRowsBitIdentical(t *testing.T) {
 	}
 }
 
+// TestHeadRMSNormHeadsBitIdentical: QK-norm over nh heads of a row (four
+// at a time) gives what normalising each head on its own gives.
+func TestHeadRMSNormHeadsBitIdentical(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 3))
+	N, nh, hd, stride, off := 5, 6, 32, 200, 4
+	src, w := randVec(r, N*stride, 1), randVec(r, hd, 1)
+	dst, rstd := make([]float32, N*stride), make([]float32, N*nh)
+	HeadRMSNormForward(dst, src, rstd, w, stride, off, nh, hd, 1e-6, 0, N)
+	d := randVec(r, N*stride, 1)
+	d1 := append([]float32(nil), d...)
+	dw, dw1 := make([]float32, hd), make([]float32, hd)
+	HeadRMSNormBackward(d, src, rstd, w, dw, stride, off, nh, hd, 0, N)
+	dst1 := make([]float32, N*stride)
+	for n := range N {
+		for h := range nh {
+			o := off + h*hd
+			r1 := make([]float32, N)
+			HeadRMSNormForward(dst1, src, r1, w, stride, o, 1, hd, 1e-6, n, n+1)
+			if math.Float32bits(r1[n]) != math.Float32bits(rstd[n*nh+h]) {
+				t.Fatalf("row %d head %d: rstd %v, alone %v", n, h, rstd[n*nh+h], r1[n])
+			}
+			HeadRMSNormBackward(d1, src, r1, w, dw1, stride, o, 1, hd, n, n+1)
+		}
+	}
+	for _, p := range []struct {
+		name      string
+		got, want []float32
+	}{{"dst", dst, dst1}, {"d", d, d1}, {"dw", dw, dw1}} {
+		for i := range p.got {
+			if math.Float32bits(p.got[i]) != math.Float32bits(p.want[i]) {
+				t.Fatalf("%s[%d] = %v, head by head %v", p.name, i, p.got[i], p.want[i])
+			}
+		}
+	}
+}
+
 func TestHeadRMSNormGrad(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 1))
-	N, nh, hd, stride, off := 3, 2, 6, 17, 3
+	N, nh, hd, stride, off := 3, 5, 6, 37, 3 // four heads at a time, then one
 	src := randVec(r, N*stride, 1)
 	w := randVec(r, hd, 1)
 	rr := randVec(r, N*stride, 1)
