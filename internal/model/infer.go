@@ -67,23 +67,23 @@ func (s *inferScratch) ensure(c Config, seqs int) {
 	T, D, H, KV, F, V := c.SeqLen, c.DModel, c.NHeads, c.NKVHeads, c.MLPHidden, c.Vocab
 	N := seqs * T
 	s.rows, s.seqs = N, seqs
-	s.x = kernels.MakeBuffer(N*D)
-	s.ln = kernels.MakeBuffer(N*D)
-	s.qkv = kernels.MakeBuffer(N*qkvDim)
+	s.x = kernels.MakeBuffer(N * D)
+	s.ln = kernels.MakeBuffer(N * D)
+	s.qkv = kernels.MakeBuffer(N * qkvDim)
 	if c.QKNorm {
-		s.qkvRaw = kernels.MakeBuffer(N*qkvDim)
-		s.qnRstd = kernels.MakeBuffer(N*H)
-		s.knRstd = kernels.MakeBuffer(N*KV)
+		s.qkvRaw = kernels.MakeBuffer(N * qkvDim)
+		s.qnRstd = kernels.MakeBuffer(N * H)
+		s.knRstd = kernels.MakeBuffer(N * KV)
 	}
-	s.atty = kernels.MakeBuffer(N*attDim)
-	s.gu = kernels.MakeBuffer(N*2*F)
-	s.h = kernels.MakeBuffer(N*F)
-	s.sig = kernels.MakeBuffer(N*F)
+	s.atty = kernels.MakeBuffer(N * attDim)
+	s.gu = kernels.MakeBuffer(N * 2 * F)
+	s.h = kernels.MakeBuffer(N * F)
+	s.sig = kernels.MakeBuffer(N * F)
 	s.rstd = kernels.MakeBuffer(N)
-	s.att = kernels.MakeBuffer(seqs*H*T*T)
-	s.rowMax = kernels.MakeBuffer(seqs*H*T)
-	s.rowEnt = kernels.MakeBuffer(seqs*H*T)
-	s.attnTmp = kernels.MakeBuffer(seqs*H*T)
+	s.att = kernels.MakeBuffer(seqs * H * T * T)
+	s.rowMax = kernels.MakeBuffer(seqs * H * T)
+	s.rowEnt = kernels.MakeBuffer(seqs * H * T)
+	s.attnTmp = kernels.MakeBuffer(seqs * H * T)
 	hn := headRows
 	if hn <= 0 {
 		hn = max(64, headLogits/V)
@@ -91,9 +91,9 @@ func (s *inferScratch) ensure(c Config, seqs int) {
 	hn = min(hn, N)
 	if hn > s.headN {
 		s.headN = hn
-		s.hx = kernels.MakeBuffer(hn*D)
+		s.hx = kernels.MakeBuffer(hn * D)
 		s.hrstd = kernels.MakeBuffer(hn)
-		s.logits = kernels.MakeBuffer(hn*V)
+		s.logits = kernels.MakeBuffer(hn * V)
 		s.loss = kernels.MakeBuffer(hn)
 		s.lse = kernels.MakeBuffer(hn)
 		s.tgt = make([]int32, hn)
