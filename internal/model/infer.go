@@ -38,7 +38,7 @@ var headRows = 0
 type inferScratch struct {
 	rows, seqs int
 
-	x, ln, qkvRaw, qkv, atty, gu, h, sig []float32
+	x, ln, qkvRaw, qkv, atty, gu, h []float32
 	rstd, qnRstd, knRstd                 []float32
 	att, rowMax, rowEnt, attnTmp         []float32
 
@@ -78,7 +78,6 @@ func (s *inferScratch) ensure(c Config, seqs int) {
 	s.atty = kernels.MakeBuffer(N * attDim)
 	s.gu = kernels.MakeBuffer(N * 2 * F)
 	s.h = kernels.MakeBuffer(N * F)
-	s.sig = kernels.MakeBuffer(N * F)
 	s.rstd = kernels.MakeBuffer(N)
 	s.att = kernels.MakeBuffer(seqs * H * T * T)
 	s.rowMax = kernels.MakeBuffer(seqs * H * T)
@@ -179,7 +178,7 @@ func (m *Model) inferBody(s *inferScratch, inputs, seg []int32, B, T int) {
 		// x ← x + down(swiglu(gate_up(rmsnorm(x))))
 		s.rms(s.ln, x, w.ln2, N, D, eps)
 		ops.MatmulForward(s.gu, s.ln, w.gu, N, D, 2*F, false)
-		s.tSwi = swigluTask{h: s.h, sig: s.sig, gu: s.gu, F: F}
+		s.tSwi = swigluTask{h: s.h, gu: s.gu, F: F} // σ not kept
 		kernels.ParallelForTask(N, 16, &s.tSwi)
 		ops.MatmulForward(x, s.h, w.down, N, F, D, true)
 	}

@@ -290,18 +290,34 @@ func ropeRowGo(a, b, c, s []float32, sign float32) {
 // SwiGLUForward with g = gu[n, 0:F], u = gu[n, F:2F]:
 //
 //	σ = sigmoid(g) (saved in sig for the backward),   h = g·σ·u
+//
+// With sig nil (forward-only passes) σ is not kept: it goes through a
+// small buffer in cache, in pieces of swigluPiece, with the same values.
 func SwiGLUForward(h, sig, gu []float32, F, s, e int) {
+	var buf [swigluPiece]float32
 	for n := s; n < e; n++ {
 		g := gu[n*2*F : n*2*F+F]
 		u := gu[n*2*F+F : (n+1)*2*F]
-		sg := sig[n*F : (n+1)*F]
 		o := h[n*F : (n+1)*F]
+		if sig == nil {
+			for j := 0; j < F; j += swigluPiece {
+				k := min(swigluPiece, F-j)
+				sigmoidRow(buf[:k], g[j:j+k])
+				swigluFwdRow(o[j:j+k], g[j:j+k], buf[:k], u[j:j+k])
+			}
+			continue
+		}
+		sg := sig[n*F : (n+1)*F]
 		sigmoidRow(sg, g)
 		swigluFwdRow(o, g, sg, u)
 	}
 }
 
-// swigluFwdRowGo writes h = (g·σ)·u.
+// swigluPiece is the piece of a row the forward-only SwiGLU computes σ
+// for at a time: a multiple of the vector kernels' 8 lanes, so the pieces
+// split the row where the kernels would (bit-identical to a whole row).
+const swigluPiece = 256
+
 func swigluFwdRowGo(h, g, sg, u []float32) {
 	h, sg, u = h[:len(g)], sg[:len(g)], u[:len(g)]
 	for j, gv := range g {

@@ -225,6 +225,24 @@ func TestRoPEGradAndRelative(t *testing.T) {
 	}
 }
 
+// TestSwiGLUForwardWithoutSig: the forward-only SwiGLU (σ not kept,
+// computed piece by piece) gives the training forward's h bit for bit.
+func TestSwiGLUForwardWithoutSig(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 9))
+	for _, F := range []int{1, 7, 256, 600, 768} {
+		N := 3
+		gu := randVec(r, N*2*F, 2)
+		h, h0, sig := make([]float32, N*F), make([]float32, N*F), make([]float32, N*F)
+		SwiGLUForward(h, sig, gu, F, 0, N)
+		SwiGLUForward(h0, nil, gu, F, 0, N)
+		for i := range h {
+			if math.Float32bits(h[i]) != math.Float32bits(h0[i]) {
+				t.Fatalf("F=%d: h[%d] = %v without sig, %v with", F, i, h0[i], h[i])
+			}
+		}
+	}
+}
+
 func TestSwiGLUGrad(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 1))
 	N, F := 3, 5
