@@ -70,3 +70,20 @@ func TestSgemmPairBitIdentical(t *testing.T) {
 		})
 	}
 }
+
+// TestSgemmPairZeroAllocs: side by side, a steady-state pair allocates
+// nothing (the task comes from a pool, the products from Sgemm's).
+func TestSgemmPairZeroAllocs(t *testing.T) {
+	setTestThreads(t, 2)
+	m, n, k := 128, 96, 64
+	x := GemmArgs{M: m, N: n, K: k, Alpha: 1, A: make([]float32, m*k), Lda: k, B: make([]float32, k*n), Ldb: n, C: make([]float32, m*n), Ldc: n}
+	y := x
+	y.C = make([]float32, m*n)
+	savedMin := pairMinFlops
+	t.Cleanup(func() { pairMinFlops = savedMin })
+	pairMinFlops = 1
+	SgemmPair(x, y)
+	if a := testing.AllocsPerRun(20, func() { SgemmPair(x, y) }); a != 0 {
+		t.Fatalf("%v allocations per pair, want 0", a)
+	}
+}
