@@ -2,6 +2,7 @@ package ops
 
 import (
 	"math"
+	"sync"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 )
@@ -44,6 +45,37 @@ type Attention struct {
 	smb softmaxBackTask
 	fwd attnFwdTask
 	bwd attnBwdTask
+
+	bufMu sync.Mutex
+	bufs  [][]float32 // free per-task scratch of the tile path
+}
+
+// tiles reports whether the products run on the AVX-512 tile kernels
+// (attn_amd64.s) instead of kernels.Sgemm: when the CPU has them, Sgemm
+// runs its AVX-512 micro-kernel (whose sums the tiles repeat bit for bit)
+// and the head width is a multiple of 32.
+func (a *Attention) tiles() bool {
+	return attnAVX512 && kernels.Impl() == "avx512" && a.D.HD%32 == 0
+}
+
+// getBuf returns per-task scratch of n floats (contents undefined).
+func (a *Attention) getBuf(n int) []float32 {
+	a.bufMu.Lock()
+	defer a.bufMu.Unlock()
+	if k := len(a.bufs); k > 0 {
+		b := a.bufs[k-1]
+		a.bufs = a.bufs[:k-1]
+		if cap(b) >= n {
+			return b[:n]
+		}
+	}
+	return make([]float32, n)
+}
+
+func (a *Attention) putBuf(b []float32) {
+	a.bufMu.Lock()
+	a.bufs = append(a.bufs, b)
+	a.bufMu.Unlock()
 }
 
 func (a *Attention) block() int {
@@ -85,6 +117,10 @@ type attnFwdTask struct {
 }
 
 func (k *attnFwdTask) Run(s, e int) {
+	if k.a.tiles() {
+		k.runTiles(s, e)
+		return
+	}
 	a := k.a
 	d := a.D
 	T, hd := d.T, d.HD
@@ -120,6 +156,10 @@ type attnBwdTask struct {
 }
 
 func (k *attnBwdTask) Run(s, e int) {
+	if k.a.tiles() {
+		k.runTiles(s, e)
+		return
+	}
 	a := k.a
 	d := a.D
 	T, hd := d.T, d.HD
@@ -244,6 +284,9 @@ func (k *softmaxTask) Run(s, e int) {
 }
 
 // softmaxBackTask: dS = P ⊙ (dP − Σ P⊙dP) in place in datt, per row.
+// Each row's Σ P⊙dP is one sequential sum over j; four rows are summed
+// side by side (independent chains, each in its own order, so the result
+// is the same as row by row), which hides the latency of the adds.
 type softmaxBackTask struct {
 	datt, att []float32
 	T         int
@@ -251,17 +294,58 @@ type softmaxBackTask struct {
 
 func (k *softmaxBackTask) Run(s, e int) {
 	T := k.T
-	for r := s; r < e; r++ {
+	r := s
+	for r < e {
 		t := r % T
-		p := k.att[r*T : r*T+t+1]
-		dp := k.datt[r*T : (r+1)*T]
-		var dot float32
-		for j, pv := range p {
-			dot += pv * dp[j]
+		if r+4 > e || t+4 > T {
+			k.row(r, t, k.dot1(r, t))
+			r++
+			continue
 		}
-		for j, pv := range p {
-			dp[j] = pv * (dp[j] - dot)
+		// rows t..t+3 have t+1..t+4 entries: the shared t+1 side by
+		// side, then the tails
+		n := t + 1
+		p0, p1, p2, p3 := k.att[r*T:][:n], k.att[(r+1)*T:][:n], k.att[(r+2)*T:][:n], k.att[(r+3)*T:][:n]
+		d0, d1, d2, d3 := k.datt[r*T:][:n], k.datt[(r+1)*T:][:n], k.datt[(r+2)*T:][:n], k.datt[(r+3)*T:][:n]
+		var s0, s1, s2, s3 float32
+		for j := range p0 {
+			s0 += p0[j] * d0[j]
+			s1 += p1[j] * d1[j]
+			s2 += p2[j] * d2[j]
+			s3 += p3[j] * d3[j]
 		}
-		clear(dp[t+1:])
+		s1 += k.att[(r+1)*T+n] * k.datt[(r+1)*T+n]
+		s2 += k.att[(r+2)*T+n] * k.datt[(r+2)*T+n]
+		s2 += k.att[(r+2)*T+n+1] * k.datt[(r+2)*T+n+1]
+		s3 += k.att[(r+3)*T+n] * k.datt[(r+3)*T+n]
+		s3 += k.att[(r+3)*T+n+1] * k.datt[(r+3)*T+n+1]
+		s3 += k.att[(r+3)*T+n+2] * k.datt[(r+3)*T+n+2]
+		k.row(r, t, s0)
+		k.row(r+1, t+1, s1)
+		k.row(r+2, t+2, s2)
+		k.row(r+3, t+3, s3)
+		r += 4
 	}
+}
+
+// dot1 is Σ_j≤t P⊙dP of row r.
+func (k *softmaxBackTask) dot1(r, t int) float32 {
+	T := k.T
+	p := k.att[r*T : r*T+t+1]
+	dp := k.datt[r*T:][:len(p)]
+	var dot float32
+	for j, pv := range p {
+		dot += pv * dp[j]
+	}
+	return dot
+}
+
+// row writes dS = P ⊙ (dP − dot) over row r's first t+1 entries and 0
+// past them.
+func (k *softmaxBackTask) row(r, t int, dot float32) {
+	T := k.T
+	p := k.att[r*T : r*T+t+1]
+	dp := k.datt[r*T : (r+1)*T]
+	dsRow(dp[:t+1], p, dot)
+	clear(dp[t+1:])
 }

@@ -20,3 +20,6 @@ func firstMaxRow(v []float32) float32 { return firstMaxRowGo(v) }
 
 // scaleTo writes dst = src·s.
 func scaleTo(dst, src []float32, s float32) { scaleToGo(dst, src, s) }
+
+// dsRow writes dp[j] = p[j]·(dp[j] − dot).
+func dsRow(dp, p []float32, dot float32) { dsRowGo(dp, p, dot) }
