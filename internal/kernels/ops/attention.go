@@ -284,7 +284,7 @@ func (k *softmaxTask) Run(s, e int) {
 }
 
 // softmaxBackTask: dS = P ⊙ (dP − Σ P⊙dP) in place in datt, per row.
-// Each row's Σ P⊙dP is one sequential sum over j; four rows are summed
+// Each row's Σ P⊙dP is one sequential sum over j; eight rows are summed
 // side by side (independent chains, each in its own order, so the result
 // is the same as row by row), which hides the latency of the adds.
 type softmaxBackTask struct {
@@ -294,37 +294,31 @@ type softmaxBackTask struct {
 
 func (k *softmaxBackTask) Run(s, e int) {
 	T := k.T
+	var sums [8]float32
 	r := s
 	for r < e {
 		t := r % T
-		if r+4 > e || t+4 > T {
+		if r+8 > e || t+8 > T {
 			k.row(r, t, k.dot1(r, t))
 			r++
 			continue
 		}
-		// rows t..t+3 have t+1..t+4 entries: the shared t+1 side by
+		// rows t..t+7 have t+1..t+8 entries: the shared t+1 side by
 		// side, then the tails
 		n := t + 1
-		p0, p1, p2, p3 := k.att[r*T:][:n], k.att[(r+1)*T:][:n], k.att[(r+2)*T:][:n], k.att[(r+3)*T:][:n]
-		d0, d1, d2, d3 := k.datt[r*T:][:n], k.datt[(r+1)*T:][:n], k.datt[(r+2)*T:][:n], k.datt[(r+3)*T:][:n]
-		var s0, s1, s2, s3 float32
-		for j := range p0 {
-			s0 += p0[j] * d0[j]
-			s1 += p1[j] * d1[j]
-			s2 += p2[j] * d2[j]
-			s3 += p3[j] * d3[j]
+		dotRows8(k.att[r*T:], k.datt[r*T:], T, n, &sums)
+		for i := 1; i < 8; i++ {
+			o := (r+i)*T + n
+			dot := sums[i]
+			for j := 0; j < i; j++ {
+				dot += k.att[o+j] * k.datt[o+j]
+			}
+			sums[i] = dot
 		}
-		s1 += k.att[(r+1)*T+n] * k.datt[(r+1)*T+n]
-		s2 += k.att[(r+2)*T+n] * k.datt[(r+2)*T+n]
-		s2 += k.att[(r+2)*T+n+1] * k.datt[(r+2)*T+n+1]
-		s3 += k.att[(r+3)*T+n] * k.datt[(r+3)*T+n]
-		s3 += k.att[(r+3)*T+n+1] * k.datt[(r+3)*T+n+1]
-		s3 += k.att[(r+3)*T+n+2] * k.datt[(r+3)*T+n+2]
-		k.row(r, t, s0)
-		k.row(r+1, t+1, s1)
-		k.row(r+2, t+2, s2)
-		k.row(r+3, t+3, s3)
-		r += 4
+		for i := range 8 {
+			k.row(r+i, t+i, sums[i])
+		}
+		r += 8
 	}
 }
 

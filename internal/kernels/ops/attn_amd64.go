@@ -74,6 +74,19 @@ func attnK12x32(k int, a *float32, rs, cs int, b *float32, ldb int, c *float32, 
 //go:noescape
 func attnTrans8(dst *float32, ldd int, src *float32, lds int, nb int)
 
+// attnDot8 sets s[i] = Σ_j<n p[i·ld+j]·d[i·ld+j] for i < 8, each a
+// sequential chain over j of a rounded product and a rounded sum, as Go
+// computes "s += p[j]*d[j]" (SSE only, so every amd64 CPU runs it).
+//
+//go:noescape
+func attnDot8(p, d *float32, ld, n int, s *[8]float32)
+
+// attnPrefetch prefetches the first lines cache lines of rows rows (row
+// stride ld floats) from p.
+//
+//go:noescape
+func attnPrefetch(p *float32, ld, rows, lines int)
+
 type attnKernel func(k int, a *float32, rs, cs int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
 
 // attnK64 and attnK32 are the kernels by rows: 64 wide (up to 6 rows) and
@@ -107,4 +120,24 @@ func attnTransT(dst []float32, ldd int, src []float32, lds, rows, n int) {
 	for j0 := 0; j0 < rows; j0 += 8 {
 		attnTrans8(&dst[j0], ldd, &src[j0*lds], lds, n/8)
 	}
+}
+
+// dotRows8 sets s[i] = Σ_j<n p[i·ld+j]·d[i·ld+j] for the rows i < 8 (n ≥
+// 1), each summed over j in order (see attnDot8).
+func dotRows8(p, d []float32, ld, n int, s *[8]float32) {
+	_ = p[7*ld+n-1]
+	_ = d[7*ld+n-1]
+	attnDot8(&p[0], &d[0], ld, n, s)
+}
+
+// prefetchRows asks for the cache lines of x[i·ld : i·ld+n] for i < rows
+// to be fetched (a hint: nothing is read or written).
+func prefetchRows(x []float32, ld, rows, n int) {
+	if rows <= 0 || n <= 0 {
+		return
+	}
+	_ = x[(rows-1)*ld+n-1]
+	// lines from the one holding x[0] to the one holding x[n-1] (x[0] need
+	// not start a line: one more covers it)
+	attnPrefetch(&x[0], ld, rows, (n+15)/16+1)
 }

@@ -3989,3 +3989,91 @@ attnTrans8_loop:
 attnTrans8_done:
 	VZEROUPPER
 	RET
+
+// func attnDot8(p, d *float32, ld, n int, s *[8]float32)
+TEXT ·attnDot8(SB), NOSPLIT, $0-40
+	MOVQ p+0(FP), AX
+	MOVQ d+8(FP), BX
+	MOVQ ld+16(FP), R8
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9
+	LEAQ (AX)(R8*4), R10
+	LEAQ (BX)(R8*4), R11
+	MOVQ n+24(FP), CX
+	XORPS X0, X0
+	XORPS X1, X1
+	XORPS X2, X2
+	XORPS X3, X3
+	XORPS X4, X4
+	XORPS X5, X5
+	XORPS X6, X6
+	XORPS X7, X7
+	TESTQ CX, CX
+	JZ attnDot8_done
+attnDot8_loop:
+	MOVSS (AX), X8
+	MULSS (BX), X8
+	ADDSS X8, X0
+	MOVSS (AX)(R8*1), X9
+	MULSS (BX)(R8*1), X9
+	ADDSS X9, X1
+	MOVSS (AX)(R8*2), X10
+	MULSS (BX)(R8*2), X10
+	ADDSS X10, X2
+	MOVSS (AX)(R9*1), X11
+	MULSS (BX)(R9*1), X11
+	ADDSS X11, X3
+	MOVSS (R10), X12
+	MULSS (R11), X12
+	ADDSS X12, X4
+	MOVSS (R10)(R8*1), X13
+	MULSS (R11)(R8*1), X13
+	ADDSS X13, X5
+	MOVSS (R10)(R8*2), X14
+	MULSS (R11)(R8*2), X14
+	ADDSS X14, X6
+	MOVSS (R10)(R9*1), X15
+	MULSS (R11)(R9*1), X15
+	ADDSS X15, X7
+	ADDQ $4, AX
+	ADDQ $4, BX
+	ADDQ $4, R10
+	ADDQ $4, R11
+	DECQ CX
+	JNZ attnDot8_loop
+attnDot8_done:
+	MOVQ s+32(FP), DI
+	MOVSS X0, 0(DI)
+	MOVSS X1, 4(DI)
+	MOVSS X2, 8(DI)
+	MOVSS X3, 12(DI)
+	MOVSS X4, 16(DI)
+	MOVSS X5, 20(DI)
+	MOVSS X6, 24(DI)
+	MOVSS X7, 28(DI)
+	RET
+
+// func attnPrefetch(p *float32, ld, rows, lines int)
+TEXT ·attnPrefetch(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), AX
+	MOVQ ld+8(FP), BX
+	SHLQ $2, BX
+	MOVQ rows+16(FP), CX
+	MOVQ lines+24(FP), DX
+	TESTQ CX, CX
+	JZ attnPrefetch_done
+	TESTQ DX, DX
+	JZ attnPrefetch_done
+attnPrefetch_row:
+	MOVQ AX, SI
+	MOVQ DX, DI
+attnPrefetch_line:
+	PREFETCHT0 (SI)
+	ADDQ $64, SI
+	DECQ DI
+	JNZ attnPrefetch_line
+	ADDQ BX, AX
+	DECQ CX
+	JNZ attnPrefetch_row
+attnPrefetch_done:
+	RET

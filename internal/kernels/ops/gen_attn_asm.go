@@ -27,6 +27,8 @@ func main() {
 		tile(r, 2)
 	}
 	trans8()
+	dot8()
+	prefetch()
 	if err := os.WriteFile("attn_amd64.s", []byte(out.String()), 0o644); err != nil {
 		panic(err)
 	}
@@ -223,5 +225,87 @@ func trans8() {
 	p("\tJNZ attnTrans8_loop")
 	p("attnTrans8_done:")
 	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// dot8 emits
+//
+//	func attnDot8(p, d *float32, ld, n int, s *[8]float32)
+//
+// s[i] = Σ_j<n p[i·ld+j]·d[i·ld+j] for the rows i < 8, each a sequential
+// chain over j of a rounded product and a rounded sum (MULSS, ADDSS: what
+// Go compiles "s += p[j]*d[j]" to), the eight chains interleaved.
+func dot8() {
+	p("")
+	p("// func attnDot8(p, d *float32, ld, n int, s *[8]float32)")
+	p("TEXT ·attnDot8(SB), NOSPLIT, $0-40")
+	p("\tMOVQ p+0(FP), AX")
+	p("\tMOVQ d+8(FP), BX")
+	p("\tMOVQ ld+16(FP), R8")
+	p("\tSHLQ $2, R8")
+	p("\tLEAQ (R8)(R8*2), R9")
+	p("\tLEAQ (AX)(R8*4), R10")
+	p("\tLEAQ (BX)(R8*4), R11")
+	p("\tMOVQ n+24(FP), CX")
+	for i := 0; i < 8; i++ {
+		p("\tXORPS X%d, X%d", i, i)
+	}
+	p("\tTESTQ CX, CX")
+	p("\tJZ attnDot8_done")
+	p("attnDot8_loop:")
+	off := []string{"", "(R8*1)", "(R8*2)", "(R9*1)"}
+	for i := 0; i < 8; i++ {
+		pa, pb := "(AX)", "(BX)"
+		if i >= 4 {
+			pa, pb = "(R10)", "(R11)"
+		}
+		p("\tMOVSS %s%s, X%d", pa, off[i%4], 8+i)
+		p("\tMULSS %s%s, X%d", pb, off[i%4], 8+i)
+		p("\tADDSS X%d, X%d", 8+i, i)
+	}
+	for _, r := range []string{"AX", "BX", "R10", "R11"} {
+		p("\tADDQ $4, %s", r)
+	}
+	p("\tDECQ CX")
+	p("\tJNZ attnDot8_loop")
+	p("attnDot8_done:")
+	p("\tMOVQ s+32(FP), DI")
+	for i := 0; i < 8; i++ {
+		p("\tMOVSS X%d, %d(DI)", i, 4*i)
+	}
+	p("\tRET")
+}
+
+// prefetch emits
+//
+//	func attnPrefetch(p *float32, ld, rows, lines int)
+//
+// a PREFETCHT0 of the first lines cache lines of each of rows rows (row
+// stride ld floats) from p.
+func prefetch() {
+	p("")
+	p("// func attnPrefetch(p *float32, ld, rows, lines int)")
+	p("TEXT ·attnPrefetch(SB), NOSPLIT, $0-32")
+	p("\tMOVQ p+0(FP), AX")
+	p("\tMOVQ ld+8(FP), BX")
+	p("\tSHLQ $2, BX")
+	p("\tMOVQ rows+16(FP), CX")
+	p("\tMOVQ lines+24(FP), DX")
+	p("\tTESTQ CX, CX")
+	p("\tJZ attnPrefetch_done")
+	p("\tTESTQ DX, DX")
+	p("\tJZ attnPrefetch_done")
+	p("attnPrefetch_row:")
+	p("\tMOVQ AX, SI")
+	p("\tMOVQ DX, DI")
+	p("attnPrefetch_line:")
+	p("\tPREFETCHT0 (SI)")
+	p("\tADDQ $64, SI")
+	p("\tDECQ DI")
+	p("\tJNZ attnPrefetch_line")
+	p("\tADDQ BX, AX")
+	p("\tDECQ CX")
+	p("\tJNZ attnPrefetch_row")
+	p("attnPrefetch_done:")
 	p("\tRET")
 }
