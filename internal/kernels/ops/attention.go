@@ -102,11 +102,16 @@ func (a *Attention) Forward(out, att, qkv, rowMax, rowEnt []float32) {
 }
 
 // Backward overwrites dqkv (layout of qkv) with the gradient of the q, k and
-// v heads given dout; datt is scratch of the size of att. The (b, kv-head)
+// v heads given dout; datt is scratch of the size of att (left holding dS
+// on and below the diagonal; what it holds above is unspecified). The (b, kv-head)
 // groups run in parallel (their query heads accumulate into one dK, dV).
 func (a *Attention) Backward(dqkv, dout, qkv, att, datt []float32) {
 	a.bwd = attnBwdTask{a: a, dqkv: dqkv, dout: dout, qkv: qkv, att: att, datt: datt}
 	a.smb = softmaxBackTask{datt: datt, att: att, T: a.D.T}
+	if a.tiles() {
+		// the tiles read dS at most maxTileRows−1 entries past the diagonal
+		a.smb.zeros = maxTileRows
+	}
 	kernels.ParallelForTask(a.D.B*a.D.KVH, 1, &a.bwd)
 	a.bwd = attnBwdTask{}
 }
@@ -290,6 +295,7 @@ func (k *softmaxTask) Run(s, e int) {
 type softmaxBackTask struct {
 	datt, att []float32
 	T         int
+	zeros     int // entries set to 0 past the diagonal of a row (0 = all)
 }
 
 func (k *softmaxBackTask) Run(s, e int) {
@@ -341,5 +347,8 @@ func (k *softmaxBackTask) row(r, t int, dot float32) {
 	p := k.att[r*T : r*T+t+1]
 	dp := k.datt[r*T : (r+1)*T]
 	dsRow(dp[:t+1], p, dot)
+	if k.zeros > 0 {
+		dp = dp[:min(T, t+1+k.zeros)]
+	}
 	clear(dp[t+1:])
 }

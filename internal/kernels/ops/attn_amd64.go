@@ -87,6 +87,11 @@ func attnDot8(p, d *float32, ld, n int, s *[8]float32)
 //go:noescape
 func attnPrefetch(p *float32, ld, rows, lines int)
 
+// attnPrefetchW is attnPrefetch in anticipation of a write (PREFETCHW).
+//
+//go:noescape
+func attnPrefetchW(p *float32, ld, rows, lines int)
+
 type attnKernel func(k int, a *float32, rs, cs int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
 
 // attnK64 and attnK32 are the kernels by rows: 64 wide (up to 6 rows) and
@@ -131,13 +136,18 @@ func dotRows8(p, d []float32, ld, n int, s *[8]float32) {
 }
 
 // prefetchRows asks for the cache lines of x[i·ld : i·ld+n] for i < rows
-// to be fetched (a hint: nothing is read or written).
-func prefetchRows(x []float32, ld, rows, n int) {
+// to be fetched, for writing when write (a hint: nothing is read or
+// written).
+func prefetchRows(x []float32, ld, rows, n int, write bool) {
 	if rows <= 0 || n <= 0 {
 		return
 	}
 	_ = x[(rows-1)*ld+n-1]
 	// lines from the one holding x[0] to the one holding x[n-1] (x[0] need
 	// not start a line: one more covers it)
+	if write {
+		attnPrefetchW(&x[0], ld, rows, (n+15)/16+1)
+		return
+	}
 	attnPrefetch(&x[0], ld, rows, (n+15)/16+1)
 }

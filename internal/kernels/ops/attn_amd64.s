@@ -4077,3 +4077,28 @@ attnPrefetch_line:
 	JNZ attnPrefetch_row
 attnPrefetch_done:
 	RET
+
+// func attnPrefetchW(p *float32, ld, rows, lines int)
+TEXT ·attnPrefetchW(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), AX
+	MOVQ ld+8(FP), BX
+	SHLQ $2, BX
+	MOVQ rows+16(FP), CX
+	MOVQ lines+24(FP), DX
+	TESTQ CX, CX
+	JZ attnPrefetchW_done
+	TESTQ DX, DX
+	JZ attnPrefetchW_done
+attnPrefetchW_row:
+	MOVQ AX, SI
+	MOVQ DX, DI
+attnPrefetchW_line:
+	BYTE $0x0F; BYTE $0x0D; BYTE $0x0E // PREFETCHW (SI)
+	ADDQ $64, SI
+	DECQ DI
+	JNZ attnPrefetchW_line
+	ADDQ BX, AX
+	DECQ CX
+	JNZ attnPrefetchW_row
+attnPrefetchW_done:
+	RET

@@ -29,4 +29,4 @@ func dotRows8(p, d []float32, ld, n int, s *[8]float32) {
 }
 
 // prefetchRows does nothing here.
-func prefetchRows(x []float32, ld, rows, n int) {}
+func prefetchRows(x []float32, ld, rows, n int, write bool) {}

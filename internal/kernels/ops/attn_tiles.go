@@ -23,6 +23,11 @@ import "math"
 // one chain per block of Block queries, added to dK, dV block after block
 // and head after head, so their roundings are the same too.
 
+// maxTileRows is the most rows of a tile: a chain over the keys of a row
+// tile reads P or dS at most maxTileRows−1 entries past a row's diagonal,
+// and so does a dK, dV chain over the queries of a key tile.
+const maxTileRows = 12
+
 // tileRows is the number of rows of a tile w columns wide.
 func tileRows(w int) int {
 	if w == 64 {
@@ -47,14 +52,18 @@ func colPieces(hd int, f func(c0, w int)) {
 // (row stride T) that reach the diagonal or below, 12 rows × 32 columns
 // at a time: A is T×hd (row stride lda), bt is Bᵀ packed hd×tp (row stride
 // tp ≥ T rounded up to 32, zero past T). Tiles past column T go through
-// edge (12×32 floats). With pf (T×T, row stride T), the lower triangle of
-// pf's rows of each row tile is prefetched while the tile computes (the
-// next pass over the rows finds them in cache).
-func lowerTiles(T, hd int, alpha float32, a []float32, lda int, bt []float32, tp int, c, edge, pf []float32) {
+// edge (12×32 floats). While a row tile computes, the next one's rows of C
+// are prefetched for writing, over wcols(i0) columns for its first row i0,
+// and with pf (T×T, row stride T) the lower triangle of the tile's rows of
+// pf is prefetched (the next pass over the rows finds them in cache).
+func lowerTiles(T, hd int, alpha float32, a []float32, lda int, bt []float32, tp int, c, edge, pf []float32, wcols func(i0 int) int) {
 	for i0 := 0; i0 < T; i0 += 12 {
 		rows := min(12, T-i0)
 		if pf != nil {
-			prefetchRows(pf[i0*T:], T, rows, i0+rows)
+			prefetchRows(pf[i0*T:], T, rows, i0+rows, false)
+		}
+		if n := i0 + 12; n < T {
+			prefetchRows(c[n*T:], T, min(12, T-n), min(T, wcols(n)), true)
 		}
 		ai := a[i0*lda:]
 		for j0 := 0; j0 < i0+rows; j0 += 32 {
@@ -136,7 +145,8 @@ func (k *attnFwdTask) runTiles(s, e int) {
 		S := k.att[bh*T*T:]
 		// S = s·Q·Kᵀ (lower tiles)
 		packT(kt, tp, k.qkv[base+d.KOff+kv*hd:], d.Stride, T, hd)
-		lowerTiles(T, hd, scale, k.qkv[base+d.QOff+h*hd:], d.Stride, kt, tp, S, edge, nil)
+		// (the softmax then writes whole rows)
+		lowerTiles(T, hd, scale, k.qkv[base+d.QOff+h*hd:], d.Stride, kt, tp, S, edge, nil, func(int) int { return T })
 		a.sm.Run(bh*T, (bh+1)*T)
 		// O = P·V
 		causalRowsTimes(T, hd, 1, S, k.qkv[base+d.VOff+kv*hd:], d.Stride, k.out[b*T*d.OutStride+h*hd:], d.OutStride)
@@ -173,7 +183,8 @@ func (k *attnBwdTask) runTiles(s, e int) {
 			P := k.att[bh*T*T:]
 			dO := k.dout[b*T*d.OutStride+h*hd:]
 			// dP = dO·Vᵀ (lower tiles), then dS in place
-			lowerTiles(T, hd, 1, dO, d.OutStride, vt, tp, dS, edge, P)
+			// (the softmax backward then writes maxTileRows zeros past the diagonal)
+			lowerTiles(T, hd, 1, dO, d.OutStride, vt, tp, dS, edge, P, func(i0 int) int { return (i0+12+31)&^31 + maxTileRows })
 			a.smb.Run(bh*T, (bh+1)*T)
 			// dQ = s·dS·K
 			causalRowsTimes(T, hd, scale, dS, K, d.Stride, k.dqkv[base+d.QOff+h*hd:], d.Stride)
