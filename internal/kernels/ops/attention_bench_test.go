@@ -61,10 +61,14 @@ func benchAttention(b *testing.B, B, T, H, KVH, HD int) {
 	x := newAttnBench(B, T, H, KVH, HD, 1, false, true)
 	x.step()
 	b.ResetTimer()
+	cpu0 := kernels.ProcessCPUSeconds()
 	for i := 0; i < b.N; i++ {
 		x.step()
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/op")
+	// CPU time over threads: on a shared machine, less disturbed by
+	// processes that take turns on the cores than the wall time
+	b.ReportMetric((kernels.ProcessCPUSeconds()-cpu0)*1e3/float64(b.N)/float64(kernels.Threads()), "cpu-ms/op")
 }
 
 // BenchmarkAttentionRef7m times one forward and backward of one attention

@@ -81,17 +81,6 @@ func attnTrans8(dst *float32, ldd int, src *float32, lds int, nb int)
 //go:noescape
 func attnDot8(p, d *float32, ld, n int, s *[8]float32)
 
-// attnPrefetch prefetches the first lines cache lines of rows rows (row
-// stride ld floats) from p.
-//
-//go:noescape
-func attnPrefetch(p *float32, ld, rows, lines int)
-
-// attnPrefetchW is attnPrefetch in anticipation of a write (PREFETCHW).
-//
-//go:noescape
-func attnPrefetchW(p *float32, ld, rows, lines int)
-
 type attnKernel func(k int, a *float32, rs, cs int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
 
 // attnK64 and attnK32 are the kernels by rows: 64 wide (up to 6 rows) and
@@ -133,21 +122,4 @@ func dotRows8(p, d []float32, ld, n int, s *[8]float32) {
 	_ = p[7*ld+n-1]
 	_ = d[7*ld+n-1]
 	attnDot8(&p[0], &d[0], ld, n, s)
-}
-
-// prefetchRows asks for the cache lines of x[i·ld : i·ld+n] for i < rows
-// to be fetched, for writing when write (a hint: nothing is read or
-// written).
-func prefetchRows(x []float32, ld, rows, n int, write bool) {
-	if rows <= 0 || n <= 0 {
-		return
-	}
-	_ = x[(rows-1)*ld+n-1]
-	// lines from the one holding x[0] to the one holding x[n-1] (x[0] need
-	// not start a line: one more covers it)
-	if write {
-		attnPrefetchW(&x[0], ld, rows, (n+15)/16+1)
-		return
-	}
-	attnPrefetch(&x[0], ld, rows, (n+15)/16+1)
 }

@@ -27,6 +27,3 @@ func dotRows8(p, d []float32, ld, n int, s *[8]float32) {
 		s[i] = dot
 	}
 }
-
-// prefetchRows does nothing here.
-func prefetchRows(x []float32, ld, rows, n int, write bool) {}

@@ -52,19 +52,10 @@ func colPieces(hd int, f func(c0, w int)) {
 // (row stride T) that reach the diagonal or below, 12 rows × 32 columns
 // at a time: A is T×hd (row stride lda), bt is Bᵀ packed hd×tp (row stride
 // tp ≥ T rounded up to 32, zero past T). Tiles past column T go through
-// edge (12×32 floats). While a row tile computes, the next one's rows of C
-// are prefetched for writing, over wcols(i0) columns for its first row i0,
-// and with pf (T×T, row stride T) the lower triangle of the tile's rows of
-// pf is prefetched (the next pass over the rows finds them in cache).
-func lowerTiles(T, hd int, alpha float32, a []float32, lda int, bt []float32, tp int, c, edge, pf []float32, wcols func(i0 int) int) {
+// edge (12×32 floats).
+func lowerTiles(T, hd int, alpha float32, a []float32, lda int, bt []float32, tp int, c, edge []float32) {
 	for i0 := 0; i0 < T; i0 += 12 {
 		rows := min(12, T-i0)
-		if pf != nil {
-			prefetchRows(pf[i0*T:], T, rows, i0+rows, false)
-		}
-		if n := i0 + 12; n < T {
-			prefetchRows(c[n*T:], T, min(12, T-n), min(T, wcols(n)), true)
-		}
 		ai := a[i0*lda:]
 		for j0 := 0; j0 < i0+rows; j0 += 32 {
 			if j0+32 <= T {
@@ -145,8 +136,7 @@ func (k *attnFwdTask) runTiles(s, e int) {
 		S := k.att[bh*T*T:]
 		// S = s·Q·Kᵀ (lower tiles)
 		packT(kt, tp, k.qkv[base+d.KOff+kv*hd:], d.Stride, T, hd)
-		// (the softmax then writes whole rows)
-		lowerTiles(T, hd, scale, k.qkv[base+d.QOff+h*hd:], d.Stride, kt, tp, S, edge, nil, func(int) int { return T })
+		lowerTiles(T, hd, scale, k.qkv[base+d.QOff+h*hd:], d.Stride, kt, tp, S, edge)
 		a.sm.Run(bh*T, (bh+1)*T)
 		// O = P·V
 		causalRowsTimes(T, hd, 1, S, k.qkv[base+d.VOff+kv*hd:], d.Stride, k.out[b*T*d.OutStride+h*hd:], d.OutStride)
@@ -183,8 +173,7 @@ func (k *attnBwdTask) runTiles(s, e int) {
 			P := k.att[bh*T*T:]
 			dO := k.dout[b*T*d.OutStride+h*hd:]
 			// dP = dO·Vᵀ (lower tiles), then dS in place
-			// (the softmax backward then writes maxTileRows zeros past the diagonal)
-			lowerTiles(T, hd, 1, dO, d.OutStride, vt, tp, dS, edge, P, func(i0 int) int { return (i0+12+31)&^31 + maxTileRows })
+			lowerTiles(T, hd, 1, dO, d.OutStride, vt, tp, dS, edge)
 			a.smb.Run(bh*T, (bh+1)*T)
 			// dQ = s·dS·K
 			causalRowsTimes(T, hd, scale, dS, K, d.Stride, k.dqkv[base+d.QOff+h*hd:], d.Stride)

@@ -28,8 +28,6 @@ func main() {
 	}
 	trans8()
 	dot8()
-	prefetch("attnPrefetch", "PREFETCHT0")
-	prefetch("attnPrefetchW", "PREFETCHW")
 	if err := os.WriteFile("attn_amd64.s", []byte(out.String()), 0o644); err != nil {
 		panic(err)
 	}
@@ -274,45 +272,5 @@ func dot8() {
 	for i := 0; i < 8; i++ {
 		p("\tMOVSS X%d, %d(DI)", i, 4*i)
 	}
-	p("\tRET")
-}
-
-// prefetch emits
-//
-//	func <name>(p *float32, ld, rows, lines int)
-//
-// an instr (PREFETCHT0, or PREFETCHW: in anticipation of a write) of the
-// first lines cache lines of each of rows rows (row stride ld floats) from
-// p.
-func prefetch(name, instr string) {
-	p("")
-	p("// func %s(p *float32, ld, rows, lines int)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $0-32", name)
-	p("\tMOVQ p+0(FP), AX")
-	p("\tMOVQ ld+8(FP), BX")
-	p("\tSHLQ $2, BX")
-	p("\tMOVQ rows+16(FP), CX")
-	p("\tMOVQ lines+24(FP), DX")
-	p("\tTESTQ CX, CX")
-	p("\tJZ %s_done", name)
-	p("\tTESTQ DX, DX")
-	p("\tJZ %s_done", name)
-	p("%s_row:", name)
-	p("\tMOVQ AX, SI")
-	p("\tMOVQ DX, DI")
-	p("%s_line:", name)
-	if instr == "PREFETCHW" {
-		// not in Go's assembler: 0F 0D /1 with ModRM 00 001 110, (SI)
-		p("\tBYTE $0x0F; BYTE $0x0D; BYTE $0x0E // PREFETCHW (SI)")
-	} else {
-		p("\t%s (SI)", instr)
-	}
-	p("\tADDQ $64, SI")
-	p("\tDECQ DI")
-	p("\tJNZ %s_line", name)
-	p("\tADDQ BX, AX")
-	p("\tDECQ CX")
-	p("\tJNZ %s_row", name)
-	p("%s_done:", name)
 	p("\tRET")
 }
