@@ -32,7 +32,11 @@ type AttnDims struct {
 //
 // (the sums over the heads sharing a K/V head give the GQA gradient). The
 // products run as SGEMMs on row blocks of Block queries, skipping key
-// blocks entirely above the diagonal; softmax rows run in parallel.
+// blocks entirely above the diagonal, or, when the CPU and the GEMM
+// implementation are AVX-512 and HD is a multiple of 32, tile by tile on
+// the kernels of attn_amd64.s (attn_tiles.go), with bit-identical results:
+// dK and dV are summed block by block of Block queries either way. The
+// (b, h) pairs, or (b, kv-head) groups backward, run in parallel.
 type Attention struct {
 	D     AttnDims
 	Seg   []int32 // [B*T] segment ids, or nil for plain causal attention

@@ -95,3 +95,39 @@ func sameBitsAll(t *testing.T, what string, got, want []float32) {
 		t.Errorf("%s: %d of %d differ", what, bad, len(want))
 	}
 }
+
+// TestAttentionBitIdenticalImpls repeats a ref7m-shaped case of
+// TestAttentionBitIdentical under every GEMM implementation this CPU runs
+// (the tile path only stands in for the AVX-512 one; the others keep the
+// Sgemm path).
+func TestAttentionBitIdenticalImpls(t *testing.T) {
+	saved := kernels.Threads()
+	t.Cleanup(func() { kernels.SetThreads(saved) })
+	for _, impl := range kernels.ImplsAvailable() {
+		prev, err := kernels.UseImpl(impl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(impl, func(t *testing.T) {
+			for _, threads := range []int{1, 2} {
+				kernels.SetThreads(threads)
+				x := newAttnBench(2, 256, 4, 4, 64, 7, true, true)
+				ref := &refAttention{D: x.a.D, Seg: x.a.Seg, Scratch: x.a.Scratch}
+				out, att := nanVec(len(x.out)), nanVec(len(x.att))
+				rowMax, rowEnt := nanVec(len(x.rowMax)), nanVec(len(x.rowEnt))
+				dqkv, datt := nanVec(len(x.dqkv)), nanVec(len(x.datt))
+				ref.Forward(out, att, x.qkv, rowMax, rowEnt)
+				ref.Backward(dqkv, x.dout, x.qkv, att, datt)
+				x.step()
+				sameBitsAll(t, "out", x.out, out)
+				sameBitsAll(t, "att", x.att, att)
+				sameBitsAll(t, "rowMax", x.rowMax, rowMax)
+				sameBitsAll(t, "rowEnt", x.rowEnt, rowEnt)
+				sameBitsAll(t, "dqkv", x.dqkv, dqkv)
+			}
+		})
+		if _, err := kernels.UseImpl(prev); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
