@@ -35,6 +35,10 @@ func TestAttentionBitIdentical(t *testing.T) {
 		{1, 300, 2, 1, 64, false, true, 0},
 		{2, 5, 4, 2, 4, false, true, 0},
 		{1, 1, 1, 1, 8, false, true, 0},
+		{1, 1, 2, 1, 32, false, true, 0},
+		{2, 9, 2, 2, 32, true, true, 0},
+		{2, 90, 2, 1, 96, true, true, 0},
+		{1, 129, 2, 2, 128, false, true, 0},
 	}
 	if testing.Short() {
 		cases = cases[:4]
