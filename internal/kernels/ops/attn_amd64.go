@@ -68,6 +68,42 @@ func attnK11x32(k int, a *float32, rs, cs int, b *float32, ldb int, c *float32, 
 //go:noescape
 func attnK12x32(k int, a *float32, rs, cs int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
 
+//go:noescape
+func attnK1x16(k int, a *float32, rs, cs int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func attnK2x16(k int, a *float32, rs, cs int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func attnK3x16(k int, a *float32, rs, cs int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func attnK4x16(k int, a *float32, rs, cs int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func attnK5x16(k int, a *float32, rs, cs int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func attnK6x16(k int, a *float32, rs, cs int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func attnK7x16(k int, a *float32, rs, cs int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func attnK8x16(k int, a *float32, rs, cs int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func attnK9x16(k int, a *float32, rs, cs int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func attnK10x16(k int, a *float32, rs, cs int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func attnK11x16(k int, a *float32, rs, cs int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func attnK12x16(k int, a *float32, rs, cs int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
+
 // attnTrans8 transposes 8 rows of src (row stride lds) over 8·nb columns:
 // dst[d·ldd + j] = src[j·lds + d] for j < 8, d < 8·nb.
 //
@@ -83,27 +119,31 @@ func attnDot8(p, d *float32, ld, n int, s *[8]float32)
 
 type attnKernel func(k int, a *float32, rs, cs int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
 
-// attnK64 and attnK32 are the kernels by rows: 64 wide (up to 6 rows) and
-// 32 wide (up to 12 rows).
+// attnK64, attnK32 and attnK16 are the kernels by rows: 64 wide (up to 6
+// rows), 32 and 16 wide (up to 12 rows).
 var (
 	attnK64 = [...]attnKernel{nil, attnK1x64, attnK2x64, attnK3x64, attnK4x64, attnK5x64, attnK6x64}
 	attnK32 = [...]attnKernel{nil, attnK1x32, attnK2x32, attnK3x32, attnK4x32, attnK5x32, attnK6x32, attnK7x32, attnK8x32, attnK9x32, attnK10x32, attnK11x32, attnK12x32}
+	attnK16 = [...]attnKernel{nil, attnK1x16, attnK2x16, attnK3x16, attnK4x16, attnK5x16, attnK6x16, attnK7x16, attnK8x16, attnK9x16, attnK10x16, attnK11x16, attnK12x16}
 )
 
 // attnAVX512 reports whether the CPU runs the attention kernels.
 var attnAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasOSXSAVE
 
-// attnTile computes one rows×w tile (w = 64, rows ≤ 6; w = 32, rows ≤ 12)
+// attnTile computes one rows×w tile (w = 64, rows ≤ 6; w = 32 or 16, rows ≤ 12)
 // with the kernels above; the slicing bounds-checks every operand first.
 func attnTile(rows, w, k int, a []float32, rs, cs int, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
 	_ = a[(rows-1)*rs+(k-1)*cs]
 	_ = b[(k-1)*ldb+w-1]
 	_ = c[(rows-1)*ldc+w-1]
-	if w == 64 {
+	switch w {
+	case 64:
 		attnK64[rows](k, &a[0], rs, cs, &b[0], ldb, &c[0], ldc, alpha, beta)
-		return
+	case 32:
+		attnK32[rows](k, &a[0], rs, cs, &b[0], ldb, &c[0], ldc, alpha, beta)
+	default:
+		attnK16[rows](k, &a[0], rs, cs, &b[0], ldb, &c[0], ldc, alpha, beta)
 	}
-	attnK32[rows](k, &a[0], rs, cs, &b[0], ldb, &c[0], ldc, alpha, beta)
 }
 
 // attnTransT writes dst[d·ldd + j] = src[j·lds + d] for j < rows, d < n

@@ -50,22 +50,29 @@ func colPieces(hd int, f func(c0, w int)) {
 
 // lowerTiles computes C = alpha·A·Bᵀ on the tiles of the T×T matrix C
 // (row stride T) that reach the diagonal or below, 12 rows × 32 columns
-// at a time: A is T×hd (row stride lda), bt is Bᵀ packed hd×tp (row stride
-// tp ≥ T rounded up to 32, zero past T). Tiles past column T go through
-// edge (12×32 floats).
+// at a time, or 16 columns where those reach a row tile's diagonal: A is
+// T×hd (row stride lda), bt is Bᵀ packed hd×tp (row stride tp ≥ T rounded
+// up to 32, zero past T). Tiles past column T go through edge (12×32
+// floats).
 func lowerTiles(T, hd int, alpha float32, a []float32, lda int, bt []float32, tp int, c, edge []float32) {
 	for i0 := 0; i0 < T; i0 += 12 {
 		rows := min(12, T-i0)
 		ai := a[i0*lda:]
-		for j0 := 0; j0 < i0+rows; j0 += 32 {
-			if j0+32 <= T {
-				attnTile(rows, 32, hd, ai, lda, 1, bt[j0:], tp, c[i0*T+j0:], T, alpha, 0)
-				continue
+		n := i0 + rows // the columns the tile's rows need
+		for j0 := 0; j0 < n; {
+			w := 32
+			if n-j0 <= 16 {
+				w = 16
 			}
-			attnTile(rows, 32, hd, ai, lda, 1, bt[j0:], tp, edge, 32, alpha, 0)
-			for i := 0; i < rows; i++ {
-				copy(c[(i0+i)*T+j0:(i0+i+1)*T], edge[i*32:])
+			if j0+w <= T {
+				attnTile(rows, w, hd, ai, lda, 1, bt[j0:], tp, c[i0*T+j0:], T, alpha, 0)
+			} else {
+				attnTile(rows, w, hd, ai, lda, 1, bt[j0:], tp, edge, w, alpha, 0)
+				for i := 0; i < rows; i++ {
+					copy(c[(i0+i)*T+j0:(i0+i+1)*T], edge[i*w:(i+1)*w])
+				}
 			}
+			j0 += w
 		}
 	}
 }

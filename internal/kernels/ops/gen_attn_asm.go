@@ -26,6 +26,9 @@ func main() {
 	for r := 1; r <= 12; r++ {
 		tile(r, 2)
 	}
+	for r := 1; r <= 12; r++ {
+		tile(r, 1)
+	}
 	trans8()
 	dot8()
 	if err := os.WriteFile("attn_amd64.s", []byte(out.String()), 0o644); err != nil {
