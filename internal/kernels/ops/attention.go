@@ -245,7 +245,7 @@ func (k *softmaxTask) Run(s, e int) {
 			v := row[:t+1]
 			mx := maxRow(v)
 			ex := k.scratch[(r/T)*T : (r/T)*T+t+1]
-			sum := expShiftSum(ex, v, mx)
+			sum := expShiftSumWide(ex, v, mx)
 			ps := kernels.Dot(ex, v)
 			inv := 1 / sum
 			scaleTo(v, ex, inv)

@@ -8,3 +8,6 @@ func expShiftSum(dst, src []float32, mx float32) float32 { return expShiftSumGo(
 
 // sigmoidRow writes dst[i] = 1/(1+e^(−src[i])).
 func sigmoidRow(dst, src []float32) { sigmoidRowGo(dst, src) }
+
+// expShiftSumWide is expShiftSum.
+func expShiftSumWide(dst, src []float32, mx float32) float32 { return expShiftSum(dst, src, mx) }

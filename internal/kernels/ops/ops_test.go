@@ -309,6 +309,30 @@ func TestExpShiftSumTwins(t *testing.T) {
 	}
 }
 
+// TestExpShiftSumWide checks expShiftSumWide (AVX-512 where available)
+// against expShiftSum bit for bit, terms and sum, on ragged lengths.
+func TestExpShiftSumWide(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 1))
+	for _, n := range []int{1, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 100, 256, 1000} {
+		src := randVec(r, n, 20)
+		src[0] = -200
+		mx := float32(3)
+		for i := range src {
+			src[i] = min(src[i], mx)
+		}
+		a, b := make([]float32, n), make([]float32, n)
+		sa, sb := expShiftSumWide(a, src, mx), expShiftSum(b, src, mx)
+		if math.Float32bits(sa) != math.Float32bits(sb) {
+			t.Fatalf("n=%d: sum %g, want %g", n, sa, sb)
+		}
+		for i := range a {
+			if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+				t.Fatalf("n=%d: [%d] = %g, want %g", n, i, a[i], b[i])
+			}
+		}
+	}
+}
+
 func TestSigmoidTwins(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 1))
 	for _, n := range []int{1, 8, 13, 64, 1001} {
