@@ -117,6 +117,12 @@ func attnTrans8(dst *float32, ldd int, src *float32, lds int, nb int)
 //go:noescape
 func attnDot8(p, d *float32, ld, n int, s *[8]float32)
 
+// attnPrefetch prefetches lines cache lines from the start of each of
+// rows rows (row stride ld floats) from p.
+//
+//go:noescape
+func attnPrefetch(p *float32, ld, rows, lines int)
+
 type attnKernel func(k int, a *float32, rs, cs int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32)
 
 // attnK64, attnK32 and attnK16 are the kernels by rows: 64 wide (up to 6
@@ -162,4 +168,15 @@ func dotRows8(p, d []float32, ld, n int, s *[8]float32) {
 	_ = p[7*ld+n-1]
 	_ = d[7*ld+n-1]
 	attnDot8(&p[0], &d[0], ld, n, s)
+}
+
+// prefetchRows asks for the cache lines of x[i·ld : i·ld+n] for i < rows
+// to be fetched (a hint: nothing is read or written).
+func prefetchRows(x []float32, ld, rows, n int) {
+	if rows <= 0 || n <= 0 {
+		return
+	}
+	_ = x[(rows-1)*ld+n-1]
+	// x[0] need not start a line: one more line covers the end
+	attnPrefetch(&x[0], ld, rows, (n+15)/16+1)
 }

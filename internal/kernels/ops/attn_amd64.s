@@ -5864,3 +5864,28 @@ attnDot8_done:
 	MOVSS X6, 24(DI)
 	MOVSS X7, 28(DI)
 	RET
+
+// func attnPrefetch(p *float32, ld, rows, lines int)
+TEXT ·attnPrefetch(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), AX
+	MOVQ ld+8(FP), BX
+	SHLQ $2, BX
+	MOVQ rows+16(FP), CX
+	MOVQ lines+24(FP), DX
+	TESTQ CX, CX
+	JZ attnPrefetch_done
+	TESTQ DX, DX
+	JZ attnPrefetch_done
+attnPrefetch_row:
+	MOVQ AX, SI
+	MOVQ DX, DI
+attnPrefetch_line:
+	PREFETCHT0 (SI)
+	ADDQ $64, SI
+	DECQ DI
+	JNZ attnPrefetch_line
+	ADDQ BX, AX
+	DECQ CX
+	JNZ attnPrefetch_row
+attnPrefetch_done:
+	RET

@@ -53,8 +53,9 @@ func colPieces(hd int, f func(c0, w int)) {
 // at a time, or 16 columns where those reach a row tile's diagonal: A is
 // T×hd (row stride lda), bt is Bᵀ packed hd×tp (row stride tp ≥ T rounded
 // up to 32, zero past T). Tiles past column T go through edge (12×32
-// floats).
-func lowerTiles(T, hd int, alpha float32, a []float32, lda int, bt []float32, tp int, c, edge []float32) {
+// floats). With pf (T×T, row stride T), each tile's part of pf is
+// prefetched as it computes (the next pass over those rows reads it).
+func lowerTiles(T, hd int, alpha float32, a []float32, lda int, bt []float32, tp int, c, edge, pf []float32) {
 	for i0 := 0; i0 < T; i0 += 12 {
 		rows := min(12, T-i0)
 		ai := a[i0*lda:]
@@ -63,6 +64,9 @@ func lowerTiles(T, hd int, alpha float32, a []float32, lda int, bt []float32, tp
 			w := 32
 			if n-j0 <= 16 {
 				w = 16
+			}
+			if pf != nil {
+				prefetchRows(pf[i0*T+j0:], T, rows, min(w, T-j0))
 			}
 			if j0+w <= T {
 				attnTile(rows, w, hd, ai, lda, 1, bt[j0:], tp, c[i0*T+j0:], T, alpha, 0)
@@ -143,7 +147,7 @@ func (k *attnFwdTask) runTiles(s, e int) {
 		S := k.att[bh*T*T:]
 		// S = s·Q·Kᵀ (lower tiles)
 		packT(kt, tp, k.qkv[base+d.KOff+kv*hd:], d.Stride, T, hd)
-		lowerTiles(T, hd, scale, k.qkv[base+d.QOff+h*hd:], d.Stride, kt, tp, S, edge)
+		lowerTiles(T, hd, scale, k.qkv[base+d.QOff+h*hd:], d.Stride, kt, tp, S, edge, nil)
 		a.sm.Run(bh*T, (bh+1)*T)
 		// O = P·V
 		causalRowsTimes(T, hd, 1, S, k.qkv[base+d.VOff+kv*hd:], d.Stride, k.out[b*T*d.OutStride+h*hd:], d.OutStride)
@@ -180,7 +184,7 @@ func (k *attnBwdTask) runTiles(s, e int) {
 			P := k.att[bh*T*T:]
 			dO := k.dout[b*T*d.OutStride+h*hd:]
 			// dP = dO·Vᵀ (lower tiles), then dS in place
-			lowerTiles(T, hd, 1, dO, d.OutStride, vt, tp, dS, edge)
+			lowerTiles(T, hd, 1, dO, d.OutStride, vt, tp, dS, edge, P)
 			a.smb.Run(bh*T, (bh+1)*T)
 			// dQ = s·dS·K
 			causalRowsTimes(T, hd, scale, dS, K, d.Stride, k.dqkv[base+d.QOff+h*hd:], d.Stride)

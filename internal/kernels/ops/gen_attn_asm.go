@@ -31,6 +31,7 @@ func main() {
 	}
 	trans8()
 	dot8()
+	prefetch()
 	if err := os.WriteFile("attn_amd64.s", []byte(out.String()), 0o644); err != nil {
 		panic(err)
 	}
@@ -275,5 +276,39 @@ func dot8() {
 	for i := 0; i < 8; i++ {
 		p("\tMOVSS X%d, %d(DI)", i, 4*i)
 	}
+	p("\tRET")
+}
+
+// prefetch emits
+//
+//	func attnPrefetch(p *float32, ld, rows, lines int)
+//
+// a PREFETCHT0 of lines cache lines from the start of each of rows rows
+// (row stride ld floats) from p.
+func prefetch() {
+	p("")
+	p("// func attnPrefetch(p *float32, ld, rows, lines int)")
+	p("TEXT ·attnPrefetch(SB), NOSPLIT, $0-32")
+	p("\tMOVQ p+0(FP), AX")
+	p("\tMOVQ ld+8(FP), BX")
+	p("\tSHLQ $2, BX")
+	p("\tMOVQ rows+16(FP), CX")
+	p("\tMOVQ lines+24(FP), DX")
+	p("\tTESTQ CX, CX")
+	p("\tJZ attnPrefetch_done")
+	p("\tTESTQ DX, DX")
+	p("\tJZ attnPrefetch_done")
+	p("attnPrefetch_row:")
+	p("\tMOVQ AX, SI")
+	p("\tMOVQ DX, DI")
+	p("attnPrefetch_line:")
+	p("\tPREFETCHT0 (SI)")
+	p("\tADDQ $64, SI")
+	p("\tDECQ DI")
+	p("\tJNZ attnPrefetch_line")
+	p("\tADDQ BX, AX")
+	p("\tDECQ CX")
+	p("\tJNZ attnPrefetch_row")
+	p("attnPrefetch_done:")
 	p("\tRET")
 }
