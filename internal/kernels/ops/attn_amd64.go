@@ -10,7 +10,8 @@ import "golang.org/x/sys/cpu"
 // summing each element as the kernels package's AVX-512 micro-kernel does
 // (one FMA chain over p in order, then ·alpha, then fused with beta·C when
 // beta ≠ 0), so a product computed tile by tile is bit-identical to
-// kernels.Sgemm's. C is not read when beta == 0.
+// kernels.Sgemm's. C is not read when beta == +0, nor when beta == −0,
+// which stands for a C of +0 with beta = 1 (attnFirst).
 
 //go:generate go run gen_attn_asm.go
 

@@ -94,20 +94,38 @@ func causalRowsTimes(T, hd int, alpha float32, p []float32, b []float32, ldb int
 	})
 }
 
+// attnFirst, passed as beta to the tile kernels, writes C = alpha·Σ + (+0):
+// the first sum into a C that beta = 1 would add to after clearing it to
+// +0 (the same bits, −0 sums included), without the clear.
+var attnFirst = float32(math.Copysign(0, -1))
+
 // causalTransTimes adds alpha·Pᵀ·B to C (T×hd, row stride ldc) for the
 // T×T lower-triangular P (row stride T) and B T×hd (row stride ldb), one
 // block of bs rows of P (queries) at a time: C[0:r1] += alpha·P[r0:r1,
 // 0:r1]ᵀ·B[r0:r1], as the Sgemm path does. The chain of key tile j0..
-// starts at query max(r0, j0).
-func causalTransTimes(T, hd, bs int, alpha float32, p []float32, b []float32, ldb int, c []float32, ldc int) {
+// starts at query max(r0, j0). With first, C holds nothing yet (it is
+// taken as cleared): block r0 is the first to reach rows r0..r1 of C, which
+// it writes as attnFirst, not reading them.
+func causalTransTimes(T, hd, bs int, alpha float32, p []float32, b []float32, ldb int, c []float32, ldc int, first bool) {
 	colPieces(hd, func(c0, w int) {
 		mr := tileRows(w)
 		for r0 := 0; r0 < T; r0 += bs {
 			r1 := min(r0+bs, T)
-			for j0 := 0; j0 < r1; j0 += mr {
-				rows := min(mr, r1-j0)
+			j1 := r1
+			if first {
+				j1 = r0 // rows r0..r1 below
+			}
+			for j0 := 0; j0 < j1; j0 += mr {
+				rows := min(mr, j1-j0)
 				i := max(r0, j0)
 				attnTile(rows, w, r1-i, p[i*T+j0:], 1, T, b[i*ldb+c0:], ldb, c[j0*ldc+c0:], ldc, alpha, 1)
+			}
+			if !first {
+				continue
+			}
+			for j0 := r0; j0 < r1; j0 += mr {
+				rows := min(mr, r1-j0)
+				attnTile(rows, w, r1-j0, p[j0*T+j0:], 1, T, b[j0*ldb+c0:], ldb, c[j0*ldc+c0:], ldc, alpha, attnFirst)
 			}
 		}
 	})
@@ -168,12 +186,6 @@ func (k *attnBwdTask) runTiles(s, e int) {
 	for bk := s; bk < e; bk++ {
 		b, kv := bk/d.KVH, bk%d.KVH
 		base := b * T * d.Stride
-		for r := b * T; r < (b+1)*T; r++ {
-			o := r*d.Stride + d.KOff + kv*hd
-			clear(k.dqkv[o : o+hd])
-			o = r*d.Stride + d.VOff + kv*hd
-			clear(k.dqkv[o : o+hd])
-		}
 		K := k.qkv[base+d.KOff+kv*hd:]
 		dK := k.dqkv[base+d.KOff+kv*hd:]
 		dV := k.dqkv[base+d.VOff+kv*hd:]
@@ -189,8 +201,10 @@ func (k *attnBwdTask) runTiles(s, e int) {
 			// dQ = s·dS·K
 			causalRowsTimes(T, hd, scale, dS, K, d.Stride, k.dqkv[base+d.QOff+h*hd:], d.Stride)
 			// dK += s·dSᵀ·Q, dV += Pᵀ·dO, block by block
-			causalTransTimes(T, hd, bs, scale, dS, k.qkv[base+d.QOff+h*hd:], d.Stride, dK, d.Stride)
-			causalTransTimes(T, hd, bs, 1, P, dO, d.OutStride, dV, d.Stride)
+			// (the group's first head writes dK, dV without a clear)
+			first := h == kv*group
+			causalTransTimes(T, hd, bs, scale, dS, k.qkv[base+d.QOff+h*hd:], d.Stride, dK, d.Stride, first)
+			causalTransTimes(T, hd, bs, 1, P, dO, d.OutStride, dV, d.Stride, first)
 		}
 	}
 	a.putBuf(buf)

@@ -46,7 +46,9 @@ func main() {
 // chain of FMAs over p in order from +0, then multiplied by alpha, then
 // (beta ≠ 0) fused with beta·C. C is not read when beta == 0. A element
 // (i, p) is broadcast from memory; B row p is read in place (W floats at
-// row stride ldb), so neither operand needs packing.
+// row stride ldb), so neither operand needs packing. beta = −0 (only the
+// sign bit set) writes alpha·Σ + (+0) without reading C: what beta = 1
+// gives over a C of +0 (a first sum into a cleared C, the clear skipped).
 func tile(rows, vecs int) {
 	w := 16 * vecs
 	name := fmt.Sprintf("attnK%dx%d", rows, w)
@@ -131,6 +133,8 @@ func tile(rows, vecs int) {
 	al, be := bReg(0), bReg(1)
 	p("\tVBROADCASTSS alpha+64(FP), %s", al)
 	p("\tMOVL beta+68(FP), R8")
+	p("\tCMPL R8, $0x80000000")
+	p("\tJEQ %s_first", name)
 	p("\tANDL $0x7fffffff, R8")
 	p("\tJZ %s_beta0", name)
 	p("\tVBROADCASTSS beta+68(FP), %s", be)
@@ -138,6 +142,22 @@ func tile(rows, vecs int) {
 		for v := 0; v < vecs; v++ {
 			p("\tVMULPS %s, %s, %s", al, acc(r, v), acc(r, v))
 			p("\tVFMADD231PS %d(DX), %s, %s", v*64, be, acc(r, v))
+			p("\tVMOVUPS %s, %d(DX)", acc(r, v), v*64)
+		}
+		if r < rows-1 {
+			p("\tADDQ SI, DX")
+		}
+	}
+	p("\tVZEROUPPER")
+	p("\tRET")
+	// beta = −0: C = alpha·Σ + (+0), what beta = 1 gives over a C of +0
+	// (−0 becomes +0), without reading C
+	p("%s_first:", name)
+	p("\tVPXORD %s, %s, %s", be, be, be)
+	for r := 0; r < rows; r++ {
+		for v := 0; v < vecs; v++ {
+			p("\tVMULPS %s, %s, %s", al, acc(r, v), acc(r, v))
+			p("\tVADDPS %s, %s, %s", be, acc(r, v), acc(r, v))
 			p("\tVMOVUPS %s, %d(DX)", acc(r, v), v*64)
 		}
 		if r < rows-1 {
