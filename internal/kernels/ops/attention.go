@@ -2,7 +2,6 @@ package ops
 
 import (
 	"math"
-	"sync"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 )
@@ -49,9 +48,6 @@ type Attention struct {
 	smb softmaxBackTask
 	fwd attnFwdTask
 	bwd attnBwdTask
-
-	bufMu sync.Mutex
-	bufs  [][]float32 // free per-task scratch of the tile path
 }
 
 // tiles reports whether the products run on the AVX-512 tile kernels
@@ -60,26 +56,6 @@ type Attention struct {
 // and the head width is a multiple of 32.
 func (a *Attention) tiles() bool {
 	return attnAVX512 && kernels.Impl() == "avx512" && a.D.HD%32 == 0
-}
-
-// getBuf returns per-task scratch of n floats (contents undefined).
-func (a *Attention) getBuf(n int) []float32 {
-	a.bufMu.Lock()
-	defer a.bufMu.Unlock()
-	if k := len(a.bufs); k > 0 {
-		b := a.bufs[k-1]
-		a.bufs = a.bufs[:k-1]
-		if cap(b) >= n {
-			return b[:n]
-		}
-	}
-	return make([]float32, n)
-}
-
-func (a *Attention) putBuf(b []float32) {
-	a.bufMu.Lock()
-	a.bufs = append(a.bufs, b)
-	a.bufMu.Unlock()
 }
 
 func (a *Attention) block() int {

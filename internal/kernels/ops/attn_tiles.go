@@ -1,6 +1,9 @@
 package ops
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // The tile path of Attention: the same products as the Sgemm path, each
 // computed tile by tile with the kernels of attn_amd64.s, which sum every
@@ -13,7 +16,8 @@ import "math"
 //     dO) are read in place, and Kᵀ and Vᵀ (the B of S = s·Q·Kᵀ and
 //     dP = dO·Vᵀ) are transposed once per (b, head) or (b, kv-head);
 //   - tiles wholly above the diagonal are skipped at tile granularity
-//     (12 queries × 32 keys for S and dP), not per 64-query block;
+//     (12 queries × 32 keys for S and dP, 16 keys where a row tile's keys
+//     end), not per 64-query block;
 //   - a chain over keys stops at the tile's last query (P and dS are 0
 //     past the diagonal, and adding an exact 0 leaves a sum unchanged), and
 //     the dK, dV chains over a block's queries start at the tile's first
@@ -21,7 +25,39 @@ import "math"
 //
 // The dK += s·dSᵀ·Q and dV += Pᵀ·dO sums keep the Sgemm path's grouping:
 // one chain per block of Block queries, added to dK, dV block after block
-// and head after head, so their roundings are the same too.
+// and head after head, so their roundings are the same too (the first sum
+// into each row is written as attnFirst, which gives the bits of adding it
+// to a cleared row, so dK and dV are not cleared first). The dP pass
+// prefetches the probabilities that the softmax backward then reads, tile
+// by tile; the softmax backward zeroes only the maxTileRows entries of dS
+// past the diagonal that the tiles read.
+
+// attnBufs holds the free per-task scratch buffers of the tile path (one
+// per task running at once, so at most a few; reused by every Attention).
+var attnBufs struct {
+	sync.Mutex
+	free [][]float32
+}
+
+// getBuf returns scratch of n floats (contents undefined).
+func getBuf(n int) []float32 {
+	attnBufs.Lock()
+	defer attnBufs.Unlock()
+	for i := len(attnBufs.free) - 1; i >= 0; i-- {
+		if b := attnBufs.free[i]; cap(b) >= n {
+			attnBufs.free = append(attnBufs.free[:i], attnBufs.free[i+1:]...)
+			return b[:n]
+		}
+	}
+	return make([]float32, n)
+}
+
+// putBuf returns a buffer from getBuf.
+func putBuf(b []float32) {
+	attnBufs.Lock()
+	attnBufs.free = append(attnBufs.free, b)
+	attnBufs.Unlock()
+}
 
 // maxTileRows is the most rows of a tile: a chain over the keys of a row
 // tile reads P or dS at most maxTileRows−1 entries past a row's diagonal,
@@ -156,7 +192,7 @@ func (k *attnFwdTask) runTiles(s, e int) {
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	group := d.H / d.KVH
 	tp := (T+31)&^31 + 16 // padded: rows 2^k floats apart would share cache sets
-	buf := a.getBuf(hd*tp + 12*32)
+	buf := getBuf(hd*tp + 12*32)
 	kt, edge := buf[:hd*tp], buf[hd*tp:]
 	for bh := s; bh < e; bh++ {
 		b, h := bh/d.H, bh%d.H
@@ -170,7 +206,7 @@ func (k *attnFwdTask) runTiles(s, e int) {
 		// O = P·V
 		causalRowsTimes(T, hd, 1, S, k.qkv[base+d.VOff+kv*hd:], d.Stride, k.out[b*T*d.OutStride+h*hd:], d.OutStride)
 	}
-	a.putBuf(buf)
+	putBuf(buf)
 }
 
 func (k *attnBwdTask) runTiles(s, e int) {
@@ -181,7 +217,7 @@ func (k *attnBwdTask) runTiles(s, e int) {
 	group := d.H / d.KVH
 	bs := a.block()
 	tp := (T+31)&^31 + 16 // padded: rows 2^k floats apart would share cache sets
-	buf := a.getBuf(hd*tp + 12*32)
+	buf := getBuf(hd*tp + 12*32)
 	vt, edge := buf[:hd*tp], buf[hd*tp:]
 	for bk := s; bk < e; bk++ {
 		b, kv := bk/d.KVH, bk%d.KVH
@@ -207,5 +243,5 @@ func (k *attnBwdTask) runTiles(s, e int) {
 			causalTransTimes(T, hd, bs, 1, P, dO, d.OutStride, dV, d.Stride, first)
 		}
 	}
-	a.putBuf(buf)
+	putBuf(buf)
 }
