@@ -83,8 +83,9 @@ func (a *Attention) Forward(out, att, qkv, rowMax, rowEnt []float32) {
 
 // Backward overwrites dqkv (layout of qkv) with the gradient of the q, k and
 // v heads given dout; datt is scratch of the size of att (left holding dS
-// on and below the diagonal; what it holds above is unspecified). The (b, kv-head)
-// groups run in parallel (their query heads accumulate into one dK, dV).
+// on and below the diagonal; what it holds above is unspecified). The
+// (b, kv-head) groups run in parallel (their query heads accumulate into
+// one dK, dV).
 func (a *Attention) Backward(dqkv, dout, qkv, att, datt []float32) {
 	a.bwd = attnBwdTask{a: a, dqkv: dqkv, dout: dout, qkv: qkv, att: att, datt: datt}
 	a.smb = softmaxBackTask{datt: datt, att: att, T: a.D.T}
