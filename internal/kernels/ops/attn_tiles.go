@@ -95,6 +95,10 @@ func lowerTiles(T, hd int, alpha float32, a []float32, lda int, bt []float32, tp
 	for i0 := 0; i0 < T; i0 += 12 {
 		rows := min(12, T-i0)
 		ai := a[i0*lda:]
+		if i1 := i0 + 12; i1 < T {
+			// the next row tile's A
+			prefetchRows(a[i1*lda:], lda, min(12, T-i1), hd)
+		}
 		n := i0 + rows // the columns the tile's rows need
 		for j0 := 0; j0 < n; {
 			w := 32
