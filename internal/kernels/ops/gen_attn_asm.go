@@ -1,7 +1,8 @@
 //go:build ignore
 
-// gen_attn_asm writes attn_amd64.s: the AVX-512 tile kernels and the
-// transpose of the attention op (attn_amd64.go declares them).
+// gen_attn_asm writes attn_amd64.s: the AVX-512 tile kernels, the 8×8
+// transpose, the eight-row dot product and the prefetch loop of the
+// attention op (attn_amd64.go declares them).
 //
 //	go run gen_attn_asm.go
 package main
