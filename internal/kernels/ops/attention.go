@@ -31,7 +31,11 @@ type AttnDims struct {
 //
 // (the sums over the heads sharing a K/V head give the GQA gradient). The
 // products run as SGEMMs on row blocks of Block queries, skipping key
-// blocks entirely above the diagonal; softmax rows run in parallel.
+// blocks entirely above the diagonal, or, when the CPU and the GEMM
+// implementation are AVX-512 and HD is a multiple of 32, tile by tile on
+// the kernels of attn_amd64.s (attn_tiles.go), with bit-identical results:
+// dK and dV are summed block by block of Block queries either way. The
+// (b, h) pairs, or (b, kv-head) groups backward, run in parallel.
 type Attention struct {
 	D     AttnDims
 	Seg   []int32 // [B*T] segment ids, or nil for plain causal attention
@@ -44,6 +48,14 @@ type Attention struct {
 	smb softmaxBackTask
 	fwd attnFwdTask
 	bwd attnBwdTask
+}
+
+// tiles reports whether the products run on the AVX-512 tile kernels
+// (attn_amd64.s) instead of kernels.Sgemm: when the CPU has them, Sgemm
+// runs its AVX-512 micro-kernel (whose sums the tiles repeat bit for bit)
+// and the head width is a multiple of 32.
+func (a *Attention) tiles() bool {
+	return attnAVX512 && kernels.Impl() == "avx512" && a.D.HD%32 == 0
 }
 
 func (a *Attention) block() int {
@@ -70,11 +82,17 @@ func (a *Attention) Forward(out, att, qkv, rowMax, rowEnt []float32) {
 }
 
 // Backward overwrites dqkv (layout of qkv) with the gradient of the q, k and
-// v heads given dout; datt is scratch of the size of att. The (b, kv-head)
-// groups run in parallel (their query heads accumulate into one dK, dV).
+// v heads given dout; datt is scratch of the size of att (left holding dS
+// on and below the diagonal; what it holds above is unspecified). The
+// (b, kv-head) groups run in parallel (their query heads accumulate into
+// one dK, dV).
 func (a *Attention) Backward(dqkv, dout, qkv, att, datt []float32) {
 	a.bwd = attnBwdTask{a: a, dqkv: dqkv, dout: dout, qkv: qkv, att: att, datt: datt}
 	a.smb = softmaxBackTask{datt: datt, att: att, T: a.D.T}
+	if a.tiles() {
+		// the tiles read dS at most maxTileRows−1 entries past the diagonal
+		a.smb.zeros = maxTileRows
+	}
 	kernels.ParallelForTask(a.D.B*a.D.KVH, 1, &a.bwd)
 	a.bwd = attnBwdTask{}
 }
@@ -85,6 +103,10 @@ type attnFwdTask struct {
 }
 
 func (k *attnFwdTask) Run(s, e int) {
+	if k.a.tiles() {
+		k.runTiles(s, e)
+		return
+	}
 	a := k.a
 	d := a.D
 	T, hd := d.T, d.HD
@@ -120,6 +142,10 @@ type attnBwdTask struct {
 }
 
 func (k *attnBwdTask) Run(s, e int) {
+	if k.a.tiles() {
+		k.runTiles(s, e)
+		return
+	}
 	a := k.a
 	d := a.D
 	T, hd := d.T, d.HD
@@ -244,24 +270,66 @@ func (k *softmaxTask) Run(s, e int) {
 }
 
 // softmaxBackTask: dS = P ⊙ (dP − Σ P⊙dP) in place in datt, per row.
+// Each row's Σ P⊙dP is one sequential sum over j; eight rows are summed
+// side by side (independent chains, each in its own order, so the result
+// is the same as row by row), which hides the latency of the adds.
 type softmaxBackTask struct {
 	datt, att []float32
 	T         int
+	zeros     int // entries set to 0 past the diagonal of a row (0 = all)
 }
 
 func (k *softmaxBackTask) Run(s, e int) {
 	T := k.T
-	for r := s; r < e; r++ {
+	var sums [8]float32
+	r := s
+	for r < e {
 		t := r % T
-		p := k.att[r*T : r*T+t+1]
-		dp := k.datt[r*T : (r+1)*T]
-		var dot float32
-		for j, pv := range p {
-			dot += pv * dp[j]
+		if r+8 > e || t+8 > T {
+			k.row(r, t, k.dot1(r, t))
+			r++
+			continue
 		}
-		for j, pv := range p {
-			dp[j] = pv * (dp[j] - dot)
+		// rows t..t+7 have t+1..t+8 entries: the shared t+1 side by
+		// side, then the tails
+		n := t + 1
+		dotRows8(k.att[r*T:], k.datt[r*T:], T, n, &sums)
+		for i := 1; i < 8; i++ {
+			o := (r+i)*T + n
+			dot := sums[i]
+			for j := 0; j < i; j++ {
+				dot += k.att[o+j] * k.datt[o+j]
+			}
+			sums[i] = dot
 		}
-		clear(dp[t+1:])
+		for i := range 8 {
+			k.row(r+i, t+i, sums[i])
+		}
+		r += 8
 	}
+}
+
+// dot1 is Σ_j≤t P⊙dP of row r.
+func (k *softmaxBackTask) dot1(r, t int) float32 {
+	T := k.T
+	p := k.att[r*T : r*T+t+1]
+	dp := k.datt[r*T:][:len(p)]
+	var dot float32
+	for j, pv := range p {
+		dot += pv * dp[j]
+	}
+	return dot
+}
+
+// row writes dS = P ⊙ (dP − dot) over row r's first t+1 entries and 0
+// past them.
+func (k *softmaxBackTask) row(r, t int, dot float32) {
+	T := k.T
+	p := k.att[r*T : r*T+t+1]
+	dp := k.datt[r*T : (r+1)*T]
+	dsRow(dp[:t+1], p, dot)
+	if k.zeros > 0 {
+		dp = dp[:min(T, t+1+k.zeros)]
+	}
+	clear(dp[t+1:])
 }

@@ -32,3 +32,11 @@ func scaleToGo(dst, src []float32, s float32) {
 		dst[i] = x * s
 	}
 }
+
+// dsRowGo writes dp[j] = p[j]·(dp[j] − dot) (the softmax backward).
+func dsRowGo(dp, p []float32, dot float32) {
+	p = p[:len(dp)]
+	for j, pv := range p {
+		dp[j] = pv * (dp[j] - dot)
+	}
+}

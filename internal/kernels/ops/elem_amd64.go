@@ -118,3 +118,18 @@ func rmsnormScale(y, x, w []float32, r float32) {
 	}
 	rmsnormScaleGo(y, x, w, r)
 }
+
+//go:noescape
+func dsRowAVX2(dp, p []float32, dot float32)
+
+// dsRow writes dp[j] = p[j]·(dp[j] − dot) (the softmax backward), 8 lanes
+// at a time with AVX2 (a subtraction and a product, each rounded, as in
+// dsRowGo).
+func dsRow(dp, p []float32, dot float32) {
+	n := len(dp)
+	if m := n &^ 7; useElemAVX2 && m > 0 {
+		dsRowAVX2(dp[:m], p[:m], dot)
+		dp, p = dp[m:], p[m:n]
+	}
+	dsRowGo(dp, p, dot)
+}

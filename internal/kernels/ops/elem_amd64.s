@@ -187,3 +187,27 @@ rmsscaleloop:
 rmsscaledone:
 	VZEROUPPER
 	RET
+
+// func dsRowAVX2(dp, p []float32, dot float32)
+// dp = p·(dp − dot)
+TEXT ·dsRowAVX2(SB), NOSPLIT, $0-52
+	MOVQ dp_base+0(FP), DI
+	MOVQ dp_len+8(FP), CX
+	MOVQ p_base+24(FP), AX
+	VBROADCASTSS dot+48(FP), Y7
+	XORQ R9, R9
+	SHRQ $3, CX
+	JZ   dsdone
+
+dsloop:
+	VMOVUPS (DI)(R9*1), Y0
+	VSUBPS  Y7, Y0, Y0
+	VMULPS  (AX)(R9*1), Y0, Y0
+	VMOVUPS Y0, (DI)(R9*1)
+	ADDQ    $32, R9
+	DECQ    CX
+	JNZ     dsloop
+
+dsdone:
+	VZEROUPPER
+	RET

@@ -157,3 +157,17 @@ func TestSigmoid512MatchesAVX2(t *testing.T) {
 		sameBits(t, "sigmoid", n, run(true), run(false))
 	}
 }
+
+// TestDSRowVectorMatchesGo checks dsRow's AVX2 body against dsRowGo bit
+// for bit on ragged lengths.
+func TestDSRowVectorMatchesGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 1))
+	for _, n := range []int{1, 7, 8, 9, 16, 31, 33, 256} {
+		p, dp := elemInputs(r, n), elemInputs(r, n)
+		a, b := append([]float32(nil), dp...), append([]float32(nil), dp...)
+		dot := float32(r.NormFloat64())
+		dsRow(a, p, dot)
+		dsRowGo(b, p, dot)
+		sameBits(t, "dsRow", n, a, b)
+	}
+}

@@ -23,3 +23,6 @@ func scaleTo(dst, src []float32, s float32) { scaleToGo(dst, src, s) }
 
 // rmsnormScale writes y_j = (x_j·r)·w_j.
 func rmsnormScale(y, x, w []float32, r float32) { rmsnormScaleGo(y, x, w, r) }
+
+// dsRow writes dp[j] = p[j]·(dp[j] − dot).
+func dsRow(dp, p []float32, dot float32) { dsRowGo(dp, p, dot) }
