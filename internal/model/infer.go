@@ -39,8 +39,8 @@ type inferScratch struct {
 	rows, seqs int
 
 	x, ln, qkvRaw, qkv, atty, gu, h []float32
-	rstd, qnRstd, knRstd                 []float32
-	att, rowMax, rowEnt, attnTmp         []float32
+	rstd, qnRstd, knRstd            []float32
+	att, rowMax, rowEnt, attnTmp    []float32
 
 	hx, hrstd, logits, loss, lse []float32
 	headN                        int // rows of the head block
