@@ -121,3 +121,53 @@ func TestDSRowVectorMatchesGo(t *testing.T) {
 		sameBits(t, "dsRow", n, a, b)
 	}
 }
+
+// TestExpShiftSum512MatchesAVX2: the 16-lane exponential-sum gives the
+// 8-lane kernel's terms and sum bit for bit, for lengths with and without
+// a last block of 8 and a Go tail.
+func TestExpShiftSum512MatchesAVX2(t *testing.T) {
+	if !useExpAVX512 {
+		t.Skip("no AVX-512")
+	}
+	r := rand.New(rand.NewPCG(12, 5))
+	for _, n := range []int{8, 15, 16, 17, 24, 40, 255, 256, 8192, 8199} {
+		src := make([]float32, n)
+		for i := range src {
+			src[i] = float32(r.NormFloat64() * 8)
+		}
+		src[n/3] = -500 // clamps at the exponent's floor
+		mx := firstMaxRowGo(src)
+		run := func(wide bool) ([]float32, float32) {
+			old := useExpAVX512
+			useExpAVX512 = wide
+			defer func() { useExpAVX512 = old }()
+			d := make([]float32, n)
+			return d, expShiftSum(d, src, mx)
+		}
+		d16, s16 := run(true)
+		d8, s8 := run(false)
+		sameBits(t, "exp terms", n, d16, d8)
+		sameBits(t, "exp sum", n, []float32{s16}, []float32{s8})
+	}
+}
+
+// TestSigmoid512MatchesAVX2: the 16-lane sigmoid equals the 8-lane one
+// bit for bit (block of 16, last block of 8, Go tail; clamped inputs).
+func TestSigmoid512MatchesAVX2(t *testing.T) {
+	if !useExpAVX512 {
+		t.Skip("no AVX-512")
+	}
+	r := rand.New(rand.NewPCG(13, 5))
+	for _, n := range []int{8, 9, 16, 23, 24, 31, 32, 768, 1539} {
+		src := elemInputs(r, n)
+		run := func(wide bool) []float32 {
+			old := useExpAVX512
+			useExpAVX512 = wide
+			defer func() { useExpAVX512 = old }()
+			d := make([]float32, n)
+			sigmoidRow(d, src)
+			return d
+		}
+		sameBits(t, "sigmoid", n, run(true), run(false))
+	}
+}

@@ -10,6 +10,15 @@ func expShiftSumAVX2(dst, src []float32, mx float32) float32
 
 var useExpAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
+// expShiftSumAVX512 is expShiftSumAVX2 16 lanes at a time
+// (expsum_amd64.s), bit-identical to it: same lanes, same sum order.
+//
+//go:noescape
+func expShiftSumAVX512(dst, src []float32, mx float32) float32
+
+// useExpAVX512 selects the 16-lane kernels (tests switch it off to compare).
+var useExpAVX512 = useExpAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL
+
 // expShiftSum writes dst[i] = e^(src[i]−mx) and returns their sum; every
 // src[i] must be ≤ mx. dst may alias src. Uses the AVX2 kernel when the CPU
 // has it (the tail and other CPUs use expShiftSumGo).
@@ -19,7 +28,12 @@ func expShiftSum(dst, src []float32, mx float32) float32 {
 	}
 	dst = dst[:len(src)]
 	n := len(src) &^ 7
-	s := expShiftSumAVX2(dst[:n], src[:n], mx)
+	var s float32
+	if useExpAVX512 {
+		s = expShiftSumAVX512(dst[:n], src[:n], mx)
+	} else {
+		s = expShiftSumAVX2(dst[:n], src[:n], mx)
+	}
 	return s + expShiftSumGo(dst[n:], src[n:], mx)
 }
 
@@ -28,6 +42,12 @@ func expShiftSum(dst, src []float32, mx float32) float32 {
 //
 //go:noescape
 func sigmoidAVX2(dst, src []float32)
+
+// sigmoidAVX512 is sigmoidAVX2 16 lanes at a time, bit-identical to it
+// (expsum_amd64.s).
+//
+//go:noescape
+func sigmoidAVX512(dst, src []float32)
 
 // sigmoidRow writes dst[i] = 1/(1+e^(−src[i])), with the AVX2 kernel when
 // the CPU has it.
@@ -38,6 +58,10 @@ func sigmoidRow(dst, src []float32) {
 	}
 	dst = dst[:len(src)]
 	n := len(src) &^ 7
-	sigmoidAVX2(dst[:n], src[:n])
+	if useExpAVX512 {
+		sigmoidAVX512(dst[:n], src[:n])
+	} else {
+		sigmoidAVX2(dst[:n], src[:n])
+	}
 	sigmoidRowGo(dst[n:], src[n:])
 }

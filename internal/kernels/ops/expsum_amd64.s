@@ -231,3 +231,139 @@ sloop:
 sdone:
 	VZEROUPPER
 	RET
+
+// The 16-lane (AVX-512) twins of the kernels above. They use the same
+// constants (the first 4 bytes of each, broadcast) and compute every lane
+// with the same instructions in the same order, so each exponential is
+// bit-identical to the AVX2 kernel's.
+
+// EXP16CONSTS broadcasts the exponential's constants into Z16–Z27 (the
+// first 4 bytes of each table above).
+#define EXP16CONSTS \
+	VBROADCASTSS expMin<>(SB), Z16; \
+	VBROADCASTSS expLog2e<>(SB), Z17; \
+	VBROADCASTSS expMagic<>(SB), Z18; \
+	VBROADCASTSS expLn2hi<>(SB), Z19; \
+	VBROADCASTSS expLn2lo<>(SB), Z20; \
+	VBROADCASTSS expC7<>(SB), Z21; \
+	VBROADCASTSS expC6<>(SB), Z22; \
+	VBROADCASTSS expC5<>(SB), Z23; \
+	VBROADCASTSS expC4<>(SB), Z24; \
+	VBROADCASTSS expC3<>(SB), Z25; \
+	VBROADCASTSS expC2<>(SB), Z26; \
+	VBROADCASTSS expOne<>(SB), Z27
+
+// EXP16 computes Z4 = e^Z1 for Z1 already clamped, 16 lanes, with the
+// AVX2 loops' instructions in their order (clobbers Z1–Z3): x = k·ln2 + r,
+// e^r by the degree-7 polynomial, 2^k through the exponent bits.
+#define EXP16 \
+	VMOVAPS Z17, Z2; \
+	VFMADD213PS Z18, Z1, Z2; \
+	VSUBPS Z18, Z2, Z3; \
+	VFNMADD231PS Z19, Z3, Z1; \
+	VFNMADD231PS Z20, Z3, Z1; \
+	VMOVAPS Z21, Z4; \
+	VFMADD213PS Z22, Z1, Z4; \
+	VFMADD213PS Z23, Z1, Z4; \
+	VFMADD213PS Z24, Z1, Z4; \
+	VFMADD213PS Z25, Z1, Z4; \
+	VFMADD213PS Z26, Z1, Z4; \
+	VFMADD213PS Z27, Z1, Z4; \
+	VFMADD213PS Z27, Z1, Z4; \
+	VPSLLD $23, Z2, Z2; \
+	VPADDD Z27, Z2, Z2; \
+	VMULPS Z2, Z4, Z4
+
+// func expShiftSumAVX512(dst, src []float32, mx float32) float32
+// expShiftSumAVX2 over len(src) rounded down to a multiple of 8, 16 lanes
+// at a time. The sum stays in an 8-lane accumulator that receives the low
+// half of each 16-lane block and then the high half — the blocks of 8 in
+// the order the AVX2 loop adds them — and is reduced as it reduces its
+// own, so the returned sum is bit-identical too. A last block of 8 runs
+// masked. The masked load zeroes the other lanes (.Z): a merging load
+// would wait for the previous iteration's Z1 and chain the iterations
+// (it ran slower than the AVX2 loop).
+TEXT ·expShiftSumAVX512(SB), NOSPLIT, $0-60
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ src_len+32(FP), CX
+	SHRQ $3, CX
+	VBROADCASTSS mx+48(FP), Z0
+	EXP16CONSTS
+	VXORPS Y13, Y13, Y13
+	MOVL $0xffff, R8
+	KMOVW R8, K1
+
+loop16:
+	TESTQ CX, CX
+	JZ done16
+	CMPQ CX, $2
+	JGE full16
+	MOVL $0xff, R8
+	KMOVW R8, K1
+
+full16:
+	VMOVUPS.Z (SI), K1, Z1
+	VSUBPS Z0, Z1, Z1
+	VMAXPS Z16, Z1, Z1
+	EXP16
+	VMOVUPS Z4, K1, (DI)
+	VADDPS Y4, Y13, Y13
+	CMPQ CX, $2
+	JLT done16
+	VEXTRACTF32X8 $1, Z4, Y5
+	VADDPS Y5, Y13, Y13
+	ADDQ $64, SI
+	ADDQ $64, DI
+	SUBQ $2, CX
+	JMP loop16
+
+done16:
+	VEXTRACTF128 $1, Y13, X1
+	VADDPS X1, X13, X13
+	VHADDPS X13, X13, X13
+	VHADDPS X13, X13, X13
+	VZEROUPPER
+	MOVSS X13, ret+56(FP)
+	RET
+
+// func sigmoidAVX512(dst, src []float32)
+// sigmoidAVX2 over len(src) rounded down to a multiple of 8, 16 lanes at
+// a time (a last block of 8 masked): the same instructions per lane, so
+// bit-identical to it.
+TEXT ·sigmoidAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ src_len+32(FP), CX
+	SHRQ $3, CX
+	VBROADCASTSS expSign<>(SB), Z15
+	EXP16CONSTS
+	VBROADCASTSS expMax<>(SB), Z28
+	MOVL $0xffff, R8
+	KMOVW R8, K1
+
+sig16:
+	TESTQ CX, CX
+	JZ sig16done
+	CMPQ CX, $2
+	JGE sig16full
+	MOVL $0xff, R8
+	KMOVW R8, K1
+
+sig16full:
+	VMOVUPS.Z (SI), K1, Z1
+	VXORPS Z15, Z1, Z1
+	VMAXPS Z16, Z1, Z1
+	VMINPS Z28, Z1, Z1
+	EXP16
+	VADDPS Z27, Z4, Z4
+	VDIVPS Z4, Z27, Z5
+	VMOVUPS Z5, K1, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	SUBQ $2, CX
+	JGT sig16
+
+sig16done:
+	VZEROUPPER
+	RET
