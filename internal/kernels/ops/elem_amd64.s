@@ -118,6 +118,38 @@ TEXT ·maxAVX2(SB), NOSPLIT, $0-29
 	SHRQ    $3, CX
 	DECQ    CX
 	JZ      maxreduce
+	// four accumulators while 32 floats are left (the maximum is exact,
+	// so the order does not matter; NaN rows are flagged and redone by
+	// the caller)
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+
+max4loop:
+	CMPQ    CX, $4
+	JLT     max4done
+	VMOVUPS (AX)(R9*1), Y3
+	VMOVUPS 32(AX)(R9*1), Y8
+	VMOVUPS 64(AX)(R9*1), Y9
+	VMOVUPS 96(AX)(R9*1), Y10
+	VMAXPS  Y3, Y0, Y0
+	VMAXPS  Y8, Y5, Y5
+	VMAXPS  Y9, Y6, Y6
+	VMAXPS  Y10, Y7, Y7
+	VCMPPS  $3, Y3, Y8, Y4
+	VORPS   Y4, Y2, Y2
+	VCMPPS  $3, Y9, Y10, Y4
+	VORPS   Y4, Y2, Y2
+	ADDQ    $128, R9
+	SUBQ    $4, CX
+	JMP     max4loop
+
+max4done:
+	VMAXPS  Y5, Y0, Y0
+	VMAXPS  Y7, Y6, Y6
+	VMAXPS  Y6, Y0, Y0
+	TESTQ   CX, CX
+	JZ      maxreduce
 
 maxloop:
 	VMOVUPS (AX)(R9*1), Y3

@@ -94,6 +94,25 @@ func TestMaxScaleVectorMatchesGo(t *testing.T) {
 	for _, n := range []int{1, 7, 8, 9, 16, 33, 256, 8192} {
 		cases = append(cases, tc{"random", elemInputs(r, n)})
 	}
+	// long rows: the four-accumulator part of the vector loop
+	for _, at := range []int{9, 40, 77, 130} {
+		v := elemInputs(r, 139)
+		v[at] = nan
+		cases = append(cases, tc{"NaN in the unrolled part", v})
+		w := make([]float32, 139)
+		for i := range w {
+			w[i] = -float32(i + 1)
+		}
+		w[at] = negz
+		w[at/2] = 0
+		cases = append(cases, tc{"zero tie in the unrolled part", w})
+		x := make([]float32, 139)
+		for i := range x {
+			x[i] = -float32(i + 1)
+		}
+		x[at] = 5
+		cases = append(cases, tc{"maximum in the unrolled part", x})
+	}
 	for _, c := range cases {
 		got1, got2 := maxRow(c.v), firstMaxRow(c.v)
 		want1, want2 := maxRowGo(c.v), firstMaxRowGo(c.v)
