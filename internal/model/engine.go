@@ -41,17 +41,16 @@ type Model struct {
 	lastB    int
 
 	// long-lived tasks handed to the worker pool (pointers: no allocation)
-	tEmb   embedTask
-	tRMS   rmsFwdTask
-	tRMSB  rmsBwdTask
-	tHN    headNormTask
-	tHNB   headNormBwdTask
-	tRope  ropeTask
-	tCopyV copyColsTask
-	tCopy  copyColsTask
-	tSwi   swigluTask
-	tCE    ceTask
-	tVit   residVitTask
+	tEmb  embedTask
+	tRMS  rmsFwdTask
+	tRMSB rmsBwdTask
+	tHNB  headNormBwdTask
+	tRope ropeTask
+	tCopy copyColsTask
+	tSwi  swigluTask
+	tCE   ceTask
+	tVit  residVitTask
+	tQK   qkPrepTask
 
 	inf inferScratch // the forward-only path's buffers (infer.go)
 	moe moeState     // mixture-of-experts layers (moe.go); empty for dense models
@@ -662,24 +661,16 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 		m.rmsForward(a.ln1[l], a.rstd1[l], x, w.ln1, N, D, eps)
 		qkv := a.qkv[l]
 		m.tb(OpQKVGemm, l)
+		var raw, qnRstd, knRstd []float32
 		if c.QKNorm {
-			ops.MatmulForward(a.qkvRaw[l], a.ln1[l], w.qkv, N, D, m.qkvDim, false)
-			m.te()
-			m.tHN = headNormTask{dst: qkv, src: a.qkvRaw[l], rstd: a.qnRstd[l], w: w.qn, stride: m.qkvDim, off: 0, nh: H, hd: hd, eps: eps}
-			kernels.ParallelForTask(N, 16, &m.tHN)
-			m.tHN = headNormTask{dst: qkv, src: a.qkvRaw[l], rstd: a.knRstd[l], w: w.kn, stride: m.qkvDim, off: H * hd, nh: KV, hd: hd, eps: eps}
-			kernels.ParallelForTask(N, 16, &m.tHN)
-			m.tCopyV = copyColsTask{dst: qkv, src: a.qkvRaw[l], stride: m.qkvDim, off: (H + KV) * hd, n: KV * hd}
-			kernels.ParallelForTask(N, 64, &m.tCopyV)
+			raw, qnRstd, knRstd = a.qkvRaw[l], a.qnRstd[l], a.knRstd[l]
+			ops.MatmulForward(raw, a.ln1[l], w.qkv, N, D, m.qkvDim, false)
 		} else {
 			ops.MatmulForward(qkv, a.ln1[l], w.qkv, N, D, m.qkvDim, false)
-			m.te()
 		}
+		m.te()
+		m.qkPrep(&m.tQK, l, qkv, raw, qnRstd, knRstd, N, T)
 		m.tb(OpAttnCore, l)
-		if m.ropeLayer(l) {
-			m.tRope = ropeTask{x: qkv, cos: m.cos, sin: m.sin, T: T, stride: m.qkvDim, nh: H + KV, hd: hd}
-			kernels.ParallelForTask(N, 16, &m.tRope)
-		}
 		m.attn.Forward(a.atty[l], a.att[l], qkv, a.rowMax, a.rowEnt)
 		m.te()
 		if vitals {
@@ -932,6 +923,49 @@ func (t *rmsBwdTask) Run(s, e int) {
 		clear(p)
 		r0, r1 := chunkRows(c, t.N)
 		ops.RMSNormBackward(t.dinp, p, t.dout, t.inp, t.w, t.rstd, t.C, r0, r1)
+	}
+}
+
+// qkPrep runs, in one pass over the rows of layer l's qkv, what comes
+// between the qkv GEMM and attention: with QK-norm, the query and key
+// heads normalised from raw (rstds saved) and the value heads copied from
+// raw; then RoPE on the query and key heads (NoPE layers: none). Row by row
+// the arithmetic is that of the separate ops.
+func (m *Model) qkPrep(t *qkPrepTask, l int, qkv, raw, qnRstd, knRstd []float32, N, T int) {
+	c := m.Cfg
+	w := &m.p.layers[l]
+	*t = qkPrepTask{qkv: qkv, stride: m.qkvDim, h: c.NHeads, kv: c.NKVHeads, hd: m.hd, T: T}
+	if c.QKNorm { // raw, qnRstd, knRstd: the layer's buffers (else nil)
+		t.raw, t.qnRstd, t.knRstd, t.qn, t.kn, t.eps = raw, qnRstd, knRstd, w.qn, w.kn, float32(c.NormEps)
+	}
+	if m.ropeLayer(l) {
+		t.cos, t.sin = m.cos, m.sin
+	}
+	if t.raw == nil && t.cos == nil {
+		return
+	}
+	kernels.ParallelForTask(N, 16, t)
+}
+
+type qkPrepTask struct {
+	qkv, raw, qnRstd, knRstd, qn, kn []float32 // raw nil: no QK-norm
+	cos, sin                         []float32 // nil: no RoPE
+	stride, h, kv, hd, T             int
+	eps                              float32
+}
+
+func (t *qkPrepTask) Run(s, e int) {
+	H, KV, hd := t.h, t.kv, t.hd
+	for n := s; n < e; n++ {
+		if t.raw != nil {
+			ops.HeadRMSNormForward(t.qkv, t.raw, t.qnRstd, t.qn, t.stride, 0, H, hd, t.eps, n, n+1)
+			ops.HeadRMSNormForward(t.qkv, t.raw, t.knRstd, t.kn, t.stride, H*hd, KV, hd, t.eps, n, n+1)
+			o := n*t.stride + (H+KV)*hd
+			copy(t.qkv[o:o+KV*hd], t.raw[o:o+KV*hd])
+		}
+		if t.cos != nil {
+			ops.RoPEForward(t.qkv, t.cos, t.sin, t.T, t.stride, 0, H+KV, hd, n, n+1)
+		}
 	}
 }
 

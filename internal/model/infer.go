@@ -50,9 +50,7 @@ type inferScratch struct {
 	attn   ops.Attention
 	tEmb   embedTask
 	tRMS   rmsFwdTask
-	tHN    headNormTask
-	tRope  ropeTask
-	tCopyV copyColsTask
+	tQK    qkPrepTask
 	tSwi   swigluTask
 	tCE    ceTask
 	tHead  headGatherTask
@@ -160,19 +158,10 @@ func (m *Model) inferBody(s *inferScratch, inputs, seg []int32, B, T int) {
 		s.rms(s.ln, x, w.ln1, N, D, eps)
 		if c.QKNorm {
 			ops.MatmulForward(s.qkvRaw, s.ln, w.qkv, N, D, m.qkvDim, false)
-			s.tHN = headNormTask{dst: s.qkv, src: s.qkvRaw, rstd: s.qnRstd, w: w.qn, stride: m.qkvDim, off: 0, nh: H, hd: hd, eps: eps}
-			kernels.ParallelForTask(N, 16, &s.tHN)
-			s.tHN = headNormTask{dst: s.qkv, src: s.qkvRaw, rstd: s.knRstd, w: w.kn, stride: m.qkvDim, off: H * hd, nh: KV, hd: hd, eps: eps}
-			kernels.ParallelForTask(N, 16, &s.tHN)
-			s.tCopyV = copyColsTask{dst: s.qkv, src: s.qkvRaw, stride: m.qkvDim, off: (H + KV) * hd, n: KV * hd}
-			kernels.ParallelForTask(N, 64, &s.tCopyV)
 		} else {
 			ops.MatmulForward(s.qkv, s.ln, w.qkv, N, D, m.qkvDim, false)
 		}
-		if m.ropeLayer(l) {
-			s.tRope = ropeTask{x: s.qkv, cos: m.cos, sin: m.sin, T: T, stride: m.qkvDim, nh: H + KV, hd: hd}
-			kernels.ParallelForTask(N, 16, &s.tRope)
-		}
+		m.qkPrep(&s.tQK, l, s.qkv, s.qkvRaw, s.qnRstd, s.knRstd, N, T)
 		s.attn.Forward(s.atty, s.att, s.qkv, s.rowMax, s.rowEnt)
 		ops.MatmulForward(x, s.atty, w.wo, N, m.attDim, D, true)
 		// x ← x + down(swiglu(gate_up(rmsnorm(x))))
