@@ -40,20 +40,20 @@ type inferScratch struct {
 
 	x, ln, qkvRaw, qkv, atty, gu, h []float32
 	rstd, qnRstd, knRstd            []float32
-	att, rowMax, rowEnt, attnTmp    []float32
+	rowMax, rowEnt, attnTmp         []float32
 
 	hx, hrstd, logits, loss, lse []float32
 	headN                        int // rows of the head block
 	tgt                          []int32
 	pos                          []int
 
-	attn   ops.Attention
-	tEmb   embedTask
-	tRMS   rmsFwdTask
-	tQK    qkPrepTask
-	tSwi   swigluTask
-	tCE    ceTask
-	tHead  headGatherTask
+	attn  ops.Attention
+	tEmb  embedTask
+	tRMS  rmsFwdTask
+	tQK   qkPrepTask
+	tSwi  swigluTask
+	tCE   ceTask
+	tHead headGatherTask
 }
 
 // ensure sizes the scratch for seqs sequences of seq_len tokens.
@@ -77,7 +77,6 @@ func (s *inferScratch) ensure(c Config, seqs int) {
 	s.gu = kernels.MakeBuffer(N * 2 * F)
 	s.h = kernels.MakeBuffer(N * F)
 	s.rstd = kernels.MakeBuffer(N)
-	s.att = kernels.MakeBuffer(seqs * H * T * T)
 	s.rowMax = kernels.MakeBuffer(seqs * H * T)
 	s.rowEnt = kernels.MakeBuffer(seqs * H * T)
 	s.attnTmp = kernels.MakeBuffer(seqs * H * T)
@@ -162,7 +161,7 @@ func (m *Model) inferBody(s *inferScratch, inputs, seg []int32, B, T int) {
 			ops.MatmulForward(s.qkv, s.ln, w.qkv, N, D, m.qkvDim, false)
 		}
 		m.qkPrep(&s.tQK, l, s.qkv, s.qkvRaw, s.qnRstd, s.knRstd, N, T)
-		s.attn.Forward(s.atty, s.att, s.qkv, s.rowMax, s.rowEnt)
+		s.attn.Forward(s.atty, nil, s.qkv, s.rowMax, s.rowEnt) // probabilities not kept
 		ops.MatmulForward(x, s.atty, w.wo, N, m.attDim, D, true)
 		// x ← x + down(swiglu(gate_up(rmsnorm(x))))
 		s.rms(s.ln, x, w.ln2, N, D, eps)

@@ -74,6 +74,9 @@ func (a *Attention) block() int {
 // each query row r = (b·H+h)·T+t it stores the max pre-softmax logit in
 // rowMax[r] and the attention entropy (nats) in rowEnt[r]. The (b, h) pairs
 // run in parallel, each with its GEMMs and softmax rows on one thread.
+// With att nil (forward-only passes) the probabilities are not kept: each
+// (b, h) pair's T×T block goes through a buffer of the worker's that stays
+// in cache, with the same results.
 func (a *Attention) Forward(out, att, qkv, rowMax, rowEnt []float32) {
 	a.fwd = attnFwdTask{a: a, out: out, att: att, qkv: qkv}
 	a.sm = softmaxTask{att: att, T: a.D.T, H: a.D.H, seg: a.Seg, rowMax: rowMax, rowEnt: rowEnt, scratch: a.Scratch}
@@ -113,11 +116,18 @@ func (k *attnFwdTask) Run(s, e int) {
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	group := d.H / d.KVH
 	bs := a.block()
+	var S []float32 // with att nil, the (b, h) pairs' scores in turn
+	if k.att == nil {
+		S = getBuf(T * T)
+		defer putBuf(S)
+	}
 	for bh := s; bh < e; bh++ {
 		b, h := bh/d.H, bh%d.H
 		kv := h / group
 		base := b * T * d.Stride
-		S := k.att[bh*T*T:]
+		if k.att != nil {
+			S = k.att[bh*T*T:]
+		}
 		for r0 := 0; r0 < T; r0 += bs {
 			r1 := min(r0+bs, T)
 			kernels.Sgemm(false, true, r1-r0, r1, hd, scale,
@@ -125,7 +135,7 @@ func (k *attnFwdTask) Run(s, e int) {
 				k.qkv[base+d.KOff+kv*hd:], d.Stride,
 				0, S[r0*T:], T)
 		}
-		a.sm.Run(bh*T, (bh+1)*T)
+		a.sm.block(S, bh)
 		for r0 := 0; r0 < T; r0 += bs {
 			r1 := min(r0+bs, T)
 			kernels.Sgemm(false, false, r1-r0, hd, r1, 1,
@@ -205,12 +215,14 @@ type softmaxTask struct {
 	scratch        []float32 // [B*H*T] or nil
 }
 
-func (k *softmaxTask) Run(s, e int) {
+// block runs the softmax over the T rows of the (b, h) pair bh, whose
+// scores are in S [T × T].
+func (k *softmaxTask) block(S []float32, bh int) {
 	T := k.T
-	for r := s; r < e; r++ {
+	for r := bh * T; r < (bh+1)*T; r++ {
 		t := r % T
 		b := r / T / k.H
-		row := k.att[r*T : (r+1)*T]
+		row := S[t*T : (t+1)*T]
 		var seg []int32
 		var st int32
 		if k.seg != nil {

@@ -70,6 +70,7 @@ func TestAttentionBitIdentical(t *testing.T) {
 					// dqkv holds q, k and v gradients in every column of qkv
 					sameBitsAll(t, "dqkv", x.dqkv, dqkv)
 				}
+				sameForwardNoAtt(t, x, out, rowMax, rowEnt)
 			})
 		}
 	}
@@ -128,10 +129,23 @@ func TestAttentionBitIdenticalImpls(t *testing.T) {
 				sameBitsAll(t, "rowMax", x.rowMax, rowMax)
 				sameBitsAll(t, "rowEnt", x.rowEnt, rowEnt)
 				sameBitsAll(t, "dqkv", x.dqkv, dqkv)
+				sameForwardNoAtt(t, x, out, rowMax, rowEnt)
 			}
 		})
 		if _, err := kernels.UseImpl(prev); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// sameForwardNoAtt runs x's forward without keeping the probabilities
+// (att nil, as the forward-only path does) and checks out and the vitals
+// against the reference's.
+func sameForwardNoAtt(t *testing.T, x *attnBench, out, rowMax, rowEnt []float32) {
+	t.Helper()
+	o, m, e := nanVec(len(out)), nanVec(len(rowMax)), nanVec(len(rowEnt))
+	x.a.Forward(o, nil, x.qkv, m, e)
+	sameBitsAll(t, "out (att nil)", o, out)
+	sameBitsAll(t, "rowMax (att nil)", m, rowMax)
+	sameBitsAll(t, "rowEnt (att nil)", e, rowEnt)
 }

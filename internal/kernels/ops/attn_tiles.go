@@ -198,15 +198,22 @@ func (k *attnFwdTask) runTiles(s, e int) {
 	tp := (T+31)&^31 + 16 // padded: rows 2^k floats apart would share cache sets
 	buf := getBuf(hd*tp + 12*32)
 	kt, edge := buf[:hd*tp], buf[hd*tp:]
+	var S []float32 // with att nil, the (b, h) pairs' scores in turn
+	if k.att == nil {
+		S = getBuf(T * T)
+		defer putBuf(S)
+	}
 	for bh := s; bh < e; bh++ {
 		b, h := bh/d.H, bh%d.H
 		kv := h / group
 		base := b * T * d.Stride
-		S := k.att[bh*T*T:]
+		if k.att != nil {
+			S = k.att[bh*T*T:]
+		}
 		// S = s·Q·Kᵀ (lower tiles)
 		packT(kt, tp, k.qkv[base+d.KOff+kv*hd:], d.Stride, T, hd)
 		lowerTiles(T, hd, scale, k.qkv[base+d.QOff+h*hd:], d.Stride, kt, tp, S, edge, nil)
-		a.sm.Run(bh*T, (bh+1)*T)
+		a.sm.block(S, bh)
 		// O = P·V
 		causalRowsTimes(T, hd, 1, S, k.qkv[base+d.VOff+kv*hd:], d.Stride, k.out[b*T*d.OutStride+h*hd:], d.OutStride)
 	}
