@@ -12,7 +12,8 @@ import (
 // are reused by every layer, the residual stream is updated in place, whole
 // sequences run in chunks of about inferRows tokens, and the final norm,
 // lm_head and log-softmax run only on the positions that are scored, in
-// blocks of up to headLogits/vocab positions. Per row the arithmetic is
+// blocks of up to headLogits/vocab positions (headLogitsPacked/vocab with
+// W_lm packed once per call, see headPacked). Per row the arithmetic is
 // Forward's up to the logits (bit-identical); the log-sum-exp is the
 // training head's (ForwardBackward's), whose vectorised exponential sums in
 // another order than Forward's scalar one (see infer_test.go).
@@ -27,6 +28,20 @@ var inferRows = 2048
 // min(chunk rows, max(64, headLogits/vocab)) scored positions (2048 for
 // ref7m's vocabulary of 8192, 333 for GPT-2's 50257), 64 MiB of logits.
 var headLogits = 1 << 24
+
+// headLogitsPacked is the smaller block (8 MiB of logits: 256 positions at
+// vocab 8192) used when W_lm, packed once per LogProbs call
+// (kernels.PackedB), takes no more memory than the smaller block saves:
+// each block's logits are then still in the L3 cache when the log-softmax
+// reads them (twice: the row maximum, then the exponentials), instead of
+// a round trip to memory.
+var headLogitsPacked = 1 << 21
+
+// headPacked reports whether the forward-only head of c packs W_lm once
+// per call and runs in blocks of headLogitsPacked.
+func headPacked(c Config) bool {
+	return kernels.PackedBSize(c.DModel, c.Vocab) <= headLogits-headLogitsPacked
+}
 
 // headRows is the most scored positions one lm_head block holds (0: from
 // headLogits; tests set it to exercise the blocking).
@@ -46,6 +61,7 @@ type inferScratch struct {
 	headN                        int // rows of the head block
 	tgt                          []int32
 	pos                          []int
+	lmT                          kernels.PackedB // W_lmᵀ for the head blocks, when headPacked
 
 	attn  ops.Attention
 	tEmb  embedTask
@@ -82,7 +98,11 @@ func (s *inferScratch) ensure(c Config, seqs int) {
 	s.attnTmp = kernels.MakeBuffer(seqs * H * T)
 	hn := headRows
 	if hn <= 0 {
-		hn = max(64, headLogits/V)
+		lim := headLogits
+		if headPacked(c) {
+			lim = headLogitsPacked
+		}
+		hn = max(64, lim/V)
 	}
 	hn = min(hn, N)
 	if hn > s.headN {
@@ -123,6 +143,9 @@ func (m *Model) LogProbs(b *Batch, dst []float32) error {
 	seqs := min(b.B, max(1, inferRows/b.T))
 	s := &m.inf
 	s.ensure(c, seqs)
+	if headPacked(c) {
+		s.lmT.Pack(true, c.DModel, c.Vocab, m.p.lm, c.DModel) // op(B) = W_lmᵀ [D × V]
+	}
 	T := b.T
 	for b0 := 0; b0 < b.B; b0 += seqs {
 		bc := min(seqs, b.B-b0)
@@ -190,7 +213,11 @@ func (m *Model) inferHead(s *inferScratch, targets []int32, dst []float32) {
 		}
 		s.tHead = headGatherTask{out: s.hx, rstd: s.hrstd, x: s.x, pos: s.pos, w: m.p.lnf, D: D, eps: float32(c.NormEps)}
 		kernels.ParallelForTask(n, 32, &s.tHead)
-		ops.MatmulForward(s.logits, s.hx, m.p.lm, n, D, V, false)
+		if headPacked(c) {
+			kernels.SgemmPackedB(false, n, 1, s.hx, D, &s.lmT, 0, s.logits, V) // logits = hx·W_lmᵀ
+		} else {
+			ops.MatmulForward(s.logits, s.hx, m.p.lm, n, D, V, false)
+		}
 		// the training head's arithmetic (ForwardBackward's loss bit for
 		// bit) without its gradient pass; s.logits is scratch
 		s.tCE = ceTask{z: s.logits, V: V, targets: s.tgt, loss: s.loss, lse: s.lse, lossOnly: true}

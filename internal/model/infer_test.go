@@ -36,10 +36,14 @@ func TestLogProbsMatchesForward(t *testing.T) {
 		for _, chunk := range []struct {
 			name       string
 			rows, head int
-		}{{"whole", 1024, 256}, {"chunked", 16, 3}} {
+			unpacked   bool // W_lm not packed once per call (headPacked false)
+		}{{"whole", 1024, 256, false}, {"chunked", 16, 3, false}, {"chunked, W_lm repacked", 16, 3, true}} {
 			t.Run(tc.name+"/"+chunk.name, func(t *testing.T) {
-				defer func(r, h int) { inferRows, headRows = r, h }(inferRows, headRows)
+				defer func(r, h, l int) { inferRows, headRows, headLogits = r, h, l }(inferRows, headRows, headLogits)
 				inferRows, headRows = chunk.rows, chunk.head
+				if chunk.unpacked {
+					headLogits = 0
+				}
 				cfg := tinyConfig()
 				tc.mod(&cfg)
 				m, err := New(cfg, 11)
@@ -77,6 +81,37 @@ func TestLogProbsMatchesForward(t *testing.T) {
 				}
 				t.Logf("max |LogProbs − Forward| = %.3g", worst)
 			})
+		}
+	}
+}
+
+// TestLogProbsHeadPackedBitIdentical: the head blocks with W_lm packed
+// once per call give the same log-probabilities as blocks that pack it in
+// each GEMM.
+func TestLogProbsHeadPackedBitIdentical(t *testing.T) {
+	defer func(h, l int) { headRows, headLogits = h, l }(headRows, headLogits)
+	cfg := tinyConfig()
+	m, _ := New(cfg, 3)
+	b := tinyBatch(cfg, 4, cfg.SeqLen, 8)
+	run := func(packed bool) []float32 {
+		m.inf = inferScratch{}
+		headRows, headLogits = 5, 1<<24
+		if !packed {
+			headLogits = 0
+		}
+		if headPacked(cfg) != packed {
+			t.Fatalf("headPacked = %v, want %v", headPacked(cfg), packed)
+		}
+		lp := make([]float32, b.B*b.T)
+		if err := m.LogProbs(b, lp); err != nil {
+			t.Fatal(err)
+		}
+		return lp
+	}
+	a, u := run(true), run(false)
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(u[i]) {
+			t.Fatalf("position %d: %v with W_lm packed once, %v repacked", i, a[i], u[i])
 		}
 	}
 }
