@@ -799,22 +799,22 @@ func (t *residVitTask) Run(s, e int) {
 			t.cnt[c] = k
 			continue
 		}
-		var a, b [4]float64
+		// four interleaved accumulators each (in registers: a [4]float64
+		// array stayed in memory and was 3× slower)
+		var a0, a1, a2, a3, b0, b1, b2, b3 float64
 		i := 0
 		for ; i+4 <= len(x); i += 4 {
-			for q := range 4 {
-				v := float64(x[i+q])
-				a[q] += v
-				b[q] += v * v
-			}
+			v0, v1, v2, v3 := float64(x[i]), float64(x[i+1]), float64(x[i+2]), float64(x[i+3])
+			a0, a1, a2, a3 = a0+v0, a1+v1, a2+v2, a3+v3
+			b0, b1, b2, b3 = b0+v0*v0, b1+v1*v1, b2+v2*v2, b3+v3*v3
 		}
 		for ; i < len(x); i++ {
 			v := float64(x[i])
-			a[0] += v
-			b[0] += v * v
+			a0 += v
+			b0 += v * v
 		}
-		t.s[c] = (a[0] + a[1]) + (a[2] + a[3])
-		t.ss[c] = (b[0] + b[1]) + (b[2] + b[3])
+		t.s[c] = (a0 + a1) + (a2 + a3)
+		t.ss[c] = (b0 + b1) + (b2 + b3)
 	}
 }
 
