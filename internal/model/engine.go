@@ -800,7 +800,7 @@ func (t *residVitTask) Run(s, e int) {
 			continue
 		}
 		// four interleaved accumulators each (in registers: a [4]float64
-		// array stayed in memory and was 3× slower)
+		// array stayed in memory and was 2× slower)
 		var a0, a1, a2, a3, b0, b1, b2, b3 float64
 		i := 0
 		for ; i+4 <= len(x); i += 4 {
