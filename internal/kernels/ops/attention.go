@@ -105,6 +105,24 @@ type attnFwdTask struct {
 	out, att, qkv []float32
 }
 
+// scoreBuf returns, when att is nil, a buffer of the worker's for one
+// (b, h) pair's T×T scores (give it back with putBuf), else nil.
+func (k *attnFwdTask) scoreBuf() []float32 {
+	if k.att != nil {
+		return nil
+	}
+	return getBuf(k.a.D.T * k.a.D.T)
+}
+
+// scores is where the scores of pair bh go: its block of att, or buf.
+func (k *attnFwdTask) scores(buf []float32, bh int) []float32 {
+	if k.att == nil {
+		return buf
+	}
+	T := k.a.D.T
+	return k.att[bh*T*T:]
+}
+
 func (k *attnFwdTask) Run(s, e int) {
 	if k.a.tiles() {
 		k.runTiles(s, e)
@@ -116,18 +134,13 @@ func (k *attnFwdTask) Run(s, e int) {
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	group := d.H / d.KVH
 	bs := a.block()
-	var S []float32 // with att nil, the (b, h) pairs' scores in turn
-	if k.att == nil {
-		S = getBuf(T * T)
-		defer putBuf(S)
-	}
+	buf := k.scoreBuf()
+	defer putBuf(buf)
 	for bh := s; bh < e; bh++ {
 		b, h := bh/d.H, bh%d.H
 		kv := h / group
 		base := b * T * d.Stride
-		if k.att != nil {
-			S = k.att[bh*T*T:]
-		}
+		S := k.scores(buf, bh)
 		for r0 := 0; r0 < T; r0 += bs {
 			r1 := min(r0+bs, T)
 			kernels.Sgemm(false, true, r1-r0, r1, hd, scale,

@@ -52,8 +52,11 @@ func getBuf(n int) []float32 {
 	return make([]float32, n)
 }
 
-// putBuf returns a buffer from getBuf.
+// putBuf returns a buffer from getBuf (nil: nothing to return).
 func putBuf(b []float32) {
+	if b == nil {
+		return
+	}
 	attnBufs.Lock()
 	attnBufs.free = append(attnBufs.free, b)
 	attnBufs.Unlock()
@@ -198,18 +201,13 @@ func (k *attnFwdTask) runTiles(s, e int) {
 	tp := (T+31)&^31 + 16 // padded: rows 2^k floats apart would share cache sets
 	buf := getBuf(hd*tp + 12*32)
 	kt, edge := buf[:hd*tp], buf[hd*tp:]
-	var S []float32 // with att nil, the (b, h) pairs' scores in turn
-	if k.att == nil {
-		S = getBuf(T * T)
-		defer putBuf(S)
-	}
+	sbuf := k.scoreBuf()
+	defer putBuf(sbuf)
 	for bh := s; bh < e; bh++ {
 		b, h := bh/d.H, bh%d.H
 		kv := h / group
 		base := b * T * d.Stride
-		if k.att != nil {
-			S = k.att[bh*T*T:]
-		}
+		S := k.scores(sbuf, bh)
 		// S = s·Q·Kᵀ (lower tiles)
 		packT(kt, tp, k.qkv[base+d.KOff+kv*hd:], d.Stride, T, hd)
 		lowerTiles(T, hd, scale, k.qkv[base+d.QOff+h*hd:], d.Stride, kt, tp, S, edge, nil)
