@@ -288,7 +288,7 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	// M, V and θ are not written yet: a non-finite update norm must leave
 	// them untouched.
 	if len(o.u) != len(params) {
-		o.u = make([]float32, len(params))
+		o.u = kernels.MakeBuffer(len(params))
 	}
 	tel := !o.noTelemetry
 	if o.muon != nil {
