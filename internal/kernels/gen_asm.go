@@ -23,10 +23,11 @@ func main() {
 	p("#include \"textflag.h\"")
 	// The full tiles, then every shorter height for the bottom edge of C.
 	for mr := 14; mr >= 1; mr-- {
-		kernel("avx512", mr, 2, 16, 4)
+		kernel("avx512", mr, 2, 16, 4, false)
 	}
+	kernel("avx512", 14, 2, 16, 4, true)
 	for mr := 6; mr >= 1; mr-- {
-		kernel("avx2", mr, 2, 8, 4)
+		kernel("avx2", mr, 2, 8, 4, false)
 	}
 	peakLoop("avx512", "Z", 16)
 	peakLoop("avx2", "Y", 12)
@@ -51,6 +52,14 @@ func main() {
 			p("")
 			p("//go:noescape")
 			p("func sgemm%dx%d%s(k int, a *float32, rs, cs int, b, c *float32, ldc int, alpha, beta float32)", mr, t.nr, t.isa)
+		}
+		if t.isa == "avx512" {
+			p("")
+			p("// sgemm14x32avx512nt is sgemm14x32avx512 writing C with streaming")
+			p("// stores when beta == 0 (C 64-byte aligned, not prefetched).")
+			p("//")
+			p("//go:noescape")
+			p("func sgemm14x32avx512nt(k int, a *float32, rs, cs int, b, c *float32, ldc int, alpha, beta float32)")
 		}
 		p("")
 		p("// %sByRows[r] computes an r×%d tile (r = 1..%d).", t.isa, t.nr, t.mr)
@@ -84,7 +93,7 @@ func main() {
 // and 3·rs as index registers, and the bases advance by cs every step. The
 // C tile is prefetched first. C is not read when beta == 0. unroll is the
 // k-loop unroll.
-func kernel(isa string, mr, vecs, lanes, unroll int) {
+func kernel(isa string, mr, vecs, lanes, unroll int, nt bool) {
 	reg := "Z"
 	if isa == "avx2" {
 		reg = "Y"
@@ -113,6 +122,9 @@ func kernel(isa string, mr, vecs, lanes, unroll int) {
 		return "(" + b + ")(R13*1)"
 	}
 	name := fmt.Sprintf("sgemm%dx%d%s", mr, nr, isa)
+	if nt {
+		name += "nt"
+	}
 	p("")
 	p("// func %s(k int, a *float32, rs, cs int, b, c *float32, ldc int, alpha, beta float32)", name)
 	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
@@ -130,15 +142,18 @@ func kernel(isa string, mr, vecs, lanes, unroll int) {
 	for i := 1; i < nbases; i++ {
 		p("\tLEAQ (%s)(DI*4), %s", bases[i-1], bases[i])
 	}
-	// Prefetch the C tile while the products are computed.
-	p("\tMOVQ DX, R8")
-	for r := 0; r < mr; r++ {
-		for off := 0; off < nr*4; off += 64 {
-			p("\tPREFETCHT0 %d(R8)", off)
-		}
-		p("\tPREFETCHT0 %d(R8)", nr*4-4)
-		if r < mr-1 {
-			p("\tADDQ SI, R8")
+	// Prefetch the C tile while the products are computed (the streaming
+	// variant writes C without reading it: no prefetch).
+	if !nt {
+		p("\tMOVQ DX, R8")
+		for r := 0; r < mr; r++ {
+			for off := 0; off < nr*4; off += 64 {
+				p("\tPREFETCHT0 %d(R8)", off)
+			}
+			p("\tPREFETCHT0 %d(R8)", nr*4-4)
+			if r < mr-1 {
+				p("\tADDQ SI, R8")
+			}
 		}
 	}
 	for i := 0; i < nacc; i++ {
@@ -200,14 +215,23 @@ func kernel(isa string, mr, vecs, lanes, unroll int) {
 	p("\tVZEROUPPER")
 	p("\tRET")
 	p("%s_beta0:", name)
+	store := "VMOVUPS"
+	if nt {
+		store = "VMOVNTPS" // C must be 64-byte aligned (see sgemmNT)
+	}
 	for r := 0; r < mr; r++ {
 		for v := 0; v < vecs; v++ {
 			p("\tVMULPS %s, %s, %s", al, acc(r, v), acc(r, v))
-			p("\tVMOVUPS %s, %d(DX)", acc(r, v), v*vb)
+			p("\t%s %s, %d(DX)", store, acc(r, v), v*vb)
 		}
 		if r < mr-1 {
 			p("\tADDQ SI, DX")
 		}
+	}
+	if nt {
+		// the streaming stores are weakly ordered: make them visible
+		// before anything this thread writes next (the pool's counters)
+		p("\tSFENCE")
 	}
 	p("\tVZEROUPPER")
 	p("\tRET")

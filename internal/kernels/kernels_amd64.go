@@ -27,7 +27,7 @@ func fmaLoopavx512(n int)
 //go:noescape
 func fmaLoopavx2(n int)
 
-var kernelAVX512 = &gemmKernel{name: "avx512", mr: 14, nr: 32, kc: 512, mc: 168, nc: 4096, fn: kernel14x32AVX512, rowsFn: rows32AVX512, packBT: packBT32, packBN: packBN32, packAT: packAT14}
+var kernelAVX512 = &gemmKernel{name: "avx512", mr: 14, nr: 32, kc: 512, mc: 168, nc: 4096, fn: kernel14x32AVX512, rowsFn: rows32AVX512, packBT: packBT32, packBN: packBN32, packAT: packAT14, fnNT: kernel14x32AVX512NT}
 
 //go:noescape
 func packBT32avx512(dst, src *float32, idx *int32, kc int)
@@ -91,6 +91,16 @@ func kernel14x32AVX512(k int, ap []float32, rs, cs int, bp, c []float32, ldc int
 	_ = bp[32*k-1]
 	_ = c[13*ldc+31]
 	sgemm14x32avx512(k, &ap[0], rs, cs, &bp[0], &c[0], ldc, alpha, beta)
+}
+
+// kernel14x32AVX512NT is kernel14x32AVX512 with streaming stores of C
+// (beta == 0; the tile must start on a 64-byte boundary and ldc be a
+// multiple of 16, which Sgemm checks before it chooses it).
+func kernel14x32AVX512NT(k int, ap []float32, rs, cs int, bp, c []float32, ldc int, alpha, beta float32) {
+	_ = ap[13*rs+(k-1)*cs]
+	_ = bp[32*k-1]
+	_ = c[13*ldc+31]
+	sgemm14x32avx512nt(k, &ap[0], rs, cs, &bp[0], &c[0], ldc, alpha, beta)
 }
 
 func kernel6x16AVX2(k int, ap []float32, rs, cs int, bp, c []float32, ldc int, alpha, beta float32) {

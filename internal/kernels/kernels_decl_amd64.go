@@ -44,6 +44,12 @@ func sgemm13x32avx512(k int, a *float32, rs, cs int, b, c *float32, ldc int, alp
 //go:noescape
 func sgemm14x32avx512(k int, a *float32, rs, cs int, b, c *float32, ldc int, alpha, beta float32)
 
+// sgemm14x32avx512nt is sgemm14x32avx512 writing C with streaming
+// stores when beta == 0 (C 64-byte aligned, not prefetched).
+//
+//go:noescape
+func sgemm14x32avx512nt(k int, a *float32, rs, cs int, b, c *float32, ldc int, alpha, beta float32)
+
 // avx512ByRows[r] computes an r×32 tile (r = 1..14).
 var avx512ByRows = [...]asmKernel{nil,
 	sgemm1x32avx512,
