@@ -117,3 +117,26 @@ func TestFollowBlackout(t *testing.T) {
 		})
 	}
 }
+
+// TestFollowDeadlineIsNoError: a follow whose context deadline passes
+// while a sample is being observed (here: before the first one) ends
+// without an error, as one whose deadline passes between polls does; a
+// one-shot read keeps the error.
+func TestFollowDeadlineIsNoError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "train.jsonl")
+	if err := os.WriteFile(path, []byte("{\"step\": 1, \"loss\": 3}\n{\"step\": 2, \"loss\": 2.9}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, follow := range []bool{true, false} {
+		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+		m := newTestMonitor(t, testConfig(), t.TempDir())
+		_, err := Watch(ctx, path, Options{Follow: follow, Poll: 10 * time.Millisecond}, m, nil)
+		cancel()
+		if follow && err != nil {
+			t.Errorf("follow past its deadline: %v, want no error", err)
+		}
+		if !follow && err == nil {
+			t.Error("one-shot read past its deadline: no error")
+		}
+	}
+}

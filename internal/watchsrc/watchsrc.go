@@ -306,7 +306,10 @@ func Watch(ctx context.Context, path string, opts Options, m *monitor.Monitor, o
 		}
 		return ctx.Err()
 	})
-	if errors.Is(err, context.Canceled) {
+	// Following ends when ctx ends, for either reason (the poll between
+	// reads already returns nil then); a deadline that passes while a
+	// sample is being observed must not turn that into an error.
+	if errors.Is(err, context.Canceled) || (opts.Follow && errors.Is(err, context.DeadlineExceeded)) {
 		err = nil
 	}
 	for _, a := range m.Flush() {
