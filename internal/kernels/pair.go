@@ -44,11 +44,11 @@ func SgemmPair(x, y GemmArgs) {
 		y.run(false)
 		return
 	}
-	t := pairFree.Get().(*gemmPairTask)
+	t := getPairTask()
 	t.g[0], t.g[1] = x, y
 	ParallelForTask(2, 1, t)
 	t.g = [2]GemmArgs{}
-	pairFree.Put(t)
+	putPairTask(t)
 }
 
 // Sgemm computes the product: Sgemm with g's operands.
@@ -67,4 +67,26 @@ func (t *gemmPairTask) Run(s, e int) {
 	}
 }
 
-var pairFree = sync.Pool{New: func() any { return new(gemmPairTask) }}
+// pairFree recycles the pair tasks (a plain free list: a sync.Pool may
+// drop what is put back, and then a steady-state pair would allocate).
+var pairFree struct {
+	sync.Mutex
+	list []*gemmPairTask
+}
+
+func getPairTask() *gemmPairTask {
+	pairFree.Lock()
+	defer pairFree.Unlock()
+	if n := len(pairFree.list); n > 0 {
+		t := pairFree.list[n-1]
+		pairFree.list = pairFree.list[:n-1]
+		return t
+	}
+	return new(gemmPairTask)
+}
+
+func putPairTask(t *gemmPairTask) {
+	pairFree.Lock()
+	pairFree.list = append(pairFree.list, t)
+	pairFree.Unlock()
+}

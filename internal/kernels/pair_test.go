@@ -72,7 +72,8 @@ func TestSgemmPairBitIdentical(t *testing.T) {
 }
 
 // TestSgemmPairZeroAllocs: side by side, a steady-state pair allocates
-// nothing (the task comes from a pool, the products from Sgemm's).
+// nothing (the task and the products' contexts come from free lists), in
+// race-detector builds too.
 func TestSgemmPairZeroAllocs(t *testing.T) {
 	setTestThreads(t, 2)
 	m, n, k := 128, 96, 64
