@@ -105,21 +105,28 @@ func sumSquares4(x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) {
 //
 // dw may be a per-chunk partial buffer (see the model's reduction).
 func RMSNormBackward(dinp, dw, dout, inp, w, rstd []float32, C, s, e int) {
+	rmsNormBackward(dinp, dw, dout, inp, w, rstd, C, s, e, false)
+}
+
+// rmsNormBackward is RMSNormBackward over rows [s, e); with inPlace the
+// gradient overwrites dinp (which may alias dout) instead of being added.
+func rmsNormBackward(dinp, dw, dout, inp, w, rstd []float32, C, s, e int, inPlace bool) {
 	i := s
 	// Four rows at a time (bit-identical to one row at a time: each row's
 	// dot is its own chain in the same order, and every dw_j still receives
-	// the rows' terms in row order).
+	// the rows' terms in row order; all four rows of dout are read before
+	// any row of dinp is written).
 	for ; i+4 <= e; i += 4 {
 		x, dy := inp[i*C:(i+4)*C], dout[i*C:(i+4)*C]
 		r := rstd[i : i+4]
 		d0, d1, d2, d3 := rmsBackDot4(dw, dy, x, w, r[0], r[1], r[2], r[3], C)
 		for q, dot := range [4]float32{d0, d1, d2, d3} {
 			o := q * C
-			rmsnormBackApply(dinp[(i+q)*C:(i+q+1)*C], dy[o:o+C], x[o:o+C], w, r[q], dot, false)
+			rmsnormBackApply(dinp[(i+q)*C:(i+q+1)*C], dy[o:o+C], x[o:o+C], w, r[q], dot, inPlace)
 		}
 	}
 	for ; i < e; i++ {
-		rmsnormBackRow(dinp[i*C:(i+1)*C], dw, dout[i*C:(i+1)*C], inp[i*C:(i+1)*C], w, rstd[i], false)
+		rmsnormBackRow(dinp[i*C:(i+1)*C], dw, dout[i*C:(i+1)*C], inp[i*C:(i+1)*C], w, rstd[i], inPlace)
 	}
 }
 
@@ -182,23 +189,10 @@ func rmsnormBackApply(dx, dy, x, w []float32, r, dot float32, inPlace bool) {
 // with one shared gain w[hd]. Row n holds nh heads starting at n*stride+off;
 // src and dst share that layout. rstd[n*nh+h] is saved.
 func HeadRMSNormForward(dst, src, rstd, w []float32, stride, off, nh, hd int, eps float32, s, e int) {
+	// a row's nh heads lie back to back: RMSNorm over nh rows of hd
 	for n := s; n < e; n++ {
-		h := 0
-		// four heads at a time (bit-identical, as in RMSNormForward)
-		for ; h+4 <= nh; h += 4 {
-			o := n*stride + off + h*hd
-			x := src[o : o+4*hd]
-			s0, s1, s2, s3 := sumSquares4(x[:hd], x[hd:2*hd], x[2*hd:3*hd], x[3*hd:])
-			for q, ss := range [4]float32{s0, s1, s2, s3} {
-				r := rmsFromSum(ss, hd, eps)
-				rmsnormScale(dst[o+q*hd:o+(q+1)*hd], x[q*hd:(q+1)*hd], w, r)
-				rstd[n*nh+h+q] = r
-			}
-		}
-		for ; h < nh; h++ {
-			o := n*stride + off + h*hd
-			rstd[n*nh+h] = rmsnormRow(dst[o:o+hd], src[o:o+hd], w, eps)
-		}
+		o := n*stride + off
+		RMSNormForward(dst[o:], rstd[n*nh:], src[o:], w, hd, eps, 0, nh)
 	}
 }
 
@@ -207,22 +201,8 @@ func HeadRMSNormForward(dst, src, rstd, w []float32, stride, off, nh, hd int, ep
 // gradient (a per-chunk partial buffer when rows run in parallel).
 func HeadRMSNormBackward(d, src, rstd, w, dw []float32, stride, off, nh, hd, s, e int) {
 	for n := s; n < e; n++ {
-		h := 0
-		// four heads at a time (bit-identical, as in RMSNormBackward: the
-		// heads of a row add into dw in head order either way)
-		for ; h+4 <= nh; h += 4 {
-			o := n*stride + off + h*hd
-			r := rstd[n*nh+h : n*nh+h+4]
-			d0, d1, d2, d3 := rmsBackDot4(dw, d[o:o+4*hd], src[o:o+4*hd], w, r[0], r[1], r[2], r[3], hd)
-			for q, dot := range [4]float32{d0, d1, d2, d3} {
-				oq := o + q*hd
-				rmsnormBackApply(d[oq:oq+hd], d[oq:oq+hd], src[oq:oq+hd], w, r[q], dot, true)
-			}
-		}
-		for ; h < nh; h++ {
-			o := n*stride + off + h*hd
-			rmsnormBackRow(d[o:o+hd], dw, d[o:o+hd], src[o:o+hd], w, rstd[n*nh+h], true)
-		}
+		o := n*stride + off
+		rmsNormBackward(d[o:], dw, d[o:], src[o:], w, rstd[n*nh:], hd, 0, nh, true)
 	}
 }
 
