@@ -143,7 +143,8 @@ func (m *Model) LogProbs(b *Batch, dst []float32) error {
 	seqs := min(b.B, max(1, inferRows/b.T))
 	s := &m.inf
 	s.ensure(c, seqs)
-	if headPacked(c) {
+	packed := headPacked(c)
+	if packed {
 		s.lmT.Pack(true, c.DModel, c.Vocab, m.p.lm, c.DModel) // op(B) = W_lmᵀ [D × V]
 	}
 	T := b.T
@@ -155,7 +156,7 @@ func (m *Model) LogProbs(b *Batch, dst []float32) error {
 			seg = b.SegIDs[r0:r1]
 		}
 		m.inferBody(s, b.Inputs[r0:r1], seg, bc, T)
-		m.inferHead(s, b.Targets[r0:r1], dst[r0:r1])
+		m.inferHead(s, packed, b.Targets[r0:r1], dst[r0:r1])
 	}
 	return nil
 }
@@ -202,8 +203,9 @@ func (s *inferScratch) rms(out, inp, w []float32, N, C int, eps float32) {
 
 // inferHead scores the rows of s.x whose target is ≥ 0, s.headN at a time:
 // gather + final RMSNorm, lm_head, then log-softmax at the target
-// (CrossEntropy gives loss = lse − z_y; dst = −loss).
-func (m *Model) inferHead(s *inferScratch, targets []int32, dst []float32) {
+// (CrossEntropy gives loss = lse − z_y; dst = −loss); with packed, the
+// lm_head reads W_lmᵀ from s.lmT, packed by the caller.
+func (m *Model) inferHead(s *inferScratch, packed bool, targets []int32, dst []float32) {
 	c := m.Cfg
 	D, V := c.DModel, c.Vocab
 	n := 0
@@ -213,7 +215,7 @@ func (m *Model) inferHead(s *inferScratch, targets []int32, dst []float32) {
 		}
 		s.tHead = headGatherTask{out: s.hx, rstd: s.hrstd, x: s.x, pos: s.pos, w: m.p.lnf, D: D, eps: float32(c.NormEps)}
 		kernels.ParallelForTask(n, 32, &s.tHead)
-		if headPacked(c) {
+		if packed { // s.lmT holds W_lmᵀ
 			kernels.SgemmPackedB(false, n, 1, s.hx, D, &s.lmT, 0, s.logits, V) // logits = hx·W_lmᵀ
 		} else {
 			ops.MatmulForward(s.logits, s.hx, m.p.lm, n, D, V, false)
