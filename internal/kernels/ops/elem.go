@@ -1,8 +1,8 @@
 package ops
 
 // The scalar row loops the vector kernels (elem_amd64.s) must match bit for
-// bit; the wrappers maxRow, firstMaxRow, scaleTo, ropeRow, swigluFwdRow and
-// swigluBackRow pick between them.
+// bit; the wrappers maxRow, firstMaxRow, scaleTo, rmsnormScale, dsRow,
+// ropeRow, swigluFwdRow and swigluBackRow pick between them.
 
 // maxRowGo is mx = max(mx, x) over v (len ≥ 1): NaN if any element is NaN,
 // +0 over −0.
@@ -38,5 +38,14 @@ func dsRowGo(dp, p []float32, dot float32) {
 	p = p[:len(dp)]
 	for j, pv := range p {
 		dp[j] = pv * (dp[j] - dot)
+	}
+}
+
+// rmsnormScaleGo writes y_j = x_j·r·w_j (RMSNorm's scaling).
+func rmsnormScaleGo(y, x, w []float32, r float32) {
+	y = y[:len(x)]
+	w = w[:len(x)]
+	for j, v := range x {
+		y[j] = v * r * w[j]
 	}
 }

@@ -20,8 +20,9 @@ func expShiftSumAVX512(dst, src []float32, mx float32) float32
 var useExpAVX512 = useExpAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL
 
 // expShiftSum writes dst[i] = e^(src[i]−mx) and returns their sum; every
-// src[i] must be ≤ mx. dst may alias src. Uses the AVX2 kernel when the CPU
-// has it (the tail and other CPUs use expShiftSumGo).
+// src[i] must be ≤ mx. dst may alias src. Uses the AVX-512 or AVX2 kernel
+// when the CPU has one (the same bits; the tail and other CPUs use
+// expShiftSumGo).
 func expShiftSum(dst, src []float32, mx float32) float32 {
 	if !useExpAVX2 || len(src) < 8 {
 		return expShiftSumGo(dst, src, mx)
@@ -49,8 +50,8 @@ func sigmoidAVX2(dst, src []float32)
 //go:noescape
 func sigmoidAVX512(dst, src []float32)
 
-// sigmoidRow writes dst[i] = 1/(1+e^(−src[i])), with the AVX2 kernel when
-// the CPU has it.
+// sigmoidRow writes dst[i] = 1/(1+e^(−src[i])), with the AVX-512 or AVX2
+// kernel when the CPU has one (the same bits).
 func sigmoidRow(dst, src []float32) {
 	if !useExpAVX2 || len(src) < 8 {
 		sigmoidRowGo(dst, src)

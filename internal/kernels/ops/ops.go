@@ -76,15 +76,6 @@ func rmsFromSum(ss float32, n int, eps float32) float32 {
 	return float32(1 / math.Sqrt(float64(ss/float32(n)+eps)))
 }
 
-// rmsnormScaleGo writes y_j = x_j·r·w_j (rmsnormScale's portable loop).
-func rmsnormScaleGo(y, x, w []float32, r float32) {
-	y = y[:len(x)]
-	w = w[:len(x)]
-	for j, v := range x {
-		y[j] = v * r * w[j]
-	}
-}
-
 // sumSquares4 returns Σ_j x_j² of four equally long rows, each summed in
 // order j = 0, 1, … as one float32 chain.
 func sumSquares4(x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) {
