@@ -31,13 +31,12 @@ type Decoder struct {
 	rstd, qnRstd, knRstd, lnf, lrstd     []float32
 	scores                               []float32 // [n_heads, decRows, maxLen]
 
-	tEmb  embedTask
-	tRMS  rmsFwdTask
-	tHN   headNormTask
-	tRope ropeTask
-	tSwi  swigluTask
-	tAtt  decAttnTask
-	tLin  gemvTask
+	tEmb embedTask
+	tRMS rmsFwdTask
+	tQK  qkPrepTask
+	tSwi swigluTask
+	tAtt decAttnTask
+	tLin gemvTask
 
 	// hist holds the context of a mixture-of-experts model, whose blocks
 	// the cached path does not run: Append recomputes it with Logits.
@@ -138,7 +137,6 @@ func (d *Decoder) step(tokens []int32) {
 	D, H, KV, F, hd := c.DModel, c.NHeads, c.NKVHeads, c.MLPHidden, m.hd
 	kvw := KV * hd
 	eps := float32(c.NormEps)
-	half := hd / 2
 	x := d.x[:n*D]
 
 	d.tEmb = embedTask{out: x, tokens: tokens, wte: m.p.emb, C: D}
@@ -146,25 +144,16 @@ func (d *Decoder) step(tokens []int32) {
 	for l := 0; l < c.NLayers; l++ {
 		w := &m.p.layers[l]
 		d.rms(d.ln, x, w.ln1, n, D, eps)
+		var raw []float32
 		if c.QKNorm {
-			d.linear(d.qkvRaw, d.ln, w.qkv, n, D, m.qkvDim, false)
-			d.tHN = headNormTask{dst: d.qkv, src: d.qkvRaw, rstd: d.qnRstd, w: w.qn, stride: m.qkvDim, off: 0, nh: H, hd: hd, eps: eps}
-			kernels.ParallelForTask(n, 16, &d.tHN)
-			d.tHN = headNormTask{dst: d.qkv, src: d.qkvRaw, rstd: d.knRstd, w: w.kn, stride: m.qkvDim, off: H * hd, nh: KV, hd: hd, eps: eps}
-			kernels.ParallelForTask(n, 16, &d.tHN)
-			for r := 0; r < n; r++ { // v heads unnormalised
-				o := r*m.qkvDim + (H+KV)*hd
-				copy(d.qkv[o:o+kvw], d.qkvRaw[o:o+kvw])
-			}
+			raw = d.qkvRaw
+			d.linear(raw, d.ln, w.qkv, n, D, m.qkvDim, false)
 		} else {
 			d.linear(d.qkv, d.ln, w.qkv, n, D, m.qkvDim, false)
 		}
-		if m.ropeLayer(l) {
-			// row r sits at absolute position p0+r: tables from p0 on, and a
-			// period (the op's T) beyond the rows so that r mod T = r
-			d.tRope = ropeTask{x: d.qkv, cos: m.cos[p0*half:], sin: m.sin[p0*half:], T: n, stride: m.qkvDim, nh: H + KV, hd: hd}
-			kernels.ParallelForTask(n, 16, &d.tRope)
-		}
+		// row r sits at absolute position p0+r: tables from p0 on, and a
+		// period beyond the rows so that r mod n = r
+		m.qkPrep(&d.tQK, l, d.qkv, raw, d.qnRstd, d.knRstd, n, n, p0)
 		kc, vc := d.k[l], d.v[l]
 		for r := 0; r < n; r++ {
 			o := r * m.qkvDim

@@ -669,7 +669,7 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 			ops.MatmulForward(qkv, a.ln1[l], w.qkv, N, D, m.qkvDim, false)
 		}
 		m.te()
-		m.qkPrep(&m.tQK, l, qkv, raw, qnRstd, knRstd, N, T)
+		m.qkPrep(&m.tQK, l, qkv, raw, qnRstd, knRstd, N, T, 0)
 		m.tb(OpAttnCore, l)
 		m.attn.Forward(a.atty[l], a.att[l], qkv, a.rowMax, a.rowEnt)
 		m.te()
@@ -926,12 +926,13 @@ func (t *rmsBwdTask) Run(s, e int) {
 	}
 }
 
-// qkPrep runs, in one pass over the rows of layer l's qkv, what comes
+// qkPrep runs, in one pass over the N rows of layer l's qkv, what comes
 // between the qkv GEMM and attention: with QK-norm, the query and key
 // heads normalised from raw (rstds saved) and the value heads copied from
-// raw; then RoPE on the query and key heads (NoPE layers: none). Row by row
-// the arithmetic is that of the separate ops.
-func (m *Model) qkPrep(t *qkPrepTask, l int, qkv, raw, qnRstd, knRstd []float32, N, T int) {
+// raw; then RoPE on the query and key heads (NoPE layers: none), row r at
+// position p0 + r mod T. Row by row the arithmetic is that of the
+// separate ops.
+func (m *Model) qkPrep(t *qkPrepTask, l int, qkv, raw, qnRstd, knRstd []float32, N, T, p0 int) {
 	c := m.Cfg
 	w := &m.p.layers[l]
 	*t = qkPrepTask{qkv: qkv, stride: m.qkvDim, h: c.NHeads, kv: c.NKVHeads, hd: m.hd, T: T}
@@ -939,7 +940,8 @@ func (m *Model) qkPrep(t *qkPrepTask, l int, qkv, raw, qnRstd, knRstd []float32,
 		t.raw, t.qnRstd, t.knRstd, t.qn, t.kn, t.eps = raw, qnRstd, knRstd, w.qn, w.kn, float32(c.NormEps)
 	}
 	if m.ropeLayer(l) {
-		t.cos, t.sin = m.cos, m.sin
+		half := m.hd / 2
+		t.cos, t.sin = m.cos[p0*half:], m.sin[p0*half:]
 	}
 	if t.raw == nil && t.cos == nil {
 		return
@@ -967,16 +969,6 @@ func (t *qkPrepTask) Run(s, e int) {
 			ops.RoPEForward(t.qkv, t.cos, t.sin, t.T, t.stride, 0, H+KV, hd, n, n+1)
 		}
 	}
-}
-
-type headNormTask struct {
-	dst, src, rstd, w   []float32
-	stride, off, nh, hd int
-	eps                 float32
-}
-
-func (t *headNormTask) Run(s, e int) {
-	ops.HeadRMSNormForward(t.dst, t.src, t.rstd, t.w, t.stride, t.off, t.nh, t.hd, t.eps, s, e)
 }
 
 type headNormBwdTask struct {

@@ -184,7 +184,7 @@ func (m *Model) inferBody(s *inferScratch, inputs, seg []int32, B, T int) {
 		} else {
 			ops.MatmulForward(s.qkv, s.ln, w.qkv, N, D, m.qkvDim, false)
 		}
-		m.qkPrep(&s.tQK, l, s.qkv, s.qkvRaw, s.qnRstd, s.knRstd, N, T)
+		m.qkPrep(&s.tQK, l, s.qkv, s.qkvRaw, s.qnRstd, s.knRstd, N, T, 0)
 		s.attn.Forward(s.atty, nil, s.qkv, s.rowMax, s.rowEnt) // probabilities not kept
 		ops.MatmulForward(x, s.atty, w.wo, N, m.attDim, D, true)
 		// x ← x + down(swiglu(gate_up(rmsnorm(x))))
