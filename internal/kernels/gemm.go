@@ -108,13 +108,15 @@ type gemmCtx struct {
 
 // directARowStride is the longest row stride (floats) at which op(A) = A is
 // read in place by the micro-kernel (rs = lda, cs = 1) instead of being
-// copied into padded rows first. Up to 1,024 floats (4 KiB) the 14 rows a
-// tile reads spread over several L1 sets; longer strides that are multiples
-// of 4 KiB would map every row to the same set, so those are still copied.
-// The kernel sums the same products in the same order either way, so the
-// result is bit-identical; only the copy (a memory pass over A per panel
-// of B) goes away.
-var directARowStride = 1024
+// copied into padded rows first. Below 1,024 floats (4 KiB) the 14 rows a
+// tile reads spread over several L1 sets; a stride of 4 KiB (or a multiple)
+// maps every row to the same set, so from there on A is copied. Measured
+// on the 2-core AVX-512 machine (m = 2,048, NN, 24 Nov 2026, go test
+// -bench): in place ran 1.00–1.08× the copy at lda 256–768 and 0.88–0.92×
+// at lda 1,024 with n = 768. The kernel sums the same products in the same
+// order either way, so the result is bit-identical; only the copy (a
+// memory pass over A per panel of B) goes away.
+var directARowStride = 1023
 
 // directA reports whether op(A) is read in place (see directARowStride and
 // directATransStride): a kernel with a bottom-edge variant (rowsFn, so no
@@ -132,13 +134,15 @@ func (g *gemmCtx) directA() bool {
 // directATransStride bounds the row stride (floats) of A at which op(A) =
 // Aᵀ is read in place: a k step of an mr-row strip is then mr contiguous
 // floats of one row of A (rs = 1, cs = lda), the layout packA builds by
-// copying. For the weight gradients dW = dYᵀ·X with a few hundred to a few
-// thousand output rows the copy costs a fifth of the product (each element
-// of A is used only n times); read in place, TN products with lda 768–3,584
-// ran 1.1–1.5× faster on one thread (AVX-512, kestrel's own measurement).
-// From 4,096 floats (16 KiB) on, each k step opens a new page and the rows
-// alias in the caches, and the copy wins, so those are still packed.
-var directATransStride = 4095
+// copying. Read in place, every k step of a strip opens another cache line
+// lda floats further on, and at strides of 3 KiB and more these lines
+// crowd into few cache sets, so the strip is fetched again for every strip
+// of B. Measured on the 2-core AVX-512 machine (the weight gradients dW =
+// dYᵀ·X: TN, k = 2,048, n = 256 and 768, 24 Nov 2026, go test -bench),
+// with the AVX-512 packing (packAT14): in place ran 1.04× the copy at lda
+// 256, even at 512, and 0.85–0.95× from 768 to 3,584 (the gate/up weight
+// gradient of ref7m, lda 1,536: 0.87× on one thread, 0.89× on two).
+var directATransStride = 511
 
 // directALayout returns op(A) read in place from row i0, depth p0: the
 // slice the micro-kernel starts at and its layout (see packA).
