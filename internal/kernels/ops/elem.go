@@ -49,3 +49,31 @@ func rmsnormScaleGo(y, x, w []float32, r float32) {
 		y[j] = v * r * w[j]
 	}
 }
+
+// rmsBackTermsGo is rmsBackTerms in Go: x̂_j = x_j·r, t_j = (dy_j·w_j)·x̂_j,
+// dw_j += dy_j·x̂_j, every product rounded to float32 before it is used.
+func rmsBackTermsGo(t, dw, dy, x, w []float32, r float32) {
+	n := len(t)
+	dw, dy, x, w = dw[:n], dy[:n], x[:n], w[:n]
+	for j := range t {
+		xh := float32(x[j] * r)
+		t[j] = float32(dy[j]*w[j]) * xh
+		dw[j] += float32(dy[j] * xh)
+	}
+}
+
+// rmsBackApplyGo is rmsnormBackApply in Go given m = dot/n:
+// g = r·(dy_j·w_j − (x_j·r)·m), added into dx_j or, inPlace, stored.
+func rmsBackApplyGo(dx, dy, x, w []float32, r, m float32, inPlace bool) {
+	n := len(x)
+	dx, dy, w = dx[:n], dy[:n], w[:n]
+	for j := range x {
+		xh := float32(x[j] * r)
+		g := r * (float32(dy[j]*w[j]) - float32(xh*m))
+		if inPlace {
+			dx[j] = g
+		} else {
+			dx[j] += g
+		}
+	}
+}

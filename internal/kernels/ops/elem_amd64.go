@@ -133,3 +133,33 @@ func dsRow(dp, p []float32, dot float32) {
 	}
 	dsRowGo(dp, p, dot)
 }
+
+//go:noescape
+func rmsBackTermsAVX2(t, dw, dy, x, w []float32, r float32)
+
+//go:noescape
+func rmsBackApplyAVX2(dx, dy, x, w []float32, r, m float32, add bool)
+
+// rmsBackTerms writes t_j = (dy_j·w_j)·x̂_j and adds dy_j·x̂_j into dw_j
+// (x̂_j = x_j·r): one row's share of RMSNorm's backward before the dot.
+func rmsBackTerms(t, dw, dy, x, w []float32, r float32) {
+	n := len(t)
+	if m := n &^ 7; useElemAVX2 && m > 0 {
+		rmsBackTermsAVX2(t[:m], dw[:m], dy[:m], x[:m], w[:m], r)
+		t, dw, dy, x, w = t[m:], dw[m:n], dy[m:n], x[m:n], w[m:n]
+	}
+	rmsBackTermsGo(t, dw, dy, x, w, r)
+}
+
+// rmsnormBackApply is the second half of a row's backward: with m =
+// dot/n, dx_j (+)= r·(dy_j·w_j − x̂_j·m); with inPlace dx is overwritten
+// (it may alias dy).
+func rmsnormBackApply(dx, dy, x, w []float32, r, dot float32, inPlace bool) {
+	n := len(x)
+	m := dot / float32(n)
+	if k := n &^ 7; useElemAVX2 && k > 0 {
+		rmsBackApplyAVX2(dx[:k], dy[:k], x[:k], w[:k], r, m, !inPlace)
+		dx, dy, x, w = dx[k:n], dy[k:n], x[k:], w[k:n]
+	}
+	rmsBackApplyGo(dx, dy, x, w, r, m, inPlace)
+}

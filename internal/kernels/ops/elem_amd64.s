@@ -243,3 +243,81 @@ dsloop:
 dsdone:
 	VZEROUPPER
 	RET
+
+// func rmsBackTermsAVX2(t, dw, dy, x, w []float32, r float32)
+// x̂ = x·r;  t = (dy·w)·x̂;  dw = dw + dy·x̂
+TEXT ·rmsBackTermsAVX2(SB), NOSPLIT, $0-124
+	MOVQ t_base+0(FP), DI
+	MOVQ t_len+8(FP), CX
+	MOVQ dw_base+24(FP), R8
+	MOVQ dy_base+48(FP), SI
+	MOVQ x_base+72(FP), AX
+	MOVQ w_base+96(FP), BX
+	VBROADCASTSS r+120(FP), Y7
+	XORQ R9, R9
+	SHRQ $3, CX
+	JZ   rmstermsdone
+
+rmstermsloop:
+	VMULPS  (AX)(R9*1), Y7, Y0
+	VMOVUPS (SI)(R9*1), Y1
+	VMULPS  (BX)(R9*1), Y1, Y2
+	VMULPS  Y0, Y2, Y2
+	VMOVUPS Y2, (DI)(R9*1)
+	VMULPS  Y0, Y1, Y1
+	VADDPS  (R8)(R9*1), Y1, Y1
+	VMOVUPS Y1, (R8)(R9*1)
+	ADDQ    $32, R9
+	DECQ    CX
+	JNZ     rmstermsloop
+
+rmstermsdone:
+	VZEROUPPER
+	RET
+
+// func rmsBackApplyAVX2(dx, dy, x, w []float32, r, m float32, add bool)
+// g = r·(dy·w − (x·r)·m);  dx = dx + g (add) or g
+TEXT ·rmsBackApplyAVX2(SB), NOSPLIT, $0-105
+	MOVQ dx_base+0(FP), DI
+	MOVQ dx_len+8(FP), CX
+	MOVQ dy_base+24(FP), SI
+	MOVQ x_base+48(FP), AX
+	MOVQ w_base+72(FP), BX
+	VBROADCASTSS r+96(FP), Y6
+	VBROADCASTSS m+100(FP), Y7
+	MOVBLZX add+104(FP), DX
+	XORQ R9, R9
+	SHRQ $3, CX
+	JZ   rmsapplydone
+	TESTQ DX, DX
+	JZ   rmssetloop
+
+rmsaddloop:
+	VMULPS  (AX)(R9*1), Y6, Y0
+	VMULPS  Y7, Y0, Y0
+	VMOVUPS (SI)(R9*1), Y1
+	VMULPS  (BX)(R9*1), Y1, Y1
+	VSUBPS  Y0, Y1, Y1
+	VMULPS  Y6, Y1, Y1
+	VADDPS  (DI)(R9*1), Y1, Y1
+	VMOVUPS Y1, (DI)(R9*1)
+	ADDQ    $32, R9
+	DECQ    CX
+	JNZ     rmsaddloop
+	JMP     rmsapplydone
+
+rmssetloop:
+	VMULPS  (AX)(R9*1), Y6, Y0
+	VMULPS  Y7, Y0, Y0
+	VMOVUPS (SI)(R9*1), Y1
+	VMULPS  (BX)(R9*1), Y1, Y1
+	VSUBPS  Y0, Y1, Y1
+	VMULPS  Y6, Y1, Y1
+	VMOVUPS Y1, (DI)(R9*1)
+	ADDQ    $32, R9
+	DECQ    CX
+	JNZ     rmssetloop
+
+rmsapplydone:
+	VZEROUPPER
+	RET

@@ -190,3 +190,12 @@ func TestSigmoid512MatchesAVX2(t *testing.T) {
 		sameBits(t, "sigmoid", n, run(true), run(false))
 	}
 }
+
+// TestRMSNormBackwardGoMatchesRowByRow is TestRMSNormBackwardMatchesRowByRow
+// with the AVX2 kernels switched off (the Go loops other CPUs run).
+func TestRMSNormBackwardGoMatchesRowByRow(t *testing.T) {
+	old := useElemAVX2
+	useElemAVX2 = false
+	defer func() { useElemAVX2 = old }()
+	checkRMSBackwardMatchesRef(t)
+}

@@ -26,3 +26,11 @@ func rmsnormScale(y, x, w []float32, r float32) { rmsnormScaleGo(y, x, w, r) }
 
 // dsRow writes dp[j] = p[j]·(dp[j] − dot).
 func dsRow(dp, p []float32, dot float32) { dsRowGo(dp, p, dot) }
+
+// rmsBackTerms writes t_j = (dy_j·w_j)·x̂_j and adds dy_j·x̂_j into dw_j.
+func rmsBackTerms(t, dw, dy, x, w []float32, r float32) { rmsBackTermsGo(t, dw, dy, x, w, r) }
+
+// rmsnormBackApply: with m = dot/n, dx_j (+)= r·(dy_j·w_j − x̂_j·m).
+func rmsnormBackApply(dx, dy, x, w []float32, r, dot float32, inPlace bool) {
+	rmsBackApplyGo(dx, dy, x, w, r, dot/float32(len(x)), inPlace)
+}

@@ -99,81 +99,73 @@ func RMSNormBackward(dinp, dw, dout, inp, w, rstd []float32, C, s, e int) {
 	rmsNormBackward(dinp, dw, dout, inp, w, rstd, C, s, e, false)
 }
 
+// rmsBackRows is how many rows rmsNormBackward takes together: their dots
+// Σ_j g_j·x̂_j run as independent float32 chains side by side (one chain
+// alone waits on every add). rmsBackBlock is the columns of those rows
+// handled per pass: their products wait in a stack buffer of rmsBackRows ×
+// rmsBackBlock floats, and each dot's chain carries on into the next pass.
+const (
+	rmsBackRows  = 8
+	rmsBackBlock = 512
+)
+
 // rmsNormBackward is RMSNormBackward over rows [s, e); with inPlace the
-// gradient overwrites dinp (which may alias dout) instead of being added.
+// gradient overwrites dinp (which may alias dout, row for row) instead of
+// being added. For each group of rows: the products t_ij = g_ij·x̂_ij
+// (rmsBackTerms, which also adds dy_ij·x̂_ij into dw_j, row after row),
+// their sums in order j = 0, 1, … (seqSums), then dx (rmsnormBackApply).
+// Every dw_j receives the rows' terms in row order and every dot is its
+// row's chain in column order, as a row-by-row loop computes them, so the
+// result is the same whatever the grouping; all rows of a group read dout
+// before any writes dinp.
 func rmsNormBackward(dinp, dw, dout, inp, w, rstd []float32, C, s, e int, inPlace bool) {
-	i := s
-	// Four rows at a time (bit-identical to one row at a time: each row's
-	// dot is its own chain in the same order, and every dw_j still receives
-	// the rows' terms in row order; all four rows of dout are read before
-	// any row of dinp is written).
-	for ; i+4 <= e; i += 4 {
-		x, dy := inp[i*C:(i+4)*C], dout[i*C:(i+4)*C]
-		r := rstd[i : i+4]
-		d0, d1, d2, d3 := rmsBackDot4(dw, dy, x, w, r[0], r[1], r[2], r[3], C)
-		for q, dot := range [4]float32{d0, d1, d2, d3} {
-			o := q * C
-			rmsnormBackApply(dinp[(i+q)*C:(i+q+1)*C], dy[o:o+C], x[o:o+C], w, r[q], dot, inPlace)
+	var t [rmsBackRows * rmsBackBlock]float32
+	for i := s; i < e; i += rmsBackRows {
+		var dots [rmsBackRows]float32
+		rows := min(rmsBackRows, e-i)
+		for j0 := 0; j0 < C; j0 += rmsBackBlock {
+			n := min(rmsBackBlock, C-j0)
+			for q := range rows {
+				o := (i+q)*C + j0
+				rmsBackTerms(t[q*n:(q+1)*n], dw[j0:j0+n], dout[o:o+n], inp[o:o+n], w[j0:j0+n], rstd[i+q])
+			}
+			seqSums(dots[:rows], t[:rows*n], n)
+		}
+		for q := range rows {
+			o := (i + q) * C
+			rmsnormBackApply(dinp[o:o+C], dout[o:o+C], inp[o:o+C], w[:C], rstd[i+q], dots[q], inPlace)
 		}
 	}
-	for ; i < e; i++ {
-		rmsnormBackRow(dinp[i*C:(i+1)*C], dw, dout[i*C:(i+1)*C], inp[i*C:(i+1)*C], w, rstd[i], inPlace)
-	}
 }
 
-// rmsBackDot4 is rmsnormBackRow's first loop over four consecutive rows
-// (dy and x hold them back to back, rows of n): it returns each row's
-// Σ_j dy_j·w_j·x̂_j and adds Σ_rows dy_j·x̂_j into dw in row order.
-func rmsBackDot4(dw, dy, x, w []float32, r0, r1, r2, r3 float32, n int) (d0, d1, d2, d3 float32) {
-	dw, w = dw[:n], w[:n]
-	dy0, dy1, dy2, dy3 := dy[:n], dy[n:2*n], dy[2*n:3*n], dy[3*n:4*n]
-	x0, x1, x2, x3 := x[:n], x[n:2*n], x[2*n:3*n], x[3*n:4*n]
-	for j := range dw {
-		wj := w[j]
-		h0, h1, h2, h3 := x0[j]*r0, x1[j]*r1, x2[j]*r2, x3[j]*r3
-		d0 += dy0[j] * wj * h0
-		d1 += dy1[j] * wj * h1
-		d2 += dy2[j] * wj * h2
-		d3 += dy3[j] * wj * h3
-		v := dw[j]
-		v += dy0[j] * h0
-		v += dy1[j] * h1
-		v += dy2[j] * h2
-		v += dy3[j] * h3
-		dw[j] = v
-	}
-	return
-}
-
-// rmsnormBackRow handles one row; with inPlace the gradient overwrites dx
-// (which may alias dy) instead of being added.
-func rmsnormBackRow(dx, dw, dy, x, w []float32, r float32, inPlace bool) {
-	n := len(x)
-	dw, dy, w = dw[:n], dy[:n], w[:n]
-	var dot float32
-	for j := range x {
-		xh := x[j] * r
-		dot += dy[j] * w[j] * xh
-		dw[j] += dy[j] * xh
-	}
-	rmsnormBackApply(dx, dy, x, w, r, dot, inPlace)
-}
-
-// rmsnormBackApply is the second half of a row's backward: with m =
-// dot/n, dx_j (+)= r·(dy_j·w_j − x̂_j·m).
-func rmsnormBackApply(dx, dy, x, w []float32, r, dot float32, inPlace bool) {
-	n := len(x)
-	dx, dy, w = dx[:n], dy[:n], w[:n]
-	m := dot / float32(n)
-	for j := range x {
-		xh := x[j] * r
-		g := r * (dy[j]*w[j] - xh*m)
-		if inPlace {
-			dx[j] = g
-		} else {
-			dx[j] += g
+// seqSums adds each of t's rows (len(d) rows of n) into d: row q's
+// elements one after another, in order, into d_q, as one float32 chain.
+// Eight chains run side by side.
+func seqSums(d, t []float32, n int) {
+	if len(d) != 8 {
+		for q := range d {
+			s := d[q]
+			for _, v := range t[q*n : (q+1)*n] {
+				s += v
+			}
+			d[q] = s
 		}
+		return
 	}
+	t0, t1, t2, t3 := t[:n], t[n:2*n], t[2*n:3*n], t[3*n:4*n]
+	t4, t5, t6, t7 := t[4*n:5*n], t[5*n:6*n], t[6*n:7*n], t[7*n:8*n]
+	d0, d1, d2, d3, d4, d5, d6, d7 := d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]
+	for j, v := range t0 {
+		d0 += v
+		d1 += t1[j]
+		d2 += t2[j]
+		d3 += t3[j]
+		d4 += t4[j]
+		d5 += t5[j]
+		d6 += t6[j]
+		d7 += t7[j]
+	}
+	d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7] = d0, d1, d2, d3, d4, d5, d6, d7
 }
 
 // HeadRMSNormForward is QK-Norm: an RMSNorm over each head vector of size hd
