@@ -75,20 +75,25 @@ type StepBenchOptions struct {
 
 // StepBench is the result of BenchStep.
 type StepBench struct {
-	TokensPerSec  float64 // batch·seq_len ÷ median step time
-	MFU           float64 // TokensPerSec · FLOPsPerToken ÷ PeakGFLOPS
-	StepSec       float64 // median step time
-	PeakRSSMB     float64 // the process's peak resident set
-	PeakGFLOPS    float64 // the peak MFU relates to
-	PeakSource    string  // where it came from: configured, cached or probed
-	Threads       int     // kernels.Threads() during the steps
-	Batch, Seq    int
-	Steps         int
-	Params        int
-	FLOPsPerToken float64
-	ArenaBytes    int
-	LossFirst     float64 // loss of the first (warm-up) step
-	LossLast      float64
+	TokensPerSec float64 // batch·seq_len ÷ median step time
+	MFU          float64 // TokensPerSec · FLOPsPerToken ÷ PeakGFLOPS
+	StepSec      float64 // median step time
+	PeakRSSMB    float64 // the process's peak resident set
+	PeakGFLOPS   float64 // the peak MFU relates to
+	PeakSource   string  // where it came from: configured, cached or probed
+	// PeakProbeGFLOPS is what this run's start-up probe of the FMA peak
+	// read (0 when the peak was configured): on a shared machine it says
+	// how far below its best the cores ran this time, which MFU, divided by
+	// the cached best, does not.
+	PeakProbeGFLOPS float64
+	Threads         int // kernels.Threads() during the steps
+	Batch, Seq      int
+	Steps           int
+	Params          int
+	FLOPsPerToken   float64
+	ArenaBytes      int
+	LossFirst       float64 // loss of the first (warm-up) step
+	LossLast        float64
 }
 
 // BenchStep trains a freshly initialised model (seed 1) on random tokens:
@@ -159,8 +164,8 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 	tps := float64(opt.Batch*T) / med
 	return StepBench{
 		TokensPerSec: tps, MFU: tps * m.FLOPsPerToken() / pk.FLOPS(), StepSec: med,
-		PeakRSSMB: kernels.PeakRSSMB(), PeakGFLOPS: pk.GFLOPS, PeakSource: string(pk.Source), Threads: kernels.Threads(),
-		Batch: opt.Batch, Seq: T, Steps: opt.Steps, Params: m.NumParams(), FLOPsPerToken: m.FLOPsPerToken(),
+		PeakRSSMB: kernels.PeakRSSMB(), PeakGFLOPS: pk.GFLOPS, PeakSource: string(pk.Source), PeakProbeGFLOPS: pk.Probe,
+		Threads: kernels.Threads(), Batch: opt.Batch, Seq: T, Steps: opt.Steps, Params: m.NumParams(), FLOPsPerToken: m.FLOPsPerToken(),
 		ArenaBytes: m.ArenaBytes(), LossFirst: first, LossLast: last,
 	}, nil
 }
@@ -222,7 +227,8 @@ func (r StepBench) Fields(preset string) map[string]any {
 		"step_ms": round(r.StepSec * 1000), "peak_rss_mb": round(r.PeakRSSMB),
 		"threads": r.Threads, "batch": r.Batch, "seq": r.Seq, "steps": r.Steps,
 		"params": r.Params, "flops_per_token": r.FLOPsPerToken, "peak_gflops": round(r.PeakGFLOPS), "peak_source": r.PeakSource,
-		"arena_mb": round(float64(r.ArenaBytes) / (1 << 20)), "gemm": kernels.Impl(),
+		"peak_probe_gflops": round(r.PeakProbeGFLOPS),
+		"arena_mb":          round(float64(r.ArenaBytes) / (1 << 20)), "gemm": kernels.Impl(),
 		"loss_first": round(r.LossFirst), "loss_last": round(r.LossLast), "gomaxprocs": runtime.GOMAXPROCS(0),
 	}
 }

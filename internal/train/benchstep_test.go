@@ -5,9 +5,11 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/model"
+	"github.com/kestrel-lm/kestrel/internal/peak"
 )
 
 // TestBenchStep times a tiny model: the loss falls on a fixed random batch,
@@ -26,6 +28,27 @@ func TestBenchStep(t *testing.T) {
 	}
 	if got := r.TokensPerSec * r.FLOPsPerToken / 100e9; r.PeakGFLOPS != 100 || r.PeakSource != "configured" || got != r.MFU {
 		t.Errorf("peak %v from %q, mfu %v; want 100 configured, mfu %v", r.PeakGFLOPS, r.PeakSource, r.MFU, got)
+	}
+	if r.PeakProbeGFLOPS != 0 || r.Fields("x")["peak_probe_gflops"] != 0.0 {
+		t.Errorf("configured peak: probe %v, want none", r.PeakProbeGFLOPS)
+	}
+	// From the cache: the start-up probe is reported beside the cached peak.
+	cacheDir := t.TempDir()
+	t.Setenv(peak.EnvCacheDir, cacheDir)
+	const seeded = 1e5 // GFLOP/s: above any probe, so the cache is never raised
+	if _, _, err := peak.Record(peak.CachePath(cacheDir), peak.CurrentKey(kernels.Threads()),
+		peak.Entry{GFLOPS: seeded, MeasuredAt: time.Now()}, false); err != nil {
+		t.Fatal(err)
+	}
+	c, err := BenchStep(context.Background(), StepBenchOptions{Model: cfg, Batch: 2, Steps: 2, Warmup: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := c.Fields("x")
+	if c.PeakGFLOPS != seeded || c.PeakSource != "cached" || !(c.PeakProbeGFLOPS > 0 && c.PeakProbeGFLOPS < seeded) ||
+		f["peak_probe_gflops"] != math.Round(c.PeakProbeGFLOPS*1000)/1000 {
+		t.Errorf("cached peak %v from %q, probe %v (field %v); want %v from the cache and a probe below it",
+			c.PeakGFLOPS, c.PeakSource, c.PeakProbeGFLOPS, f["peak_probe_gflops"], seeded)
 	}
 	for _, bad := range []StepBenchOptions{{Model: cfg, Batch: 1}, {Model: cfg, Steps: 1}} {
 		if _, err := BenchStep(context.Background(), bad); err == nil {
