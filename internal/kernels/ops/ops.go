@@ -27,11 +27,13 @@ func EmbeddingForward(out []float32, tokens []int32, wte []float32, C, s, e int)
 }
 
 // EmbeddingBackward scatters: dwte[tokens[i],:] += dout[i,:] for every row.
-// It runs serially (rows with equal tokens hit the same gradient row).
+// It runs serially (rows with equal tokens hit the same gradient row), each
+// row's adds as one vector add (kernels.Add: the same float32 sums).
 func EmbeddingBackward(dwte, dout []float32, tokens []int32, C int) {
 	for i, tok := range tokens {
 		t := int(tok)
-		axpy(1, dout[i*C:(i+1)*C], dwte[t*C:(t+1)*C])
+		g := dwte[t*C : (t+1)*C]
+		kernels.Add(g, g, dout[i*C:(i+1)*C])
 	}
 }
 
@@ -444,13 +446,6 @@ func crossEntropyRow(row []float32, y int, inPlace bool) (l, loss, sum float32) 
 }
 
 // -------------------------------------------------------------------- utils
-
-func axpy(a float32, x, y []float32) {
-	y = y[:len(x)]
-	for i, v := range x {
-		y[i] += a * v
-	}
-}
 
 // Expf is a fast float32 e^x (relative error below 3e-7): x = k·ln2 + r
 // with |r| ≤ ln2/2, e^r by a degree-7 Taylor polynomial, 2^k through the
