@@ -48,6 +48,12 @@ func selectKernel(want string) *gemmKernel {
 // sums the same products in the same order: its result is bit-identical.
 func GemmKC() int { return kern.kc }
 
+// GemmMR is the rows of C one micro-kernel call computes (the tile height)
+// in the active implementation. A product whose m is a multiple of it has
+// no ragged bottom tile, which the kernels compute at a fraction of their
+// speed.
+func GemmMR() int { return kern.mr }
+
 // UseImpl selects the GEMM implementation name ("go", "avx2" or "avx512")
 // and returns the one it replaces, so that tests and benchmarks outside
 // this package can cover every kernel. A name this CPU or build cannot run

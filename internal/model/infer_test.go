@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/kernels"
 )
 
 // inferCases are config shapes the forward-only path and the decoder must
@@ -280,5 +282,35 @@ func TestInferZeroAllocs(t *testing.T) {
 	run()
 	if a := testing.AllocsPerRun(5, run); a != 0 {
 		t.Fatalf("%v allocations per call, want 0", a)
+	}
+}
+
+// TestInferHeadBlockWholeTiles: a forward-only head block derived from the
+// logits budget and shorter than the chunk holds whole GEMM row tiles, no
+// more positions than the budget allows, and a block covering the whole
+// chunk is left as it is.
+func TestInferHeadBlockWholeTiles(t *testing.T) {
+	mr := kernels.GemmMR()
+	for _, tc := range []struct {
+		vocab, seqs, T int
+		budget         int // floats of logits per block
+	}{{8192, 8, 256, headLogitsPacked}, {1000, 2, 64, 50_000}, {300, 1, 32, 1 << 20}} {
+		c := Config{Vocab: tc.vocab, DModel: 16, NLayers: 1, NHeads: 2, NKVHeads: 2, MLPHidden: 32, SeqLen: tc.T}
+		var s inferScratch
+		func() {
+			defer func(l, p int) { headLogits, headLogitsPacked = l, p }(headLogits, headLogitsPacked)
+			headLogits, headLogitsPacked = tc.budget, tc.budget
+			s.ensure(c, tc.seqs)
+		}()
+		N := tc.seqs * tc.T
+		raw := max(64, tc.budget/tc.vocab)
+		switch {
+		case raw >= N:
+			if s.headN != N {
+				t.Errorf("vocab %d, %d rows: block %d, want the whole chunk", tc.vocab, N, s.headN)
+			}
+		case s.headN%mr != 0 || s.headN > raw || s.headN <= raw-mr:
+			t.Errorf("vocab %d: block %d rows, want the largest multiple of %d up to %d", tc.vocab, s.headN, mr, raw)
+		}
 	}
 }
