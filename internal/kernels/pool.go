@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // The worker pool: Threads()-1 persistent goroutines plus the calling
@@ -94,16 +95,65 @@ func newPool(threads int) *pool {
 	return p
 }
 
+// spinFor is how long a participant keeps its core busy watching for what
+// it waits on (a worker: the next job; the caller: the last chunk of its
+// job) before it blocks on a channel. A blocked goroutine's thread goes to
+// sleep, and on a virtual machine an idle virtual CPU then halts: waking it
+// took ~100 µs on this project's 2-core VM (the second thread joined every
+// job that late: kestrel's own measurement, BenchmarkPoolLatency), longer
+// than many of a small model's parallel ops take in all. The step's ops
+// follow each other within microseconds, so the watching bridges the gaps;
+// past spinFor of idleness the workers sleep and leave the core alone.
+var spinFor = 500 * time.Microsecond
+
 func (p *pool) loop(w *worker) {
 	for {
 		select {
 		case <-w.wake:
-			if p.work(w.id) {
-				p.done <- struct{}{}
-			}
+			p.serve(w.id)
 		case <-w.quit:
 			return
 		}
+	}
+}
+
+// serve runs the current job's chunks, then watches the job state for up to
+// spinFor and runs the next job's as soon as it is published (its wake-up
+// token, still in the channel, later finds nothing to do).
+func (p *pool) serve(id int) {
+	for {
+		if p.work(id) {
+			p.done <- struct{}{}
+		}
+		if !p.watch(func() bool { return p.open(id) }) {
+			return
+		}
+	}
+}
+
+// open reports whether the current job has chunks left to claim for
+// participant id.
+func (p *pool) open(id int) bool {
+	st := p.state.Load()
+	next := st & stMaxChunks
+	chunks := st >> stNextBits & (1<<stChunksBits - 1)
+	maxT := st >> (stNextBits + stChunksBits) & stMaxThreads
+	return next < chunks && uint64(id) < maxT
+}
+
+// watch polls ready, yielding the processor to other goroutines between
+// polls, until it reports true (watch returns true) or spinFor has passed
+// (false).
+func (p *pool) watch(ready func() bool) bool {
+	start := time.Now()
+	for i := 0; ; i++ {
+		if ready() {
+			return true
+		}
+		if i&63 == 63 && time.Since(start) > spinFor {
+			return false
+		}
+		runtime.Gosched()
 	}
 }
 
@@ -155,7 +205,10 @@ func (p *pool) run(n, chunk, maxThreads int, task Task, wt wtask) {
 		}
 	}
 	if !p.work(0) {
-		<-p.done // a worker is finishing the last chunk
+		// A worker is finishing the last chunk: watch for its done signal
+		// before blocking on it (see spinFor).
+		p.watch(func() bool { return len(p.done) > 0 })
+		<-p.done
 	}
 	// Close the job: a late worker now sees next >= chunks.
 	p.state.Store(p.epoch << (stNextBits + stChunksBits + stMaxBits))

@@ -1,9 +1,11 @@
 package kernels
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestParallelForCoversRangeOnce(t *testing.T) {
@@ -106,5 +108,40 @@ func TestParallelForManyTinyJobs(t *testing.T) {
 		if v != jobs {
 			t.Fatalf("out[%d] = %d, want %d", i, v, jobs)
 		}
+	}
+}
+
+// busyTask keeps its core busy for d per item.
+type busyTask struct{ d time.Duration }
+
+func (t *busyTask) Run(s, e int) {
+	for i := s; i < e; i++ {
+		for t0 := time.Now(); time.Since(t0) < t.d; {
+		}
+	}
+}
+
+// BenchmarkPoolLatency times jobs of two equal chunks on two threads, with
+// some serial work of the caller's between jobs (as between a model's
+// ops), and reports how much longer than one chunk each job took: the
+// second thread's lateness. Before the pool's participants watched for
+// work (spinFor), a blocked worker's virtual CPU halted, and on the 2-core
+// VM every job then took ~100 µs more (the worker joined late, so the
+// caller ran both 100 µs chunks itself).
+func BenchmarkPoolLatency(b *testing.B) {
+	defer SetThreads(Threads())
+	SetThreads(2)
+	for _, chunk := range []time.Duration{20 * time.Microsecond, 100 * time.Microsecond, time.Millisecond} {
+		b.Run(fmt.Sprintf("chunk%v", chunk), func(b *testing.B) {
+			job, gap := busyTask{d: chunk}, busyTask{d: 20 * time.Microsecond}
+			var late time.Duration
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				ParallelForTask(2, 1, &job)
+				late += time.Since(t0) - chunk
+				gap.Run(0, 1)
+			}
+			b.ReportMetric(float64(late.Microseconds())/float64(b.N), "µs-late/job")
+		})
 	}
 }
