@@ -64,11 +64,7 @@ func Eval(ctx context.Context, opt EvalOptions) (EvalResult, error) {
 	c := opt.Model
 	T, N := c.SeqLen, opt.Batch*c.SeqLen
 	r := rand.New(rand.NewPCG(1, 2))
-	b := &model.Batch{B: opt.Batch, T: T, Inputs: make([]int32, N), Targets: make([]int32, N)}
-	for i := range b.Inputs {
-		b.Inputs[i] = int32(r.IntN(c.Vocab))
-		b.Targets[i] = int32(r.IntN(c.Vocab))
-	}
+	b := model.RandomBatch(c, opt.Batch, r)
 	lp := make([]float32, N)
 	res := EvalResult{Batch: opt.Batch, Seq: T, Pairs: opt.Pairs, m: m}
 	var fo, fw, tr, ratio, ratioF []float64

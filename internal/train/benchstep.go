@@ -130,11 +130,7 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 	pk := peak.Resolve(peak.Options{Configured: opt.PeakGFLOPS, Threads: kernels.Threads()})
 	T := cfg.SeqLen
 	r := rand.New(rand.NewPCG(1, 2))
-	b := &model.Batch{B: opt.Batch, T: T, Inputs: make([]int32, opt.Batch*T), Targets: make([]int32, opt.Batch*T)}
-	for i := range b.Inputs {
-		b.Inputs[i] = int32(r.IntN(cfg.Vocab))
-		b.Targets[i] = int32(r.IntN(cfg.Vocab))
-	}
+	b := model.RandomBatch(cfg, opt.Batch, r)
 	var times []float64
 	var first, last float64
 	for s := 0; s < opt.Warmup+opt.Steps; s++ {

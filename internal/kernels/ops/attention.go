@@ -229,28 +229,41 @@ type softmaxTask struct {
 }
 
 // block runs the softmax over the T rows of the (b, h) pair bh, whose
-// scores are in S [T × T].
+// scores are in S [T × T]. With a scratch buffer, a row whose allowed keys
+// are one run j ∈ [lo, t] — every row without Seg, and with Seg every row
+// when the sequence's segment ids never decrease (documents packed one
+// after another, as the data loader numbers them: the keys of row t are
+// then those from its document's first position on) — takes the
+// vectorised exponential; rows of other masks take the scalar loop.
 func (k *softmaxTask) block(S []float32, bh int) {
 	T := k.T
+	b := bh / k.H
+	var seg []int32
+	if k.seg != nil {
+		seg = k.seg[b*T : (b+1)*T]
+	}
+	runs := k.scratch != nil && (seg == nil || nonDecreasing(seg))
+	lo := 0 // first allowed key of row t when runs
 	for r := bh * T; r < (bh+1)*T; r++ {
 		t := r % T
-		b := r / T / k.H
 		row := S[t*T : (t+1)*T]
-		var seg []int32
 		var st int32
-		if k.seg != nil {
-			seg = k.seg[b*T : (b+1)*T]
+		if seg != nil {
 			st = seg[t]
+			if t > 0 && st != seg[t-1] {
+				lo = t
+			}
 		}
-		if seg == nil && k.scratch != nil {
+		if runs {
 			// e^(s−max) into scratch, entropy from Σ e·s, then normalise
-			v := row[:t+1]
+			v := row[lo : t+1]
 			mx := maxRow(v)
-			ex := k.scratch[(r/T)*T : (r/T)*T+t+1]
+			ex := k.scratch[bh*T+lo : bh*T+t+1]
 			sum := expShiftSum(ex, v, mx)
 			ps := kernels.Dot(ex, v)
 			inv := 1 / sum
 			scaleTo(v, ex, inv)
+			clear(row[:lo])
 			clear(row[t+1:])
 			k.rowMax[r] = mx
 			k.rowEnt[r] = mx + float32(math.Log(float64(sum))) - ps*inv
@@ -292,6 +305,16 @@ func (k *softmaxTask) block(S []float32, bh int) {
 		k.rowMax[r] = mx
 		k.rowEnt[r] = lse - ps*inv
 	}
+}
+
+// nonDecreasing reports whether seg[i] ≤ seg[i+1] everywhere.
+func nonDecreasing(seg []int32) bool {
+	for i := 1; i < len(seg); i++ {
+		if seg[i] < seg[i-1] {
+			return false
+		}
+	}
+	return true
 }
 
 // softmaxBackTask: dS = P ⊙ (dP − Σ P⊙dP) in place in datt, per row.

@@ -8,7 +8,8 @@ import (
 
 // refAttention is a copy of Attention as it was before the attention
 // kernels (commit c5ae2e9): the reference the bit-identity tests compare
-// the current implementation with. Only the names differ.
+// the current implementation with. Only the names differ, and the masked
+// softmax rows follow the current ones (refSoftmaxTask).
 type refAttention struct {
 	D       AttnDims
 	Seg     []int32
@@ -166,15 +167,27 @@ func (k *refSoftmaxTask) Run(s, e int) {
 			seg = k.seg[b*T : (b+1)*T]
 			st = seg[t]
 		}
-		if seg == nil && k.scratch != nil {
+		// Since the masked rows' change (one run of keys from the
+		// document's first position when the ids never decrease), the
+		// vector rows of the current implementation; lo is found by
+		// scanning back here, row by row.
+		lo := 0
+		if seg != nil {
+			lo = t
+			for lo > 0 && seg[lo-1] == st {
+				lo--
+			}
+		}
+		if k.scratch != nil && (seg == nil || nonDecreasing(seg)) {
 			// e^(s−max) into scratch, entropy from Σ e·s, then normalise
-			v := row[:t+1]
+			v := row[lo : t+1]
 			mx := maxRow(v)
-			ex := k.scratch[(r/T)*T : (r/T)*T+t+1]
+			ex := k.scratch[(r/T)*T+lo : (r/T)*T+t+1]
 			sum := expShiftSum(ex, v, mx)
 			ps := kernels.Dot(ex, v)
 			inv := 1 / sum
 			scaleTo(v, ex, inv)
+			clear(row[:lo])
 			clear(row[t+1:])
 			k.rowMax[r] = mx
 			k.rowEnt[r] = mx + float32(math.Log(float64(sum))) - ps*inv

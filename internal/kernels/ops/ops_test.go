@@ -340,20 +340,23 @@ func TestCrossEntropyLossMatchesTraining(t *testing.T) {
 func TestAttentionGrad(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		seg   bool
+		seg   []int32
 		block int
 		vec   bool
-	}{{"causal", false, 0, false}, {"causal-vec", false, 0, true}, {"docmask-blocked", true, 2, true}} {
+	}{
+		{"causal", nil, 0, false},
+		{"causal-vec", nil, 0, true},
+		{"docmask-blocked", []int32{0, 0, 1, 1, 1, 4, 4, 4, 4, 9}, 2, true}, // documents in order: the vector rows
+		{"docmask-scalar", []int32{0, 0, 1, 1, 1, 4, 4, 4, 4, 9}, 0, false},
+		// a document resumes after another: that sequence's rows take the scalar loop
+		{"docmask-interleaved", []int32{0, 1, 0, 1, 1, 3, 2, 3, 3, 2}, 0, true},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(9, 1))
 			B, T, H, KV, hd := 2, 5, 4, 2, 4
 			d := AttnDims{B: B, T: T, H: H, KVH: KV, HD: hd, Stride: (H + 2*KV) * hd,
 				QOff: 0, KOff: H * hd, VOff: (H + KV) * hd, OutStride: H * hd}
-			var seg []int32
-			if tc.seg {
-				seg = []int32{0, 0, 1, 1, 1, 4, 4, 4, 4, 9}
-			}
-			a := &Attention{D: d, Seg: seg, Block: tc.block}
+			a := &Attention{D: d, Seg: tc.seg, Block: tc.block}
 			if tc.vec {
 				a.Scratch = make([]float32, B*H*T)
 			}
@@ -372,7 +375,7 @@ func TestAttentionGrad(t *testing.T) {
 				var s float32
 				for j := 0; j < T; j++ {
 					p := att[row*T+j]
-					if j > tt || (seg != nil && seg[b*T+j] != seg[b*T+tt]) {
+					if j > tt || (tc.seg != nil && tc.seg[b*T+j] != tc.seg[b*T+tt]) {
 						if p != 0 {
 							t.Fatalf("row %d masked p[%d]=%g", row, j, p)
 						}
