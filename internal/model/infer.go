@@ -55,7 +55,7 @@ type inferScratch struct {
 
 	x, ln, qkvRaw, qkv, atty, gu, h []float32
 	rstd, qnRstd, knRstd            []float32
-	rowMax, rowEnt, attnTmp         []float32
+	attnTmp                         []float32
 
 	hx, hrstd, logits, loss, lse []float32
 	headN                        int // rows of the head block
@@ -93,8 +93,6 @@ func (s *inferScratch) ensure(c Config, seqs int) {
 	s.gu = kernels.MakeBuffer(N * 2 * F)
 	s.h = kernels.MakeBuffer(N * F)
 	s.rstd = kernels.MakeBuffer(N)
-	s.rowMax = kernels.MakeBuffer(seqs * H * T)
-	s.rowEnt = kernels.MakeBuffer(seqs * H * T)
 	s.attnTmp = kernels.MakeBuffer(seqs * H * T)
 	hn := headRows
 	if hn <= 0 {
@@ -191,7 +189,7 @@ func (m *Model) inferBody(s *inferScratch, inputs, seg []int32, B, T int) {
 			ops.MatmulForward(s.qkv, s.ln, w.qkv, N, D, m.qkvDim, false)
 		}
 		m.qkPrep(&s.tQK, l, s.qkv, s.qkvRaw, s.qnRstd, s.knRstd, N, T, 0)
-		s.attn.Forward(s.atty, nil, s.qkv, s.rowMax, s.rowEnt) // probabilities not kept
+		s.attn.Forward(s.atty, nil, s.qkv, nil, nil) // no probabilities kept, no vitals
 		ops.MatmulForward(x, s.atty, w.wo, N, m.attDim, D, true)
 		// x ← x + down(swiglu(gate_up(rmsnorm(x))))
 		s.rms(s.ln, x, w.ln2, N, D, eps)

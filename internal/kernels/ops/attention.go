@@ -72,7 +72,8 @@ func (a *Attention) block() int {
 // Forward computes out [B*T, OutStride] and saves the probabilities in att
 // [B, H, T, T] (entries above the diagonal or across documents are 0). For
 // each query row r = (b·H+h)·T+t it stores the max pre-softmax logit in
-// rowMax[r] and the attention entropy (nats) in rowEnt[r]. The (b, h) pairs
+// rowMax[r] and the attention entropy (nats) in rowEnt[r] (both nil: no
+// vitals, and the entropy's sums are skipped). The (b, h) pairs
 // run in parallel, each with its GEMMs and softmax rows on one thread.
 // With att nil (forward-only passes) the probabilities are not kept: each
 // (b, h) pair's T×T block goes through a buffer of the worker's that stays
@@ -260,13 +261,15 @@ func (k *softmaxTask) block(S []float32, bh int) {
 			mx := maxRow(v)
 			ex := k.scratch[bh*T+lo : bh*T+t+1]
 			sum := expShiftSum(ex, v, mx)
-			ps := kernels.Dot(ex, v)
 			inv := 1 / sum
+			if k.rowEnt != nil {
+				ps := kernels.Dot(ex, v)
+				k.rowMax[r] = mx
+				k.rowEnt[r] = mx + float32(math.Log(float64(sum))) - ps*inv
+			}
 			scaleTo(v, ex, inv)
 			clear(row[:lo])
 			clear(row[t+1:])
-			k.rowMax[r] = mx
-			k.rowEnt[r] = mx + float32(math.Log(float64(sum))) - ps*inv
 			continue
 		}
 		mx := row[t]
@@ -301,9 +304,11 @@ func (k *softmaxTask) block(S []float32, bh int) {
 			row[j] *= inv
 		}
 		clear(row[t+1:])
-		lse := mx + float32(math.Log(float64(sum)))
-		k.rowMax[r] = mx
-		k.rowEnt[r] = lse - ps*inv
+		if k.rowEnt != nil {
+			lse := mx + float32(math.Log(float64(sum)))
+			k.rowMax[r] = mx
+			k.rowEnt[r] = lse - ps*inv
+		}
 	}
 }
 

@@ -140,7 +140,7 @@ func TestAttentionBitIdenticalImpls(t *testing.T) {
 
 // sameForwardNoAtt runs x's forward without keeping the probabilities
 // (att nil, as the forward-only path does) and checks out and the vitals
-// against the reference's.
+// against the reference's, then without the vitals (out alone).
 func sameForwardNoAtt(t *testing.T, x *attnBench, out, rowMax, rowEnt []float32) {
 	t.Helper()
 	o, m, e := nanVec(len(out)), nanVec(len(rowMax)), nanVec(len(rowEnt))
@@ -148,4 +148,8 @@ func sameForwardNoAtt(t *testing.T, x *attnBench, out, rowMax, rowEnt []float32)
 	sameBitsAll(t, "out (att nil)", o, out)
 	sameBitsAll(t, "rowMax (att nil)", m, rowMax)
 	sameBitsAll(t, "rowEnt (att nil)", e, rowEnt)
+	// without vitals (the forward-only path): the same output
+	o = nanVec(len(out))
+	x.a.Forward(o, nil, x.qkv, nil, nil)
+	sameBitsAll(t, "out (att nil, no vitals)", o, out)
 }
