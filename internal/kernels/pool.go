@@ -134,11 +134,14 @@ func (p *pool) serve(id int) {
 // open reports whether the current job has chunks left to claim for
 // participant id.
 func (p *pool) open(id int) bool {
-	st := p.state.Load()
-	next := st & stMaxChunks
-	chunks := st >> stNextBits & (1<<stChunksBits - 1)
-	maxT := st >> (stNextBits + stChunksBits) & stMaxThreads
+	next, chunks, maxT := jobState(p.state.Load())
 	return next < chunks && uint64(id) < maxT
+}
+
+// jobState splits the job state word: the next chunk to claim, the number
+// of chunks and the most participants.
+func jobState(st uint64) (next, chunks, maxT uint64) {
+	return st & stMaxChunks, st >> stNextBits & (1<<stChunksBits - 1), st >> (stNextBits + stChunksBits) & stMaxThreads
 }
 
 // watch polls ready, yielding the processor to other goroutines between
@@ -162,9 +165,7 @@ func (p *pool) watch(ready func() bool) bool {
 func (p *pool) work(id int) (last bool) {
 	for {
 		st := p.state.Load()
-		next := st & stMaxChunks
-		chunks := st >> stNextBits & (1<<stChunksBits - 1)
-		maxT := st >> (stNextBits + stChunksBits) & stMaxThreads
+		next, chunks, maxT := jobState(st)
 		if next >= chunks || uint64(id) >= maxT {
 			return false
 		}
