@@ -94,7 +94,10 @@ func colPieces(hd int, f func(c0, w int)) {
 // up to 32, zero past T). Tiles past column T go through edge (12×32
 // floats). With pf (T×T, row stride T), each tile's part of pf is
 // prefetched as it computes (the next pass over those rows reads it).
-func lowerTiles(T, hd int, alpha float32, a []float32, lda int, bt []float32, tp int, c, edge, pf []float32) {
+// With docs (see docRuns), the 32-column tiles wholly before the document
+// of a row tile's first row are not computed but zeroed: every row of the
+// tile masks those keys.
+func lowerTiles(T, hd int, alpha float32, a []float32, lda int, bt []float32, tp int, c, edge, pf []float32, docs []int32) {
 	for i0 := 0; i0 < T; i0 += 12 {
 		rows := min(12, T-i0)
 		ai := a[i0*lda:]
@@ -103,7 +106,11 @@ func lowerTiles(T, hd int, alpha float32, a []float32, lda int, bt []float32, tp
 			prefetchRows(a[i1*lda:], lda, min(12, T-i1), hd)
 		}
 		n := i0 + rows // the columns the tile's rows need
-		for j0 := 0; j0 < n; {
+		j0 := firstKey(docs, i0) &^ 31
+		for i := 0; i < rows && j0 > 0; i++ {
+			clear(c[(i0+i)*T : (i0+i)*T+j0])
+		}
+		for j0 < n {
 			w := 32
 			if n-j0 <= 16 {
 				w = 16
@@ -126,15 +133,47 @@ func lowerTiles(T, hd int, alpha float32, a []float32, lda int, bt []float32, tp
 
 // causalRowsTimes computes C = alpha·P·B for the T×T lower-triangular P
 // (row stride T, 0 above the diagonal) and B T×hd (row stride ldb): the
-// chain of row tile i0.. stops at key i0+rows−1.
-func causalRowsTimes(T, hd int, alpha float32, p []float32, b []float32, ldb int, c []float32, ldc int) {
+// chain of row tile i0.. stops at key i0+rows−1, and with docs starts at
+// the first key of row i0's document (P is 0 before it in all the tile's
+// rows: the chain leaves out exact zeros, which change no sum).
+func causalRowsTimes(T, hd int, alpha float32, p []float32, b []float32, ldb int, c []float32, ldc int, docs []int32) {
 	colPieces(hd, func(c0, w int) {
 		mr := tileRows(w)
 		for i0 := 0; i0 < T; i0 += mr {
 			rows := min(mr, T-i0)
-			attnTile(rows, w, i0+rows, p[i0*T:], T, 1, b[c0:], ldb, c[i0*ldc+c0:], ldc, alpha, 0)
+			lo := firstKey(docs, i0)
+			attnTile(rows, w, i0+rows-lo, p[i0*T+lo:], T, 1, b[lo*ldb+c0:], ldb, c[i0*ldc+c0:], ldc, alpha, 0)
 		}
 	})
+}
+
+// docRuns returns the segment ids of sequence b when every row's keys are
+// one run from its document's first position (ids that never decrease:
+// documents packed one after another), else nil: then no tile is skipped
+// for the document mask.
+func (a *Attention) docRuns(b int) []int32 {
+	if a.Seg == nil {
+		return nil
+	}
+	T := a.D.T
+	seg := a.Seg[b*T : (b+1)*T]
+	if !nonDecreasing(seg) {
+		return nil
+	}
+	return seg
+}
+
+// firstKey is the first key row t attends to: the first position of its
+// document with docs (see docRuns), else 0.
+func firstKey(docs []int32, t int) int {
+	if docs == nil {
+		return 0
+	}
+	j := t
+	for j > 0 && docs[j-1] == docs[t] {
+		j--
+	}
+	return j
 }
 
 // attnFirst, passed as beta to the tile kernels, writes C = alpha·Σ + (+0):
@@ -148,8 +187,11 @@ var attnFirst = float32(math.Copysign(0, -1))
 // 0:r1]ᵀ·B[r0:r1], as the Sgemm path does. The chain of key tile j0..
 // starts at query max(r0, j0). With first, C holds nothing yet (it is
 // taken as cleared): block r0 is the first to reach rows r0..r1 of C, which
-// it writes as attnFirst, not reading them.
-func causalTransTimes(T, hd, bs int, alpha float32, p []float32, b []float32, ldb int, c []float32, ldc int, first bool) {
+// it writes as attnFirst, not reading them. With docs, a key tile wholly
+// before the document of the chain's first query adds nothing (P is 0
+// there for all of the block's queries, whose documents start no earlier)
+// and is skipped.
+func causalTransTimes(T, hd, bs int, alpha float32, p []float32, b []float32, ldb int, c []float32, ldc int, first bool, docs []int32) {
 	colPieces(hd, func(c0, w int) {
 		mr := tileRows(w)
 		for r0 := 0; r0 < T; r0 += bs {
@@ -161,6 +203,9 @@ func causalTransTimes(T, hd, bs int, alpha float32, p []float32, b []float32, ld
 			for j0 := 0; j0 < j1; j0 += mr {
 				rows := min(mr, j1-j0)
 				i := max(r0, j0)
+				if j0+rows <= firstKey(docs, i) {
+					continue
+				}
 				attnTile(rows, w, r1-i, p[i*T+j0:], 1, T, b[i*ldb+c0:], ldb, c[j0*ldc+c0:], ldc, alpha, 1)
 			}
 			if !first {
@@ -210,10 +255,11 @@ func (k *attnFwdTask) runTiles(s, e int) {
 		S := k.scores(sbuf, bh)
 		// S = s·Q·Kᵀ (lower tiles)
 		packT(kt, tp, k.qkv[base+d.KOff+kv*hd:], d.Stride, T, hd)
-		lowerTiles(T, hd, scale, k.qkv[base+d.QOff+h*hd:], d.Stride, kt, tp, S, edge, nil)
+		docs := a.docRuns(b)
+		lowerTiles(T, hd, scale, k.qkv[base+d.QOff+h*hd:], d.Stride, kt, tp, S, edge, nil, docs)
 		a.sm.block(S, bh)
 		// O = P·V
-		causalRowsTimes(T, hd, 1, S, k.qkv[base+d.VOff+kv*hd:], d.Stride, k.out[b*T*d.OutStride+h*hd:], d.OutStride)
+		causalRowsTimes(T, hd, 1, S, k.qkv[base+d.VOff+kv*hd:], d.Stride, k.out[b*T*d.OutStride+h*hd:], d.OutStride, docs)
 	}
 	putBuf(buf)
 }
@@ -235,21 +281,22 @@ func (k *attnBwdTask) runTiles(s, e int) {
 		dK := k.dqkv[base+d.KOff+kv*hd:]
 		dV := k.dqkv[base+d.VOff+kv*hd:]
 		packT(vt, tp, k.qkv[base+d.VOff+kv*hd:], d.Stride, T, hd)
+		docs := a.docRuns(b)
 		for h := kv * group; h < (kv+1)*group; h++ {
 			bh := b*d.H + h
 			dS := k.datt[bh*T*T:]
 			P := k.att[bh*T*T:]
 			dO := k.dout[b*T*d.OutStride+h*hd:]
 			// dP = dO·Vᵀ (lower tiles), then dS in place
-			lowerTiles(T, hd, 1, dO, d.OutStride, vt, tp, dS, edge, P)
+			lowerTiles(T, hd, 1, dO, d.OutStride, vt, tp, dS, edge, P, docs)
 			a.smb.Run(bh*T, (bh+1)*T)
 			// dQ = s·dS·K
-			causalRowsTimes(T, hd, scale, dS, K, d.Stride, k.dqkv[base+d.QOff+h*hd:], d.Stride)
+			causalRowsTimes(T, hd, scale, dS, K, d.Stride, k.dqkv[base+d.QOff+h*hd:], d.Stride, docs)
 			// dK += s·dSᵀ·Q, dV += Pᵀ·dO, block by block
 			// (the group's first head writes dK, dV without a clear)
 			first := h == kv*group
-			causalTransTimes(T, hd, bs, scale, dS, k.qkv[base+d.QOff+h*hd:], d.Stride, dK, d.Stride, first)
-			causalTransTimes(T, hd, bs, 1, P, dO, d.OutStride, dV, d.Stride, first)
+			causalTransTimes(T, hd, bs, scale, dS, k.qkv[base+d.QOff+h*hd:], d.Stride, dK, d.Stride, first, docs)
+			causalTransTimes(T, hd, bs, 1, P, dO, d.OutStride, dV, d.Stride, first, docs)
 		}
 	}
 	putBuf(buf)
