@@ -30,8 +30,9 @@ var inferRows = 2048
 var headLogits = 1 << 24
 
 // headLogitsPacked is the smaller block (8 MiB of logits: 256 positions at
-// vocab 8192, rounded down to whole GEMM row tiles: 252) used when W_lm, packed once per LogProbs call
-// (kernels.PackedB), takes no more memory than the smaller block saves:
+// vocab 8192, rounded down to whole GEMM row tiles: 252) used when W_lm,
+// packed once per LogProbs call (kernels.PackedB), takes no more memory
+// than the smaller block saves:
 // each block's logits are then still in the L3 cache when the log-softmax
 // reads them (twice: the row maximum, then the exponentials), instead of
 // a round trip to memory.
