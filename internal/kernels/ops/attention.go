@@ -149,7 +149,7 @@ func (k *attnFwdTask) Run(s, e int) {
 				k.qkv[base+d.KOff+kv*hd:], d.Stride,
 				0, S[r0*T:], T)
 		}
-		a.sm.block(S, bh)
+		a.sm.block(S, bh, a.docRuns(b))
 		for r0 := 0; r0 < T; r0 += bs {
 			r1 := min(r0+bs, T)
 			kernels.Sgemm(false, false, r1-r0, hd, r1, 1,
@@ -230,20 +230,20 @@ type softmaxTask struct {
 }
 
 // block runs the softmax over the T rows of the (b, h) pair bh, whose
-// scores are in S [T × T]. With a scratch buffer, a row whose allowed keys
-// are one run j ∈ [lo, t] — every row without Seg, and with Seg every row
-// when the sequence's segment ids never decrease (documents packed one
-// after another, as the data loader numbers them: the keys of row t are
-// then those from its document's first position on) — takes the
-// vectorised exponential; rows of other masks take the scalar loop.
-func (k *softmaxTask) block(S []float32, bh int) {
+// scores are in S [T × T]; docs is Attention.docRuns of the pair's
+// sequence. With a scratch buffer, a row whose allowed keys are one run
+// j ∈ [lo, t] — every row without Seg, and with Seg every row when docs
+// is set (documents packed one after another: the keys of row t are those
+// from its document's first position on) — takes the vectorised
+// exponential; rows of other masks take the scalar loop.
+func (k *softmaxTask) block(S []float32, bh int, docs []int32) {
 	T := k.T
 	b := bh / k.H
 	var seg []int32
 	if k.seg != nil {
 		seg = k.seg[b*T : (b+1)*T]
 	}
-	runs := k.scratch != nil && (seg == nil || nonDecreasing(seg))
+	runs := k.scratch != nil && (seg == nil || docs != nil)
 	lo := 0 // first allowed key of row t when runs
 	for r := bh * T; r < (bh+1)*T; r++ {
 		t := r % T

@@ -200,12 +200,15 @@ func causalTransTimes(T, hd, bs int, alpha float32, p []float32, b []float32, ld
 			if first {
 				j1 = r0 // rows r0..r1 below
 			}
+			// key tiles before the block's first document (a chain from
+			// query j0 ≥ r0 always holds key j0 itself)
+			lo := firstKey(docs, r0)
 			for j0 := 0; j0 < j1; j0 += mr {
 				rows := min(mr, j1-j0)
-				i := max(r0, j0)
-				if j0+rows <= firstKey(docs, i) {
+				if j0+rows <= lo {
 					continue
 				}
+				i := max(r0, j0)
 				attnTile(rows, w, r1-i, p[i*T+j0:], 1, T, b[i*ldb+c0:], ldb, c[j0*ldc+c0:], ldc, alpha, 1)
 			}
 			if !first {
@@ -257,7 +260,7 @@ func (k *attnFwdTask) runTiles(s, e int) {
 		packT(kt, tp, k.qkv[base+d.KOff+kv*hd:], d.Stride, T, hd)
 		docs := a.docRuns(b)
 		lowerTiles(T, hd, scale, k.qkv[base+d.QOff+h*hd:], d.Stride, kt, tp, S, edge, nil, docs)
-		a.sm.block(S, bh)
+		a.sm.block(S, bh, docs)
 		// O = P·V
 		causalRowsTimes(T, hd, 1, S, k.qkv[base+d.VOff+kv*hd:], d.Stride, k.out[b*T*d.OutStride+h*hd:], d.OutStride, docs)
 	}
