@@ -69,12 +69,13 @@ func packBN32(dst, b []float32, ldb, p0, j0, kc int) bool {
 func packAT14avx512(dst, src *float32, lda, kc, strips, ss int)
 
 // packAT14 packs full 14-row strips of op(A) = Aᵀ k-major with AVX-512
-// masked moves: dst[s·ss + 16·p + i] = a[(p0+p)·lda + i0 + 14·s + i].
+// moves: dst[s·ss + 16·p + i] = a[(p0+p)·lda + i0 + 14·s + i] for i < 14,
+// and 0 in the two padding lanes (i = 14, 15) of each k step.
 func packAT14(dst, a []float32, lda, i0, p0, full, kc, ss int) bool {
 	if kc < 1 || full < 1 || ss < 16*kc {
 		return false
 	}
-	_ = dst[(full-1)*ss+16*(kc-1)+13]
+	_ = dst[(full-1)*ss+16*(kc-1)+15]
 	src := a[p0*lda+i0:]
 	_ = src[(kc-1)*lda+14*full-1]
 	packAT14avx512(&dst[0], &src[0], lda, kc, full, ss)
