@@ -35,7 +35,11 @@ type AdamW struct {
 	chunks [][]seg   // the spans cut into fixed chunks for parallel passes
 	part   []float64 // per-chunk partial sums (3 per chunk)
 	full   []bool    // per chunk: its segments cover it whole, in order
-	u      []float32 // scratch: this step's update direction (not state)
+	// u is the scratch of Muon's update directions (not state), laid out
+	// like the params; nil without Muon: an AdamW direction is computed
+	// in pass 1 for the norms and again in pass 2 to apply it, which costs
+	// less than writing and reading it back (see Step).
+	u []float32
 
 	// Per-span telemetry: segPart holds each segment's sums of squares
 	// (update, param, m, v; 4 per segment), added per span in segment order
@@ -283,15 +287,18 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	bc2 := 1 - math.Pow(b2, t)
 	ib1, ib2, eps := float32(1/bc1), float32(1/math.Sqrt(bc2)), float32(c.Eps)
 	k1 := adamConsts{gs: gs, b1: b1, c1: 1 - b1, b2: b2, c2: 1 - b2, ib1: ib1, ib2: ib2, eps: eps}
-	// Pass 1: the update direction into the scratch buffer u (the only
-	// division and square root per parameter), and the norms of θ and of u.
-	// M, V and θ are not written yet: a non-finite update norm must leave
-	// them untouched.
-	if len(o.u) != len(params) {
-		o.u = kernels.MakeBuffer(len(params))
-	}
+	// Pass 1: the norms of the update direction u and of θ. Nothing is
+	// written: a non-finite update norm must leave M, V and θ untouched,
+	// and the update-norm clipping needs the norm before any θ moves. Pass
+	// 2 computes each AdamW u again, by the same operations (so to the same
+	// bits), instead of reading it back from a scratch buffer: the step is
+	// bound by memory, and the buffer's write and read were a fifth of its
+	// traffic.
 	tel := !o.noTelemetry
 	if o.muon != nil {
+		if len(o.u) != len(params) {
+			o.u = kernels.MakeBuffer(len(params))
+		}
 		// Muon spans: the direction into u and the new momentum into mbuf
 		// first; pass 1 below only sums their squares.
 		o.muonDirections(params, grads, gs)
@@ -300,7 +307,6 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 		for c := c0; c < c1; c++ {
 			var un, pn float64
 			for k, sg := range o.chunks[c] {
-				gr, mm, vv, pp, uu := grads[sg.lo:sg.hi], o.M[sg.lo:sg.hi], o.V[sg.lo:sg.hi], params[sg.lo:sg.hi], o.u[sg.lo:sg.hi]
 				if sg.muon {
 					su, sp, sm := o.muonSums(sg, params)
 					un += su
@@ -319,7 +325,7 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 				}
 				kc.wd = sg.wd
 				acc := [6]float64{un, pn}
-				adamDir(mode, gr, mm, vv, pp, uu, &kc, &acc)
+				adamDir(mode, grads[sg.lo:sg.hi], o.M[sg.lo:sg.hi], o.V[sg.lo:sg.hi], params[sg.lo:sg.hi], &kc, &acc)
 				un, pn = acc[0], acc[1]
 				switch mode {
 				case dirTel:
@@ -363,15 +369,17 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
 		for c := c0; c < c1; c++ {
 			for _, sg := range o.chunks[c] {
-				gr, mm, vv, pp, uu := grads[sg.lo:sg.hi], o.M[sg.lo:sg.hi], o.V[sg.lo:sg.hi], params[sg.lo:sg.hi], o.u[sg.lo:sg.hi]
+				mm, pp := o.M[sg.lo:sg.hi], params[sg.lo:sg.hi]
 				if sg.muon {
 					copy(mm, o.mbuf[sg.lo:sg.hi])
-					for j, u := range uu {
+					for j, u := range o.u[sg.lo:sg.hi] {
 						pp[j] = float32(float64(pp[j]) - step*float64(u))
 					}
 					continue
 				}
-				adamCommit(gr, mm, vv, pp, uu, &k2)
+				kc := k2
+				kc.wd = sg.wd
+				adamCommit(grads[sg.lo:sg.hi], mm, o.V[sg.lo:sg.hi], pp, &kc)
 			}
 		}
 	})
@@ -387,7 +395,7 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 type adamConsts struct {
 	gs             float64 // gradient-clipping scale
 	b1, c1, b2, c2 float64 // β1, 1−β1, β2, 1−β2 (c1, c2 computed once per step in float64)
-	wd             float64 // the segment's weight decay (pass 1)
+	wd             float64 // the segment's weight decay
 	step           float64 // lr · update-clipping scale (pass 2)
 	ib1, ib2, eps  float32 // 1/bc1, 1/√bc2, ε
 }
@@ -413,82 +421,63 @@ func sumSquaresGo(x []float32, acc float64) float64 {
 //	m' = float32(β1·m + (1−β1)·g),  v' = float32(β2·v + (1−β2)·g·g)
 //	u = float64(m'·ib1 / (√v'·ib2 + ε)) + wd·θ    (quotient in float32)
 //
-// into u (as float32), M, V and θ left as they are. It adds u² and θ² to
-// acc[0] (un) and acc[1] (pn) in element order; dirTel also m'² and v'²
-// to acc[4] (sm) and acc[5] (sv); dirTelSeg in addition u² and θ² to
-// acc[2] (su) and acc[3] (sp). The assembly twin (adamDir) must do the
-// same operations in the same order. The explicit conversions around
-// products change nothing in the default build; they keep a GOAMD64=v3
-// build from fusing a product and a sum into an FMA (the Go spec allows
-// it, an explicit conversion forbids it), so every build and CPU gets the
-// same bits.
-func adamDirGo(mode int, gr, mm, vv, pp, uu []float32, k *adamConsts, acc *[6]float64) {
-	gs, b1, c1, b2, c2, wd, ib1, ib2, eps := k.gs, k.b1, k.c1, k.b2, k.c2, k.wd, k.ib1, k.ib2, k.eps
+// (adamU), M, V and θ left as they are. It adds u² and θ² to acc[0] (un)
+// and acc[1] (pn) in element order; dirTel also m'² and v'² to acc[4]
+// (sm) and acc[5] (sv); dirTelSeg in addition u² and θ² to acc[2] (su)
+// and acc[3] (sp). The assembly twin (adamDir) must do the same
+// operations in the same order. The explicit conversions around products
+// change nothing in the default build; they keep a GOAMD64=v3 build from
+// fusing a product and a sum into an FMA (the Go spec allows it, an
+// explicit conversion forbids it), so every build and CPU gets the same
+// bits.
+func adamDirGo(mode int, gr, mm, vv, pp []float32, k *adamConsts, acc *[6]float64) {
 	un, pn, su, sp, sm, sv := acc[0], acc[1], acc[2], acc[3], acc[4], acc[5]
-	switch mode {
-	case dirTel:
-		// sm, sv: the squares of the new moments (float32(m) and
-		// float32(v) are the values pass 2 stores).
-		for j := range gr {
-			g := float64(gr[j]) * gs
-			m := float32(float64(b1*float64(mm[j])) + float64(c1*g))
-			v := float32(float64(b2*float64(vv[j])) + float64(c2*g*g))
-			p := float64(pp[j])
-			u := float64(m*ib1/(float32(sqrt32(v)*ib2)+eps)) + float64(wd*p)
-			uu[j] = float32(u)
-			un += float64(u * u)
-			pn += float64(p * p)
-			sm += float64(float64(m) * float64(m))
-			sv += float64(float64(v) * float64(v))
-		}
-	case dirTelSeg:
-		// A later segment: also its own squares of u and θ beside the
-		// chunk's (un and pn go on as they were: the global norms do not
-		// change by a bit).
-		for j := range gr {
-			g := float64(gr[j]) * gs
-			m := float32(float64(b1*float64(mm[j])) + float64(c1*g))
-			v := float32(float64(b2*float64(vv[j])) + float64(c2*g*g))
-			p := float64(pp[j])
-			u := float64(m*ib1/(float32(sqrt32(v)*ib2)+eps)) + float64(wd*p)
-			uu[j] = float32(u)
-			un += float64(u * u)
-			pn += float64(p * p)
+	mm, vv, pp = mm[:len(gr)], vv[:len(gr)], pp[:len(gr)]
+	for j := range gr {
+		m, v, u := adamU(gr[j], mm[j], vv[j], pp[j], k)
+		p := float64(pp[j])
+		un += float64(u * u)
+		pn += float64(p * p)
+		if mode == dirTelSeg {
+			// A later segment: also its own squares of u and θ beside
+			// the chunk's (un and pn go on as they were: the global norms
+			// do not change by a bit).
 			su += float64(u * u)
 			sp += float64(p * p)
+		}
+		if mode != dirNorms {
+			// sm, sv: the squares of the new moments as pass 2 stores them.
 			sm += float64(float64(m) * float64(m))
 			sv += float64(float64(v) * float64(v))
-		}
-	default:
-		for j := range gr {
-			g := float64(gr[j]) * gs
-			m := float64(b1*float64(mm[j])) + float64(c1*g)
-			v := float64(b2*float64(vv[j])) + float64(c2*g*g)
-			p := float64(pp[j])
-			// m̂/(√v̂+ε) with v̂ = v/bc2, as (m·ib1)/(√v·ib2 + ε) in
-			// single precision, as PyTorch's float32 AdamW does: one
-			// division and one square root per parameter.
-			u := float64(float32(m)*ib1/(float32(sqrt32(float32(v))*ib2)+eps)) + float64(wd*p)
-			uu[j] = float32(u)
-			un += float64(u * u)
-			pn += float64(p * p)
 		}
 	}
 	acc[0], acc[1], acc[2], acc[3], acc[4], acc[5] = un, pn, su, sp, sm, sv
 }
 
-// adamCommitGo is pass 2 over one segment, elementwise:
+// adamU is one element's new moments and update direction (see
+// adamDirGo): m' and v' as pass 2 stores them, and u in float64 before
+// pass 2 rounds it to float32. m̂/(√v̂+ε) with v̂ = v/bc2 is computed as
+// (m·ib1)/(√v·ib2 + ε) in single precision, as PyTorch's float32 AdamW
+// does: one division and one square root per parameter.
+func adamU(g32, m32, v32, p32 float32, k *adamConsts) (m, v float32, u float64) {
+	g := float64(g32) * k.gs
+	m = float32(float64(k.b1*float64(m32)) + float64(k.c1*g))
+	v = float32(float64(k.b2*float64(v32)) + float64(k.c2*g*g))
+	u = float64(m*k.ib1/(float32(sqrt32(v)*k.ib2)+k.eps)) + float64(k.wd*float64(p32))
+	return m, v, u
+}
+
+// adamCommitGo is pass 2 over one segment, elementwise, with m', v' and u
+// as pass 1 computed them (adamU):
 //
-//	g = float64(g)·gs
-//	M = float32(β1·M + (1−β1)·g),  V = float32(β2·V + (1−β2)·g·g)
-//	θ = float32(θ − step·u)
-func adamCommitGo(gr, mm, vv, pp, uu []float32, k *adamConsts) {
-	gs, b1, c1, b2, c2, step := k.gs, k.b1, k.c1, k.b2, k.c2, k.step
+//	M = m',  V = v',  θ = float32(θ − step·float32(u))
+func adamCommitGo(gr, mm, vv, pp []float32, k *adamConsts) {
+	step := k.step
+	mm, vv, pp = mm[:len(gr)], vv[:len(gr)], pp[:len(gr)]
 	for j := range gr {
-		g := float64(gr[j]) * gs
-		mm[j] = float32(float64(b1*float64(mm[j])) + float64(c1*g))
-		vv[j] = float32(float64(b2*float64(vv[j])) + float64(c2*g*g))
-		pp[j] = float32(float64(pp[j]) - float64(step*float64(uu[j])))
+		m, v, u := adamU(gr[j], mm[j], vv[j], pp[j], k)
+		mm[j], vv[j] = m, v
+		pp[j] = float32(float64(pp[j]) - float64(step*float64(float32(u))))
 	}
 }
 

@@ -9,10 +9,10 @@ import "golang.org/x/sys/cpu"
 // outside them.
 
 //go:noescape
-func adamDirAVX512(mode int, gr, m, v, p, u *float32, n int, k *adamConsts, acc *[6]float64)
+func adamDirAVX512(mode int, gr, m, v, p *float32, n int, k *adamConsts, acc *[6]float64)
 
 //go:noescape
-func adamCommitAVX512(gr, m, v, p, u *float32, n int, k *adamConsts)
+func adamCommitAVX512(gr, m, v, p *float32, n int, k *adamConsts)
 
 //go:noescape
 func sumSqAVX512(x *float32, n int, acc float64) float64
@@ -58,25 +58,25 @@ func sumSquares8(x *[8][]float32, acc *[8]float64) bool {
 }
 
 // adamDir is pass 1 of the step over one segment (see adamDirGo).
-func adamDir(mode int, g, m, v, p, u []float32, k *adamConsts, acc *[6]float64) {
+func adamDir(mode int, g, m, v, p []float32, k *adamConsts, acc *[6]float64) {
 	n := len(g) &^ 7
 	if !useAVX512 || n == 0 {
-		adamDirGo(mode, g, m, v, p, u, k, acc)
+		adamDirGo(mode, g, m, v, p, k, acc)
 		return
 	}
-	_, _, _, _ = m[len(g)-1], v[len(g)-1], p[len(g)-1], u[len(g)-1]
-	adamDirAVX512(mode, &g[0], &m[0], &v[0], &p[0], &u[0], n, k, acc)
-	adamDirGo(mode, g[n:], m[n:], v[n:], p[n:], u[n:], k, acc)
+	_, _, _ = m[len(g)-1], v[len(g)-1], p[len(g)-1]
+	adamDirAVX512(mode, &g[0], &m[0], &v[0], &p[0], n, k, acc)
+	adamDirGo(mode, g[n:], m[n:], v[n:], p[n:], k, acc)
 }
 
 // adamCommit is pass 2 of the step over one segment (see adamCommitGo).
-func adamCommit(g, m, v, p, u []float32, k *adamConsts) {
+func adamCommit(g, m, v, p []float32, k *adamConsts) {
 	n := len(g) &^ 7
 	if !useAVX512 || n == 0 {
-		adamCommitGo(g, m, v, p, u, k)
+		adamCommitGo(g, m, v, p, k)
 		return
 	}
-	_, _, _, _ = m[len(g)-1], v[len(g)-1], p[len(g)-1], u[len(g)-1]
-	adamCommitAVX512(&g[0], &m[0], &v[0], &p[0], &u[0], n, k)
-	adamCommitGo(g[n:], m[n:], v[n:], p[n:], u[n:], k)
+	_, _, _ = m[len(g)-1], v[len(g)-1], p[len(g)-1]
+	adamCommitAVX512(&g[0], &m[0], &v[0], &p[0], n, k)
+	adamCommitGo(g[n:], m[n:], v[n:], p[n:], k)
 }

@@ -29,13 +29,13 @@
 	VBROADCASTSS 60(k), Y23; \
 	VBROADCASTSS 64(k), Y24
 
-// DIR8 is pass 1 for the 8 elements at SI (g), DI (m), R8 (v), R9 (θ),
-// R10 (u):
+// DIR8 is the update direction of the 8 elements at SI (g), DI (m),
+// R8 (v), R9 (θ) (adamU in adamw.go):
 //   g = float64(g)·gs
 //   m = float32(b1·float64(m) + c1·g)          → Y7
 //   v = float32(b2·float64(v) + (c2·g)·g)      → Y9
 //   u = float64((m·ib1) / (√v·ib2 + eps)) + wd·float64(θ)   (the quotient
-//       in float32) → Z11, stored as float32(u) at R10; float64(θ) → Z12.
+//       in float32) → Z11; float64(θ) → Z12.
 #define DIR8 \
 	VCVTPS2PD (SI), Z6; \
 	VMULPD Z16, Z6, Z6; \
@@ -58,17 +58,14 @@
 	VCVTPS2PD Y11, Z11; \
 	VCVTPS2PD (R9), Z12; \
 	VMULPD Z21, Z12, Z13; \
-	VADDPD Z13, Z11, Z11; \
-	VCVTPD2PS Z11, Y13; \
-	VMOVUPS Y13, (R10)
+	VADDPD Z13, Z11, Z11
 
-// NEXT8 advances the five pointers by 8 float32 and the count by −8.
+// NEXT8 advances the four pointers by 8 float32 and the count by −8.
 #define NEXT8 \
 	ADDQ $32, SI; \
 	ADDQ $32, DI; \
 	ADDQ $32, R8; \
 	ADDQ $32, R9; \
-	ADDQ $32, R10; \
 	SUBQ $8, CX
 
 // LANES8(z, y, x, acc) adds lanes 0…7 of the float64 vector z (y, x: its
@@ -157,18 +154,17 @@
 	VADDPD Y6, Y0, Y0; \
 	VADDPD Y8, Y0, Y0
 
-// func adamDirAVX512(mode int, gr, m, v, p, u *float32, n int, k *adamConsts, acc *[6]float64)
+// func adamDirAVX512(mode int, gr, m, v, p *float32, n int, k *adamConsts, acc *[6]float64)
 // acc: un, pn, su, sp, sm, sv. mode 0 adds to un, pn; mode 1 also to sm,
 // sv; mode 2 to all six (su, sp take the same terms as un, pn).
-TEXT ·adamDirAVX512(SB), NOSPLIT, $0-72
+TEXT ·adamDirAVX512(SB), NOSPLIT, $0-64
 	MOVQ gr+8(FP), SI
 	MOVQ m+16(FP), DI
 	MOVQ v+24(FP), R8
 	MOVQ p+32(FP), R9
-	MOVQ u+40(FP), R10
-	MOVQ n+48(FP), CX
-	MOVQ k+56(FP), DX
-	MOVQ acc+64(FP), BX
+	MOVQ n+40(FP), CX
+	MOVQ k+48(FP), DX
+	MOVQ acc+56(FP), BX
 	LOADK(DX)
 	VMOVSD 0(BX), X0
 	VMOVSD 8(BX), X1
@@ -228,41 +224,25 @@ done:
 	VZEROUPPER
 	RET
 
-// func adamCommitAVX512(gr, m, v, p, u *float32, n int, k *adamConsts)
-// Pass 2, elementwise:
-//   g = float64(g)·gs
-//   m = float32(b1·float64(m) + c1·g)
-//   v = float32(b2·float64(v) + (c2·g)·g)
-//   θ = float32(float64(θ) − step·float64(u))
-TEXT ·adamCommitAVX512(SB), NOSPLIT, $0-56
+// func adamCommitAVX512(gr, m, v, p *float32, n int, k *adamConsts)
+// Pass 2, elementwise, with DIR8's m', v' and u (pass 1's values):
+//   m = m',  v = v',  θ = float32(float64(θ) − step·float64(float32(u)))
+TEXT ·adamCommitAVX512(SB), NOSPLIT, $0-48
 	MOVQ gr+0(FP), SI
 	MOVQ m+8(FP), DI
 	MOVQ v+16(FP), R8
 	MOVQ p+24(FP), R9
-	MOVQ u+32(FP), R10
-	MOVQ n+40(FP), CX
-	MOVQ k+48(FP), DX
+	MOVQ n+32(FP), CX
+	MOVQ k+40(FP), DX
 	LOADK(DX)
 	VBROADCASTSD 48(DX), Z25
 
 commit:
-	VCVTPS2PD (SI), Z6
-	VMULPD Z16, Z6, Z6
-	VCVTPS2PD (DI), Z7
-	VMULPD Z17, Z7, Z7
-	VMULPD Z18, Z6, Z8
-	VADDPD Z8, Z7, Z7
-	VCVTPD2PS Z7, Y7
+	DIR8
 	VMOVUPS Y7, (DI)
-	VCVTPS2PD (R8), Z9
-	VMULPD Z19, Z9, Z9
-	VMULPD Z20, Z6, Z10
-	VMULPD Z6, Z10, Z10
-	VADDPD Z10, Z9, Z9
-	VCVTPD2PS Z9, Y9
 	VMOVUPS Y9, (R8)
-	VCVTPS2PD (R9), Z12
-	VCVTPS2PD (R10), Z13
+	VCVTPD2PS Z11, Y13
+	VCVTPS2PD Y13, Z13
 	VMULPD Z25, Z13, Z13
 	VSUBPD Z13, Z12, Z12
 	VCVTPD2PS Z12, Y12

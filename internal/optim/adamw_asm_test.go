@@ -272,9 +272,9 @@ func TestAdamWAssemblyTies(t *testing.T) {
 	}
 	f := math.Float32frombits
 	const n = 35 // four blocks of 8 through the assembly (all the ties), 3 through Go
-	g, m, v, p, u := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+	g, m, v, p := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
 	for i := range g {
-		g[i], m[i], v[i], p[i], u[i] = 1e-3, 2e-4, 3e-6, 0.01, 0.5
+		g[i], m[i], v[i], p[i] = 1e-3, 2e-4, 3e-6, 0.01
 	}
 	// Explicit conversions: no FMA in the check either (GOAMD64=v3).
 	for i, w := range mTies {
@@ -290,37 +290,47 @@ func TestAdamWAssemblyTies(t *testing.T) {
 			t.Fatalf("v witness %d is not a tie", i)
 		}
 	}
-	for i, w := range pTies {
-		j := len(mTies) + len(vTies) + i
-		p[j], u[j] = f(w[0]), f(w[1])
-		if !float32Tie(float64(p[j]) - float64(step*float64(u[j]))) {
-			t.Fatalf("θ witness %d is not a tie", i)
-		}
-	}
 	defer func(v bool) { useAVX512 = v }(useAVX512)
 	for mode := range 3 {
 		var accA, accG [6]float64
-		ua, ug := slices.Clone(u), slices.Clone(u)
-		adamDir(mode, g, m, v, p, ua, &k, &accA)
-		adamDirGo(mode, g, m, v, p, ug, &k, &accG)
-		if i := bits32(ua, ug); i >= 0 {
-			t.Errorf("pass 1 mode %d: u[%d] = %#x, Go %#x", mode, i, math.Float32bits(ua[i]), math.Float32bits(ug[i]))
-		}
+		adamDir(mode, g, m, v, p, &k, &accA)
+		adamDirGo(mode, g, m, v, p, &k, &accG)
 		for i := range accA {
 			if !sameF64(accA[i], accG[i]) {
 				t.Errorf("pass 1 mode %d: sum %d = %x, Go %x", mode, i, math.Float64bits(accA[i]), math.Float64bits(accG[i]))
 			}
 		}
 	}
-	ma, va, pa := slices.Clone(m), slices.Clone(v), slices.Clone(p)
-	adamCommit(g, ma, va, pa, u, &k)
-	adamCommitGo(g, m, v, p, u, &k)
-	for _, x := range []struct {
-		name string
-		a, b []float32
-	}{{"M", ma, m}, {"V", va, v}, {"θ", pa, p}} {
-		if i := bits32(x.a, x.b); i >= 0 {
-			t.Errorf("pass 2: %s[%d] = %#x, Go %#x", x.name, i, math.Float32bits(x.a[i]), math.Float32bits(x.b[i]))
+	commit := func(what string, k *adamConsts, g, m, v, p []float32) {
+		ma, va, pa := slices.Clone(m), slices.Clone(v), slices.Clone(p)
+		adamCommit(g, ma, va, pa, k)
+		adamCommitGo(g, m, v, p, k)
+		for _, x := range []struct {
+			name string
+			a, b []float32
+		}{{"M", ma, m}, {"V", va, v}, {"θ", pa, p}} {
+			if i := bits32(x.a, x.b); i >= 0 {
+				t.Errorf("pass 2 (%s): %s[%d] = %#x, Go %#x", what, x.name, i, math.Float32bits(x.a[i]), math.Float32bits(x.b[i]))
+			}
 		}
 	}
+	commit("m, v ties", &k, g, m, v, p)
+	// The θ witnesses need u itself: with g = 0, v = 1, β1 = β2 = 1 and
+	// ib1 = ib2 = 1, ε = wd = 0, pass 2 computes m' = m, v' = 1 and
+	// u = m'·1/(√1·1 + 0) + 0 = m exactly, so m carries u.
+	ku := adamConsts{gs: 1, b1: 1, c1: 0, b2: 1, c2: 0, wd: 0, step: step, ib1: 1, ib2: 1, eps: 0}
+	gu, mu, vu, pu := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+	for i := range gu {
+		mu[i], vu[i], pu[i] = 0.5, 1, 0.01
+	}
+	for i, w := range pTies {
+		pu[i], mu[i] = f(w[0]), f(w[1])
+		if !float32Tie(float64(pu[i]) - float64(step*float64(mu[i]))) {
+			t.Fatalf("θ witness %d is not a tie", i)
+		}
+		if _, _, u := adamU(gu[i], mu[i], vu[i], pu[i], &ku); float32(u) != mu[i] {
+			t.Fatalf("θ witness %d: u = %v, want m = %v", i, u, mu[i])
+		}
+	}
+	commit("θ ties", &ku, gu, mu, vu, pu)
 }

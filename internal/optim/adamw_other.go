@@ -9,8 +9,8 @@ func sumSquares(x []float32, acc float64) float64 { return sumSquaresGo(x, acc) 
 
 func sumSquares8(x *[8][]float32, acc *[8]float64) bool { return false }
 
-func adamDir(mode int, g, m, v, p, u []float32, k *adamConsts, acc *[6]float64) {
-	adamDirGo(mode, g, m, v, p, u, k, acc)
+func adamDir(mode int, g, m, v, p []float32, k *adamConsts, acc *[6]float64) {
+	adamDirGo(mode, g, m, v, p, k, acc)
 }
 
-func adamCommit(g, m, v, p, u []float32, k *adamConsts) { adamCommitGo(g, m, v, p, u, k) }
+func adamCommit(g, m, v, p []float32, k *adamConsts) { adamCommitGo(g, m, v, p, k) }
