@@ -13,6 +13,7 @@ import (
 func TestSgemmDirectABitIdentical(t *testing.T) {
 	shapes := []struct{ m, n, k, pad int }{
 		{29, 45, 70, 0}, {2048 / 16, 256, 256, 0}, {171, 97, 1100, 3}, {5, 400, 33, 1}, {14, 32, 512, 0},
+		{60, 64, 2040, 24}, // lda 2,064 when not transposed: in place only by directASpread
 	}
 	forEachImpl(t, func(t *testing.T) {
 		if kern.rowsFn == nil {
@@ -32,9 +33,9 @@ func TestSgemmDirectABitIdentical(t *testing.T) {
 					a, b := randSlice(r, aRows*lda), randSlice(r, s.k*ldb)
 					c0 := randSlice(r, s.m*ldc)
 					run := func(stride int) []float32 {
-						old, oldT := directARowStride, directATransStride
-						directARowStride, directATransStride = stride, stride
-						defer func() { directARowStride, directATransStride = old, oldT }()
+						old, oldT, oldS := directARowStride, directATransStride, directASpread
+						directARowStride, directATransStride, directASpread = stride, stride, stride > 0
+						defer func() { directARowStride, directATransStride, directASpread = old, oldT, oldS }()
 						c := append([]float32(nil), c0...)
 						Sgemm(transA, false, s.m, s.n, s.k, 1.5, a, lda, b, ldb, 0.5, c, ldc)
 						return c

@@ -118,9 +118,33 @@ type gemmCtx struct {
 // memory pass over A per panel of B) goes away.
 var directARowStride = 1023
 
-// directA reports whether op(A) is read in place (see directARowStride and
-// directATransStride): a kernel with a bottom-edge variant (rowsFn, so no
-// tile reads rows past m) and a short enough row stride.
+// directASpread extends reading op(A) = A in place to longer row strides
+// that stay clear of the 4 KiB aliasing (spreadRowStride): there the 14
+// rows of a tile fall into different L1 sets, and the copy is a pass over
+// A from memory that the in-place read does not need. Measured on the
+// 2-core AVX-512 machine (m = 2,048, n = 256, NN, 24 Nov 2026, go test
+// -bench, two runs each): the lm_head's input gradient (k = 8,192) with
+// its rows padded to 8,208 floats ran 206–211 GFLOP/s in place against
+// 196–209 copied at the unpadded 8,192 on one thread, and 413–421 against
+// 357–377 on two; k = lda = 50,304 (the 124m vocabulary) 220–226 against
+// 199–211 and 390–432 against 385–393. At strides that are multiples of
+// 1,024 floats in-place reading stayed slower (3,072: 0.91–0.94× on two
+// threads), so those are still copied. A variable so that tests can
+// switch it off.
+var directASpread = true
+
+// spreadRowStride reports whether rows lda floats apart (lda > 1,023)
+// start at least one cache line (16 floats) away from a multiple of 4 KiB
+// from each other's L1 set: lda mod 1,024 within [16, 1,008].
+func spreadRowStride(lda int) bool {
+	r := lda % 1024
+	return r >= 16 && r <= 1024-16
+}
+
+// directA reports whether op(A) is read in place (see directARowStride,
+// directASpread and directATransStride): a kernel with a bottom-edge
+// variant (rowsFn, so no tile reads rows past m) and a row stride that
+// keeps a tile's rows apart in L1.
 func (g *gemmCtx) directA() bool {
 	if g.k.rowsFn == nil {
 		return false
@@ -128,7 +152,7 @@ func (g *gemmCtx) directA() bool {
 	if g.transA {
 		return g.lda <= directATransStride
 	}
-	return g.lda <= directARowStride
+	return g.lda <= directARowStride || directASpread && spreadRowStride(g.lda)
 }
 
 // directATransStride bounds the row stride (floats) of A at which op(A) =

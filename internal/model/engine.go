@@ -306,7 +306,7 @@ func (m *Model) FLOPsPerToken() float64 {
 type arena struct {
 	maxB   int
 	buf    []float32
-	logits []float32 // [rows × V]: one head chunk, or all N rows after a Forward
+	logits []float32 // one head chunk [rows × logitsStride(V)], or all N rows (dense [N × V]) after a Forward
 	// W_lm packed for the training head's GEMMs when a pass takes more
 	// than one chunk (head.go): as the logits GEMM reads it (W_lmᵀ) and as
 	// the input-gradient GEMM does (W_lm).
@@ -348,7 +348,8 @@ func (m *Model) ArenaBytes() int { return m.a.Bytes() }
 // run passes over up to B sequences of seq_len tokens: the arena that
 // ForwardBackward and Forward size with the same plan (its buffers are
 // listed on arena), with the logits of all B·seq_len positions that
-// Forward keeps (ForwardBackward alone holds one chunk of them: see
+// Forward keeps, counted at the training head's padded row stride
+// (logitsStride; ForwardBackward alone holds one chunk of them: see
 // ArenaBytes) and the training head's packed copies of lm_head when
 // B·seq_len tokens take more than one chunk, plus the RoPE tables. The
 // arithmetic saturates at math.MaxInt instead of overflowing. It errors
@@ -362,7 +363,7 @@ func (c Config) ActivationBytes(B int) (int, error) {
 	}
 	var a arena
 	total := a.plan(c, B, func(*[]float32, int) {})
-	total = satAdd(total, satMul(B, c.SeqLen, c.Vocab)) // Forward's logits
+	total = satAdd(total, satMul(B, c.SeqLen, logitsStride(c.Vocab))) // Forward's logits (ensureLogits)
 	if n := satMul(B, c.SeqLen); n < math.MaxInt {
 		total = satAdd(total, headPackedFloats(c, n, headChunkFor(0, c.Vocab))) // the packed lm_head (head.go)
 	}
@@ -478,11 +479,12 @@ func (m *Model) ensureArena(B int) error {
 	return nil
 }
 
-// ensureLogits makes a.logits hold rows rows of vocab logits (rows is at
-// most maxB·seq_len, which ensureArena has checked against overflow). It
-// only grows.
+// ensureLogits makes a.logits hold rows rows of logits at the training
+// head's row stride (logitsStride; Forward's dense rows fit too). rows is
+// at most maxB·seq_len, which ensureArena has checked against overflow.
+// It only grows.
 func (m *Model) ensureLogits(rows int) error {
-	n := rows * m.Cfg.Vocab
+	n := rows * logitsStride(m.Cfg.Vocab)
 	if len(m.a.logits) >= n {
 		return nil
 	}
@@ -1035,7 +1037,7 @@ func (t *swigluTask) Run(s, e int) {
 type ceTask struct {
 	z, grad, loss, lse []float32
 	targets            []int32
-	V                  int
+	V, ld              int // columns, and row stride of z (0: V)
 	lambda             float32
 	lossOnly           bool // ops.CrossEntropyLoss: no gradient, z overwritten
 }
@@ -1045,5 +1047,9 @@ func (t *ceTask) Run(s, e int) {
 		ops.CrossEntropyLoss(t.z, t.V, t.targets, t.loss, t.lse, s, e)
 		return
 	}
-	ops.CrossEntropy(t.z, t.V, t.targets, t.grad, t.lambda, t.loss, t.lse, s, e)
+	ld := t.ld
+	if ld == 0 {
+		ld = t.V
+	}
+	ops.CrossEntropy(t.z, t.V, ld, t.targets, t.grad, t.lambda, t.loss, t.lse, s, e)
 }

@@ -56,6 +56,22 @@ func headChunkFor(rows, vocab int) int {
 	return (rows + kc - 1) / kc * kc
 }
 
+// logitsStride is the row stride (floats) of the training head's logits:
+// vocab rounded up to 16 floats (64 bytes, so that every row starts on a
+// cache line and the logits GEMM can stream its stores), and 16 more when
+// that is a multiple of 1,024 (4 KiB), as for vocabularies of 8,192 or
+// 32,768. The input-gradient GEMM dln = dz·W_lm then reads dz in place
+// rather than copying it first (kernels' directASpread: 14 rows 4 KiB
+// apart would share one L1 set). Forward's logits, which Outputs hands
+// out, stay dense (row stride vocab).
+func logitsStride(vocab int) int {
+	ld := (vocab + 15) / 16 * 16
+	if ld%1024 == 0 {
+		ld += 16
+	}
+	return ld
+}
+
 // headPackedFloats is the float32s of the two packed copies of W_lm that
 // the training head keeps for a pass of n tokens in chunks of chunk rows:
 // none for a single chunk, and none where they would take more memory
@@ -119,6 +135,7 @@ func (m *Model) headTrain(b *Batch, scale float32) Stats {
 	a := &m.a
 	N := b.B * b.T
 	D, V := c.DModel, c.Vocab
+	ld := logitsStride(V) // z's row stride
 	lambda := float32(c.ZLoss)
 	m.tb(OpLMHead, -1)
 	// lnf = rmsnorm(x_L)·g_f for all rows (the norm's backward needs them all)
@@ -132,7 +149,7 @@ func (m *Model) headTrain(b *Batch, scale float32) Stats {
 	for r0 := 0; r0 < N; r0 += rows {
 		r1 := min(N, r0+rows)
 		n := r1 - r0
-		z := a.logits[:n*V]
+		z := a.logits[:n*ld]
 		lnf, dln := a.lnf[r0*D:r1*D], a.dln[r0*D:r1*D]
 		if r0 > 0 {
 			m.tb(OpLMHead, -1)
@@ -142,14 +159,14 @@ func (m *Model) headTrain(b *Batch, scale float32) Stats {
 			if r0 == 0 {
 				a.lmT.Pack(true, D, V, m.p.lm, D) // op(B) = W_lmᵀ [D × V]
 			}
-			kernels.SgemmPackedB(false, n, 1, lnf, D, &a.lmT, 0, z, V) // z = lnf·W_lmᵀ
+			kernels.SgemmPackedB(false, n, 1, lnf, D, &a.lmT, 0, z, ld) // z = lnf·W_lmᵀ
 		} else {
-			ops.MatmulForward(z, lnf, m.p.lm, n, D, V, false)
+			kernels.Sgemm(false, true, n, V, D, 1, lnf, D, m.p.lm, D, 0, z, ld)
 		}
 		m.te()
 		m.te() // lm_head
 		m.tb(OpCrossEntropy, -1)
-		m.tCE = ceTask{z: z, V: V, targets: b.Targets[r0:r1], grad: a.rowGrad[r0:r1], lambda: lambda,
+		m.tCE = ceTask{z: z, V: V, ld: ld, targets: b.Targets[r0:r1], grad: a.rowGrad[r0:r1], lambda: lambda,
 			loss: a.loss[r0:r1], lse: a.lse[r0:r1]}
 		kernels.ParallelForTask(n, 8, &m.tCE)
 		m.te()
@@ -163,10 +180,13 @@ func (m *Model) headTrain(b *Batch, scale float32) Stats {
 			if r0 == 0 {
 				a.lmN.Pack(false, V, D, m.p.lm, D) // op(B) = W_lm [V × D]
 			}
-			kernels.SgemmPackedB(false, n, 1, z, V, &a.lmN, 0, dln, D)         // dln = dz·W_lm
-			kernels.Sgemm(true, false, V, D, n, 1, z, V, lnf, D, 1, m.g.lm, D) // dW_lm += dzᵀ·lnf
+			kernels.SgemmPackedB(false, n, 1, z, ld, &a.lmN, 0, dln, D)         // dln = dz·W_lm
+			kernels.Sgemm(true, false, V, D, n, 1, z, ld, lnf, D, 1, m.g.lm, D) // dW_lm += dzᵀ·lnf
 		} else {
-			ops.MatmulBackward(dln, m.g.lm, z, lnf, m.p.lm, n, D, V, false)
+			// ops.MatmulBackward's two products, with z's stride
+			kernels.SgemmPair(
+				kernels.GemmArgs{M: n, N: D, K: V, Alpha: 1, A: z, Lda: ld, B: m.p.lm, Ldb: D, C: dln, Ldc: D},
+				kernels.GemmArgs{TransA: true, M: V, N: D, K: n, Alpha: 1, A: z, Lda: ld, B: lnf, Ldb: D, Beta: 1, C: m.g.lm, Ldc: D})
 		}
 		m.te()
 		m.te() // lm_head_backward

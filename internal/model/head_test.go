@@ -198,7 +198,7 @@ func TestHeadKeepsForwardOutputs(t *testing.T) {
 	if z, lse := m.Outputs(); z != nil || lse != nil {
 		t.Fatal("Outputs after ForwardBackward is not nil")
 	}
-	if got, want := len(m.a.logits), m.headChunk()*V; got != want || want >= N*V {
+	if got, want := len(m.a.logits), m.headChunk()*logitsStride(V); got != want || want >= N*V {
 		t.Fatalf("training holds %d logits, want one chunk of %d (of %d)", got, want, N*V)
 	}
 	if _, err := m.Forward(b); err != nil {

@@ -89,7 +89,7 @@ func TestSizesMatchAllocation(t *testing.T) {
 		}
 		rope := 4 * (len(m.cos) + len(m.sin))
 		N := 3 * c.SeqLen
-		notHeld := 4 * (N - min(N, m.headChunk())) * c.Vocab
+		notHeld := 4 * (N - min(N, m.headChunk())) * logitsStride(c.Vocab)
 		if c.SeqLen == long.SeqLen && notHeld == 0 {
 			t.Fatalf("seq_len %d: 3 sequences fit one head chunk of %d rows", c.SeqLen, m.headChunk())
 		}

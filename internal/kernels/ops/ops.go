@@ -381,7 +381,9 @@ func MatmulBackward(dx, dw, dy, x, w []float32, N, in, out int, accumulate bool)
 
 // ------------------------------------------------------------ cross-entropy
 
-// CrossEntropy computes, for rows [s, e) of logits z [N, V] with targets y:
+// CrossEntropy computes, for rows [s, e) of logits z [N, V] (row i at
+// z[i·ld:], ld ≥ V; the ld − V floats after each row are not touched) with
+// targets y:
 //
 //	lse_i = log Σ_v exp(z_iv),   loss_i = lse_i − z_iy,   zl_i = λ·lse_i²
 //
@@ -391,9 +393,9 @@ func MatmulBackward(dx, dw, dy, x, w []float32, N, in, out int, accumulate bool)
 //	dz_iv = grad_i · (softmax_iv·(1 + 2λ·lse_i) − [v = y_i])
 //
 // Rows with y_i < 0 are ignored (loss 0, gradient 0).
-func CrossEntropy(z []float32, V int, targets []int32, grad []float32, lambda float32, loss, lse []float32, s, e int) {
+func CrossEntropy(z []float32, V, ld int, targets []int32, grad []float32, lambda float32, loss, lse []float32, s, e int) {
 	for i := s; i < e; i++ {
-		row := z[i*V : (i+1)*V]
+		row := z[i*ld : i*ld+V]
 		y := int(targets[i])
 		var g float32
 		if grad != nil {

@@ -289,7 +289,7 @@ func TestCrossEntropyGrad(t *testing.T) {
 	const lambda = 0.05
 	loss, lse := make([]float32, N), make([]float32, N)
 	obj := func() float64 {
-		CrossEntropy(z, V, targets, nil, lambda, loss, lse, 0, N)
+		CrossEntropy(z, V, V, targets, nil, lambda, loss, lse, 0, N)
 		var s float64
 		for i := range loss {
 			if targets[i] >= 0 {
@@ -308,7 +308,7 @@ func TestCrossEntropyGrad(t *testing.T) {
 		t.Fatalf("loss %g want %g", loss[0], want)
 	}
 	dz := append([]float32(nil), z...)
-	CrossEntropy(dz, V, targets, weights, lambda, make([]float32, N), make([]float32, N), 0, N)
+	CrossEntropy(dz, V, V, targets, weights, lambda, make([]float32, N), make([]float32, N), 0, N)
 	fdCheck(t, "dz", z, dz, obj)
 }
 
@@ -327,11 +327,50 @@ func TestCrossEntropyLossMatchesTraining(t *testing.T) {
 		loss2, lse2 := make([]float32, N), make([]float32, N)
 		CrossEntropyLoss(z, V, targets, loss, lse, 0, N)
 		grad := []float32{1, 0.5, 1, 2}
-		CrossEntropy(z2, V, targets, grad, 0, loss2, lse2, 0, N)
+		CrossEntropy(z2, V, V, targets, grad, 0, loss2, lse2, 0, N)
 		for i := range N {
 			// (an ignored row's lse comes from the scalar sum in training)
 			if math.Float32bits(loss[i]) != math.Float32bits(loss2[i]) || targets[i] >= 0 && math.Float32bits(lse[i]) != math.Float32bits(lse2[i]) {
 				t.Fatalf("V=%d row %d: loss %v lse %v, training %v %v", V, i, loss[i], lse[i], loss2[i], lse2[i])
+			}
+		}
+	}
+}
+
+// TestCrossEntropyRowStride: rows ld > V floats apart give the dense
+// rows' loss, lse and gradient bit for bit, and the ld − V floats after
+// each row are left as they were.
+func TestCrossEntropyRowStride(t *testing.T) {
+	r := rand.New(rand.NewPCG(22, 4))
+	for _, V := range []int{7, 24, 8192} {
+		const N, pad = 3, 16
+		ld := V + pad
+		dense := randVec(r, N*V, 3)
+		strided := make([]float32, N*ld)
+		for i := range strided {
+			strided[i] = float32(i) // the padding's sentinel values
+		}
+		for i := range N {
+			copy(strided[i*ld:], dense[i*V:(i+1)*V])
+		}
+		targets := []int32{0, -1, int32(V - 1)}
+		grad := []float32{0.5, 1, 2}
+		lossA, lseA, lossB, lseB := make([]float32, N), make([]float32, N), make([]float32, N), make([]float32, N)
+		CrossEntropy(dense, V, V, targets, grad, 0.01, lossA, lseA, 0, N)
+		CrossEntropy(strided, V, ld, targets, grad, 0.01, lossB, lseB, 0, N)
+		for i := range N {
+			if math.Float32bits(lossA[i]) != math.Float32bits(lossB[i]) || math.Float32bits(lseA[i]) != math.Float32bits(lseB[i]) {
+				t.Fatalf("V=%d row %d: loss %v lse %v with stride %d, dense %v %v", V, i, lossB[i], lseB[i], ld, lossA[i], lseA[i])
+			}
+			for j := range V {
+				if math.Float32bits(strided[i*ld+j]) != math.Float32bits(dense[i*V+j]) {
+					t.Fatalf("V=%d: dz[%d][%d] = %v with stride %d, dense %v", V, i, j, strided[i*ld+j], ld, dense[i*V+j])
+				}
+			}
+			for j := V; j < ld; j++ {
+				if o := i*ld + j; strided[o] != float32(o) {
+					t.Fatalf("V=%d: padding after row %d written (%v)", V, i, strided[o])
+				}
 			}
 		}
 	}
