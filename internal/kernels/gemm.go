@@ -123,7 +123,7 @@ var directARowStride = 1023
 // rows of a tile fall into different L1 sets, and the copy is a pass over
 // A from memory that the in-place read does not need. Measured on the
 // 2-core AVX-512 machine (m = 2,048, n = 256, NN, 24 Nov 2026, go test
-// -bench, two runs each): the lm_head's input gradient (k = 8,192) with
+// -bench, two or three runs each): the lm_head's input gradient (k = 8,192) with
 // its rows padded to 8,208 floats ran 206–211 GFLOP/s in place against
 // 196–209 copied at the unpadded 8,192 on one thread, and 413–421 against
 // 357–377 on two; k = lda = 50,304 (the 124m vocabulary) 220–226 against
