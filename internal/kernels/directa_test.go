@@ -59,3 +59,17 @@ func randSlice(r *rand.Rand, n int) []float32 {
 	}
 	return x
 }
+
+// TestPaddedStrideReadInPlace: every stride PaddedStride gives is at least
+// n, a whole number of cache lines, and one the GEMM reads in place.
+func TestPaddedStrideReadInPlace(t *testing.T) {
+	// any kernel with a bottom-edge variant reads A in place
+	kn := &gemmKernel{rowsFn: func(int, int, []float32, int, int, []float32, []float32, int, float32, float32) {}}
+	for _, n := range []int{1, 15, 16, 300, 1000, 1024, 1536, 8192, 8199, 32768, 50257, 50304} {
+		ld := PaddedStride(n)
+		g := gemmCtx{k: kn, lda: ld}
+		if ld < n || ld%16 != 0 || !g.directA() {
+			t.Errorf("PaddedStride(%d) = %d: want ≥ %[1]d, a multiple of 16, read in place", n, ld)
+		}
+	}
+}

@@ -141,6 +141,20 @@ func spreadRowStride(lda int) bool {
 	return r >= 16 && r <= 1024-16
 }
 
+// PaddedStride is the row stride (floats) at which to lay out rows of n
+// floats that a GEMM will read as op(A) = A: n rounded up to 16 floats
+// (rows start on a cache line, so the GEMM can also stream its stores into
+// them), and 16 more when that is a multiple of 1,024 (4 KiB). Such rows
+// are read in place (directARowStride, directASpread) instead of being
+// copied first.
+func PaddedStride(n int) int {
+	ld := (n + 15) / 16 * 16
+	if ld%1024 == 0 {
+		ld += 16
+	}
+	return ld
+}
+
 // directA reports whether op(A) is read in place (see directARowStride,
 // directASpread and directATransStride): a kernel with a bottom-edge
 // variant (rowsFn, so no tile reads rows past m) and a row stride that

@@ -57,20 +57,11 @@ func headChunkFor(rows, vocab int) int {
 }
 
 // logitsStride is the row stride (floats) of the training head's logits:
-// vocab rounded up to 16 floats (64 bytes, so that every row starts on a
-// cache line and the logits GEMM can stream its stores), and 16 more when
-// that is a multiple of 1,024 (4 KiB), as for vocabularies of 8,192 or
-// 32,768. The input-gradient GEMM dln = dz·W_lm then reads dz in place
-// rather than copying it first (kernels' directASpread: 14 rows 4 KiB
-// apart would share one L1 set). Forward's logits, which Outputs hands
-// out, stay dense (row stride vocab).
-func logitsStride(vocab int) int {
-	ld := (vocab + 15) / 16 * 16
-	if ld%1024 == 0 {
-		ld += 16
-	}
-	return ld
-}
+// kernels.PaddedStride(vocab), so that the input-gradient GEMM dln =
+// dz·W_lm reads dz in place rather than copying it first (8,192 → 8,208:
+// rows 32 KiB apart would share one L1 set). Forward's logits, which
+// Outputs hands out, stay dense (row stride vocab).
+func logitsStride(vocab int) int { return kernels.PaddedStride(vocab) }
 
 // headPackedFloats is the float32s of the two packed copies of W_lm that
 // the training head keeps for a pass of n tokens in chunks of chunk rows:
@@ -161,7 +152,7 @@ func (m *Model) headTrain(b *Batch, scale float32) Stats {
 			}
 			kernels.SgemmPackedB(false, n, 1, lnf, D, &a.lmT, 0, z, ld) // z = lnf·W_lmᵀ
 		} else {
-			kernels.Sgemm(false, true, n, V, D, 1, lnf, D, m.p.lm, D, 0, z, ld)
+			ops.MatmulForwardStrided(z, ld, lnf, m.p.lm, n, D, V, false)
 		}
 		m.te()
 		m.te() // lm_head
@@ -183,10 +174,7 @@ func (m *Model) headTrain(b *Batch, scale float32) Stats {
 			kernels.SgemmPackedB(false, n, 1, z, ld, &a.lmN, 0, dln, D)         // dln = dz·W_lm
 			kernels.Sgemm(true, false, V, D, n, 1, z, ld, lnf, D, 1, m.g.lm, D) // dW_lm += dzᵀ·lnf
 		} else {
-			// ops.MatmulBackward's two products, with z's stride
-			kernels.SgemmPair(
-				kernels.GemmArgs{M: n, N: D, K: V, Alpha: 1, A: z, Lda: ld, B: m.p.lm, Ldb: D, C: dln, Ldc: D},
-				kernels.GemmArgs{TransA: true, M: V, N: D, K: n, Alpha: 1, A: z, Lda: ld, B: lnf, Ldb: D, Beta: 1, C: m.g.lm, Ldc: D})
+			ops.MatmulBackwardStrided(dln, m.g.lm, z, ld, lnf, m.p.lm, n, D, V, false)
 		}
 		m.te()
 		m.te() // lm_head_backward

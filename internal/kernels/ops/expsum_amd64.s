@@ -274,6 +274,23 @@ sdone:
 	VPADDD Z27, Z2, Z2; \
 	VMULPS Z2, Z4, Z4
 
+// EXPSHIFT16 is Z4 = e^(max(Z1 − Z0, expMin)) (Z0 the row maximum),
+// the terms of expShiftSumAVX512 (clobbers Z1–Z3).
+#define EXPSHIFT16 \
+	VSUBPS Z0, Z1, Z1; \
+	VMAXPS Z16, Z1, Z1; \
+	EXP16
+
+// SIGMOID16 is Z5 = 1/(1 + e^(−Z1)) with the exponent clamped to
+// [expMin, expMax] (Z15 the sign mask, Z28 expMax; clobbers Z1–Z4).
+#define SIGMOID16 \
+	VXORPS Z15, Z1, Z1; \
+	VMAXPS Z16, Z1, Z1; \
+	VMINPS Z28, Z1, Z1; \
+	EXP16; \
+	VADDPS Z27, Z4, Z4; \
+	VDIVPS Z4, Z27, Z5
+
 // func expShiftSumAVX512(dst, src []float32, mx float32) float32
 // expShiftSumAVX2 over len(src) rounded down to a multiple of 8, 16 lanes
 // at a time. The sum stays in an 8-lane accumulator that receives the low
@@ -298,9 +315,7 @@ TEXT ·expShiftSumAVX512(SB), NOSPLIT, $0-60
 
 loop16:
 	VMOVUPS (SI), Z1
-	VSUBPS Z0, Z1, Z1
-	VMAXPS Z16, Z1, Z1
-	EXP16
+	EXPSHIFT16
 	VMOVUPS Z4, (DI)
 	VADDPS Y4, Y13, Y13
 	VEXTRACTF32X8 $1, Z4, Y5
@@ -314,9 +329,7 @@ tail8:
 	TESTQ $1, DX
 	JZ done16
 	VMOVUPS (SI), Y1
-	VSUBPS Z0, Z1, Z1
-	VMAXPS Z16, Z1, Z1
-	EXP16
+	EXPSHIFT16
 	VMOVUPS Y4, (DI)
 	VADDPS Y4, Y13, Y13
 
@@ -350,12 +363,7 @@ TEXT ·sigmoidAVX512(SB), NOSPLIT, $0-48
 
 sig16:
 	VMOVUPS (SI), Z1
-	VXORPS Z15, Z1, Z1
-	VMAXPS Z16, Z1, Z1
-	VMINPS Z28, Z1, Z1
-	EXP16
-	VADDPS Z27, Z4, Z4
-	VDIVPS Z4, Z27, Z5
+	SIGMOID16
 	VMOVUPS Z5, (DI)
 	ADDQ $64, SI
 	ADDQ $64, DI
@@ -366,12 +374,7 @@ sig8:
 	TESTQ $1, DX
 	JZ sig16done
 	VMOVUPS (SI), Y1
-	VXORPS Z15, Z1, Z1
-	VMAXPS Z16, Z1, Z1
-	VMINPS Z28, Z1, Z1
-	EXP16
-	VADDPS Z27, Z4, Z4
-	VDIVPS Z4, Z27, Z5
+	SIGMOID16
 	VMOVUPS Y5, (DI)
 
 sig16done:

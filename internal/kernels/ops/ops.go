@@ -355,18 +355,30 @@ func ResidualBackward(da, db, dout []float32, s, e int) {
 // MatmulForward is a linear layer without bias, weights [out, in] as in
 // Hugging Face: y[N,out] = x[N,in]·Wᵀ (+ y when accumulate).
 func MatmulForward(y, x, w []float32, N, in, out int, accumulate bool) {
+	MatmulForwardStrided(y, out, x, w, N, in, out, accumulate)
+}
+
+// MatmulForwardStrided is MatmulForward with the rows of y ldy ≥ out
+// floats apart (the floats between rows are not touched).
+func MatmulForwardStrided(y []float32, ldy int, x, w []float32, N, in, out int, accumulate bool) {
 	var beta float32
 	if accumulate {
 		beta = 1
 	}
-	kernels.Sgemm(false, true, N, out, in, 1, x, in, w, in, beta, y, out)
+	kernels.Sgemm(false, true, N, out, in, 1, x, in, w, in, beta, y, ldy)
 }
 
 // MatmulBackward: dx = dy·W (+ dx when accumulate), dW += dyᵀ·x. dx may be
 // nil to skip the input gradient. The two products are independent and run
 // side by side where that is faster (kernels.SgemmPair).
 func MatmulBackward(dx, dw, dy, x, w []float32, N, in, out int, accumulate bool) {
-	dW := kernels.GemmArgs{TransA: true, M: out, N: in, K: N, Alpha: 1, A: dy, Lda: out, B: x, Ldb: in, Beta: 1, C: dw, Ldc: in}
+	MatmulBackwardStrided(dx, dw, dy, out, x, w, N, in, out, accumulate)
+}
+
+// MatmulBackwardStrided is MatmulBackward with the rows of dy ldy ≥ out
+// floats apart.
+func MatmulBackwardStrided(dx, dw, dy []float32, ldy int, x, w []float32, N, in, out int, accumulate bool) {
+	dW := kernels.GemmArgs{TransA: true, M: out, N: in, K: N, Alpha: 1, A: dy, Lda: ldy, B: x, Ldb: in, Beta: 1, C: dw, Ldc: in}
 	if dx == nil {
 		dW.Sgemm()
 		return
@@ -375,7 +387,7 @@ func MatmulBackward(dx, dw, dy, x, w []float32, N, in, out int, accumulate bool)
 	if accumulate {
 		beta = 1
 	}
-	dX := kernels.GemmArgs{M: N, N: in, K: out, Alpha: 1, A: dy, Lda: out, B: w, Ldb: in, Beta: beta, C: dx, Ldc: in}
+	dX := kernels.GemmArgs{M: N, N: in, K: out, Alpha: 1, A: dy, Lda: ldy, B: w, Ldb: in, Beta: beta, C: dx, Ldc: in}
 	kernels.SgemmPair(dX, dW)
 }
 
