@@ -10,7 +10,7 @@ import (
 
 func newBenchStepCmd() *cobra.Command {
 	var (
-		asJSON               bool
+		asJSON, ops          bool
 		preset               string
 		steps, batch, warmup int
 		threads              []int
@@ -36,21 +36,37 @@ func newBenchStepCmd() *cobra.Command {
 			if batch > 0 {
 				opt.Batch = batch
 			}
+			opt.Ops = ops
 			rs, err := train.BenchStepThreads(cmd.Context(), opt, threads)
 			for _, r := range rs {
 				if e := emit(cmd.OutOrStdout(), asJSON, r.FieldsScaled(p.Name, rs[0]), r.Line(p.Name)); e != nil {
 					return e
+				}
+				if !ops {
+					continue
+				}
+				if !asJSON {
+					if e := emit(cmd.OutOrStdout(), false, nil, r.OpsTable()); e != nil {
+						return e
+					}
+					continue
+				}
+				for _, o := range r.Ops {
+					if e := emit(cmd.OutOrStdout(), true, o.OpFields(p.Name, r.Threads), ""); e != nil {
+						return e
+					}
 				}
 			}
 			return err
 		},
 	}
 	cf = addConfigFlags(cmd, "a run config whose [model] and micro-batch to benchmark (instead of --preset)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per thread count")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per thread count (and with --ops one per op)")
 	cmd.Flags().StringVar(&preset, "preset", "ref7m", "model preset: ref7m, 30m or 124m")
 	cmd.Flags().IntVar(&steps, "steps", 5, "timed steps (the median is reported)")
 	cmd.Flags().IntVar(&warmup, "warmup", 1, "untimed steps first (arena allocation, page faults)")
 	cmd.Flags().IntSliceVar(&threads, "threads", nil, "worker thread counts, e.g. 1,2 (empty = GOMAXPROCS)")
 	cmd.Flags().IntVar(&batch, "batch", 0, "sequences per step (0 = the preset's or the config's)")
+	cmd.Flags().BoolVar(&ops, "ops", false, "also print where the step's time goes: self time, share and GFLOP/s per op")
 	return cmd
 }

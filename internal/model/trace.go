@@ -54,3 +54,39 @@ func (m *Model) te() {
 		m.Trace.End()
 	}
 }
+
+// OpFLOPs returns the FLOPs of a forward + backward pass over tokens
+// tokens that FLOPsPerToken credits to each traced op, keyed by the names
+// OpTracer receives: every GEMM op and its backward, the attention core at
+// its full T×T (no discount for the causal mask or the document mask, as
+// MFU counts it), and an MoE layer's active MLP (router, top-k and shared
+// experts) under OpMLP. A backward op costs twice its forward:
+//
+//	GEMM [n × k]·[k × o]:  forward 2·n·k·o,  backward 4·n·k·o (dx and dW)
+//	attention core:        forward 4·n·T·d_attn (QKᵀ and P·V), backward twice that
+//
+// The values sum to FLOPsPerToken·tokens, so an op's FLOPs over its traced
+// time is its share of the MFU.
+func (m *Model) OpFLOPs(tokens int) map[string]float64 {
+	c := m.Cfg
+	n := float64(tokens)
+	D, F, V := float64(c.DModel), float64(c.MLPHidden), float64(c.Vocab)
+	fl := map[string]float64{}
+	add := func(op string, fwd float64) {
+		fl[op] += fwd
+		fl[op+OpBackwardSuffix] += 2 * fwd
+	}
+	for l := 0; l < c.NLayers; l++ {
+		add(OpQKVGemm, 2*n*D*float64(m.qkvDim))
+		add(OpOProjGemm, 2*n*float64(m.attDim)*D)
+		add(OpAttnCore, 4*n*float64(c.SeqLen)*float64(m.attDim))
+		if c.IsMoELayer(l) {
+			add(OpMLP, 2*n*c.mlpActiveParams(l))
+			continue
+		}
+		add(OpGateUpGemm, 2*n*D*2*F)
+		add(OpDownGemm, 2*n*F*D)
+	}
+	add(OpLMHeadGemm, 2*n*V*D)
+	return fl
+}

@@ -2,7 +2,10 @@ package model
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -91,5 +94,75 @@ func TestOpTracer(t *testing.T) {
 				t.Fatalf("forward-only spans: %v", rec2.ops)
 			}
 		})
+	}
+}
+
+// TestOpFLOPs: the FLOPs credited per op sum to FLOPsPerToken·tokens
+// (GQA with QK-Norm and a tied head, MQA untied without QK-Norm, MoE with
+// and without a shared expert), every op named is
+// one the tracer reports, and ref7m's GEMMs match the products written
+// out by hand.
+func TestOpFLOPs(t *testing.T) {
+	mqa := tinyConfig()
+	mqa.NKVHeads, mqa.QKNorm, mqa.Tied = 1, false, false
+	noShared := moeConfig()
+	noShared.MoESharedExpert = false
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{{"gqa", tinyConfig()}, {"mqa", mqa}, {"moe", moeConfig()}, {"moe-no-shared", noShared}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := New(tc.cfg, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const B = 2
+			tokens := B * tc.cfg.SeqLen
+			fl := m.OpFLOPs(tokens)
+			var sum float64
+			for _, v := range fl {
+				sum += v
+			}
+			if want := m.FLOPsPerToken() * float64(tokens); math.Abs(sum-want) > 1e-9*want {
+				t.Fatalf("ops sum to %g FLOPs, FLOPsPerToken·tokens = %g", sum, want)
+			}
+			rec := &recTracer{}
+			m.Trace = rec
+			if _, err := m.ForwardBackward(RandomBatch(tc.cfg, B, rand.New(rand.NewPCG(3, 4))), 1); err != nil {
+				t.Fatal(err)
+			}
+			traced := map[string]bool{}
+			for _, line := range rec.ops {
+				name := line[strings.Index(line, ":")+1:]
+				traced[name[strings.Index(name, "/")+1:]] = true
+			}
+			for op, v := range fl {
+				if !traced[op] {
+					t.Errorf("OpFLOPs credits %g FLOPs to %q, which the tracer never reports (traced: %v)", v, op, traced)
+				}
+				if v <= 0 {
+					t.Errorf("%s: %g FLOPs", op, v)
+				}
+			}
+		})
+	}
+	m, err := New(ref7m(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := m.OpFLOPs(2048)
+	for op, want := range map[string]float64{
+		OpQKVGemm:       4 * 2 * 2048 * 256 * 768,
+		opQKVGemmBwd:    4 * 4 * 2048 * 256 * 768,
+		OpOProjGemm:     4 * 2 * 2048 * 256 * 256,
+		OpGateUpGemm:    4 * 2 * 2048 * 256 * 1536,
+		OpDownGemm:      4 * 2 * 2048 * 768 * 256,
+		OpAttnCore:      4 * 4 * 2048 * 256 * 256,
+		OpLMHeadGemm:    2 * 2048 * 256 * 8192,
+		opLMHeadGemmBwd: 4 * 2048 * 256 * 8192,
+	} {
+		if fl[op] != want {
+			t.Errorf("ref7m %s: %g FLOPs, want %g", op, fl[op], want)
+		}
 	}
 }

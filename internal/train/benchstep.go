@@ -71,6 +71,10 @@ type StepBenchOptions struct {
 	// as a training run resolves it (internal/peak: cached, else probed and
 	// cached).
 	PeakGFLOPS float64
+	// Ops times each part of the timed steps as well (StepBench.Ops): the
+	// model's op spans (model.OpTracer; two clock reads per op, well
+	// under 0.1% of a step), zero_grads and the optimizer.
+	Ops bool
 }
 
 // StepBench is the result of BenchStep.
@@ -94,6 +98,9 @@ type StepBench struct {
 	ArenaBytes      int
 	LossFirst       float64 // loss of the first (warm-up) step
 	LossLast        float64
+	// Ops are the parts of the timed steps, largest first (with
+	// StepBenchOptions.Ops; nil otherwise).
+	Ops []OpTime
 }
 
 // BenchStep trains a freshly initialised model (seed 1) on random tokens:
@@ -133,36 +140,55 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 	b := model.RandomBatch(cfg, opt.Batch, r)
 	var times []float64
 	var first, last float64
+	var timer *opTimer
+	var timed time.Duration // wall time of the timed steps
 	for s := 0; s < opt.Warmup+opt.Steps; s++ {
 		if err := ctx.Err(); err != nil {
 			return StepBench{}, err
 		}
+		if opt.Ops && s == opt.Warmup {
+			timer = &opTimer{self: map[string]time.Duration{}}
+			m.Trace = timer
+		}
 		t0 := time.Now()
 		m.ZeroGrads()
+		t1 := time.Now()
 		st, err := m.ForwardBackward(b, 1)
 		if err != nil {
 			return StepBench{}, fmt.Errorf("bench step: %w", err)
 		}
+		t2 := time.Now()
 		if _, err := adam.Step(m.Params, m.Grads, st.Loss, 1e-3); err != nil {
 			return StepBench{}, fmt.Errorf("bench step: optimizer: %w", err)
 		}
-		el := time.Since(t0).Seconds()
+		t3 := time.Now()
+		if timer != nil {
+			timer.self[OpZeroGrads] += t1.Sub(t0)
+			timer.self[OpOptimizer] += t3.Sub(t2)
+		}
+		el := t3.Sub(t0)
 		if s == 0 {
 			first = st.Loss
 		}
 		last = st.Loss
 		if s >= opt.Warmup {
-			times = append(times, el)
+			times = append(times, el.Seconds())
+			timed += el
 		}
 	}
+	m.Trace = nil
 	sort.Float64s(times)
 	med := times[len(times)/2]
 	tps := float64(opt.Batch*T) / med
+	var ops []OpTime
+	if timer != nil {
+		ops = opTimes(timer.self, timed, opt.Steps, m.OpFLOPs(opt.Batch*T), pk.GFLOPS)
+	}
 	return StepBench{
 		TokensPerSec: tps, MFU: tps * m.FLOPsPerToken() / pk.FLOPS(), StepSec: med,
 		PeakRSSMB: kernels.PeakRSSMB(), PeakGFLOPS: pk.GFLOPS, PeakSource: string(pk.Source), PeakProbeGFLOPS: pk.Probe,
 		Threads: kernels.Threads(), Batch: opt.Batch, Seq: T, Steps: opt.Steps, Params: m.NumParams(), FLOPsPerToken: m.FLOPsPerToken(),
-		ArenaBytes: m.ArenaBytes(), LossFirst: first, LossLast: last,
+		ArenaBytes: m.ArenaBytes(), LossFirst: first, LossLast: last, Ops: ops,
 	}, nil
 }
 
