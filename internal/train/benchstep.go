@@ -77,6 +77,17 @@ type StepBenchOptions struct {
 	Ops bool
 }
 
+// validate checks the options BenchStep needs before any model is built.
+func (opt StepBenchOptions) validate() error {
+	if opt.Steps < 1 {
+		return fmt.Errorf("bench step: --steps must be >= 1, got %d", opt.Steps)
+	}
+	if opt.Batch < 1 {
+		return fmt.Errorf("bench step: --batch must be >= 1, got %d", opt.Batch)
+	}
+	return nil
+}
+
 // StepBench is the result of BenchStep.
 type StepBench struct {
 	TokensPerSec float64 // batch·seq_len ÷ median step time
@@ -110,11 +121,8 @@ type StepBench struct {
 // on the same threads as a training run resolves it (peak.Resolve), so
 // contention while it starts does not inflate MFU.
 func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
-	if opt.Steps < 1 {
-		return StepBench{}, fmt.Errorf("bench step: --steps must be >= 1, got %d", opt.Steps)
-	}
-	if opt.Batch < 1 {
-		return StepBench{}, fmt.Errorf("bench step: --batch must be >= 1, got %d", opt.Batch)
+	if err := opt.validate(); err != nil {
+		return StepBench{}, err
 	}
 	cfg := opt.Model
 	// The peak resident set of this measurement alone: what earlier ones in
@@ -214,6 +222,9 @@ func BenchStepThreads(ctx context.Context, opt StepBenchOptions, threads []int) 
 		if t < 1 {
 			return nil, fmt.Errorf("bench step: --threads must be >= 1, got %d", t)
 		}
+	}
+	if err := opt.validate(); err != nil {
+		return nil, err
 	}
 	prev := kernels.Threads()
 	defer kernels.SetThreads(prev)

@@ -124,3 +124,23 @@ func TestStepBenchFromRun(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchStepBadOptions: a bad flag is reported as the flag, before any
+// model is built or thread count run.
+func TestBenchStepBadOptions(t *testing.T) {
+	cfg := model.Config{Vocab: 64, DModel: 16, NLayers: 1, NHeads: 2, NKVHeads: 2, MLPHidden: 32, SeqLen: 8, RopeTheta: 10000, NormEps: 1e-5, InitStd: 0.02}
+	for _, tc := range []struct {
+		opt     StepBenchOptions
+		threads []int
+		want    string
+	}{
+		{StepBenchOptions{Model: cfg, Batch: 2, Steps: 0}, []int{1, 2}, "bench step: --steps must be >= 1, got 0"},
+		{StepBenchOptions{Model: cfg, Batch: 0, Steps: 1}, []int{2}, "bench step: --batch must be >= 1, got 0"},
+		{StepBenchOptions{Model: cfg, Batch: 1, Steps: 1}, []int{1, 0}, "bench step: --threads must be >= 1, got 0"},
+	} {
+		rs, err := BenchStepThreads(context.Background(), tc.opt, tc.threads)
+		if err == nil || err.Error() != tc.want || len(rs) != 0 {
+			t.Errorf("%+v on %v: %d results, error %v; want %q", tc.opt, tc.threads, len(rs), err, tc.want)
+		}
+	}
+}
