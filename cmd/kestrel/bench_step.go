@@ -38,24 +38,8 @@ func newBenchStepCmd() *cobra.Command {
 			}
 			opt.Ops = ops
 			rs, err := train.BenchStepThreads(cmd.Context(), opt, threads)
-			for _, r := range rs {
-				if e := emit(cmd.OutOrStdout(), asJSON, r.FieldsScaled(p.Name, rs[0]), r.Line(p.Name)); e != nil {
-					return e
-				}
-				if !ops {
-					continue
-				}
-				if !asJSON {
-					if e := emit(cmd.OutOrStdout(), false, nil, r.OpsTable()); e != nil {
-						return e
-					}
-					continue
-				}
-				for _, o := range r.Ops {
-					if e := emit(cmd.OutOrStdout(), true, o.OpFields(p.Name, r.Threads), ""); e != nil {
-						return e
-					}
-				}
+			if e := train.WriteStepBench(cmd.OutOrStdout(), rs, p.Name, asJSON); e != nil {
+				return e
 			}
 			return err
 		},

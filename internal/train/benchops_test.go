@@ -1,7 +1,9 @@
 package train
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"math"
 	"reflect"
 	"strings"
@@ -113,8 +115,38 @@ func TestBenchStepOps(t *testing.T) {
 	if f := r.Ops[0].OpFields("tiny", r.Threads); f["op"] != "step_op" || f["name"] != r.Ops[0].Name {
 		t.Errorf("fields %v", f)
 	}
+	// As kestrel bench step prints it: the step's object, then one per op.
+	var buf bytes.Buffer
+	if err := WriteStepBench(&buf, []StepBench{r}, "tiny", true); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 1+len(r.Ops) {
+		t.Fatalf("%d JSON lines for %d ops", len(lines), len(r.Ops))
+	}
+	for i, l := range lines {
+		var f map[string]any
+		if err := json.Unmarshal([]byte(l), &f); err != nil {
+			t.Fatalf("line %d: %v: %s", i+1, err, l)
+		}
+		if want := map[bool]string{true: "step", false: "step_op"}[i == 0]; f["op"] != want || f["preset"] != "tiny" {
+			t.Errorf("line %d: op %v preset %v, want %s tiny", i+1, f["op"], f["preset"], want)
+		}
+	}
+	buf.Reset()
+	if err := WriteStepBench(&buf, []StepBench{r}, "tiny", false); err != nil {
+		t.Fatal(err)
+	}
+	if want := r.Line("tiny") + "\n" + tab + "\n"; buf.String() != want {
+		t.Errorf("text:\n%s\nwant:\n%s", buf.String(), want)
+	}
 	opt.Ops = false
-	if r, err := BenchStep(context.Background(), opt); err != nil || r.Ops != nil {
-		t.Errorf("without Ops: %v ops, err %v", len(r.Ops), err)
+	r, err = BenchStep(context.Background(), opt)
+	if err != nil || r.Ops != nil {
+		t.Fatalf("without Ops: %v ops, err %v", len(r.Ops), err)
+	}
+	buf.Reset()
+	if err := WriteStepBench(&buf, []StepBench{r}, "tiny", true); err != nil || strings.Count(buf.String(), "\n") != 1 {
+		t.Errorf("without Ops, JSON: %q, err %v", buf.String(), err)
 	}
 }

@@ -2,7 +2,9 @@ package train
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -274,6 +276,35 @@ func (r StepBench) FieldsScaled(preset string, base StepBench) map[string]any {
 		f["scaling_efficiency"] = math.Round(eff*1000) / 1000
 	}
 	return f
+}
+
+// WriteStepBench writes results as kestrel bench step prints them for the
+// named preset: with asJSON one JSON object per line for each result (with
+// scaling_efficiency against the first) followed by one per op (OpFields)
+// when it holds Ops; else its Line followed by its OpsTable.
+func WriteStepBench(w io.Writer, results []StepBench, preset string, asJSON bool) error {
+	enc := json.NewEncoder(w)
+	for _, r := range results {
+		if !asJSON {
+			text := r.Line(preset)
+			if r.Ops != nil {
+				text += "\n" + r.OpsTable()
+			}
+			if _, err := fmt.Fprintln(w, text); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := enc.Encode(r.FieldsScaled(preset, results[0])); err != nil {
+			return err
+		}
+		for _, o := range r.Ops {
+			if err := enc.Encode(o.OpFields(preset, r.Threads)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Line is the result as one line of text for the named preset.
