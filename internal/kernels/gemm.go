@@ -318,9 +318,19 @@ func scaleC(m, n int, beta float32, c []float32, ldc int) {
 	}
 }
 
+// run computes the product (see runPhases), adding its wall time times
+// the threads it used to the GEMM profile while that is on.
 func (g *gemmCtx) run() {
+	t0 := profStart()
+	threads := g.runPhases()
+	profAdd(&gprof.total, t0, threads)
+}
+
+// runPhases computes the product on up to Threads() threads and returns
+// how many it used.
+func (g *gemmCtx) runPhases() (threads int) {
 	kn := g.k
-	threads := 1
+	threads = 1
 	if g.m*g.n*g.kk >= serialFlops && !g.serial {
 		threads = Threads()
 	}
@@ -350,7 +360,7 @@ func (g *gemmCtx) run() {
 	if g.pb == nil && !nsplit && threads > 1 && g.kk > kn.kc && g.n <= kn.nc && g.m <= allSlicesMaxM &&
 		(g.n+kn.nr-1)/kn.nr*kn.nr*g.kk <= allSlicesMaxB {
 		g.runAllSlices(threads)
-		return
+		return threads
 	}
 	for pc := 0; pc < g.kk; pc += kn.kc {
 		g.pc, g.kcCur = pc, min(kn.kc, g.kk-pc)
@@ -383,6 +393,7 @@ func (g *gemmCtx) run() {
 			g.dispatch(threads, g.m, g.mcChunk)
 		}
 	}
+	return threads
 }
 
 // allSlicesMaxM and allSlicesMaxB bound the products runAllSlices takes:
@@ -430,7 +441,9 @@ func (g *gemmCtx) runNSplit(threads int) {
 	} else {
 		g.aPacked = true
 		g.bPack = grow(g.bPack, packASize(g.m, g.kcCur, kn.mr)) // holds packed A here
+		t0 := profStart()
 		g.aRS, g.aCS, g.aSS = packA(kn, g.transA, g.a, g.lda, 0, g.pc, g.m, g.kcCur, g.bPack)
+		profAdd(&gprof.pack, t0, 1)
 	}
 	g.jc, g.ncCur = 0, g.n
 	nstrips := (g.n + kn.nr - 1) / kn.nr
@@ -455,6 +468,8 @@ func (g *gemmCtx) runw(w, s, e int) {
 	switch g.phase {
 	case phasePackB:
 		// strips s..e of the B panel
+		t0 := profStart()
+		defer profAdd(&gprof.pack, t0, 1)
 		for st := s; st < e; st++ {
 			j0 := st * kn.nr
 			cols := min(kn.nr, g.ncCur-j0)
@@ -464,19 +479,16 @@ func (g *gemmCtx) runw(w, s, e int) {
 		// rows s..e of C against the packed B panel
 		for i0 := s; i0 < e; i0 += g.mcChunk {
 			mc := min(g.mcChunk, e-i0)
-			if g.directA() {
-				// op(A) read in place: rows i0.. from depth pc.
-				ap, rs, cs, ss := g.directALayout(i0, g.pc)
-				g.macro(pt, ap, rs, cs, ss, g.bPanel, i0, mc, g.jc, g.ncCur, g.kcCur, g.betaCur)
-				continue
-			}
-			pt.pack = grow(pt.pack, packASize(mc, g.kcCur, kn.mr))
-			rs, cs, ss := packA(kn, g.transA, g.a, g.lda, i0, g.pc, mc, g.kcCur, pt.pack)
-			g.macro(pt, pt.pack, rs, cs, ss, g.bPanel, i0, mc, g.jc, g.ncCur, g.kcCur, g.betaCur)
+			ap, rs, cs, ss := g.blockA(pt, i0, g.pc, mc, g.kcCur)
+			t0 := profStart()
+			g.macro(pt, ap, rs, cs, ss, g.bPanel, i0, mc, g.jc, g.ncCur, g.kcCur, g.betaCur)
+			profAdd(&gprof.kernel, t0, 1)
 		}
 	case phasePackBAll:
 		// work item it = slice·strips + strip; slice sl starts at
 		// sl·strips·nr·kc (only the last slice is shallower).
+		t0 := profStart()
+		defer profAdd(&gprof.pack, t0, 1)
 		strips := (g.n + kn.nr - 1) / kn.nr
 		for it := s; it < e; it++ {
 			sl, st := it/strips, it%strips
@@ -496,14 +508,10 @@ func (g *gemmCtx) runw(w, s, e int) {
 					beta = 1
 				}
 				bp := g.bPack[(pc/kn.kc)*strips*kn.nr*kn.kc:]
-				if g.directA() {
-					ap, rs, cs, ss := g.directALayout(i0, pc)
-					g.macro(pt, ap, rs, cs, ss, bp, i0, mc, 0, g.n, kcs, beta)
-					continue
-				}
-				pt.pack = grow(pt.pack, packASize(mc, kcs, kn.mr))
-				rs, cs, ss := packA(kn, g.transA, g.a, g.lda, i0, pc, mc, kcs, pt.pack)
-				g.macro(pt, pt.pack, rs, cs, ss, bp, i0, mc, 0, g.n, kcs, beta)
+				ap, rs, cs, ss := g.blockA(pt, i0, pc, mc, kcs)
+				t0 := profStart()
+				g.macro(pt, ap, rs, cs, ss, bp, i0, mc, 0, g.n, kcs, beta)
+				profAdd(&gprof.kernel, t0, 1)
 			}
 		}
 	case phaseNBlocks:
@@ -513,18 +521,38 @@ func (g *gemmCtx) runw(w, s, e int) {
 		if !g.aPacked {
 			ap, _, _, _ = g.directALayout(0, g.pc)
 		}
+		var bp []float32
 		if g.pb != nil { // the strips of columns s.. were packed before the call
-			g.macro(pt, ap, g.aRS, g.aCS, g.aSS, g.pb.panel(g.pc, s, g.kcCur), 0, g.m, s, nc, g.kcCur, g.betaCur)
-			return
+			bp = g.pb.panel(g.pc, s, g.kcCur)
+		} else {
+			t0 := profStart()
+			strips := (nc + kn.nr - 1) / kn.nr
+			pt.pack = grow(pt.pack, strips*kn.nr*g.kcCur)
+			for st := 0; st < strips; st++ {
+				j0 := st * kn.nr
+				packBStrip(kn, g.transB, g.b, g.ldb, g.pc, s+j0, g.kcCur, min(kn.nr, nc-j0), pt.pack[st*kn.nr*g.kcCur:])
+			}
+			bp = pt.pack
+			profAdd(&gprof.pack, t0, 1)
 		}
-		strips := (nc + kn.nr - 1) / kn.nr
-		pt.pack = grow(pt.pack, strips*kn.nr*g.kcCur)
-		for st := 0; st < strips; st++ {
-			j0 := st * kn.nr
-			packBStrip(kn, g.transB, g.b, g.ldb, g.pc, s+j0, g.kcCur, min(kn.nr, nc-j0), pt.pack[st*kn.nr*g.kcCur:])
-		}
-		g.macro(pt, ap, g.aRS, g.aCS, g.aSS, pt.pack, 0, g.m, s, nc, g.kcCur, g.betaCur)
+		t0 := profStart()
+		g.macro(pt, ap, g.aRS, g.aCS, g.aSS, bp, 0, g.m, s, nc, g.kcCur, g.betaCur)
+		profAdd(&gprof.kernel, t0, 1)
 	}
+}
+
+// blockA returns the mc×kc block of op(A) from row i0, depth p0, as the
+// macro-kernel reads it: in place (directA), else packed into pt's buffer
+// (which the GEMM profile counts as packing).
+func (g *gemmCtx) blockA(pt *gemmPerThread, i0, p0, mc, kc int) (ap []float32, rs, cs, sstride int) {
+	if g.directA() {
+		return g.directALayout(i0, p0)
+	}
+	t0 := profStart()
+	pt.pack = grow(pt.pack, packASize(mc, kc, g.k.mr))
+	rs, cs, sstride = packA(g.k, g.transA, g.a, g.lda, i0, p0, mc, kc, pt.pack)
+	profAdd(&gprof.pack, t0, 1)
+	return pt.pack, rs, cs, sstride
 }
 
 // macro multiplies a packed mc×kc block of op(A) (ap, laid out as packA

@@ -48,6 +48,8 @@ func (p *PackedB) Pack(transB bool, k, n int, b []float32, ldb int) {
 	if len(g.per) < threads {
 		g.per = make([]gemmPerThread, threads)
 	}
+	t0 := profStart()
+	defer profAdd(&gprof.total, t0, threads)
 	g.phase = phasePackB
 	for pc := 0; pc < k; pc += kn.kc {
 		g.pc, g.kcCur = pc, min(kn.kc, k-pc)

@@ -1,5 +1,7 @@
 package model
 
+import "strings"
+
 // OpTracer receives the model's per-op spans while it is set as
 // Model.Trace (kestrel sets it for the steps recorded in trace.json):
 // Begin opens a span for op (of block layer, or -1 outside the blocks)
@@ -53,6 +55,17 @@ func (m *Model) te() {
 	if m.Trace != nil {
 		m.Trace.End()
 	}
+}
+
+// IsGEMMOp reports whether op (a name OpTracer receives) is one of the
+// GEMM ops, forward or backward: the ops whose FLOPs in OpFLOPs are
+// exactly those of the GEMMs they run.
+func IsGEMMOp(op string) bool {
+	switch strings.TrimSuffix(op, OpBackwardSuffix) {
+	case OpQKVGemm, OpOProjGemm, OpGateUpGemm, OpDownGemm, OpLMHeadGemm:
+		return true
+	}
+	return false
 }
 
 // OpFLOPs returns the FLOPs of a forward + backward pass over tokens

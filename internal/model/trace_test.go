@@ -166,3 +166,16 @@ func TestOpFLOPs(t *testing.T) {
 		}
 	}
 }
+
+// TestIsGEMMOp: the GEMM ops forward and backward, nothing else.
+func TestIsGEMMOp(t *testing.T) {
+	for op, want := range map[string]bool{
+		OpQKVGemm: true, opQKVGemmBwd: true, OpOProjGemm: true, opOProjGemmBwd: true, OpGateUpGemm: true,
+		opGateUpGemmBwd: true, OpDownGemm: true, opDownGemmBwd: true, OpLMHeadGemm: true, opLMHeadGemmBwd: true,
+		OpAttnCore: false, opAttnCoreBwd: false, OpMLP: false, OpLMHead: false, OpCrossEntropy: false, "": false, "qkv_gemm_backward_x": false,
+	} {
+		if IsGEMMOp(op) != want {
+			t.Errorf("IsGEMMOp(%q) = %v", op, !want)
+		}
+	}
+}

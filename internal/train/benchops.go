@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/model"
 )
 
@@ -33,24 +34,41 @@ type OpTime struct {
 	// GFLOPS is GFLOP ÷ MS and PctPeak that over the peak MFU divides by
 	// (both 0 when GFLOP is).
 	GFLOPS, PctPeak float64
+	// GemmPack, GemmKernel and GemmOther split the thread time of the op's
+	// GEMMs (kernels.GemmProfile): packing, the macro-kernel, and the rest
+	// (threads waiting at phase ends or for the other product of a pair,
+	// setup); they sum to 1, or are all 0 for an op without GEMMs.
+	GemmPack, GemmKernel, GemmOther float64
+	// KernelPctPeak is the micro-kernel's own rate in the step: GFLOP over
+	// the macro-kernel's thread time, against the peak per thread; only for
+	// the GEMM ops (model.IsGEMMOp), whose FLOPs are their GEMMs'.
+	KernelPctPeak float64
 }
 
 // opTimer is the model.OpTracer of a benchmarked step: it adds each span's
-// self time to its op.
+// self time, and the self part of the GEMM profile (kernels.GemmProfile,
+// on while the timer runs), to its op.
 type opTimer struct {
 	open []openSpan
 	self map[string]time.Duration
+	gemm map[string]kernels.GemmProfile
 }
 
 type openSpan struct {
-	op    string
-	start time.Time
-	inner time.Duration // time of the spans nested in it
+	op        string
+	start     time.Time
+	prof      kernels.GemmProfile // the GEMM profile at the start
+	inner     time.Duration       // time of the spans nested in it
+	innerProf kernels.GemmProfile // their GEMM profile
+}
+
+func newOpTimer() *opTimer {
+	return &opTimer{self: map[string]time.Duration{}, gemm: map[string]kernels.GemmProfile{}}
 }
 
 // Begin implements model.OpTracer.
 func (t *opTimer) Begin(op string, _ int) {
-	t.open = append(t.open, openSpan{op: op, start: time.Now()})
+	t.open = append(t.open, openSpan{op: op, start: time.Now(), prof: kernels.ReadGemmProfile()})
 }
 
 // End implements model.OpTracer.
@@ -61,18 +79,26 @@ func (t *opTimer) End() {
 	}
 	s := t.open[n-1]
 	t.open = t.open[:n-1]
-	d := time.Since(s.start)
+	d, p := time.Since(s.start), kernels.ReadGemmProfile().Sub(s.prof)
 	t.self[s.op] += d - s.inner
+	if self := p.Sub(s.innerProf); self.Total > 0 {
+		t.gemm[s.op] = addProfiles(t.gemm[s.op], self)
+	}
 	if n > 1 {
 		t.open[n-2].inner += d
+		t.open[n-2].innerProf = addProfiles(t.open[n-2].innerProf, p)
 	}
+}
+
+func addProfiles(a, b kernels.GemmProfile) kernels.GemmProfile {
+	return kernels.GemmProfile{Pack: a.Pack + b.Pack, Kernel: a.Kernel + b.Kernel, Total: a.Total + b.Total}
 }
 
 // opTimes turns the self times summed over steps timed steps (total: the
 // steps' wall time) into OpTimes, largest first, with other as the
-// remainder; fl are the FLOPs per step of model.OpFLOPs and peak the
-// GFLOP/s MFU divides by.
-func opTimes(self map[string]time.Duration, total time.Duration, steps int, fl map[string]float64, peak float64) []OpTime {
+// remainder; gemm are the ops' GEMM profiles, fl the FLOPs per step of
+// model.OpFLOPs, and peak the GFLOP/s MFU divides by on threads threads.
+func opTimes(self map[string]time.Duration, gemm map[string]kernels.GemmProfile, total time.Duration, steps int, fl map[string]float64, peak float64, threads int) []OpTime {
 	perStep := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(steps) }
 	stepMS := perStep(total)
 	var ops []OpTime
@@ -90,6 +116,14 @@ func opTimes(self map[string]time.Duration, total time.Duration, steps int, fl m
 			o.GFLOPS = o.GFLOP / (o.MS / 1000)
 			if peak > 0 {
 				o.PctPeak = o.GFLOPS / peak
+			}
+		}
+		if g := gemm[o.Name]; g.Total > 0 {
+			tot := float64(g.Total)
+			o.GemmPack, o.GemmKernel = float64(g.Pack)/tot, float64(g.Kernel)/tot
+			o.GemmOther = 1 - o.GemmPack - o.GemmKernel
+			if kernelSec := g.Kernel.Seconds() / float64(steps); model.IsGEMMOp(o.Name) && kernelSec > 0 && peak > 0 && threads > 0 {
+				o.KernelPctPeak = o.GFLOP / kernelSec / (peak / float64(threads))
 			}
 		}
 	}
@@ -110,20 +144,32 @@ func (o OpTime) OpFields(preset string, threads int) map[string]any {
 		"op": "step_op", "preset": preset, "threads": threads, "name": o.Name,
 		"ms": round(o.MS), "share": round(o.Share), "gflop": round(o.GFLOP),
 		"gflops": round(o.GFLOPS), "pct_peak": round(o.PctPeak),
+		"gemm_pack": round(o.GemmPack), "gemm_kernel": round(o.GemmKernel), "gemm_other": round(o.GemmOther),
+		"kernel_pct_peak": round(o.KernelPctPeak),
 	}
 }
 
-// OpsTable is r.Ops as text: one line per op, the GEMM-like ones with
-// their rate and fraction of the peak.
+// OpsTable is r.Ops as text: one line per op; the ops MFU credits FLOPs
+// to with their rate and fraction of the peak, and those with GEMMs with
+// how their GEMMs' thread time splits (pack, kernel, other) and the
+// micro-kernel's own fraction of the peak.
 func (r StepBench) OpsTable() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "  %-24s %9s %7s %8s %9s %8s\n", "op ("+fmt.Sprint(r.Threads)+" threads)", "ms/step", "share", "GFLOP", "GFLOP/s", "of peak")
+	fmt.Fprintf(&b, "  %-24s %9s %7s %8s %9s %8s %6s %6s %6s %11s\n", "op ("+fmt.Sprint(r.Threads)+" threads)",
+		"ms/step", "share", "GFLOP", "GFLOP/s", "of peak", "pack", "kernel", "other", "kernel/peak")
+	pct := func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
 	for _, o := range r.Ops {
+		line := fmt.Sprintf("  %-24s %9.2f %7s", o.Name, o.MS, pct(o.Share))
 		if o.GFLOP > 0 {
-			fmt.Fprintf(&b, "  %-24s %9.2f %6.1f%% %8.2f %9.1f %7.1f%%\n", o.Name, o.MS, 100*o.Share, o.GFLOP, o.GFLOPS, 100*o.PctPeak)
-		} else {
-			fmt.Fprintf(&b, "  %-24s %9.2f %6.1f%%\n", o.Name, o.MS, 100*o.Share)
+			line += fmt.Sprintf(" %8.2f %9.1f %8s", o.GFLOP, o.GFLOPS, pct(o.PctPeak))
 		}
+		if o.GemmKernel > 0 {
+			line += fmt.Sprintf(" %6s %6s %6s", pct(o.GemmPack), pct(o.GemmKernel), pct(o.GemmOther))
+			if o.KernelPctPeak > 0 {
+				line += fmt.Sprintf(" %11s", pct(o.KernelPctPeak))
+			}
+		}
+		b.WriteString(line + "\n")
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }

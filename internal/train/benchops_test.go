@@ -5,45 +5,66 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/model"
 )
 
 // TestOpTimes: self times become per-step milliseconds, shares of the step
-// (other takes what no span covered), and rates against the peak for the
-// ops with FLOPs; largest first, ties by name.
+// (other takes what no span covered), rates against the peak for the ops
+// with FLOPs, and for the ops with GEMMs the split of their thread time
+// and the micro-kernel's own rate against the peak per thread; largest
+// first, ties by name.
 func TestOpTimes(t *testing.T) {
 	ms := time.Millisecond
-	got := opTimes(map[string]time.Duration{"gemm": 30 * ms, "norm": 10 * ms}, 50*ms, 2,
-		map[string]float64{"gemm": 3e9, "unused": 1e9}, 100)
+	gemm := map[string]kernels.GemmProfile{model.OpQKVGemm: {Pack: 6 * ms, Kernel: 48 * ms, Total: 60 * ms},
+		"norm": {Pack: 1 * ms, Kernel: 3 * ms, Total: 4 * ms}}
+	got := opTimes(map[string]time.Duration{model.OpQKVGemm: 30 * ms, "norm": 10 * ms}, gemm, 50*ms, 2,
+		map[string]float64{model.OpQKVGemm: 3e9, "norm": 1e9}, 200, 2)
 	want := []OpTime{
-		{Name: "gemm", MS: 15, Share: 0.6, GFLOP: 3, GFLOPS: 200, PctPeak: 2},
-		{Name: "norm", MS: 5, Share: 0.2},
+		// 48 ms of kernel thread time over 2 steps: 3 GFLOP in 24 ms per
+		// step, 125 GFLOP/s against 100 per thread.
+		{Name: model.OpQKVGemm, MS: 15, Share: 0.6, GFLOP: 3, GFLOPS: 200, PctPeak: 1, GemmPack: 0.1, GemmKernel: 0.8, GemmOther: 0.1, KernelPctPeak: 1.25},
+		// Not a GEMM op: its FLOPs are not all its GEMMs', so no
+		// micro-kernel rate.
+		{Name: "norm", MS: 5, Share: 0.2, GFLOP: 1, GFLOPS: 200, PctPeak: 1, GemmPack: 0.25, GemmKernel: 0.75},
 		{Name: OpOther, MS: 5, Share: 0.2},
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("opTimes:\n got %+v\nwant %+v", got, want)
+	if len(got) != len(want) {
+		t.Fatalf("opTimes: %+v", got)
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+	for i, w := range want {
+		g := got[i]
+		if g.Name != w.Name || !near(g.MS, w.MS) || !near(g.Share, w.Share) || g.GFLOP != w.GFLOP || !near(g.GFLOPS, w.GFLOPS) ||
+			!near(g.PctPeak, w.PctPeak) || !near(g.GemmPack, w.GemmPack) || !near(g.GemmKernel, w.GemmKernel) ||
+			!near(g.GemmOther, w.GemmOther) || !near(g.KernelPctPeak, w.KernelPctPeak) {
+			t.Errorf("op %d:\n got %+v\nwant %+v", i, g, w)
+		}
 	}
 	// Spans that add up to more than the wall time (clock reads between
 	// steps) leave other at zero, never negative.
-	got = opTimes(map[string]time.Duration{"a": 11 * ms}, 10*ms, 1, nil, 0)
-	if got[1].Name != OpOther || got[1].MS != 0 || got[0].PctPeak != 0 {
+	got = opTimes(map[string]time.Duration{"a": 11 * ms}, nil, 10*ms, 1, nil, 0, 1)
+	if got[1].Name != OpOther || got[1].MS != 0 || got[0].PctPeak != 0 || got[0].GemmKernel != 0 {
 		t.Errorf("overfull spans: %+v", got)
 	}
 }
 
-// TestOpTimerNesting: a span's self time excludes the spans inside it, and
-// an End without a Begin is ignored.
+// TestOpTimerNesting: a span's self time, and its GEMMs' profile, exclude
+// the spans inside it, and an End without a Begin is ignored.
 func TestOpTimerNesting(t *testing.T) {
-	tm := &opTimer{self: map[string]time.Duration{}}
+	defer kernels.SetGemmProfile(kernels.SetGemmProfile(true))
+	const n = 96
+	a, c := make([]float32, n*n), make([]float32, n*n)
+	tm := newOpTimer()
 	t0 := time.Now()
 	tm.Begin("outer", 0)
 	time.Sleep(2 * time.Millisecond)
 	tm.Begin("inner", 0)
+	kernels.Sgemm(false, false, n, n, n, 1, a, n, a, n, 0, c, n)
 	time.Sleep(5 * time.Millisecond)
 	tm.End()
 	tm.End()
@@ -52,6 +73,9 @@ func TestOpTimerNesting(t *testing.T) {
 	in, out := tm.self["inner"], tm.self["outer"]
 	if in < 5*time.Millisecond || out < 2*time.Millisecond || in+out > wall {
 		t.Errorf("inner %v, outer %v (self), wall %v", in, out, wall)
+	}
+	if g, ok := tm.gemm["outer"]; ok || tm.gemm["inner"].Kernel <= 0 || tm.gemm["inner"].Total > in {
+		t.Errorf("GEMM profiles: inner %+v, outer %+v (present %v)", tm.gemm["inner"], g, ok)
 	}
 }
 
@@ -85,6 +109,14 @@ func TestBenchStepOps(t *testing.T) {
 		}
 		if o.GFLOP > 0 && math.Abs(o.PctPeak-o.GFLOPS/100) > 1e-12 {
 			t.Errorf("%s: %v GFLOP/s is %v of the 100 GFLOP/s peak", o.Name, o.GFLOPS, o.PctPeak)
+		}
+		// Every GEMM op splits its GEMMs' thread time and has the
+		// micro-kernel's rate; other ops may run GEMMs too (here the
+		// attention core, too small for its tile kernels), never the rate.
+		gemmOp := model.IsGEMMOp(o.Name)
+		if sum := o.GemmPack + o.GemmKernel + o.GemmOther; (gemmOp && o.GemmKernel <= 0) || gemmOp != (o.KernelPctPeak > 0) ||
+			(o.GemmKernel > 0 && math.Abs(sum-1) > 1e-9) || o.GemmPack < 0 {
+			t.Errorf("%s: GEMM split pack %v kernel %v other %v, kernel %v of peak", o.Name, o.GemmPack, o.GemmKernel, o.GemmOther, o.KernelPctPeak)
 		}
 	}
 	for _, name := range []string{OpZeroGrads, OpOptimizer, OpOther, model.OpEmbedding, model.OpCrossEntropy} {

@@ -74,8 +74,10 @@ type StepBenchOptions struct {
 	// cached).
 	PeakGFLOPS float64
 	// Ops times each part of the timed steps as well (StepBench.Ops): the
-	// model's op spans (model.OpTracer; two clock reads per op, well
-	// under 0.1% of a step), zero_grads and the optimizer.
+	// model's op spans (model.OpTracer; two clock reads per op), the GEMMs
+	// inside them (kernels.SetGemmProfile: clock reads per packing and
+	// macro-kernel work item), zero_grads and the optimizer — well under
+	// 1% of a step.
 	Ops bool
 }
 
@@ -157,8 +159,9 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 			return StepBench{}, err
 		}
 		if opt.Ops && s == opt.Warmup {
-			timer = &opTimer{self: map[string]time.Duration{}}
+			timer = newOpTimer()
 			m.Trace = timer
+			defer kernels.SetGemmProfile(kernels.SetGemmProfile(true))
 		}
 		t0 := time.Now()
 		m.ZeroGrads()
@@ -192,7 +195,7 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 	tps := float64(opt.Batch*T) / med
 	var ops []OpTime
 	if timer != nil {
-		ops = opTimes(timer.self, timed, opt.Steps, m.OpFLOPs(opt.Batch*T), pk.GFLOPS)
+		ops = opTimes(timer.self, timer.gemm, timed, opt.Steps, m.OpFLOPs(opt.Batch*T), pk.GFLOPS, kernels.Threads())
 	}
 	return StepBench{
 		TokensPerSec: tps, MFU: tps * m.FLOPsPerToken() / pk.FLOPS(), StepSec: med,
