@@ -48,6 +48,8 @@ func (p *PackedB) Pack(transB bool, k, n int, b []float32, ldb int) {
 	if len(g.per) < threads {
 		g.per = make([]gemmPerThread, threads)
 	}
+	// Profiled, packing counts as a call that holds every thread (a small
+	// operand is packed by this one while the others wait).
 	t0 := profStart()
 	defer profAdd(&gprof.total, t0, threads)
 	g.phase = phasePackB
