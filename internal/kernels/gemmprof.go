@@ -31,6 +31,11 @@ func (p GemmProfile) Sub(q GemmProfile) GemmProfile {
 	return GemmProfile{Pack: p.Pack - q.Pack, Kernel: p.Kernel - q.Kernel, Total: p.Total - q.Total}
 }
 
+// Add returns p + q, field by field (two profiles taken together).
+func (p GemmProfile) Add(q GemmProfile) GemmProfile {
+	return GemmProfile{Pack: p.Pack + q.Pack, Kernel: p.Kernel + q.Kernel, Total: p.Total + q.Total}
+}
+
 // gprof holds the running sums, in nanoseconds of thread time.
 var gprof struct {
 	on                  atomic.Bool

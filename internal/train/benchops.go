@@ -82,28 +82,24 @@ func (t *opTimer) End() {
 	d, p := time.Since(s.start), kernels.ReadGemmProfile().Sub(s.prof)
 	t.self[s.op] += d - s.inner
 	if self := p.Sub(s.innerProf); self.Total > 0 {
-		t.gemm[s.op] = addProfiles(t.gemm[s.op], self)
+		t.gemm[s.op] = t.gemm[s.op].Add(self)
 	}
 	if n > 1 {
 		t.open[n-2].inner += d
-		t.open[n-2].innerProf = addProfiles(t.open[n-2].innerProf, p)
+		t.open[n-2].innerProf = t.open[n-2].innerProf.Add(p)
 	}
 }
 
-func addProfiles(a, b kernels.GemmProfile) kernels.GemmProfile {
-	return kernels.GemmProfile{Pack: a.Pack + b.Pack, Kernel: a.Kernel + b.Kernel, Total: a.Total + b.Total}
-}
-
-// opTimes turns the self times summed over steps timed steps (total: the
-// steps' wall time) into OpTimes, largest first, with other as the
-// remainder; gemm are the ops' GEMM profiles, fl the FLOPs per step of
-// model.OpFLOPs, and peak the GFLOP/s MFU divides by on threads threads.
-func opTimes(self map[string]time.Duration, gemm map[string]kernels.GemmProfile, total time.Duration, steps int, fl map[string]float64, peak float64, threads int) []OpTime {
+// opTimes turns what t summed over steps timed steps (total: the steps'
+// wall time) into OpTimes, largest first, with other as the remainder; fl
+// are the FLOPs per step of model.OpFLOPs and peak the GFLOP/s MFU divides
+// by on threads threads.
+func (t *opTimer) opTimes(total time.Duration, steps int, fl map[string]float64, peak float64, threads int) []OpTime {
 	perStep := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(steps) }
 	stepMS := perStep(total)
 	var ops []OpTime
 	var spanned time.Duration
-	for name, d := range self {
+	for name, d := range t.self {
 		spanned += d
 		o := OpTime{Name: name, MS: perStep(d), GFLOP: fl[name] / 1e9}
 		ops = append(ops, o)
@@ -118,10 +114,9 @@ func opTimes(self map[string]time.Duration, gemm map[string]kernels.GemmProfile,
 				o.PctPeak = o.GFLOPS / peak
 			}
 		}
-		if g := gemm[o.Name]; g.Total > 0 {
+		if g := t.gemm[o.Name]; g.Total > 0 {
 			tot := float64(g.Total)
-			o.GemmPack, o.GemmKernel = float64(g.Pack)/tot, float64(g.Kernel)/tot
-			o.GemmOther = 1 - o.GemmPack - o.GemmKernel
+			o.GemmPack, o.GemmKernel, o.GemmOther = float64(g.Pack)/tot, float64(g.Kernel)/tot, float64(g.Other())/tot
 			if kernelSec := g.Kernel.Seconds() / float64(steps); model.IsGEMMOp(o.Name) && kernelSec > 0 && peak > 0 && threads > 0 {
 				o.KernelPctPeak = o.GFLOP / kernelSec / (peak / float64(threads))
 			}

@@ -22,8 +22,8 @@ func TestOpTimes(t *testing.T) {
 	ms := time.Millisecond
 	gemm := map[string]kernels.GemmProfile{model.OpQKVGemm: {Pack: 6 * ms, Kernel: 48 * ms, Total: 60 * ms},
 		"norm": {Pack: 1 * ms, Kernel: 3 * ms, Total: 4 * ms}}
-	got := opTimes(map[string]time.Duration{model.OpQKVGemm: 30 * ms, "norm": 10 * ms}, gemm, 50*ms, 2,
-		map[string]float64{model.OpQKVGemm: 3e9, "norm": 1e9}, 200, 2)
+	tm := &opTimer{self: map[string]time.Duration{model.OpQKVGemm: 30 * ms, "norm": 10 * ms}, gemm: gemm}
+	got := tm.opTimes(50*ms, 2, map[string]float64{model.OpQKVGemm: 3e9, "norm": 1e9}, 200, 2)
 	want := []OpTime{
 		// 48 ms of kernel thread time over 2 steps: 3 GFLOP in 24 ms per
 		// step, 125 GFLOP/s against 100 per thread.
@@ -47,7 +47,8 @@ func TestOpTimes(t *testing.T) {
 	}
 	// Spans that add up to more than the wall time (clock reads between
 	// steps) leave other at zero, never negative.
-	got = opTimes(map[string]time.Duration{"a": 11 * ms}, nil, 10*ms, 1, nil, 0, 1)
+	tm = &opTimer{self: map[string]time.Duration{"a": 11 * ms}}
+	got = tm.opTimes(10*ms, 1, nil, 0, 1)
 	if got[1].Name != OpOther || got[1].MS != 0 || got[0].PctPeak != 0 || got[0].GemmKernel != 0 {
 		t.Errorf("overfull spans: %+v", got)
 	}

@@ -153,15 +153,18 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 	var times []float64
 	var first, last float64
 	var timer *opTimer
+	if opt.Ops {
+		timer = newOpTimer()
+		defer kernels.SetGemmProfile(kernels.SetGemmProfile(true))
+	}
 	var timed time.Duration // wall time of the timed steps
 	for s := 0; s < opt.Warmup+opt.Steps; s++ {
 		if err := ctx.Err(); err != nil {
 			return StepBench{}, err
 		}
-		if opt.Ops && s == opt.Warmup {
-			timer = newOpTimer()
+		timing := s >= opt.Warmup
+		if timing && timer != nil {
 			m.Trace = timer
-			defer kernels.SetGemmProfile(kernels.SetGemmProfile(true))
 		}
 		t0 := time.Now()
 		m.ZeroGrads()
@@ -175,18 +178,18 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 			return StepBench{}, fmt.Errorf("bench step: optimizer: %w", err)
 		}
 		t3 := time.Now()
-		if timer != nil {
-			timer.self[OpZeroGrads] += t1.Sub(t0)
-			timer.self[OpOptimizer] += t3.Sub(t2)
-		}
 		el := t3.Sub(t0)
 		if s == 0 {
 			first = st.Loss
 		}
 		last = st.Loss
-		if s >= opt.Warmup {
+		if timing {
 			times = append(times, el.Seconds())
 			timed += el
+			if timer != nil {
+				timer.self[OpZeroGrads] += t1.Sub(t0)
+				timer.self[OpOptimizer] += t3.Sub(t2)
+			}
 		}
 	}
 	m.Trace = nil
@@ -195,7 +198,7 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 	tps := float64(opt.Batch*T) / med
 	var ops []OpTime
 	if timer != nil {
-		ops = opTimes(timer.self, timer.gemm, timed, opt.Steps, m.OpFLOPs(opt.Batch*T), pk.GFLOPS, kernels.Threads())
+		ops = timer.opTimes(timed, opt.Steps, m.OpFLOPs(opt.Batch*T), pk.GFLOPS, kernels.Threads())
 	}
 	return StepBench{
 		TokensPerSec: tps, MFU: tps * m.FLOPsPerToken() / pk.FLOPS(), StepSec: med,
