@@ -2,7 +2,6 @@ package train
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"time"
@@ -131,23 +130,69 @@ func (t *opTimer) opTimes(total time.Duration, steps int, fl map[string]float64,
 	return ops
 }
 
+// MFUBounds say how far removing parts of a benchmarked step could take
+// its MFU: what MFU would be if only some of the step's ops took time (the
+// rest none), against the same peak, from the ops' mean times
+// (StepBench.Bounds). They bound what folding, fusing or overlapping the
+// other parts could gain without making the FLOP ops themselves faster.
+type MFUBounds struct {
+	// Mean is the MFU of the mean step the ops split (StepBench.MFU is of
+	// the median step).
+	Mean float64
+	// FLOPOpsOptimizer: only the ops MFU credits FLOPs to (the GEMMs, the
+	// attention core, MoE MLPs) and the optimizer took time; no
+	// elementwise passes, norms, embedding, loss, zero_grads or other.
+	FLOPOpsOptimizer float64
+	// FLOPOps: only the ops MFU credits FLOPs to took time.
+	FLOPOps float64
+	// Kernels: as FLOPOps, with the GEMM ops' packing and waiting gone too
+	// (their time scaled by their GEMMs' kernel share).
+	Kernels float64
+}
+
+// Bounds are r's MFUBounds, from r.Ops (all zero without them).
+func (r StepBench) Bounds() MFUBounds {
+	var step, flopOps, opt, kern, gflop float64 // ms per step; GFLOP per step
+	for _, o := range r.Ops {
+		step += o.MS
+		gflop += o.GFLOP
+		switch {
+		case o.Name == OpOptimizer:
+			opt += o.MS
+		case o.GFLOP <= 0:
+		case model.IsGEMMOp(o.Name) && o.GemmKernel > 0:
+			flopOps += o.MS
+			kern += o.MS * o.GemmKernel
+		default:
+			flopOps += o.MS
+			kern += o.MS
+		}
+	}
+	mfu := func(ms float64) float64 {
+		if ms <= 0 || r.PeakGFLOPS <= 0 {
+			return 0
+		}
+		return gflop / (ms / 1000) / r.PeakGFLOPS
+	}
+	return MFUBounds{Mean: mfu(step), FLOPOpsOptimizer: mfu(flopOps + opt), FLOPOps: mfu(flopOps), Kernels: mfu(kern)}
+}
+
 // OpFields are the op as `kestrel bench step --ops --json` prints it, one
 // object per op after the step's.
 func (o OpTime) OpFields(preset string, threads int) map[string]any {
-	round := func(x float64) float64 { return math.Round(x*1000) / 1000 }
 	return map[string]any{
 		"op": "step_op", "preset": preset, "threads": threads, "name": o.Name,
-		"ms": round(o.MS), "share": round(o.Share), "gflop": round(o.GFLOP),
-		"gflops": round(o.GFLOPS), "pct_peak": round(o.PctPeak),
-		"gemm_pack": round(o.GemmPack), "gemm_kernel": round(o.GemmKernel), "gemm_other": round(o.GemmOther),
-		"kernel_pct_peak": round(o.KernelPctPeak),
+		"ms": round3(o.MS), "share": round3(o.Share), "gflop": round3(o.GFLOP),
+		"gflops": round3(o.GFLOPS), "pct_peak": round3(o.PctPeak),
+		"gemm_pack": round3(o.GemmPack), "gemm_kernel": round3(o.GemmKernel), "gemm_other": round3(o.GemmOther),
+		"kernel_pct_peak": round3(o.KernelPctPeak),
 	}
 }
 
 // OpsTable is r.Ops as text: one line per op; the ops MFU credits FLOPs
 // to with their rate and fraction of the peak, and those with GEMMs with
 // how their GEMMs' thread time splits (pack, kernel, other) and the
-// micro-kernel's own fraction of the peak.
+// micro-kernel's own fraction of the peak; then a line with r.Bounds.
 func (r StepBench) OpsTable() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "  %-24s %9s %7s %8s %9s %8s %6s %6s %6s %11s\n", "op ("+fmt.Sprint(r.Threads)+" threads)",
@@ -166,7 +211,10 @@ func (r StepBench) OpsTable() string {
 		}
 		b.WriteString(line + "\n")
 	}
-	return strings.TrimSuffix(b.String(), "\n")
+	bd := r.Bounds()
+	fmt.Fprintf(&b, "  MFU %s of the mean step; if only the FLOP ops and the optimizer took time %s, only the FLOP ops %s, only their micro-kernels %s",
+		pct(bd.Mean), pct(bd.FLOPOpsOptimizer), pct(bd.FLOPOps), pct(bd.Kernels))
+	return b.String()
 }
 
 var _ model.OpTracer = (*opTimer)(nil)

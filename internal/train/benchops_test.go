@@ -54,6 +54,37 @@ func TestOpTimes(t *testing.T) {
 	}
 }
 
+// TestMFUBounds: each bound divides the step's FLOPs by the time of the
+// parts it keeps, against the peak; GEMM ops count their kernel share only
+// in the last; without a peak or ops every bound is 0.
+func TestMFUBounds(t *testing.T) {
+	ops := []OpTime{
+		{Name: model.OpLMHeadGemm, MS: 50, GFLOP: 8, GemmKernel: 0.8, GemmPack: 0.15, GemmOther: 0.05},
+		{Name: model.OpAttnCore, MS: 10, GFLOP: 2},
+		{Name: OpOptimizer, MS: 20},
+		{Name: model.OpCrossEntropy, MS: 15},
+		{Name: OpOther, MS: 5},
+	}
+	tests := []struct {
+		name string
+		r    StepBench
+		want MFUBounds
+	}{
+		// 10 GFLOP per step against 200 GFLOP/s: 50 ms at the peak.
+		{"ops", StepBench{PeakGFLOPS: 200, Ops: ops}, MFUBounds{Mean: 50.0 / 100, FLOPOpsOptimizer: 50.0 / 80, FLOPOps: 50.0 / 60, Kernels: 50.0 / 50}},
+		{"no peak", StepBench{Ops: ops}, MFUBounds{}},
+		{"no ops", StepBench{PeakGFLOPS: 200}, MFUBounds{}},
+	}
+	for _, tc := range tests {
+		got := tc.r.Bounds()
+		near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+		if !near(got.Mean, tc.want.Mean) || !near(got.FLOPOpsOptimizer, tc.want.FLOPOpsOptimizer) ||
+			!near(got.FLOPOps, tc.want.FLOPOps) || !near(got.Kernels, tc.want.Kernels) {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestOpTimerNesting: a span's self time, and its GEMMs' profile, exclude
 // the spans inside it, and an End without a Begin is ignored.
 func TestOpTimerNesting(t *testing.T) {
@@ -142,8 +173,20 @@ func TestBenchStepOps(t *testing.T) {
 		}
 	}
 	tab := r.OpsTable()
-	if lines := strings.Split(tab, "\n"); len(lines) != len(r.Ops)+1 || !strings.Contains(lines[0], "GFLOP/s") {
+	if lines := strings.Split(tab, "\n"); len(lines) != len(r.Ops)+2 || !strings.Contains(lines[0], "GFLOP/s") ||
+		!strings.HasPrefix(strings.TrimSpace(lines[len(lines)-1]), "MFU ") {
 		t.Errorf("table:\n%s", tab)
+	}
+	// The bounds rise as less of the step counts, and the mean step's MFU
+	// is the FLOPs over the ops' summed time.
+	bd := r.Bounds()
+	var stepMS float64
+	for _, o := range r.Ops {
+		stepMS += o.MS
+	}
+	if want := gflop / (stepMS / 1000) / 100; math.Abs(bd.Mean-want) > 1e-9*want || bd.Mean <= 0 ||
+		bd.FLOPOpsOptimizer < bd.Mean || bd.FLOPOps < bd.FLOPOpsOptimizer || bd.Kernels < bd.FLOPOps {
+		t.Errorf("bounds %+v, mean-step MFU %v", bd, want)
 	}
 	if f := r.Ops[0].OpFields("tiny", r.Threads); f["op"] != "step_op" || f["name"] != r.Ops[0].Name {
 		t.Errorf("fields %v", f)
@@ -165,6 +208,10 @@ func TestBenchStepOps(t *testing.T) {
 		if want := map[bool]string{true: "step", false: "step_op"}[i == 0]; f["op"] != want || f["preset"] != "tiny" {
 			t.Errorf("line %d: op %v preset %v, want %s tiny", i+1, f["op"], f["preset"], want)
 		}
+		if i == 0 && (f["mfu_bound_kernels"] != round3(bd.Kernels) || f["mfu_mean"] != round3(bd.Mean) ||
+			f["mfu_bound_flop_ops"] != round3(bd.FLOPOps) || f["mfu_bound_flop_ops_optimizer"] != round3(bd.FLOPOpsOptimizer)) {
+			t.Errorf("step object %v, bounds %+v", f, bd)
+		}
 	}
 	buf.Reset()
 	if err := WriteStepBench(&buf, []StepBench{r}, "tiny", false); err != nil {
@@ -179,7 +226,8 @@ func TestBenchStepOps(t *testing.T) {
 		t.Fatalf("without Ops: %v ops, err %v", len(r.Ops), err)
 	}
 	buf.Reset()
-	if err := WriteStepBench(&buf, []StepBench{r}, "tiny", true); err != nil || strings.Count(buf.String(), "\n") != 1 {
+	if err := WriteStepBench(&buf, []StepBench{r}, "tiny", true); err != nil || strings.Count(buf.String(), "\n") != 1 ||
+		strings.Contains(buf.String(), "mfu_bound") || r.Bounds() != (MFUBounds{}) {
 		t.Errorf("without Ops, JSON: %q, err %v", buf.String(), err)
 	}
 }

@@ -262,15 +262,14 @@ func (r StepBench) ScalingEfficiency(base StepBench) float64 {
 // Fields are the result as `kestrel bench step --json` prints it for the
 // named preset.
 func (r StepBench) Fields(preset string) map[string]any {
-	round := func(x float64) float64 { return math.Round(x*1000) / 1000 }
 	return map[string]any{
-		"op": "step", "preset": preset, "tokens_per_sec": round(r.TokensPerSec), "mfu": round(r.MFU),
-		"step_ms": round(r.StepSec * 1000), "peak_rss_mb": round(r.PeakRSSMB),
+		"op": "step", "preset": preset, "tokens_per_sec": round3(r.TokensPerSec), "mfu": round3(r.MFU),
+		"step_ms": round3(r.StepSec * 1000), "peak_rss_mb": round3(r.PeakRSSMB),
 		"threads": r.Threads, "batch": r.Batch, "seq": r.Seq, "steps": r.Steps,
-		"params": r.Params, "flops_per_token": r.FLOPsPerToken, "peak_gflops": round(r.PeakGFLOPS), "peak_source": r.PeakSource,
-		"peak_probe_gflops": round(r.PeakProbeGFLOPS),
-		"arena_mb":          round(float64(r.ArenaBytes) / (1 << 20)), "gemm": kernels.Impl(),
-		"loss_first": round(r.LossFirst), "loss_last": round(r.LossLast), "gomaxprocs": runtime.GOMAXPROCS(0),
+		"params": r.Params, "flops_per_token": r.FLOPsPerToken, "peak_gflops": round3(r.PeakGFLOPS), "peak_source": r.PeakSource,
+		"peak_probe_gflops": round3(r.PeakProbeGFLOPS),
+		"arena_mb":          round3(float64(r.ArenaBytes) / (1 << 20)), "gemm": kernels.Impl(),
+		"loss_first": round3(r.LossFirst), "loss_last": round3(r.LossLast), "gomaxprocs": runtime.GOMAXPROCS(0),
 	}
 }
 
@@ -301,7 +300,13 @@ func WriteStepBench(w io.Writer, results []StepBench, preset string, asJSON bool
 			}
 			continue
 		}
-		if err := enc.Encode(r.FieldsScaled(preset, results[0])); err != nil {
+		f := r.FieldsScaled(preset, results[0])
+		if r.Ops != nil {
+			bd := r.Bounds()
+			f["mfu_mean"], f["mfu_bound_flop_ops_optimizer"] = round3(bd.Mean), round3(bd.FLOPOpsOptimizer)
+			f["mfu_bound_flop_ops"], f["mfu_bound_kernels"] = round3(bd.FLOPOps), round3(bd.Kernels)
+		}
+		if err := enc.Encode(f); err != nil {
 			return err
 		}
 		for _, o := range r.Ops {
@@ -318,3 +323,6 @@ func (r StepBench) Line(preset string) string {
 	return fmt.Sprintf("%s step: %.0f tokens/s, %.1f ms/step, MFU %.1f%% (peak %.0f GFLOP/s, %d threads), peak RSS %.0f MB, arena %.0f MB, loss %.3f → %.3f",
 		preset, r.TokensPerSec, r.StepSec*1000, 100*r.MFU, r.PeakGFLOPS, r.Threads, r.PeakRSSMB, float64(r.ArenaBytes)/(1<<20), r.LossFirst, r.LossLast)
 }
+
+// round3 rounds x to three decimals for the benchmark's JSON.
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
