@@ -52,7 +52,11 @@ func SgemmPair(x, y GemmArgs) {
 	// Profiled, each product adds its own wall time (one thread each);
 	// the pair adds the rest of its two threads' time: the faster
 	// product's thread waiting for the slower.
-	t0, before := profStart(), gprof.total.Load()
+	t0 := profStart()
+	var before int64
+	if !t0.IsZero() {
+		before = gprof.total.Load()
+	}
 	ParallelForTask(2, 1, t)
 	if !t0.IsZero() {
 		gprof.total.Add(2*int64(time.Since(t0)) - (gprof.total.Load() - before))

@@ -260,9 +260,9 @@ func (r StepBench) ScalingEfficiency(base StepBench) float64 {
 }
 
 // Fields are the result as `kestrel bench step --json` prints it for the
-// named preset.
+// named preset; with Ops, its Bounds too.
 func (r StepBench) Fields(preset string) map[string]any {
-	return map[string]any{
+	f := map[string]any{
 		"op": "step", "preset": preset, "tokens_per_sec": round3(r.TokensPerSec), "mfu": round3(r.MFU),
 		"step_ms": round3(r.StepSec * 1000), "peak_rss_mb": round3(r.PeakRSSMB),
 		"threads": r.Threads, "batch": r.Batch, "seq": r.Seq, "steps": r.Steps,
@@ -271,6 +271,12 @@ func (r StepBench) Fields(preset string) map[string]any {
 		"arena_mb":          round3(float64(r.ArenaBytes) / (1 << 20)), "gemm": kernels.Impl(),
 		"loss_first": round3(r.LossFirst), "loss_last": round3(r.LossLast), "gomaxprocs": runtime.GOMAXPROCS(0),
 	}
+	if r.Ops != nil {
+		bd := r.Bounds()
+		f["mfu_mean"], f["mfu_bound_flop_ops_optimizer"] = round3(bd.Mean), round3(bd.FLOPOpsOptimizer)
+		f["mfu_bound_flop_ops"], f["mfu_bound_kernels"] = round3(bd.FLOPOps), round3(bd.Kernels)
+	}
+	return f
 }
 
 // FieldsScaled are Fields plus scaling_efficiency against base (see
@@ -300,13 +306,7 @@ func WriteStepBench(w io.Writer, results []StepBench, preset string, asJSON bool
 			}
 			continue
 		}
-		f := r.FieldsScaled(preset, results[0])
-		if r.Ops != nil {
-			bd := r.Bounds()
-			f["mfu_mean"], f["mfu_bound_flop_ops_optimizer"] = round3(bd.Mean), round3(bd.FLOPOpsOptimizer)
-			f["mfu_bound_flop_ops"], f["mfu_bound_kernels"] = round3(bd.FLOPOps), round3(bd.Kernels)
-		}
-		if err := enc.Encode(f); err != nil {
+		if err := enc.Encode(r.FieldsScaled(preset, results[0])); err != nil {
 			return err
 		}
 		for _, o := range r.Ops {
