@@ -143,30 +143,6 @@ var ErrAborted = errors.New("comm: the group was aborted")
 // launched with more than one rank.
 var ErrNoMPI = errors.New("this binary was built without MPI; build bin/kestrel-mpi with make build-mpi")
 
-// launchVars are the environment variables through which launchers announce
-// the number of ranks: Open MPI's mpirun, PMI (MPICH, Slurm's srun --mpi=pmi2)
-// and Slurm.
-var launchVars = []string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}
-
-// LaunchedSize returns the number of ranks the launcher announced in the
-// environment (1 when none did) and the variable that said so.
-func LaunchedSize() (int, string) {
-	for _, v := range launchVars {
-		s, ok := os.LookupEnv(v)
-		if !ok || s == "" {
-			continue
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			continue
-		}
-		if n > 1 {
-			return n, v
-		}
-	}
-	return 1, ""
-}
-
 // mpiOpen initializes MPI; it is set by the mpi build (comm_mpi.go) and nil
 // in the default build.
 var mpiOpen func() (Comm, error)
@@ -182,8 +158,8 @@ func FromEnv() (Comm, error) {
 	if mpiOpen != nil {
 		return mpiOpen()
 	}
-	if n, v := LaunchedSize(); n > 1 {
-		return nil, fmt.Errorf("launched as one of %d ranks (%s=%d): %w", n, v, n, ErrNoMPI)
+	if err := CheckNoMPILaunch(); err != nil {
+		return nil, err
 	}
 	return Single(), nil
 }

@@ -282,13 +282,12 @@ func TestFromEnv(t *testing.T) {
 		{map[string]string{"OMPI_COMM_WORLD_SIZE": "1"}, ""},
 		{map[string]string{"OMPI_COMM_WORLD_SIZE": "2"}, "OMPI_COMM_WORLD_SIZE=2"},
 		{map[string]string{"PMI_SIZE": "4"}, "PMI_SIZE=4"},
-		{map[string]string{"SLURM_NTASKS": "8"}, "built without MPI"},
+		{map[string]string{"SLURM_NTASKS": "8"}, ""}, // an allocation, not a launch (launch_test.go)
+		{map[string]string{"SLURM_NTASKS": "8", "SLURM_STEP_NUM_TASKS": "8"}, "built without MPI"},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.env), func(t *testing.T) {
-			for _, v := range launchVars {
-				t.Setenv(v, tt.env[v])
-			}
+			setLaunchEnv(t, tt.env)
 			c, err := FromEnv()
 			if tt.wantErr == "" {
 				if err != nil || c.Size() != 1 {
