@@ -12,7 +12,7 @@ import (
 func newExportCmd() *cobra.Command {
 	var o hfrun.Options
 	cmd := &cobra.Command{
-		Use:   "export --run RUN [--checkpoint last|last-good|step-N|DIR] [--ema] --hf DIR [--force]",
+		Use:   "export --run RUN [--checkpoint last|last-good|step-N|DIR] [--ema] --hf DIR [--force] [--overwrite]",
 		Short: "write a run's checkpoint as a Hugging Face Llama/Qwen3 directory",
 		Long:  helpText("export"),
 		Args:  cobra.NoArgs,
@@ -36,7 +36,8 @@ func newExportCmd() *cobra.Command {
 	f.StringVar(&o.Run, "run", "", "run directory")
 	f.StringVar(&o.Checkpoint, "checkpoint", "last", "last | last-good | step-N | a checkpoint directory")
 	f.BoolVar(&o.EMA, "ema", false, "export the EMA weights")
-	f.StringVar(&o.Out, "hf", "", "Hugging Face directory to write (replaced if it holds an earlier export)")
+	f.StringVar(&o.Out, "hf", "", "Hugging Face directory to write (replaced only if it holds an earlier export: its kestrel-export.json)")
 	f.BoolVar(&o.Force, "force", false, "write a model Hugging Face cannot express (NoPE, MoE) anyway")
+	f.BoolVar(&o.Overwrite, "overwrite", false, "replace an existing --hf directory that is not an earlier export (never a file or a symbolic link)")
 	return cmd
 }

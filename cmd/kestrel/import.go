@@ -10,9 +10,12 @@ import (
 )
 
 func newImportCmd() *cobra.Command {
-	var dir, out string
+	var (
+		dir, out  string
+		overwrite bool
+	)
 	cmd := &cobra.Command{
-		Use:   "import --hf DIR --out RUN.toml [--config BASE.toml]",
+		Use:   "import --hf DIR --out RUN.toml [--config BASE.toml] [--overwrite]",
 		Short: "check a Hugging Face Llama/Qwen3 directory and write a run config that warm-starts from it",
 		Long:  helpText("import"),
 		Args:  cobra.NoArgs,
@@ -21,6 +24,9 @@ func newImportCmd() *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if dir == "" || out == "" {
 			return fmt.Errorf("import: --hf and --out are required")
+		}
+		if err := hfrun.CheckImportOut(out, dir, cf.path, overwrite); err != nil {
+			return err
 		}
 		cfg, m, err := hfrun.Import(dir, cf.path, cf.overrides)
 		if err != nil {
@@ -32,6 +38,7 @@ func newImportCmd() *cobra.Command {
 		return hfrun.WriteImportSummary(cmd.OutOrStdout(), dir, out, cfg, m)
 	}
 	cmd.Flags().StringVar(&dir, "hf", "", "Hugging Face model directory")
-	cmd.Flags().StringVar(&out, "out", "", "run config file to write")
+	cmd.Flags().StringVar(&out, "out", "", "run config file to write (an existing one only if kestrel wrote it; never a file of --hf or --config)")
+	cmd.Flags().BoolVar(&overwrite, "overwrite", false, "replace an existing --out that kestrel did not write")
 	return cmd
 }

@@ -299,28 +299,58 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
-// TestWriteReplaces: an earlier export is replaced; a directory that is
-// not one is refused, naming it, and left as it was.
+// TestWriteReplaces: an earlier export (it carries the export manifest) is
+// replaced; a downloaded model folder (config.json and the user's notes, no
+// manifest) is refused unless Overwrite, a regular file or a symbolic link
+// never; every refused path is named and left as it was.
 func TestWriteReplaces(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "hf")
+	root := t.TempDir()
+	dir := filepath.Join(root, "hf")
 	export(t, dir, tinyConfig(false, false), 1)
 	export(t, dir, tinyConfig(true, true), 2)
 	got, err := Load(dir)
 	if err != nil || !got.Config.QKNorm {
 		t.Fatalf("re-export: %v %+v", err, got)
 	}
-	other := t.TempDir()
-	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("keep"), 0o644)
+	user := filepath.Join(root, "downloaded")
+	os.Mkdir(user, 0o755)
+	os.WriteFile(filepath.Join(user, ConfigFile), []byte("{}"), 0o644)
+	os.WriteFile(filepath.Join(user, "notes.txt"), []byte("keep"), 0o644)
+	file := filepath.Join(root, "file.txt")
+	os.WriteFile(file, []byte("keep"), 0o644)
+	link := filepath.Join(root, "link")
+	os.Symlink(dir, link)
 	c := tinyConfig(false, false)
 	m, _ := model.New(c, 1)
-	err = Write(other, Export{Config: c, Tensors: m.Tensors(), Params: m.Params})
-	if err == nil || !strings.Contains(err.Error(), other) {
-		t.Errorf("Write over a foreign directory: %v", err)
-	}
-	if b, _ := os.ReadFile(filepath.Join(other, "notes.txt")); string(b) != "keep" {
-		t.Error("foreign directory touched")
+	for _, tc := range []struct {
+		path      string
+		overwrite bool
+		want      string // "" = written
+		keep      string // a file that must survive a refusal
+	}{
+		{user, false, "is not a Hugging Face export kestrel wrote (no " + ExportManifestFile + " in it)", filepath.Join(user, "notes.txt")},
+		{file, false, "is a regular file, not a directory", file},
+		{file, true, "is a regular file, not a directory", file},
+		{link, true, "is a symbolic link", filepath.Join(dir, ExportManifestFile)},
+		{user, true, "", ""},
+	} {
+		err := Write(tc.path, Export{Config: c, Tensors: m.Tensors(), Params: m.Params, Overwrite: tc.overwrite})
+		if tc.want == "" {
+			if err != nil || !fileExists(filepath.Join(tc.path, ExportManifestFile)) {
+				t.Errorf("%s (overwrite %v): %v; want it written with its manifest", tc.path, tc.overwrite, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.path) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s (overwrite %v): %v; want %q", tc.path, tc.overwrite, err, tc.want)
+		}
+		if b, err := os.ReadFile(tc.keep); err != nil || (tc.keep != filepath.Join(dir, ExportManifestFile) && string(b) != "keep") {
+			t.Errorf("%s: %s touched: %q %v", tc.path, tc.keep, b, err)
+		}
 	}
 }
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // TestToModelDefaults: absent keys take transformers' defaults (no tying,
 // Qwen3's head_dim 128, θ 10000, ε 1e-6, key/value heads = heads), and

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/safetensors"
 )
@@ -25,22 +26,46 @@ type Export struct {
 	// Force writes a model Expressible refuses (its config.json then
 	// describes a model that computes something else).
 	Force bool
+	// Overwrite replaces an existing directory that is not an earlier
+	// export (no ExportManifestFile); a file or link is never replaced.
+	Overwrite bool
+	// Origin is what the export manifest records of where the weights
+	// came from.
+	Origin Origin
+}
+
+// ExportManifestFile is the manifest every export carries: kestrel's mark
+// on the directory, without which Write replaces no existing directory.
+const ExportManifestFile = "kestrel-export.json"
+
+// Origin says where an export's weights came from.
+type Origin struct {
+	Run        string `json:"run,omitempty"`
+	Checkpoint string `json:"checkpoint,omitempty"`
+	Step       int    `json:"step,omitempty"`
+	EMA        bool   `json:"ema,omitempty"`
+}
+
+// exportManifest is ExportManifestFile's contents.
+type exportManifest struct {
+	Format string   `json:"format"` // "kestrel-hf-export"
+	Origin Origin   `json:"origin"`
+	Files  []string `json:"files"`
 }
 
 // Write installs dir atomically (a temporary directory renamed into
 // place) with config.json, model.safetensors (F32, with the "pt" format
 // metadata transformers requires), generation_config.json, tokenizer.json,
-// tokenizer_config.json, special_tokens_map.json and README.md. An
-// existing dir is replaced only when it is empty or holds a config.json
-// (an earlier export).
+// tokenizer_config.json, special_tokens_map.json, README.md and the export
+// manifest (ExportManifestFile). An existing dir is replaced only when it
+// is empty, carries the manifest (an earlier export) or e.Overwrite is
+// set; a file or symbolic link at dir is never replaced (fileguard.Dir).
 func Write(dir string, e Export) error {
 	if err := Expressible(e.Config, e.Tensors); err != nil && !e.Force {
 		return fmt.Errorf("hf: %w (export anyway with --force: stock Hugging Face code will then compute another model)", err)
 	}
-	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
-		if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err != nil {
-			return fmt.Errorf("hf: %s exists and is not an earlier export (no %s): choose another directory", dir, ConfigFile)
-		}
+	if err := CheckOut(dir, e.Overwrite); err != nil {
+		return err
 	}
 	ts := make([]safetensors.Tensor, len(e.Tensors))
 	for i, t := range e.Tensors {
@@ -55,6 +80,8 @@ func Write(dir string, e Export) error {
 		TokenizerConfigFile:  tokenizerConfig(e.Tokens, e.Config.SeqLen),
 		SpecialTokensMapFile: specialTokensMap(e.Tokens),
 	}
+	files[ExportManifestFile] = exportManifest{Format: "kestrel-hf-export", Origin: e.Origin,
+		Files: []string{CardFile, ConfigFile, GenerationFile, WeightsFile, SpecialTokensMapFile, TokenizerFile, TokenizerConfigFile}}
 	err := atomicfile.WriteDir(dir, func(tmp string) error {
 		if err := safetensors.WriteFile(filepath.Join(tmp, WeightsFile), ts, map[string]string{"format": "pt"}); err != nil {
 			return err
@@ -78,6 +105,18 @@ func Write(dir string, e Export) error {
 	})
 	if err != nil {
 		return fmt.Errorf("hf: export to %s: %w", dir, err)
+	}
+	return nil
+}
+
+// CheckOut returns nil when Write may write dir: it does not exist, is
+// empty, is an earlier export (it carries ExportManifestFile) or, with
+// overwrite, is any directory. A regular file, a symbolic link or another
+// directory is refused with an error naming it (fileguard.Dir).
+func CheckOut(dir string, overwrite bool) error {
+	guard := fileguard.Dir{Path: dir, What: "Hugging Face export", Markers: []string{ExportManifestFile}, Overwrite: overwrite, Flag: "--overwrite"}
+	if err := guard.Check(); err != nil {
+		return fmt.Errorf("hf: export: %w", err)
 	}
 	return nil
 }

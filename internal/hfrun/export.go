@@ -28,7 +28,10 @@ type Options struct {
 	EMA        bool   // export the EMA weights instead of the raw ones
 	Out        string // the Hugging Face directory to write
 	Force      bool   // write a model HF cannot express (NoPE, MoE …) anyway
-	Log        *slog.Logger
+	// Overwrite replaces an existing Out that is not an earlier export
+	// (a file or symbolic link never: hf.Write).
+	Overwrite bool
+	Log       *slog.Logger
 }
 
 // Result describes a finished export.
@@ -56,6 +59,9 @@ func (r *Result) Line(out string) string {
 
 // Export writes o.Run's checkpoint to o.Out.
 func Export(ctx context.Context, o Options) (*Result, error) {
+	if err := hf.CheckOut(o.Out, o.Overwrite); err != nil {
+		return nil, err
+	}
 	name := o.Checkpoint
 	if name == "" {
 		name = "last"
@@ -85,7 +91,8 @@ func Export(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
-	err = hf.Write(o.Out, hf.Export{Config: m.Cfg, Tensors: m.Tensors(), Params: m.Params, Tokens: toks, Tokenizer: tokJSON, Card: card, Force: o.Force})
+	err = hf.Write(o.Out, hf.Export{Config: m.Cfg, Tensors: m.Tensors(), Params: m.Params, Tokens: toks, Tokenizer: tokJSON, Card: card, Force: o.Force,
+		Overwrite: o.Overwrite, Origin: hf.Origin{Run: o.Run, Checkpoint: l.Dir, Step: l.State.Step, EMA: o.EMA}})
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}

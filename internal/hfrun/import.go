@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/hf"
 	"github.com/kestrel-lm/kestrel/internal/safetensors"
 	"github.com/kestrel-lm/kestrel/internal/train"
@@ -35,6 +36,27 @@ func Import(dir, base string, overrides []config.Override) (config.Config, *hf.M
 	cfg.Model = m.Config
 	cfg.Init.From, cfg.Init.Mode = train.HFPrefix+abs, "weights"
 	return cfg, m, nil
+}
+
+// configHeader is how config.WriteFile starts every config it writes: an
+// existing --out that starts with it is kestrel's and may be replaced.
+const configHeader = "# kestrel resolved config:"
+
+// CheckImportOut returns nil when import may write the run config out: it
+// is not a file of the Hugging Face directory dir (nor inside it) nor the
+// base config, and it does not exist, or it is a config kestrel wrote, or
+// overwrite is set; a symbolic link or a non-regular file never
+// (fileguard.File).
+func CheckImportOut(out, dir, base string, overwrite bool) error {
+	inputs := []string{dir}
+	if base != "" {
+		inputs = append(inputs, base)
+	}
+	g := fileguard.File{Path: out, What: "run config", Marker: []byte(configHeader), Inputs: inputs, Overwrite: overwrite, Flag: "--overwrite"}
+	if err := g.Check(); err != nil {
+		return fmt.Errorf("import: --out: %w", err)
+	}
+	return nil
 }
 
 // WriteImportSummary prints what Import read from dir and that the run
