@@ -14,3 +14,6 @@ var (
 
 // tryFlock is not available here: the lock relies on the pid it records.
 func tryFlock(*os.File) error { return errUnsupported }
+
+// oNoFollow is not available here; open checks the path with Lstat first.
+const oNoFollow = 0

@@ -34,3 +34,6 @@ func tryFlock(f *os.File) error {
 		}
 	}
 }
+
+// oNoFollow makes opening the lock file fail on a symbolic link.
+const oNoFollow = syscall.O_NOFOLLOW

@@ -14,6 +14,12 @@
 // and a process that no longer runs. A lock left by another host is never
 // taken over automatically, because this host cannot tell whether that
 // process still runs; the error says which file to remove.
+//
+// The lock file is never followed through a symbolic link nor opened when
+// it is not a regular file: such a path is refused with an error naming
+// it. A holder verifies its hold with Lock.Check (the trainer does at every
+// step): a lock file removed or replaced while it was held is reported, so
+// the holder stops instead of sharing the directory with a second trainer.
 package runlock
 
 import (
@@ -170,17 +176,63 @@ func acquire(dir string, log *slog.Logger, useFlock bool) (*Lock, error) {
 }
 
 // open opens the lock file, creating it when it does not exist; created
-// says whether this call made it.
+// says whether this call made it. It never follows a symbolic link (a
+// link named lock would make the trainer write its holder line, and later
+// remove, whatever the link points at) and opens nothing but a regular
+// file.
 func open(path string) (f *os.File, created bool, err error) {
-	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|oNoFollow, 0o644)
 	if err == nil {
 		return f, true, nil
 	}
 	if !errors.Is(err, fs.ErrExist) {
 		return nil, false, err
 	}
-	f, err = os.OpenFile(path, os.O_RDWR, 0)
-	return f, false, err
+	if err := checkRegular(path); err != nil {
+		return nil, false, err
+	}
+	f, err = os.OpenFile(path, os.O_RDWR|oNoFollow, 0)
+	if err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, false, notRegular(path, fi)
+		}
+		return nil, false, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err != nil {
+			return nil, false, err
+		}
+		return nil, false, notRegular(path, fi)
+	}
+	return f, false, nil
+}
+
+// checkRegular refuses a lock path that is not a regular file (a symbolic
+// link, a directory, a FIFO, a device); a missing path passes.
+func checkRegular(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return notRegular(path, fi)
+	}
+	return nil
+}
+
+func notRegular(path string, fi fs.FileInfo) error {
+	what := "not a regular file (" + fi.Mode().Type().String() + ")"
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		what = "a symbolic link"
+		if to, err := os.Readlink(path); err == nil {
+			what += " to " + to
+		}
+	}
+	return fmt.Errorf("%s is %s; kestrel never follows or replaces it: remove it if no trainer runs in this directory", path, what)
 }
 
 // takeOver decides about a lock file that existed before this call: it
@@ -245,14 +297,63 @@ func writeHolder(f *os.File, h Holder) error {
 	return f.Sync()
 }
 
-// samePath reports whether the open file f is still the file at path.
+// samePath reports whether the open file f is still the file at path
+// (path itself, not what a symbolic link there points at).
 func samePath(f *os.File, path string) bool {
 	fi, err := f.Stat()
 	if err != nil {
 		return false
 	}
-	pi, err := os.Stat(path)
+	pi, err := os.Lstat(path)
 	return err == nil && os.SameFile(fi, pi)
+}
+
+// LostError is returned by Check when the lock file this lock holds is no
+// longer at its path: removed, or replaced by another file. A second
+// trainer may since have taken the run directory.
+type LostError struct {
+	Path   string
+	Reason string
+}
+
+func (e *LostError) Error() string {
+	return fmt.Sprintf("run directory lock %s lost: %s; another trainer may be writing to this run directory, so this one stops without writing more (check who runs there, then rerun)", e.Path, e.Reason)
+}
+
+// Check verifies that l still holds its run directory: the lock file is
+// still at its path, the same file (inode) this lock opened, and it still
+// names this process. A lock file removed or replaced by hand (or by
+// another tool) is reported as a *LostError, so the holder notices the loss
+// instead of sharing the directory with a second trainer. Check costs two
+// stat calls and a small read; the trainer calls it at every step.
+func (l *Lock) Check() error {
+	if l == nil {
+		return &LostError{Reason: "no lock was taken"}
+	}
+	if !l.Held() {
+		return &LostError{Path: l.path, Reason: "it was released"}
+	}
+	fi, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", l.path, err)
+	}
+	pi, err := os.Lstat(l.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &LostError{Path: l.path, Reason: "the lock file was removed"}
+	case err != nil:
+		return fmt.Errorf("lock %s: %w", l.path, err)
+	case !os.SameFile(fi, pi):
+		return &LostError{Path: l.path, Reason: "the lock file was replaced by another file"}
+	}
+	h, err := readHolder(l.f)
+	if err != nil {
+		return &LostError{Path: l.path, Reason: fmt.Sprintf("the lock file no longer names this process (%v)", err)}
+	}
+	if h.PID != l.holder.PID || h.Host != l.holder.Host {
+		return &LostError{Path: l.path, Reason: "the lock file now names " + h.String()}
+	}
+	return nil
 }
 
 // Release gives the lock back: it removes the lock file (when it is still

@@ -1,0 +1,143 @@
+package runlock
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestSymlinkLockRefused: a lock path that is a symbolic link (to a file,
+// to nothing, or to a directory) or another non-regular file is refused
+// with an error naming it, and the link's target is neither written nor
+// removed.
+func TestSymlinkLockRefused(t *testing.T) {
+	for _, m := range modes() {
+		for _, c := range []struct {
+			name string
+			make func(t *testing.T, dir, target string)
+			want string
+		}{
+			{"symlink to a file", func(t *testing.T, dir, target string) {
+				if err := os.WriteFile(target, []byte("user data\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(target, filepath.Join(dir, FileName)); err != nil {
+					t.Fatal(err)
+				}
+			}, "symbolic link"},
+			{"dangling symlink", func(t *testing.T, dir, target string) {
+				if err := os.Symlink(target, filepath.Join(dir, FileName)); err != nil {
+					t.Fatal(err)
+				}
+			}, "symbolic link"},
+			{"fifo", func(t *testing.T, dir, target string) {
+				if err := syscall.Mkfifo(filepath.Join(dir, FileName), 0o644); err != nil {
+					t.Skipf("mkfifo: %v", err)
+				}
+			}, "not a regular file"},
+			{"directory", func(t *testing.T, dir, target string) {
+				if err := os.Mkdir(filepath.Join(dir, FileName), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}, "not a regular file"},
+		} {
+			t.Run(m.name+"/"+c.name, func(t *testing.T) {
+				dir, other := t.TempDir(), t.TempDir()
+				target := filepath.Join(other, "victim")
+				c.make(t, dir, target)
+				before, _ := os.ReadFile(target)
+				var logs bytes.Buffer
+				lk, err := acquire(dir, logTo(&logs), m.flock)
+				if err == nil {
+					lk.Release()
+					t.Fatal("acquire succeeded through a non-regular lock path")
+				}
+				if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), filepath.Join(dir, FileName)) {
+					t.Errorf("err = %v; want it to name the lock file and say %q", err, c.want)
+				}
+				after, aerr := os.ReadFile(target)
+				if !bytes.Equal(before, after) {
+					t.Errorf("target changed: %q → %q", before, after)
+				}
+				if len(before) == 0 && aerr == nil {
+					t.Errorf("the dangling link's target %s was created", target)
+				}
+				if _, err := os.Lstat(filepath.Join(dir, FileName)); err != nil {
+					t.Errorf("the lock path was removed: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// TestCheckNoticesLoss: Check passes while the lock file is the holder's
+// and reports a *LostError once it is removed (and a second trainer takes
+// the directory) or replaced by another file.
+func TestCheckNoticesLoss(t *testing.T) {
+	for _, m := range modes() {
+		for _, c := range []struct {
+			name string
+			do   func(t *testing.T, path string)
+			want string
+		}{
+			{"removed", func(t *testing.T, path string) {
+				if err := os.Remove(path); err != nil {
+					t.Fatal(err)
+				}
+			}, "removed"},
+			{"replaced", func(t *testing.T, path string) {
+				tmp := path + ".new"
+				if err := os.WriteFile(tmp, []byte(holderJSON(os.Getpid(), hostname(t))), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(tmp, path); err != nil {
+					t.Fatal(err)
+				}
+			}, "replaced"},
+			{"rewritten", func(t *testing.T, path string) {
+				if err := os.WriteFile(path, []byte(holderJSON(1, "elsewhere")), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}, "now names pid 1 on host elsewhere"},
+		} {
+			t.Run(m.name+"/"+c.name, func(t *testing.T) {
+				dir := t.TempDir()
+				var logs bytes.Buffer
+				lk, err := acquire(dir, logTo(&logs), m.flock)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer lk.Release()
+				if err := lk.Check(); err != nil {
+					t.Fatalf("Check on a held lock: %v", err)
+				}
+				c.do(t, lk.Path())
+				err = lk.Check()
+				var le *LostError
+				if !errors.As(err, &le) || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("Check after the lock file was %s = %v; want a LostError saying %q", c.name, err, c.want)
+				}
+			})
+		}
+	}
+}
+
+// TestCheckAfterRelease: a released lock is reported lost, and a nil one
+// too (Check never panics).
+func TestCheckAfterRelease(t *testing.T) {
+	lk, err := Acquire(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lk.Release(); err != nil {
+		t.Fatal(err)
+	}
+	var le *LostError
+	if err := lk.Check(); !errors.As(err, &le) {
+		t.Errorf("Check after Release = %v; want a LostError", err)
+	}
+}
