@@ -10,10 +10,8 @@ import (
 )
 
 func newImportCmd() *cobra.Command {
-	var (
-		dir, out  string
-		overwrite bool
-	)
+	var dir, out string
+	var overwrite bool
 	cmd := &cobra.Command{
 		Use:   "import --hf DIR --out RUN.toml [--config BASE.toml] [--overwrite]",
 		Short: "check a Hugging Face Llama/Qwen3 directory and write a run config that warm-starts from it",

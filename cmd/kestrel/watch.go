@@ -19,9 +19,10 @@ func newWatchCmd() *cobra.Command {
 		out     string
 		verbose bool
 		allow0  bool
+		over    bool // --overwrite
 	)
 	cmd := &cobra.Command{
-		Use:   "watch SOURCE [-f] [--format auto|kestrel|jsonl|csv|tfevents] [--map name=field …] [--store out.sqlite] [--allow-sev0]",
+		Use:   "watch SOURCE [-f] [--format auto|kestrel|jsonl|csv|tfevents] [--map name=field …] [--store out.sqlite] [--out DIR [--overwrite]] [--allow-sev0]",
 		Short: "apply the ICU-panel alert rules and spike classifier to any run's metrics",
 		Long:  helpText("watch"),
 		Args:  cobra.ExactArgs(1),
@@ -31,7 +32,8 @@ func newWatchCmd() *cobra.Command {
 	cmd.Flags().StringVar(&format, "format", "auto", "source format: auto, kestrel, jsonl or tfevents")
 	cmd.Flags().StringArrayVar(&maps, "map", nil, "field mapping kestrel_name=source_field (repeatable)")
 	cmd.Flags().StringVar(&store, "store", "", "also write metrics, events and alerts to this SQLite store")
-	cmd.Flags().StringVar(&out, "out", "", "write metrics.jsonl (kestrel names), alerts.jsonl and SEV0 incident bundles to this directory: kestrel dash OUT shows them")
+	cmd.Flags().StringVar(&out, "out", "", "write metrics.jsonl (kestrel names), alerts.jsonl and SEV0 incident bundles to this directory (new, empty or an earlier watch's; never the source's or a run's): kestrel dash OUT shows them")
+	cmd.Flags().BoolVar(&over, "overwrite", false, "let --out be a non-empty directory that is not an earlier watch's (never the source's, a run's or a live one's)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also log alerts with their runbook text to stderr")
 	cmd.Flags().BoolVar(&allow0, "allow-sev0", false, "exit 0 even when a SEV0 alert was raised (the alerts still print)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -39,7 +41,7 @@ func newWatchCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		o := watchsrc.RunOptions{Options: watchsrc.Options{Format: format, Follow: follow}, Maps: maps, Out: out, Store: store}
+		o := watchsrc.RunOptions{Options: watchsrc.Options{Format: format, Follow: follow}, Maps: maps, Out: out, Store: store, Overwrite: over}
 		if verbose {
 			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 		}

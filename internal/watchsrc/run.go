@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
 
@@ -22,6 +22,9 @@ type RunOptions struct {
 	Out string
 	// Store, when set, also receives metrics, events and alerts (SQLite).
 	Store string
+	// Overwrite lets Out be a non-empty directory that is not an earlier
+	// watch's (never the source, a run's directory or a live run's).
+	Overwrite bool
 	// Logger receives alerts with their runbook text (nil: discarded).
 	Logger *slog.Logger
 }
@@ -80,18 +83,22 @@ func Run(ctx context.Context, src string, mc monitor.Config, o RunOptions, onAle
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if o.Store != "" {
+		if err := checkStore(src, o.Store); err != nil {
+			return nil, fmt.Errorf("watch: %w", err)
+		}
+	}
 	if o.Out != "" {
-		if st, err := os.Stat(filepath.Join(src, "config.toml")); err == nil && !st.IsDir() {
-			opts.ConfigTOML, _ = os.ReadFile(filepath.Join(src, "config.toml"))
+		lock, err := prepareOut(src, o.Out, o.Overwrite, opts.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("watch: %w", err)
+		}
+		defer lock.Release()
+		if b, err := fileguard.ReadFile(filepath.Join(src, "config.toml"), maxConfigBytes); err == nil {
+			opts.ConfigTOML = b
 		}
 		// metrics.jsonl in kestrel's names beside alerts.jsonl, so
 		// `kestrel dash OUT` shows the run with its alerts.
-		if err := os.MkdirAll(o.Out, 0o755); err != nil {
-			return nil, fmt.Errorf("watch: %w", err)
-		}
-		if same, _ := sameDir(src, o.Out); same {
-			return nil, fmt.Errorf("watch: --out %s is the run being watched; choose another directory", o.Out)
-		}
 		js, err := monitor.OpenJSONLSink(filepath.Join(o.Out, "metrics.jsonl"))
 		if err != nil {
 			return nil, fmt.Errorf("watch: %w", err)
@@ -129,18 +136,9 @@ func Run(ctx context.Context, src string, mc monitor.Config, o RunOptions, onAle
 	return res, nil
 }
 
-// sameDir reports whether a and b name the same directory.
-func sameDir(a, b string) (bool, error) {
-	sa, err := os.Stat(a)
-	if err != nil {
-		return false, err
-	}
-	sb, err := os.Stat(b)
-	if err != nil {
-		return false, err
-	}
-	return os.SameFile(sa, sb), nil
-}
+// maxConfigBytes bounds the source run's config.toml read for incident
+// bundles.
+const maxConfigBytes = 1 << 20
 
 // AlertLine is one alert as kestrel watch prints it: severity, rule, step,
 // message, and the incident bundle under out when there is one.
