@@ -194,7 +194,7 @@ func (st *attemptState) attempt(ctx context.Context, cfg config.Config, dir stri
 			return batches(train.DataIndex(ivs, step) + 1)
 		}
 	}
-	to.Observers = append(to.Observers, ob)
+	to.Observers = append(to.Observers, ob, lockWatch{st.lk})
 	to.Comm = opts.Comm
 	ob.setRankHosts(st.hosts)
 	if opts.Dash && st.stopDash == nil {
