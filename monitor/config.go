@@ -55,10 +55,14 @@ type Config struct {
 	StallFrac       float64 `toml:"stall_frac" comment:"SEV2 when dataloader_stall_frac (window mean) exceeds this"`
 
 	DivergenceLossFactor   float64 `toml:"divergence_loss_factor" comment:"SEV0 divergence when train_loss_raw stays above the larger of this × its window median and ln V (the loss of a uniform prediction over the model's vocabulary) for divergence_steps consecutive steps"`
+	DivergenceLossMargin   float64 `toml:"divergence_loss_margin" comment:"SEV0 divergence, with no history needed (from the first step of a run, a resume or a rollback): train_loss_raw above ln V + this many nats for divergence_steps consecutive steps"`
+	DivergenceMinSamples   int     `toml:"divergence_min_samples" comment:"divergence: values in the window (seeded from metrics.jsonl on a resume or rollback) before the window criteria (divergence_loss_factor, divergence_update_factor) run; the absolute criteria run from the first step"`
 	DivergenceSteps        int     `toml:"divergence_steps" comment:"divergence: consecutive steps the train loss must stay above its bound"`
 	DivergenceValMargin    float64 `toml:"divergence_val_margin" comment:"SEV0 divergence when val_loss exceeds ln V by more than this many nats (worse than predicting uniformly)"`
 	DivergenceUpdateFactor float64 `toml:"divergence_update_factor" comment:"SEV0 divergence when update_to_weight exceeds this × its window median (and divergence_update_min): one such step rewrites the weights"`
 	DivergenceUpdateMin    float64 `toml:"divergence_update_min" comment:"divergence: update_to_weight must also exceed this absolute value"`
+	BatchEntropyShift      float64 `toml:"batch_entropy_shift" comment:"SEV1 batch_anomaly when a batch's batch_token_entropy differs from the median of the last window batches by more than this many nats (or 8 robust standard deviations, whichever is larger); 0 = off"`
+	DivergenceUpdateAbs    float64 `toml:"divergence_update_abs" comment:"SEV0 divergence, with no history needed: update_to_weight above this (an update as large as the weights it changes)"`
 
 	FixedProbeJump       float64 `toml:"fixed_probe_jump" comment:"SEV2 fixed_probe_discontinuity when fixed_probe_loss moves between two evals by more than this many nats beyond what val_loss moved (|Δprobe − Δval|; |Δprobe| when an eval has no val_loss): the frozen probe batch should follow val_loss smoothly, a jump means the tokenizer, masking or preprocessing changed"`
 	KLSpikeFactor        float64 `toml:"kl_spike_factor" comment:"SEV1 output_kl_spike when output_kl_to_prev at a checkpoint exceeds this × the median of the (up to 3) previous ones (at least 2 earlier checkpoints) and kl_spike_min"`
@@ -136,6 +140,15 @@ func DefaultConfig() Config {
 		DivergenceValMargin:    0.5,
 		DivergenceUpdateFactor: 300,
 		DivergenceUpdateMin:    0.1,
+		// Healthy runs: train_loss_raw starts within 0.05 of ln V and
+		// update_to_weight stays below 0.01 at lr 1e-3 (0.0004 at step 1 of
+		// shakespeare-char); a ×1000 LR step gives 3.
+		DivergenceLossMargin: 1,
+		DivergenceMinSamples: 8,
+		DivergenceUpdateAbs:  1,
+		// Text batches of shakespeare-char hold 3.1 ± 0.05 nats; random
+		// bytes give 5.1, random BPE tokens ~2 nats more than text.
+		BatchEntropyShift: 1,
 		// Healthy shakespeare-char (2,000 steps) and demo --quick replays:
 		// |Δprobe − Δval| ≤ 0.07, output_kl_to_prev falls at every
 		// checkpoint, the gap widens by ≤ 0.06 over 3 evals while val_loss
@@ -180,6 +193,7 @@ func (c Config) Validate() error {
 	pos("cluster_window", c.ClusterWindow)
 	pos("clip_baseline", c.ClipBaseline)
 	pos("divergence_steps", c.DivergenceSteps)
+	pos("divergence_min_samples", c.DivergenceMinSamples)
 	pos("moe_sustain_steps", c.MoESustainSteps)
 	if !(c.MoEDropRate >= 0 && c.MoEDropRate <= 1) {
 		errs = append(errs, fmt.Errorf("monitor.moe_drop_rate must be in [0, 1], got %g", c.MoEDropRate))
@@ -210,6 +224,7 @@ func (c Config) Validate() error {
 		v float64
 	}{{"divergence_loss_factor", c.DivergenceLossFactor}, {"divergence_val_margin", c.DivergenceValMargin},
 		{"divergence_update_factor", c.DivergenceUpdateFactor}, {"divergence_update_min", c.DivergenceUpdateMin},
+		{"divergence_loss_margin", c.DivergenceLossMargin}, {"divergence_update_abs", c.DivergenceUpdateAbs},
 		{"fixed_probe_jump", c.FixedProbeJump}, {"kl_spike_factor", c.KLSpikeFactor}, {"checkpoint_time_factor", c.CheckpointTimeFactor}} {
 		if !(f.v > 0 && !math.IsInf(f.v, 1)) {
 			errs = append(errs, fmt.Errorf("monitor.%s must be a finite number > 0, got %g", f.n, f.v))
@@ -219,7 +234,7 @@ func (c Config) Validate() error {
 		n string
 		v float64
 	}{{"stalled_factor", c.StalledFactor}, {"stalled_min_seconds", c.StalledMinSeconds}, {"blackout_factor", c.BlackoutFactor}, {"blackout_min_seconds", c.BlackoutMinSeconds},
-		{"kl_spike_min", c.KLSpikeMin}, {"gap_widen", c.GapWiden}, {"slice_regress_min", c.SliceRegressMin}, {"bench_regress_sigma", c.BenchRegressSigma}, {"bench_regress_bpb", c.BenchRegressBPB}, {"checkpoint_time_min", c.CheckpointTimeMin}, {"mix_drift", c.MixDrift}} {
+		{"kl_spike_min", c.KLSpikeMin}, {"batch_entropy_shift", c.BatchEntropyShift}, {"gap_widen", c.GapWiden}, {"slice_regress_min", c.SliceRegressMin}, {"bench_regress_sigma", c.BenchRegressSigma}, {"bench_regress_bpb", c.BenchRegressBPB}, {"checkpoint_time_min", c.CheckpointTimeMin}, {"mix_drift", c.MixDrift}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			errs = append(errs, fmt.Errorf("monitor.%s must be a finite number >= 0, got %g", f.n, f.v))
 		}

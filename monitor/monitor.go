@@ -266,6 +266,48 @@ func (m *Monitor) Observe(s Sample) []Alert {
 	return m.emit(alerts, s.Time)
 }
 
+// Seed replays the history of a run that restarts (a resume, a rewind, an
+// automatic rollback) into the rule windows and the spike classifier, so
+// that the windowed criteria judge the first steps after the restart
+// against the run's own past instead of waiting for new samples.
+// history holds the step and evaluation samples before the step training
+// restarts from, oldest first (kestrel reads them from metrics.jsonl).
+// Nothing fires, nothing is written to the sinks, and the liveness
+// watchdogs and throughput windows are left alone (the machine may have
+// changed). Call it before the first Observe.
+func (m *Monitor) Seed(history []Sample) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	m.rules.seeding = true
+	defer func() { m.rules.seeding = false }()
+	for i := range history {
+		s := history[i]
+		if s.Values == nil {
+			continue
+		}
+		v := make(map[string]float64, len(s.Values))
+		for k, x := range s.Values {
+			v[k] = x
+		}
+		s.Values = v
+		m.derive(&s)
+		if _, ok := v["train_loss_raw"]; ok {
+			m.rules.check(&s)
+			m.spikes.Step(s.Step, v["train_loss_raw"], classifierInputs(v), nil)
+		}
+		if x, ok := v["val_loss"]; ok {
+			m.spikes.Eval(s.Step, x)
+		}
+		if isEval(v) {
+			m.rules.eval(s.Step, s.Tokens, v)
+		}
+	}
+	m.spikes.forget()
+}
+
 func (m *Monitor) spikeAlerts(s *Sample, det *Spike, dec []*Spike) []Alert {
 	var out []Alert
 	if det != nil {

@@ -144,6 +144,7 @@ var catalog = []Metric{
 
 	// Data & distribution
 	{Name: "source_mix_share", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "share of this step's non-pad target tokens drawn from each source (what the mixture weights control)", Variants: []string{sourceVar}, Sampling: "step", Nano: true, VariantPanel: "mix", Plot: "mix.png"},
+	{Name: "batch_token_entropy", Unit: "nats", Kind: Gauge, Category: CatData, Help: "unigram entropy of the batch's target tokens: a batch of garbage (random or repeated tokens) moves it far from the run's usual value (SEV1 batch_anomaly)", Sampling: "step"},
 	{Name: "pad_fraction", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "padding tokens / all tokens in the batch", Sampling: "step", Nano: true, Panel: "pad"},
 	{Name: "token_kl_drift", Unit: "nats", Kind: Gauge, Category: CatData, Help: "KL(token histogram of the window ‖ dataset token histogram)", Sampling: "window"},
 	{Name: "near_dup_rate", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "within-train near-duplicate fraction from the dataset report", Sampling: "run start", Nano: true},

@@ -21,6 +21,7 @@ type rules struct {
 	wallStep *ring // step_time, beside tps
 	cpuStep  *ring // cpu_time, beside tps
 	losses   *ring // train_loss_raw (divergence baseline)
+	batchEnt *ring // batch_token_entropy (batch_anomaly baseline)
 	u2w      *ring // update_to_weight of applied steps (divergence baseline)
 	divRun   int   // consecutive steps with train_loss_raw above the divergence bound
 	lnV      float64
@@ -43,6 +44,10 @@ type rules struct {
 
 	moeState moeRules  // moe.go
 	dist     distState // data-parallel rules (distributed.go)
+
+	// seeding is set while Monitor.Seed replays a run's history into the
+	// windows: nothing fires.
+	seeding bool
 }
 
 // evalPoint is one evaluation as the eval rules see it (NaN = absent).
@@ -83,7 +88,7 @@ func newRules(cfg Config, stages []MixStage, vocab, warmup int) *rules {
 		skips: newRing(cfg.SkipStormSteps), clips: newRing(cfg.ClipBaseline + cfg.Window),
 		tps: newRing(cfg.Window), mfu: newRing(cfg.Window), stall: newRing(cfg.Window),
 		cpuTok: newRing(cfg.Window), wallStep: newRing(cfg.Window), cpuStep: newRing(cfg.Window),
-		losses: newRing(cfg.Window), u2w: newRing(cfg.Window), lnV: lnV,
+		losses: newRing(cfg.Window), u2w: newRing(cfg.Window), batchEnt: newRing(cfg.Window), lnV: lnV,
 		mix: map[string]*ring{}, entBase: math.NaN(),
 		ckLast: math.MinInt64, klLast: math.MinInt64,
 		flat: flatState{warm: int64(warmup), lastLR: math.NaN(), meds: map[int64]float64{}},
@@ -131,6 +136,9 @@ func (r *rules) targetAt(step int64, src string) (w float64, ok bool) {
 
 // fire builds an alert unless the rule fired within the cooldown.
 func (r *rules) fire(out *[]Alert, s *Sample, rule, metric string, value, thr float64, msg string) {
+	if r.seeding {
+		return
+	}
 	key := rule + "|" + metric
 	if rule == RuleThroughputDrop || rule == RuleContention || rule == RuleDivergence {
 		// tokens_per_sec and mfu move together (mfu is tokens_per_sec times a
@@ -199,6 +207,8 @@ func (r *rules) check(s *Sample) []Alert {
 	}
 	// SEV0: divergence.
 	r.divergence(&out, s)
+	// SEV1: a batch unlike the run's data.
+	r.batchAnomaly(&out, s)
 
 	// SEV1: attention logits.
 	if x, ok := get("max_attn_logit"); ok && finite(x) {
@@ -238,10 +248,12 @@ func (r *rules) check(s *Sample) []Alert {
 				fmt.Sprintf("%s %.4g nats fell below %.0f%% of its early median %.4g (worst%s)", entName, x, 100*r.cfg.EntropyDropFrac, r.entBase, worstSuffix(v, "attn_entropy", false)))
 		}
 	}
-	// SEV1: throughput / MFU drop (SEV2 contention when CPU time did not grow).
-	r.throughput(&out, s)
-	// SEV1: a straggler rank in a data-parallel run.
-	r.straggler(&out, s)
+	if !r.seeding { // the machine's speed before a restart is no baseline for after it
+		// SEV1: throughput / MFU drop (SEV2 contention when CPU time did not grow).
+		r.throughput(&out, s)
+		// SEV1: a straggler rank in a data-parallel run.
+		r.straggler(&out, s)
+	}
 	// SEV1: rising clip rate — a rise over the baseline, not a high level.
 	if x, ok := get("grad_clipped"); ok {
 		c := 0.0
@@ -410,46 +422,121 @@ func splitMedians(rg *ring, short int) (ref, now float64, ok bool) {
 	return median(a), median(b), true
 }
 
-// divergence is the SEV0 rule of a run that blew up: train_loss_raw above
-// max(divergence_loss_factor × its window median, ln V) for
-// divergence_steps consecutive steps, or update_to_weight above
-// max(divergence_update_factor × its window median, divergence_update_min).
-// (val_loss above ln V is checked in val.)
+// divergence is the SEV0 rule of a run that blew up. It holds from the
+// first step of every start, resume and rollback, because two of its
+// criteria need no history:
+//
+//   - train_loss_raw above ln V + divergence_loss_margin (worse than a
+//     uniform prediction by a margin) for divergence_steps consecutive steps;
+//   - update_to_weight above divergence_update_abs (one update as large as
+//     the weights it changes).
+//
+// Beside them the windowed criteria run once divergence_min_samples values
+// are in their windows (seeded from the run's own history on a resume:
+// Monitor.Seed): train_loss_raw above max(divergence_loss_factor × its
+// window median, ln V) for divergence_steps consecutive steps, or
+// update_to_weight above max(divergence_update_factor × its window median,
+// divergence_update_min). The baselines are frozen while the criteria hold:
+// a value above its bound never enters the window it is judged by, so
+// diverged losses cannot raise the bound. (val_loss above ln V is checked
+// in val.)
 func (r *rules) divergence(out *[]Alert, s *Sample) {
 	v := s.Values
 	if x, ok := v["train_loss_raw"]; ok && finite(x) {
-		if r.losses.len() >= r.cfg.Window/2 {
-			med := median(r.losses.values())
-			bound := r.cfg.DivergenceLossFactor * med
-			if finite(r.lnV) {
-				bound = math.Max(bound, r.lnV)
-			}
-			if x > bound {
-				r.divRun++
-			} else {
-				r.divRun = 0
-			}
-			if r.divRun >= r.cfg.DivergenceSteps {
-				msg := fmt.Sprintf("train_loss_raw %.4g above %.4g for %d consecutive steps (%.3g × its window median %.4g", x, bound, r.divRun, r.cfg.DivergenceLossFactor, med)
-				if finite(r.lnV) {
-					msg += fmt.Sprintf(", and ln V = %.4g, the loss of a uniform prediction", r.lnV)
-				}
-				r.fire(out, s, RuleDivergence, "train_loss_raw", x, bound, msg+")")
-			}
-		}
-		r.losses.push(x)
+		r.divergenceLoss(out, s, x)
 	}
 	if x, ok := v["update_to_weight"]; ok && finite(x) && x > 0 {
-		if r.u2w.len() >= r.cfg.Window/2 {
-			med := median(r.u2w.values())
-			bound := math.Max(r.cfg.DivergenceUpdateFactor*med, r.cfg.DivergenceUpdateMin)
-			if x > bound {
-				r.fire(out, s, RuleDivergence, "update_to_weight", x, bound,
-					fmt.Sprintf("update_to_weight %.4g is %.0f× its window median %.4g (bound %.4g): this update rewrote the weights", x, x/med, med, bound))
-			}
-		}
-		r.u2w.push(x)
+		r.divergenceUpdate(out, s, x)
 	}
+}
+
+// divergenceLoss is divergence's train-loss criteria (see divergence).
+func (r *rules) divergenceLoss(out *[]Alert, s *Sample, x float64) {
+	abs := math.Inf(1)
+	if finite(r.lnV) {
+		abs = r.lnV + r.cfg.DivergenceLossMargin
+	}
+	rel, med := math.Inf(1), math.NaN()
+	if r.losses.len() >= r.cfg.DivergenceMinSamples {
+		med = median(r.losses.values())
+		rel = r.cfg.DivergenceLossFactor * med
+		if finite(r.lnV) {
+			rel = math.Max(rel, r.lnV)
+		}
+	}
+	bound := math.Min(abs, rel)
+	if x > bound {
+		r.divRun++
+	} else {
+		r.divRun = 0
+		r.losses.push(x) // frozen while above: a diverged loss never raises its own bound
+	}
+	if r.divRun < r.cfg.DivergenceSteps {
+		return
+	}
+	var why []string
+	if x > rel {
+		why = append(why, fmt.Sprintf("%.3g × its window median %.4g", r.cfg.DivergenceLossFactor, med))
+	}
+	if x > abs {
+		why = append(why, fmt.Sprintf("ln V + divergence_loss_margin = %.4g + %.3g, worse than a uniform prediction", r.lnV, r.cfg.DivergenceLossMargin))
+	} else if finite(r.lnV) && x > rel {
+		why = append(why, fmt.Sprintf("ln V = %.4g, the loss of a uniform prediction", r.lnV))
+	}
+	r.fire(out, s, RuleDivergence, "train_loss_raw", x, bound,
+		fmt.Sprintf("train_loss_raw %.4g above %.4g for %d consecutive steps (%s)", x, bound, r.divRun, strings.Join(why, "; ")))
+}
+
+// divergenceUpdate is divergence's update_to_weight criteria (see
+// divergence).
+func (r *rules) divergenceUpdate(out *[]Alert, s *Sample, x float64) {
+	if x > r.cfg.DivergenceUpdateAbs {
+		r.fire(out, s, RuleDivergence, "update_to_weight", x, r.cfg.DivergenceUpdateAbs,
+			fmt.Sprintf("update_to_weight %.4g > divergence_update_abs %.3g: this update was as large as the weights it changed", x, r.cfg.DivergenceUpdateAbs))
+		return // never part of the baseline
+	}
+	if r.u2w.len() >= r.cfg.DivergenceMinSamples {
+		med := median(r.u2w.values())
+		if bound := math.Max(r.cfg.DivergenceUpdateFactor*med, r.cfg.DivergenceUpdateMin); x > bound {
+			r.fire(out, s, RuleDivergence, "update_to_weight", x, bound,
+				fmt.Sprintf("update_to_weight %.4g is %.0f× its window median %.4g (bound %.4g): this update rewrote the weights", x, x/med, med, bound))
+			return
+		}
+	}
+	r.u2w.push(x)
+}
+
+// batchAnomaly is the SEV1 batch_anomaly rule: the unigram entropy of a
+// batch's tokens (batch_token_entropy) differs from the median of the
+// window by more than max(batch_entropy_shift, 8 × the window's robust
+// spread). Text batches of one run hold their entropy within a few
+// hundredths of a nat; a batch of random tokens rises towards ln(tokens),
+// one of a repeated token falls towards 0. It needs only 3 earlier
+// batches (seeded from the run's history on a resume), so it holds at
+// step 4 of a fresh run. Firing values stay out of the window.
+func (r *rules) batchAnomaly(out *[]Alert, s *Sample) {
+	x, ok := s.Values["batch_token_entropy"]
+	if !ok || !finite(x) || r.cfg.BatchEntropyShift <= 0 {
+		return
+	}
+	if r.batchEnt.len() >= 3 {
+		med, sig := robust(r.batchEnt.values())
+		thr := math.Max(r.cfg.BatchEntropyShift, 8*sig)
+		if d := x - med; math.Abs(d) > thr {
+			dir := "rose"
+			if d < 0 {
+				dir = "fell"
+			}
+			msg := fmt.Sprintf("batch_token_entropy %.4g nats %s %.3g from the median %.4g of the last %d batches (bound ±%.3g): this batch does not look like the run's data (random, repeated or foreign tokens)",
+				x, dir, math.Abs(d), med, r.batchEnt.len(), thr)
+			if b := s.Batch; b != nil && len(b.Sources) > 0 {
+				msg += "; batch sources " + listHead(b.Sources, 8)
+			}
+			r.fire(out, s, RuleBatchAnomaly, "batch_token_entropy", x, med+math.Copysign(thr, d), msg)
+			return
+		}
+	}
+	r.batchEnt.push(x)
 }
 
 // val checks a new val_loss: SEV0 divergence when it is worse than a

@@ -398,6 +398,12 @@ func (c *SpikeClassifier) decide(step int64) []*Spike {
 	return out
 }
 
+// forget drops the spikes detected in a seeded history: they were judged
+// when they happened; only the windows are kept.
+func (c *SpikeClassifier) forget() {
+	c.pending, c.inSpike, c.bandHi = nil, false, 0
+}
+
 // Flush decides every pending spike with what is known now (end of a log).
 func (c *SpikeClassifier) Flush() []*Spike {
 	var out []*Spike
