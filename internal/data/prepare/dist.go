@@ -133,6 +133,9 @@ func RunDist(ctx context.Context, cfg Config, opts DistOptions) (*datareport.Rep
 			}
 		}
 		if err == nil && upToDate == nil {
+			err = checkOut(opts.Out)
+		}
+		if err == nil && upToDate == nil {
 			out := filepath.Clean(opts.Out)
 			if dir, err = atomicfile.NewDir(filepath.Dir(out), filepath.Base(out)); err == nil {
 				defer dir.Abort()

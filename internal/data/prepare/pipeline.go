@@ -96,6 +96,9 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*datareport.Report, 
 			return old, nil
 		}
 	}
+	if err := checkOut(opts.Out); err != nil {
+		return nil, err
+	}
 	out := filepath.Clean(opts.Out)
 	dir, err := atomicfile.NewDir(filepath.Dir(out), filepath.Base(out))
 	if err != nil {
