@@ -19,6 +19,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/tokenizer"
 )
 
@@ -195,6 +196,10 @@ func fileTexts(path string, yield func(string) bool, errp *error) bool {
 // TrainTokenizer learns a byte-level BPE from the texts of inputs (as Read
 // reads them) and writes it to out as tokenizer.json.
 func TrainTokenizer(ctx context.Context, inputs []string, opts tokenizer.TrainOptions, out string) (*tokenizer.Tokenizer, error) {
+	// out is never an input, a link or a non-regular file (fileguard).
+	if err := (fileguard.File{Path: out, What: "tokenizer", Inputs: inputs, Overwrite: true}).Check(); err != nil {
+		return nil, fmt.Errorf("tokenizer train: --out: %w", err)
+	}
 	var readErr error
 	tok, err := tokenizer.Train(ctx, Read(inputs, &readErr), opts)
 	if readErr != nil {
