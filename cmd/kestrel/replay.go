@@ -15,7 +15,7 @@ func newReplayCmd() *cobra.Command {
 	var steps string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "replay RUN [--checkpoint C] [--probe] [--steps A:B] [--json]",
+		Use:   "replay RUN [--checkpoint C] [--probe] [--steps A:B [--decode]] [--json]",
 		Short: "re-measure a run's probe batch or its batches of some steps on one checkpoint, changing nothing",
 		Long:  helpText("replay"),
 		Args:  cobra.ExactArgs(1),
@@ -40,6 +40,7 @@ func newReplayCmd() *cobra.Command {
 	f.BoolVar(&o.Probe, "probe", false, "measure the frozen probe batch")
 	f.StringVar(&steps, "steps", "", "replay the batches of steps A:B (inclusive, metrics steps)")
 	f.StringVar(&o.Quarantine, "quarantine", "", "override data.quarantine for the rebuilt batches (none = as before any quarantine)")
+	f.BoolVar(&o.Decode, "decode", false, "print each row of the replayed batches as text (the run's tokenizer), beside its source and document ids")
 	f.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
 	return cmd
 }

@@ -5,13 +5,17 @@
 // steps (their loss and gradient norm with one checkpoint's weights, and the
 // documents each batch held, by source and id).
 //
-// The run's data source is rebuilt from its config.toml exactly as
-// internal/run builds it for training (run.TrainOptions); the loader is a
-// pure function of (config, quarantine overlay, seed, step), so the batch of
-// step s is the batch the trainer read — as long as the dataset's quarantine
-// overlay is the one the run trained with (Options.Quarantine, and the
-// warning in Result.Warnings when the overlay's hash differs from the run
-// manifest's).
+// The run's data source is rebuilt from its config.toml with the config
+// overrides of its effective interventions (run.ApplyInterventions, as every
+// start of the trainer applies them) exactly as internal/run builds it for
+// training (run.TrainOptions); the loader is a pure function of (config,
+// quarantine overlay, seed, step), and step s reads the batch of data step
+// s − 1 + offset, the offset being the data steps a rewind skipped before s
+// (train.Replayer follows interventions.jsonl as the trainer does), so the
+// batch of step s is the batch the trainer read — as long as the dataset's
+// quarantine overlay is the one the run trained with (Options.Quarantine,
+// and the warning in Result.Warnings when the overlay's hash differs from
+// the run manifest's).
 package replay
 
 import (
@@ -51,6 +55,9 @@ type Options struct {
 	// ("none" = ignore any overlay, to rebuild the batches of a run that
 	// trained before documents were quarantined); empty = as the config says.
 	Quarantine string
+	// Decode adds each replayed row's text, decoded with the run's
+	// tokenizer (the dataset's tokenizer.json, or bytes).
+	Decode bool
 	// Logger receives the loader's warnings (nil = discard).
 	Logger *slog.Logger
 }
@@ -80,7 +87,10 @@ type Probe struct {
 
 // Step is one replayed step.
 type Step struct {
-	Step           int   `json:"step"`
+	Step int `json:"step"`
+	// DataStep is the data step (1-based) whose batch step Step trained on:
+	// Step plus the data steps rewinds skipped before it.
+	DataStep       int   `json:"data_step"`
 	Batch          int   `json:"batch"`
 	Loss           Float `json:"train_loss_raw"`
 	GradNorm       Float `json:"grad_global_norm"`
@@ -96,6 +106,9 @@ type Row struct {
 	Source string `json:"source"`
 	Epoch  int64  `json:"epoch"`
 	Docs   []Doc  `json:"docs"`
+	// Text is the row decoded (Options.Decode): its input tokens and the
+	// last target, trailing padding left out.
+	Text *string `json:"text,omitempty"`
 }
 
 // Doc is one document (part) in a row.
@@ -120,6 +133,10 @@ func Replay(dir string, o Options) (*Result, error) {
 	}
 	if o.Quarantine != "" {
 		cfg.Data.Quarantine = o.Quarantine
+	}
+	cfg, ivs, err := run.ApplyInterventions(cfg, dir)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
 	}
 	log := o.Logger
 	if log == nil {
@@ -155,6 +172,18 @@ func Replay(dir string, o Options) (*Result, error) {
 		return nil, err
 	}
 	res.Checkpoint, res.CkptStep = rp.Checkpoint().Dir, rp.Checkpoint().State.Step
+	if w := rp.OffTrajectory(); w != "" {
+		res.Warnings = append(res.Warnings, w)
+	}
+	if o.From > 0 {
+		res.Warnings = append(res.Warnings, overrideWarnings(ivs, o.From, o.To)...)
+	}
+	var dec func([]int32) string
+	if o.Decode {
+		if dec, err = decoder(to); err != nil {
+			return nil, err
+		}
+	}
 	logged, err := readLogged(filepath.Join(dir, "metrics.jsonl"))
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
@@ -177,16 +206,19 @@ func Replay(dir string, o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		st := Step{Step: s, Batch: sr.Batch, Loss: Float(sr.Loss), GradNorm: Float(sr.GradNorm), Tokens: sr.Tokens, LoggedLoss: Float(math.NaN()), LoggedGradNorm: Float(math.NaN())}
+		st := Step{Step: s, DataStep: sr.DataIndex + 1, Batch: sr.Batch, Loss: Float(sr.Loss), GradNorm: Float(sr.GradNorm), Tokens: sr.Tokens, LoggedLoss: Float(math.NaN()), LoggedGradNorm: Float(math.NaN())}
 		if v, ok := logged.steps[s]; ok {
 			st.LoggedLoss, st.LoggedGradNorm = Float(v[0]), Float(v[1])
 		}
 		if l != nil {
-			info, err := l.BatchInfo(s - 1)
+			info, err := l.BatchInfo(sr.DataIndex)
 			if err != nil {
 				return nil, fmt.Errorf("replay: %w", err)
 			}
 			st.Rows = rowsOf(info)
+		}
+		if dec != nil {
+			decodeRows(&st, sr, dec, to.Model.SeqLen)
 		}
 		res.Steps = append(res.Steps, st)
 	}
@@ -345,15 +377,15 @@ func (r *Result) WriteTable(w io.Writer) error {
 		fmt.Fprintf(bw, "  topk_mass_probe      %.6f\n", float64(p.TopKMass))
 	}
 	if len(r.Steps) > 0 {
-		fmt.Fprintf(bw, "\n%6s %6s %12s %12s %12s %12s  %s\n", "step", "batch", "loss", "logged_loss", "grad_norm", "logged_gnorm", "sources (rows)")
+		fmt.Fprintf(bw, "\n%6s %6s %6s %12s %12s %12s %12s  %s\n", "step", "data", "batch", "loss", "logged_loss", "grad_norm", "logged_gnorm", "sources (rows)")
 		for _, s := range r.Steps {
-			fmt.Fprintf(bw, "%6d %6d %12.6f %12s %12.6f %12s  %s\n", s.Step, s.Batch, float64(s.Loss), num(s.LoggedLoss), float64(s.GradNorm), num(s.LoggedGradNorm), sourceCounts(s.Rows))
+			fmt.Fprintf(bw, "%6d %6d %6d %12.6f %12s %12.6f %12s  %s\n", s.Step, s.DataStep, s.Batch, float64(s.Loss), num(s.LoggedLoss), float64(s.GradNorm), num(s.LoggedGradNorm), sourceCounts(s.Rows))
 		}
 		for _, s := range r.Steps {
 			if len(s.Rows) == 0 {
 				continue
 			}
-			fmt.Fprintf(bw, "\nstep %d documents\n", s.Step)
+			fmt.Fprintf(bw, "\nstep %d documents (the batch of data step %d)\n", s.Step, s.DataStep)
 			for _, row := range s.Rows {
 				ids := make([]string, len(row.Docs))
 				for i, d := range row.Docs {
@@ -362,7 +394,13 @@ func (r *Result) WriteTable(w io.Writer) error {
 						ids[i] += fmt.Sprintf("@+%d", d.Offset)
 					}
 				}
+				if len(ids) == 0 {
+					ids = []string{"-"}
+				}
 				fmt.Fprintf(bw, "  row %3d  %-16s pass %d  %s\n", row.Row, row.Source, row.Epoch+1, strings.Join(ids, " "))
+				if row.Text != nil {
+					fmt.Fprintf(bw, "           %s\n", strconv.Quote(*row.Text))
+				}
 			}
 		}
 	}

@@ -24,6 +24,12 @@ func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 // evaluation (with the probe batch) every 2 steps.
 func smallRun(t *testing.T) (config.Config, string) {
 	t.Helper()
+	return smallRunSteps(t, 6)
+}
+
+// smallRunSteps is smallRun with train.steps = steps.
+func smallRunSteps(t *testing.T, steps int) (config.Config, string) {
+	t.Helper()
 	root := t.TempDir()
 	cfg := config.Default()
 	const toml = `
@@ -68,6 +74,7 @@ keep = 10
 	if err := config.Decode([]byte(toml), "test.toml", &cfg); err != nil {
 		t.Fatal(err)
 	}
+	cfg.Train.Steps = steps
 	cfg.Data.Path = filepath.Join(root, "data")
 	if _, err := prepare.Run(context.Background(), cfg.Prepare, prepare.RunOptions{Out: cfg.Data.Path, Force: true, Log: quietLog()}); err != nil {
 		t.Fatal(err)

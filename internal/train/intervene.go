@@ -108,12 +108,22 @@ func (t *trainer) loadInterventions(st *State) error {
 		return fmt.Errorf("train: %w", err)
 	}
 	t.plan = newPlan(EffectiveInterventions(all))
+	if err := t.plan.onTrajectory(st); err != nil {
+		return fmt.Errorf("train: resume: %w; move it out of checkpoints/ or rewind again", err)
+	}
+	return nil
+}
+
+// onTrajectory checks that a checkpoint's state (nil or step 0: a fresh
+// start) belongs to the trajectory the plan defines: its recorded data
+// offset and intervention ids must be what the plan gives for its step.
+func (p *interventionPlan) onTrajectory(st *State) error {
 	if st == nil || st.Step == 0 {
 		return nil
 	}
-	want, ids := t.plan.dataOffset(st.Step), t.plan.applied(st.Step)
+	want, ids := p.dataOffset(st.Step), p.applied(st.Step)
 	if st.DataOffset != want || fmt.Sprint(st.Interventions) != fmt.Sprint(ids) {
-		return fmt.Errorf("train: resume: checkpoint of step %d has data offset %d and interventions %v, but %s gives %d and %v for that step: it belongs to a trajectory a rewind abandoned; move it out of checkpoints/ or rewind again",
+		return fmt.Errorf("checkpoint of step %d has data offset %d and interventions %v, but %s gives %d and %v for that step: it belongs to a trajectory a rewind abandoned",
 			st.Step, st.DataOffset, st.Interventions, runlog.InterventionsFile, want, ids)
 	}
 	return nil

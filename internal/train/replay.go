@@ -12,13 +12,17 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/batchsched"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
 // Replayer evaluates the weights of one checkpoint of a run on that run's
 // batches and on its frozen probe batch, writing nothing: the forward and
 // backward passes are the trainer's (same micro-batches, same order of
-// accumulation, the same debug corruption), so the loss of step s replayed
-// on the checkpoint of step s−1 is the loss the run logged for step s.
+// accumulation, the same debug corruption, the z-loss of the knob schedule),
+// and step s reads the batch the trainer read under the run's effective
+// interventions (interventions.jsonl: the data steps a rewind skipped), so
+// the loss of step s replayed on the checkpoint of step s−1 is the loss the
+// run logged for step s.
 type Replayer struct {
 	o      Options
 	net    Net
@@ -26,6 +30,7 @@ type Replayer struct {
 	bsched batchsched.Schedule
 	mb     int
 	ck     *Loaded
+	ivs    []runlog.Intervention // the run's effective interventions
 
 	inputs, targets, segIDs []int32
 	srcs                    []int
@@ -34,17 +39,24 @@ type Replayer struct {
 // StepReplay is one replayed step: what the trainer would compute for the
 // batch of Step with the checkpoint's weights, before the optimizer runs.
 type StepReplay struct {
-	Step     int     // the metrics step (1-based)
-	Batch    int     // global batch (sequences)
-	Loss     float64 // train_loss_raw: the micro-batch-weighted mean cross-entropy
-	ZLoss    float64 // z_loss
-	GradNorm float64 // grad_global_norm, before clipping (NaN when the gradient is not finite)
-	Tokens   int     // positions the loss counted
+	Step      int     // the metrics step (1-based)
+	DataIndex int     // the 0-based data step index its batch was filled from (Step−1 plus the steps skipped before it)
+	Batch     int     // global batch (sequences)
+	Loss      float64 // train_loss_raw: the micro-batch-weighted mean cross-entropy
+	ZLoss     float64 // z_loss
+	GradNorm  float64 // grad_global_norm, before clipping (NaN when the gradient is not finite)
+	Tokens    int     // positions the loss counted
+	// Inputs and Targets are the batch as the data source filled it
+	// (Batch rows of T tokens, before any debug corruption; a target < 0 is
+	// padding), and Sources each row's source name.
+	Inputs, Targets []int32
+	Sources         []string
 }
 
 // NewReplayer builds o's network (o.NewNet, else NewModelNet) and loads the
 // weights of the checkpoint directory ckptDir into it. Only o.Model, o.Optim,
-// o.Train, o.Debug, o.Seed, o.Data and o.Dir are read.
+// o.Train, o.Debug, o.Seed, o.Data and o.Dir are read; the interventions are
+// read from o.Dir as the trainer reads them at its start.
 func NewReplayer(o Options, ckptDir string) (*Replayer, error) {
 	if o.Data == nil {
 		return nil, errors.New("replay: no data source")
@@ -56,6 +68,10 @@ func NewReplayer(o Options, ckptDir string) (*Replayer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
+	all, err := runlog.ReadInterventions(o.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
 	newNet := o.NewNet
 	if newNet == nil {
 		newNet = NewModelNet
@@ -64,7 +80,7 @@ func NewReplayer(o Options, ckptDir string) (*Replayer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replay: model: %w", err)
 	}
-	r := &Replayer{o: o, net: net, ts: net.Tensors(), ck: l}
+	r := &Replayer{o: o, net: net, ts: net.Tensors(), ck: l, ivs: EffectiveInterventions(all)}
 	params := net.Params()
 	_, missing, mismatched, _, err := copyMatching(l.Model, "", r.ts, params)
 	if err != nil {
@@ -88,6 +104,23 @@ func NewReplayer(o Options, ckptDir string) (*Replayer, error) {
 // Checkpoint is the loaded checkpoint (its state.json in State).
 func (r *Replayer) Checkpoint() *Loaded { return r.ck }
 
+// Interventions are the run's effective interventions, whose skipped data
+// steps the replayed batches follow (EffectiveInterventions).
+func (r *Replayer) Interventions() []runlog.Intervention { return r.ivs }
+
+// OffTrajectory says why the checkpoint's weights are not on the run's
+// current trajectory (empty when they are): its state.json records another
+// data offset or other interventions than interventions.jsonl gives for its
+// step, as for a checkpoint a rewind moved aside, which the trainer would
+// refuse to resume.
+func (r *Replayer) OffTrajectory() string {
+	p := newPlan(r.ivs)
+	if err := p.onTrajectory(&r.ck.State); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
 // Step recomputes the loss and the global gradient norm of metrics step s
 // (1-based) with the checkpoint's weights, as the trainer's step does before
 // its optimizer update; the weights are not changed.
@@ -96,18 +129,37 @@ func (r *Replayer) Step(s int) (StepReplay, error) {
 	if s < 1 {
 		return StepReplay{}, fmt.Errorf("replay: step %d: steps are numbered from 1", s)
 	}
-	idx := s - 1
+	// The trainer's step: the batch of data step DataIndex (its size
+	// included), the z-loss weight of the knobs in force at s.
+	idx := DataIndex(r.ivs, s)
 	T := o.Model.SeqLen
 	B := r.bsched.At(idx)
 	nMicro := (B + r.mb - 1) / r.mb
-	out := StepReplay{Step: s, Batch: B}
+	out := StepReplay{Step: s, DataIndex: idx, Batch: B, Inputs: make([]int32, 0, B*T), Targets: make([]int32, 0, B*T)}
+	names := o.Data.SourceNames()
+	if mm := Model(r.net); mm != nil {
+		zl := mm.Cfg.ZLoss
+		mm.Cfg.ZLoss = o.Optim.KnobsAt(s, o.Model.ZLoss).ZLoss
+		defer func() { mm.Cfg.ZLoss = zl }()
+	}
 	r.net.ZeroGrads()
 	for k := 0; k < nMicro; k++ {
 		r0 := k * r.mb
 		n := min(r.mb, B-r0)
 		in, tg, sg, sr := r.inputs[:n*T], r.targets[:n*T], r.segIDs[:n*T], r.srcs[:n]
+		for i := range sr {
+			sr[i] = -1
+		}
 		if err := o.Data.Fill(idx, B, r0, n, in, tg, sg, sr); err != nil {
-			return out, fmt.Errorf("replay: step %d: data: %w", s, err)
+			return out, fmt.Errorf("replay: step %d (data step index %d): data: %w", s, idx, err)
+		}
+		out.Inputs, out.Targets = append(out.Inputs, in...), append(out.Targets, tg...)
+		for _, x := range sr {
+			name := ""
+			if x >= 0 && x < len(names) {
+				name = names[x]
+			}
+			out.Sources = append(out.Sources, name)
 		}
 		if s == o.Debug.CorruptBatchAtStep { // as the trainer's step does
 			for i := range in {
