@@ -174,15 +174,18 @@ func ReadAlertsFrom(path string, off int64) (alerts []Alert, next int64, err err
 	br := bufio.NewReaderSize(f, 1<<16)
 	rec := NewRecord()
 	for {
-		line, rerr := br.ReadBytes('\n')
-		if len(line) == 0 || line[len(line)-1] != '\n' {
-			if rerr != nil && rerr != io.EOF {
-				return alerts, next, fmt.Errorf("alerts: %s: %w", path, rerr)
-			}
+		line, n, rerr := readLine(br, maxLineBytes)
+		if rerr == io.EOF {
 			return alerts, next, nil
 		}
-		next += int64(len(line))
+		if rerr != nil && rerr != errLineTooLong {
+			return alerts, next, fmt.Errorf("alerts: %s: %w", path, rerr)
+		}
+		next += n
 		lineNo++
+		if rerr != nil {
+			return alerts, next, fmt.Errorf("%s:%d: %w", path, lineNo, rerr)
+		}
 		body := bytes.TrimSpace(line)
 		if len(body) == 0 {
 			continue

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
 )
 
 // InterventionsFile is the run directory's log of interventions (one JSON
@@ -102,7 +103,7 @@ func AppendIntervention(dir string, iv *Intervention) error {
 // naming the file and line (the trajectory depends on every line).
 func ReadInterventions(dir string) ([]Intervention, error) {
 	path := filepath.Join(dir, InterventionsFile)
-	data, err := os.ReadFile(path)
+	data, err := fileguard.ReadFile(path, MaxInterventionsBytes) // a regular file, bounded
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
@@ -112,15 +113,25 @@ func ReadInterventions(dir string) ([]Intervention, error) {
 	return ParseInterventions(data, path)
 }
 
+// Bounds of interventions.jsonl: the whole file and one line.
+const (
+	MaxInterventionsBytes = 16 << 20
+	maxInterventionLine   = 1 << 20
+)
+
 // ParseInterventions reads the lines of an interventions.jsonl held in
 // data; name names it in errors. A torn last line (no newline: a crash
-// while appending) is an error too: the caller must not guess.
+// while appending) is an error too: the caller must not guess. A line over
+// 1 MiB is an error naming it.
 func ParseInterventions(data []byte, name string) ([]Intervention, error) {
 	var out []Intervention
 	for n, line := range bytes.Split(data, []byte{'\n'}) {
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
+		}
+		if len(line) > maxInterventionLine {
+			return nil, fmt.Errorf("interventions: %s:%d: line of %d bytes, over the %d-byte bound", name, n+1, len(line), maxInterventionLine)
 		}
 		var iv Intervention
 		dec := json.NewDecoder(bytes.NewReader(line))
@@ -148,7 +159,7 @@ func MetricsArchiveName(id string) string { return "metrics.archive-" + id + ".j
 // existing archive is refused. It returns the number of lines moved.
 func ArchiveMetrics(dir string, step int, id string) (moved int, err error) {
 	path := filepath.Join(dir, "metrics.jsonl")
-	data, err := os.ReadFile(path)
+	data, err := fileguard.ReadFile(path, 0) // a regular file only
 	if os.IsNotExist(err) {
 		return 0, nil
 	}
@@ -193,7 +204,7 @@ func ArchiveMetrics(dir string, step int, id string) (moved int, err error) {
 // LastStep is the largest "step" among the lines of the metrics.jsonl at
 // path (0 for a missing or empty file).
 func LastStep(path string) (int, error) {
-	data, err := os.ReadFile(path)
+	data, err := fileguard.ReadFile(path, 0) // a regular file only
 	if os.IsNotExist(err) {
 		return 0, nil
 	}

@@ -69,10 +69,25 @@ func (r *Record) EachStr(fn func(name, s string)) {
 	}
 }
 
+// Bounds of one line's JSON value. Within them ParseLine's time and memory
+// are linear in the line's length: without them a value nested d deep
+// builds d names of up to d bytes each (a 200 KB line of brackets cost 19 GB).
+const (
+	// MaxDepth is the deepest nesting of objects and arrays accepted.
+	MaxDepth = 64
+	// MaxNameBytes bounds a flattened field name ("a/b/0/c").
+	MaxNameBytes = 1024
+	// maxInterned bounds the names a Record keeps for reuse.
+	maxInterned = 1 << 16
+)
+
 // ParseLine parses one JSON object into rec, replacing its contents. It is a
 // small hand-written parser because the dashboard must read 100,000-line
 // files in well under a second; it accepts standard JSON (plus NaN and
-// ±Infinity, bare or quoted) and reports the byte offset of an error.
+// ±Infinity, bare or quoted) and reports the byte offset of an error. A
+// value nested deeper than MaxDepth or a flattened name longer than
+// MaxNameBytes is an error, so a hostile line costs time and memory linear
+// in its length.
 func ParseLine(line []byte, rec *Record) error {
 	p := parser{b: line, out: rec.kvs[:0], intern: rec.intern}
 	p.ws()
@@ -100,8 +115,18 @@ type kv struct {
 type parser struct {
 	b      []byte
 	i      int
+	depth  int // objects and arrays open
 	out    []kv
 	intern map[string]string
+}
+
+// enter opens one level of nesting, refusing one past MaxDepth.
+func (p *parser) enter() error {
+	p.depth++
+	if p.depth > MaxDepth {
+		return p.err(fmt.Sprintf("nested deeper than %d levels", MaxDepth))
+	}
+	return nil
 }
 
 func (p *parser) err(msg string) error { return fmt.Errorf("offset %d: %s", p.i, msg) }
@@ -117,21 +142,30 @@ func (p *parser) ws() {
 	}
 }
 
-func (p *parser) join(prefix, name string) string {
+func (p *parser) join(prefix, name string) (string, error) {
+	if len(prefix)+1+len(name) > MaxNameBytes {
+		return "", p.err(fmt.Sprintf("field name over %d bytes", MaxNameBytes))
+	}
 	if prefix == "" {
-		return name
+		return name, nil
 	}
 	var buf [128]byte
 	b := append(append(append(buf[:0], prefix...), '/'), name...)
 	if s, ok := p.intern[string(b)]; ok {
-		return s
+		return s, nil
 	}
 	s := string(b)
-	p.intern[s] = s
-	return s
+	if len(p.intern) < maxInterned {
+		p.intern[s] = s
+	}
+	return s, nil
 }
 
 func (p *parser) object(prefix string) error {
+	if err := p.enter(); err != nil {
+		return err
+	}
+	defer func() { p.depth-- }()
 	p.i++ // '{'
 	p.ws()
 	if p.i < len(p.b) && p.b[p.i] == '}' {
@@ -150,7 +184,11 @@ func (p *parser) object(prefix string) error {
 		}
 		p.i++
 		p.ws()
-		if err := p.value(p.join(prefix, key)); err != nil {
+		name, err := p.join(prefix, key)
+		if err != nil {
+			return err
+		}
+		if err := p.value(name); err != nil {
 			return err
 		}
 		p.ws()
@@ -170,6 +208,10 @@ func (p *parser) object(prefix string) error {
 }
 
 func (p *parser) array(prefix string) error {
+	if err := p.enter(); err != nil {
+		return err
+	}
+	defer func() { p.depth-- }()
 	p.i++ // '['
 	p.ws()
 	if p.i < len(p.b) && p.b[p.i] == ']' {
@@ -178,7 +220,11 @@ func (p *parser) array(prefix string) error {
 	}
 	for n := 0; ; n++ {
 		p.ws()
-		if err := p.value(p.join(prefix, strconv.Itoa(n))); err != nil {
+		name, err := p.join(prefix, strconv.Itoa(n))
+		if err != nil {
+			return err
+		}
+		if err := p.value(name); err != nil {
 			return err
 		}
 		p.ws()
@@ -290,7 +336,7 @@ func (p *parser) key() (string, error) {
 		}
 	}
 	s, err := p.str()
-	if err == nil && len(p.intern) < 1<<16 {
+	if err == nil && len(p.intern) < maxInterned {
 		p.intern[s] = s
 	}
 	return s, err

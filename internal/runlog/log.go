@@ -97,28 +97,24 @@ func (l *Log) Refresh() error {
 	}
 	br := bufio.NewReaderSize(f, 1<<20)
 	for {
-		line, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			buf := append([]byte(nil), line...)
-			for err == bufio.ErrBufferFull && len(buf) < maxLineBytes {
-				line, err = br.ReadSlice('\n')
-				buf = append(buf, line...)
-			}
-			line = buf
-		}
-		if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		line, n, err := readLine(br, maxLineBytes)
+		if err != nil && err != io.EOF && err != errLineTooLong {
 			return fmt.Errorf("metrics %s: %w", l.Path, err)
 		}
-		if len(line) == 0 || line[len(line)-1] != '\n' {
-			return nil // incomplete last line: the writer is mid-append
+		if err == io.EOF {
+			return nil // no line or an incomplete last one: the writer is mid-append
 		}
-		l.offset += int64(len(line))
+		l.offset += n
 		l.lineNo++
+		perr := err
 		body := bytes.TrimSpace(line)
-		if len(body) == 0 {
+		if perr == nil && len(body) == 0 {
 			continue
 		}
-		if perr := ParseLine(body, l.rec); perr != nil {
+		if perr == nil {
+			perr = ParseLine(body, l.rec)
+		}
+		if perr != nil {
 			l.BadLines++
 			if l.FirstBad == "" {
 				l.FirstBad = fmt.Sprintf("%s:%d: %v", l.Path, l.lineNo, perr)
@@ -127,6 +123,39 @@ func (l *Log) Refresh() error {
 		}
 		l.Add(l.rec)
 	}
+}
+
+// errLineTooLong is readLine's report of a line over its bound.
+var errLineTooLong = fmt.Errorf("line over %d bytes", maxLineBytes)
+
+// readLine reads one complete line (with its newline) from br and the
+// bytes it took. A line longer than limit is skipped to its newline and
+// reported as errLineTooLong (its bytes counted in n, its contents not
+// returned); io.EOF means no complete line is there yet (nothing consumed
+// counts: the caller re-reads from its offset).
+func readLine(br *bufio.Reader, limit int) (line []byte, n int64, err error) {
+	line, err = br.ReadSlice('\n')
+	n = int64(len(line))
+	if err == bufio.ErrBufferFull {
+		buf := append([]byte(nil), line...)
+		for err == bufio.ErrBufferFull {
+			line, err = br.ReadSlice('\n')
+			n += int64(len(line))
+			if buf != nil && len(buf)+len(line) > limit {
+				buf = nil // over the bound: skip to the newline, keep nothing
+			} else if buf != nil {
+				buf = append(buf, line...)
+			}
+		}
+		if err == nil && buf == nil {
+			return nil, n, errLineTooLong
+		}
+		line = buf
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return line, n, nil
 }
 
 // reset forgets everything read: the file shrank or the store was recreated.

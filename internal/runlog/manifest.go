@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
 )
 
 // ManifestFile is the name of the manifest in a run directory.
@@ -109,11 +110,14 @@ func WriteManifest(dir string, m *Manifest) error {
 	return nil
 }
 
+// maxManifestBytes bounds the manifest.json ReadManifest reads.
+const maxManifestBytes = 64 << 20
+
 // ReadManifest reads dir/manifest.json. A missing file returns
 // fs.ErrNotExist (test with errors.Is).
 func ReadManifest(dir string) (*Manifest, error) {
 	path := filepath.Join(dir, ManifestFile)
-	b, err := os.ReadFile(path)
+	b, err := fileguard.ReadFile(path, maxManifestBytes)
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}

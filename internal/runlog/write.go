@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
 )
 
 // The one encoding of numbers in the run directory's JSON files: finite
@@ -140,7 +141,7 @@ func (m *MetricsWriter) Close() error {
 // that do not parse are kept (they are someone's evidence). A missing file
 // is not an error. The file is replaced atomically.
 func TruncateMetrics(path string, step int) (dropped int, err error) {
-	data, err := os.ReadFile(path)
+	data, err := fileguard.ReadFile(path, 0) // a regular file only
 	if os.IsNotExist(err) {
 		return 0, nil
 	}
