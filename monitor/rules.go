@@ -48,6 +48,8 @@ type rules struct {
 	// seeding is set while Monitor.Seed replays a run's history into the
 	// windows: nothing fires.
 	seeding bool
+
+	witness *witnessRings // the contention rule's second witnesses, beside tps (contention.go)
 }
 
 // evalPoint is one evaluation as the eval rules see it (NaN = absent).
@@ -354,14 +356,23 @@ func (r *rules) throughput(out *[]Alert, s *Sample) {
 			r.wallStep.push(math.NaN())
 			r.cpuStep.push(math.NaN())
 		}
+		if r.witness == nil {
+			r.witness = &witnessRings{steal: newRing(r.cfg.Window), preempt: newRing(r.cfg.Window)}
+		}
+		r.witness.push(v)
 	}
 	r.drop(out, s, "tokens_per_sec", r.tps)
 	r.drop(out, s, "mfu", r.mfu)
 }
 
 // drop fires when the short median of name falls ThroughputDrop below the
-// median of the window before it: SEV1 throughput_drop, or SEV2 contention
-// when the process CPU time per token did not rise with the wall time.
+// median of the window before it: SEV2 contention when a second witness
+// (cpu_steal_frac, involuntary_ctx_switches: contention.go) saw other work
+// take the cores, else SEV1 throughput_drop; without a witness in the
+// samples, contention when the process CPU time per token rose by less
+// than ContentionShare of the wall-time rise, as the message then says.
+// Contention and throughput_drop are one incident: within the cooldown of
+// either, neither fires again.
 func (r *rules) drop(out *[]Alert, s *Sample, name string, rg *ring) {
 	x, ok := s.Values[name]
 	if !ok || !finite(x) {
@@ -378,21 +389,46 @@ func (r *rules) drop(out *[]Alert, s *Sample, name string, rg *ring) {
 	if !(ref > 0 && now < (1-r.cfg.ThroughputDrop)*ref) {
 		return
 	}
+	for _, rule := range []string{RuleContention, RuleThroughputDrop} {
+		if last, ok := r.lastFired[rule]; ok && s.Step-last < int64(max(1, r.cfg.Cooldown)) {
+			return // the incident is open: the same evidence, not a second page
+		}
+	}
+	thr := (1 - r.cfg.ThroughputDrop) * ref
 	msg := fmt.Sprintf("%s median of the last %d steps %.4g is %.0f%% below the preceding median %.4g", name, short, now, 100*(1-now/ref), ref)
+	cpuSeen, cpuLags, cpuEv := false, false, ""
 	if cpuRef, cpuNow, ok := splitMedians(r.cpuTok, short); ok && cpuRef > 0 {
 		wallRise, cpuRise := ref/now-1, cpuNow/cpuRef-1
 		wRef, wNow, _ := splitMedians(r.wallStep, short)
 		cRef, cNow, _ := splitMedians(r.cpuStep, short)
-		evidence := fmt.Sprintf("wall time per step (median) %.4g s → %.4g s, process CPU time per step (median) %.4g s → %.4g s; per token wall +%.0f%%, CPU %+.0f%%",
-			wRef, wNow, cRef, cNow, 100*wallRise, 100*cpuRise)
-		if cpuRise < r.cfg.ContentionShare*wallRise {
-			r.fire(out, s, RuleContention, name, now, (1-r.cfg.ThroughputDrop)*ref,
-				msg+"; CPU time did not grow with it, so other work holds the cores (neighbours, steal): "+evidence)
-			return
-		}
-		msg += "; kestrel's own CPU time grew with it: " + evidence
+		cpuSeen, cpuLags = true, cpuRise < r.cfg.ContentionShare*wallRise
+		cpuEv = fmt.Sprintf("wall time per step (median) %.4g s → %.4g s, process CPU time per step (median) %.4g s → %.4g s; per token wall time grew %.0f%%, CPU time %s",
+			wRef, wNow, cRef, cNow, 100*wallRise, riseText(cpuRise))
 	}
-	r.fire(out, s, RuleThroughputDrop, name, now, (1-r.cfg.ThroughputDrop)*ref, msg)
+	var wit witnessVerdict
+	if r.witness != nil {
+		wit = r.witness.verdict(short)
+	}
+	switch {
+	case wit.says:
+		msg += "; other work holds the cores: " + wit.evidence
+		if cpuSeen {
+			msg += "; " + cpuEv
+		}
+		r.fire(out, s, RuleContention, name, now, thr, msg)
+	case wit.seen:
+		msg += "; no other work seen on the cores (" + wit.evidence + ")"
+		if cpuSeen {
+			msg += ": " + cpuEv
+		}
+		r.fire(out, s, RuleThroughputDrop, name, now, thr, msg)
+	case cpuSeen && cpuLags:
+		r.fire(out, s, RuleContention, name, now, thr, msg+fmt.Sprintf("; CPU time per token grew less than %.0f%% of the wall-time rise, so other work holds the cores (judged on CPU time alone: the samples carry no second witness, cpu_steal_frac or involuntary_ctx_switches): ", 100*r.cfg.ContentionShare)+cpuEv)
+	case cpuSeen:
+		r.fire(out, s, RuleThroughputDrop, name, now, thr, msg+"; kestrel's own CPU time grew with it (no second witness in the samples): "+cpuEv)
+	default:
+		r.fire(out, s, RuleThroughputDrop, name, now, thr, msg)
+	}
 }
 
 // splitMedians returns the medians of the finite values of rg before and

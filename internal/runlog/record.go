@@ -50,6 +50,15 @@ type Step struct {
 	GradClipRate        float64 // fraction of the last 100 steps with grad clipping
 	NaNInfEvents        int
 
+	// Contention witnesses over the same span as CPUTime: the share of the
+	// host's CPU time stolen by the hypervisor (/proc/stat) and this
+	// process's involuntary context switches (getrusage); left out unless
+	// StealMeasured / CtxSwitchesMeasured.
+	CPUStealFrac           float64
+	InvoluntaryCtxSwitches int64
+	StealMeasured          bool
+	CtxSwitchesMeasured    bool
+
 	TokensPerSec        float64 // non-pad target tokens of this step ÷ step_time
 	StepTime            float64 // wall time since the previous step line
 	CPUTime             float64 // process CPU seconds (user+system, all threads) since the previous step line; 0 = not measured (left out)
@@ -158,6 +167,12 @@ func (s *Step) fields(w fieldVisitor) {
 	w.float("step_time", s.StepTime)
 	if s.CPUTime > 0 {
 		w.float("cpu_time", s.CPUTime)
+	}
+	if s.StealMeasured {
+		w.float("cpu_steal_frac", s.CPUStealFrac)
+	}
+	if s.CtxSwitchesMeasured {
+		w.int("involuntary_ctx_switches", s.InvoluntaryCtxSwitches)
 	}
 	w.float("data_wait_time", s.DataWaitTime)
 	w.float("forward_time", s.ForwardTime)

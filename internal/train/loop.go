@@ -14,7 +14,6 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/batchsched"
 	"github.com/kestrel-lm/kestrel/internal/comm"
-	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/peak"
@@ -383,7 +382,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 
 	runStart := time.Now()
 	wall0 := t.st.WallTime
-	lastLine, lastCPU := time.Now(), kernels.ProcessCPUSeconds()
+	clock := newStepClock() // step_time, cpu_time and the contention witnesses, evaluations and checkpoints left out (stepclock.go)
 	for s := t.st.Step + 1; s <= o.Train.Steps; s++ {
 		if stop, err := t.dp.agree(s, ctx.Err() != nil); err != nil {
 			return res, err
@@ -398,12 +397,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		}
 		t.st.WallTime = wall0 + time.Since(runStart).Seconds()
 		m.WallTime = t.st.WallTime
-		now := time.Now()
-		m.StepTime = now.Sub(lastLine).Seconds()
-		lastLine = now
-		if cpu := kernels.ProcessCPUSeconds(); cpu > 0 {
-			m.CPUTime, lastCPU = cpu-lastCPU, cpu
-		}
+		clock.lap(m)
 		m.CheckpointTime, m.EvalTime = t.pendingCkptTime, t.pendingEvalTime
 		t.pendingCkptTime, t.pendingEvalTime = 0, 0
 		if m.StepTime > 0 {
@@ -448,6 +442,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			t.log.Info("train.max_minutes reached: final evaluation and checkpoint; rerun to continue",
 				"step", s, "steps", o.Train.Steps, "max_minutes", o.Train.MaxMinutes)
 		}
+		clock.pause() // until resume: eval_time and checkpoint_time, not the next step's time
 		if (o.Train.EvalEvery > 0 && s%o.Train.EvalEvery == 0) || s == o.Train.Steps || timeUp {
 			e, err := t.evaluate(ctx, s, m.TrainLossEMA, s == o.Train.Steps || timeUp)
 			if err != nil {
@@ -473,6 +468,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			}
 			res.Checkpoint = t.lastCkpt
 		}
+		clock.resume()
 		if timeUp {
 			res.TimeLimited = true
 			return res, nil

@@ -1,0 +1,116 @@
+package train
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/kernels"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
+)
+
+// stepClock measures the span each step line covers — wall time
+// (step_time), the process CPU time (cpu_time) and the two contention
+// witnesses (cpu_steal_frac, involuntary_ctx_switches) — from the end of
+// the previous step line to the end of this one, less the evaluations and
+// checkpoints run in between (pause … resume), which are reported as
+// eval_time and checkpoint_time: the step after an evaluation is timed
+// like any other.
+type stepClock struct {
+	last time.Time
+	cpu  float64
+	host hostCounters
+
+	pausedAt   time.Time
+	pausedCPU  float64
+	pausedHost hostCounters
+}
+
+func newStepClock() *stepClock {
+	return &stepClock{last: time.Now(), cpu: kernels.ProcessCPUSeconds(), host: readHostCounters()}
+}
+
+// lap closes the span of step line m and starts the next.
+func (c *stepClock) lap(m *runlog.Step) {
+	now := time.Now()
+	m.StepTime = now.Sub(c.last).Seconds()
+	c.last = now
+	if cpu := kernels.ProcessCPUSeconds(); cpu > 0 {
+		m.CPUTime, c.cpu = cpu-c.cpu, cpu
+	}
+	h := readHostCounters()
+	if h.statOK && c.host.statOK && h.total >= c.host.total && h.steal >= c.host.steal {
+		m.StealMeasured = true
+		if h.total > c.host.total { // else no clock tick fell in the span: no steal seen
+			m.CPUStealFrac = float64(h.steal-c.host.steal) / float64(h.total-c.host.total)
+		}
+	}
+	if h.rusageOK && c.host.rusageOK && h.nivcsw >= c.host.nivcsw {
+		m.InvoluntaryCtxSwitches, m.CtxSwitchesMeasured = h.nivcsw-c.host.nivcsw, true
+	}
+	c.host = h
+}
+
+// pause marks the start of work that is not the next step's (an
+// evaluation, a checkpoint).
+func (c *stepClock) pause() {
+	c.pausedAt, c.pausedCPU, c.pausedHost = time.Now(), kernels.ProcessCPUSeconds(), readHostCounters()
+}
+
+// resume ends a pause: the span of the next step line leaves out the wall
+// time, CPU time and counters spent since pause.
+func (c *stepClock) resume() {
+	c.last = c.last.Add(time.Since(c.pausedAt))
+	if cpu := kernels.ProcessCPUSeconds(); cpu > 0 && c.pausedCPU > 0 {
+		c.cpu += cpu - c.pausedCPU
+	}
+	h := readHostCounters()
+	if h.statOK && c.pausedHost.statOK && c.host.statOK {
+		c.host.steal += h.steal - c.pausedHost.steal
+		c.host.total += h.total - c.pausedHost.total
+	}
+	if h.rusageOK && c.pausedHost.rusageOK && c.host.rusageOK {
+		c.host.nivcsw += h.nivcsw - c.pausedHost.nivcsw
+	}
+}
+
+// hostCounters are the cumulative counters behind the contention
+// witnesses: the host's steal and total CPU time in jiffies (the "cpu"
+// line of /proc/stat, Linux) and this process's involuntary context
+// switches (getrusage ru_nivcsw, all threads; unix).
+type hostCounters struct {
+	steal, total uint64
+	statOK       bool
+	nivcsw       int64
+	rusageOK     bool
+}
+
+// parseProcStatCPU reads the aggregate "cpu" line of /proc/stat: the steal
+// time (the 8th value) and the total (user, nice, system, idle, iowait,
+// irq, softirq and steal; guest time is already counted in user), in
+// jiffies. An error names the line and the field.
+func parseProcStatCPU(data []byte) (steal, total uint64, err error) {
+	line, _, _ := bytes.Cut(data, []byte("\n"))
+	f := bytes.Fields(line)
+	if len(f) == 0 || string(f[0]) != "cpu" {
+		return 0, 0, fmt.Errorf("/proc/stat: first line %.40q is not the aggregate cpu line", line)
+	}
+	if len(f) < 9 {
+		return 0, 0, fmt.Errorf("/proc/stat: cpu line has %d values, want at least 8 (user … steal)", len(f)-1)
+	}
+	for i := 1; i <= 8; i++ {
+		v, err := strconv.ParseUint(string(f[i]), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/stat: cpu line, value %d: %w", i, err)
+		}
+		if total+v < total {
+			return 0, 0, fmt.Errorf("/proc/stat: cpu line, value %d: the total overflows", i)
+		}
+		total += v
+		if i == 8 {
+			steal = v
+		}
+	}
+	return steal, total, nil
+}

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package train
+
+// readHostCounters measures nothing where there is no getrusage.
+func readHostCounters() hostCounters { return hostCounters{} }

@@ -1,0 +1,94 @@
+package monitor
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// The second witness of the contention rule (drop): besides the process's
+// CPU time per token, which grows under contention too (shared caches, a
+// busy SMT sibling), a direct sign that other work holds the cores — the
+// hypervisor's steal time (cpu_steal_frac) or the kernel preempting the
+// process's threads (involuntary_ctx_switches per second of step_time).
+// Both are optional: a sample that carries neither leaves the rule on CPU
+// time alone, and it says so.
+const (
+	// witnessStealRise is the rise of cpu_steal_frac (median, in the
+	// share of the host's CPU time) that says a neighbouring guest takes
+	// the CPUs.
+	witnessStealRise = 0.03
+	// witnessPreemptFactor and witnessPreemptMin: involuntary context
+	// switches per second (median) that at least doubled and rose by this
+	// many say other work preempts the process.
+	witnessPreemptFactor = 2.0
+	witnessPreemptMin    = 50.0
+)
+
+// witnessRings hold the second witnesses in step with the tokens_per_sec
+// window (NaN = not measured at that step).
+type witnessRings struct {
+	steal   *ring // cpu_steal_frac
+	preempt *ring // involuntary_ctx_switches / step_time
+}
+
+// push records one step's witnesses (v: the sample's values).
+func (w *witnessRings) push(v map[string]float64) {
+	steal, preempt := math.NaN(), math.NaN()
+	if x, ok := v["cpu_steal_frac"]; ok && finite(x) && x >= 0 {
+		steal = x
+	}
+	if x, ok := v["involuntary_ctx_switches"]; ok && finite(x) && x >= 0 {
+		if st := v["step_time"]; finite(st) && st > 0 {
+			preempt = x / st
+		}
+	}
+	w.steal.push(steal)
+	w.preempt.push(preempt)
+}
+
+// witnessVerdict is what the second witnesses say over the split of the
+// throughput window: seen is false when the samples carry none (or too few
+// of them); says is true when one of them saw other work take the cores;
+// evidence states the numbers.
+type witnessVerdict struct {
+	seen, says bool
+	evidence   string
+}
+
+// verdict compares the witnesses' medians before and in the last short
+// entries of their windows.
+func (w *witnessRings) verdict(short int) witnessVerdict {
+	var v witnessVerdict
+	var parts []string
+	if ref, now, ok := splitMedians(w.steal, short); ok {
+		v.seen = true
+		saw := now-ref >= witnessStealRise
+		v.says = v.says || saw
+		parts = append(parts, fmt.Sprintf("steal time %.1f%% → %.1f%% of the host's CPU time (%s)", 100*ref, 100*now, sawText(saw, fmt.Sprintf("a rise of %.0f points or more says a neighbour takes the CPUs", 100*witnessStealRise))))
+	}
+	if ref, now, ok := splitMedians(w.preempt, short); ok {
+		v.seen = true
+		saw := now >= witnessPreemptFactor*ref && now-ref >= witnessPreemptMin
+		v.says = v.says || saw
+		parts = append(parts, fmt.Sprintf("involuntary context switches %.0f/s → %.0f/s (%s)", ref, now, sawText(saw, fmt.Sprintf("%.0f× and +%.0f/s or more says other work preempts the threads", witnessPreemptFactor, witnessPreemptMin))))
+	}
+	v.evidence = strings.Join(parts, ", ")
+	return v
+}
+
+func sawText(saw bool, rule string) string {
+	if saw {
+		return "seen: " + rule
+	}
+	return "not seen: " + rule
+}
+
+// riseText states a relative change without rounding a growth away: "grew
+// 16%", "did not grow (-2%)".
+func riseText(x float64) string {
+	if x > 0.005 {
+		return fmt.Sprintf("grew %.0f%%", 100*x)
+	}
+	return fmt.Sprintf("did not grow (%+.0f%%)", 100*x)
+}
