@@ -12,17 +12,16 @@ import (
 
 func newWatchCmd() *cobra.Command {
 	var (
-		follow  bool
-		format  string
-		maps    []string
-		store   string
-		out     string
-		verbose bool
-		allow0  bool
-		over    bool // --overwrite
+		follow                 bool
+		format                 string
+		maps                   []string
+		store                  string
+		out                    string
+		verbose                bool
+		allow0, allowBad, over bool // over: --overwrite
 	)
 	cmd := &cobra.Command{
-		Use:   "watch SOURCE [-f] [--format auto|kestrel|jsonl|csv|tfevents] [--map name=field …] [--store out.sqlite] [--out DIR [--overwrite]] [--allow-sev0]",
+		Use:   "watch SOURCE [-f] [--format auto|kestrel|jsonl|csv|tfevents] [--map name=field …] [--store out.sqlite] [--out DIR [--overwrite]] [--allow-sev0] [--allow-bad]",
 		Short: "apply the ICU-panel alert rules and spike classifier to any run's metrics",
 		Long:  helpText("watch"),
 		Args:  cobra.ExactArgs(1),
@@ -36,6 +35,7 @@ func newWatchCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&over, "overwrite", false, "let --out be a non-empty directory that is not an earlier watch's (never the source's, a run's or a live one's)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also log alerts with their runbook text to stderr")
 	cmd.Flags().BoolVar(&allow0, "allow-sev0", false, "exit 0 even when a SEV0 alert was raised (the alerts still print)")
+	cmd.Flags().BoolVar(&allowBad, "allow-bad", false, "exit 0 even when bad lines or records were skipped (the summary still says so)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		cfg, err := cf.load()
 		if err != nil {
@@ -50,9 +50,8 @@ func newWatchCmd() *cobra.Command {
 		if res == nil {
 			return err
 		}
-		res.WriteSummary(w)
-		if n := res.Counts[monitor.SEV0]; err == nil && n > 0 && !allow0 {
-			err = fmt.Errorf("watch: %d SEV0 alerts (--allow-sev0 to exit 0)", n)
+		if res.WriteSummary(w); err == nil {
+			err = res.Exit(allow0, allowBad)
 		}
 		return err
 	}

@@ -77,7 +77,8 @@ func runWatchCmd(args ...string) (string, error) {
 }
 
 // TestWatchNoFalseAllClear: a nanoGPT-style log needs no --map for its 16×
-// spike to be raised; a bad line is skipped and reported; a SEV0 exits
+// spike to be raised; a bad line is skipped and reported, and the watch
+// then exits non-zero unless --allow-bad; a SEV0 exits
 // non-zero unless --allow-sev0; a source without a loss is an error.
 func TestWatchNoFalseAllClear(t *testing.T) {
 	dir := t.TempDir()
@@ -106,6 +107,10 @@ func TestWatchNoFalseAllClear(t *testing.T) {
 		return line
 	})
 	text, err := runWatchCmd(nano)
+	if err == nil || !strings.Contains(err.Error(), "--allow-bad") || !strings.Contains(text, "INCOMPLETE") {
+		t.Errorf("a watch that skipped a line: err %v; want a non-zero exit naming --allow-bad and an INCOMPLETE summary\n%s", err, text)
+	}
+	text, err = runWatchCmd(nano, "--allow-bad")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, text)
 	}

@@ -151,10 +151,33 @@ func AlertLine(a monitor.Alert, out string) string {
 }
 
 // WriteSummary prints the watch's totals: samples read, alerts by
-// severity, and the bad lines or records skipped.
+// severity, and the bad lines or records skipped. A watch that skipped
+// data says so on its first line — its alert counts cover only what was
+// read, so they are never an all-clear.
 func (r *Result) WriteSummary(w io.Writer) {
-	fmt.Fprintf(w, "watch: %d samples; %d SEV0, %d SEV1, %d SEV2 alerts\n", r.Samples, r.Counts[monitor.SEV0], r.Counts[monitor.SEV1], r.Counts[monitor.SEV2])
+	scope := ""
 	if r.BadLines > 0 {
-		fmt.Fprintf(w, "watch: %d bad lines or records skipped (first: %s)\n", r.BadLines, r.FirstBad)
+		scope = " in what could be read: INCOMPLETE"
 	}
+	fmt.Fprintf(w, "watch: %d samples; %d SEV0, %d SEV1, %d SEV2 alerts%s\n", r.Samples, r.Counts[monitor.SEV0], r.Counts[monitor.SEV1], r.Counts[monitor.SEV2], scope)
+	if r.BadLines > 0 {
+		bytes := ""
+		if r.BadBytes > 0 {
+			bytes = fmt.Sprintf(", %d bytes of event files", r.BadBytes)
+		}
+		fmt.Fprintf(w, "watch: %d bad lines or records skipped%s (first: %s); the rules did not see them\n", r.BadLines, bytes, r.FirstBad)
+	}
+}
+
+// Exit is the error kestrel watch exits with after a watch that itself
+// succeeded: SEV0 alerts unless allowSEV0, then skipped data unless
+// allowBad (a watch that could not read everything is no all-clear).
+func (r *Result) Exit(allowSEV0, allowBad bool) error {
+	if n := r.Counts[monitor.SEV0]; n > 0 && !allowSEV0 {
+		return fmt.Errorf("watch: %d SEV0 alerts (--allow-sev0 to exit 0)", n)
+	}
+	if r.BadLines > 0 && !allowBad {
+		return fmt.Errorf("watch: %d bad lines or records skipped, so the watch is incomplete (--allow-bad to exit 0)", r.BadLines)
+	}
+	return nil
 }

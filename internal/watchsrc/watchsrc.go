@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/tfevents"
 	"github.com/kestrel-lm/kestrel/monitor"
@@ -73,6 +74,7 @@ const maxFieldsKept = 200
 type Report struct {
 	Samples  int    // samples fed
 	BadLines int    // lines or records skipped as unreadable
+	BadBytes int64  // bytes of event files skipped to resynchronise
 	FirstBad string // the first of them: "file:line: error"
 	// Loss is true when a sample carried one of LossMetrics.
 	Loss bool
@@ -651,8 +653,10 @@ func (r *reader) readStream(ctx context.Context, path string, src io.Reader, isC
 
 // readTFEvents reads TensorBoard event files, merging events of the same
 // step into one Sample. A record that does not decode is counted and
-// skipped; a broken frame (its length unreadable) ends that file's read,
-// counted likewise.
+// skipped; a broken frame (a bad CRC, an implausible length) costs only
+// its bytes: the read resynchronises on the next valid record
+// (tfevents.Scan), counting the record and the bytes skipped. A torn last
+// record is counted too, unless following (a writer mid-append).
 func (r *reader) readTFEvents(ctx context.Context, path string, opts Options) error {
 	files := []string{path}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
@@ -675,47 +679,33 @@ func (r *reader) readTFEvents(ctx context.Context, path string, opts Options) er
 		return r.feed(s)
 	}
 	offsets := map[string]int64{}
-	broken := map[string]bool{}
 	for {
 		for _, file := range files {
-			if broken[file] {
-				continue
-			}
-			b, err := os.ReadFile(file)
+			b, err := fileguard.ReadFileContext(ctx, file, 0)
 			if err != nil {
 				return fmt.Errorf("watch: %w", err)
 			}
-			off := offsets[file]
-			recs, rerr := tfevents.ReadRecords(bytes.NewReader(b[off:]))
+			off := min(offsets[file], int64(len(b)))
+			recs, bad, rest := tfevents.Scan(b[off:])
+			for _, c := range bad {
+				r.rep.BadBytes += c.Bytes
+				r.bad(fmt.Sprintf("%s: byte %d", file, off+c.Offset), fmt.Errorf("%s (%d bytes skipped)", c.Reason, c.Bytes))
+			}
 			for _, rec := range recs {
-				at := off
-				off += int64(len(rec)) + tfevents.RecordOverhead
-				e, err := tfevents.Unmarshal(rec)
-				if err != nil {
-					r.bad(fmt.Sprintf("%s: byte %d", file, at), err)
-					continue
-				}
-				if len(e.Scalars) == 0 {
-					continue
-				}
-				if cur != nil && cur.Step != e.Step {
-					if err := emit(); err != nil {
-						return err
+				if err := r.tfEvent(rec.Data, &cur, emit); err != nil {
+					if errors.Is(err, errFeed) {
+						return errors.Unwrap(err)
 					}
+					r.bad(fmt.Sprintf("%s: byte %d", file, off+rec.Offset), err)
 				}
-				if cur == nil {
-					sec, frac := math.Modf(e.WallTime)
-					cur = &monitor.Sample{Step: e.Step, Time: time.Unix(int64(sec), int64(frac*1e9)), Values: map[string]float64{}}
-				}
-				for _, sc := range e.Scalars {
-					cur.Values[r.m.name(sc.Tag)] = float64(sc.Value)
-				}
+			}
+			off += rest
+			if !opts.Follow && off < int64(len(b)) {
+				r.rep.BadBytes += int64(len(b)) - off
+				r.bad(fmt.Sprintf("%s: byte %d", file, off), fmt.Errorf("torn last record (%d bytes)", int64(len(b))-off))
+				off = int64(len(b))
 			}
 			offsets[file] = off
-			if rerr != nil && !(opts.Follow && errors.Is(rerr, io.ErrUnexpectedEOF)) {
-				r.bad(fmt.Sprintf("%s: byte %d", file, off), rerr)
-				broken[file] = true
-			}
 		}
 		if !opts.Follow {
 			return emit()
@@ -727,4 +717,33 @@ func (r *reader) readTFEvents(ctx context.Context, path string, opts Options) er
 		}
 		r.idle(opts)
 	}
+}
+
+// errFeed wraps an error of feeding a sample on (not a bad record).
+var errFeed = errors.New("feed")
+
+// tfEvent decodes one event record into *cur, emitting the sample before
+// it when the step changes. A record that does not decode is its error; an
+// error of emit comes back wrapped with errFeed.
+func (r *reader) tfEvent(data []byte, cur **monitor.Sample, emit func() error) error {
+	e, err := tfevents.Unmarshal(data)
+	if err != nil {
+		return err
+	}
+	if len(e.Scalars) == 0 {
+		return nil
+	}
+	if *cur != nil && (*cur).Step != e.Step {
+		if err := emit(); err != nil {
+			return fmt.Errorf("%w: %w", errFeed, err)
+		}
+	}
+	if *cur == nil {
+		sec, frac := math.Modf(e.WallTime)
+		*cur = &monitor.Sample{Step: e.Step, Time: time.Unix(int64(sec), int64(frac*1e9)), Values: map[string]float64{}}
+	}
+	for _, sc := range e.Scalars {
+		(*cur).Values[r.m.name(sc.Tag)] = float64(sc.Value)
+	}
+	return nil
 }
