@@ -1,12 +1,16 @@
 package run
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,19 +20,98 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
-// settableSections are the config sections `kestrel rewind --set` may
-// change mid-run. The model, the data, the seed, the warm-start source and
-// the preparation define what the checkpoints and the batches are; a
-// change there is a new run, not an intervention.
+// settableSections are the config sections an intervention (`kestrel
+// rewind --set`, or a line of interventions.jsonl) may change mid-run. The
+// model, the data, the seed, the warm-start source and the preparation
+// define what the checkpoints and the batches are; a change there is a new
+// run, not an intervention.
 var settableSections = []string{"optim", "train", "checkpoint", "monitor", "debug", "dash"}
 
 // settableKeys are single keys of other sections that may: necromancy
 // (reset the Adam moments from the rewind point) is meant for a rewind.
 var settableKeys = []string{"init.necromancy"}
 
-// ParseSet turns `section.key=value` flags into an intervention's Set,
-// checking each against a config (the run's, when the caller has it): the
-// field must exist in a settable section and the value must have its type.
+// fixedKeys are keys of the settable sections that still may not change
+// mid-run, with the reason the error gives.
+var fixedKeys = map[string]string{
+	"train.val_fraction":    "it chooses the validation split (bytes mode), so val_loss after the change would not compare with val_loss before it",
+	"train.probe_sequences": "the probe batch is frozen in probe.json when the run starts",
+	"optim.name":            "the checkpoints hold the optimizer state of the optimizer they were written with",
+}
+
+// settableSection returns the section of cfg an intervention may change
+// (by its name in the config), for its range check.
+var settableSection = map[string]func(config.Config) any{
+	"optim":      func(c config.Config) any { return c.Optim },
+	"train":      func(c config.Config) any { return c.Train },
+	"checkpoint": func(c config.Config) any { return c.Checkpoint },
+	"monitor":    func(c config.Config) any { return c.Monitor },
+	"debug":      func(c config.Config) any { return c.Debug },
+	"dash":       func(c config.Config) any { return c.Dash },
+	"init":       func(c config.Config) any { return c.Init },
+}
+
+// checkSection range-checks the section sec of cfg with its own Validate
+// (a section without one, such as [dash]'s address and path, has no
+// ranges to check).
+func checkSection(sec string, cfg config.Config) error {
+	get, ok := settableSection[sec]
+	if !ok {
+		return fmt.Errorf("section [%s] has no range check for interventions", sec)
+	}
+	if v, ok := get(cfg).(interface{ Validate() error }); ok {
+		return v.Validate()
+	}
+	return nil
+}
+
+// SettableKey reports whether an intervention may set the config key
+// (section.key), and why not.
+func SettableKey(key string) error {
+	sec, _, _ := strings.Cut(key, ".")
+	if why, ok := fixedKeys[key]; ok {
+		return fmt.Errorf("%s cannot change mid-run: %s", key, why)
+	}
+	if slices.Contains(settableSections, sec) || slices.Contains(settableKeys, key) {
+		return nil
+	}
+	return fmt.Errorf("%s: section [%s] cannot change mid-run (settable: the sections %s, and %s)", key, sec, strings.Join(settableSections, ", "), strings.Join(settableKeys, ", "))
+}
+
+// CheckSet is the one check of an intervention's config overrides, used
+// when kestrel rewind --set records them and when interventions.jsonl is
+// read: every key must be settable (SettableKey), every value must have its
+// field's type, and every section the overrides touch must still pass its
+// Validate (ranges: checkpoint.keep = 0 is refused here, not at the next
+// start). It returns cfg with the overrides applied, by key in sorted
+// order; an error names the key and value.
+func CheckSet(set map[string]string, cfg config.Config) (config.Config, error) {
+	keys := slices.Sorted(maps.Keys(set))
+	touched := map[string][]string{}
+	for _, k := range keys {
+		if err := SettableKey(k); err != nil {
+			return cfg, fmt.Errorf("set %s=%s: %w", k, set[k], err)
+		}
+		if err := (config.Override{Path: k, Value: set[k]}).Apply(&cfg); err != nil {
+			return cfg, fmt.Errorf("set %s=%s: %w", k, set[k], err)
+		}
+		sec, _, _ := strings.Cut(k, ".")
+		touched[sec] = append(touched[sec], k+"="+set[k])
+	}
+	for _, sec := range slices.Sorted(maps.Keys(touched)) {
+		if err := checkSection(sec, cfg); err != nil {
+			return cfg, fmt.Errorf("set %s: %w", strings.Join(touched[sec], ", "), err)
+		}
+	}
+	if err := config.CheckFinite(cfg); err != nil {
+		return cfg, fmt.Errorf("set %s: %w", strings.Join(keys, ", "), err)
+	}
+	return cfg, nil
+}
+
+// ParseSet turns `section.key=value` flags into an intervention's Set and
+// checks them with CheckSet against a config (the run's config.toml, when
+// the caller has it). A key given twice keeps its last value.
 func ParseSet(flags []string, base config.Config) (map[string]string, error) {
 	if len(flags) == 0 {
 		return nil, nil
@@ -39,22 +122,10 @@ func ParseSet(flags []string, base config.Config) (map[string]string, error) {
 		if !ok || k == "" {
 			return nil, fmt.Errorf("--set %q: want section.key=value", f)
 		}
-		sec, _, _ := strings.Cut(k, ".")
-		allowed := false
-		for _, s := range settableSections {
-			allowed = allowed || s == sec
-		}
-		for _, s := range settableKeys {
-			allowed = allowed || s == k
-		}
-		if !allowed {
-			return nil, fmt.Errorf("--set %s: section [%s] cannot change mid-run (settable: the sections %s, and %s)", k, sec, strings.Join(settableSections, ", "), strings.Join(settableKeys, ", "))
-		}
-		trial := base
-		if err := (config.Override{Path: k, Value: v}).Apply(&trial); err != nil {
-			return nil, fmt.Errorf("--set: %w", err)
-		}
 		out[k] = v
+	}
+	if _, err := CheckSet(out, base); err != nil {
+		return nil, fmt.Errorf("--%w", err)
 	}
 	return out, nil
 }
@@ -63,8 +134,17 @@ func ParseSet(flags []string, base config.Config) (map[string]string, error) {
 // effective interventions (interventions.jsonl, in order; within one, by
 // key) on cfg, the config the user started the run with. It returns the
 // config to train with and the effective interventions (nil when there are
-// none). A run directory that does not exist yet has none.
+// none). A run directory that does not exist yet has none. Every line is
+// checked (train.CheckInterventions: bounded skip windows; CheckSet: keys
+// an intervention may set, values in range): an error names
+// interventions.jsonl, the line, the intervention and the key. A rewind
+// that a crash left half done (train.PendingRewindFile) is completed first,
+// under the run's lock, with a warning on slog.Default().
 func ApplyInterventions(cfg config.Config, dir string) (config.Config, []runlog.Intervention, error) {
+	path := filepath.Join(dir, runlog.InterventionsFile)
+	if err := completePendingRewind(dir, slog.Default()); err != nil {
+		return cfg, nil, err
+	}
 	all, err := runlog.ReadInterventions(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -72,23 +152,52 @@ func ApplyInterventions(cfg config.Config, dir string) (config.Config, []runlog.
 		}
 		return cfg, nil, err
 	}
-	eff := train.EffectiveInterventions(all)
-	for _, iv := range eff {
-		keys := make([]string, 0, len(iv.Set))
-		for k := range iv.Set {
-			keys = append(keys, k)
+	where := func(i int) string {
+		if n := recordLine(path, i); n > 0 {
+			return fmt.Sprintf("%s:%d: intervention %s", path, n, all[i].ID)
 		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if err := (config.Override{Path: k, Value: iv.Set[k]}).Apply(&cfg); err != nil {
-				return cfg, nil, fmt.Errorf("%s: intervention %s: %w", filepath.Join(dir, runlog.InterventionsFile), iv.ID, err)
+		return fmt.Sprintf("%s: intervention %s", path, all[i].ID)
+	}
+	if i, err := train.CheckInterventions(all); err != nil {
+		return cfg, nil, fmt.Errorf("%s: %w", where(i), err)
+	}
+	index := make(map[string]int, len(all))
+	for i, iv := range all {
+		index[iv.ID] = i
+		for k, v := range iv.Set { // superseded ones too: a hand-edited key is refused wherever it is
+			if err := SettableKey(k); err != nil {
+				return cfg, nil, fmt.Errorf("%s: set %s=%s: %w", where(i), k, v, err)
 			}
 		}
 	}
-	if err := config.CheckFinite(cfg); err != nil {
-		return cfg, nil, fmt.Errorf("%s: %w", filepath.Join(dir, runlog.InterventionsFile), err)
+	eff := train.EffectiveInterventions(all)
+	for _, iv := range eff {
+		if cfg, err = CheckSet(iv.Set, cfg); err != nil {
+			return cfg, nil, fmt.Errorf("%s: %w", where(index[iv.ID]), err)
+		}
 	}
 	return cfg, eff, nil
+}
+
+// recordLine is the 1-based line of interventions.jsonl at path that holds
+// its i-th record (runlog.ParseInterventions skips blank lines), or 0 when
+// the file cannot be read again. Only errors call it.
+func recordLine(path string, i int) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	k := 0
+	for n, line := range bytes.Split(data, []byte{'\n'}) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if k == i {
+			return n + 1
+		}
+		k++
+	}
+	return 0
 }
 
 // RewindOptions are `kestrel rewind`'s choices; Set holds the raw
@@ -132,8 +241,8 @@ func ParseStepRange(flag, s string) (from, to int, err error) {
 	if from, err = strconv.Atoi(strings.TrimSpace(a)); err == nil {
 		to, err = strconv.Atoi(strings.TrimSpace(b))
 	}
-	if err != nil || from < 1 || to < from {
-		return 0, 0, fmt.Errorf("%s %q: want A:B with 1 ≤ A ≤ B (training steps, inclusive)", flag, s)
+	if err != nil || from < 1 || to < from || to > train.MaxSkipStep {
+		return 0, 0, fmt.Errorf("%s %q: want A:B with 1 ≤ A ≤ B ≤ %d (training steps, inclusive)", flag, s, train.MaxSkipStep)
 	}
 	return from, to, nil
 }
@@ -164,6 +273,23 @@ func WriteRewind(w io.Writer, runDir string, iv *runlog.Intervention) {
 	if len(iv.ArchivedCheckpoints) > 0 {
 		archived = strings.Join(iv.ArchivedCheckpoints, ", ")
 	}
-	fmt.Fprintf(w, "  metrics after step %d: %s; newer checkpoints: %s\n", iv.ToStep, iv.MetricsArchive, archived)
+	metrics := "none"
+	if iv.MetricsArchive != "" {
+		metrics = fmt.Sprintf("%s (%d lines)", iv.MetricsArchive, iv.ArchivedLines)
+	}
+	fmt.Fprintf(w, "  metrics after step %d: %s; newer checkpoints: %s\n", iv.ToStep, metrics, archived)
 	fmt.Fprintf(w, "continue with the same command: kestrel train --config <the run's config> --out %s\n", runDir)
+}
+
+// completePendingRewind completes a rewind that a crash left half done in
+// dir (train.CompleteRewind, under the run's lock), before its
+// interventions are read. Nothing to do, the usual case, costs one stat.
+func completePendingRewind(dir string, log *slog.Logger) error {
+	if _, err := os.Lstat(filepath.Join(dir, train.PendingRewindFile)); err != nil {
+		return nil
+	}
+	if _, err := train.CompleteRewind(dir, nil, log); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	return nil
 }

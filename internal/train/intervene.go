@@ -2,6 +2,8 @@ package train
 
 import (
 	"fmt"
+	"path/filepath"
+	"slices"
 
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
@@ -23,6 +25,56 @@ func EffectiveInterventions(all []runlog.Intervention) []runlog.Intervention {
 		out = append(keep, iv)
 	}
 	return out // ToStep strictly increases along it
+}
+
+// MaxSkipStep bounds skip windows: no window may name a step above it, and
+// the data steps skipped in all (the data offset) may not exceed it. It is
+// 2³¹−1, beyond the length of any run, and small enough that a step plus
+// its data offset, times any global batch and sequence length, stays far
+// from overflowing an int (an unbounded window made the loader index
+// overflow and panic).
+const MaxSkipStep = 1<<31 - 1
+
+// CheckInterventions checks what the trajectory depends on in a run's
+// interventions (in the order of interventions.jsonl): every skip window
+// lies within steps 1…MaxSkipStep and starts after its intervention's
+// checkpoint, and the data steps the effective interventions skip add up to
+// at most MaxSkipStep. On error it returns the index of the intervention at
+// fault, for the caller to name its line.
+func CheckInterventions(all []runlog.Intervention) (int, error) {
+	for i, iv := range all {
+		if iv.SkipSteps == 0 {
+			continue
+		}
+		if err := checkSkipWindow(iv.SkipFrom, iv.SkipTo, iv.ToStep); err != nil {
+			return i, err
+		}
+	}
+	total := 0
+	for _, iv := range EffectiveInterventions(all) {
+		total += iv.SkipSteps // each ≤ MaxSkipStep: no overflow before the check
+		if total > MaxSkipStep {
+			i := slices.IndexFunc(all, func(x runlog.Intervention) bool { return x.ID == iv.ID })
+			return i, fmt.Errorf("the skip windows add up to more than %d data steps (MaxSkipStep)", MaxSkipStep)
+		}
+	}
+	return -1, nil
+}
+
+// checkSkipWindow checks a skip window from:to of a rewind to the
+// checkpoint of step ckpt.
+func checkSkipWindow(from, to, ckpt int) error {
+	switch {
+	case from < 1:
+		return fmt.Errorf("skip window %d:%d: want 1 ≤ A ≤ B", from, to)
+	case to < from:
+		return fmt.Errorf("skip window %d:%d: the window ends before it starts", from, to)
+	case to > MaxSkipStep:
+		return fmt.Errorf("skip window %d:%d: ends after step %d (MaxSkipStep), beyond any run", from, to, MaxSkipStep)
+	case from <= ckpt:
+		return fmt.Errorf("skip window %d:%d: the window must start after the checkpoint's step %d (its batches were trained on already)", from, to, ckpt)
+	}
+	return nil
 }
 
 // DataIndex is the 0-based data step index whose batch the 1-based step
@@ -55,11 +107,13 @@ func newPlan(ivs []runlog.Intervention) interventionPlan {
 // before s. The window A:B of an intervention names training steps of the
 // trajectory it rewound (the batches steps A…B would have used are never
 // used), so steps ToStep+1 … A−1 keep their own batches.
+// The sum saturates at MaxSkipStep (CheckInterventions refuses a log whose
+// windows add up to more), so s−1+offset never overflows.
 func (p *interventionPlan) dataOffset(s int) int {
 	off := 0
 	for _, iv := range p.ivs {
 		if iv.SkipSteps > 0 && s >= iv.SkipFrom {
-			off += iv.SkipSteps
+			off += min(iv.SkipSteps, MaxSkipStep-off)
 		}
 	}
 	return off
@@ -106,6 +160,9 @@ func (t *trainer) loadInterventions(st *State) error {
 	all, err := runlog.ReadInterventions(t.o.Dir)
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
+	}
+	if i, err := CheckInterventions(all); err != nil {
+		return fmt.Errorf("train: %s: intervention %s: %w", filepath.Join(t.o.Dir, runlog.InterventionsFile), all[i].ID, err)
 	}
 	t.plan = newPlan(EffectiveInterventions(all))
 	if err := t.plan.onTrajectory(st); err != nil {

@@ -1,14 +1,21 @@
 package train
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
@@ -118,15 +125,37 @@ func isDigits(s string) bool {
 	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
+// PendingRewindFile is the run directory's record of a rewind in progress:
+// Rewind installs the intervention there (atomically) before it moves
+// anything, and removes it once the intervention is in interventions.jsonl.
+// A crash in between leaves it behind; CompleteRewind (called by the next
+// Rewind and, through internal/run, by the next start of kestrel train)
+// finishes that rewind from it, so interventions.jsonl never names an
+// archive that does not exist and no rewind is half applied.
+const PendingRewindFile = "rewind.pending.json"
+
+// rewindHook, when set (tests), is called after each stage of a rewind
+// ("pending", "metrics", "checkpoints", "recorded"); an error stops the
+// rewind there, as a crash would.
+var rewindHook func(stage string) error
+
+func rewindStage(stage string) error {
+	if rewindHook == nil {
+		return nil
+	}
+	return rewindHook(stage)
+}
+
 // Rewind prepares the run directory dir to continue from an earlier
-// checkpoint: it records the intervention in interventions.jsonl (first,
-// so a crash part-way leaves a log the next start checks against), moves
-// the metrics lines after the checkpoint's step to
-// metrics.archive-<id>.jsonl, and moves the newer checkpoints to
-// checkpoints-archive/<id>/. Nothing is deleted. It holds the run's lock
-// throughout (a live trainer refuses it). It does not train: the next
-// `kestrel train --out dir` resumes from the checkpoint with the
-// intervention applied.
+// checkpoint. In an order that a crash at any point cannot break, it
+// installs the intervention as PendingRewindFile, moves the metrics lines
+// after the checkpoint's step to metrics.archive-<id>.jsonl, moves the
+// newer checkpoints to checkpoints-archive/<id>/, appends the intervention
+// to interventions.jsonl and removes the pending file. Nothing is deleted.
+// A rewind an earlier crash left half done is completed first. It holds
+// the run's lock throughout (a live trainer refuses it). It does not
+// train: the next `kestrel train --out dir` resumes from the checkpoint
+// with the intervention applied.
 func Rewind(dir string, o RewindOptions) (*runlog.Intervention, error) {
 	log := o.Logger
 	if log == nil {
@@ -139,9 +168,10 @@ func Rewind(dir string, o RewindOptions) (*runlog.Intervention, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("rewind: %w", err)
 	}
-	if o.Lock == nil || !o.Lock.Held() || !o.Lock.Holds(dir) {
-		lk, err := runlock.Acquire(dir, log)
-		if err != nil {
+	lk := o.Lock
+	if lk == nil || !lk.Held() || !lk.Holds(dir) {
+		var err error
+		if lk, err = runlock.Acquire(dir, log); err != nil {
 			return nil, fmt.Errorf("rewind: %w", err)
 		}
 		defer func() {
@@ -150,6 +180,30 @@ func Rewind(dir string, o RewindOptions) (*runlog.Intervention, error) {
 			}
 		}()
 	}
+	if _, err := CompleteRewind(dir, lk, log); err != nil {
+		return nil, err
+	}
+	iv, err := planRewind(dir, o, now(), log)
+	if err != nil {
+		return nil, err
+	}
+	if err := writePending(dir, iv); err != nil {
+		return nil, fmt.Errorf("rewind: %w", err)
+	}
+	if err := rewindStage("pending"); err != nil {
+		return nil, fmt.Errorf("rewind: %s left half done (%w); the next kestrel rewind or kestrel train completes it", iv.ID, err)
+	}
+	if err := finishRewind(dir, iv, log); err != nil {
+		return nil, fmt.Errorf("rewind: %s left half done (%w); the next kestrel rewind or kestrel train completes it", iv.ID, err)
+	}
+	log.Info("rewound", "id", iv.ID, "to_step", iv.ToStep, "from_step", iv.FromStep, "metrics_lines_archived", iv.ArchivedLines, "checkpoints_archived", len(iv.ArchivedCheckpoints))
+	return iv, nil
+}
+
+// planRewind works out the intervention of a rewind of dir (nothing is
+// written): its target, the steps it rewinds, the skip window checked
+// against the run's earlier interventions, and the archives it will fill.
+func planRewind(dir string, o RewindOptions, now time.Time, log *slog.Logger) (*runlog.Intervention, error) {
 	prev, err := runlog.ReadInterventions(dir)
 	if err != nil {
 		return nil, fmt.Errorf("rewind: %w", err)
@@ -159,8 +213,7 @@ func Rewind(dir string, o RewindOptions) (*runlog.Intervention, error) {
 		return nil, err
 	}
 	to := target.State.Step
-	root := filepath.Join(dir, "checkpoints")
-	list, err := listCheckpoints(root)
+	list, err := listCheckpoints(filepath.Join(dir, "checkpoints"))
 	if err != nil {
 		return nil, fmt.Errorf("rewind: %w", err)
 	}
@@ -172,16 +225,15 @@ func Rewind(dir string, o RewindOptions) (*runlog.Intervention, error) {
 			from = max(from, c.Step)
 		}
 	}
-	if last, err := runlog.LastStep(filepath.Join(dir, "metrics.jsonl")); err != nil {
+	last, err := runlog.LastStep(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
 		return nil, fmt.Errorf("rewind: %w", err)
-	} else {
-		from = max(from, last)
 	}
 	iv := &runlog.Intervention{
-		ID:         fmt.Sprintf("rewind-%d", len(prev)+1),
+		ID:         freeRewindID(dir, prev),
 		Kind:       "rewind",
-		Time:       now().UTC().Format(time.RFC3339),
-		FromStep:   from,
+		Time:       now.UTC().Format(time.RFC3339),
+		FromStep:   max(from, last),
 		ToStep:     to,
 		LRScale:    o.LRScale,
 		LRSteps:    o.LRSteps,
@@ -190,45 +242,231 @@ func Rewind(dir string, o RewindOptions) (*runlog.Intervention, error) {
 		By:         o.By,
 		Checkpoint: filepath.Join("checkpoints", filepath.Base(target.Dir)),
 	}
-	switch {
-	case o.SkipFrom == 0 && o.SkipTo == 0:
-	case o.SkipFrom <= to:
-		return nil, fmt.Errorf("rewind: --skip-steps %d:%d: the window must start after the checkpoint's step %d (its batches were trained on already)", o.SkipFrom, o.SkipTo, to)
-	case o.SkipTo < o.SkipFrom:
-		return nil, fmt.Errorf("rewind: --skip-steps %d:%d: the window ends before it starts", o.SkipFrom, o.SkipTo)
-	default:
+	if o.SkipFrom != 0 || o.SkipTo != 0 {
+		if err := checkSkipWindow(o.SkipFrom, o.SkipTo, to); err != nil {
+			return nil, fmt.Errorf("rewind: --skip-steps: %w", err)
+		}
 		iv.SkipFrom, iv.SkipTo, iv.SkipSteps = o.SkipFrom, o.SkipTo, o.SkipTo-o.SkipFrom+1
+		if _, err := CheckInterventions(append(slices.Clone(prev), *iv)); err != nil {
+			return nil, fmt.Errorf("rewind: --skip-steps %d:%d: %w", o.SkipFrom, o.SkipTo, err)
+		}
 	}
-	if o.LRScale < 0 || o.LRSteps < 0 {
-		return nil, fmt.Errorf("rewind: --lr-scale %g, --lr-steps %d: want values ≥ 0", o.LRScale, o.LRSteps)
+	if o.LRScale < 0 || o.LRSteps < 0 || math.IsNaN(o.LRScale) || math.IsInf(o.LRScale, 0) {
+		return nil, fmt.Errorf("rewind: --lr-scale %g, --lr-steps %d: want finite values ≥ 0", o.LRScale, o.LRSteps)
 	}
 	for _, c := range newer {
 		iv.ArchivedCheckpoints = append(iv.ArchivedCheckpoints, filepath.Join(ArchiveDir, iv.ID, filepath.Base(c.Dir)))
 	}
 	iv.MetricsArchive = runlog.MetricsArchiveName(iv.ID)
-	if err := runlog.AppendIntervention(dir, iv); err != nil {
-		return nil, fmt.Errorf("rewind: %w", err)
-	}
-	moved, err := runlog.ArchiveMetrics(dir, to, iv.ID)
-	if err != nil {
-		return iv, fmt.Errorf("rewind: %s recorded, but: %w", iv.ID, err)
-	}
-	if len(newer) > 0 {
-		adir := filepath.Join(dir, ArchiveDir, iv.ID)
-		if err := os.MkdirAll(adir, 0o755); err != nil {
-			return iv, fmt.Errorf("rewind: %s recorded, but: %w", iv.ID, err)
-		}
-		for _, c := range newer {
-			if err := os.Rename(c.Dir, filepath.Join(adir, filepath.Base(c.Dir))); err != nil {
-				return iv, fmt.Errorf("rewind: %s recorded, but moving %s aside failed (move it to %s by hand): %w", iv.ID, c.Dir, adir, err)
+	return iv, iv.Validate()
+}
+
+// freeRewindID is rewind-N for the next N after the run's interventions,
+// skipping an id whose archives exist already (left by a rewind of an
+// older kestrel that crashed before it recorded itself).
+func freeRewindID(dir string, prev []runlog.Intervention) string {
+	for n := len(prev) + 1; ; n++ {
+		id := fmt.Sprintf("rewind-%d", n)
+		taken := slices.ContainsFunc(prev, func(iv runlog.Intervention) bool { return iv.ID == id })
+		for _, p := range []string{filepath.Join(dir, runlog.MetricsArchiveName(id)), filepath.Join(dir, ArchiveDir, id)} {
+			if _, err := os.Lstat(p); err == nil {
+				taken = true
 			}
 		}
-		if err := syncDirs(root, adir); err != nil {
-			return iv, fmt.Errorf("rewind: %s: %w", iv.ID, err)
+		if !taken {
+			return id
 		}
 	}
-	log.Info("rewound", "id", iv.ID, "to_step", to, "from_step", from, "metrics_lines_archived", moved, "checkpoints_archived", len(newer))
+}
+
+// writePending installs iv as the run's PendingRewindFile.
+func writePending(dir string, iv *runlog.Intervention) error {
+	b, err := json.Marshal(iv)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, PendingRewindFile), append(b, '\n'))
+}
+
+// finishRewind carries out the pending rewind iv: each step is skipped
+// when a crash left it done already, so it serves Rewind and CompleteRewind
+// alike. The intervention is recorded last, naming only the archives that
+// exist, and the pending file removed after it.
+func finishRewind(dir string, iv *runlog.Intervention, log *slog.Logger) error {
+	moved, err := archiveMetricsOnce(dir, iv, log)
+	if err != nil {
+		return err
+	}
+	iv.ArchivedLines = moved
+	if moved == 0 {
+		iv.MetricsArchive = ""
+	}
+	if err := rewindStage("metrics"); err != nil {
+		return err
+	}
+	if iv.ArchivedCheckpoints, err = archiveCheckpointsOnce(dir, iv, log); err != nil {
+		return err
+	}
+	if err := rewindStage("checkpoints"); err != nil {
+		return err
+	}
+	if err := runlog.AppendIntervention(dir, iv); err != nil {
+		return err
+	}
+	if err := rewindStage("recorded"); err != nil {
+		return err
+	}
+	return removePending(dir)
+}
+
+// archiveMetricsOnce moves the metrics lines after iv.ToStep to iv's
+// archive and returns how many lines the archive holds. When the archive
+// exists already (a crash after it was installed), lines still in
+// metrics.jsonl are moved to a second archive, which is dropped when it
+// holds the same bytes and else kept, with a warning: nothing is lost.
+func archiveMetricsOnce(dir string, iv *runlog.Intervention, log *slog.Logger) (int, error) {
+	apath := filepath.Join(dir, runlog.MetricsArchiveName(iv.ID))
+	old, err := os.ReadFile(apath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return runlog.ArchiveMetrics(dir, iv.ToStep, iv.ID)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("metrics archive: %w", err)
+	}
+	redo := iv.ID + "-redo"
+	moved, err := runlog.ArchiveMetrics(dir, iv.ToStep, redo)
+	if err != nil || moved == 0 {
+		return lineCount(old), err
+	}
+	rpath := filepath.Join(dir, runlog.MetricsArchiveName(redo))
+	again, err := os.ReadFile(rpath)
+	if err == nil && bytes.Equal(again, old) {
+		return lineCount(old), os.Remove(rpath)
+	}
+	log.Warn("rewind: the metrics lines moved on completing the rewind differ from its archive; both are kept", "id", iv.ID, "archive", apath, "second_archive", rpath)
+	return lineCount(old), nil
+}
+
+func lineCount(b []byte) int {
+	n := bytes.Count(b, []byte{'\n'})
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		n++
+	}
+	return n
+}
+
+// archiveCheckpointsOnce moves the checkpoints iv names to its archive
+// directory, those not moved yet, and returns the archived ones that exist.
+func archiveCheckpointsOnce(dir string, iv *runlog.Intervention, log *slog.Logger) ([]string, error) {
+	if len(iv.ArchivedCheckpoints) == 0 {
+		return nil, nil
+	}
+	root, adir := filepath.Join(dir, "checkpoints"), filepath.Join(dir, ArchiveDir, iv.ID)
+	if err := os.MkdirAll(adir, 0o755); err != nil {
+		return nil, err
+	}
+	var done []string
+	for _, rel := range iv.ArchivedCheckpoints {
+		dst := filepath.Join(dir, rel)
+		src := filepath.Join(root, filepath.Base(rel))
+		if _, err := os.Lstat(dst); err == nil {
+			done = append(done, rel)
+			continue
+		}
+		if _, err := os.Lstat(src); errors.Is(err, fs.ErrNotExist) {
+			log.Warn("rewind: a checkpoint to archive is neither in checkpoints/ nor in the archive", "id", iv.ID, "checkpoint", filepath.Base(rel))
+			continue
+		}
+		if err := os.Rename(src, dst); err != nil {
+			return nil, fmt.Errorf("moving %s aside failed (move it to %s by hand): %w", src, adir, err)
+		}
+		done = append(done, rel)
+	}
+	if err := syncDirs(root, adir); err != nil {
+		return nil, err
+	}
+	return done, nil
+}
+
+func removePending(dir string) error {
+	if err := os.Remove(filepath.Join(dir, PendingRewindFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return syncDirs(dir)
+}
+
+// CompleteRewind finishes a rewind that a crash (or an error) left half
+// done in the run directory dir — its PendingRewindFile is there — and
+// returns it (nil when there was none). A torn last line of
+// interventions.jsonl (a crash while it was appended) is dropped: it is the
+// pending intervention's, which is then appended whole. It logs a warning
+// naming the rewind. It takes dir's lock unless lk holds it.
+func CompleteRewind(dir string, lk *runlock.Lock, log *slog.Logger) (*runlog.Intervention, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	path := filepath.Join(dir, PendingRewindFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rewind: %w", err)
+	}
+	if lk == nil || !lk.Held() || !lk.Holds(dir) {
+		if lk, err = runlock.Acquire(dir, log); err != nil {
+			return nil, fmt.Errorf("rewind: completing the rewind %s records: %w", path, err)
+		}
+		defer func() {
+			if rerr := lk.Release(); rerr != nil {
+				log.Warn("rewind: run directory lock", "err", rerr)
+			}
+		}()
+	}
+	iv := &runlog.Intervention{}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(iv); err != nil {
+		return nil, fmt.Errorf("rewind: %s: %w", path, err)
+	}
+	if err := iv.Validate(); err != nil {
+		return nil, fmt.Errorf("rewind: %s: %w", path, err)
+	}
+	if err := dropTornIntervention(dir, log); err != nil {
+		return nil, err
+	}
+	prev, err := runlog.ReadInterventions(dir)
+	if err != nil {
+		return nil, fmt.Errorf("rewind: %w", err)
+	}
+	if slices.ContainsFunc(prev, func(p runlog.Intervention) bool { return p.ID == iv.ID }) {
+		return iv, removePending(dir) // recorded; only the pending file was left
+	}
+	log.Warn("rewind: completing a rewind that was left half done (crash or error)", "id", iv.ID, "to_step", iv.ToStep, "file", path)
+	if err := finishRewind(dir, iv, log); err != nil {
+		return nil, fmt.Errorf("rewind: completing %s from %s: %w", iv.ID, path, err)
+	}
 	return iv, nil
+}
+
+// dropTornIntervention removes a torn last line from dir's
+// interventions.jsonl (called only with a rewind pending, whose append the
+// torn line was).
+func dropTornIntervention(dir string, log *slog.Logger) error {
+	path := filepath.Join(dir, runlog.InterventionsFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) || len(b) == 0 || b[len(b)-1] == '\n' {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("rewind: %w", err)
+	}
+	keep := b[:bytes.LastIndexByte(b, '\n')+1]
+	log.Warn("rewind: dropping the torn last line of interventions.jsonl (the pending rewind's, appended again whole)", "file", path, "bytes", len(b)-len(keep))
+	if err := atomicfile.WriteFile(path, keep); err != nil {
+		return fmt.Errorf("rewind: %w", err)
+	}
+	return nil
 }
 
 func syncDirs(dirs ...string) error {

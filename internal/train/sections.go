@@ -90,6 +90,9 @@ func (c RescueConfig) Validate() error {
 	if c.MaxRollbacks < 0 || c.SkipWindow < 0 || c.LRSteps < 0 {
 		return fmt.Errorf("rescue.max_rollbacks, rescue.skip_window and rescue.lr_steps must be >= 0, got %d, %d, %d", c.MaxRollbacks, c.SkipWindow, c.LRSteps)
 	}
+	if c.SkipWindow > MaxSkipStep {
+		return fmt.Errorf("rescue.skip_window must be <= %d (MaxSkipStep), got %d", MaxSkipStep, c.SkipWindow)
+	}
 	if !(c.LRScale > 0) || math.IsInf(c.LRScale, 0) {
 		return fmt.Errorf("rescue.lr_scale must be a finite number > 0 (1 = unchanged), got %v", c.LRScale)
 	}
