@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"os"
 	"sort"
 )
@@ -282,7 +283,11 @@ func Decode(b []byte) (*File, error) {
 		if lo < 0 || hi < lo || hi > int64(len(data)) {
 			return nil, fmt.Errorf("tensor %q: data_offsets [%d, %d] outside the %d data bytes (truncated file?)", name, lo, hi, len(data))
 		}
-		if want := int64(t.NumElements() * e.DType.Size()); hi-lo != want {
+		want, ok := byteSize(e.Shape, e.DType.Size())
+		if !ok {
+			return nil, fmt.Errorf("tensor %q: shape %v %s: its byte count overflows 64 bits", name, e.Shape, e.DType)
+		}
+		if hi-lo != want {
 			return nil, fmt.Errorf("tensor %q: shape %v %s needs %d bytes, data_offsets give %d", name, e.Shape, e.DType, want, hi-lo)
 		}
 		t.Data = data[lo:hi:hi]
@@ -311,8 +316,31 @@ func Decode(b []byte) (*File, error) {
 	return f, nil
 }
 
-// ReadFile reads and validates the safetensors file at path; errors name it.
+// byteSize is the bytes of a tensor of shape with elements of size bytes;
+// ok is false when the product overflows int64 (a crafted header).
+func byteSize(shape []int, size int) (n int64, ok bool) {
+	p := uint64(size)
+	for _, d := range shape {
+		if d < 0 {
+			return 0, false
+		}
+		hi, lo := bits.Mul64(p, uint64(d))
+		if hi != 0 || lo > math.MaxInt64 {
+			return 0, false
+		}
+		p = lo
+	}
+	return int64(p), true
+}
+
+// ReadFile reads and validates the safetensors file at path (a regular
+// file: a FIFO or device is refused); errors name it.
 func ReadFile(path string) (*File, error) {
+	// A regular file only, checked before reading (the package is a leaf,
+	// so it does not use internal/fileguard; the rule is the same).
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("safetensors: %s is not a regular file (%s)", path, st.Mode().Type())
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
