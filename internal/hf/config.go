@@ -10,11 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/model"
 )
 
@@ -263,11 +263,15 @@ func (h Config) ToModel() (model.Config, error) {
 	return c, errors.Join(errs...)
 }
 
+// MaxJSONBytes bounds the JSON files of a Hugging Face directory that
+// are read whole (config.json, the shard index).
+const MaxJSONBytes = 16 << 20
+
 // ReadConfig reads and checks dir/config.json, returning it with the
 // kestrel model config it maps to; errors name the file.
 func ReadConfig(dir string) (Config, model.Config, error) {
 	path := filepath.Join(dir, ConfigFile)
-	b, err := os.ReadFile(path)
+	b, err := fileguard.ReadFile(path, MaxJSONBytes) // a regular file, bounded
 	if err != nil {
 		return Config{}, model.Config{}, fmt.Errorf("hf: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/safetensors"
 )
@@ -106,7 +107,7 @@ type located struct {
 func readWeights(dir string) (map[string]located, error) {
 	out := map[string]located{}
 	ip := filepath.Join(dir, IndexFile)
-	b, err := os.ReadFile(ip)
+	b, err := fileguard.ReadFile(ip, MaxJSONBytes) // a regular file, bounded
 	if errors.Is(err, os.ErrNotExist) {
 		path := filepath.Join(dir, WeightsFile)
 		f, err := safetensors.ReadFile(path)
