@@ -72,8 +72,12 @@ func Decode(data []byte, name string, v any) error {
 // DecodeFiltered is Decode that ignores the unknown keys for which report
 // returns false (report nil: none are ignored). It lets a caller check one
 // part of a document against a narrower type than the one it was decoded
-// into.
+// into. A document over MaxBytes, or nesting arrays and inline tables
+// deeper than MaxDepth, is an *Error naming it (and the line).
 func DecodeFiltered(data []byte, name string, v any, report func(key []string) bool) error {
+	if err := checkBounds(data, name); err != nil {
+		return err
+	}
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
