@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
+	"github.com/kestrel-lm/kestrel/internal/runlock"
 )
 
 // QuarantineRequest is what kestrel quarantine adds to a dataset's overlay.
@@ -32,9 +34,23 @@ type QuarantineRequest struct {
 	Now time.Time
 }
 
+// quarantineLockWait is how long Quarantine waits for another one
+// writing the same overlay.
+const quarantineLockWait = 30 * time.Second
+
+// QuarantineLockFile is the lock file, in the dataset directory, that
+// serialises the read-modify-write of its overlay.
+const QuarantineLockFile = "quarantine.lock"
+
 // Quarantine adds the request's documents and shards to the dataset's
-// overlay, installed atomically; it returns the overlay's path, the entries
-// added (ones already there are skipped) and the entries it now holds.
+// overlay; it returns the overlay's path, the entries added (ones already
+// there are skipped) and the entries it now holds. Every entry is checked
+// before anything is written (an empty id would make the overlay one the
+// loader refuses, stopping every run on the dataset). The read, the
+// addition and the atomic install (internal/atomicfile) happen under an
+// flock on QuarantineLockFile in the dataset directory, so concurrent
+// quarantines each keep their entries. A run directory or any other
+// directory that is not a prepared dataset is refused, saying so.
 func Quarantine(req QuarantineRequest) (path string, added, total int, err error) {
 	if req.Reason == "" {
 		return "", 0, 0, errors.New("quarantine: --reason is required (it is recorded with every entry)")
@@ -43,8 +59,14 @@ func Quarantine(req QuarantineRequest) (path string, added, total int, err error
 	if err != nil {
 		return "", 0, 0, fmt.Errorf("quarantine: %w", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
-		return "", 0, 0, fmt.Errorf("quarantine: %s is not a prepared dataset: %w", req.Dataset, err)
+	if err := checkDataset(req.Dataset, dir); err != nil {
+		return "", 0, 0, err
+	}
+	if err := checkEntries("--docs", req.Docs); err != nil {
+		return "", 0, 0, err
+	}
+	if err := checkEntries("--shards", req.Shards); err != nil {
+		return "", 0, 0, err
 	}
 	docs := append([]string(nil), req.Docs...)
 	if req.FromReplay != "" {
@@ -56,11 +78,20 @@ func Quarantine(req QuarantineRequest) (path string, added, total int, err error
 		if err := json.Unmarshal(b, &r); err != nil {
 			return "", 0, 0, fmt.Errorf("quarantine: --from-replay %s: %w", req.FromReplay, err)
 		}
-		docs = append(docs, r.DocIDs(req.Source)...)
+		ids := r.DocIDs(req.Source)
+		if err := checkEntries("--from-replay "+req.FromReplay, ids); err != nil {
+			return "", 0, 0, err
+		}
+		docs = append(docs, ids...)
 	}
 	if len(docs)+len(req.Shards) == 0 {
 		return "", 0, 0, errors.New("quarantine: nothing to quarantine (give --docs, --shards or --from-replay)")
 	}
+	lk, err := runlock.LockFile(filepath.Join(dir, QuarantineLockFile), quarantineLockWait)
+	if err != nil {
+		return "", 0, 0, fmt.Errorf("quarantine: %w", err)
+	}
+	defer lk.Release()
 	path = filepath.Join(dir, loader.QuarantineFile)
 	q, err := loader.ReadQuarantine(path)
 	if err != nil {
@@ -77,6 +108,41 @@ func Quarantine(req QuarantineRequest) (path string, added, total int, err error
 		}
 	}
 	return path, added, len(q.Entries), nil
+}
+
+// checkDataset refuses a directory that is not a prepared dataset: its
+// manifest.json must be a dataset manifest (it lists shards), not a run's
+// (kestrel train writes one too) nor missing. name is the directory as the
+// user gave it.
+func checkDataset(name, dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return fmt.Errorf("quarantine: %s is not a prepared dataset (want a directory written by kestrel data prepare, with its manifest.json): %w", name, err)
+	}
+	var m struct {
+		Shards     *[]json.RawMessage `json:"shards"`
+		ConfigHash string             `json:"config_hash"`
+	}
+	_ = json.Unmarshal(b, &m) // a manifest that does not decode lists no shards
+	_, cerr := os.Stat(filepath.Join(dir, "config.toml"))
+	switch {
+	case m.ConfigHash != "" || cerr == nil:
+		return fmt.Errorf("quarantine: %s is a run directory, not a prepared dataset: quarantine takes the dataset the run trains on (its config's data.path, a directory written by kestrel data prepare)", name)
+	case m.Shards == nil:
+		return fmt.Errorf("quarantine: %s is not a prepared dataset: its manifest.json lists no shards (want a directory written by kestrel data prepare)", name)
+	}
+	return nil
+}
+
+// checkEntries refuses empty document ids or shard names (a stray comma in
+// --docs a,,b), which the overlay cannot hold.
+func checkEntries(flag string, names []string) error {
+	for i, n := range names {
+		if strings.TrimSpace(n) == "" {
+			return fmt.Errorf("quarantine: %s: entry %d of %d is empty (a stray comma?); nothing was written", flag, i+1, len(names))
+		}
+	}
+	return nil
 }
 
 // DocIDs lists the distinct document ids of the replayed steps' rows, in

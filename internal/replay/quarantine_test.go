@@ -17,7 +17,7 @@ import (
 // without writing anything.
 func TestQuarantineCommand(t *testing.T) {
 	ds := t.TempDir()
-	if err := os.WriteFile(filepath.Join(ds, "manifest.json"), []byte("{}"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(ds, "manifest.json"), []byte(`{"shards": []}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	rep := &Result{Steps: []Step{{Step: 5, Rows: []Row{

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestSymlinkLockRefused: a lock path that is a symbolic link (to a file,
@@ -139,5 +140,45 @@ func TestCheckAfterRelease(t *testing.T) {
 	var le *LostError
 	if err := lk.Check(); !errors.As(err, &le) {
 		t.Errorf("Check after Release = %v; want a LostError", err)
+	}
+}
+
+// TestLockFile: a second LockFile on the same path waits for the first to
+// release it (and gives up after its wait, naming the file); a symbolic
+// link at the path is refused.
+func TestLockFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.lock")
+	a, err := LockFile(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LockFile(path, 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("second LockFile while held: %v", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		b, err := LockFile(path, 10*time.Second)
+		if err == nil {
+			err = b.Release()
+		}
+		got <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if err := a.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the waiter: %v", err)
+	}
+	link := filepath.Join(dir, "link.lock")
+	if err := os.Symlink(filepath.Join(dir, "elsewhere"), link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LockFile(link, time.Second); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("LockFile through a link: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "elsewhere")); err == nil {
+		t.Error("the link's target was created")
 	}
 }
