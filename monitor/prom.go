@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/kestrel-lm/kestrel/internal/hostcheck"
 )
 
 // PrometheusSink serves the latest value of every metric on /metrics, named
@@ -39,7 +41,9 @@ type PrometheusSink struct {
 }
 
 // NewPrometheusSink listens on addr (a bare ":PORT" binds to loopback
-// 127.0.0.1) and serves /metrics until Close.
+// 127.0.0.1) and serves /metrics until Close, to requests whose Host header
+// names the server: the address scraped (localhost too on loopback) or
+// addr's host name (internal/hostcheck); others get 403.
 func NewPrometheusSink(addr string) (*PrometheusSink, error) {
 	if strings.HasPrefix(addr, ":") {
 		addr = "127.0.0.1" + addr
@@ -54,7 +58,10 @@ func NewPrometheusSink(addr string) (*PrometheusSink, error) {
 	p.reg.MustRegister(p.step, p.alerts, (*promValues)(p))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(p.reg, promhttp.HandlerOpts{}))
-	p.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	// Only requests whose Host names this server (DNS rebinding), as the
+	// dashboard: internal/hostcheck.
+	h := hostcheck.Handler(mux, "kestrel Prometheus endpoint", hostcheck.Names(addr))
+	p.srv = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go p.srv.Serve(ln)
 	return p, nil
 }
