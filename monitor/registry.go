@@ -180,11 +180,11 @@ var catalog = []Metric{
 	{Name: "ranks", Unit: "count", Kind: Gauge, Category: CatCompute, Help: "data-parallel: number of ranks training (absent in a single process)", Sampling: "step"},
 
 	// Evaluation/Validation
-	{Name: "val_loss", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "held-out cross-entropy (raw weights)", Sampling: "eval", Nano: true, Panel: "val", Plot: "loss.png", Aliases: []string{"val/loss", "eval_loss", "eval/loss", "validation/loss", "tel"}},
+	{Name: "val_loss", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "validation cross-entropy (raw weights) of the trained mixture: the per-source losses of the sources with weight > 0 in the data stage in force, weighted as the mixture draws them (the token-weighted mean over every source for a source without weights, such as bytes); a source of weight 0, a held-out domain, is only in its slice_val_loss", Sampling: "eval", Nano: true, Panel: "val", Plot: "loss.png", Aliases: []string{"val/loss", "eval_loss", "eval/loss", "validation/loss", "tel"}},
 	{Name: "val_loss_ema", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "held-out cross-entropy with EMA weights", Sampling: "eval", Panel: "val", Plot: "loss.png"},
 	{Name: "ema_gap", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "val_loss - val_loss_ema (positive: EMA weights are better)", Sampling: "eval", Panel: "gap"},
 	{Name: "val_ppl", Unit: "unitless", Kind: Gauge, Category: CatEval, Help: "exp(val_loss)", Sampling: "eval"},
-	{Name: "val_tokens", Unit: "tokens", Kind: Gauge, Category: CatEval, Help: "target tokens scored by the held-out evaluation", Sampling: "eval"},
+	{Name: "val_tokens", Unit: "tokens", Kind: Gauge, Category: CatEval, Help: "target tokens of the sources val_loss averages", Sampling: "eval"},
 	{Name: "slice_val_loss", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "held-out cross-entropy of one source's validation split", Variants: []string{sourceVar}, Sampling: "eval", Nano: true, VariantPanel: "val", Plot: "loss.png"},
 	{Name: "train_val_gap", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "val_loss - train_loss_ema", Sampling: "eval", Panel: "gap"},
 	{Name: "fixed_probe_loss", Unit: "nats/token", Kind: Gauge, Category: CatEval, Help: "loss on the frozen probe batch (its hash is in manifest.json)", Sampling: "eval", Panel: "probe", Plot: "probe.png"},

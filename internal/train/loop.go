@@ -870,8 +870,9 @@ func (t *trainer) evaluate(ctx context.Context, s int, trainEMA float64, all boo
 	return e, nil
 }
 
-// valLoss is the token-weighted mean loss over the validation rows of every
-// source, and per source: eval_batches × the first batch of rows spread
+// valLoss is the validation loss of the trained mixture (valmix.go: the
+// sources of weight > 0 at the current step, weighted as the mixture draws
+// them), and per source: eval_batches × the first batch of rows spread
 // evenly over each source's split, or every row when all is set.
 func (t *trainer) valLoss(all bool) (float64, int, map[string]float64, error) {
 	d := t.o.Data
@@ -880,8 +881,7 @@ func (t *trainer) valLoss(all bool) (float64, int, map[string]float64, error) {
 	if all {
 		want = 0
 	}
-	var sum float64
-	total := 0
+	mix := newValMix(d, max(t.st.Step, 1)-1+t.plan.dataOffset(max(t.st.Step, 1)))
 	per := map[string]float64{}
 	for src, name := range d.SourceNames() {
 		rows := d.ValRows(src)
@@ -916,13 +916,13 @@ func (t *trainer) valLoss(all bool) (float64, int, map[string]float64, error) {
 		if stok > 0 {
 			per[name] = ssum / float64(stok)
 		}
-		sum += ssum
-		total += stok
+		mix.add(src, ssum, stok)
 	}
+	loss, total := mix.loss()
 	if total == 0 {
 		return math.NaN(), 0, per, errors.New("no validation tokens (empty validation split?)")
 	}
-	return sum / float64(total), total, per, nil
+	return loss, total, per, nil
 }
 
 func (t *trainer) checkpoint(kind string) error {
