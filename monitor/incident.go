@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
@@ -15,6 +16,18 @@ import (
 // run directory. The bundle holds alert.json, RUNBOOK.md, metrics.jsonl
 // (the last incident_steps samples), batches.jsonl (their batch ids and
 // sources, when given), config.toml and manifest.json.
+// WriteIncident writes an evidence bundle for alert a (as a SEV0 gets one)
+// and returns its directory relative to the run directory (empty without
+// a run directory): the rescue ladder calls it when it stops on a SEV1.
+func (m *Monitor) WriteIncident(a Alert) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if a.Time.IsZero() {
+		a.Time = time.Now()
+	}
+	return m.writeIncident(&a)
+}
+
 func (m *Monitor) writeIncident(a *Alert) (string, error) {
 	if m.opts.RunDir == "" {
 		return "", nil

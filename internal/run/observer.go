@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/buildinfo"
@@ -27,8 +28,13 @@ type Observer struct {
 	log     *slog.Logger
 	prevMan *runlog.Manifest // manifest.json of the run being resumed (nil = fresh run)
 	checked bool
+	seeded  bool // the monitor's windows hold the run's history (seedMonitor)
 	last    runlog.Step
 	health  healthTrack // losses for checkpoint health (health.go)
+	// stopOnData stops the run on a data event (rescue.on names
+	// data_event); dataEvent is the alert it stopped on.
+	stopOnData bool
+	dataEvent  *runlog.Alert
 	// Batch, when set, names the sources and documents of a metrics step's
 	// batch, so incident bundles and "data event" verdicts can name them.
 	Batch func(step int) *monitor.Batch
@@ -43,7 +49,8 @@ func NewObserver(cfg config.Config, runDir string, log *slog.Logger, man *runlog
 	if log == nil {
 		log = slog.Default()
 	}
-	t := &Observer{runDir: runDir, log: log, health: newHealthTrack(cfg.Monitor)}
+	t := &Observer{runDir: runDir, log: log, health: newHealthTrack(cfg.Monitor),
+		stopOnData: cfg.Rescue.AutoRollback && slices.Contains(cfg.Rescue.On, train.RescueOnDataEvent)}
 	if !cfg.Monitor.Enabled {
 		return t, nil
 	}
@@ -114,6 +121,10 @@ func (t *Observer) OnStep(sm *runlog.Step) error {
 	if t.m == nil {
 		return nil
 	}
+	if !t.seeded {
+		t.seeded = true
+		t.seedMonitor(sm.Step)
+	}
 	t.last = *sm
 	t.health.observe(sm, t.m.Alerts)
 	if !t.checked {
@@ -124,11 +135,27 @@ func (t *Observer) OnStep(sm *runlog.Step) error {
 	if t.Batch != nil {
 		s.Batch = t.Batch(sm.Step)
 	}
-	t.m.Observe(s)
+	alerts := t.m.Observe(s)
 	if paused, why := t.m.Paused(); paused {
 		return fmt.Errorf("monitor paused the run: %s", why)
 	}
+	if t.stopOnData {
+		for i := range alerts {
+			if a := alerts[i]; dataEvent(a) {
+				t.dataEvent = &a
+				return fmt.Errorf("rescue: data event at step %d (%s): %s", a.Step, a.Rule, a.Message)
+			}
+		}
+	}
 	return nil
+}
+
+// dataEvent reports whether a is an incident of the data: a SEV1 batch
+// that does not look like the run's data, or a loss spike whose verdict
+// is a data event.
+func dataEvent(a runlog.Alert) bool {
+	return a.Rule == monitor.RuleBatchAnomaly && a.Severity == monitor.SEV1 ||
+		a.Rule == monitor.RuleSpikeVerdict && a.Verdict == monitor.VerdictDataEvent && a.Severity != monitor.SEV2
 }
 
 // PausedBy returns the SEV0 alert that paused the run, and whether one did.

@@ -2,11 +2,16 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
+	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
@@ -17,83 +22,135 @@ import (
 // ByAuto is the runlog.Intervention.By of an automatic rollback.
 const ByAuto = "auto"
 
-// rollbackPlan is one automatic rollback ([rescue] auto_rollback): the
+// rollbackPlan is one automatic rollback of the rescue ladder: the
 // checkpoint to go back to and the rewind to record.
 type rollbackPlan struct {
 	n     int          // this rollback's number in the run (1-based)
-	alert runlog.Alert // the SEV0 divergence that paused the run
+	rung  int          // the ladder's rung (1 or 2)
+	on    string       // the trigger (train.RescueOn…)
+	alert runlog.Alert // the incident that ended the attempt
 	train.RewindOptions
 }
 
-// autoRollbacks counts the automatic rollbacks recorded in the run's
+// autoRollbacks returns the automatic rollbacks recorded in the run's
 // interventions.jsonl (over every invocation, so a restarted run keeps
-// its count).
-func autoRollbacks(dir string) (int, error) {
+// its count and its rung), oldest first.
+func autoRollbacks(dir string) ([]runlog.Intervention, error) {
 	all, err := runlog.ReadInterventions(dir)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	n := 0
+	var out []runlog.Intervention
 	for _, iv := range all {
 		if iv.By == ByAuto {
-			n++
+			out = append(out, iv)
 		}
 	}
-	return n, nil
+	return out, nil
 }
 
-// planRollback decides whether the way train.Run ended calls for an
-// automatic rollback: the monitor paused the run on a SEV0 divergence,
-// [rescue] auto_rollback is on and fewer than max_rollbacks were taken.
-// It returns nil (and no error) when it does not. An error means a
-// rollback was due but cannot be made (no last-good checkpoint, or one at
-// or after the spike): the run stops with it.
-func planRollback(ctx context.Context, cfg config.Config, dir string, ob *Observer) (*rollbackPlan, error) {
+// rescueTrigger is the incident that ended an attempt, if the ladder acts
+// on it (rescue.on): a SEV0 divergence or nan_inf that paused the run, a
+// NaN stop, or a data event the observer stopped the run on.
+func rescueTrigger(ob *Observer, runErr error, rc train.RescueConfig) (on string, a runlog.Alert, ok bool) {
+	var nanErr *train.NaNError
+	switch pa, paused := ob.PausedBy(); {
+	case ob.dataEvent != nil:
+		on, a = train.RescueOnDataEvent, *ob.dataEvent
+	case paused && pa.Severity == monitor.SEV0 && pa.Rule == monitor.RuleDivergence:
+		on, a = train.RescueOnDivergence, pa
+	case paused && pa.Severity == monitor.SEV0 && pa.Rule == monitor.RuleNaNInf:
+		on, a = train.RescueOnNaN, pa
+	case errors.As(runErr, &nanErr):
+		on = train.RescueOnNaN
+		a = runlog.Alert{Step: int64(nanErr.Step), Severity: monitor.SEV0, Rule: monitor.RuleNaNInf, Metric: "nan_inf_events", Message: nanErr.Error()}
+	default:
+		return "", a, false
+	}
+	return on, a, slices.Contains(rc.On, on)
+}
+
+// planRollback decides whether the way train.Run ended calls for the
+// rescue ladder: [rescue] auto_rollback is on and the attempt ended on an
+// incident rescue.on names. It returns nil (and no error) when it does
+// not. An error means the ladder stops (rung 3: the incident recurred
+// after rung 2, max_rollbacks were taken, or no confirmed checkpoint lies
+// before the incident): the run stops with it, and stopLadder writes the
+// rescue summary.
+func planRollback(ctx context.Context, cfg config.Config, dir string, ob *Observer, runErr error) (*rollbackPlan, error) {
 	rc := cfg.Rescue
 	if !rc.AutoRollback || ctx.Err() != nil {
 		return nil, nil
 	}
-	a, ok := ob.PausedBy()
-	if !ok || a.Rule != monitor.RuleDivergence || a.Severity != monitor.SEV0 {
+	on, a, ok := rescueTrigger(ob, runErr, rc)
+	if !ok {
 		return nil, nil
 	}
 	done, err := autoRollbacks(dir)
 	if err != nil {
 		return nil, fmt.Errorf("auto rollback: %w", err)
 	}
-	if done >= rc.MaxRollbacks {
-		return nil, fmt.Errorf("auto rollback: not taken, rescue.max_rollbacks = %d reached (%d taken in this run)", rc.MaxRollbacks, done)
+	p := &rollbackPlan{n: len(done) + 1, rung: 1, on: on, alert: a}
+	var prev *runlog.Intervention
+	if len(done) > 0 {
+		prev = &done[len(done)-1]
+		end := max(prev.SkipTo, prev.ToStep)
+		if int(a.Step) <= end+rc.RecurSteps {
+			p.rung = max(prev.Rung, 1) + 1
+		}
 	}
-	target, err := train.ResolveCheckpoint(dir, "last-good")
+	if p.rung >= 3 {
+		return nil, fmt.Errorf("rescue ladder, rung 3: %s %s at step %d recurred after rung 2 (intervention %s: rewind, skip, LR ×%g for the rest of the run, tighter update clipping); stopping", a.Severity, a.Rule, a.Step, prev.ID, prev.LRScale)
+	}
+	if len(done) >= rc.MaxRollbacks {
+		return nil, fmt.Errorf("rescue ladder, rung 3: rescue.max_rollbacks = %d reached (%d taken in this run); stopping on %s %s at step %d", rc.MaxRollbacks, len(done), a.Severity, a.Rule, a.Step)
+	}
+	spike := int(a.Step)
+	from := spike
+	if rc.SkipWindow > 0 {
+		from = precursor(ob.alerts(), 0, spike, rc.SkipWindow)
+	}
+	target, err := train.LastGoodBefore(dir, from)
 	if err != nil {
-		return nil, fmt.Errorf("auto rollback: %w", err)
+		return nil, fmt.Errorf("rescue ladder, rung 3: %w", err)
 	}
 	l, err := train.LoadCheckpoint(target)
 	if err != nil {
-		return nil, fmt.Errorf("auto rollback: last-good checkpoint %s: %w", target, err)
+		return nil, fmt.Errorf("rescue ladder, rung 3: last-good checkpoint %s: %w", target, err)
 	}
-	ck, spike := l.State.Step, int(a.Step)
-	if ck >= spike {
-		return nil, fmt.Errorf("auto rollback: the last-good checkpoint (step %d) is not before the divergence at step %d", ck, spike)
-	}
-	p := &rollbackPlan{n: done + 1, alert: a}
+	ck := l.State.Step
 	p.To = strconv.Itoa(ck)
-	p.By = ByAuto
-	p.Reason = fmt.Sprintf("auto rollback: %s", a.Message)
-	if rc.LRScale != 1 {
-		p.LRScale, p.LRSteps = rc.LRScale, rc.LRSteps
-	}
+	p.By, p.Rung = ByAuto, p.rung
+	p.Reason = fmt.Sprintf("auto rollback (rescue ladder rung %d, on %s): %s", p.rung, on, a.Message)
 	if rc.SkipWindow > 0 {
-		p.SkipFrom = precursor(ob.alerts(), ck, spike, rc.SkipWindow)
+		p.SkipFrom = max(from, ck+1)
 		p.SkipTo = spike + rc.SkipWindow - 1
-		p.Set = clearedFaults(cfg.Debug, p.SkipFrom, p.SkipTo)
+	}
+	switch p.rung {
+	case 1:
+		if rc.LRScale != 1 {
+			p.LRScale, p.LRSteps = rc.LRScale, rc.LRSteps
+		}
+	case 2:
+		// The rung-2 rewind supersedes rung 1's when it goes back as far:
+		// it skips rung 1's window too.
+		if prev != nil && ck <= prev.ToStep && prev.SkipSteps > 0 {
+			p.SkipFrom = max(min(p.SkipFrom, prev.SkipFrom), ck+1)
+			p.SkipTo = max(p.SkipTo, prev.SkipTo)
+		}
+		p.LRScale, p.LRSteps = rc.Rung2LRScale, 0
+		p.Set = map[string]string{
+			"optim.clip_update_norm":      "true",
+			"optim.update_clip_sigma":     strconv.FormatFloat(rc.Rung2Sigma, 'g', -1, 64),
+			"optim.update_clip_min_steps": "8",
+		}
 	}
 	return p, nil
 }
 
-// precursor is the first step of the spike: the earliest SEV0/SEV1 alert
-// about the model (not the machine or the records) within skipWindow steps
-// before the divergence at step spike, and after the checkpoint's step ck.
+// precursor is the first step of the incident: the earliest SEV0/SEV1
+// alert about the model (not the machine or the records) within skipWindow
+// steps before the incident at step spike, and after step ck.
 func precursor(alerts []runlog.Alert, ck, spike, skipWindow int) int {
 	first := spike
 	lo := max(ck+1, spike-skipWindow)
@@ -106,30 +163,48 @@ func precursor(alerts []runlog.Alert, ck, spike, skipWindow int) int {
 	return first
 }
 
-// clearedFaults turns off the [debug] fault injections that lie wholly
-// inside the skipped window from..to: an injected fault stands for a
-// transient event of those steps (a bad batch, a bad update), which the
-// rollback skips. One that reaches past the window stays, and diverges
-// again. The overrides are recorded in the intervention's set.
-func clearedFaults(d train.DebugConfig, from, to int) map[string]string {
-	set := map[string]string{}
-	if s := d.LRSpikeAtStep; s > 0 && s >= from && s+max(d.LRSpikeSteps, 1)-1 <= to {
-		set["debug.lr_spike_at_step"] = "0"
+// stopLadder is rung 3: the ladder gives up. It writes the rescue summary
+// (what was tried, the incident and its evidence) into the incident's
+// bundle (one is written for a SEV1 that has none) and returns the
+// summary's path.
+func stopLadder(dir string, ob *Observer, runErr, why error) string {
+	_, a, ok := rescueTrigger(ob, runErr, train.RescueConfig{On: []string{train.RescueOnDivergence, train.RescueOnNaN, train.RescueOnDataEvent}})
+	if !ok {
+		return ""
 	}
-	if s := d.CorruptBatchAtStep; s > 0 && s >= from && s <= to {
-		set["debug.corrupt_batch_at_step"] = "0"
+	if a.Evidence == "" && ob.m != nil {
+		if ev, err := ob.m.WriteIncident(a); err == nil {
+			a.Evidence = ev
+		}
 	}
-	if len(set) == 0 {
-		return nil
+	done, _ := autoRollbacks(dir)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Rescue summary\n\nThe rescue ladder stopped the run: %v\n\nIncident: %s %s at step %d: %s\n\n", why, a.Severity, a.Rule, a.Step, a.Message)
+	if len(done) == 0 {
+		b.WriteString("No automatic rollback was taken before.\n")
+	} else {
+		b.WriteString("Tried:\n\n")
+		for _, iv := range done {
+			fmt.Fprintf(&b, "- %s (rung %d): %s\n", iv.ID, iv.Rung, iv.Summary())
+		}
 	}
-	return set
+	b.WriteString("\nNext: read the incident bundle beside this file, `kestrel incidents RUN`, `kestrel checkpoints RUN`; fix the cause (LR, data, config), then `kestrel rewind RUN --to last-good …` and rerun the same `kestrel train` (docs/rescue.md).\n")
+	rel := a.Evidence
+	if rel == "" {
+		rel = "."
+	}
+	path := filepath.Join(dir, rel, "RESCUE.md")
+	if err := atomicfile.WriteFile(path, []byte(b.String())); err != nil {
+		return ""
+	}
+	return path
 }
 
 // note records the rollback as a note event on the monitor of the attempt
 // that ended (the dashboard marks it beside the incident); called before
 // that monitor is closed. It returns the note's text.
 func (p *rollbackPlan) note(ob *Observer, max int) string {
-	msg := fmt.Sprintf("auto rollback %d of %d: %s %s at step %d → checkpoint step %s", p.n, max, p.alert.Severity, p.alert.Rule, p.alert.Step, p.To)
+	msg := fmt.Sprintf("auto rollback %d of %d (rescue ladder rung %d, on %s): %s %s at step %d → checkpoint step %s", p.n, max, p.rung, p.on, p.alert.Severity, p.alert.Rule, p.alert.Step, p.To)
 	if p.SkipFrom > 0 {
 		msg += fmt.Sprintf(", skipping the batches of steps %d–%d", p.SkipFrom, p.SkipTo)
 	}

@@ -18,6 +18,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
@@ -69,7 +70,7 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 	if err := cfg.Rescue.Validate(); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	if r := cfg.Rescue; r.AutoRollback && (!cfg.Monitor.Enabled || !cfg.Monitor.PauseOnSEV0) {
+	if r := cfg.Rescue; r.AutoRollback && (!cfg.Monitor.Enabled || !cfg.Monitor.PauseOnSEV0) && !slices.Equal(r.On, []string{train.RescueOnDataEvent}) {
 		log := opts.Logger
 		if log == nil {
 			log = slog.Default()
@@ -83,17 +84,21 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 		if ob == nil || err == nil {
 			return res, err
 		}
-		plan, perr := planRollback(ctx, ecfg, dir, ob)
+		plan, perr := planRollback(ctx, ecfg, dir, ob, err)
 		if plan == nil {
 			if perr != nil {
-				log.Error("AUTO ROLLBACK not taken", "err", perr)
+				summary := stopLadder(dir, ob, err, perr)
+				log.Error("AUTO ROLLBACK not taken", "err", perr, "summary", summary)
 				err = fmt.Errorf("%w; %w", err, perr)
+				if summary != "" {
+					err = fmt.Errorf("%w (rescue summary: %s)", err, summary)
+				}
 			}
 			return res, fmt.Errorf("train %s: %w", dir, ob.Finish(err))
 		}
 		msg := plan.note(ob, ecfg.Rescue.MaxRollbacks)
 		_ = ob.Finish(err) // the SEV0's incident bundle is written; the error is the rollback's cause
-		log.Warn("AUTO ROLLBACK", "n", plan.n, "max", ecfg.Rescue.MaxRollbacks, "rule", plan.alert.Rule, "step", plan.alert.Step,
+		log.Warn("AUTO ROLLBACK", "n", plan.n, "max", ecfg.Rescue.MaxRollbacks, "rung", plan.rung, "on", plan.on, "rule", plan.alert.Rule, "step", plan.alert.Step,
 			"to_step", plan.To, "skip_from", plan.SkipFrom, "skip_to", plan.SkipTo, "lr_scale", plan.LRScale, "lr_steps", plan.LRSteps,
 			"evidence", plan.alert.Evidence, "cause", err)
 		iv, rerr := plan.rewind(dir, st.lk, log)

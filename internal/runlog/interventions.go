@@ -44,6 +44,10 @@ type Intervention struct {
 	// By says who took the intervention: "auto" for an automatic rollback
 	// ([rescue] auto_rollback); empty for a person (kestrel rewind).
 	By string `json:"by,omitempty"`
+	// Rung is the automatic rescue ladder's rung of an automatic rollback
+	// (1: rewind and skip; 2: also a lower LR for the rest of the run and
+	// tighter update clipping); 0 for a person.
+	Rung int `json:"rung,omitempty"`
 	// Checkpoint is the checkpoint directory resumed from (relative to the
 	// run directory); ArchivedCheckpoints the newer ones moved aside, and
 	// MetricsArchive the file that holds the metrics lines after ToStep.

@@ -70,7 +70,8 @@ type Step struct {
 	EvalTime            float64 // evaluation since the previous step line
 	DataloaderStallFrac float64 // data_wait_time / step_time
 	PadFraction         float64 // targets < 0 (no loss) / all target positions of the batch
-	BatchTokenEntropy   float64 // unigram entropy (nats) of the batch's target tokens; 0 = not measured (left out)
+	BatchTokenEntropy   float64 // unigram entropy (nats) of the batch's target tokens
+	BatchEntropyTokens  int     // the target tokens BatchTokenEntropy counted (not written); 0 = not measured (left out)
 	MFU                 float64 // FLOPs of the positions computed (padding included) per second ÷ the FMA peak
 
 	MaxAttnLogit          float64 // max over layers and heads
@@ -182,7 +183,7 @@ func (s *Step) fields(w fieldVisitor) {
 	w.float("eval_time", s.EvalTime)
 	w.float("dataloader_stall_frac", s.DataloaderStallFrac)
 	w.float("pad_fraction", s.PadFraction)
-	if s.BatchTokenEntropy > 0 {
+	if s.BatchEntropyTokens > 0 {
 		w.float("batch_token_entropy", s.BatchTokenEntropy)
 	}
 	w.float("mfu", s.MFU)

@@ -442,26 +442,23 @@ func resolveCheckpoint(path string, log *slog.Logger) (*Loaded, error) {
 
 // applyKeepPolicy deletes rolling checkpoints beyond the newest keep ones.
 // Permanent, final and unreadable checkpoints are left alone. Interrupt
-// and time_limit checkpoints count as rolling. Two rolling checkpoints are
-// protected beside the newest keep ones, so that a blow-up never leaves
-// only broken checkpoints behind: the newest healthy checkpoint (the
-// last-good one), and the newest checkpoint from before the first incident
-// still open at the newest checkpoint (its Health.FirstIncident). A
-// checkpoint that cannot be deleted is a warning on log, not an error: the
-// new checkpoint is safe, and the old one costs only disk space (the next
-// keep policy tries again).
+// and time_limit checkpoints count as rolling. Some rolling checkpoints
+// are protected beside the newest keep ones, so that a blow-up never
+// leaves only broken checkpoints behind (keepProtected): the newest
+// confirmed checkpoint (the last-good one), the pending ones newer than
+// it, and the newest checkpoint from before the earliest incident that no
+// rescue or person closed yet (Health.UnclosedSince) or that is still open
+// at the newest checkpoint (Health.FirstIncident). A checkpoint that
+// cannot be deleted is a warning on log, not an error: the new checkpoint
+// is safe, and the old one costs only disk space (the next keep policy
+// tries again).
 func applyKeepPolicy(root string, keep int, log *slog.Logger) []string {
 	list, err := listCheckpoints(root)
 	if err != nil {
 		log.Warn("checkpoint keep policy: old checkpoints not deleted", "dir", root, "err", err)
 		return nil
 	}
-	type entry struct {
-		ckptEntry
-		kind   string
-		health *Health
-	}
-	var readable []entry
+	var readable []keepEntry
 	for _, c := range list {
 		data, err := os.ReadFile(filepath.Join(c.Dir, StateFile))
 		if err != nil {
@@ -474,25 +471,13 @@ func applyKeepPolicy(root string, keep int, log *slog.Logger) []string {
 		if json.Unmarshal(data, &st) != nil {
 			continue
 		}
-		readable = append(readable, entry{c, st.Kind, st.Health})
-	}
-	protected := map[string]string{}
-	if len(readable) > 0 {
-		if first := readable[0].health.FirstIncident(); first > 0 {
-			for _, c := range readable {
-				if c.Step < first {
-					protected[c.Dir] = fmt.Sprintf("newest checkpoint before the incident open since step %d", first)
-					break
-				}
-			}
+		conf, err := readConfirmation(c.Dir)
+		if err != nil {
+			continue // unreadable: left alone
 		}
-		for _, c := range readable {
-			if c.health.Healthy() {
-				protected[c.Dir] = "newest healthy checkpoint (last-good)"
-				break
-			}
-		}
+		readable = append(readable, keepEntry{c, st.Kind, st.Health, statusOf(st.Health, conf)})
 	}
+	protected := keepProtected(readable)
 	var deleted []string
 	n := 0
 	for _, c := range readable {
@@ -515,6 +500,56 @@ func applyKeepPolicy(root string, keep int, log *slog.Logger) []string {
 		deleted = append(deleted, filepath.Base(c.Dir))
 	}
 	return deleted
+}
+
+// keepEntry is a readable checkpoint as the keep policy sees it.
+type keepEntry struct {
+	ckptEntry
+	kind   string
+	health *Health
+	status string
+}
+
+// keepProtected names the checkpoints of readable (newest first) that the
+// keep policy must not delete, with why.
+func keepProtected(readable []keepEntry) map[string]string {
+	protected := map[string]string{}
+	if len(readable) == 0 {
+		return protected
+	}
+	for _, c := range readable {
+		if c.status == Confirmed {
+			protected[c.Dir] = "newest confirmed checkpoint (last-good)"
+			break
+		}
+		if c.status == StatusPending {
+			protected[c.Dir] = "pending: newer than last-good, not yet confirmed"
+		}
+	}
+	// before protects the newest checkpoint before step first, and the
+	// newest confirmed one before it.
+	before := func(first int, why string) {
+		newest := true
+		for _, c := range readable {
+			if c.Step >= first {
+				continue
+			}
+			if newest {
+				protected[c.Dir], newest = why, false
+			}
+			if c.status == Confirmed {
+				protected[c.Dir] = why + " (confirmed)"
+				return
+			}
+		}
+	}
+	if first := readable[0].health.FirstIncident(); first > 0 {
+		before(first, fmt.Sprintf("newest checkpoint before the incident open since step %d", first))
+	}
+	if h := readable[0].health; h != nil && h.UnclosedSince > 0 {
+		before(h.UnclosedSince, fmt.Sprintf("newest checkpoint before the incident of step %d, kept until a rescue or `kestrel incidents close` closes it", h.UnclosedSince))
+	}
+	return protected
 }
 
 // deletingPrefix names a checkpoint directory being deleted: it is renamed

@@ -23,7 +23,11 @@ type CheckpointInfo struct {
 	Dir        string  `json:"dir"`
 	Bytes      int64   `json:"bytes"` // total size of its files
 	Health     *Health `json:"health"`
-	// LastGood marks the newest healthy checkpoint (see LastGood).
+	// Status is confirmed, pending, rejected, unhealthy or unknown
+	// (confirm.go): the health when written, then its confirmation.
+	Status       string        `json:"status"`
+	Confirmation *Confirmation `json:"confirmation,omitempty"`
+	// LastGood marks the newest confirmed checkpoint (see LastGood).
 	LastGood bool `json:"last_good"`
 	// Err is why state.json could not be read; the other fields but Step,
 	// Dir and Bytes are then empty.
@@ -43,8 +47,9 @@ func checkpointsRoot(dir string) string {
 
 // ListCheckpoints lists the checkpoints of a run directory (or of a
 // checkpoints/ directory), newest first, with their health as state.json
-// records it (unknown when it records none) and the newest healthy one
-// marked LastGood. An unreadable state.json is reported in the row's Err,
+// records it (unknown when it records none), their confirmation
+// (confirmation.json) and status, and the newest confirmed one marked
+// LastGood. An unreadable state.json is reported in the row's Err,
 // not as an error; a directory that does not exist is an error.
 func ListCheckpoints(runDir string) ([]CheckpointInfo, error) {
 	if _, err := os.Stat(runDir); err != nil {
@@ -66,7 +71,15 @@ func ListCheckpoints(runDir string) ([]CheckpointInfo, error) {
 		if info.Health == nil {
 			info.Health = &Health{Status: HealthUnknown}
 		}
-		if !good && info.Err == "" && info.Health.Healthy() {
+		if info.Err == "" {
+			conf, err := readConfirmation(c.Dir)
+			if err != nil {
+				info.Err = err.Error()
+			}
+			info.Confirmation = conf
+			info.Status = statusOf(info.Health, conf)
+		}
+		if !good && info.Err == "" && info.Status == Confirmed {
 			info.LastGood, good = true, true
 		}
 		out = append(out, info)
@@ -107,13 +120,14 @@ func dirSize(dir string) int64 {
 }
 
 // ErrNoLastGood is returned by LastGood when no checkpoint of the run was
-// judged healthy.
-var ErrNoLastGood = errors.New("no checkpoint was judged healthy")
+// confirmed healthy.
+var ErrNoLastGood = errors.New("no checkpoint was confirmed healthy")
 
-// LastGood is the newest healthy checkpoint of a run directory: the one a
-// rollback restores. Its tensors are not verified here (LoadCheckpoint
-// does that). It wraps ErrNoLastGood when there is none, saying how many
-// checkpoints are unhealthy or of unknown health.
+// LastGood is the newest confirmed checkpoint of a run directory: healthy
+// when written, its own probe within its band, and the steps after it
+// clean (confirm.go). It is the one a rollback restores. Its tensors are
+// not verified here (LoadCheckpoint does that). It wraps ErrNoLastGood
+// when there is none, saying how many checkpoints are in each status.
 func LastGood(runDir string) (*CheckpointInfo, error) {
 	list, err := ListCheckpoints(runDir)
 	if err != nil {
@@ -124,17 +138,50 @@ func LastGood(runDir string) (*CheckpointInfo, error) {
 		if list[i].LastGood {
 			return &list[i], nil
 		}
-		counts[list[i].Health.Status]++
+		counts[list[i].Status]++
 	}
-	return nil, fmt.Errorf("%s: %w (%d unhealthy, %d of unknown health: written with the monitor off or by an older kestrel; name one by step-N)",
-		runDir, ErrNoLastGood, counts[HealthUnhealthy], counts[HealthUnknown])
+	return nil, fmt.Errorf("%s: %w (%d pending: not yet confirmed by the steps after them, %d rejected, %d unhealthy, %d of unknown health: written with the monitor off or by an older kestrel; name one by step-N)",
+		runDir, ErrNoLastGood, counts[StatusPending], counts[Rejected], counts[StatusUnhealthy], counts[StatusUnknown])
+}
+
+// LastGoodBefore is the newest confirmed checkpoint of runDir before step
+// (its step < step) whose checksums verify: where a rollback for an
+// incident whose first bad step is step goes back to. The error says why
+// there is none.
+func LastGoodBefore(runDir string, step int) (string, error) {
+	list, err := ListCheckpoints(runDir)
+	if err != nil {
+		return "", err
+	}
+	var errs []error
+	counts := map[string]int{}
+	for _, c := range list {
+		if c.Step >= step || c.Err != "" {
+			continue
+		}
+		counts[c.Status]++
+		if c.Status != Confirmed {
+			continue
+		}
+		if err := VerifyCheckpoint(c.Dir); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		return c.Dir, nil
+	}
+	msg := fmt.Sprintf("%s: no confirmed checkpoint before step %d verifies (%d pending, %d rejected, %d unhealthy, %d of unknown health before it)",
+		runDir, step, counts[StatusPending], counts[Rejected], counts[StatusUnhealthy], counts[StatusUnknown])
+	if len(errs) > 0 {
+		return "", fmt.Errorf("%s: %w", msg, errors.Join(errs...))
+	}
+	return "", fmt.Errorf("%s: %w", msg, ErrNoLastGood)
 }
 
 // ResolveCheckpoint turns a checkpoint name into the checkpoint directory
 // of runDir it names:
 //
 //	last       the newest checkpoint that verifies (state.json and SHA256SUMS)
-//	last-good  the newest healthy checkpoint that verifies (see LastGood)
+//	last-good  the newest confirmed checkpoint that verifies (see LastGood)
 //	step-N, N  the checkpoint of step N (step-00000070, step-70 or 70)
 //	DIR        a checkpoint directory (one holding SHA256SUMS), as a path
 //
@@ -156,7 +203,7 @@ func ResolveCheckpoint(runDir, name string) (string, error) {
 			case c.Err != "":
 				errs = append(errs, errors.New(c.Err))
 				continue
-			case name == "last-good" && !c.Health.Healthy():
+			case name == "last-good" && c.Status != Confirmed:
 				continue
 			}
 			if err := VerifyCheckpoint(c.Dir); err != nil {
@@ -169,7 +216,7 @@ func ResolveCheckpoint(runDir, name string) (string, error) {
 			if _, err := LastGood(runDir); err != nil {
 				return "", err
 			}
-			return "", fmt.Errorf("%s: no healthy checkpoint verifies: %w", runDir, errors.Join(errs...))
+			return "", fmt.Errorf("%s: no confirmed checkpoint verifies: %w", runDir, errors.Join(errs...))
 		}
 		if len(errs) == 0 {
 			return "", fmt.Errorf("%s: no checkpoints", runDir)
@@ -230,7 +277,7 @@ func WriteCheckpointTable(out io.Writer, runDir string, list []CheckpointInfo) e
 		if c.LastGood {
 			mark, good = "*", true
 		}
-		health := c.Health.Summary()
+		health := c.statusText()
 		if c.Err != "" {
 			health = "unreadable: " + c.Err
 		}
@@ -247,11 +294,25 @@ func WriteCheckpointTable(out io.Writer, runDir string, list []CheckpointInfo) e
 		return err
 	}
 	if good {
-		_, err := fmt.Fprintln(out, "* last-good: the newest healthy checkpoint")
+		_, err := fmt.Fprintln(out, "* last-good: the newest confirmed checkpoint (healthy when written, its probe in band, the steps after it clean)")
 		return err
 	}
-	_, err := fmt.Fprintln(out, "no healthy checkpoint: no last-good")
+	_, err := fmt.Fprintln(out, "no confirmed checkpoint: no last-good")
 	return err
+}
+
+// statusText is the health column of the table: the status, and why for
+// the ones that are not confirmed.
+func (c *CheckpointInfo) statusText() string {
+	switch c.Status {
+	case Confirmed:
+		return "confirmed"
+	case StatusPending:
+		return "pending (healthy when written; confirmed by the steps up to the next checkpoint)"
+	case Rejected:
+		return "rejected: " + c.Confirmation.Reason
+	}
+	return c.Health.Summary()
 }
 
 // byteSize prints n bytes in KiB, MiB or GiB.

@@ -40,6 +40,14 @@ type Health struct {
 	ValLoss   *Num `json:"val_loss,omitempty"`
 	ProbeLoss *Num `json:"fixed_probe_loss,omitempty"`
 	ValStep   int  `json:"eval_step,omitempty"`
+	// Probe is fixed_probe_loss measured on this checkpoint's own weights
+	// when it was written (absent without a probe batch): confirmation
+	// compares it with the checkpoint before (confirm.go).
+	Probe *Num `json:"checkpoint_probe_loss,omitempty"`
+	// UnclosedSince is the first step of the earliest model incident of
+	// the run's trajectory that no rescue and no person closed (0: none).
+	// The keep policy keeps the newest confirmed checkpoint from before it.
+	UnclosedSince int `json:"unclosed_incident_since,omitempty"`
 	// Reason says in one line why the status is what it is.
 	Reason string `json:"reason,omitempty"`
 }
@@ -120,6 +128,13 @@ type HealthReporter interface {
 	CheckpointHealth(step int) (h Health, ok bool)
 }
 
+// IncidentCloser is an optional HealthReporter method: the first step of
+// the earliest model incident of the trajectory that is still unclosed at
+// step (0: none). Health.UnclosedSince records it.
+type IncidentCloser interface {
+	UnclosedSince(step int) int
+}
+
 // checkpointHealth is the health stamped into the checkpoint of step: the
 // first reporter's judgement (else unknown) with the latest evaluation's
 // losses.
@@ -129,6 +144,9 @@ func checkpointHealth(obs []Observer, step int, lastEval *runlog.Eval) *Health {
 		if r, ok := ob.(HealthReporter); ok {
 			if got, ok := r.CheckpointHealth(step); ok {
 				h = got
+				if c, ok := ob.(IncidentCloser); ok {
+					h.UnclosedSince = c.UnclosedSince(step)
+				}
 				break
 			}
 		}

@@ -165,6 +165,7 @@ func (t *trainer) loadInterventions(st *State) error {
 		return fmt.Errorf("train: %s: intervention %s: %w", filepath.Join(t.o.Dir, runlog.InterventionsFile), all[i].ID, err)
 	}
 	t.plan = newPlan(EffectiveInterventions(all))
+	t.faults = newFaults(t.o.Debug, all)
 	if err := t.plan.onTrajectory(st); err != nil {
 		return fmt.Errorf("train: resume: %w; move it out of checkpoints/ or rewind again", err)
 	}

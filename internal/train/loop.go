@@ -147,6 +147,8 @@ type trainer struct {
 
 	dp        *dataParallel // nil: a single process
 	stepStart time.Time     // when step() began (per-rank vitals)
+	faults    faults        // [debug] fault injections (faults.go)
+	ent       tokenEntropy  // batch_token_entropy's histogram
 }
 
 // Preflight checks o before anything is allocated or written, as Run does
@@ -155,7 +157,7 @@ type trainer struct {
 // the run needs (EstimateMemory) against the memory available. A caller
 // that creates files before calling Run (the monitor's) calls it first.
 func Preflight(o Options) error {
-	for _, v := range []interface{ Validate() error }{o.Model, o.Optim, o.Train, o.Checkpoint, o.Init} {
+	for _, v := range []interface{ Validate() error }{o.Model, o.Optim, o.Train, o.Checkpoint, o.Init, o.Debug} {
 		if err := v.Validate(); err != nil {
 			return err
 		}
@@ -355,7 +357,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	}
 	// The first output_kl_to_prev compares against the weights this
 	// invocation starts from (the resumed checkpoint, or the initialisation).
-	if _, _, err := t.probeKL(); err != nil {
+	if _, _, _, err := t.probeKL(); err != nil {
 		return nil, err
 	}
 	// The FMA peak mfu divides by: train.peak_gflops, else this machine's
@@ -542,6 +544,10 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		mm.Trace = &opRecorder{spans: &m.OpSpans}
 		defer func() { mm.Trace = nil }()
 	}
+	if d := t.faults.stall(s); d > 0 { // [debug] stall_at_step
+		time.Sleep(d)
+	}
+	t.ent.reset(o.Model.Vocab)
 	t.net.ZeroGrads()
 	t.dp.beginStep()
 	var loss, zl float64
@@ -570,12 +576,10 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 				perSrc[x] += real
 			}
 		}
-		if s == o.Debug.CorruptBatchAtStep {
-			for i := range in {
-				in[i] = int32(mix3(o.Seed^0xbadba7c4, uint64(s), uint64(2*(r0*t.T+i))) % uint64(o.Model.Vocab))
-				tg[i] = int32(mix3(o.Seed^0xbadba7c4, uint64(s), uint64(2*(r0*t.T+i)+1)) % uint64(o.Model.Vocab))
-			}
+		if o.Debug.poisoned(dataIdx + 1) { // [debug] corrupt_batch_at_step, poison_data_*
+			poisonRows(o.Seed, dataIdx+1, r0, t.T, o.Model.Vocab, in, tg)
 		}
+		t.ent.add(tg)
 		b := &model.Batch{B: n, T: t.T, Inputs: in, Targets: tg}
 		if o.Model.DocMask {
 			b.SegIDs = sg
@@ -615,6 +619,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		}
 	}
 	m.PadFraction = float64(pads) / float64(B*t.T)
+	m.BatchTokenEntropy, m.BatchEntropyTokens = t.ent.nats(), t.ent.n // this rank's rows
 	m.TokensPerUpdate = int64(tokens)            // the positions the loss counted
 	if counted := sumInts(perSrc); counted > 0 { // a source that does not report rows gets no shares
 		m.SourceMixShare = make(map[string]float64, len(perSrc))
@@ -623,7 +628,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		}
 	}
 	grads := t.net.Grads()
-	if s == o.Debug.NaNAtStep {
+	if t.faults.nan(s) {
 		loss = math.NaN()
 		grads[0] = float32(math.NaN())
 	}
@@ -639,8 +644,8 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	if kn.LRScale != 1 { // [[optim.knobs]] lr_scale
 		lr *= kn.LRScale
 	}
-	if d := o.Debug; d.LRSpikeAtStep > 0 && s >= d.LRSpikeAtStep && s < d.LRSpikeAtStep+max(d.LRSpikeSteps, 1) {
-		lr *= d.LRSpikeFactor
+	if f := t.faults.lrFactor(s); f != 1 { // [debug] lr_spike_*, lr_high_*
+		lr *= f
 	}
 	t0 := time.Now()
 	params := t.net.Params()
@@ -937,6 +942,15 @@ func (t *trainer) checkpoint(kind string) error {
 	t.st.Optimizer = stateOptimizer(t.o.Optim)
 	t.st.UpdateNorms, t.st.Losses, t.st.GradNorms = t.opt.UpdateNorms, t.opt.Losses, t.opt.GradNorms
 	t.st.Health = checkpointHealth(t.o.Observers, t.st.Step, t.lastEval)
+	// The checkpoint's own probe (and output_kl_to_prev), measured before
+	// it is written so that state.json records it.
+	kl, klOK, probe, err := t.probeKL()
+	if err != nil {
+		return fmt.Errorf("checkpoint at step %d: probe: %w", t.st.Step, err)
+	}
+	if !math.IsNaN(probe) {
+		t.st.Health.Probe = numPtr(probe)
+	}
 	p := &payload{tensors: t.ts, params: t.net.Params(), m: t.opt.M, v: t.opt.V, state: t.st}
 	if t.ema != nil {
 		p.ema = t.ema.W
@@ -946,12 +960,11 @@ func (t *trainer) checkpoint(kind string) error {
 		return err
 	}
 	t.lastCkpt, t.lastCkptTime = dir, time.Now()
+	t.confirmPending(t.st.Step, kind == "final")
 	deleted := applyKeepPolicy(t.ckRoot, t.o.Checkpoint.Keep, t.log)
 	ev := &runlog.Checkpoint{Step: t.st.Step, TokensSeen: t.st.TokensSeen, WallTime: t.st.WallTime, Dir: dir, Kind: kind,
 		Seconds: time.Since(start).Seconds(), Bytes: size, Deleted: deleted, OutputKLToPrev: math.NaN()}
-	if kl, ok, err := t.probeKL(); err != nil {
-		return fmt.Errorf("checkpoint %s: %w", dir, err)
-	} else if ok {
+	if klOK {
 		ev.OutputKLToPrev = kl
 	}
 	if err := t.ml.Write(ev); err != nil {

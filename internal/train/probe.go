@@ -239,14 +239,20 @@ func rowEntropyTopK(z []float32, lse float32, top []float32) (entropy, topMass f
 // positions of KL(p_now ‖ p_prev), where p_prev is the output distribution
 // at the previous checkpoint (or at the resumed checkpoint); it then keeps
 // p_now for the next one. ok is false when there is nothing to compare yet.
-func (t *trainer) probeKL() (kl float64, ok bool, err error) {
+// loss is fixed_probe_loss on the current weights (NaN without a probe
+// batch): the checkpoint's own probe, which confirmation compares.
+func (t *trainer) probeKL() (kl float64, ok bool, loss float64, err error) {
 	p := t.probe
 	if p == nil {
-		return 0, false, nil
+		return 0, false, math.NaN(), nil
 	}
-	_, z, lse, err := t.probeOutputs()
-	if err != nil || z == nil {
-		return 0, false, err
+	st, z, lse, err := t.probeOutputs()
+	if err != nil {
+		return 0, false, math.NaN(), err
+	}
+	loss = st.Loss
+	if z == nil {
+		return 0, false, loss, nil
 	}
 	V := t.o.Model.Vocab
 	if p.klPos == nil {
@@ -271,7 +277,7 @@ func (t *trainer) probeKL() (kl float64, ok bool, err error) {
 	prev := p.prevLogP
 	p.prevLogP = cur
 	if prev == nil || len(p.klPos) == 0 {
-		return 0, false, nil
+		return 0, false, loss, nil
 	}
 	var sum float64
 	for j := range p.klPos {
@@ -283,5 +289,5 @@ func (t *trainer) probeKL() (kl float64, ok bool, err error) {
 		}
 		sum += max(k, 0) // rounding can leave a tiny negative
 	}
-	return sum / float64(len(p.klPos)), true, nil
+	return sum / float64(len(p.klPos)), true, loss, nil
 }

@@ -161,11 +161,8 @@ func (r *Replayer) Step(s int) (StepReplay, error) {
 			}
 			out.Sources = append(out.Sources, name)
 		}
-		if s == o.Debug.CorruptBatchAtStep { // as the trainer's step does
-			for i := range in {
-				in[i] = int32(mix3(o.Seed^0xbadba7c4, uint64(s), uint64(2*(r0*T+i))) % uint64(o.Model.Vocab))
-				tg[i] = int32(mix3(o.Seed^0xbadba7c4, uint64(s), uint64(2*(r0*T+i)+1)) % uint64(o.Model.Vocab))
-			}
+		if o.Debug.poisoned(idx + 1) { // as the trainer's step does (faults.go)
+			poisonRows(o.Seed, idx+1, r0, T, o.Model.Vocab, in, tg)
 		}
 		b := &model.Batch{B: n, T: T, Inputs: in, Targets: tg}
 		if o.Model.DocMask {

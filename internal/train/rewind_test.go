@@ -191,7 +191,7 @@ func TestRewindBadInput(t *testing.T) {
 	}{
 		{RewindOptions{To: "2"}, "no valid checkpoint"},
 		{RewindOptions{To: "nowhere"}, "want last, a step"},
-		{RewindOptions{To: "last-good"}, "no checkpoint was judged healthy"}, // no health reporter: unknown
+		{RewindOptions{To: "last-good"}, "no checkpoint was confirmed healthy"}, // no health reporter: unknown
 		{RewindOptions{To: "last", SkipFrom: 3, SkipTo: 5}, "must start after"},
 		{RewindOptions{To: "last", SkipFrom: 7, SkipTo: 5}, "ends before"},
 	} {

@@ -12,15 +12,23 @@ type CheckpointConfig struct {
 	EveryMinutes   float64 `toml:"every_minutes" comment:"also write a rolling checkpoint when this many minutes passed since the last one (0 = off)"`
 	Keep           int     `toml:"keep" comment:"rolling checkpoints to keep (older ones are deleted only after a newer one is committed)"`
 	PermanentEvery int     `toml:"permanent_every" comment:"write a permanent checkpoint (never deleted) every K steps (0 = off); the final checkpoint is always permanent"`
+	// ConfirmProbeRise bounds a checkpoint's own probe loss against the one
+	// before it (confirm.go).
+	ConfirmProbeRise float64 `toml:"confirm_probe_rise" comment:"a checkpoint is confirmed (can become last-good) only when its own fixed_probe_loss is at most this many nats above the previous checkpoint's, and the steps after it up to the next checkpoint raised no SEV0/SEV1 model incident"`
 }
 
 // DefaultCheckpointConfig returns the defaults of the [checkpoint] section.
-func DefaultCheckpointConfig() CheckpointConfig { return CheckpointConfig{Every: 500, Keep: 2} }
+func DefaultCheckpointConfig() CheckpointConfig {
+	return CheckpointConfig{Every: 500, Keep: 2, ConfirmProbeRise: 0.3}
+}
 
 // Validate reports inconsistent fields.
 func (c CheckpointConfig) Validate() error {
 	if c.Every < 0 || !(c.EveryMinutes >= 0) || math.IsInf(c.EveryMinutes, 0) || c.PermanentEvery < 0 {
 		return errors.New("checkpoint.every, checkpoint.every_minutes and checkpoint.permanent_every must be >= 0 (and finite)")
+	}
+	if !(c.ConfirmProbeRise >= 0) || math.IsInf(c.ConfirmProbeRise, 0) {
+		return fmt.Errorf("checkpoint.confirm_probe_rise must be a finite number >= 0, got %g", c.ConfirmProbeRise)
 	}
 	if c.Keep < 1 {
 		return fmt.Errorf("checkpoint.keep must be >= 1, got %d", c.Keep)
@@ -53,14 +61,26 @@ func (c InitConfig) Validate() error {
 }
 
 // DebugConfig is the [debug] section: fault-injection knobs for testing the
-// stability toolkit and the monitor. All are off by default. Steps are
-// 1-based (the step number written to metrics.jsonl).
+// stability toolkit, the monitor and the rescue (`kestrel drill`). All are
+// off by default. Steps are 1-based (the step number written to
+// metrics.jsonl). A one-off fault stands for a transient (a bad update, a
+// flipped bit): it happens the first time the run trains its step, and the
+// same step trained again after a rollback does not meet it. A persistent
+// fault (lr_high_*) and a data fault (poison_data_*, corrupt_batch_at_step)
+// stay in force in every trajectory: a rescue must cure them, by a lower LR
+// or by skipping the data.
 type DebugConfig struct {
-	NaNAtStep          int     `toml:"nan_at_step" comment:"inject a NaN into the loss and gradients at this step (0 = never); the run must stop without checkpointing"`
-	LRSpikeAtStep      int     `toml:"lr_spike_at_step" comment:"multiply the learning rate by lr_spike_factor from this step on (0 = never)"`
+	NaNAtStep          int     `toml:"nan_at_step" comment:"one-off: inject a NaN into the loss and gradients at this step (0 = never); the run must stop without checkpointing"`
+	LRSpikeAtStep      int     `toml:"lr_spike_at_step" comment:"one-off: multiply the learning rate by lr_spike_factor for lr_spike_steps steps from this step (0 = never)"`
 	LRSpikeFactor      float64 `toml:"lr_spike_factor" comment:"learning-rate multiplier of the injected spike"`
 	LRSpikeSteps       int     `toml:"lr_spike_steps" comment:"how many steps the LR spike lasts"`
-	CorruptBatchAtStep int     `toml:"corrupt_batch_at_step" comment:"replace this step's batch with uniformly random tokens (0 = never)"`
+	LRHighFromStep     int     `toml:"lr_high_from_step" comment:"persistent: multiply the learning rate by lr_high_factor from this step to the end, in every trajectory (0 = never)"`
+	LRHighFactor       float64 `toml:"lr_high_factor" comment:"learning-rate multiplier of lr_high_from_step"`
+	CorruptBatchAtStep int     `toml:"corrupt_batch_at_step" comment:"data: replace the batch of this data step with uniformly random tokens, in every trajectory (the data step of training step s is s plus the data steps a rewind skipped before it; 0 = never)"`
+	PoisonDataAtStep   int     `toml:"poison_data_at_step" comment:"data: replace the batches of poison_data_steps data steps from this one with uniformly random tokens, in every trajectory: only skipping the window avoids it (0 = never)"`
+	PoisonDataSteps    int     `toml:"poison_data_steps" comment:"how many data steps poison_data_at_step poisons"`
+	StallAtStep        int     `toml:"stall_at_step" comment:"one-off: the step sleeps stall_seconds before its forward pass, as a hung filesystem or a frozen neighbour would make it (0 = never)"`
+	StallSeconds       float64 `toml:"stall_seconds" comment:"how long stall_at_step sleeps"`
 
 	// Data parallelism (docs/distributed.md).
 	HangAtStep int `toml:"hang_at_step" comment:"data-parallel runs: rank hang_rank stops before this step's collectives and waits until the run is killed, to test the rank_hang SEV0 (0 = never)"`
@@ -68,25 +88,55 @@ type DebugConfig struct {
 }
 
 // DefaultDebugConfig returns the defaults of the [debug] section.
-func DefaultDebugConfig() DebugConfig { return DebugConfig{LRSpikeFactor: 10, LRSpikeSteps: 3} }
-
-// RescueConfig is the [rescue] section: automatic rollback on a SEV0
-// divergence (internal/run carries it out; see docs/rescue.md).
-type RescueConfig struct {
-	AutoRollback bool    `toml:"auto_rollback" comment:"on a SEV0 divergence that paused the run, roll back to the last-good checkpoint, skip the data window of the spike and continue in the same process (needs monitor.enabled and monitor.pause_on_sev0); off by default"`
-	MaxRollbacks int     `toml:"max_rollbacks" comment:"automatic rollbacks allowed in the run (counted in interventions.jsonl, across restarts); one more divergence after that stops the run with its error"`
-	SkipWindow   int     `toml:"skip_window" comment:"data steps skipped after the spike: the window runs from the spike's first precursor alert to spike step + skip_window - 1"`
-	LRScale      float64 `toml:"lr_scale" comment:"multiply the learning rate by this after a rollback (1 = unchanged)"`
-	LRSteps      int     `toml:"lr_steps" comment:"how many steps after the rollback checkpoint lr_scale holds (0 = until the next rewind)"`
+func DefaultDebugConfig() DebugConfig {
+	return DebugConfig{LRSpikeFactor: 10, LRSpikeSteps: 3, LRHighFactor: 10, PoisonDataSteps: 5, StallSeconds: 5}
 }
+
+// RescueConfig is the [rescue] section: the automatic rescue ladder
+// (internal/run carries it out; see docs/rescue.md).
+type RescueConfig struct {
+	AutoRollback bool     `toml:"auto_rollback" comment:"the rescue ladder: on an incident named in rescue.on, roll back to the last confirmed-good checkpoint before it, skip the data window from its first precursor and continue in the same process (rung 1); if it recurs within recur_steps, do it again with the LR scaled for the rest of the run and tighter update clipping (rung 2); if it recurs again, or max_rollbacks were taken, stop with the incident bundle and a rescue summary (rung 3). Needs monitor.enabled and monitor.pause_on_sev0; off by default"`
+	On           []string `toml:"on" comment:"the incidents the ladder acts on: divergence (SEV0), nan_inf (SEV0), data_event (SEV1 batch_anomaly, or a loss spike whose verdict is a data event)"`
+	MaxRollbacks int      `toml:"max_rollbacks" comment:"automatic rollbacks allowed in the run (counted in interventions.jsonl, across restarts); one more incident after that stops the run with its error"`
+	SkipWindow   int      `toml:"skip_window" comment:"data steps skipped after the incident: the window runs from its first precursor alert to incident step + skip_window - 1"`
+	LRScale      float64  `toml:"lr_scale" comment:"rung 1: multiply the learning rate by this after the rollback (1 = unchanged)"`
+	LRSteps      int      `toml:"lr_steps" comment:"rung 1: how many steps after the rollback checkpoint lr_scale holds (0 = until the next rewind)"`
+	RecurSteps   int      `toml:"recur_steps" comment:"an incident within this many steps after the previous automatic rollback's skip window is a recurrence: the ladder climbs a rung"`
+	Rung2LRScale float64  `toml:"rung2_lr_scale" comment:"rung 2: multiply the learning rate by this from the rollback to the end of the run"`
+	Rung2Sigma   float64  `toml:"rung2_update_clip_sigma" comment:"rung 2: turn update clipping on with this optim.update_clip_sigma, active after 8 update norms (optim.update_clip_min_steps = 8)"`
+}
+
+// Rescue triggers (RescueConfig.On).
+const (
+	RescueOnDivergence = "divergence"
+	RescueOnNaN        = "nan_inf"
+	RescueOnDataEvent  = "data_event"
+)
 
 // DefaultRescueConfig returns the defaults of the [rescue] section.
 func DefaultRescueConfig() RescueConfig {
-	return RescueConfig{MaxRollbacks: 2, SkipWindow: 10, LRScale: 0.5, LRSteps: 20}
+	return RescueConfig{On: []string{RescueOnDivergence, RescueOnNaN}, MaxRollbacks: 3, SkipWindow: 10, LRScale: 1, LRSteps: 20,
+		RecurSteps: 100, Rung2LRScale: 0.5, Rung2Sigma: 1.5}
 }
 
 // Validate reports inconsistent fields.
 func (c RescueConfig) Validate() error {
+	for i, on := range c.On {
+		switch on {
+		case RescueOnDivergence, RescueOnNaN, RescueOnDataEvent:
+		default:
+			return fmt.Errorf("rescue.on[%d] = %q: want %q, %q or %q", i, on, RescueOnDivergence, RescueOnNaN, RescueOnDataEvent)
+		}
+	}
+	if c.RecurSteps < 0 || c.RecurSteps > MaxSkipStep {
+		return fmt.Errorf("rescue.recur_steps must be in [0, %d], got %d", MaxSkipStep, c.RecurSteps)
+	}
+	if !(c.Rung2LRScale > 0 && c.Rung2LRScale <= 1) {
+		return fmt.Errorf("rescue.rung2_lr_scale must be in (0, 1], got %v", c.Rung2LRScale)
+	}
+	if !(c.Rung2Sigma > 0) || math.IsInf(c.Rung2Sigma, 0) {
+		return fmt.Errorf("rescue.rung2_update_clip_sigma must be a finite number > 0, got %v", c.Rung2Sigma)
+	}
 	if c.MaxRollbacks < 0 || c.SkipWindow < 0 || c.LRSteps < 0 {
 		return fmt.Errorf("rescue.max_rollbacks, rescue.skip_window and rescue.lr_steps must be >= 0, got %d, %d, %d", c.MaxRollbacks, c.SkipWindow, c.LRSteps)
 	}
