@@ -620,8 +620,8 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	}
 	m.PadFraction = float64(pads) / float64(B*t.T)
 	m.BatchTokenEntropy, m.BatchEntropyTokens = t.ent.nats(), t.ent.n // this rank's rows
-	m.TokensPerUpdate = int64(tokens)            // the positions the loss counted
-	if counted := sumInts(perSrc); counted > 0 { // a source that does not report rows gets no shares
+	m.TokensPerUpdate = int64(tokens)                                 // the positions the loss counted
+	if counted := sumInts(perSrc); counted > 0 {                      // a source that does not report rows gets no shares
 		m.SourceMixShare = make(map[string]float64, len(perSrc))
 		for i, c := range perSrc {
 			m.SourceMixShare[t.srcNames[i]] = float64(c) / float64(counted)
