@@ -9,7 +9,8 @@ import (
 
 // TestNoMPIBinaryUnderMPIRun: the default (cgo-free) binary launched by a
 // launcher with several ranks says it has no MPI and exits with an error;
-// one rank, or no launcher, runs as usual.
+// one rank, no launcher, or a command started by hand inside a Slurm
+// allocation (SLURM_NTASKS alone) runs as usual.
 func TestNoMPIBinaryUnderMPIRun(t *testing.T) {
 	if comm.MPIBuilt() {
 		t.Skip("an MPI build initializes MPI instead")
@@ -22,11 +23,13 @@ func TestNoMPIBinaryUnderMPIRun(t *testing.T) {
 		{"OMPI_COMM_WORLD_SIZE", "1", false},
 		{"OMPI_COMM_WORLD_SIZE", "2", true},
 		{"PMI_SIZE", "4", true},
-		{"SLURM_NTASKS", "2", true},
+		{"SLURM_NTASKS", "2", false},
+		{"SLURM_STEP_NUM_TASKS", "2", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.val, func(t *testing.T) {
-			for _, v := range []string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"} {
+			for _, v := range []string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_STEP_NUM_TASKS",
+				"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"} {
 				t.Setenv(v, "")
 			}
 			if tt.env != "" {
