@@ -2,6 +2,7 @@ package eval
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/datadir"
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/generate"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
@@ -67,6 +69,9 @@ type Result struct {
 	EvalHashes map[string]string `json:"eval_hashes,omitempty"`
 }
 
+// maxTextBytes bounds a text file read whole to be scored (bpb).
+const maxTextBytes = 256 << 20
+
 // Run loads the run's checkpoint and evaluates opt.Tasks on the shipped
 // data (found through internal/datadir).
 func Run(opt Options) (*Result, error) {
@@ -75,6 +80,9 @@ func Run(opt Options) (*Result, error) {
 	}
 	if len(opt.Tasks) == 0 {
 		return nil, fmt.Errorf("eval: no task given (want some of %s)", strings.Join(Tasks, ","))
+	}
+	if opt.Limit < 0 {
+		return nil, fmt.Errorf("eval: --limit %d: want a positive count of items, or 0 for all", opt.Limit)
 	}
 	for _, t := range opt.Tasks {
 		if !slices.Contains(Tasks, t) {
@@ -175,9 +183,12 @@ func (s *Scorer) Evaluate(run string, st train.State, tasks []string, limit int)
 				return nil, fmt.Errorf("bpb: %w", err)
 			}
 			p := files[0]
-			text, err := os.ReadFile(p)
+			text, err := fileguard.ReadFile(p, maxTextBytes) // a regular file, bounded
 			if err != nil {
 				return nil, fmt.Errorf("bpb: %w", err)
+			}
+			if len(bytes.TrimSpace(text)) == 0 {
+				return nil, fmt.Errorf("bpb: %s: no text to score (the file is empty)", p)
 			}
 			n, err := s.TextNLL(string(text), opt.Limit)
 			if err != nil {

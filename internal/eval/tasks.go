@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 	"strings"
+
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
 )
 
 // Item is one multiple-choice question: the context and the choices as
@@ -20,9 +21,11 @@ type Item struct {
 
 // eachLine calls f with every non-blank line of path (1-based numbers),
 // stopping after limit lines when limit > 0. f's errors are wrapped with
-// file:line.
+// file:line. path must be a regular file (a FIFO or device is refused, not
+// waited on) with at least one non-blank line: a task file without items
+// is an error, never a score of 0.
 func eachLine(path string, limit int, f func(line []byte) error) error {
-	fh, err := os.Open(path)
+	fh, err := fileguard.Open(path)
 	if err != nil {
 		return err
 	}
@@ -45,6 +48,9 @@ func eachLine(path string, limit int, f func(line []byte) error) error {
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
+	}
+	if kept == 0 {
+		return fmt.Errorf("%s: no items (the file has no non-blank line)", path)
 	}
 	return nil
 }

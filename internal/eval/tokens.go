@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
+
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
 )
 
 // windows cuts ids into non-overlapping windows of seq_len predictions:
@@ -105,6 +106,11 @@ func ParseTokens(s string) ([]int32, error) {
 	return out, nil
 }
 
+// MaxScoreBytes bounds what score reads: the bytes of --file or --text and
+// the count of --tokens. Each token's result is kept and printed, so an
+// unbounded input (a 20 MB file) ran the command out of memory.
+const MaxScoreBytes = 1 << 20
+
 // ScoreText loads the checkpoint and scores opt.Text (start token in front
 // unless NoStart) or opt.Tokens.
 func ScoreText(opt ScoreOptions) (*ScoreResult, error) {
@@ -121,11 +127,17 @@ func ScoreText(opt ScoreOptions) (*ScoreResult, error) {
 		return nil, fmt.Errorf("score: give exactly one of --text, --file and --tokens")
 	}
 	if opt.File != "" {
-		b, err := os.ReadFile(opt.File)
+		b, err := fileguard.ReadFile(opt.File, MaxScoreBytes) // a regular file, bounded
 		if err != nil {
 			return nil, fmt.Errorf("score: --file: %w", err)
 		}
 		opt.Text = string(b)
+	}
+	if len(opt.Text) > MaxScoreBytes {
+		return nil, fmt.Errorf("score: --text of %d bytes, over the %d-byte limit (score a shorter text, or use kestrel eval for a corpus)", len(opt.Text), MaxScoreBytes)
+	}
+	if opt.File != "" && opt.Text == "" {
+		return nil, fmt.Errorf("score: --file %s is empty: nothing to score", opt.File)
 	}
 	if opt.TokenList != "" {
 		ids, err := ParseTokens(opt.TokenList)
@@ -133,6 +145,9 @@ func ScoreText(opt ScoreOptions) (*ScoreResult, error) {
 			return nil, fmt.Errorf("score: %w", err)
 		}
 		opt.Tokens = ids
+	}
+	if len(opt.Tokens) > MaxScoreBytes {
+		return nil, fmt.Errorf("score: %d tokens, over the limit of %d", len(opt.Tokens), MaxScoreBytes)
 	}
 	s, l, err := Load(opt.Run, opt.Checkpoint, opt.EMA, opt.Status)
 	if err != nil {
