@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
+	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
@@ -18,6 +21,14 @@ import (
 // the monitor, the dashboard, metrics, checkpoints — and trains with the
 // other ranks; the other ranks only train (train.Options.Comm). Automatic
 // rollback is off: it would restart rank 0 alone.
+//
+// Start-up is agreed before any rank trains: rank 0 checks the run (a
+// half-done rewind completed, the interventions, the data, memory,
+// --fresh) and takes the lock, then the others check theirs; after each
+// step every rank learns the verdict together (comm.AgreeToStart), so a
+// refusal — a lock another job holds above all — ends every rank at once
+// with its message instead of leaving the others waiting in a collective
+// until train.comm_timeout_s.
 func trainRanks(ctx context.Context, cfg config.Config, dir string, opts *Options) (*train.Result, error) {
 	c := opts.Comm
 	log := opts.Logger
@@ -26,6 +37,9 @@ func trainRanks(ctx context.Context, cfg config.Config, dir string, opts *Option
 	}
 	log = log.With("rank", c.Rank())
 	opts.Logger = log
+	if t := cfg.Train.CommTimeoutSeconds; t > 0 && !math.IsInf(t, 0) {
+		comm.SetTimeout(c, time.Duration(t*float64(time.Second)))
+	}
 	hs, err := c.AllGatherBytes([]byte(c.Host()))
 	if err != nil {
 		return nil, fmt.Errorf("train: rank %d: exchanging host names: %w", c.Rank(), err)
@@ -43,34 +57,111 @@ func trainRanks(ctx context.Context, cfg config.Config, dir string, opts *Option
 	if c.Rank() != 0 {
 		return trainWorker(ctx, cfg, dir, *opts)
 	}
-	log.Info("data-parallel training", "ranks", c.Size(), "hosts", hosts)
 	st := attemptState{hosts: hosts}
 	defer st.close()
-	res, ob, _, _, err := st.attempt(ctx, cfg, dir, *opts)
+	lerr := st.leadStart(cfg, dir, *opts)
+	if err := agreeToStart(c, dir, lerr); err != nil { // rank 0's verdict
+		return nil, err
+	}
+	if err := agreeToStart(c, dir, nil); err != nil { // the others'
+		return nil, err
+	}
+	log.Info("data-parallel training", "ranks", c.Size(), "hosts", hosts)
+	o := *opts
+	o.Fresh = false // checked by leadStart, which made the directory
+	res, ob, _, _, err := st.attempt(ctx, cfg, dir, o)
 	if ob != nil && err != nil {
 		return res, fmt.Errorf("train %s: %w", dir, ob.Finish(err))
 	}
 	return res, err
 }
 
+// agreeToStart is comm.AgreeToStart with the run directory named in
+// another rank's refusal.
+func agreeToStart(c comm.Comm, dir string, err error) error {
+	err = comm.AgreeToStart(c, err)
+	var se *comm.StartError
+	if errors.As(err, &se) {
+		return fmt.Errorf("train %s: rank %d: %w", dir, c.Rank(), err)
+	}
+	return err
+}
+
+// leadStart is rank 0's part of a data-parallel start-up, before any rank
+// trains: the checks attempt makes before train.Run (the interventions,
+// completing a half-done rewind; the options and the data; Preflight;
+// --fresh), then the run directory's lock, kept in st for attempt.
+func (st *attemptState) leadStart(cfg config.Config, dir string, opts Options) error {
+	if opts.Fresh {
+		if _, err := os.Stat(dir); err == nil {
+			return fmt.Errorf("train: --fresh: run directory %s already exists; choose another --out or remove it", dir)
+		}
+	}
+	ecfg, _, err := ApplyInterventions(cfg, dir)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	to, err := TrainOptions(ecfg, dir, opts.Logger)
+	if err != nil {
+		return err
+	}
+	err = train.Preflight(to)
+	if c, ok := to.Data.(io.Closer); ok {
+		_ = c.Close()
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	lk, err := runlock.Acquire(dir, to.Logger)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	st.lk, st.log = lk, to.Logger
+	return nil
+}
+
 // trainWorker is a rank other than 0: the same options as rank 0's
-// (interventions included), no lock, no monitor, no output files.
+// (interventions included), no lock, no monitor, no output files. It
+// learns rank 0's start-up verdict first, then checks its own options
+// (Preflight) and tells every rank.
 func trainWorker(ctx context.Context, cfg config.Config, dir string, opts Options) (*train.Result, error) {
+	c := opts.Comm
+	if err := agreeToStart(c, dir, nil); err != nil { // rank 0's verdict
+		return nil, err
+	}
+	to, err := workerOptions(cfg, dir, opts)
+	if err := agreeToStart(c, dir, err); err != nil {
+		if cl, ok := to.Data.(io.Closer); ok {
+			_ = cl.Close()
+		}
+		return nil, err
+	}
+	res, err := train.Run(ctx, to)
+	if err != nil {
+		return res, fmt.Errorf("train %s: rank %d on %s: %w", dir, c.Rank(), c.Host(), err)
+	}
+	return res, nil
+}
+
+// workerOptions are a worker rank's trainer options, checked by Preflight.
+func workerOptions(cfg config.Config, dir string, opts Options) (train.Options, error) {
 	cfg, _, err := ApplyInterventions(cfg, dir)
 	if err != nil {
-		return nil, fmt.Errorf("train: %w", err)
+		return train.Options{}, fmt.Errorf("train: rank %d: %w", opts.Comm.Rank(), err)
 	}
 	to, err := TrainOptions(cfg, dir, opts.Logger)
 	if err != nil {
-		return nil, err
+		return to, fmt.Errorf("train: rank %d: %w", opts.Comm.Rank(), err)
 	}
 	to.Comm = opts.Comm
 	to.WriteConfig = nil
-	res, err := train.Run(ctx, to)
-	if err != nil {
-		return res, fmt.Errorf("train %s: rank %d on %s: %w", dir, opts.Comm.Rank(), opts.Comm.Host(), err)
+	if err := train.Preflight(to); err != nil {
+		return to, fmt.Errorf("train: rank %d: %w", opts.Comm.Rank(), err)
 	}
-	return res, nil
+	return to, nil
 }
 
 // setRankHosts passes the ranks' hosts to the monitor (no-op without one).
