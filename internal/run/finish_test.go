@@ -24,7 +24,7 @@ func TestFinishCheckpointFailed(t *testing.T) {
 		{"save failed on ctrl-c", fmt.Errorf("interrupted at step 40, and the checkpoint failed: %w", saveErr), true},
 		{"no valid checkpoint", fmt.Errorf("train: resume: %w", &train.CheckpointError{Dir: "checkpoints", Err: errors.New("no valid checkpoint to resume from")}), true},
 		{"old keep-policy error", errors.New("checkpoint keep policy: unlinkat checkpoints/step-00000020: directory not empty"), false},
-		{"observer error", errors.New("step 7: observer stopped the run (no checkpoint written; last good checkpoint (none)): boom"), false},
+		{"observer error", errors.New("step 7: observer stopped the run (no checkpoint written; newest checkpoint (none)): boom"), false},
 		{"no error", nil, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

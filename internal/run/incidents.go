@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
@@ -109,11 +110,12 @@ type Incident struct {
 
 // Incidents lists the model incidents of the run in dir from its
 // alerts.jsonl, oldest first: an incident is closed by a rescue when an
-// intervention taken after it rewound past it, or by a person
-// (CloseIncident); otherwise it is open. clean is the number of steps with
-// no model alert that separates two incidents (monitor.window, or
-// monitor.cooldown + 1 when longer).
-func Incidents(dir string, clean int) ([]Incident, error) {
+// intervention rewound past it, or by a person (CloseIncident); otherwise
+// it is open. Steps with no model alert for the run's monitor.window (or
+// monitor.cooldown + 1 when longer) separate two incidents, as for
+// checkpoint health.
+func Incidents(dir string) ([]Incident, error) {
+	clean := incidentGap(dir)
 	alerts, err := runlog.ReadAlerts(filepath.Join(dir, "alerts.jsonl"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
@@ -149,6 +151,16 @@ func Incidents(dir string, clean int) ([]Incident, error) {
 	return out, nil
 }
 
+// incidentGap is the run's clean window (healthTrack.clean), from its
+// config.toml, or the defaults' when it has none.
+func incidentGap(dir string) int {
+	cfg, err := config.Load(filepath.Join(dir, "config.toml"), nil)
+	if err != nil {
+		cfg = config.Default()
+	}
+	return newHealthTrack(cfg.Monitor).clean
+}
+
 func (in *Incident) describe(ivs []runlog.Intervention, closures []runlog.IncidentClosure) {
 	rules := map[string]bool{}
 	in.Worst = string(runlog.SEV1)
@@ -179,11 +191,11 @@ func (in *Incident) describe(ivs []runlog.Intervention, closures []runlog.Incide
 // CloseIncident records that a person closed incident id of the run in dir
 // (`kestrel incidents close`), for reason; the keep policy then no longer
 // holds the checkpoint from before it. The incident must exist and be open.
-func CloseIncident(dir, id, reason string, clean int) (*runlog.IncidentClosure, error) {
+func CloseIncident(dir, id, reason string) (*runlog.IncidentClosure, error) {
 	if strings.TrimSpace(reason) == "" {
 		return nil, errors.New("incidents close: --reason is required (it is recorded with the closure)")
 	}
-	list, err := Incidents(dir, clean)
+	list, err := Incidents(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -110,7 +110,7 @@ func (e *NaNError) Error() string {
 	if last == "" {
 		last = "none written yet"
 	}
-	return fmt.Sprintf("step %d: %v — update not applied, run stopped; last good checkpoint %s is untouched (inspect metrics.jsonl, then resume or lower the LR)", e.Step, e.Err, last)
+	return fmt.Sprintf("step %d: %v — update not applied, run stopped; the newest checkpoint %s is untouched (`kestrel checkpoints` says which is last-good) (inspect metrics.jsonl, then resume or lower the LR)", e.Step, e.Err, last)
 }
 
 func (e *NaNError) Unwrap() error { return e.Err }
@@ -419,7 +419,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		var obErr error
 		for _, ob := range o.Observers {
 			if err := ob.OnStep(m); err != nil {
-				obErr = fmt.Errorf("step %d: observer stopped the run (no checkpoint written; last good checkpoint %s): %w", s, orNone(t.lastCkpt), err)
+				obErr = fmt.Errorf("step %d: observer stopped the run (no checkpoint written; newest checkpoint %s): %w", s, orNone(t.lastCkpt), err)
 				break
 			}
 		}

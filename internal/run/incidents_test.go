@@ -1,0 +1,66 @@
+package run
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/train"
+)
+
+// TestUnclosedIncidentKeepsCheckpoint: a corrupted batch at step 30 is a
+// SEV1 data incident the run survives. With checkpoint.keep = 2 the
+// checkpoint from before it is kept to the end, whatever keep says, until
+// a person closes the incident; the next checkpoint then lets it go.
+func TestUnclosedIncidentKeepsCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	cfg := tinyRun(60)
+	cfg.Train.EvalEvery, cfg.Checkpoint.Every, cfg.Checkpoint.Keep = 60, 5, 2
+	cfg.Debug.CorruptBatchAtStep = 30
+	cfg.Monitor.KLSpikeMin = 100 // the tiny model's outputs move fast between early checkpoints
+	if _, err := Train(context.Background(), cfg, dir, Options{Logger: quietLog()}); err != nil {
+		t.Fatal(err)
+	}
+	steps := func() []int {
+		list, err := train.ListCheckpoints(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int
+		for _, c := range list {
+			out = append(out, c.Step)
+		}
+		return out
+	}
+	got := steps()
+	if !slices.Contains(got, 25) {
+		t.Fatalf("checkpoints %v: the one from before the incident at step 30 was deleted", got)
+	}
+	list, err := Incidents(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].ID != "inc-30" || list[0].State != "open" || !slices.Contains(list[0].Rules, "batch_anomaly") {
+		t.Fatalf("incidents %+v, want one open inc-30 with batch_anomaly", list)
+	}
+	if _, err := CloseIncident(dir, "inc-30", ""); err == nil || !strings.Contains(err.Error(), "--reason") {
+		t.Errorf("close without a reason: %v", err)
+	}
+	if _, err := CloseIncident(dir, "inc-31", "x"); err == nil || !strings.Contains(err.Error(), "inc-30") {
+		t.Errorf("close of an unknown id: %v, want the list of ids", err)
+	}
+	if _, err := CloseIncident(dir, "inc-30", "one bad batch, the run recovered"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CloseIncident(dir, "inc-30", "again"); err == nil || !strings.Contains(err.Error(), "already closed") {
+		t.Errorf("second close: %v", err)
+	}
+	cfg.Train.Steps = 70
+	if _, err := Train(context.Background(), cfg, dir, Options{Logger: quietLog()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := steps(); slices.Contains(got, 25) {
+		t.Errorf("checkpoints %v: 25 still held after the incident was closed", got)
+	}
+}
