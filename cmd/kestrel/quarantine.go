@@ -26,7 +26,7 @@ func newQuarantineCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&req.Docs, "docs", nil, "document ids to quarantine")
+	f.StringSliceVar(&req.Docs, "docs", nil, "document ids to quarantine (none empty)")
 	f.StringSliceVar(&req.Shards, "shards", nil, "shard files to quarantine (as in the dataset manifest, or base names)")
 	f.StringVar(&req.FromReplay, "from-replay", "", "quarantine every document of the steps in this kestrel replay --json output")
 	f.StringVar(&req.Source, "source", "", "only documents of this source")
