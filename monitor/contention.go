@@ -9,10 +9,12 @@ import (
 // The second witness of the contention rule (drop): besides the process's
 // CPU time per token, which grows under contention too (shared caches, a
 // busy SMT sibling), a direct sign that other work holds the cores — the
-// hypervisor's steal time (cpu_steal_frac) or the kernel preempting the
-// process's threads (involuntary_ctx_switches per second of step_time).
-// Both are optional: a sample that carries neither leaves the rule on CPU
-// time alone, and it says so.
+// hypervisor's steal time (cpu_steal_frac), the kernel preempting the
+// process's threads (involuntary_ctx_switches per second of step_time), or
+// the threads waiting, runnable, for a CPU (cpu_wait_time per second of
+// step_time: a busy neighbour process on the same cores). All are
+// optional: a sample that carries none leaves the rule on CPU time alone,
+// and it says so.
 const (
 	// witnessStealRise is the rise of cpu_steal_frac (median, in the
 	// share of the host's CPU time) that says a neighbouring guest takes
@@ -23,6 +25,10 @@ const (
 	// many say other work preempts the process.
 	witnessPreemptFactor = 2.0
 	witnessPreemptMin    = 50.0
+	// witnessWaitRise is the rise of cpu_wait_time per second of wall time
+	// (median; summed over threads) that says the threads wait for cores
+	// other work holds.
+	witnessWaitRise = 0.2
 )
 
 // witnessRings hold the second witnesses in step with the tokens_per_sec
@@ -30,6 +36,7 @@ const (
 type witnessRings struct {
 	steal   *ring // cpu_steal_frac
 	preempt *ring // involuntary_ctx_switches / step_time
+	wait    *ring // cpu_wait_time / step_time
 }
 
 // push records one step's witnesses (v: the sample's values).
@@ -43,8 +50,15 @@ func (w *witnessRings) push(v map[string]float64) {
 			preempt = x / st
 		}
 	}
+	wait := math.NaN()
+	if x, ok := v["cpu_wait_time"]; ok && finite(x) && x >= 0 {
+		if st := v["step_time"]; finite(st) && st > 0 {
+			wait = x / st
+		}
+	}
 	w.steal.push(steal)
 	w.preempt.push(preempt)
+	w.wait.push(wait)
 }
 
 // witnessVerdict is what the second witnesses say over the split of the
@@ -72,6 +86,12 @@ func (w *witnessRings) verdict(short int) witnessVerdict {
 		saw := now >= witnessPreemptFactor*ref && now-ref >= witnessPreemptMin
 		v.says = v.says || saw
 		parts = append(parts, fmt.Sprintf("involuntary context switches %.0f/s → %.0f/s (%s)", ref, now, sawText(saw, fmt.Sprintf("%.0f× and +%.0f/s or more says other work preempts the threads", witnessPreemptFactor, witnessPreemptMin))))
+	}
+	if ref, now, ok := splitMedians(w.wait, short); ok {
+		v.seen = true
+		saw := now-ref >= witnessWaitRise
+		v.says = v.says || saw
+		parts = append(parts, fmt.Sprintf("time runnable but waiting for a CPU %.0f%% → %.0f%% of the wall time (%s)", 100*ref, 100*now, sawText(saw, fmt.Sprintf("a rise of %.0f points or more says other processes hold the cores", 100*witnessWaitRise))))
 	}
 	v.evidence = strings.Join(parts, ", ")
 	return v

@@ -357,7 +357,7 @@ func (r *rules) throughput(out *[]Alert, s *Sample) {
 			r.cpuStep.push(math.NaN())
 		}
 		if r.witness == nil {
-			r.witness = &witnessRings{steal: newRing(r.cfg.Window), preempt: newRing(r.cfg.Window)}
+			r.witness = &witnessRings{steal: newRing(r.cfg.Window), preempt: newRing(r.cfg.Window), wait: newRing(r.cfg.Window)}
 		}
 		r.witness.push(v)
 	}

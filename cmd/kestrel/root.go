@@ -14,7 +14,7 @@ func newRootCmd() *cobra.Command {
 		PersistentPreRunE: func(*cobra.Command, []string) error { return checkLaunch() },
 	}
 	root.AddCommand(newPrepareCmd(), newTokenizerCmd(), newDataCmd(), newTrainCmd(), newRewindCmd(), newSampleCmd(), newEvalCmd(), newScoreCmd(),
-		newCheckpointsCmd(), newIncidentsCmd(), newReplayCmd(), newQuarantineCmd(), newWatchCmd(), newDashCmd(), newBenchCmd(), newDemoCmd(),
+		newCheckpointsCmd(), newIncidentsCmd(), newDrillCmd(), newReplayCmd(), newQuarantineCmd(), newWatchCmd(), newDashCmd(), newBenchCmd(), newDemoCmd(),
 		newConfigCmd(), newVersionCmd())
 	root.AddCommand(newExportCmd(), newImportCmd()) // Hugging Face interchange (export.go, import.go)
 	return root

@@ -72,7 +72,8 @@ func rescueTrigger(ob *Observer, runErr error, rc train.RescueConfig) (on string
 
 // planRollback decides whether the way train.Run ended calls for the
 // rescue ladder: [rescue] auto_rollback is on and the attempt ended on an
-// incident rescue.on names. It returns nil (and no error) when it does
+// incident rescue.on names. The same trigger within recur_steps of the
+// previous automatic rollback's window is a recurrence: one rung up. It returns nil (and no error) when it does
 // not. An error means the ladder stops (rung 3: the incident recurred
 // after rung 2, max_rollbacks were taken, or no confirmed checkpoint lies
 // before the incident): the run stops with it, and stopLadder writes the
@@ -95,7 +96,7 @@ func planRollback(ctx context.Context, cfg config.Config, dir string, ob *Observ
 	if len(done) > 0 {
 		prev = &done[len(done)-1]
 		end := max(prev.SkipTo, prev.ToStep)
-		if int(a.Step) <= end+rc.RecurSteps {
+		if prev.Trigger == on && int(a.Step) <= end+rc.RecurSteps {
 			p.rung = max(prev.Rung, 1) + 1
 		}
 	}
@@ -120,7 +121,7 @@ func planRollback(ctx context.Context, cfg config.Config, dir string, ob *Observ
 	}
 	ck := l.State.Step
 	p.To = strconv.Itoa(ck)
-	p.By, p.Rung = ByAuto, p.rung
+	p.By, p.Rung, p.Trigger = ByAuto, p.rung, on
 	p.Reason = fmt.Sprintf("auto rollback (rescue ladder rung %d, on %s): %s", p.rung, on, a.Message)
 	if rc.SkipWindow > 0 {
 		p.SkipFrom = max(from, ck+1)

@@ -50,6 +50,10 @@ type Options struct {
 	// Comm is the group of ranks of a data-parallel run (dp.go); nil or one
 	// rank: a single process.
 	Comm comm.Comm
+
+	// Observers are extra trainer observers, after the monitor's, in every
+	// attempt (kestrel drill stops a branch at a step with one).
+	Observers []train.Observer
 }
 
 // Train trains (or resumes) the run in dir with the monitor attached and,
@@ -200,6 +204,7 @@ func (st *attemptState) attempt(ctx context.Context, cfg config.Config, dir stri
 		}
 	}
 	to.Observers = append(to.Observers, ob, lockWatch{st.lk})
+	to.Observers = append(to.Observers, opts.Observers...)
 	to.Comm = opts.Comm
 	ob.setRankHosts(st.hosts)
 	if opts.Dash && st.stopDash == nil {

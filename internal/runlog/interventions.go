@@ -48,6 +48,10 @@ type Intervention struct {
 	// (1: rewind and skip; 2: also a lower LR for the rest of the run and
 	// tighter update clipping); 0 for a person.
 	Rung int `json:"rung,omitempty"`
+	// Trigger is what the automatic rollback acted on (divergence,
+	// nan_inf, data_event); a recurrence of the same trigger climbs the
+	// ladder.
+	Trigger string `json:"trigger,omitempty"`
 	// Checkpoint is the checkpoint directory resumed from (relative to the
 	// run directory); ArchivedCheckpoints the newer ones moved aside, and
 	// MetricsArchive the file that holds the metrics lines after ToStep.

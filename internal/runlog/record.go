@@ -51,13 +51,17 @@ type Step struct {
 	NaNInfEvents        int
 
 	// Contention witnesses over the same span as CPUTime: the share of the
-	// host's CPU time stolen by the hypervisor (/proc/stat) and this
-	// process's involuntary context switches (getrusage); left out unless
-	// StealMeasured / CtxSwitchesMeasured.
+	// host's CPU time stolen by the hypervisor (/proc/stat), this
+	// process's involuntary context switches (getrusage) and the seconds
+	// its threads were runnable but waited for a CPU (schedstat run
+	// delay); left out unless StealMeasured / CtxSwitchesMeasured /
+	// WaitMeasured.
 	CPUStealFrac           float64
 	InvoluntaryCtxSwitches int64
+	CPUWaitTime            float64
 	StealMeasured          bool
 	CtxSwitchesMeasured    bool
+	WaitMeasured           bool
 
 	TokensPerSec        float64 // non-pad target tokens of this step ÷ step_time
 	StepTime            float64 // wall time since the previous step line
@@ -174,6 +178,9 @@ func (s *Step) fields(w fieldVisitor) {
 	}
 	if s.CtxSwitchesMeasured {
 		w.int("involuntary_ctx_switches", s.InvoluntaryCtxSwitches)
+	}
+	if s.WaitMeasured {
+		w.float("cpu_wait_time", s.CPUWaitTime)
 	}
 	w.float("data_wait_time", s.DataWaitTime)
 	w.float("forward_time", s.ForwardTime)

@@ -50,8 +50,10 @@ type RewindOptions struct {
 	// By is recorded as the intervention's by ("auto" for an automatic
 	// rollback; empty for a person).
 	By string
-	// Rung is the automatic rescue ladder's rung (1 or 2; 0 for a person).
-	Rung int
+	// Rung is the automatic rescue ladder's rung (1 or 2; 0 for a person)
+	// and Trigger what it acted on.
+	Rung    int
+	Trigger string
 	// Lock, when it holds dir, is the caller's lock on the run (an
 	// automatic rollback inside a running kestrel train); nil: Rewind
 	// takes the lock itself.
@@ -243,6 +245,7 @@ func planRewind(dir string, o RewindOptions, now time.Time, log *slog.Logger) (*
 		Reason:     o.Reason,
 		By:         o.By,
 		Rung:       o.Rung,
+		Trigger:    o.Trigger,
 		Checkpoint: filepath.Join("checkpoints", filepath.Base(target.Dir)),
 	}
 	if o.SkipFrom != 0 || o.SkipTo != 0 {

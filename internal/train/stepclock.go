@@ -49,6 +49,10 @@ func (c *stepClock) lap(m *runlog.Step) {
 	if h.rusageOK && c.host.rusageOK && h.nivcsw >= c.host.nivcsw {
 		m.InvoluntaryCtxSwitches, m.CtxSwitchesMeasured = h.nivcsw-c.host.nivcsw, true
 	}
+	if h.delayOK && c.host.delayOK {
+		// A thread that exited takes its delay with it: never negative.
+		m.CPUWaitTime, m.WaitMeasured = float64(max(h.runDelay-c.host.runDelay, 0))/1e9, true
+	}
 	c.host = h
 }
 
@@ -73,6 +77,9 @@ func (c *stepClock) resume() {
 	if h.rusageOK && c.pausedHost.rusageOK && c.host.rusageOK {
 		c.host.nivcsw += h.nivcsw - c.pausedHost.nivcsw
 	}
+	if h.delayOK && c.pausedHost.delayOK && c.host.delayOK {
+		c.host.runDelay += h.runDelay - c.pausedHost.runDelay
+	}
 }
 
 // hostCounters are the cumulative counters behind the contention
@@ -84,6 +91,22 @@ type hostCounters struct {
 	statOK       bool
 	nivcsw       int64
 	rusageOK     bool
+	runDelay     int64 // ns runnable but not running, summed over the process's threads (schedstat)
+	delayOK      bool
+}
+
+// parseSchedstat reads the run delay (ns), the second of the three values
+// of a /proc/…/schedstat line ("exec_runtime run_delay timeslices").
+func parseSchedstat(b []byte) (int64, bool) {
+	f := bytes.Fields(b)
+	if len(f) < 2 {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(f[1]), 10, 64)
+	if err != nil || v < 0 {
+		return 0, false
+	}
+	return v, true
 }
 
 // parseProcStatCPU reads the aggregate "cpu" line of /proc/stat: the steal

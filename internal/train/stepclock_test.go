@@ -105,3 +105,19 @@ func FuzzParseProcStatCPU(f *testing.F) {
 		}
 	})
 }
+
+func TestParseSchedstat(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{{"1234 5678 9\n", 5678, true}, {"1 0 0", 0, true}, {"12", 0, false}, {"", 0, false}, {"1 -3 2", 0, false}, {"1 x 2", 0, false}} {
+		got, ok := parseSchedstat([]byte(tc.in))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("parseSchedstat(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+	if ns, ok := readRunDelay(); ok && ns < 0 {
+		t.Errorf("run delay %d ns", ns)
+	}
+}

@@ -23,5 +23,35 @@ func readHostCounters() hostCounters {
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		h.nivcsw, h.rusageOK = int64(ru.Nivcsw), true
 	}
+	h.runDelay, h.delayOK = readRunDelay()
 	return h
+}
+
+// readRunDelay sums the run delay (ns a thread was runnable but waited for
+// a CPU: the second value of /proc/self/task/TID/schedstat) over the
+// process's threads; ok is false where the kernel has no schedstat.
+func readRunDelay() (ns int64, ok bool) {
+	d, err := os.Open("/proc/self/task")
+	if err != nil {
+		return 0, false
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return 0, false
+	}
+	var buf [128]byte
+	for _, tid := range names {
+		f, err := os.Open("/proc/self/task/" + tid + "/schedstat")
+		if err != nil {
+			continue // the thread exited
+		}
+		n, _ := f.Read(buf[:])
+		f.Close()
+		if v, good := parseSchedstat(buf[:n]); good {
+			ns += v
+			ok = true
+		}
+	}
+	return ns, ok
 }
