@@ -35,11 +35,11 @@ func TestCheckpointsCLI(t *testing.T) {
 	if len(lines) != 5 || !strings.Contains(lines[0], "step") || !strings.Contains(lines[0], "health") {
 		t.Fatalf("output:\n%s\nwant a header, 3 checkpoints and the last-good note", out)
 	}
-	if f := strings.Fields(lines[1]); len(f) < 9 || f[0] != "*" || f[1] != "6" || f[3] != "final" || f[len(f)-1] != "healthy" {
-		t.Errorf("newest row %q: want * 6 … final … healthy", lines[1])
+	if f := strings.Fields(lines[1]); len(f) < 9 || f[0] != "*" || f[1] != "6" || f[3] != "final" || f[len(f)-1] != "confirmed" {
+		t.Errorf("newest row %q: want * 6 … final … confirmed (the end of the run confirms the final checkpoint)", lines[1])
 	}
-	if f := strings.Fields(lines[3]); len(f) < 8 || f[0] != "2" || f[3] != "-" || f[len(f)-1] != "healthy" {
-		t.Errorf("oldest row %q: want step 2, no val loss yet, healthy", lines[3])
+	if f := strings.Fields(lines[3]); len(f) < 8 || f[0] != "2" || f[3] != "-" || f[len(f)-1] != "confirmed" {
+		t.Errorf("oldest row %q: want step 2, no val loss yet, confirmed", lines[3])
 	}
 	if !strings.HasPrefix(lines[4], "* last-good") {
 		t.Errorf("last line %q, want the last-good note", lines[4])
@@ -56,7 +56,7 @@ func TestCheckpointsCLI(t *testing.T) {
 			t.Fatalf("--json line %q: %v", line, err)
 		}
 		steps = append(steps, c.Step)
-		if c.Health == nil || c.Health.Status != train.HealthHealthy || c.Bytes == 0 {
+		if c.Health == nil || c.Health.Status != train.HealthHealthy || c.Status != train.Confirmed || c.Bytes == 0 {
 			t.Errorf("--json step %d: %+v", c.Step, c)
 		}
 		if c.LastGood != (c.Step == 6) {

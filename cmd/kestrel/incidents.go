@@ -1,10 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -23,26 +20,7 @@ func newIncidentsCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("incidents: %w", err)
 			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				enc := json.NewEncoder(out)
-				for i := range list {
-					if err := enc.Encode(&list[i]); err != nil {
-						return err
-					}
-				}
-				return nil
-			}
-			if len(list) == 0 {
-				_, err := fmt.Fprintf(out, "%s: no model incidents\n", args[0])
-				return err
-			}
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "id\tsteps\tseverity\trules\tstate")
-			for _, in := range list {
-				fmt.Fprintf(tw, "%s\t%d-%d\t%s\t%s\t%s\n", in.ID, in.FromStep, in.ToStep, in.Worst, strings.Join(in.Rules, ","), in.State)
-			}
-			return tw.Flush()
+			return run.WriteIncidents(cmd.OutOrStdout(), args[0], list, asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per incident, one per line")
@@ -50,14 +28,13 @@ func newIncidentsCmd() *cobra.Command {
 	closeCmd := &cobra.Command{
 		Use:   "close RUN ID --reason TEXT",
 		Short: "close an open incident: the keep policy no longer holds the checkpoint from before it",
-		Long:  helpText("incidents"),
+		Long:  helpText("incidents-close"),
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := run.CloseIncident(args[0], args[1], reason)
-			if err != nil {
-				return err
+			if err == nil {
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "closed %s (steps %d-%d): %s\n", c.ID, c.FromStep, c.ToStep, c.Reason)
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "closed %s (steps %d-%d): %s\n", c.ID, c.FromStep, c.ToStep, c.Reason)
 			return err
 		},
 	}

@@ -2,13 +2,16 @@ package run
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
@@ -217,6 +220,34 @@ func CloseIncident(dir, id, reason string) (*runlog.IncidentClosure, error) {
 		ids = append(ids, in.ID)
 	}
 	return nil, fmt.Errorf("incidents close: no incident %q in %s (incidents: %s)", id, dir, strings.Join(ids, ", "))
+}
+
+// WriteIncidents prints a run's incidents as JSON lines, or as a table
+// for a person.
+func WriteIncidents(w io.Writer, runDir string, list []Incident, asJSON bool) error {
+	if asJSON {
+		return writeIncidentsJSON(w, list)
+	}
+	if len(list) == 0 {
+		_, err := fmt.Fprintf(w, "%s: no model incidents\n", runDir)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "id\tsteps\tseverity\trules\tstate")
+	for _, in := range list {
+		fmt.Fprintf(tw, "%s\t%d-%d\t%s\t%s\t%s\n", in.ID, in.FromStep, in.ToStep, in.Worst, strings.Join(in.Rules, ","), in.State)
+	}
+	return tw.Flush()
+}
+
+func writeIncidentsJSON(w io.Writer, list []Incident) error {
+	enc := json.NewEncoder(w)
+	for i := range list {
+		if err := enc.Encode(&list[i]); err != nil {
+			return fmt.Errorf("incidents: %w", err)
+		}
+	}
+	return nil
 }
 
 // seedMonitor replays the run's history before step (metrics.jsonl, as

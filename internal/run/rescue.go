@@ -111,21 +111,22 @@ func planRollback(ctx context.Context, cfg config.Config, dir string, ob *Observ
 	if rc.SkipWindow > 0 {
 		from = precursor(ob.alerts(), 0, spike, rc.SkipWindow)
 	}
-	target, err := train.LastGoodBefore(dir, from)
+	ck, err := rollbackTarget(cfg, dir, from)
 	if err != nil {
 		return nil, fmt.Errorf("rescue ladder, rung 3: %w", err)
 	}
-	l, err := train.LoadCheckpoint(target)
-	if err != nil {
-		return nil, fmt.Errorf("rescue ladder, rung 3: last-good checkpoint %s: %w", target, err)
-	}
-	ck := l.State.Step
 	p.To = strconv.Itoa(ck)
+	if ck == 0 {
+		p.To = train.RewindInit
+	}
 	p.By, p.Rung, p.Trigger = ByAuto, p.rung, on
 	p.Reason = fmt.Sprintf("auto rollback (rescue ladder rung %d, on %s): %s", p.rung, on, a.Message)
 	if rc.SkipWindow > 0 {
-		p.SkipFrom = max(from, ck+1)
-		p.SkipTo = spike + rc.SkipWindow - 1
+		all, err := runlog.ReadInterventions(dir)
+		if err != nil {
+			return nil, fmt.Errorf("auto rollback: %w", err)
+		}
+		p.SkipFrom, p.SkipTo, _ = train.RescueSkip(all, ck, from, spike+rc.SkipWindow-1)
 	}
 	switch p.rung {
 	case 1:
@@ -133,12 +134,6 @@ func planRollback(ctx context.Context, cfg config.Config, dir string, ob *Observ
 			p.LRScale, p.LRSteps = rc.LRScale, rc.LRSteps
 		}
 	case 2:
-		// The rung-2 rewind supersedes rung 1's when it goes back as far:
-		// it skips rung 1's window too.
-		if prev != nil && ck <= prev.ToStep && prev.SkipSteps > 0 {
-			p.SkipFrom = max(min(p.SkipFrom, prev.SkipFrom), ck+1)
-			p.SkipTo = max(p.SkipTo, prev.SkipTo)
-		}
 		p.LRScale, p.LRSteps = rc.Rung2LRScale, 0
 		p.Set = map[string]string{
 			"optim.clip_update_norm":      "true",
@@ -147,6 +142,35 @@ func planRollback(ctx context.Context, cfg config.Config, dir string, ob *Observ
 		}
 	}
 	return p, nil
+}
+
+// rollbackTarget is the step the ladder goes back to for an incident whose
+// first bad step is from: the newest confirmed checkpoint before it, else
+// the run's initialisation (0) when every checkpoint before it is still
+// pending — an incident in the first steps of a fresh run, before any
+// checkpoint could be confirmed, restarts it from its own initial weights.
+func rollbackTarget(cfg config.Config, dir string, from int) (int, error) {
+	target, err := train.LastGoodBefore(dir, from)
+	if err == nil {
+		l, err := train.LoadCheckpoint(target)
+		if err != nil {
+			return 0, fmt.Errorf("last-good checkpoint %s: %w", target, err)
+		}
+		return l.State.Step, nil
+	}
+	if !errors.Is(err, train.ErrNoLastGood) || cfg.Init.From != "" {
+		return 0, err
+	}
+	list, lerr := train.ListCheckpoints(dir)
+	if lerr != nil {
+		return 0, lerr
+	}
+	for _, c := range list {
+		if c.Step < from && c.Status != train.StatusPending {
+			return 0, err // a checkpoint was judged and found wanting: not a fresh run's first steps
+		}
+	}
+	return 0, nil
 }
 
 // precursor is the first step of the incident: the earliest SEV0/SEV1

@@ -85,6 +85,42 @@ func DataIndex(ivs []runlog.Intervention, step int) int {
 	return step - 1 + p.dataOffset(step)
 }
 
+// RescueSkip is the skip window of a new rewind of a run whose
+// interventions so far are all (in order), back to the checkpoint of step
+// ck, that must skip the batches steps from…to trained in the current
+// trajectory. A rewind to ck supersedes the effective interventions whose
+// ToStep is ck or later, and their skip windows with them: the window
+// returned covers, in data steps, the hull of what they skipped and of
+// the batches of from…to, so that no batch any of them skipped, nor the
+// new ones, is trained again (the few clean batches between two windows
+// are skipped too). It starts after ck. ok is false when there is nothing
+// to skip.
+func RescueSkip(all []runlog.Intervention, ck, from, to int) (skipFrom, skipTo int, ok bool) {
+	if to < from {
+		return 0, 0, false
+	}
+	eff := EffectiveInterventions(all)
+	lo, hi := DataIndex(eff, from), DataIndex(eff, to) // 0-based data steps
+	var kept []runlog.Intervention
+	for i, iv := range all {
+		if !slices.ContainsFunc(eff, func(x runlog.Intervention) bool { return x.ID == iv.ID }) {
+			continue
+		}
+		if iv.ToStep < ck {
+			kept = append(kept, iv)
+			continue
+		}
+		if iv.SkipSteps > 0 { // superseded by the new rewind: keep what it skipped
+			d0 := DataIndex(EffectiveInterventions(all[:i]), iv.SkipFrom)
+			lo, hi = min(lo, d0), max(hi, d0+iv.SkipSteps-1)
+		}
+	}
+	// In the new trajectory step s > ck trains data s−1+off until the window.
+	off := DataIndex(kept, ck+1) - ck
+	skipFrom = max(lo-off+1, ck+1)
+	return skipFrom, skipFrom + (hi - (skipFrom - 1 + off)), true
+}
+
 // interventionPlan answers, for a 1-based step s, what the effective
 // interventions change: the data offset (the batch of step s is
 // DataSource.Fill(s−1+offset)) and the LR scale. The schedule and the

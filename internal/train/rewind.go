@@ -29,8 +29,10 @@ const ArchiveDir = "checkpoints-archive"
 // RewindOptions are the choices of one `kestrel rewind`.
 type RewindOptions struct {
 	// To names the checkpoint to go back to: "last" (the newest valid
-	// one), "last-good" (the newest healthy one, see LastGood), a step N (the newest valid checkpoint at or before step N), or
-	// a checkpoint directory under the run's checkpoints/.
+	// one), "last-good" (the newest confirmed one, see LastGood), a step N
+	// (the newest valid checkpoint at or before step N), a checkpoint
+	// directory under the run's checkpoints/, or "init" (RewindInit: the
+	// run's initialisation, before step 1).
 	To string
 	// SkipFrom and SkipTo (1-based, inclusive; 0: none) are the training
 	// steps whose batches are skipped: from step SkipFrom on, step s trains
@@ -62,6 +64,13 @@ type RewindOptions struct {
 	// Now stamps the intervention (default time.Now).
 	Now func() time.Time
 }
+
+// RewindInit as RewindOptions.To rewinds a run to its initialisation
+// (step 0): every checkpoint and metrics line is archived, and the next
+// start initialises the weights as a fresh run does, with the
+// intervention applied. The rescue ladder takes it for an incident in the
+// first steps of a run, before any checkpoint could be confirmed.
+const RewindInit = "init"
 
 // ResolveRewindTarget finds the checkpoint a rewind goes back to under the
 // run directory dir (see RewindOptions.To).
@@ -212,11 +221,14 @@ func planRewind(dir string, o RewindOptions, now time.Time, log *slog.Logger) (*
 	if err != nil {
 		return nil, fmt.Errorf("rewind: %w", err)
 	}
-	target, err := ResolveRewindTarget(dir, o.To, log)
-	if err != nil {
-		return nil, err
+	to, ckName := 0, RewindInit
+	if o.To != RewindInit {
+		target, err := ResolveRewindTarget(dir, o.To, log)
+		if err != nil {
+			return nil, err
+		}
+		to, ckName = target.State.Step, filepath.Join("checkpoints", filepath.Base(target.Dir))
 	}
-	to := target.State.Step
 	list, err := listCheckpoints(filepath.Join(dir, "checkpoints"))
 	if err != nil {
 		return nil, fmt.Errorf("rewind: %w", err)
@@ -246,7 +258,7 @@ func planRewind(dir string, o RewindOptions, now time.Time, log *slog.Logger) (*
 		By:         o.By,
 		Rung:       o.Rung,
 		Trigger:    o.Trigger,
-		Checkpoint: filepath.Join("checkpoints", filepath.Base(target.Dir)),
+		Checkpoint: ckName,
 	}
 	if o.SkipFrom != 0 || o.SkipTo != 0 {
 		if err := checkSkipWindow(o.SkipFrom, o.SkipTo, to); err != nil {

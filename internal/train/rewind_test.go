@@ -239,3 +239,34 @@ func TestEffectiveInterventions(t *testing.T) {
 		}
 	}
 }
+
+// TestRescueSkip: a rewind that supersedes earlier ones keeps what they
+// skipped: the new window covers, in data steps, their windows and the
+// batches the current trajectory trained at the new window's steps.
+func TestRescueSkip(t *testing.T) {
+	iv := func(id string, to, from, n int) runlog.Intervention {
+		return runlog.Intervention{ID: id, ToStep: to, FromStep: from + n, SkipFrom: from, SkipTo: from + n - 1, SkipSteps: n}
+	}
+	for _, tc := range []struct {
+		name             string
+		all              []runlog.Intervention
+		ck, from, to     int
+		wantFrom, wantTo int
+	}{
+		{"no earlier rewind", nil, 10, 18, 27, 18, 27},
+		// rewind-1 (to 10) skipped data 18–27; in its trajectory step 20
+		// trains data 30. Back to 10 again, skipping steps 20–29 (data
+		// 30–39): the window covers data 18–39.
+		{"superseded, same checkpoint", []runlog.Intervention{iv("r1", 10, 18, 10)}, 10, 20, 29, 18, 39},
+		// rewind-1 back to 10 stays in force when the new one goes back
+		// only to 25: its offset of 10 holds, the new window is its own.
+		{"earlier rewind kept", []runlog.Intervention{iv("r1", 10, 18, 10)}, 25, 30, 39, 30, 39},
+		// superseded with the new window before the old one
+		{"new window first", []runlog.Intervention{iv("r1", 10, 30, 5)}, 10, 15, 19, 15, 34},
+	} {
+		f, to, ok := RescueSkip(tc.all, tc.ck, tc.from, tc.to)
+		if !ok || f != tc.wantFrom || to != tc.wantTo {
+			t.Errorf("%s: window %d–%d (%v), want %d–%d", tc.name, f, to, ok, tc.wantFrom, tc.wantTo)
+		}
+	}
+}
