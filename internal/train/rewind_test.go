@@ -270,3 +270,36 @@ func TestRescueSkip(t *testing.T) {
 		}
 	}
 }
+
+// TestRewindToInit: a rewind to the run's initialisation archives every
+// checkpoint and metrics line; the next start trains from the initial
+// weights with the skip applied, bit for bit as a fresh run whose data
+// skips the same batches.
+func TestRewindToInit(t *testing.T) {
+	ref := filepath.Join(t.TempDir(), "ref")
+	ro := baseOpts(ref)
+	ro.Data = shifted{DataSource: ro.Data, from: 6, n: 2}
+	if _, err := Run(context.Background(), ro); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	if _, err := Run(context.Background(), baseOpts(dir)); err != nil {
+		t.Fatal(err)
+	}
+	iv, err := Rewind(dir, RewindOptions{To: RewindInit, SkipFrom: 6, SkipTo: 7, Reason: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if iv.ToStep != 0 || iv.Checkpoint != RewindInit || len(iv.ArchivedCheckpoints) == 0 {
+		t.Fatalf("intervention %+v", iv)
+	}
+	if list, _ := listCheckpoints(filepath.Join(dir, "checkpoints")); len(list) != 0 {
+		t.Fatalf("checkpoints left after a rewind to init: %v", list)
+	}
+	if _, err := Run(context.Background(), baseOpts(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := lossSeq(t, dir), lossSeq(t, ref); !slices.Equal(got, want) {
+		t.Errorf("losses after the rewind to init\n%v\nwant the reference's\n%v", got, want)
+	}
+}
