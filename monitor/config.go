@@ -62,6 +62,7 @@ type Config struct {
 	DivergenceUpdateFactor float64 `toml:"divergence_update_factor" comment:"SEV0 divergence when update_to_weight exceeds this × its window median (and divergence_update_min): one such step rewrites the weights"`
 	DivergenceUpdateMin    float64 `toml:"divergence_update_min" comment:"divergence: update_to_weight must also exceed this absolute value"`
 	BatchEntropyShift      float64 `toml:"batch_entropy_shift" comment:"SEV1 batch_anomaly when a batch's batch_token_entropy differs from the median of the last window batches by more than this many nats (or 8 robust standard deviations, whichever is larger); 0 = off"`
+	DivergenceUpdateRise   float64 `toml:"divergence_update_rise" comment:"SEV0 divergence when update_to_weight stays above this × its window median (and divergence_update_min) for divergence_steps consecutive steps: an LR that is too high at every step, not one bad update"`
 	DivergenceUpdateAbs    float64 `toml:"divergence_update_abs" comment:"SEV0 divergence, with no history needed: update_to_weight above this (an update as large as the weights it changes)"`
 
 	FixedProbeJump       float64 `toml:"fixed_probe_jump" comment:"SEV2 fixed_probe_discontinuity when fixed_probe_loss moves between two evals by more than this many nats beyond what val_loss moved (|Δprobe − Δval|; |Δprobe| when an eval has no val_loss): the frozen probe batch should follow val_loss smoothly, a jump means the tokenizer, masking or preprocessing changed"`
@@ -134,17 +135,20 @@ func DefaultConfig() Config {
 		ValRegressEvals: 3,
 		StallFrac:       0.10,
 		// A ×1000 LR step on shakespeare-char lifts the loss 13× its median
-		// and update_to_weight 1000×; healthy runs stay below 1.5× and 3×.
+		// and update_to_weight 1000×, a persistent ×100 LR lifts
+		// update_to_weight 100× at every step (kestrel drill); healthy runs
+		// stay below 1.5× and 3×, warm-up included.
 		DivergenceLossFactor:   3,
 		DivergenceSteps:        3,
 		DivergenceValMargin:    0.5,
 		DivergenceUpdateFactor: 300,
 		DivergenceUpdateMin:    0.1,
+		DivergenceUpdateRise:   30,
 		// Healthy runs: train_loss_raw starts within 0.05 of ln V and
 		// update_to_weight stays below 0.01 at lr 1e-3 (0.0004 at step 1 of
 		// shakespeare-char); a ×1000 LR step gives 3.
 		DivergenceLossMargin: 1,
-		DivergenceMinSamples: 8,
+		DivergenceMinSamples: 4,
 		DivergenceUpdateAbs:  1,
 		// Text batches of shakespeare-char hold 3.1 ± 0.05 nats; random
 		// bytes give 5.1, random BPE tokens ~2 nats more than text.
@@ -224,7 +228,7 @@ func (c Config) Validate() error {
 		v float64
 	}{{"divergence_loss_factor", c.DivergenceLossFactor}, {"divergence_val_margin", c.DivergenceValMargin},
 		{"divergence_update_factor", c.DivergenceUpdateFactor}, {"divergence_update_min", c.DivergenceUpdateMin},
-		{"divergence_loss_margin", c.DivergenceLossMargin}, {"divergence_update_abs", c.DivergenceUpdateAbs},
+		{"divergence_loss_margin", c.DivergenceLossMargin}, {"divergence_update_abs", c.DivergenceUpdateAbs}, {"divergence_update_rise", c.DivergenceUpdateRise},
 		{"fixed_probe_jump", c.FixedProbeJump}, {"kl_spike_factor", c.KLSpikeFactor}, {"checkpoint_time_factor", c.CheckpointTimeFactor}} {
 		if !(f.v > 0 && !math.IsInf(f.v, 1)) {
 			errs = append(errs, fmt.Errorf("monitor.%s must be a finite number > 0, got %g", f.n, f.v))

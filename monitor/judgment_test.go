@@ -33,6 +33,9 @@ var judgmentFaults = []fault{
 		}
 		v["train_loss_raw"] = 26 + float64(k%7)*3
 	}, RuleDivergence},
+	{"LR ×100 at every step", func(v map[string]float64, k int64) {
+		v["update_to_weight"] *= 100
+	}, RuleDivergence},
 	{"blown-up loss only", func(v map[string]float64, k int64) {
 		v["train_loss_raw"] = 100 + float64(k%5)*20
 	}, RuleDivergence},

@@ -24,6 +24,7 @@ type rules struct {
 	batchEnt *ring // batch_token_entropy (batch_anomaly baseline)
 	u2w      *ring // update_to_weight of applied steps (divergence baseline)
 	divRun   int   // consecutive steps with train_loss_raw above the divergence bound
+	u2wRun   int   // consecutive steps with update_to_weight above divergence_update_rise × its median
 	lnV      float64
 	stall    *ring
 	mix      map[string]*ring
@@ -538,7 +539,16 @@ func (r *rules) divergenceUpdate(out *[]Alert, s *Sample, x float64) {
 				fmt.Sprintf("update_to_weight %.4g is %.0f× its window median %.4g (bound %.4g): this update rewrote the weights", x, x/med, med, bound))
 			return
 		}
+		if rise := math.Max(r.cfg.DivergenceUpdateRise*med, r.cfg.DivergenceUpdateMin); x > rise {
+			r.u2wRun++
+			if r.u2wRun >= r.cfg.DivergenceSteps {
+				r.fire(out, s, RuleDivergence, "update_to_weight", x, rise,
+					fmt.Sprintf("update_to_weight %.4g has stayed above %.3g × its window median %.4g (bound %.4g) for %d consecutive steps: the learning rate is too high at every step", x, r.cfg.DivergenceUpdateRise, med, rise, r.u2wRun))
+			}
+			return // frozen: the raised updates never become the baseline
+		}
 	}
+	r.u2wRun = 0
 	r.u2w.push(x)
 }
 
