@@ -62,7 +62,7 @@ type Config struct {
 	DivergenceUpdateFactor float64 `toml:"divergence_update_factor" comment:"SEV0 divergence when update_to_weight exceeds this × its window median (and divergence_update_min): one such step rewrites the weights"`
 	DivergenceUpdateMin    float64 `toml:"divergence_update_min" comment:"divergence: update_to_weight must also exceed this absolute value"`
 	BatchEntropyShift      float64 `toml:"batch_entropy_shift" comment:"SEV1 batch_anomaly when a batch's batch_token_entropy differs from the median of the last window batches by more than this many nats (or 8 robust standard deviations, whichever is larger); 0 = off"`
-	DivergenceUpdateRise   float64 `toml:"divergence_update_rise" comment:"SEV0 divergence when update_to_weight stays above this × its window median (and divergence_update_min) for divergence_steps consecutive steps: an LR that is too high at every step, not one bad update"`
+	DivergenceUpdateRise   float64 `toml:"divergence_update_rise" comment:"SEV0 divergence when update_to_weight stays above this × its window median (and a tenth of divergence_update_min) for divergence_steps consecutive steps: an LR that is too high at every step, not one bad update"`
 	DivergenceUpdateAbs    float64 `toml:"divergence_update_abs" comment:"SEV0 divergence, with no history needed: update_to_weight above this (an update as large as the weights it changes)"`
 
 	FixedProbeJump       float64 `toml:"fixed_probe_jump" comment:"SEV2 fixed_probe_discontinuity when fixed_probe_loss moves between two evals by more than this many nats beyond what val_loss moved (|Δprobe − Δval|; |Δprobe| when an eval has no val_loss): the frozen probe batch should follow val_loss smoothly, a jump means the tokenizer, masking or preprocessing changed"`

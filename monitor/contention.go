@@ -25,10 +25,12 @@ const (
 	// many say other work preempts the process.
 	witnessPreemptFactor = 2.0
 	witnessPreemptMin    = 50.0
-	// witnessWaitRise is the rise of cpu_wait_time per second of wall time
-	// (median; summed over threads) that says the threads wait for cores
-	// other work holds.
-	witnessWaitRise = 0.2
+	// witnessWaitShare is the share of the rise of the wall time per step
+	// that the rise of cpu_wait_time per step (medians; summed over
+	// threads) must explain to say the threads wait for cores other work
+	// holds. A share, not a level: on a machine already shared before the
+	// slowdown the threads wait some of the time all along.
+	witnessWaitShare = 0.5
 )
 
 // witnessRings hold the second witnesses in step with the tokens_per_sec
@@ -36,7 +38,7 @@ const (
 type witnessRings struct {
 	steal   *ring // cpu_steal_frac
 	preempt *ring // involuntary_ctx_switches / step_time
-	wait    *ring // cpu_wait_time / step_time
+	wait    *ring // cpu_wait_time (s per step)
 }
 
 // push records one step's witnesses (v: the sample's values).
@@ -52,9 +54,7 @@ func (w *witnessRings) push(v map[string]float64) {
 	}
 	wait := math.NaN()
 	if x, ok := v["cpu_wait_time"]; ok && finite(x) && x >= 0 {
-		if st := v["step_time"]; finite(st) && st > 0 {
-			wait = x / st
-		}
+		wait = x
 	}
 	w.steal.push(steal)
 	w.preempt.push(preempt)
@@ -71,8 +71,9 @@ type witnessVerdict struct {
 }
 
 // verdict compares the witnesses' medians before and in the last short
-// entries of their windows.
-func (w *witnessRings) verdict(short int) witnessVerdict {
+// entries of their windows; wallRise is the rise of the median wall time
+// per step over the same split (NaN: not known).
+func (w *witnessRings) verdict(short int, wallRise float64) witnessVerdict {
 	var v witnessVerdict
 	var parts []string
 	if ref, now, ok := splitMedians(w.steal, short); ok {
@@ -87,11 +88,11 @@ func (w *witnessRings) verdict(short int) witnessVerdict {
 		v.says = v.says || saw
 		parts = append(parts, fmt.Sprintf("involuntary context switches %.0f/s → %.0f/s (%s)", ref, now, sawText(saw, fmt.Sprintf("%.0f× and +%.0f/s or more says other work preempts the threads", witnessPreemptFactor, witnessPreemptMin))))
 	}
-	if ref, now, ok := splitMedians(w.wait, short); ok {
+	if ref, now, ok := splitMedians(w.wait, short); ok && finite(wallRise) && wallRise > 0 {
 		v.seen = true
-		saw := now-ref >= witnessWaitRise
+		saw := now-ref >= witnessWaitShare*wallRise
 		v.says = v.says || saw
-		parts = append(parts, fmt.Sprintf("time runnable but waiting for a CPU %.0f%% → %.0f%% of the wall time (%s)", 100*ref, 100*now, sawText(saw, fmt.Sprintf("a rise of %.0f points or more says other processes hold the cores", 100*witnessWaitRise))))
+		parts = append(parts, fmt.Sprintf("time runnable but waiting for a CPU %.3g s → %.3g s per step, %.0f%% of the wall-time rise (%s)", ref, now, 100*(now-ref)/wallRise, sawText(saw, fmt.Sprintf("%.0f%% or more says other processes hold the cores", 100*witnessWaitShare))))
 	}
 	v.evidence = strings.Join(parts, ", ")
 	return v

@@ -408,7 +408,11 @@ func (r *rules) drop(out *[]Alert, s *Sample, name string, rg *ring) {
 	}
 	var wit witnessVerdict
 	if r.witness != nil {
-		wit = r.witness.verdict(short)
+		wallRise := math.NaN()
+		if wRef, wNow, ok := splitMedians(r.wallStep, short); ok {
+			wallRise = wNow - wRef
+		}
+		wit = r.witness.verdict(short, wallRise)
 	}
 	switch {
 	case wit.says:
@@ -539,7 +543,7 @@ func (r *rules) divergenceUpdate(out *[]Alert, s *Sample, x float64) {
 				fmt.Sprintf("update_to_weight %.4g is %.0f× its window median %.4g (bound %.4g): this update rewrote the weights", x, x/med, med, bound))
 			return
 		}
-		if rise := math.Max(r.cfg.DivergenceUpdateRise*med, r.cfg.DivergenceUpdateMin); x > rise {
+		if rise := math.Max(r.cfg.DivergenceUpdateRise*med, r.cfg.DivergenceUpdateMin/10); x > rise {
 			r.u2wRun++
 			if r.u2wRun >= r.cfg.DivergenceSteps {
 				r.fire(out, s, RuleDivergence, "update_to_weight", x, rise,

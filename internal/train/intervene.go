@@ -115,10 +115,19 @@ func RescueSkip(all []runlog.Intervention, ck, from, to int) (skipFrom, skipTo i
 			lo, hi = min(lo, d0), max(hi, d0+iv.SkipSteps-1)
 		}
 	}
-	// In the new trajectory step s > ck trains data s−1+off until the window.
-	off := DataIndex(kept, ck+1) - ck
-	skipFrom = max(lo-off+1, ck+1)
-	return skipFrom, skipFrom + (hi - (skipFrom - 1 + off)), true
+	// In the new trajectory step s > ck trains data DataIndex(kept, s)
+	// (the kept windows may lie after ck) until the new window: it starts
+	// at the first step that would train data lo or later, and skips up
+	// to hi.
+	skipFrom = ck + 1
+	for DataIndex(kept, skipFrom) < lo {
+		skipFrom++
+	}
+	n := hi - DataIndex(kept, skipFrom) + 1
+	if n <= 0 {
+		return 0, 0, false // the kept windows skip it already
+	}
+	return skipFrom, skipFrom + n - 1, true
 }
 
 // interventionPlan answers, for a 1-based step s, what the effective

@@ -263,6 +263,11 @@ func TestRescueSkip(t *testing.T) {
 		{"earlier rewind kept", []runlog.Intervention{iv("r1", 10, 18, 10)}, 25, 30, 39, 30, 39},
 		// superseded with the new window before the old one
 		{"new window first", []runlog.Intervention{iv("r1", 10, 30, 5)}, 10, 15, 19, 15, 34},
+		// rewind-1 back to 20 skipped steps 30–39; back to 25 now, with
+		// the bad batches at steps 32–41 of its trajectory (data 42–51):
+		// rewind-1 stays, so the new window starts where step 32 trains
+		// data 42, and skips 10.
+		{"kept window after the checkpoint", []runlog.Intervention{iv("r1", 20, 30, 10)}, 25, 32, 41, 32, 41},
 	} {
 		f, to, ok := RescueSkip(tc.all, tc.ck, tc.from, tc.to)
 		if !ok || f != tc.wantFrom || to != tc.wantTo {
