@@ -193,3 +193,62 @@ func hasRule(as []Alert, rule string) bool {
 	}
 	return false
 }
+
+// TestUpdateRiseKnowsPlannedChanges: an LR ×100 from step 150, in a late
+// cooldown whose updates are far below the window's median, is a
+// divergence within 3 steps; a planned re-warm-up that raises the LR 100×
+// over 12 steps (min_lr = lr/100, Marin's rewarm_at) is not.
+func TestUpdateRiseKnowsPlannedChanges(t *testing.T) {
+	run := func(u2w func(s int64) float64) []Alert {
+		cfg := testConfig()
+		cfg.Window = 64
+		m, err := New(cfg, Options{Logger: quietLogger(), Vocab: 256})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		c := newCurve(4)
+		var got []Alert
+		for s := int64(1); s <= 200; s++ {
+			smp := c.sample(s)
+			smp.Values["update_to_weight"] = u2w(s) * (1 + 0.03*c.rng.NormFloat64())
+			for _, a := range m.Observe(smp) {
+				if a.Rule == RuleDivergence {
+					got = append(got, a)
+				}
+			}
+		}
+		return got
+	}
+	// cooldown: 0.004 until step 100, decaying to 0.0004 by step 140
+	cool := func(s int64) float64 {
+		switch {
+		case s < 100:
+			return 0.004
+		case s < 140:
+			return 0.004 * math.Pow(0.1, float64(s-100)/40)
+		}
+		return 0.0004
+	}
+	got := run(func(s int64) float64 {
+		if s >= 150 {
+			return 100 * cool(s)
+		}
+		return cool(s)
+	})
+	if len(got) == 0 || got[0].Step > 153 {
+		t.Fatalf("LR ×100 in the cooldown: divergence %v, want one within 3 steps of 150", got)
+	}
+	rewarm := run(func(s int64) float64 {
+		switch {
+		case s < 150:
+			return 0.00004
+		case s < 162:
+			return 0.00004 * math.Pow(100, float64(s-150)/12)
+		}
+		return 0.004
+	})
+	if len(rewarm) > 0 {
+		t.Fatalf("planned re-warm-up ×100 over 12 steps fired %v", rewarm)
+	}
+}

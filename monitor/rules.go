@@ -543,11 +543,16 @@ func (r *rules) divergenceUpdate(out *[]Alert, s *Sample, x float64) {
 				fmt.Sprintf("update_to_weight %.4g is %.0f× its window median %.4g (bound %.4g): this update rewrote the weights", x, x/med, med, bound))
 			return
 		}
-		if rise := math.Max(r.cfg.DivergenceUpdateRise*med, r.cfg.DivergenceUpdateMin/10); x > rise {
+		// Against the last 8 updates, so that a planned change of the LR
+		// (a decay, a re-warm-up over several steps) moves the baseline
+		// with it while a jump does not.
+		all := r.u2w.values()
+		recent := median(all[max(0, len(all)-8):])
+		if rise := math.Max(r.cfg.DivergenceUpdateRise*recent, r.cfg.DivergenceUpdateMin/10); x > rise {
 			r.u2wRun++
 			if r.u2wRun >= r.cfg.DivergenceSteps {
 				r.fire(out, s, RuleDivergence, "update_to_weight", x, rise,
-					fmt.Sprintf("update_to_weight %.4g has stayed above %.3g × its window median %.4g (bound %.4g) for %d consecutive steps: the learning rate is too high at every step", x, r.cfg.DivergenceUpdateRise, med, rise, r.u2wRun))
+					fmt.Sprintf("update_to_weight %.4g has stayed above %.3g × the median %.4g of the updates before it (bound %.4g) for %d consecutive steps: the learning rate is too high at every step", x, r.cfg.DivergenceUpdateRise, recent, rise, r.u2wRun))
 			}
 			return // frozen: the raised updates never become the baseline
 		}
