@@ -95,6 +95,13 @@ func TestRescueLadder(t *testing.T) {
 					t.Fatalf("error %v, want %q", err, tc.errWant)
 				}
 				if tc.errWant == "rung 3" {
+					// Across the repeated rollbacks the keep policy (keep 2)
+					// left a confirmed checkpoint from before the fault.
+					if ck, err := train.LastGoodBefore(dir, 70); err != nil {
+						t.Errorf("after rung 3: %v", err)
+					} else {
+						t.Logf("confirmed checkpoint before the fault kept: %s", ck)
+					}
 					m, _ := filepath.Glob(filepath.Join(dir, "incidents", "*", "RESCUE.md"))
 					if len(m) == 0 {
 						t.Fatalf("no RESCUE.md in an incident bundle after rung 3")
