@@ -55,6 +55,10 @@ func TestDegenerateInputs(t *testing.T) {
 		{"score: FIFO", func() error { _, err := ScoreText(ScoreOptions{Run: dir, File: fifo}); return err }, "named pipe (FIFO)"},
 		{"score: /dev/zero", func() error { _, err := ScoreText(ScoreOptions{Run: dir, File: "/dev/zero"}); return err }, "character device"},
 		{"score: empty file", func() error { _, err := ScoreText(ScoreOptions{Run: dir, File: emptyText}); return err }, "is empty: nothing to score"},
+		{"eval: --dump into the run", func() error {
+			_, err := Run(Options{Run: dir, Tasks: []string{"hellaswag"}, Dump: filepath.Join(dir, "dump.jsonl")})
+			return err
+		}, "is inside " + dir},
 		{"eval: --limit -5", func() error { _, err := Run(Options{Run: dir, Tasks: []string{"hellaswag"}, Limit: -5}); return err }, "--limit -5: want a positive count"},
 	} {
 		err := within(t, c.name, c.fn)

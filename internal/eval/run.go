@@ -84,6 +84,13 @@ func Run(opt Options) (*Result, error) {
 	if opt.Limit < 0 {
 		return nil, fmt.Errorf("eval: --limit %d: want a positive count of items, or 0 for all", opt.Limit)
 	}
+	if opt.Dump != "" {
+		// Never into the run, over a link or a non-regular file (fileguard).
+		g := fileguard.File{Path: opt.Dump, What: "dump", Inputs: []string{opt.Run}, Overwrite: true}
+		if err := g.Check(); err != nil {
+			return nil, fmt.Errorf("eval: --dump: %w", err)
+		}
+	}
 	for _, t := range opt.Tasks {
 		if !slices.Contains(Tasks, t) {
 			return nil, fmt.Errorf("eval: --tasks: unknown task %q (want some of %s)", t, strings.Join(Tasks, ","))
