@@ -64,19 +64,10 @@ func AppendIncidentClosure(dir string, c *IncidentClosure) error {
 	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
 		return fmt.Errorf("incidents: %s is not a regular file", path)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
+	if err := appendLine(path, b); err != nil {
 		return fmt.Errorf("incidents: %w", err)
 	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return fmt.Errorf("incidents: %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("incidents: %s: %w", path, err)
-	}
-	return f.Close()
+	return nil
 }
 
 // ReadIncidentClosures reads dir's incidents-closed.jsonl; a missing file
@@ -91,6 +82,12 @@ func ReadIncidentClosures(dir string) ([]IncidentClosure, error) {
 	if err != nil {
 		return nil, fmt.Errorf("incidents: %w", err)
 	}
+	return ParseIncidentClosures(data, path)
+}
+
+// ParseIncidentClosures reads the lines of an incidents-closed.jsonl held
+// in data; name names it in errors (file:line).
+func ParseIncidentClosures(data []byte, name string) ([]IncidentClosure, error) {
 	var out []IncidentClosure
 	for n, line := range bytes.Split(data, []byte{'\n'}) {
 		line = bytes.TrimSpace(line)
@@ -101,10 +98,10 @@ func ReadIncidentClosures(dir string) ([]IncidentClosure, error) {
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&c); err != nil {
-			return nil, fmt.Errorf("incidents: %s:%d: %w", path, n+1, err)
+			return nil, fmt.Errorf("incidents: %s:%d: %w", name, n+1, err)
 		}
 		if err := c.Validate(); err != nil {
-			return nil, fmt.Errorf("incidents: %s:%d: %w", path, n+1, err)
+			return nil, fmt.Errorf("incidents: %s:%d: %w", name, n+1, err)
 		}
 		out = append(out, c)
 	}

@@ -90,18 +90,26 @@ func AppendIntervention(dir string, iv *Intervention) error {
 	if err != nil {
 		return fmt.Errorf("interventions: %w", err)
 	}
-	path := filepath.Join(dir, InterventionsFile)
+	if err := appendLine(filepath.Join(dir, InterventionsFile), b); err != nil {
+		return fmt.Errorf("interventions: %w", err)
+	}
+	return nil
+}
+
+// appendLine appends one line (b and a newline) to the log file path,
+// creating it, and syncs it: a record is on disk when this returns.
+func appendLine(path string, b []byte) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("interventions: %w", err)
+		return err
 	}
 	if _, err := f.Write(append(b, '\n')); err != nil {
 		f.Close()
-		return fmt.Errorf("interventions: %s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("interventions: %s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
 }
