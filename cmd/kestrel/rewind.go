@@ -33,7 +33,7 @@ func newRewindCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.To, "to", "", "checkpoint to go back to: last, last-good (newest healthy), a step N (newest at or before N), or a checkpoint directory")
+	f.StringVar(&o.To, "to", "", "checkpoint to go back to: last, last-good (newest confirmed), a step N (newest at or before N), a checkpoint directory, or init (the initial weights)")
 	f.StringVar(&skip, "skip-steps", "", "A:B: skip the batches of training steps A..B (A after the checkpoint, B ≤ 2147483647)")
 	f.Float64Var(&o.LRScale, "lr-scale", 0, "multiply the learning rate by X after the checkpoint (0 or 1: unchanged)")
 	f.IntVar(&o.LRSteps, "lr-steps", 0, "how many steps --lr-scale lasts (0: until the next rewind)")
