@@ -55,3 +55,18 @@ func TestTFEventsBadCRCMidFile(t *testing.T) {
 		t.Errorf("exit with --allow-bad: %v", err)
 	}
 }
+
+// TestReadEndsAtCancel: a read of a long file of bad lines (no sample to
+// stop at) ends when its context is cancelled, reading nothing more.
+func TestReadEndsAtCancel(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.jsonl")
+	if err := os.WriteFile(path, bytes.Repeat([]byte("{not json\n"), 200_000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := Run(ctx, path, testConfig(), RunOptions{Logger: quietLogger()}, func(monitor.Alert) {})
+	if res == nil || res.BadLines != 0 {
+		t.Fatalf("a cancelled read went on: %+v, %v", res, err)
+	}
+}

@@ -562,7 +562,7 @@ func (r *reader) readLines(ctx context.Context, path string, isCSV bool, opts Op
 // switches to the new file, skipping the steps already fed.
 func (r *reader) readStream(ctx context.Context, path string, src io.Reader, isCSV bool, opts Options) error {
 	opened, _ := src.(*os.File) // the caller closes it
-	lr := newLineReader(src)
+	lr := newLineReader(fileguard.Reader(ctx, src)) // ends at Ctrl-C, even in a run of bad lines
 	rec := runlog.NewRecord()
 	var tab *csvTable
 	lastStep, skipUpTo := int64(0), int64(math.MinInt64)
@@ -643,7 +643,7 @@ func (r *reader) readStream(ctx context.Context, path string, src io.Reader, isC
 					if f != opened {
 						f.Close()
 					}
-					src, lr, tab, skipUpTo = nf, newLineReader(nf), nil, lastStep
+					src, lr, tab, skipUpTo = nf, newLineReader(fileguard.Reader(ctx, nf)), nil, lastStep
 					defer nf.Close()
 				}
 			}
