@@ -561,7 +561,7 @@ func (r *reader) readLines(ctx context.Context, path string, isCSV bool, opts Op
 // is replaced (a resumed trainer rewrites metrics.jsonl by rename) it
 // switches to the new file, skipping the steps already fed.
 func (r *reader) readStream(ctx context.Context, path string, src io.Reader, isCSV bool, opts Options) error {
-	opened, _ := src.(*os.File) // the caller closes it
+	opened, _ := src.(*os.File)                     // the caller closes it
 	lr := newLineReader(fileguard.Reader(ctx, src)) // ends at Ctrl-C, even in a run of bad lines
 	rec := runlog.NewRecord()
 	var tab *csvTable
