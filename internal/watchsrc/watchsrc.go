@@ -561,8 +561,9 @@ func (r *reader) readLines(ctx context.Context, path string, isCSV bool, opts Op
 // is replaced (a resumed trainer rewrites metrics.jsonl by rename) it
 // switches to the new file, skipping the steps already fed.
 func (r *reader) readStream(ctx context.Context, path string, src io.Reader, isCSV bool, opts Options) error {
-	opened, _ := src.(*os.File)                     // the caller closes it
-	lr := newLineReader(fileguard.Reader(ctx, src)) // ends at Ctrl-C, even in a run of bad lines
+	opened, _ := src.(*os.File) // the caller closes it
+	// The read ends at Ctrl-C, even through a run of bad lines.
+	lr := newLineReader(fileguard.Reader(ctx, src))
 	rec := runlog.NewRecord()
 	var tab *csvTable
 	lastStep, skipUpTo := int64(0), int64(math.MinInt64)
