@@ -198,7 +198,7 @@ func fileTexts(path string, yield func(string) bool, errp *error) bool {
 func TrainTokenizer(ctx context.Context, inputs []string, opts tokenizer.TrainOptions, out string) (*tokenizer.Tokenizer, error) {
 	// out is never an input, a link or a non-regular file (fileguard).
 	if err := (fileguard.File{Path: out, What: "tokenizer", Inputs: inputs, Overwrite: true}).Check(); err != nil {
-		return nil, fmt.Errorf("tokenizer train: --out: %w", err)
+		return nil, fmt.Errorf("--out: %w", err)
 	}
 	var readErr error
 	tok, err := tokenizer.Train(ctx, Read(inputs, &readErr), opts)
