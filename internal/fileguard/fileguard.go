@@ -26,6 +26,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Dir is the rule for an output directory that a writer creates or
@@ -122,8 +123,11 @@ type RefusedError struct {
 
 func (e *RefusedError) Error() string {
 	s := e.Path + " " + e.Reason
-	if e.Flag != "" {
+	switch {
+	case e.Flag != "":
 		s += "; choose another path, or pass " + e.Flag + " to replace it"
+	case strings.HasPrefix(e.Reason, "exists and is not"):
+		s += "; choose another path (kestrel never replaces it)"
 	}
 	return s
 }
