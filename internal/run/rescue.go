@@ -72,8 +72,7 @@ func rescueTrigger(ob *Observer, runErr error, rc train.RescueConfig) (on string
 
 // planRollback decides whether the way train.Run ended calls for the
 // rescue ladder: [rescue] auto_rollback is on and the attempt ended on an
-// incident rescue.on names. The same trigger within recur_steps of the
-// previous automatic rollback's window is a recurrence: one rung up. It returns nil (and no error) when it does
+// incident rescue.on names. It returns nil (and no error) when it does
 // not. An error means the ladder stops (rung 3: the incident recurred
 // after rung 2, max_rollbacks were taken, or no confirmed checkpoint lies
 // before the incident): the run stops with it, and stopLadder writes the
@@ -91,40 +90,60 @@ func planRollback(ctx context.Context, cfg config.Config, dir string, ob *Observ
 	if err != nil {
 		return nil, fmt.Errorf("auto rollback: %w", err)
 	}
-	p := &rollbackPlan{n: len(done) + 1, rung: 1, on: on, alert: a}
-	var prev *runlog.Intervention
-	if len(done) > 0 {
-		prev = &done[len(done)-1]
-		end := max(prev.SkipTo, prev.ToStep)
-		if prev.Trigger == on && int(a.Step) <= end+rc.RecurSteps {
-			p.rung = max(prev.Rung, 1) + 1
-		}
-	}
+	p := &rollbackPlan{n: len(done) + 1, rung: rungOf(done, on, a, rc), on: on, alert: a}
 	if p.rung >= 3 {
+		prev := done[len(done)-1]
 		return nil, fmt.Errorf("rescue ladder, rung 3: %s %s at step %d recurred after rung 2 (intervention %s: rewind, skip, LR ×%g for the rest of the run, tighter update clipping); stopping", a.Severity, a.Rule, a.Step, prev.ID, prev.LRScale)
 	}
 	if len(done) >= rc.MaxRollbacks {
 		return nil, fmt.Errorf("rescue ladder, rung 3: rescue.max_rollbacks = %d reached (%d taken in this run); stopping on %s %s at step %d", rc.MaxRollbacks, len(done), a.Severity, a.Rule, a.Step)
 	}
-	spike := int(a.Step)
+	if err := p.fill(cfg, dir, ob.alerts()); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// rungOf is the rung of the ladder for the incident a on trigger on: one
+// above the previous automatic rollback's when it acted on the same
+// trigger and the incident came within recur_steps after its window, else
+// rung 1.
+func rungOf(done []runlog.Intervention, on string, a runlog.Alert, rc train.RescueConfig) int {
+	if len(done) == 0 {
+		return 1
+	}
+	prev := done[len(done)-1]
+	if prev.Trigger == on && int(a.Step) <= max(prev.SkipTo, prev.ToStep)+rc.RecurSteps {
+		return max(prev.Rung, 1) + 1
+	}
+	return 1
+}
+
+// fill works out the rewind of the plan's rung: the confirmed checkpoint
+// (or the initialisation) before the incident's first precursor, the skip
+// window, and for rung 2 the LR for the rest of the run and tighter update
+// clipping (never looser than the run's own).
+func (p *rollbackPlan) fill(cfg config.Config, dir string, alerts []runlog.Alert) error {
+	rc := cfg.Rescue
+	spike := int(p.alert.Step)
 	from := spike
 	if rc.SkipWindow > 0 {
-		from = precursor(ob.alerts(), 0, spike, rc.SkipWindow)
+		from = precursor(alerts, 0, spike, rc.SkipWindow)
 	}
 	ck, err := rollbackTarget(cfg, dir, from)
 	if err != nil {
-		return nil, fmt.Errorf("rescue ladder, rung 3: %w", err)
+		return fmt.Errorf("rescue ladder, rung 3: %w", err)
 	}
 	p.To = strconv.Itoa(ck)
 	if ck == 0 {
 		p.To = train.RewindInit
 	}
-	p.By, p.Rung, p.Trigger = ByAuto, p.rung, on
-	p.Reason = fmt.Sprintf("auto rollback (rescue ladder rung %d, on %s): %s", p.rung, on, a.Message)
+	p.By, p.Rung, p.Trigger = ByAuto, p.rung, p.on
+	p.Reason = fmt.Sprintf("auto rollback (rescue ladder rung %d, on %s): %s", p.rung, p.on, p.alert.Message)
 	if rc.SkipWindow > 0 {
 		all, err := runlog.ReadInterventions(dir)
 		if err != nil {
-			return nil, fmt.Errorf("auto rollback: %w", err)
+			return fmt.Errorf("auto rollback: %w", err)
 		}
 		p.SkipFrom, p.SkipTo, _ = train.RescueSkip(all, ck, from, spike+rc.SkipWindow-1)
 	}
@@ -134,14 +153,18 @@ func planRollback(ctx context.Context, cfg config.Config, dir string, ob *Observ
 			p.LRScale, p.LRSteps = rc.LRScale, rc.LRSteps
 		}
 	case 2:
+		sigma := rc.Rung2Sigma
+		if o := cfg.Optim; o.ClipUpdateNorm && o.UpdateSigma < sigma {
+			sigma = o.UpdateSigma
+		}
 		p.LRScale, p.LRSteps = rc.Rung2LRScale, 0
 		p.Set = map[string]string{
 			"optim.clip_update_norm":      "true",
-			"optim.update_clip_sigma":     strconv.FormatFloat(rc.Rung2Sigma, 'g', -1, 64),
-			"optim.update_clip_min_steps": "8",
+			"optim.update_clip_sigma":     strconv.FormatFloat(sigma, 'g', -1, 64),
+			"optim.update_clip_min_steps": strconv.Itoa(min(8, max(cfg.Optim.UpdateMinSteps, 1))),
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // rollbackTarget is the step the ladder goes back to for an incident whose

@@ -252,3 +252,28 @@ func TestDetectAfterResume(t *testing.T) {
 		}
 	}
 }
+
+// TestRungOf: the ladder climbs only when the same trigger comes back
+// within recur_steps after the last automatic rollback's window.
+func TestRungOf(t *testing.T) {
+	rc := train.DefaultRescueConfig()
+	prev := []runlog.Intervention{{ID: "rewind-1", ToStep: 60, SkipFrom: 70, SkipTo: 79, Rung: 1, Trigger: "divergence", By: ByAuto}}
+	for _, tc := range []struct {
+		name string
+		done []runlog.Intervention
+		on   string
+		step int64
+		want int
+	}{
+		{"first", nil, "divergence", 70, 1},
+		{"same trigger soon", prev, "divergence", 85, 2},
+		{"same trigger at the window's end + recur_steps", prev, "divergence", 79 + int64(rc.RecurSteps), 2},
+		{"same trigger later", prev, "divergence", 80 + int64(rc.RecurSteps), 1},
+		{"another trigger", prev, "data_event", 85, 1},
+		{"after rung 2", []runlog.Intervention{{ToStep: 60, SkipTo: 79, Rung: 2, Trigger: "nan_inf"}}, "nan_inf", 90, 3},
+	} {
+		if got := rungOf(tc.done, tc.on, runlog.Alert{Step: tc.step}, rc); got != tc.want {
+			t.Errorf("%s: rung %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
