@@ -29,9 +29,7 @@ func newDrillCmd() *cobra.Command {
 		o.Config = cfg
 		if !asJSON {
 			fmt.Fprintf(w, "drill: branches of %d steps; each row is one branch (a fault at a moment)\n", o.Steps)
-			o.Progress = func(r drill.Row) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "drill: %s at %s: %s\n", r.Fault, r.Moment, r.Outcome)
-			}
+			o.Progress = func(r drill.Row) { fmt.Fprintln(cmd.ErrOrStderr(), "drill:", r.Summary()) }
 		}
 		rep, err := drill.Run(cmd.Context(), o)
 		if rep == nil {

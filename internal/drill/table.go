@@ -16,6 +16,28 @@ func (rep *Report) Write(w io.Writer, asJSON bool) error {
 	return rep.WriteTable(w)
 }
 
+// Summary is the row in one line, for progress as the branches end.
+func (r Row) Summary() string {
+	if r.NA != "" {
+		return fmt.Sprintf("%s at %s: n/a (%s)", r.Fault, r.Moment, r.NA)
+	}
+	s := fmt.Sprintf("%s at %s", r.Fault, r.Moment)
+	if r.Detected {
+		s += fmt.Sprintf(": %s %s after %d steps", r.Severity, r.Rule, r.Latency)
+	}
+	if len(r.FalseAlarms) > 0 {
+		s += ", false alarms " + strings.Join(r.FalseAlarms, ",")
+	}
+	if r.LastGood >= 0 {
+		s += fmt.Sprintf(", back to step %d", r.LastGood)
+	}
+	s += ", " + r.Outcome
+	if r.Finished {
+		s += fmt.Sprintf(", val %.4f (%+.2f%% vs clean)", r.FinalVal, r.DeltaPct)
+	}
+	return s
+}
+
 // WriteTable prints the report for a person: one row per branch.
 func (rep *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
