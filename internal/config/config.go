@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/data/clean"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/data/prepare"
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/tomlstrict"
@@ -81,9 +81,9 @@ func Default() Config {
 func Load(path string, overrides []Override) (Config, error) {
 	cfg := Default()
 	if path != "" {
-		data, err := os.ReadFile(path)
+		data, err := ReadFile(path)
 		if err != nil {
-			return cfg, fmt.Errorf("config: %w", err)
+			return cfg, err
 		}
 		if err := Decode(data, path, &cfg); err != nil {
 			return cfg, err
@@ -98,6 +98,18 @@ func Load(path string, overrides []Override) (Config, error) {
 		return cfg, err
 	}
 	return cfg, nil
+}
+
+// ReadFile reads the config file at path: a regular file only (a FIFO or
+// a device such as /dev/zero is refused naming it, not waited on or read
+// forever) and at most tomlstrict.MaxBytes, the bound of a TOML document.
+// Every config file kestrel reads goes through it.
+func ReadFile(path string) ([]byte, error) {
+	data, err := fileguard.ReadFile(path, tomlstrict.MaxBytes)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return data, nil
 }
 
 // CheckFinite refuses every float of cfg that is NaN or ±Inf, naming each

@@ -58,9 +58,9 @@ func DemoConfig(quick bool, path string, overrides []config.Override) (config.Co
 		}
 	}
 	if path != "" {
-		b, err := os.ReadFile(path)
+		b, err := config.ReadFile(path)
 		if err != nil {
-			return cfg, fmt.Errorf("config: %w", err)
+			return cfg, err
 		}
 		if err := config.Decode(b, path, &cfg); err != nil {
 			return cfg, err
