@@ -17,10 +17,7 @@ func newIncidentsCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			list, err := run.Incidents(args[0])
-			if err != nil {
-				return fmt.Errorf("incidents: %w", err)
-			}
-			return run.WriteIncidents(cmd.OutOrStdout(), args[0], list, asJSON)
+			return run.WriteIncidents(cmd.OutOrStdout(), args[0], list, err, asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per incident, one per line")

@@ -546,6 +546,9 @@ func (s *Server) handleRunInfo(w http.ResponseWriter, req *http.Request) {
 	d.mu.RLock()
 	info.Rows, info.BadLines, info.FirstBad, info.Updated = d.Rows, d.BadLines, d.FirstBad, d.modTime
 	info.Alerts = append([]Event(nil), d.alerts...)
+	if p := d.alertProblem(); p != "" {
+		info.Problems = append(info.Problems, p)
+	}
 	d.mu.RUnlock()
 	for i := range info.Alerts {
 		sanitize(&info.Alerts[i])

@@ -37,9 +37,11 @@ type runData struct {
 	lastStr map[string]string  // last value of string fields, for change events
 	lastNum map[string]float64 // last value of watched numeric fields
 
-	alertsOffset int64 // bytes of alerts.jsonl, or the last alerts rowid of a store
-	alerts       []Event
-	modTime      time.Time
+	alertsOffset  int64 // bytes of alerts.jsonl, or the last alerts rowid of a store
+	alerts        []Event
+	badAlerts     int    // bad lines of alerts.jsonl skipped so far
+	firstBadAlert string // where the first one is and why
+	modTime       time.Time
 }
 
 // metricsPath is the run's metrics.jsonl, or its metrics.sqlite when only
@@ -165,16 +167,34 @@ func (d *runData) deriveEvents(rec *runlog.Record, step, tokens, wall float64) {
 
 // readAlerts loads the lines appended to alerts.jsonl (written by the
 // monitor) since the last call; a file that was replaced is read again.
+// Bad lines are skipped and counted (badAlerts, shown among the run's
+// problems), not a refresh error.
 func (d *runData) readAlerts(path string) error {
 	as, next, err := runlog.ReadAlertsFrom(path, d.alertsOffset)
 	if next < d.alertsOffset {
-		d.alerts = nil
+		d.alerts, d.badAlerts, d.firstBadAlert = nil, 0, ""
 	}
 	d.alertsOffset = next
 	for i := range as {
 		d.alerts = append(d.alerts, alertEvent(&as[i]))
 	}
+	if n := runlog.SkippedLines(err); n > 0 {
+		if d.badAlerts == 0 {
+			d.firstBadAlert = err.Error()
+		}
+		d.badAlerts += n
+		return nil
+	}
 	return err
+}
+
+// alertProblem says how many bad lines of alerts.jsonl were skipped, ""
+// when none.
+func (d *runData) alertProblem() string {
+	if d.badAlerts == 0 {
+		return ""
+	}
+	return fmt.Sprintf("alerts.jsonl: %d unreadable lines skipped (the alerts shown are the others); the first: %s", d.badAlerts, d.firstBadAlert)
 }
 
 // alertEvent places an alert on the charts; a classified spike is its own

@@ -43,26 +43,29 @@ type Input struct {
 
 // Summary is what the report concluded, for printing.
 type Summary struct {
-	Path          string // report.md
-	Plots         []string
-	FinalVal      float64 // last val_loss (NaN when none)
-	FinalValEMA   float64
-	FirstVal      float64
-	FinalTrain    float64
-	Unigram       float64
-	Steps         float64
-	Tokens        float64
-	WallSeconds   float64
-	Alerts        map[string]int // by severity
-	Spikes        int
-	Skipped       int
-	NaNEvents     int
-	Healthy       bool
-	Verdicts      []string // one line each: "ok …" or "WARN …"
-	TokensPerSec  float64
-	MFU           float64
-	MaxAttnLogit  float64
-	MinAttnEntrpy float64
+	Path        string // report.md
+	Plots       []string
+	FinalVal    float64 // last val_loss (NaN when none)
+	FinalValEMA float64
+	FirstVal    float64
+	FinalTrain  float64
+	Unigram     float64
+	Steps       float64
+	Tokens      float64
+	WallSeconds float64
+	Alerts      map[string]int // by severity
+	// AlertLinesSkipped counts the bad lines of alerts.jsonl the report
+	// skipped; when positive the run is not called healthy.
+	AlertLinesSkipped int
+	Spikes            int
+	Skipped           int
+	NaNEvents         int
+	Healthy           bool
+	Verdicts          []string // one line each: "ok …" or "WARN …"
+	TokensPerSec      float64
+	MFU               float64
+	MaxAttnLogit      float64
+	MinAttnEntrpy     float64
 }
 
 // Write generates RunDir/report/report.md and its plots.
@@ -79,14 +82,15 @@ func Write(in Input) (*Summary, error) {
 		return nil, fmt.Errorf("report: %s has no metrics (did the run start?)", log.Path)
 	}
 	alerts, err := runlog.ReadAlerts(filepath.Join(in.RunDir, "alerts.jsonl"))
-	if err != nil {
+	skipped := runlog.SkippedLines(err) // bad lines: reported on the good ones, and said in the verdict
+	if err != nil && skipped == 0 {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	ivs, err := runlog.ReadInterventions(in.RunDir)
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
-	sum := &Summary{Path: filepath.Join(dir, "report.md"), Unigram: in.UnigramLoss, Alerts: map[string]int{}}
+	sum := &Summary{Path: filepath.Join(dir, "report.md"), Unigram: in.UnigramLoss, Alerts: map[string]int{}, AlertLinesSkipped: skipped}
 	for _, p := range panels(in.UnigramLoss) {
 		ok, err := p.draw(log, dir)
 		if err != nil {
@@ -178,6 +182,9 @@ func (s *Summary) fill(log *runlog.Log, alerts []runlog.Alert) {
 	check := func(cond bool, good, bad string) {
 		ok(cond, good, bad)
 		s.Healthy = s.Healthy && cond
+	}
+	if s.AlertLinesSkipped > 0 {
+		check(false, "", fmt.Sprintf("alerts.jsonl lines skipped as unreadable: %d (the alert counts omit them)", s.AlertLinesSkipped))
 	}
 	check(s.NaNEvents == 0 && s.Alerts["SEV0"] == 0, "no NaN/Inf and no SEV0 incident", fmt.Sprintf("%d NaN/Inf events, %d SEV0 incidents", s.NaNEvents, s.Alerts["SEV0"]))
 	if !math.IsNaN(s.FinalVal) && !math.IsNaN(s.FirstVal) {

@@ -82,13 +82,20 @@ func TestWriteFlagsProblems(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "alerts.jsonl"), []byte(alerts), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Write(Input{RunDir: dir, UnigramLoss: math.NaN()}); err == nil || !strings.Contains(err.Error(), "alerts.jsonl:2") {
-		t.Fatalf("a bad alerts line must be named: %v", err)
+	// A bad alerts line is skipped and counted: the report is written from
+	// the good ones, says how many were skipped, and is not healthy.
+	sum, err := Write(Input{RunDir: dir, UnigramLoss: math.NaN()})
+	if err != nil {
+		t.Fatalf("a bad alerts line stopped the report: %v", err)
+	}
+	md, _ := os.ReadFile(sum.Path)
+	if sum.Healthy || sum.AlertLinesSkipped != 1 || sum.Alerts["SEV0"] != 1 || !strings.Contains(string(md), "alerts.jsonl lines skipped as unreadable: 1") {
+		t.Fatalf("skipped alerts line: healthy=%v skipped=%d alerts=%v\n%s", sum.Healthy, sum.AlertLinesSkipped, sum.Alerts, md)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "alerts.jsonl"), []byte(alerts[:strings.Index(alerts, "not json")]), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := Write(Input{RunDir: dir, UnigramLoss: 1.0})
+	sum, err = Write(Input{RunDir: dir, UnigramLoss: 1.0})
 	if err != nil {
 		t.Fatal(err)
 	}

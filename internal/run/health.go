@@ -63,13 +63,16 @@ func newHealthTrack(c monitor.Config) healthTrack {
 
 // loadPrior reads the alerts earlier invocations wrote to runDir's
 // alerts.jsonl, before this invocation's monitor appends to it, so that an
-// incident open when the run stopped is still open after a resume. An
-// unreadable file is a warning: health is then judged on this invocation's
-// alerts alone.
+// incident open when the run stopped is still open after a resume. Bad
+// lines are skipped with a warning that counts them (the good alerts
+// still count); an unreadable file is a warning: health is then judged on
+// this invocation's alerts alone.
 func (h *healthTrack) loadPrior(runDir string, log *slog.Logger) {
 	p := filepath.Join(runDir, "alerts.jsonl")
 	prior, err := runlog.ReadAlerts(p)
-	if err != nil {
+	if n := runlog.SkippedLines(err); n > 0 {
+		log.Warn("checkpoint health: bad lines of the earlier alerts skipped; judged on the others", "file", p, "skipped_lines", n, "err", err)
+	} else if err != nil {
 		log.Warn("checkpoint health: earlier alerts unreadable; judged on this run's alerts only", "file", p, "err", err)
 		return
 	}

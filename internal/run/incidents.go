@@ -117,10 +117,18 @@ type Incident struct {
 // it is open. Steps with no model alert for the run's monitor.window (or
 // monitor.cooldown + 1 when longer) separate two incidents, as for
 // checkpoint health.
+//
+// Bad lines of alerts.jsonl are skipped: the incidents of the good alerts
+// are returned with the *runlog.SkippedLinesError that counts them
+// (runlog.SkippedLines), for the caller to report.
 func Incidents(dir string) ([]Incident, error) {
 	clean := incidentGap(dir)
 	alerts, err := runlog.ReadAlerts(filepath.Join(dir, "alerts.jsonl"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	var skipped error
+	switch {
+	case runlog.SkippedLines(err) > 0:
+		skipped = err
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, err
 	}
 	ivs, err := runlog.ReadInterventions(dir)
@@ -151,7 +159,7 @@ func Incidents(dir string) ([]Incident, error) {
 	for i := range out {
 		out[i].describe(ivs, closures)
 	}
-	return out, nil
+	return out, skipped
 }
 
 // incidentGap is the run's clean window (healthTrack.clean), from its
@@ -199,7 +207,7 @@ func CloseIncident(dir, id, reason string) (*runlog.IncidentClosure, error) {
 		return nil, errors.New("incidents close: --reason is required (it is recorded with the closure)")
 	}
 	list, err := Incidents(dir)
-	if err != nil {
+	if err != nil && runlog.SkippedLines(err) == 0 { // bad alert lines: close among the good ones
 		return nil, err
 	}
 	for _, in := range list {
@@ -223,8 +231,24 @@ func CloseIncident(dir, id, reason string) (*runlog.IncidentClosure, error) {
 }
 
 // WriteIncidents prints a run's incidents as JSON lines, or as a table
-// for a person.
-func WriteIncidents(w io.Writer, runDir string, list []Incident, asJSON bool) error {
+// for a person. readErr is Incidents' error: any error but skipped bad
+// lines is returned before anything is printed; skipped lines are
+// returned after the list, saying how many, so the list is never taken
+// for the whole record.
+func WriteIncidents(w io.Writer, runDir string, list []Incident, readErr error, asJSON bool) error {
+	if readErr != nil && runlog.SkippedLines(readErr) == 0 {
+		return fmt.Errorf("incidents: %w", readErr)
+	}
+	if err := writeIncidents(w, runDir, list, asJSON); err != nil {
+		return err
+	}
+	if readErr != nil {
+		return fmt.Errorf("incidents: listed from the readable alerts only: %w", readErr)
+	}
+	return nil
+}
+
+func writeIncidents(w io.Writer, runDir string, list []Incident, asJSON bool) error {
 	if asJSON {
 		return writeIncidentsJSON(w, list)
 	}

@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
-	"os"
 	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
 )
 
 // Severity is an alert level: SEV0 pauses the run, SEV1 asks for quick
@@ -131,23 +134,58 @@ func (a *Alert) fromRecord(rec *Record) error {
 func AppendAlert(b []byte, a *Alert) []byte { return AppendLine(b, a) }
 
 // ReadAlerts reads every alert of the alerts.jsonl at path. A missing file
-// holds no alerts; a line that is not an alert is an error naming the file
-// and line.
+// holds no alerts. A line that is not an alert (or is over the line bound)
+// is skipped and counted: the good alerts are returned with a
+// *SkippedLinesError naming the first bad line and the count (see
+// SkippedLines), so one bad line never hides the others. Any other error
+// (the file is not a regular file, a read fails) is returned as is.
 func ReadAlerts(path string) ([]Alert, error) {
 	out, _, err := ReadAlertsFrom(path, 0)
 	return out, err
+}
+
+// SkippedLinesError reports the alerts.jsonl lines a read skipped: how
+// many, and where the first one is and why it is bad. The alerts returned
+// beside it are every good line's.
+type SkippedLinesError struct {
+	Path  string
+	Lines int   // bad lines skipped
+	First int   // the first bad line's number (from 1)
+	Err   error // why the first bad line is bad
+}
+
+func (e *SkippedLinesError) Error() string {
+	s := fmt.Sprintf("%s:%d: %v", e.Path, e.First, e.Err)
+	if e.Lines == 1 {
+		return s + " (1 bad line skipped; the other alerts were read)"
+	}
+	return s + fmt.Sprintf(" (%d bad lines skipped, this the first; the other alerts were read)", e.Lines)
+}
+
+func (e *SkippedLinesError) Unwrap() error { return e.Err }
+
+// SkippedLines returns how many bad lines err reports skipped when err is
+// (or wraps) a *SkippedLinesError, and 0 otherwise (nil included). A
+// caller of ReadAlerts keeps the alerts when it is positive and says so.
+func SkippedLines(err error) int {
+	var sk *SkippedLinesError
+	if errors.As(err, &sk) {
+		return sk.Lines
+	}
+	return 0
 }
 
 // ReadAlertsFrom reads the complete lines of alerts.jsonl after byte offset
 // off and returns them with the offset after the last complete line (a line
 // still being written is left for the next call). When the file is shorter
 // than off it was replaced and is read from the start: next < off tells the
-// caller to drop what it read before.
+// caller to drop what it read before. Bad lines are skipped and counted as
+// in ReadAlerts (the *SkippedLinesError counts this call's).
 func ReadAlertsFrom(path string, off int64) (alerts []Alert, next int64, err error) {
 	next = off
-	f, err := os.Open(path)
+	f, err := fileguard.Open(path) // a regular file only: a FIFO is refused, not waited on
 	if err != nil {
-		if os.IsNotExist(err) {
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil, 0, nil
 		}
 		return nil, off, fmt.Errorf("alerts: %w", err)
@@ -171,12 +209,19 @@ func ReadAlertsFrom(path string, off int64) (alerts []Alert, next int64, err err
 			lineNo = bytes.Count(head, []byte{'\n'})
 		}
 	}
+	var skip *SkippedLinesError
+	bad := func(err error) {
+		if skip == nil {
+			skip = &SkippedLinesError{Path: path, First: lineNo, Err: err}
+		}
+		skip.Lines++
+	}
 	br := bufio.NewReaderSize(f, 1<<16)
 	rec := NewRecord()
 	for {
 		line, n, rerr := readLine(br, maxLineBytes)
 		if rerr == io.EOF {
-			return alerts, next, nil
+			break
 		}
 		if rerr != nil && rerr != errLineTooLong {
 			return alerts, next, fmt.Errorf("alerts: %s: %w", path, rerr)
@@ -184,7 +229,8 @@ func ReadAlertsFrom(path string, off int64) (alerts []Alert, next int64, err err
 		next += n
 		lineNo++
 		if rerr != nil {
-			return alerts, next, fmt.Errorf("%s:%d: %w", path, lineNo, rerr)
+			bad(rerr)
+			continue
 		}
 		body := bytes.TrimSpace(line)
 		if len(body) == 0 {
@@ -192,13 +238,19 @@ func ReadAlertsFrom(path string, off int64) (alerts []Alert, next int64, err err
 		}
 		var a Alert
 		if err := ParseLine(body, rec); err != nil {
-			return alerts, next, fmt.Errorf("%s:%d: %w", path, lineNo, err)
+			bad(err)
+			continue
 		}
 		if err := a.fromRecord(rec); err != nil {
-			return alerts, next, fmt.Errorf("%s:%d: %w", path, lineNo, err)
+			bad(err)
+			continue
 		}
 		alerts = append(alerts, a)
 	}
+	if skip != nil {
+		return alerts, next, skip
+	}
+	return alerts, next, nil
 }
 
 // Event kinds of the monitor's event stream (and the store's events table).
