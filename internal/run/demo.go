@@ -77,6 +77,9 @@ func DemoConfig(quick bool, path string, overrides []config.Override) (config.Co
 // Demo runs the whole pipeline with the demo config: prepare the dataset
 // (reused when it is up to date), train (resuming when the run has a
 // checkpoint), sample, write the run report, and print where everything is.
+// Its outputs follow the output rule: o.Run a new, empty or kestrel run
+// directory (CheckRunDir, before anything is prepared), o.Data a new,
+// empty or prepared dataset directory (prepare's rule).
 func Demo(ctx context.Context, o DemoOptions) error {
 	name := "demo"
 	if o.Quick {
@@ -91,6 +94,11 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	cfg, err := DemoConfig(o.Quick, o.ConfigFile, o.Overrides)
 	if err != nil {
 		return err
+	}
+	// The run directory's output rule before the (long) prepare; the
+	// dataset's is prepare's own (internal/fileguard through prepare.Run).
+	if err := CheckRunDir(o.Run, false); err != nil {
+		return fmt.Errorf("demo: %w", err)
 	}
 	cfg.Run.Name, cfg.Data.Path = name, o.Data
 	out := o.Stdout

@@ -92,10 +92,8 @@ func agreeToStart(c comm.Comm, dir string, err error) error {
 // completing a half-done rewind; the options and the data; Preflight;
 // --fresh), then the run directory's lock, kept in st for attempt.
 func (st *attemptState) leadStart(cfg config.Config, dir string, opts Options) error {
-	if opts.Fresh {
-		if _, err := os.Stat(dir); err == nil {
-			return fmt.Errorf("train: --fresh: run directory %s already exists; choose another --out or remove it", dir)
-		}
+	if err := CheckRunDir(dir, opts.Fresh); err != nil {
+		return fmt.Errorf("train: %w", err)
 	}
 	ecfg, _, err := ApplyInterventions(cfg, dir)
 	if err != nil {

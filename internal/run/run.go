@@ -139,6 +139,11 @@ func (st *attemptState) close() {
 // Finish. Otherwise the run has ended (err nil: the result line printed).
 // ecfg is the config trained with (the interventions' overrides applied).
 func (st *attemptState) attempt(ctx context.Context, cfg config.Config, dir string, opts Options) (res *train.Result, ob *Observer, ecfg config.Config, log *slog.Logger, err error) {
+	if st.lk == nil { // the first attempt: the output rule, before anything reads or creates files in dir
+		if err := CheckRunDir(dir, opts.Fresh); err != nil {
+			return nil, nil, cfg, nil, fmt.Errorf("train: %w", err)
+		}
+	}
 	// The config the user gave, before the overrides that interventions
 	// (kestrel rewind --set) recorded: the manifest compares this one
 	// across starts, so a knob an intervention turned is no mismatch.
@@ -165,13 +170,6 @@ func (st *attemptState) attempt(ctx context.Context, cfg config.Config, dir stri
 			_ = c.Close()
 		}
 		return nil, nil, cfg, nil, err
-	}
-	if opts.Fresh {
-		// Refuse here, before the monitor creates files in the directory
-		// (train.Run would otherwise see the directory the monitor made).
-		if _, err := os.Stat(dir); err == nil {
-			return nil, nil, cfg, nil, fmt.Errorf("train: --fresh: run directory %s already exists; choose another --out or remove it", dir)
-		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, cfg, nil, fmt.Errorf("train: %w", err)
