@@ -121,3 +121,12 @@ func TestParseSchedstat(t *testing.T) {
 		t.Errorf("run delay %d ns", ns)
 	}
 }
+
+// BenchmarkReadHostCounters is the per-step cost of the contention
+// witnesses (/proc/stat, getrusage, every thread's schedstat), read twice
+// per step line.
+func BenchmarkReadHostCounters(b *testing.B) {
+	for b.Loop() {
+		readHostCounters()
+	}
+}
