@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/kestrel-lm/kestrel/internal/data/loader/shufflereport"
@@ -10,12 +8,12 @@ import (
 
 func newDataShuffleReportCmd() *cobra.Command {
 	var (
-		ro                      shufflereport.Options
-		dataset, perms, by, out string
-		synthetic, asJSON       bool
+		ro                 shufflereport.Options
+		dataset, perms, by string
+		synthetic          bool
 	)
 	cmd := &cobra.Command{
-		Use:   "shuffle-report (--dataset D | --synthetic) [--permutation feistel,feistel-mix,lcg] [--out report.png]",
+		Use:   "shuffle-report (--dataset D | --synthetic) [--permutation feistel,feistel-mix,lcg] [--out report.png [--overwrite]]",
 		Short: "measure batch composition over steps for the Feistel or LCG permutation, with a PNG plot",
 		Long:  helpText("data-shuffle-report"),
 		Args:  cobra.NoArgs,
@@ -32,30 +30,19 @@ func newDataShuffleReportCmd() *cobra.Command {
 	f.Int64Var(&ro.LCGStride, "lcg-stride", 0, "LCG multiplier (0 = data.lcg_stride, and if that is 0 drawn from the seed)")
 	f.StringVar(&by, "by", "block", "dataset mode: label rows by block (of each source's stored order) or source")
 	f.IntVar(&ro.Lags, "lags", 50, "autocorrelation lags to compute")
-	f.StringVar(&out, "out", "shuffle-report.png", "PNG plot to write (empty = none)")
-	f.BoolVar(&asJSON, "json", false, "print one JSON object per permutation instead of a table")
+	f.StringVar(&ro.Out, "out", "shuffle-report.png", "PNG plot to write (empty = none; an existing file only if this command wrote it)")
+	f.BoolVar(&ro.Overwrite, "overwrite", false, "replace an existing --out that this command did not write")
+	f.BoolVar(&ro.JSON, "json", false, "print one JSON object per permutation instead of a table")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := cf.load()
 		if err != nil {
 			return err
 		}
+		ro.Inputs = []string{cf.path}
 		if err := ro.ForRun(perms, by, cfg.Data, cfg.Model.SeqLen, cfg.Run.Seed, dataset, synthetic); err != nil {
 			return err
 		}
-		comps, labels, err := shufflereport.Run(ro)
-		if err != nil {
-			return fmt.Errorf("shuffle-report: %w", err)
-		}
-		if err := shufflereport.Write(cmd.OutOrStdout(), comps, asJSON); err != nil || out == "" {
-			return err
-		}
-		if err := shufflereport.Plot(out, comps, labels); err != nil {
-			return err
-		}
-		if !asJSON {
-			fmt.Fprintf(cmd.OutOrStdout(), "plot: %s\n", out)
-		}
-		return nil
+		return shufflereport.Report(cmd.OutOrStdout(), ro)
 	}
 	return cmd
 }

@@ -7,6 +7,7 @@
 package shufflereport
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
 )
 
 // Options configure Run.
@@ -42,6 +44,52 @@ type Options struct {
 	Data     loader.Config // dataset: the mixture; its permutation settings are replaced
 	SeqLen   int           // dataset: tokens per sequence
 	RunSeed  uint64        // run.seed (the data seed when Data.Seed is 0)
+
+	// Report's output: Out is the PNG plot to write ("" = none); an
+	// existing file is replaced only when this command wrote it (its
+	// marker chunk) or with Overwrite, never through a link, never one of
+	// Inputs (the config file, the dataset) nor inside them (fileguard).
+	Out       string
+	Overwrite bool
+	Inputs    []string
+	JSON      bool // one JSON object per permutation instead of a table
+}
+
+// Report is kestrel data shuffle-report: the output check (before any
+// work), Run, the table or JSON lines on w, then the plot at opt.Out.
+func Report(w io.Writer, opt Options) error {
+	if opt.Out != "" {
+		if err := CheckOut(opt.Out, opt.Inputs, opt.Overwrite); err != nil {
+			return err
+		}
+	}
+	comps, labels, err := Run(opt)
+	if err != nil {
+		return fmt.Errorf("shuffle-report: %w", err)
+	}
+	if err := Write(w, comps, opt.JSON); err != nil || opt.Out == "" {
+		return err
+	}
+	if err := Plot(opt.Out, comps, labels); err != nil {
+		return err
+	}
+	if !opt.JSON {
+		fmt.Fprintf(w, "plot: %s\n", opt.Out)
+	}
+	return nil
+}
+
+// CheckOut applies the output rule (internal/fileguard) to the plot path
+// out: it may be written when it does not exist, or is a regular file
+// this command wrote (WrotePlot) or overwrite is set; a link, a
+// non-regular file, one of inputs or a path inside an input directory is
+// refused whatever overwrite says.
+func CheckOut(out string, inputs []string, overwrite bool) error {
+	g := fileguard.File{Path: out, What: "shuffle-report plot", Inputs: inputs, Overwrite: overwrite || WrotePlot(out), Flag: "--overwrite"}
+	if err := g.Check(); err != nil {
+		return fmt.Errorf("shuffle-report: --out: %w", err)
+	}
+	return nil
 }
 
 // Run measures the composition of Steps batches under each permutation
@@ -209,12 +257,20 @@ func Plot(out string, comps []*loader.Composition, labels []string) error {
 	cs := plot.Align([][]*plot.Plot{{top}, {bot}}, tiles, dc)
 	top.Draw(cs[0][0])
 	bot.Draw(cs[1][0])
+	var png bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&png); err != nil {
+		return fmt.Errorf("plot %s: %w", out, err)
+	}
+	marked, err := markPNG(png.Bytes())
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", out, err)
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(out), ".shuffle-report-*.png")
 	if err != nil {
 		return fmt.Errorf("plot %s: %w", out, err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(tmp); err != nil {
+	if _, err := tmp.Write(marked); err != nil {
 		tmp.Close()
 		return fmt.Errorf("plot %s: %w", out, err)
 	}
@@ -250,6 +306,7 @@ func (o *Options) ForRun(perms, by string, data loader.Config, seqLen int, seed 
 	if dataset == "" {
 		return fmt.Errorf("shuffle-report: give --dataset DIR (or data.path), or --synthetic")
 	}
+	o.Inputs = append(o.Inputs, dataset)
 	var err error
 	o.Dataset, _, err = loader.Open(dataset)
 	return err
