@@ -117,6 +117,8 @@ func writePromNames(b *strings.Builder) {
 	b.WriteString("Every name above is served as `kestrel_<name>` except these, which follow the Prometheus naming conventions (`_total` on counters, base units in the name, no abbreviations). ")
 	b.WriteString("Before 2026-11 only the `_total` suffix was applied: scrapers, dashboards and alert rules that read `kestrel_step_time`, `kestrel_tokens_per_sec`, `kestrel_adam_m_norm`, `kestrel_last_step_unix_time` … need the names below. ")
 	b.WriteString("Names outside the registry are served untyped as `kestrel_<name>`; the sink's own series are `kestrel_step` and `kestrel_alerts_total{severity,rule}`.\n\n")
+	b.WriteString("The endpoint applies the dashboard's Host-header rule (`internal/hostcheck`, the defence against DNS rebinding): a request's `Host` must carry the port and name the address the connection arrived on (its IP literal), a loopback name (`localhost`, `127.0.0.1`, `[::1]`) when that address is loopback, or the host name of `monitor.prometheus_addr` when it is a name; any other Host gets 403 with a message saying which hosts would do. ")
+	b.WriteString("A scraper on another machine therefore targets the address or the name the endpoint listens on, not an alias of it.\n\n")
 	b.WriteString("| name | Prometheus |\n|---|---|\n")
 	for _, m := range catalog {
 		if n := PromName(m.Name); n != "kestrel_"+m.Name {
