@@ -105,11 +105,7 @@ func Load(path string, overrides []Override) (Config, error) {
 // forever) and at most tomlstrict.MaxBytes, the bound of a TOML document.
 // Every config file kestrel reads goes through it.
 func ReadFile(path string) ([]byte, error) {
-	data, err := fileguard.ReadFile(path, tomlstrict.MaxBytes)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	return data, nil
+	return fileguard.ReadFile(path, tomlstrict.MaxBytes) // its errors name the path
 }
 
 // CheckFinite refuses every float of cfg that is NaN or ±Inf, naming each
