@@ -472,10 +472,12 @@ func judge(r *Row, dir string, mo moment, res *train.Result, runErr error) error
 	return nil
 }
 
+// readAlerts reads a branch's alerts; a torn line (a branch killed while
+// it wrote one) is skipped, the others judged.
 func readAlerts(dir string) ([]runlog.Alert, error) {
 	a, err := runlog.ReadAlerts(filepath.Join(dir, "alerts.jsonl"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+	if errors.Is(err, os.ErrNotExist) || runlog.SkippedLines(err) > 0 {
+		return a, nil
 	}
 	return a, err
 }
