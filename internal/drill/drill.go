@@ -221,7 +221,13 @@ type driller struct {
 	dir   string
 	n     int
 	clean map[string]float64 // clean branch's final val_loss by config variant
+	step  float64            // the healthy branch's median step_time (s)
 }
+
+// stall is the stall fault's length: 20 × the healthy branch's median step
+// time, so the watchdog (10 × the median, at least stalled_min_seconds)
+// sees it on a config of any speed; at least 3 s.
+func (d *driller) stall() float64 { return max(3, 20*d.step) }
 
 // branchConfig is the user's config as a drill branch: steps long, the
 // warm-up at most a fifth of it, one evaluation at the end and no in-loop
@@ -296,7 +302,9 @@ func place(c *config.Config, m, fault string) moment {
 }
 
 // inject sets fault f at step s (a data fault at data step ds) in c.
-func inject(c *config.Config, f string, s, ds int) {
+// stall is how long the stall fault hangs its step: 20 × the healthy
+// branch's median step time (the watchdog fires at 10 ×), at least 3 s.
+func inject(c *config.Config, f string, s, ds int, stall float64) {
 	d := &c.Debug
 	switch f {
 	case FaultLRSpike:
@@ -310,7 +318,7 @@ func inject(c *config.Config, f string, s, ds int) {
 	case FaultCorrupt:
 		d.CorruptBatchAtStep = ds
 	case FaultStall:
-		d.StallAtStep, d.StallSeconds = s, 3
+		d.StallAtStep, d.StallSeconds = s, stall
 	}
 }
 
@@ -374,6 +382,7 @@ func (d *driller) healthy(ctx context.Context, hog bool) (Row, error) {
 	if !hog {
 		h, _ := config.Hash(c)
 		d.clean[h] = res.ValLoss
+		d.step = medianStepTime(filepath.Join(dir, "metrics.jsonl"))
 	}
 	r.Dir, r.Finished, r.FinalVal, r.CleanVal = dir, true, res.ValLoss, res.ValLoss
 	alerts, err := readAlerts(dir)
@@ -404,12 +413,12 @@ func (d *driller) branch(ctx context.Context, f, m string) (Row, error) {
 	r.CleanVal = clean
 	ds := mo.step // the data step the fault's step trains on
 	if mo.primer != "" {
-		inject(&c, mo.primer, mo.primerStep, mo.primerStep)
+		inject(&c, mo.primer, mo.primerStep, mo.primerStep, d.stall())
 		if f == FaultPoison || f == FaultCorrupt {
 			ds += c.Rescue.SkipWindow // the primer's rollback skips skip_window data steps
 		}
 	}
-	inject(&c, f, mo.step, ds)
+	inject(&c, f, mo.step, ds, d.stall())
 	dir := d.runDir(f + "-" + m)
 	r.Dir = dir
 	res, runErr := d.train(ctx, c, dir, mo.resume)
@@ -470,6 +479,26 @@ func judge(r *Row, dir string, mo moment, res *train.Result, runErr error) error
 		r.DeltaPct = 100 * (r.FinalVal - r.CleanVal) / r.CleanVal
 	}
 	return nil
+}
+
+// medianStepTime is the median step_time of a run's metrics.jsonl (0 when
+// it has none).
+func medianStepTime(path string) float64 {
+	var xs []float64
+	l, err := runlog.Load(path)
+	if err != nil {
+		return 0
+	}
+	for _, v := range l.Column("step_time") {
+		if x := float64(v); x > 0 && !math.IsNaN(x) {
+			xs = append(xs, x)
+		}
+	}
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }
 
 // readAlerts reads a branch's alerts; a torn line (a branch killed while

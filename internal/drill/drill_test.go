@@ -75,3 +75,19 @@ func TestPlace(t *testing.T) {
 		t.Error("--steps 10 accepted")
 	}
 }
+
+// TestDrillStall: the stall is sized from the healthy branch's step time
+// and seen by the stall watchdog at its step.
+func TestDrillStall(t *testing.T) {
+	rep, err := Run(context.Background(), Options{Config: tiny(), Steps: 40, Faults: []string{FaultStall}, Moments: []string{MomentFresh}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Rows[1]
+	if !r.Detected || r.Rule != "stalled" || r.Latency != 0 || r.Outcome != "ran through" {
+		t.Errorf("stall row %+v: want a SEV1 stalled at its step, and the run through", r)
+	}
+	for _, f := range rep.Failures() {
+		t.Error(f)
+	}
+}
