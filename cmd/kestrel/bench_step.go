@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kestrel-lm/kestrel/internal/train"
+	"github.com/kestrel-lm/kestrel/internal/stepbench"
 )
 
 func newBenchStepCmd() *cobra.Command {
@@ -21,24 +21,24 @@ func newBenchStepCmd() *cobra.Command {
 		Short: "tokens/s, MFU, step time and peak RSS of a training step (preset or config)",
 		Long:  helpText("bench-step"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := train.LookupStepPreset(preset)
+			p, err := stepbench.LookupStepPreset(preset)
 			if err != nil {
 				return err
 			}
-			opt := train.StepBenchOptions{Model: p.Model, Batch: p.Batch, Steps: steps, Warmup: warmup}
+			opt := stepbench.StepBenchOptions{Model: p.Model, Batch: p.Batch, Steps: steps, Warmup: warmup}
 			if cf.path != "" {
 				cfg, err := cf.load()
 				if err != nil {
 					return err
 				}
-				p.Name, opt = "config:"+filepath.Base(cf.path), train.StepBenchFromRun(cfg.Model, cfg.Train, steps, warmup)
+				p.Name, opt = "config:"+filepath.Base(cf.path), stepbench.StepBenchFromRun(cfg.Model, cfg.Train, steps, warmup)
 			}
 			if batch > 0 {
 				opt.Batch = batch
 			}
 			opt.Ops = ops
-			rs, err := train.BenchStepThreads(cmd.Context(), opt, threads)
-			if e := train.WriteStepBench(cmd.OutOrStdout(), rs, p.Name, asJSON); e != nil {
+			rs, err := stepbench.BenchStepThreads(cmd.Context(), opt, threads)
+			if e := stepbench.WriteStepBench(cmd.OutOrStdout(), rs, p.Name, asJSON); e != nil {
 				return e
 			}
 			return err

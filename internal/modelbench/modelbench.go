@@ -19,7 +19,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/run"
-	"github.com/kestrel-lm/kestrel/internal/train"
+	"github.com/kestrel-lm/kestrel/internal/stepbench"
 )
 
 // Presets lists the model presets ModelConfig knows.
@@ -38,7 +38,7 @@ func ModelConfig(preset, path string, overrides []config.Override) (model.Config
 	}
 	switch preset {
 	case "ref7m":
-		return train.Ref7mConfig(), nil
+		return stepbench.Ref7mConfig(), nil
 	case "demo", "demo-quick":
 		cfg, err := run.DemoConfig(preset == "demo-quick", "", overrides)
 		if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/internal/stepbench"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
@@ -232,7 +233,7 @@ func TestLoaderRef7mStall(t *testing.T) {
 	}
 	ds := shippedByteDataset(t)
 	dir := t.TempDir()
-	o, l := loaderRunOpts(t, dir, ds, train.Ref7mConfig(), 30, [][]int{{1, 8}})
+	o, l := loaderRunOpts(t, dir, ds, stepbench.Ref7mConfig(), 30, [][]int{{1, 8}})
 	o.Train.MicroBatch = 8
 	if _, err := train.Run(context.Background(), o); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/internal/stepbench"
 	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
@@ -272,7 +273,7 @@ func TestMonitorOverheadRef7m(t *testing.T) {
 		t.Skip("set KESTREL_OVERHEAD=STEPS to measure the monitor's overhead on ref7m")
 	}
 	cfg := tinyRun(n)
-	cfg.Model = train.Ref7mConfig()
+	cfg.Model = stepbench.Ref7mConfig()
 	cfg.Train.BatchSize, cfg.Train.EvalEvery, cfg.Train.PeakGFLOPS = 8, 0, 336
 	cfg.Checkpoint.Every = 0
 	cfg.Monitor = monitor.DefaultConfig()

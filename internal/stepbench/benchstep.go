@@ -1,4 +1,4 @@
-package train
+package stepbench
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/peak"
+	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // Ref7mConfig is the reference model of the step benchmark: vocab 8192,
@@ -211,7 +212,7 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 // StepBenchFromRun is the benchmark of a run config's model: its [model]
 // section, train.micro_batch sequences per step (else train.batch_size) and
 // train.peak_gflops.
-func StepBenchFromRun(m model.Config, t Config, steps, warmup int) StepBenchOptions {
+func StepBenchFromRun(m model.Config, t train.Config, steps, warmup int) StepBenchOptions {
 	o := StepBenchOptions{Model: m, Batch: t.BatchSize, Steps: steps, Warmup: warmup, PeakGFLOPS: t.PeakGFLOPS}
 	if t.MicroBatch > 0 {
 		o.Batch = t.MicroBatch

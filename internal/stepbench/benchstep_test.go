@@ -1,4 +1,4 @@
-package train
+package stepbench
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/peak"
+	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // TestBenchStep times a tiny model: the loss falls on a fixed random batch,
@@ -116,7 +117,7 @@ func TestBenchStepThreads(t *testing.T) {
 // TestStepBenchFromRun takes the micro-batch when set, else the global batch.
 func TestStepBenchFromRun(t *testing.T) {
 	for _, tc := range []struct{ global, micro, want int }{{12, 0, 12}, {12, 4, 4}} {
-		c := DefaultConfig()
+		c := train.DefaultConfig()
 		c.BatchSize, c.MicroBatch, c.PeakGFLOPS = tc.global, tc.micro, 42
 		o := StepBenchFromRun(model.DefaultConfig(), c, 3, 1)
 		if o.Batch != tc.want || o.PeakGFLOPS != 42 || o.Steps != 3 || o.Warmup != 1 || o.Model != model.DefaultConfig() {
