@@ -3,9 +3,9 @@ package main
 import (
 	"fmt"
 
-	"github.com/spf13/cobra"
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 
-	"github.com/kestrel-lm/kestrel/internal/train"
+	"github.com/spf13/cobra"
 )
 
 func newCheckpointsCmd() *cobra.Command {
@@ -16,15 +16,15 @@ func newCheckpointsCmd() *cobra.Command {
 		Long:  helpText("checkpoints"),
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			list, err := train.ListCheckpoints(args[0])
+			list, err := checkpoint.List(args[0])
 			if err != nil {
 				return fmt.Errorf("checkpoints: %w", err)
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return train.WriteCheckpointsJSON(out, list)
+				return checkpoint.WriteJSON(out, list)
 			}
-			return train.WriteCheckpointTable(out, args[0], list)
+			return checkpoint.WriteTable(out, args[0], list)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per checkpoint, one per line")

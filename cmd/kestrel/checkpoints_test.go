@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kestrel-lm/kestrel/internal/train"
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 )
 
 // TestCheckpointsCLI: kestrel checkpoints lists a monitored run's
@@ -51,12 +51,12 @@ func TestCheckpointsCLI(t *testing.T) {
 	}
 	var steps []int
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var c train.CheckpointInfo
+		var c checkpoint.Info
 		if err := json.Unmarshal([]byte(line), &c); err != nil {
 			t.Fatalf("--json line %q: %v", line, err)
 		}
 		steps = append(steps, c.Step)
-		if c.Health == nil || c.Health.Status != train.HealthHealthy || c.Status != train.Confirmed || c.Bytes == 0 {
+		if c.Health == nil || c.Health.Status != checkpoint.HealthHealthy || c.Status != checkpoint.Confirmed || c.Bytes == 0 {
 			t.Errorf("--json step %d: %+v", c.Step, c)
 		}
 		if c.LastGood != (c.Step == 6) {

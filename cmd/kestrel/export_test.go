@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/spf13/cobra"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
@@ -54,11 +56,11 @@ func TestExportImportCLI(t *testing.T) {
 	if _, err := run.Train(context.Background(), got, warm, run.Options{Logger: quietLogger()}); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(warm, "checkpoints", train.CheckpointName(1), train.StateFile))
+	b, err := os.ReadFile(filepath.Join(warm, "checkpoints", checkpoint.Name(1), checkpoint.StateFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st train.State
+	var st checkpoint.State
 	if err := json.Unmarshal(b, &st); err != nil || st.WarmStart == nil || len(st.WarmStart.Copied) != 12 || len(st.WarmStart.Initialized) != 0 {
 		t.Errorf("warm-start report %+v (%v)", st.WarmStart, err)
 	}

@@ -9,11 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
-	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // Coverage statuses: whether a task's items could have leaked into the
@@ -55,7 +56,7 @@ func (c Coverage) Warning() string {
 // decontamination covered, by sha256); for a byte-level run, from the
 // data.train and data.val of its config.toml, which no decontamination
 // touched.
-func CheckCoverage(run string, st train.State, tasks []string) ([]Coverage, error) {
+func CheckCoverage(run string, st checkpoint.State, tasks []string) ([]Coverage, error) {
 	var inputs []string
 	var dec *shards.DecontamInfo
 	known := true

@@ -7,11 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
-	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // fakeDataset writes a dataset directory whose manifest.json carries pv.
@@ -69,7 +70,7 @@ func TestCheckCoverage(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			st := train.State{Tokenizer: fakeDataset(t, tc.pv), Model: model.Config{Vocab: 320}}
+			st := checkpoint.State{Tokenizer: fakeDataset(t, tc.pv), Model: model.Config{Vocab: 320}}
 			cov, err := CheckCoverage("run", st, tasks)
 			if err != nil {
 				t.Fatal(err)
@@ -93,7 +94,7 @@ func TestCheckCoverage(t *testing.T) {
 	if err != nil || os.WriteFile(filepath.Join(run, "config.toml"), b, 0o644) != nil {
 		t.Fatal(err)
 	}
-	cov, err := CheckCoverage(run, train.State{Tokenizer: "bytes", Model: model.Config{Vocab: 256}}, []string{"bpb", "piqa"})
+	cov, err := CheckCoverage(run, checkpoint.State{Tokenizer: "bytes", Model: model.Config{Vocab: 256}}, []string{"bpb", "piqa"})
 	if err != nil || cov[0].Status != TrainedOn || cov[1].Status != NotDecontaminated {
 		t.Fatalf("byte-level: %+v %v", cov, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/generate"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
@@ -71,7 +73,7 @@ func InLoop(dir, tokenizer string, cfg train.BenchConfig, batch int, log *slog.L
 		if m == nil {
 			return nil, fmt.Errorf("in-loop benchmarks need kestrel's own model (train.NewModelNet)")
 		}
-		st := train.State{Step: step, Tokenizer: tokenizer, Model: m.Cfg}
+		st := checkpoint.State{Step: step, Tokenizer: tokenizer, Model: m.Cfg}
 		if !checked {
 			checked = true
 			cov, err := CheckCoverage(dir, st, cfg.Tasks)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
@@ -145,7 +147,7 @@ func (d *runData) close() {
 // tokenizer, or for byte-level runs the run's config.toml data.train /
 // data.val (or the last train.val_fraction of data.train), split by
 // train.OpenBytes as the run was.
-func openRunData(run string, st train.State) (*runData, error) {
+func openRunData(run string, st checkpoint.State) (*runData, error) {
 	if st.Tokenizer != "bytes" && !(st.Tokenizer == "" && st.Model.Vocab == 256) {
 		dir, err := datadir.Expand(st.Tokenizer)
 		if err != nil {
@@ -186,7 +188,7 @@ func openRunData(run string, st train.State) (*runData, error) {
 const MemDefaultDocs = 50
 
 // runMore runs the tasks gsm8k-nll, memorization and bpb-val into res.
-func (s *Scorer) runMore(task string, opt Options, st train.State, res *Result) error {
+func (s *Scorer) runMore(task string, opt Options, st checkpoint.State, res *Result) error {
 	t0 := time.Now()
 	if task == "gsm8k-nll" {
 		files, err := TaskFiles(task)

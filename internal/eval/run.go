@@ -13,6 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/generate"
@@ -153,7 +155,7 @@ func Run(opt Options) (*Result, error) {
 // Evaluate runs tasks on the scorer's model: run and st say where the
 // run's own data is (memorization, bpb-val: the dataset state.json names,
 // or the byte-level text of the run's config.toml). limit as Options.Limit.
-func (s *Scorer) Evaluate(run string, st train.State, tasks []string, limit int) (*Result, error) {
+func (s *Scorer) Evaluate(run string, st checkpoint.State, tasks []string, limit int) (*Result, error) {
 	opt := Options{Run: run, Tasks: tasks, Limit: limit}
 	res := &Result{Run: run}
 	for _, task := range opt.Tasks {
@@ -260,16 +262,16 @@ func TaskHashes(tasks []string) (map[string]string, error) {
 // Load resolves checkpoint (last, last-good, step-N or a directory) of run,
 // loads its weights (or EMA weights) and the run's codec, and returns a
 // Scorer over them with the checkpoint it loaded. Status lines go to status.
-func Load(run, checkpoint string, ema bool, status io.Writer) (*Scorer, *train.Loaded, error) {
-	if checkpoint == "" {
-		checkpoint = "last"
+func Load(run, ckpt string, ema bool, status io.Writer) (*Scorer, *checkpoint.Loaded, error) {
+	if ckpt == "" {
+		ckpt = "last"
 	}
 	if status == nil {
 		status = io.Discard
 	}
-	dir, err := train.ResolveCheckpoint(run, checkpoint)
+	dir, err := checkpoint.Resolve(run, ckpt)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--checkpoint %s: %w", checkpoint, err)
+		return nil, nil, fmt.Errorf("--checkpoint %s: %w", ckpt, err)
 	}
 	m, l, err := train.LoadModel(dir, ema, slog.New(slog.NewTextHandler(status, nil)))
 	if err != nil {

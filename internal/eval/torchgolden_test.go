@@ -11,10 +11,11 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/generate"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/safetensors"
-	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // Goldens from the independent PyTorch scorer (tools/torchref/eval_ref.py):
@@ -90,7 +91,7 @@ func TestTorchGoldens(t *testing.T) {
 		if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil); err != nil {
 			t.Fatal(err)
 		}
-		hf, _ := json.MarshalIndent(train.HFConfig(m.Cfg), "", "  ")
+		hf, _ := json.MarshalIndent(checkpoint.HFConfig(m.Cfg), "", "  ")
 		if err := os.WriteFile(filepath.Join(dir, "config.json"), hf, 0o644); err != nil {
 			t.Fatal(err)
 		}

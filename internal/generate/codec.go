@@ -6,8 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/datadir"
-	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/tokenizer"
 )
 
@@ -47,7 +48,7 @@ func BytesCodec() Codec {
 // CodecFor returns the codec of a run from its checkpoint state: bytes when
 // state.json's tokenizer is "bytes" (or empty with a 256-token model),
 // otherwise DatasetCodec.
-func CodecFor(run string, st train.State) (Codec, error) {
+func CodecFor(run string, st checkpoint.State) (Codec, error) {
 	if st.Tokenizer == "bytes" || (st.Tokenizer == "" && st.Model.Vocab == 256) {
 		return BytesCodec(), nil
 	}
@@ -63,7 +64,7 @@ func CodecFor(run string, st train.State) (Codec, error) {
 // prompt starts from the dataset's document separator (the end-of-text token
 // for separator = "eos", which precedes every document but the first; the
 // beginning token for "bos").
-func DatasetCodec(run string, st train.State) (Codec, error) {
+func DatasetCodec(run string, st checkpoint.State) (Codec, error) {
 	dir, err := datadir.Expand(st.Tokenizer)
 	if err != nil {
 		return Codec{}, fmt.Errorf("run %s: tokenizer %q: %w", run, st.Tokenizer, err)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/document"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
@@ -240,7 +242,7 @@ func TestPickToken(t *testing.T) {
 // TestCodecFor: bytes runs round-trip any byte string; a run naming no
 // tokenizer with a non-byte vocabulary is an error.
 func TestCodecFor(t *testing.T) {
-	var st train.State
+	var st checkpoint.State
 	st.Tokenizer, st.Model.Vocab = "bytes", 256
 	c, err := CodecFor("r", st)
 	if err != nil {

@@ -11,9 +11,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
-	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // Evals is what the model card reports from metrics.jsonl: the last
@@ -67,7 +68,7 @@ func ReadEvals(path string) (Evals, error) {
 // loss, bits per byte and benchmark scores when the run has them, and the
 // hashes that identify the run's inputs. Missing run files leave their
 // lines out; a malformed one is an error.
-func Card(run string, l *train.Loaded, res *Result) (string, error) {
+func Card(run string, l *checkpoint.Loaded, res *Result) (string, error) {
 	st := l.State
 	c := st.Model
 	var b strings.Builder

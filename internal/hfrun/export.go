@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/hf"
 	"github.com/kestrel-lm/kestrel/internal/train"
@@ -66,7 +68,7 @@ func Export(ctx context.Context, o Options) (*Result, error) {
 	if name == "" {
 		name = "last"
 	}
-	dir, err := train.ResolveCheckpoint(o.Run, name)
+	dir, err := checkpoint.Resolve(o.Run, name)
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
@@ -110,7 +112,7 @@ func Export(ctx context.Context, o Options) (*Result, error) {
 // token (the document separator for separator = "eos"); BOS is the
 // separator for separator = "bos", else the tokenizer's BOS (GPT-2 style
 // tokenizers use <|endoftext|> for both); PAD is EOS.
-func runTokenizer(ctx context.Context, run string, st train.State) ([]byte, hf.Tokens, bool, error) {
+func runTokenizer(ctx context.Context, run string, st checkpoint.State) ([]byte, hf.Tokens, bool, error) {
 	if st.Tokenizer == "bytes" || (st.Tokenizer == "" && st.Model.Vocab == 256) {
 		tok, err := tokenizer.Train(ctx, slices.Values([]string(nil)), tokenizer.TrainOptions{VocabSize: 256, Special: []string{}})
 		if err != nil {

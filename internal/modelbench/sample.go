@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/train"
@@ -47,7 +49,7 @@ func Sample(ctx context.Context, opt SampleOptions) (SampleResult, error) {
 	var m *model.Model
 	var err error
 	if opt.Run != "" {
-		var l *train.Loaded
+		var l *checkpoint.Loaded
 		m, l, err = train.LoadModel(opt.Run, false, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if err == nil {
 			res.Source = l.Dir

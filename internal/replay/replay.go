@@ -32,6 +32,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/run"
@@ -344,7 +346,7 @@ func readLogged(path string) (*logged, error) {
 
 // resolveCheckpoint turns a --checkpoint value into a checkpoint directory
 // of the run dir: "before:A" (the newest valid checkpoint before step A,
-// the default for a window of steps), else what train.ResolveCheckpoint
+// the default for a window of steps), else what checkpoint.Resolve
 // resolves.
 func resolveCheckpoint(dir, spec string) (string, error) {
 	if a, ok := strings.CutPrefix(spec, "before:"); ok {
@@ -352,13 +354,13 @@ func resolveCheckpoint(dir, spec string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("bad step %q", a)
 		}
-		d, err := train.NewestValidAtOrBefore(dir, n-1)
+		d, err := checkpoint.NewestValidAtOrBefore(dir, n-1)
 		if err != nil {
 			return "", fmt.Errorf("%w (name one with --checkpoint)", err)
 		}
 		return d, nil
 	}
-	return train.ResolveCheckpoint(dir, spec)
+	return checkpoint.Resolve(dir, spec)
 }
 
 // WriteTable prints the result for a person: the checkpoint, the probe

@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/eval"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
-	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
 
@@ -121,7 +122,7 @@ func TestDatasetProvenance(t *testing.T) {
 		pv.Decontam.EvalSets[0].Name != "gsm8k" || len(pv.Decontam.EvalSets[0].Files) != 1 || len(pv.Decontam.EvalSets[0].Files[0].SHA256) != 64 {
 		t.Fatalf("decontam %+v", pv.Decontam)
 	}
-	cov, err := eval.CheckCoverage("run", train.State{Tokenizer: cfg.Data.Path, Model: cfg.Model}, []string{"gsm8k-nll", "hellaswag"})
+	cov, err := eval.CheckCoverage("run", checkpoint.State{Tokenizer: cfg.Data.Path, Model: cfg.Model}, []string{"gsm8k-nll", "hellaswag"})
 	if err != nil || cov[0].Status != eval.Decontaminated || cov[1].Status != eval.NotDecontaminated {
 		t.Fatalf("coverage %+v %v", cov, err)
 	}

@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/runlock"
-	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // trainAllRanks runs Train on every rank of an in-process group (cfgs[r]
@@ -128,7 +129,7 @@ func TestDPStartRefusals(t *testing.T) {
 			t.Errorf("rank %d: %v", r, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir2, "checkpoints", train.CheckpointName(4))); err != nil {
+	if _, err := os.Stat(filepath.Join(dir2, "checkpoints", checkpoint.Name(4))); err != nil {
 		t.Errorf("the agreed run wrote no final checkpoint: %v", err)
 	}
 }

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/kestrel-lm/kestrel/internal/train"
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/monitor"
 )
 
@@ -14,7 +15,7 @@ import (
 // checkpoint_failed; other errors that mention a checkpoint are not (a
 // failed deletion of an old checkpoint used to stop the run with a SEV0).
 func TestFinishCheckpointFailed(t *testing.T) {
-	saveErr := &train.CheckpointError{Step: 40, Dir: "checkpoints/step-00000040", Err: errors.New("no space left on device")}
+	saveErr := &checkpoint.Error{Step: 40, Dir: "checkpoints/step-00000040", Err: errors.New("no space left on device")}
 	for _, c := range []struct {
 		name string
 		err  error
@@ -22,7 +23,7 @@ func TestFinishCheckpointFailed(t *testing.T) {
 	}{
 		{"save failed", saveErr, true},
 		{"save failed on ctrl-c", fmt.Errorf("interrupted at step 40, and the checkpoint failed: %w", saveErr), true},
-		{"no valid checkpoint", fmt.Errorf("train: resume: %w", &train.CheckpointError{Dir: "checkpoints", Err: errors.New("no valid checkpoint to resume from")}), true},
+		{"no valid checkpoint", fmt.Errorf("train: resume: %w", &checkpoint.Error{Dir: "checkpoints", Err: errors.New("no valid checkpoint to resume from")}), true},
 		{"old keep-policy error", errors.New("checkpoint keep policy: unlinkat checkpoints/step-00000020: directory not empty"), false},
 		{"observer error", errors.New("step 7: observer stopped the run (no checkpoint written; newest checkpoint (none)): boom"), false},
 		{"no error", nil, false},

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
@@ -111,7 +113,7 @@ func (h *healthTrack) alerts(cur []runlog.Alert) []runlog.Alert {
 
 // band places the last train_loss_ema against the window's robust band;
 // nil while fewer than 8 losses were seen.
-func (h *healthTrack) band() *train.LossBand {
+func (h *healthTrack) band() *checkpoint.LossBand {
 	var fin []float64
 	for _, l := range h.losses {
 		if x := l.loss; !math.IsNaN(x) && !math.IsInf(x, 0) {
@@ -121,8 +123,8 @@ func (h *healthTrack) band() *train.LossBand {
 	if len(h.losses) < 8 {
 		return nil
 	}
-	b := &train.LossBand{EMA: train.Num(h.ema), Limit: train.Num(h.zLimit), Window: len(h.losses),
-		Median: train.Num(math.NaN()), Spread: train.Num(math.NaN()), Z: train.Num(math.NaN())}
+	b := &checkpoint.LossBand{EMA: checkpoint.Num(h.ema), Limit: checkpoint.Num(h.zLimit), Window: len(h.losses),
+		Median: checkpoint.Num(math.NaN()), Spread: checkpoint.Num(math.NaN()), Z: checkpoint.Num(math.NaN())}
 	if len(fin) < len(h.losses)/2 {
 		return b // mostly non-finite: out of band
 	}
@@ -143,7 +145,7 @@ func (h *healthTrack) band() *train.LossBand {
 	case d < 0:
 		z = math.Inf(-1)
 	}
-	b.Median, b.Spread, b.Z = train.Num(med), train.Num(spread), train.Num(z)
+	b.Median, b.Spread, b.Z = checkpoint.Num(med), checkpoint.Num(spread), checkpoint.Num(z)
 	b.Within = !math.IsNaN(z) && z <= h.zLimit
 	return b
 }
@@ -173,11 +175,11 @@ func medianOf(xs []float64) float64 {
 // abandoned trajectory). A loss_spike whose verdict came back SEV2
 // (recoverable, logging artifact, undetermined) is closed by its verdict.
 // With the monitor off it cannot judge: ok is false.
-func (t *Observer) CheckpointHealth(step int) (train.Health, bool) {
+func (t *Observer) CheckpointHealth(step int) (checkpoint.Health, bool) {
 	if t.m == nil {
-		return train.Health{}, false
+		return checkpoint.Health{}, false
 	}
-	h := train.Health{Status: train.HealthHealthy, Loss: t.health.band()}
+	h := checkpoint.Health{Status: checkpoint.HealthHealthy, Loss: t.health.band()}
 	h.Incidents = openIncidents(t.health.alerts(t.m.Alerts()), int64(step), int64(t.health.clean))
 	var why []string
 	if len(h.Incidents) > 0 {
@@ -187,7 +189,7 @@ func (t *Observer) CheckpointHealth(step int) (train.Health, bool) {
 		why = append(why, fmt.Sprintf("train_loss_ema %.4g above its band (z = %.1f > %.3g)", float64(b.EMA), float64(b.Z), float64(b.Limit)))
 	}
 	if len(why) > 0 {
-		h.Status, h.Reason = train.HealthUnhealthy, strings.Join(why, "; ")
+		h.Status, h.Reason = checkpoint.HealthUnhealthy, strings.Join(why, "; ")
 	} else {
 		h.Reason = "no open SEV0/SEV1 incident, loss within its band"
 	}
@@ -196,7 +198,7 @@ func (t *Observer) CheckpointHealth(step int) (train.Health, bool) {
 
 // openIncidents is the open episode's alerts at step, one Incident per
 // rule in order of first firing (see CheckpointHealth).
-func openIncidents(alerts []runlog.Alert, step, clean int64) []train.Incident {
+func openIncidents(alerts []runlog.Alert, step, clean int64) []checkpoint.Incident {
 	closed := map[int64]bool{} // spike steps with a SEV2 verdict
 	for _, a := range alerts {
 		if a.Rule == monitor.RuleSpikeVerdict && a.Severity == runlog.SEV2 {
@@ -221,7 +223,7 @@ func openIncidents(alerts []runlog.Alert, step, clean int64) []train.Incident {
 	for start > 0 && model[start].Step-model[start-1].Step < clean {
 		start--
 	}
-	var out []train.Incident
+	var out []checkpoint.Incident
 	idx := map[string]int{}
 	for _, a := range model[start:] {
 		if i, ok := idx[a.Rule]; ok {
@@ -233,7 +235,7 @@ func openIncidents(alerts []runlog.Alert, step, clean int64) []train.Incident {
 			continue
 		}
 		idx[a.Rule] = len(out)
-		out = append(out, train.Incident{Rule: a.Rule, Severity: string(a.Severity), Step: int(a.Step), LastStep: int(a.Step), Count: 1})
+		out = append(out, checkpoint.Incident{Rule: a.Rule, Severity: string(a.Severity), Step: int(a.Step), LastStep: int(a.Step), Count: 1})
 	}
 	return out
 }

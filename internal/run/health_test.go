@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/runlog"
-	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
 
@@ -40,19 +41,19 @@ func TestLastGoodSurvivesLRBlowUp(t *testing.T) {
 			case !c.pause && err != nil:
 				t.Fatal(err)
 			}
-			list, err := train.ListCheckpoints(dir)
+			list, err := checkpoint.List(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var rows []string
 			for _, ck := range list {
-				rows = append(rows, train.CheckpointName(ck.Step)+" "+ck.Health.Summary())
+				rows = append(rows, checkpoint.Name(ck.Step)+" "+ck.Health.Summary())
 			}
 			if res != nil {
 				t.Logf("stopped at step %d", res.Step)
 			}
 			t.Logf("checkpoints:\n%s", strings.Join(rows, "\n"))
-			good, err := train.LastGood(dir)
+			good, err := checkpoint.LastGood(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,14 +66,14 @@ func TestLastGoodSurvivesLRBlowUp(t *testing.T) {
 			if good.Step >= 70 {
 				t.Errorf("last-good at step %d, want one from before the blow-up at 70", good.Step)
 			}
-			if err := train.VerifyCheckpoint(good.Dir); err != nil {
+			if err := checkpoint.Verify(good.Dir); err != nil {
 				t.Errorf("last-good checkpoint damaged: %v", err)
 			}
-			if dir2, err := train.ResolveCheckpoint(dir, "last-good"); err != nil || dir2 != good.Dir {
+			if dir2, err := checkpoint.Resolve(dir, "last-good"); err != nil || dir2 != good.Dir {
 				t.Errorf("ResolveCheckpoint(last-good) = %s, %v; want %s", dir2, err, good.Dir)
 			}
 			for _, ck := range list {
-				if ck.Step >= 70 && ck.Health.Status != train.HealthUnhealthy {
+				if ck.Step >= 70 && ck.Health.Status != checkpoint.HealthUnhealthy {
 					t.Errorf("checkpoint %d after the blow-up is %s, want unhealthy", ck.Step, ck.Health.Summary())
 				}
 			}
@@ -89,7 +90,7 @@ func TestLastGoodSurvivesLRBlowUp(t *testing.T) {
 			if _, err := runMonitored(t, cfg, dir); err != nil {
 				t.Fatal(err)
 			}
-			if good, err := train.LastGood(dir); err != nil || good.Step != 100 {
+			if good, err := checkpoint.LastGood(dir); err != nil || good.Step != 100 {
 				t.Errorf("resumed without the spike: last-good %+v, %v; want the final checkpoint 100", good, err)
 			}
 		})

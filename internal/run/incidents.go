@@ -14,9 +14,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
-	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
 
@@ -31,13 +32,13 @@ func modelAlert(a runlog.Alert) bool {
 // this trajectory (earlier invocations' included, abandoned trajectories'
 // not) at steps in (from, to], one Incident per rule. A loss_spike whose
 // verdict came back SEV2 does not count.
-func (t *Observer) ModelIncidents(from, to int) []train.Incident {
+func (t *Observer) ModelIncidents(from, to int) []checkpoint.Incident {
 	if t.m == nil {
 		return nil
 	}
 	all := t.health.alerts(t.m.Alerts())
 	closed := spikesClosedByVerdict(all)
-	var out []train.Incident
+	var out []checkpoint.Incident
 	idx := map[string]int{}
 	for _, a := range all {
 		if !modelAlert(a) || a.Step <= int64(from) || a.Step > int64(to) || (a.Rule == monitor.RuleLossSpike && closed[a.Step]) {
@@ -49,7 +50,7 @@ func (t *Observer) ModelIncidents(from, to int) []train.Incident {
 			continue
 		}
 		idx[a.Rule] = len(out)
-		out = append(out, train.Incident{Rule: a.Rule, Severity: string(a.Severity), Step: int(a.Step), LastStep: int(a.Step), Count: 1})
+		out = append(out, checkpoint.Incident{Rule: a.Rule, Severity: string(a.Severity), Step: int(a.Step), LastStep: int(a.Step), Count: 1})
 	}
 	return out
 }

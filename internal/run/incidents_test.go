@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kestrel-lm/kestrel/internal/train"
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 )
 
 // TestUnclosedIncidentKeepsCheckpoint: a corrupted batch at step 30 is a
@@ -23,7 +23,7 @@ func TestUnclosedIncidentKeepsCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	steps := func() []int {
-		list, err := train.ListCheckpoints(dir)
+		list, err := checkpoint.List(dir)
 		if err != nil {
 			t.Fatal(err)
 		}

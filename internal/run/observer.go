@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/buildinfo"
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/datareport"
@@ -235,7 +237,7 @@ func (t *Observer) Finish(runErr error) error {
 		return runErr
 	}
 	var nanErr *train.NaNError
-	var ckErr *train.CheckpointError
+	var ckErr *checkpoint.Error
 	switch {
 	case t.rankHang(runErr): // a data-parallel rank never reached a collective (dp.go)
 	case errors.As(runErr, &nanErr):

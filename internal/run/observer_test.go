@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/stepbench"
@@ -74,7 +76,7 @@ func TestTrainNaNIsSEV0(t *testing.T) {
 	if !strings.HasSuffix(nanErr.LastCheckpoint, "step-00000040") {
 		t.Errorf("last checkpoint %q", nanErr.LastCheckpoint)
 	}
-	if err := train.VerifyCheckpoint(nanErr.LastCheckpoint); err != nil {
+	if err := checkpoint.Verify(nanErr.LastCheckpoint); err != nil {
 		t.Errorf("last good checkpoint damaged: %v", err)
 	}
 	var sev0 *monitor.Alert

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/runlock"
@@ -173,23 +175,23 @@ func (p *rollbackPlan) fill(cfg config.Config, dir string, alerts []runlog.Alert
 // pending — an incident in the first steps of a fresh run, before any
 // checkpoint could be confirmed, restarts it from its own initial weights.
 func rollbackTarget(cfg config.Config, dir string, from int) (int, error) {
-	target, err := train.LastGoodBefore(dir, from)
+	target, err := checkpoint.LastGoodBefore(dir, from)
 	if err == nil {
-		l, err := train.LoadCheckpoint(target)
+		l, err := checkpoint.Load(target)
 		if err != nil {
 			return 0, fmt.Errorf("last-good checkpoint %s: %w", target, err)
 		}
 		return l.State.Step, nil
 	}
-	if !errors.Is(err, train.ErrNoLastGood) || cfg.Init.From != "" {
+	if !errors.Is(err, checkpoint.ErrNoLastGood) || cfg.Init.From != "" {
 		return 0, err
 	}
-	list, lerr := train.ListCheckpoints(dir)
+	list, lerr := checkpoint.List(dir)
 	if lerr != nil {
 		return 0, lerr
 	}
 	for _, c := range list {
-		if c.Step < from && c.Status != train.StatusPending {
+		if c.Step < from && c.Status != checkpoint.StatusPending {
 			return 0, err // a checkpoint was judged and found wanting: not a fresh run's first steps
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
@@ -97,7 +99,7 @@ func TestRescueLadder(t *testing.T) {
 				if tc.errWant == "rung 3" {
 					// Across the repeated rollbacks the keep policy (keep 2)
 					// left a confirmed checkpoint from before the fault.
-					if ck, err := train.LastGoodBefore(dir, 70); err != nil {
+					if ck, err := checkpoint.LastGoodBefore(dir, 70); err != nil {
 						t.Errorf("after rung 3: %v", err)
 					} else {
 						t.Logf("confirmed checkpoint before the fault kept: %s", ck)
@@ -194,7 +196,7 @@ func TestLastGoodIsConfirmed(t *testing.T) {
 			if _, err := Train(context.Background(), cfg, dir, Options{Logger: quietLog()}); err != nil {
 				t.Fatal(err)
 			}
-			list, err := train.ListCheckpoints(dir)
+			list, err := checkpoint.List(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,17 +208,17 @@ func TestLastGoodIsConfirmed(t *testing.T) {
 				}
 			}
 			t.Logf("statuses %v", status)
-			if status[15] == train.Confirmed || status[15] == train.StatusPending {
+			if status[15] == checkpoint.Confirmed || status[15] == checkpoint.StatusPending {
 				t.Errorf("checkpoint 15 is %s, want rejected or unhealthy", status[15])
 			}
-			if status[5] != train.Confirmed {
+			if status[5] != checkpoint.Confirmed {
 				t.Errorf("checkpoint 5 is %s, want confirmed", status[5])
 			}
-			got, err := train.ResolveCheckpoint(dir, "last-good")
+			got, err := checkpoint.Resolve(dir, "last-good")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if l, err := train.LoadCheckpoint(got); err != nil || l.State.Step >= 15 {
+			if l, err := checkpoint.Load(got); err != nil || l.State.Step >= 15 {
 				t.Fatalf("last-good = %s (%v), want a checkpoint before step 15", got, err)
 			}
 		})

@@ -12,13 +12,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 )
 
 // rewriteState edits a checkpoint's state.json through a JSON map and
 // rewrites SHA256SUMS to match, so only the values are wrong.
 func rewriteState(t *testing.T, dir string, edit func(map[string]any)) {
 	t.Helper()
-	p := filepath.Join(dir, StateFile)
+	p := filepath.Join(dir, checkpoint.StateFile)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -41,10 +43,10 @@ func rewriteState(t *testing.T, dir string, edit func(map[string]any)) {
 func resum(t *testing.T, dir string) {
 	t.Helper()
 	var sums strings.Builder
-	for _, f := range []string{ModelFile, OptimizerFile, EMAFile, StateFile, HFConfigFile} {
+	for _, f := range []string{checkpoint.ModelFile, checkpoint.OptimizerFile, checkpoint.EMAFile, checkpoint.StateFile, checkpoint.HFConfigFile} {
 		fmt.Fprintf(&sums, "%s  %s\n", fileSum(t, dir, f), f)
 	}
-	if err := os.WriteFile(filepath.Join(dir, SumsFile), []byte(sums.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, checkpoint.SumsFile), []byte(sums.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -59,7 +61,7 @@ func TestStateValidated(t *testing.T) {
 	if _, err := Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
-	src := filepath.Join(dir, "checkpoints", CheckpointName(8))
+	src := filepath.Join(dir, "checkpoints", checkpoint.Name(8))
 	for _, c := range []struct {
 		field string
 		edit  func(m map[string]any)
@@ -82,18 +84,18 @@ func TestStateValidated(t *testing.T) {
 		{"ema_beta", func(m map[string]any) { m["ema_beta"] = 1.5 }},
 	} {
 		t.Run(c.field, func(t *testing.T) {
-			ck := filepath.Join(t.TempDir(), CheckpointName(8))
+			ck := filepath.Join(t.TempDir(), checkpoint.Name(8))
 			copyDir(t, src, ck)
 			rewriteState(t, ck, c.edit)
-			_, err := LoadCheckpoint(ck)
+			_, err := checkpoint.Load(ck)
 			if c.field == "" {
 				if err != nil {
 					t.Fatalf("valid state refused: %v", err)
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), filepath.Join(ck, StateFile)) || !strings.Contains(err.Error(), "field "+c.field+":") {
-				t.Errorf("got %v, want an error naming %s and field %s", err, filepath.Join(ck, StateFile), c.field)
+			if err == nil || !strings.Contains(err.Error(), filepath.Join(ck, checkpoint.StateFile)) || !strings.Contains(err.Error(), "field "+c.field+":") {
+				t.Errorf("got %v, want an error naming %s and field %s", err, filepath.Join(ck, checkpoint.StateFile), c.field)
 			}
 		})
 	}
@@ -110,15 +112,15 @@ func TestNegativeStepNeverTruncatesMetrics(t *testing.T) {
 	if _, err := Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
-	ck := filepath.Join(dir, "checkpoints", CheckpointName(4))
+	ck := filepath.Join(dir, "checkpoints", checkpoint.Name(4))
 	rewriteState(t, ck, func(m map[string]any) { m["step"] = -1 })
 	before, _ := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
 	o.Train.Steps = 8
 	_, err := Run(context.Background(), o)
-	if err == nil || !strings.Contains(err.Error(), filepath.Join(ck, StateFile)) || !strings.Contains(err.Error(), "field step") {
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(ck, checkpoint.StateFile)) || !strings.Contains(err.Error(), "field step") {
 		t.Errorf("got %v, want a refusal naming state.json and its step", err)
 	}
-	var ce *CheckpointError
+	var ce *checkpoint.Error
 	if !errors.As(err, &ce) {
 		t.Errorf("no valid checkpoint is not a CheckpointError: %v", err)
 	}
@@ -141,24 +143,24 @@ func TestHalfDeletedCheckpointsCleaned(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := filepath.Join(dir, "checkpoints")
-	ck := func(s int) string { return filepath.Join(root, CheckpointName(s)) }
-	os.Remove(filepath.Join(ck(1), StateFile))
-	os.Remove(filepath.Join(ck(2), OptimizerFile))
-	os.Remove(filepath.Join(ck(3), SumsFile))
-	b, _ := os.ReadFile(filepath.Join(ck(4), ModelFile)) // corrupt, not half-deleted
+	ck := func(s int) string { return filepath.Join(root, checkpoint.Name(s)) }
+	os.Remove(filepath.Join(ck(1), checkpoint.StateFile))
+	os.Remove(filepath.Join(ck(2), checkpoint.OptimizerFile))
+	os.Remove(filepath.Join(ck(3), checkpoint.SumsFile))
+	b, _ := os.ReadFile(filepath.Join(ck(4), checkpoint.ModelFile)) // corrupt, not half-deleted
 	b[len(b)-3] ^= 1
-	os.WriteFile(filepath.Join(ck(4), ModelFile), b, 0o644)
-	os.Remove(filepath.Join(ck(5), OptimizerFile)) // permanent: trimmed by hand
-	os.Remove(filepath.Join(ck(6), HFConfigFile))  // listed in SHA256SUMS
-	trash := filepath.Join(root, deletingPrefix+CheckpointName(3)+"-1")
+	os.WriteFile(filepath.Join(ck(4), checkpoint.ModelFile), b, 0o644)
+	os.Remove(filepath.Join(ck(5), checkpoint.OptimizerFile)) // permanent: trimmed by hand
+	os.Remove(filepath.Join(ck(6), checkpoint.HFConfigFile))  // listed in SHA256SUMS
+	trash := filepath.Join(root, checkpoint.DeletingPrefix+checkpoint.Name(3)+"-1")
 	os.MkdirAll(trash, 0o755)
-	os.WriteFile(filepath.Join(trash, ModelFile), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(trash, checkpoint.ModelFile), []byte("x"), 0o644)
 
 	// The newest checkpoint, half-deleted, is never resumed from.
 	tmp := t.TempDir()
 	copyDir(t, root, tmp)
-	os.Remove(filepath.Join(tmp, CheckpointName(8), EMAFile))
-	if l, err := LatestCheckpoint(tmp, nil); err != nil || l.State.Step != 7 {
+	os.Remove(filepath.Join(tmp, checkpoint.Name(8), checkpoint.EMAFile))
+	if l, err := checkpoint.Latest(tmp, nil); err != nil || l.State.Step != 7 {
 		t.Errorf("resumed from %+v (%v), want step 7", l, err)
 	}
 
@@ -167,13 +169,13 @@ func TestHalfDeletedCheckpointsCleaned(t *testing.T) {
 	o.Train.Steps = 10
 	o.Checkpoint = CheckpointConfig{Keep: 10}
 	res, err := Run(context.Background(), o)
-	if err != nil || !strings.HasSuffix(res.Checkpoint, CheckpointName(10)) {
+	if err != nil || !strings.HasSuffix(res.Checkpoint, checkpoint.Name(10)) {
 		t.Fatalf("resume: %+v %v", res, err)
 	}
 	if !strings.Contains(log.String(), "resumed") || !strings.Contains(log.String(), ck(8)) {
 		t.Errorf("did not resume from step 8: %s", log.String())
 	}
-	list, _ := listCheckpoints(root)
+	list, _ := checkpoint.ListDir(root)
 	var steps []int
 	for _, c := range list {
 		steps = append(steps, c.Step)
@@ -181,12 +183,12 @@ func TestHalfDeletedCheckpointsCleaned(t *testing.T) {
 	if want := []int{10, 8, 7, 5, 4}; !slices.Equal(steps, want) {
 		t.Errorf("checkpoints %v, want %v", steps, want)
 	}
-	for s, miss := range map[int]string{1: StateFile, 2: OptimizerFile, 3: SumsFile, 6: HFConfigFile} {
+	for s, miss := range map[int]string{1: checkpoint.StateFile, 2: checkpoint.OptimizerFile, 3: checkpoint.SumsFile, 6: checkpoint.HFConfigFile} {
 		if !strings.Contains(log.String(), fmt.Sprintf("path=%s missing=%s", ck(s), miss)) {
 			t.Errorf("removal of %s (missing %s) not logged", ck(s), miss)
 		}
 	}
-	if !strings.Contains(log.String(), "level=WARN") || !strings.Contains(log.String(), fmt.Sprintf("path=%s missing=%s", ck(5), OptimizerFile)) {
+	if !strings.Contains(log.String(), "level=WARN") || !strings.Contains(log.String(), fmt.Sprintf("path=%s missing=%s", ck(5), checkpoint.OptimizerFile)) {
 		t.Errorf("kept permanent checkpoint not warned about: %s", log.String())
 	}
 	if _, err := os.Stat(trash); !os.IsNotExist(err) {
@@ -210,8 +212,8 @@ func TestKeepPolicyDeletionFailureIsWarning(t *testing.T) {
 		{"remove fails", os.Rename, func(string) error { return fail }, []int{6, 4}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			renameDir, removeAll = c.rename, c.remove
-			defer func() { renameDir, removeAll = os.Rename, os.RemoveAll }()
+			restore := checkpoint.SetDeleteHooks(c.rename, c.remove)
+			defer restore()
 			dir := filepath.Join(t.TempDir(), "run")
 			o := baseOpts(dir)
 			o.Train.Steps, o.Train.EvalEvery = 6, 0
@@ -224,12 +226,12 @@ func TestKeepPolicyDeletionFailureIsWarning(t *testing.T) {
 			}
 			root := filepath.Join(dir, "checkpoints")
 			for _, s := range []int{2} {
-				want := fmt.Sprintf("level=WARN msg=\"checkpoint keep policy: could not delete an old checkpoint\" path=%s", filepath.Join(root, CheckpointName(s)))
+				want := fmt.Sprintf("level=WARN msg=\"checkpoint keep policy: could not delete an old checkpoint\" path=%s", filepath.Join(root, checkpoint.Name(s)))
 				if !strings.Contains(log.String(), want) || !strings.Contains(log.String(), fail.Error()) {
 					t.Errorf("no warning %q: %s", want, log.String())
 				}
 			}
-			list, _ := listCheckpoints(root)
+			list, _ := checkpoint.ListDir(root)
 			var steps []int
 			for _, x := range list {
 				steps = append(steps, x.Step)
@@ -240,7 +242,7 @@ func TestKeepPolicyDeletionFailureIsWarning(t *testing.T) {
 			ents, _ := os.ReadDir(root)
 			trash := 0
 			for _, e := range ents {
-				if strings.HasPrefix(e.Name(), deletingPrefix) {
+				if strings.HasPrefix(e.Name(), checkpoint.DeletingPrefix) {
 					trash++
 				}
 			}
@@ -248,14 +250,14 @@ func TestKeepPolicyDeletionFailureIsWarning(t *testing.T) {
 				t.Errorf("%d renamed directories left, want any: %v", trash, c.trash)
 			}
 			// The next start clears what the failed removals left.
-			renameDir, removeAll = os.Rename, os.RemoveAll
+			restore()
 			o.Train.Steps = 8
 			if _, err := Run(context.Background(), o); err != nil {
 				t.Fatal(err)
 			}
 			ents, _ = os.ReadDir(root)
 			for _, e := range ents {
-				if strings.HasPrefix(e.Name(), deletingPrefix) {
+				if strings.HasPrefix(e.Name(), checkpoint.DeletingPrefix) {
 					t.Errorf("%s not cleared at the next start", e.Name())
 				}
 			}

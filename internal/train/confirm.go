@@ -1,66 +1,6 @@
 package train
 
-import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"math"
-	"os"
-	"path/filepath"
-	"strings"
-
-	"github.com/kestrel-lm/kestrel/internal/atomicfile"
-)
-
-// ConfirmFile is the file in a checkpoint directory that records whether
-// the checkpoint's health was confirmed by the steps after it. It is
-// written after the checkpoint (so it is not in SHA256SUMS) and moves with
-// the checkpoint when a rewind archives it.
-const ConfirmFile = "confirmation.json"
-
-// Confirmation outcomes (Confirmation.Status).
-const (
-	// Confirmed: the checkpoint was healthy when written, its own probe is
-	// within the band of the checkpoint before it, and the steps after it up
-	// to the next checkpoint (or the end of the run) raised no model
-	// incident. Only a confirmed checkpoint can be last-good.
-	Confirmed = "confirmed"
-	// Rejected: the probe or the steps after it showed that the update
-	// just before the checkpoint, or the state it holds, was bad.
-	Rejected = "rejected"
-)
-
-// Checkpoint statuses as `kestrel checkpoints` shows them
-// (CheckpointInfo.Status): Confirmed, Rejected, and these.
-const (
-	// StatusPending: healthy when written, not yet confirmed (the steps
-	// after it have not reached the next checkpoint).
-	StatusPending = "pending"
-	// StatusUnhealthy: an incident was open or the loss out of its band
-	// when it was written.
-	StatusUnhealthy = HealthUnhealthy
-	// StatusUnknown: no health reporter judged it.
-	StatusUnknown = HealthUnknown
-)
-
-// Confirmation is a checkpoint's confirmation.json.
-type Confirmation struct {
-	Status string `json:"status"` // confirmed | rejected
-	// Through is the last step the decision saw: the next checkpoint's
-	// step, or the run's last step.
-	Through int `json:"through_step"`
-	// Incidents are the model incidents of the steps after the checkpoint
-	// (a rejection's cause).
-	Incidents []Incident `json:"incidents,omitempty"`
-	// Probe is the checkpoint's own fixed_probe_loss, PrevProbe that of
-	// the checkpoint it was compared with (at PrevStep), Limit the bound.
-	Probe     *Num   `json:"checkpoint_probe_loss,omitempty"`
-	PrevProbe *Num   `json:"prev_probe_loss,omitempty"`
-	PrevStep  int    `json:"prev_step,omitempty"`
-	Limit     *Num   `json:"probe_limit,omitempty"`
-	Reason    string `json:"reason"`
-}
+import "github.com/kestrel-lm/kestrel/internal/checkpoint"
 
 // IncidentReporter is an optional Observer method beside HealthReporter:
 // the model incidents (SEV0/SEV1 alerts about the weights, not the
@@ -69,55 +9,8 @@ type Confirmation struct {
 // implement it; without one, checkpoints are confirmed on their probe
 // alone.
 type IncidentReporter interface {
-	ModelIncidents(from, to int) []Incident
+	ModelIncidents(from, to int) []checkpoint.Incident
 }
-
-// readConfirmation reads a checkpoint's confirmation.json; nil when there
-// is none.
-func readConfirmation(dir string) (*Confirmation, error) {
-	p := filepath.Join(dir, ConfirmFile)
-	data, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var c Confirmation
-	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
-	}
-	if c.Status != Confirmed && c.Status != Rejected {
-		return nil, fmt.Errorf("%s: status %q: want %q or %q", p, c.Status, Confirmed, Rejected)
-	}
-	return &c, nil
-}
-
-func writeConfirmation(dir string, c *Confirmation) error {
-	data, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(filepath.Join(dir, ConfirmFile), append(data, '\n'))
-}
-
-// statusOf is a checkpoint's status from its health at writing and its
-// confirmation.
-func statusOf(h *Health, c *Confirmation) string {
-	switch {
-	case h == nil || h.Status == "" || h.Status == HealthUnknown:
-		return StatusUnknown
-	case h.Status == HealthUnhealthy:
-		return StatusUnhealthy
-	case c == nil:
-		return StatusPending
-	}
-	return c.Status
-}
-
-// probeLimit is the highest checkpoint probe loss that is within the band
-// of a previous checkpoint's probe prev: prev + rise.
-func probeLimit(prev, rise float64) float64 { return prev + rise }
 
 // confirmPending decides the pending checkpoints of the run older than the
 // one just written at step `through` (end: the run's last step, when the
@@ -127,7 +20,7 @@ func probeLimit(prev, rise float64) float64 { return prev + rise }
 // The checkpoint at `through` itself is decided only at the end of the
 // run. Errors are warnings: an undecided checkpoint stays pending.
 func (t *trainer) confirmPending(through int, end bool) {
-	list, err := listCheckpoints(t.ckRoot)
+	list, err := checkpoint.ListDir(t.ckRoot)
 	if err != nil {
 		t.log.Warn("checkpoint confirmation", "err", err)
 		return
@@ -145,85 +38,35 @@ func (t *trainer) confirmPending(through int, end bool) {
 		if c.Step > through || (c.Step == through && !end) {
 			continue
 		}
-		st, err := readValidState(c.Dir)
+		st, err := checkpoint.ReadState(c.Dir)
 		if err != nil {
 			continue
 		}
-		conf, err := readConfirmation(c.Dir)
+		conf, err := checkpoint.ReadConfirmation(c.Dir)
 		if err != nil {
 			t.log.Warn("checkpoint confirmation", "err", err)
 			continue
 		}
-		if statusOf(st.Health, conf) != StatusPending {
+		if checkpoint.StatusOf(st.Health, conf) != checkpoint.StatusPending {
 			continue
 		}
 		next := through
 		if i > 0 && list[i-1].Step <= through {
 			next = list[i-1].Step
 		}
-		d := t.decide(st, list[i+1:], rep, next)
-		if err := writeConfirmation(c.Dir, d); err != nil {
+		var incidents []checkpoint.Incident
+		if rep != nil {
+			incidents = rep.ModelIncidents(st.Step, next)
+		}
+		d := checkpoint.Decide(st, list[i+1:], incidents, next, t.o.Checkpoint.ConfirmProbeRise, t.o.Model.Vocab)
+		if err := checkpoint.WriteConfirmation(c.Dir, d); err != nil {
 			t.log.Warn("checkpoint confirmation", "dir", c.Dir, "err", err)
 			continue
 		}
 		lvl := t.log.Info
-		if d.Status == Rejected {
+		if d.Status == checkpoint.Rejected {
 			lvl = t.log.Warn
 		}
 		lvl("checkpoint "+d.Status, "step", st.Step, "through", d.Through, "reason", d.Reason)
 	}
-}
-
-// decide confirms or rejects the pending checkpoint st, whose older
-// checkpoints are older (newest first), after the steps up to next.
-func (t *trainer) decide(st *State, older []ckptEntry, rep IncidentReporter, next int) *Confirmation {
-	d := &Confirmation{Status: Confirmed, Through: next}
-	var why []string
-	if rep != nil {
-		d.Incidents = rep.ModelIncidents(st.Step, next)
-		for _, in := range d.Incidents {
-			why = append(why, fmt.Sprintf("%s %s at step %d", in.Severity, in.Rule, in.Step))
-		}
-	}
-	if h := st.Health; h != nil && h.Probe != nil {
-		d.Probe = h.Probe
-		if prev, step, ok := prevProbe(older); ok {
-			lim := probeLimit(prev, t.o.Checkpoint.ConfirmProbeRise)
-			d.PrevProbe, d.PrevStep, d.Limit = numPtr(prev), step, numPtr(lim)
-			if p := float64(*h.Probe); !(p <= lim) {
-				why = append(why, fmt.Sprintf("its probe loss %.4g is above %.4g (the probe of step %d, %.4g, + checkpoint.confirm_probe_rise %.3g)", p, lim, step, prev, t.o.Checkpoint.ConfirmProbeRise))
-			}
-		}
-		if v := t.o.Model.Vocab; v > 1 {
-			if p, u := float64(*h.Probe), math.Log(float64(v)); !(p <= u+t.o.Checkpoint.ConfirmProbeRise) {
-				why = append(why, fmt.Sprintf("its probe loss %.4g is worse than a uniform prediction (ln V = %.4g)", p, u))
-			}
-		}
-	}
-	if len(why) > 0 {
-		d.Status, d.Reason = Rejected, strings.Join(why, "; ")
-		return d
-	}
-	d.Reason = fmt.Sprintf("steps %d-%d raised no model incident; probe within its band", st.Step+1, next)
-	if next == st.Step {
-		d.Reason = "the run's last checkpoint; probe within its band"
-	}
-	return d
-}
-
-// prevProbe is the checkpoint probe of the newest older checkpoint that
-// is not unhealthy or rejected and measured one.
-func prevProbe(older []ckptEntry) (probe float64, step int, ok bool) {
-	for _, c := range older {
-		st, err := readValidState(c.Dir)
-		if err != nil || st.Health == nil || st.Health.Probe == nil {
-			continue
-		}
-		conf, _ := readConfirmation(c.Dir)
-		switch statusOf(st.Health, conf) {
-		case Confirmed, StatusPending:
-			return float64(*st.Health.Probe), st.Step, true
-		}
-	}
-	return 0, 0, false
 }

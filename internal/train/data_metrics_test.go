@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -138,13 +140,13 @@ func TestMaxMinutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.TimeLimited || res.Interrupted || res.Step != 1 || math.IsNaN(res.ValLoss) || filepath.Base(res.Checkpoint) != CheckpointName(1) {
+	if !res.TimeLimited || res.Interrupted || res.Step != 1 || math.IsNaN(res.ValLoss) || filepath.Base(res.Checkpoint) != checkpoint.Name(1) {
 		t.Fatalf("result %+v", res)
 	}
-	if err := VerifyCheckpoint(res.Checkpoint); err != nil {
+	if err := checkpoint.Verify(res.Checkpoint); err != nil {
 		t.Fatal(err)
 	}
-	l, err := LoadCheckpoint(res.Checkpoint)
+	l, err := checkpoint.Load(res.Checkpoint)
 	if err != nil || l.State.Kind != "time_limit" || l.State.Step != 1 {
 		t.Fatalf("checkpoint: %v %+v", err, l)
 	}

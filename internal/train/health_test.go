@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -25,25 +27,25 @@ func (fakeHealth) OnStep(*runlog.Step) error             { return nil }
 func (fakeHealth) OnEval(*runlog.Eval) error             { return nil }
 func (fakeHealth) OnCheckpoint(*runlog.Checkpoint) error { return nil }
 
-func (f fakeHealth) CheckpointHealth(step int) (Health, bool) {
-	h := Health{Status: HealthHealthy, Loss: &LossBand{Within: true, Window: 8}}
+func (f fakeHealth) CheckpointHealth(step int) (checkpoint.Health, bool) {
+	h := checkpoint.Health{Status: checkpoint.HealthHealthy, Loss: &checkpoint.LossBand{Within: true, Window: 8}}
 	if f.bandBadFrom > 0 && step >= f.bandBadFrom && step <= f.bandBadTo {
-		h.Status, h.Loss.Within, h.Loss.Z = HealthUnhealthy, false, Num(math.Inf(1))
+		h.Status, h.Loss.Within, h.Loss.Z = checkpoint.HealthUnhealthy, false, checkpoint.Num(math.Inf(1))
 	}
 	if f.incidentFrom > 0 && step >= f.incidentFrom && (f.healedFrom == 0 || step < f.healedFrom) {
-		h.Status = HealthUnhealthy
-		h.Incidents = []Incident{{Rule: "divergence", Severity: "SEV0", Step: f.incidentFrom, LastStep: step, Count: step - f.incidentFrom + 1}}
+		h.Status = checkpoint.HealthUnhealthy
+		h.Incidents = []checkpoint.Incident{{Rule: "divergence", Severity: "SEV0", Step: f.incidentFrom, LastStep: step, Count: step - f.incidentFrom + 1}}
 	}
 	return h, true
 }
 
-func readHealth(t *testing.T, dir string, step int) *Health {
+func readHealth(t *testing.T, dir string, step int) *checkpoint.Health {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "checkpoints", CheckpointName(step), StateFile))
+	b, err := os.ReadFile(filepath.Join(dir, "checkpoints", checkpoint.Name(step), checkpoint.StateFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st State
+	var st checkpoint.State
 	if err := json.Unmarshal(b, &st); err != nil {
 		t.Fatalf("state.json of step %d: %v", step, err)
 	}
@@ -79,7 +81,7 @@ func TestKeepPolicyKeepsLastGood(t *testing.T) {
 			if _, err := Run(context.Background(), o); err != nil {
 				t.Fatal(err)
 			}
-			list, err := listCheckpoints(filepath.Join(dir, "checkpoints"))
+			list, err := checkpoint.ListDir(filepath.Join(dir, "checkpoints"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +98,7 @@ func TestKeepPolicyKeepsLastGood(t *testing.T) {
 
 // TestCheckpointHealthStamped: state.json records the reporter's verdict
 // and the latest evaluation's val and probe losses; without a reporter the
-// health is unknown, and LastGood / ResolveCheckpoint follow the stamps.
+// health is unknown, and checkpoint.LastGood / checkpoint.Resolve follow the stamps.
 func TestCheckpointHealthStamped(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	o := baseOpts(dir)
@@ -107,13 +109,13 @@ func TestCheckpointHealthStamped(t *testing.T) {
 		t.Fatal(err)
 	}
 	h8, h10 := readHealth(t, dir, 8), readHealth(t, dir, 10)
-	if h8 == nil || h8.Status != HealthHealthy || len(h8.Incidents) != 0 {
+	if h8 == nil || h8.Status != checkpoint.HealthHealthy || len(h8.Incidents) != 0 {
 		t.Fatalf("step 8 health = %+v, want healthy", h8)
 	}
 	if h8.ValStep != 8 || h8.ValLoss == nil || !(*h8.ValLoss > 0) || h8.ProbeLoss == nil || !(*h8.ProbeLoss > 0) {
 		t.Errorf("step 8: val loss %v / probe loss %v at eval step %d, want both from the eval at step 8", h8.ValLoss, h8.ProbeLoss, h8.ValStep)
 	}
-	if h10.Status != HealthUnhealthy || h10.FirstIncident() != 9 || h10.Summary() != "unhealthy: divergence@9" {
+	if h10.Status != checkpoint.HealthUnhealthy || h10.FirstIncident() != 9 || h10.Summary() != "unhealthy: divergence@9" {
 		t.Errorf("step 10 health = %+v (%s), want unhealthy: divergence@9", h10, h10.Summary())
 	}
 	if h10.ValStep != 8 {
@@ -123,7 +125,7 @@ func TestCheckpointHealthStamped(t *testing.T) {
 		t.Errorf("step 2: val loss %v before any eval, want none", *h.ValLoss)
 	}
 
-	list, err := ListCheckpoints(dir)
+	list, err := checkpoint.List(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,17 +143,17 @@ func TestCheckpointHealthStamped(t *testing.T) {
 	}
 	ck := filepath.Join(dir, "checkpoints")
 	for _, r := range []struct{ name, want string }{
-		{"last-good", filepath.Join(ck, CheckpointName(8))},
-		{"last", filepath.Join(ck, CheckpointName(12))},
-		{"step-4", filepath.Join(ck, CheckpointName(4))},
-		{"6", filepath.Join(ck, CheckpointName(6))},
-		{"step-00000010", filepath.Join(ck, CheckpointName(10))},
-		{filepath.Join(ck, CheckpointName(2)), filepath.Join(ck, CheckpointName(2))},
+		{"last-good", filepath.Join(ck, checkpoint.Name(8))},
+		{"last", filepath.Join(ck, checkpoint.Name(12))},
+		{"step-4", filepath.Join(ck, checkpoint.Name(4))},
+		{"6", filepath.Join(ck, checkpoint.Name(6))},
+		{"step-00000010", filepath.Join(ck, checkpoint.Name(10))},
+		{filepath.Join(ck, checkpoint.Name(2)), filepath.Join(ck, checkpoint.Name(2))},
 		{"step-7", ""}, // no such checkpoint
 		{"best", ""},
 		{"", ""},
 	} {
-		got, err := ResolveCheckpoint(dir, r.name)
+		got, err := checkpoint.Resolve(dir, r.name)
 		if r.want == "" {
 			if err == nil {
 				t.Errorf("ResolveCheckpoint(%q) = %s, want an error", r.name, got)
@@ -165,7 +167,7 @@ func TestCheckpointHealthStamped(t *testing.T) {
 
 	// A corrupt checkpoint is passed over by last and last-good.
 	for _, step := range []int{8, 12} {
-		f, err := os.OpenFile(filepath.Join(ck, CheckpointName(step), ModelFile), os.O_APPEND|os.O_WRONLY, 0)
+		f, err := os.OpenFile(filepath.Join(ck, checkpoint.Name(step), checkpoint.ModelFile), os.O_APPEND|os.O_WRONLY, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,8 +175,8 @@ func TestCheckpointHealthStamped(t *testing.T) {
 		f.Close()
 	}
 	for name, want := range map[string]int{"last": 10, "last-good": 6} {
-		if got, err := ResolveCheckpoint(dir, name); err != nil || got != filepath.Join(ck, CheckpointName(want)) {
-			t.Errorf("with 8 and 12 corrupt: ResolveCheckpoint(%q) = %q, %v; want step %d", name, got, err, want)
+		if got, err := checkpoint.Resolve(dir, name); err != nil || got != filepath.Join(ck, checkpoint.Name(want)) {
+			t.Errorf("with 8 and 12 corrupt: checkpoint.Resolve(%q) = %q, %v; want step %d", name, got, err, want)
 		}
 	}
 
@@ -189,10 +191,10 @@ func TestCheckpointHealthStamped(t *testing.T) {
 	if _, err := Run(context.Background(), o2); err != nil {
 		t.Fatal(err)
 	}
-	if h := readHealth(t, dir2, 4); h == nil || h.Status != HealthUnknown || h.Summary() != HealthUnknown {
+	if h := readHealth(t, dir2, 4); h == nil || h.Status != checkpoint.HealthUnknown || h.Summary() != checkpoint.HealthUnknown {
 		t.Errorf("no reporter: health %+v, want unknown", h)
 	}
-	if _, err := ResolveCheckpoint(dir2, "last-good"); err == nil {
+	if _, err := checkpoint.Resolve(dir2, "last-good"); err == nil {
 		t.Error("last-good of a run of unknown health: want an error")
 	}
 }
@@ -201,11 +203,11 @@ func TestCheckpointHealthStamped(t *testing.T) {
 // encoding.
 func TestNumJSON(t *testing.T) {
 	for _, v := range []float64{0, 1.25, -3, math.NaN(), math.Inf(1), math.Inf(-1)} {
-		b, err := json.Marshal(Num(v))
+		b, err := json.Marshal(checkpoint.Num(v))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back Num
+		var back checkpoint.Num
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatalf("%s: %v", b, err)
 		}
@@ -213,7 +215,7 @@ func TestNumJSON(t *testing.T) {
 			t.Errorf("%v → %s → %v", v, b, back)
 		}
 	}
-	var n Num
+	var n checkpoint.Num
 	if err := json.Unmarshal([]byte(`"lots"`), &n); err == nil {
 		t.Error(`"lots": want an error`)
 	}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -201,7 +203,7 @@ func (p *interventionPlan) applied(s int) []string {
 // must be what the log gives for its step. A checkpoint written on a
 // trajectory that a rewind abandoned (left in checkpoints/ by hand) is
 // refused rather than resumed with the wrong data.
-func (t *trainer) loadInterventions(st *State) error {
+func (t *trainer) loadInterventions(st *checkpoint.State) error {
 	all, err := runlog.ReadInterventions(t.o.Dir)
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
@@ -220,7 +222,7 @@ func (t *trainer) loadInterventions(st *State) error {
 // onTrajectory checks that a checkpoint's state (nil or step 0: a fresh
 // start) belongs to the trajectory the plan defines: its recorded data
 // offset and intervention ids must be what the plan gives for its step.
-func (p *interventionPlan) onTrajectory(st *State) error {
+func (p *interventionPlan) onTrajectory(st *checkpoint.State) error {
 	if st == nil || st.Step == 0 {
 		return nil
 	}

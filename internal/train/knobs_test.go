@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/optim"
 )
 
@@ -124,8 +126,8 @@ func TestKnobSchedule(t *testing.T) {
 	if w, g := lossSeq(t, dir), lossSeq(t, crash); !slices.Equal(w, g) {
 		t.Errorf("losses differ after a resume across the schedule:\n got %v\nwant %v", g, w)
 	}
-	a, b := filepath.Join(dir, "checkpoints", CheckpointName(12)), filepath.Join(crash, "checkpoints", CheckpointName(12))
-	for _, f := range []string{ModelFile, OptimizerFile, EMAFile} {
+	a, b := filepath.Join(dir, "checkpoints", checkpoint.Name(12)), filepath.Join(crash, "checkpoints", checkpoint.Name(12))
+	for _, f := range []string{checkpoint.ModelFile, checkpoint.OptimizerFile, checkpoint.EMAFile} {
 		if fileSum(t, a, f) != fileSum(t, b, f) {
 			t.Errorf("%s differs between the uninterrupted and the resumed run", f)
 		}

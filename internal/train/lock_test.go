@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
@@ -25,7 +27,7 @@ func dirSums(t *testing.T, dir string) map[string]string {
 		if err != nil || info.IsDir() || info.Name() == runlock.FileName {
 			return err
 		}
-		h, _, err := hashFile(p)
+		h, _, err := checkpoint.HashFile(p)
 		rel, _ := filepath.Rel(dir, p)
 		out[rel] = h
 		return err
@@ -104,7 +106,7 @@ func TestSecondTrainerRefused(t *testing.T) {
 	if len(second.changed) > 0 {
 		t.Errorf("the refused trainer changed %v", second.changed)
 	}
-	list, _ := listCheckpoints(filepath.Join(dir, "checkpoints"))
+	list, _ := checkpoint.ListDir(filepath.Join(dir, "checkpoints"))
 	if len(list) != 3 { // 4, 8 rolling (keep 5) and the final 12
 		t.Errorf("checkpoints %v", list)
 	}

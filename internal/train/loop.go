@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/batchsched"
 	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/model"
@@ -86,7 +88,7 @@ type Result struct {
 	// "time_limit"); rerunning resumes.
 	TimeLimited bool
 	Checkpoint  string // newest checkpoint written or loaded
-	WarmStart   *WarmStartReport
+	WarmStart   *checkpoint.WarmStartReport
 	// PeakGFLOPS is the FMA peak mfu divides by and PeakSource where it
 	// came from ("configured", "cached" or "probed"; see internal/peak).
 	// PeakProbeRatio is the start-up probe ÷ that peak (0 when no probe
@@ -124,7 +126,7 @@ type trainer struct {
 	ema    *optim.EMA
 	sched  *optim.Schedule
 	bsched batchsched.Schedule
-	st     State
+	st     checkpoint.State
 	ml     *runlog.MetricsWriter
 	ckRoot string
 	T      int
@@ -293,9 +295,9 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 
 	res := &Result{ValLoss: math.NaN(), ValLossEMA: math.NaN()}
 	if t.dp.lead() {
-		removeStaleTemps(t.ckRoot)
+		checkpoint.RemoveStaleTemps(t.ckRoot)
 	}
-	loaded, err := LatestCheckpoint(t.ckRoot, t.log)
+	loaded, err := checkpoint.Latest(t.ckRoot, t.log)
 	if err != nil {
 		return nil, fmt.Errorf("train: resume: %w", err)
 	}
@@ -310,7 +312,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		}
 		t.necromancy(loaded.State, loaded.Dir)
 		if t.dp.lead() {
-			removeHalfDeleted(t.ckRoot, t.log)
+			checkpoint.RemoveHalfDeleted(t.ckRoot, t.log)
 		}
 		res.Resumed, res.Checkpoint = true, loaded.Dir
 		if o.Init.From != "" {
@@ -496,7 +498,7 @@ func orNone(s string) string {
 
 func (t *trainer) interrupt(res *Result, wall0 float64, start time.Time) (*Result, error) {
 	t.st.WallTime = wall0 + time.Since(start).Seconds()
-	if t.lastCkpt == "" || filepath.Base(t.lastCkpt) != CheckpointName(t.st.Step) {
+	if t.lastCkpt == "" || filepath.Base(t.lastCkpt) != checkpoint.Name(t.st.Step) {
 		if err := t.checkpoint("interrupt"); err != nil {
 			return res, fmt.Errorf("interrupted at step %d, and the checkpoint failed: %w", t.st.Step, err)
 		}
@@ -935,9 +937,9 @@ func (t *trainer) checkpoint(kind string) error {
 	if err := t.ml.Sync(); err != nil {
 		return err
 	}
-	t.st.Format = stateFormat
+	t.st.Format = checkpoint.FormatVersion
 	t.st.Kind = kind
-	t.st.Created = nowString()
+	t.st.Created = checkpoint.Now()
 	t.st.AdamSteps = t.opt.Steps
 	t.st.Optimizer = stateOptimizer(t.o.Optim)
 	t.st.UpdateNorms, t.st.Losses, t.st.GradNorms = t.opt.UpdateNorms, t.opt.Losses, t.opt.GradNorms
@@ -949,19 +951,19 @@ func (t *trainer) checkpoint(kind string) error {
 		return fmt.Errorf("checkpoint at step %d: probe: %w", t.st.Step, err)
 	}
 	if !math.IsNaN(probe) {
-		t.st.Health.Probe = numPtr(probe)
+		t.st.Health.Probe = checkpoint.NumPtr(probe)
 	}
-	p := &payload{tensors: t.ts, params: t.net.Params(), m: t.opt.M, v: t.opt.V, state: t.st}
+	p := &checkpoint.Payload{Tensors: t.ts, Params: t.net.Params(), M: t.opt.M, V: t.opt.V, State: t.st}
 	if t.ema != nil {
-		p.ema = t.ema.W
+		p.EMA = t.ema.W
 	}
-	dir, size, err := writeCheckpoint(t.ckRoot, p)
+	dir, size, err := checkpoint.Write(t.ckRoot, p)
 	if err != nil {
 		return err
 	}
 	t.lastCkpt, t.lastCkptTime = dir, time.Now()
 	t.confirmPending(t.st.Step, kind == "final")
-	deleted := applyKeepPolicy(t.ckRoot, t.o.Checkpoint.Keep, t.log)
+	deleted := checkpoint.ApplyKeepPolicy(t.ckRoot, t.o.Checkpoint.Keep, t.log)
 	ev := &runlog.Checkpoint{Step: t.st.Step, TokensSeen: t.st.TokensSeen, WallTime: t.st.WallTime, Dir: dir, Kind: kind,
 		Seconds: time.Since(start).Seconds(), Bytes: size, Deleted: deleted, OutputKLToPrev: math.NaN()}
 	if klOK {
@@ -981,7 +983,7 @@ func (t *trainer) checkpoint(kind string) error {
 }
 
 // resume restores an exact checkpoint of this run.
-func (t *trainer) resume(l *Loaded) error {
+func (t *trainer) resume(l *checkpoint.Loaded) error {
 	var ema []float32
 	if t.ema != nil {
 		ema = t.ema.W
@@ -1014,7 +1016,7 @@ func short(h string) string {
 }
 
 // restoreState takes the counters, windows and EMA state from a checkpoint.
-func (t *trainer) restoreState(s State) {
+func (t *trainer) restoreState(s checkpoint.State) {
 	ws := t.st.WarmStart
 	t.st = s
 	if t.st.WarmStart == nil {
@@ -1027,7 +1029,7 @@ func (t *trainer) restoreState(s State) {
 	t.restoreWindows(s)
 }
 
-func (t *trainer) restoreWindows(s State) {
+func (t *trainer) restoreWindows(s checkpoint.State) {
 	if s.UpdateNorms != nil {
 		t.opt.UpdateNorms = fitWindow(s.UpdateNorms, t.o.Optim.UpdateWindow)
 	}
@@ -1054,7 +1056,7 @@ func fitWindow(w *optim.Window, capacity int) *optim.Window {
 }
 
 // warmStart initialises from init.from with the configured mode.
-func (t *trainer) warmStart() (*WarmStartReport, error) {
+func (t *trainer) warmStart() (*checkpoint.WarmStartReport, error) {
 	o := t.o
 	l, err := resolveCheckpoint(o.Init.From, t.log)
 	if err != nil {
@@ -1064,10 +1066,10 @@ func (t *trainer) warmStart() (*WarmStartReport, error) {
 		return nil, fmt.Errorf("train: init.from: %w", err)
 	}
 	params := t.net.Params()
-	rep := &WarmStartReport{From: l.Dir, Mode: o.Init.Mode, SourceStep: l.State.Step}
+	rep := &checkpoint.WarmStartReport{From: l.Dir, Mode: o.Init.Mode, SourceStep: l.State.Step}
 	rep.Copied, rep.Initialized, rep.Mismatched, rep.Unused, err = copyMatching(l.Model, "", t.ts, params)
 	if err != nil {
-		return nil, fmt.Errorf("train: warm-start %s/%s: %w", l.Dir, ModelFile, err)
+		return nil, fmt.Errorf("train: warm-start %s/%s: %w", l.Dir, checkpoint.ModelFile, err)
 	}
 	if len(rep.Copied) == 0 {
 		return nil, fmt.Errorf("train: warm-start from %s: no tensor matches the model by name and shape", l.Dir)
@@ -1084,7 +1086,7 @@ func (t *trainer) warmStart() (*WarmStartReport, error) {
 			dst    []float32
 		}{{".exp_avg", t.opt.M}, {".exp_avg_sq", t.opt.V}} {
 			if _, _, _, _, err := copyMatching(l.Optim, part.suffix, t.ts, part.dst); err != nil {
-				return nil, fmt.Errorf("train: warm-start %s/%s: %w", l.Dir, OptimizerFile, err)
+				return nil, fmt.Errorf("train: warm-start %s/%s: %w", l.Dir, checkpoint.OptimizerFile, err)
 			}
 		}
 		// Moments of tensors that were not copied stay zero.
@@ -1102,7 +1104,7 @@ func (t *trainer) warmStart() (*WarmStartReport, error) {
 	if o.Init.Mode == "full" {
 		if t.ema != nil {
 			if _, _, _, _, err := copyMatching(l.EMA, "", t.ts, t.ema.W); err != nil {
-				return nil, fmt.Errorf("train: warm-start %s/%s: %w", l.Dir, EMAFile, err)
+				return nil, fmt.Errorf("train: warm-start %s/%s: %w", l.Dir, checkpoint.EMAFile, err)
 			}
 			for _, name := range append(append([]string{}, rep.Initialized...), mismatchedNames(rep.Mismatched)...) {
 				for _, x := range t.ts {

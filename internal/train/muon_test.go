@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 )
 
 // muonOpts is baseOpts with optim.name = "muon" and QK-Clip on at a low τ,
@@ -79,8 +81,8 @@ func TestMuonResumeBitExact(t *testing.T) {
 	if got := lossSeq(t, dir); !slices.Equal(got, want) {
 		t.Errorf("losses differ after resume:\n got %v\nwant %v", got, want)
 	}
-	a, b := filepath.Join(ref, "checkpoints", CheckpointName(12)), filepath.Join(dir, "checkpoints", CheckpointName(12))
-	for _, f := range []string{ModelFile, OptimizerFile, EMAFile} {
+	a, b := filepath.Join(ref, "checkpoints", checkpoint.Name(12)), filepath.Join(dir, "checkpoints", checkpoint.Name(12))
+	for _, f := range []string{checkpoint.ModelFile, checkpoint.OptimizerFile, checkpoint.EMAFile} {
 		if fileSum(t, a, f) != fileSum(t, b, f) {
 			t.Errorf("%s differs between the uninterrupted and the resumed run", f)
 		}

@@ -3,10 +3,12 @@ package train
 import (
 	"fmt"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/optim"
 )
 
-// stateOptimizer is what State.Optimizer records for c: "muon" under
+// stateOptimizer is what checkpoint.State.Optimizer records for c: "muon" under
 // optim.name = "muon", else "" (AdamW; checkpoints of AdamW runs stay as
 // they were).
 func stateOptimizer(c optim.Config) string {
@@ -20,7 +22,7 @@ func stateOptimizer(c optim.Config) string {
 // optimizer: a Muon momentum buffer (≈ Σ μᵏ·G, with V zero) read as Adam's
 // first moment would blow up AdamW's first step, and Adam's moments are
 // not Muon's buffer.
-func checkOptimizer(dir string, s State, c optim.Config) error {
+func checkOptimizer(dir string, s checkpoint.State, c optim.Config) error {
 	have, want := s.Optimizer, stateOptimizer(c)
 	if have == want {
 		return nil

@@ -1,6 +1,9 @@
 package train
 
-import "github.com/kestrel-lm/kestrel/internal/optim"
+import (
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+	"github.com/kestrel-lm/kestrel/internal/optim"
+)
 
 // necromancy applies init.necromancy when this invocation starts from the
 // checkpoint whose state is src (a resume or rewind: the run's own
@@ -18,7 +21,7 @@ import "github.com/kestrel-lm/kestrel/internal/optim"
 // The first updates after the reset are close to sign(g) (Adam with fresh
 // moments), larger than the seeded history: with optim.clip_update_norm the
 // history's threshold caps them, which is the point of seeding it.
-func (t *trainer) necromancy(src State, from string) {
+func (t *trainer) necromancy(src checkpoint.State, from string) {
 	g := t.o.Init.Necromancy
 	if g <= 0 || src.Necromancy >= g {
 		return

@@ -8,15 +8,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 )
 
-func readState(t *testing.T, dir string, step int) State {
+func readState(t *testing.T, dir string, step int) checkpoint.State {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "checkpoints", CheckpointName(step), StateFile))
+	b, err := os.ReadFile(filepath.Join(dir, "checkpoints", checkpoint.Name(step), checkpoint.StateFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s State
+	var s checkpoint.State
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,7 @@ func TestNecromancy(t *testing.T) {
 		for _, gen := range []int{0, 1} {
 			dir := filepath.Join(root, "warm", string(rune('0'+gen)))
 			w := baseOpts(dir)
-			w.Init.From, w.Init.Necromancy = filepath.Join(src, "checkpoints", CheckpointName(12)), gen
+			w.Init.From, w.Init.Necromancy = filepath.Join(src, "checkpoints", checkpoint.Name(12)), gen
 			w.Train.Steps = 4
 			if _, err := Run(context.Background(), w); err != nil {
 				t.Fatal(err)
@@ -138,8 +140,8 @@ func TestNecromancyValidated(t *testing.T) {
 	if _, err := Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
-	rewriteState(t, filepath.Join(dir, "checkpoints", CheckpointName(4)), func(m map[string]any) { m["necromancy_step"] = 9 })
-	if _, err := LatestCheckpoint(filepath.Join(dir, "checkpoints"), o.Logger); err == nil || !strings.Contains(err.Error(), "necromancy_step") {
+	rewriteState(t, filepath.Join(dir, "checkpoints", checkpoint.Name(4)), func(m map[string]any) { m["necromancy_step"] = 9 })
+	if _, err := checkpoint.Latest(filepath.Join(dir, "checkpoints"), o.Logger); err == nil || !strings.Contains(err.Error(), "necromancy_step") {
 		t.Errorf("necromancy_step after the step: %v", err)
 	}
 }

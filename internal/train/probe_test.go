@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/model"
 )
 
@@ -190,7 +192,7 @@ func TestProbes(t *testing.T) {
 			t.Errorf("step %v: topk_mass_probe %v", e["step"], m)
 		}
 	}
-	ck := func(dir string, step int) string { return filepath.Join(dir, "checkpoints", CheckpointName(step)) }
+	ck := func(dir string, step int) string { return filepath.Join(dir, "checkpoints", checkpoint.Name(step)) }
 	// The final evaluation ran on the weights of the final checkpoint.
 	lp12, loss12 := probeLogP(t, ck(ref, 12), p)
 	if got := evals[1]["fixed_probe_loss"]; math.Abs(got-loss12) > 1e-4 {
@@ -267,13 +269,13 @@ func TestProbeFileChanged(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before := fileSum(t, filepath.Join(dir, "checkpoints", CheckpointName(4)), ModelFile)
+	before := fileSum(t, filepath.Join(dir, "checkpoints", checkpoint.Name(4)), checkpoint.ModelFile)
 	o = baseOpts(dir)
 	_, err := Run(context.Background(), o)
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "sha256") {
 		t.Fatalf("changed probe.json: %v", err)
 	}
-	if after := fileSum(t, filepath.Join(dir, "checkpoints", CheckpointName(4)), ModelFile); after != before {
+	if after := fileSum(t, filepath.Join(dir, "checkpoints", checkpoint.Name(4)), checkpoint.ModelFile); after != before {
 		t.Error("the checkpoint changed")
 	}
 

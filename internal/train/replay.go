@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/batchsched"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
@@ -29,7 +31,7 @@ type Replayer struct {
 	ts     []model.Tensor
 	bsched batchsched.Schedule
 	mb     int
-	ck     *Loaded
+	ck     *checkpoint.Loaded
 	ivs    []runlog.Intervention // the run's effective interventions
 
 	inputs, targets, segIDs []int32
@@ -64,7 +66,7 @@ func NewReplayer(o Options, ckptDir string) (*Replayer, error) {
 	if o.Data.SeqLen() != o.Model.SeqLen {
 		return nil, fmt.Errorf("replay: data sequence length %d differs from model.seq_len %d", o.Data.SeqLen(), o.Model.SeqLen)
 	}
-	l, err := LoadCheckpoint(ckptDir)
+	l, err := checkpoint.Load(ckptDir)
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
@@ -84,10 +86,10 @@ func NewReplayer(o Options, ckptDir string) (*Replayer, error) {
 	params := net.Params()
 	_, missing, mismatched, _, err := copyMatching(l.Model, "", r.ts, params)
 	if err != nil {
-		return nil, fmt.Errorf("replay: %s/%s: %w", l.Dir, ModelFile, err)
+		return nil, fmt.Errorf("replay: %s/%s: %w", l.Dir, checkpoint.ModelFile, err)
 	}
 	if len(missing)+len(mismatched) > 0 {
-		return nil, fmt.Errorf("replay: %s/%s does not match the run's model section (missing %v, mismatched %v)", l.Dir, ModelFile, missing, mismatched)
+		return nil, fmt.Errorf("replay: %s/%s does not match the run's model section (missing %v, mismatched %v)", l.Dir, checkpoint.ModelFile, missing, mismatched)
 	}
 	if r.bsched, err = batchsched.FromConfig("train.batch_schedule", o.Train.BatchSchedule, o.Train.BatchSize); err != nil {
 		return nil, err
@@ -101,8 +103,8 @@ func NewReplayer(o Options, ckptDir string) (*Replayer, error) {
 	return r, nil
 }
 
-// Checkpoint is the loaded checkpoint (its state.json in State).
-func (r *Replayer) Checkpoint() *Loaded { return r.ck }
+// Checkpoint is the loaded checkpoint (its state.json in checkpoint.State).
+func (r *Replayer) Checkpoint() *checkpoint.Loaded { return r.ck }
 
 // Interventions are the run's effective interventions, whose skipped data
 // steps the replayed batches follow (EffectiveInterventions).

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
@@ -80,7 +82,7 @@ func TestReplayerFollowsRewind(t *testing.T) {
 		logged[st.Step] = st
 	}
 	for s := 5; s <= 12; s++ {
-		r, err := NewReplayer(opts(), filepath.Join(dir, "checkpoints", CheckpointName(s-1)))
+		r, err := NewReplayer(opts(), filepath.Join(dir, "checkpoints", checkpoint.Name(s-1)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +108,7 @@ func TestReplayerFollowsRewind(t *testing.T) {
 		}
 	}
 	// A checkpoint the rewind moved aside is off the trajectory.
-	r, err := NewReplayer(opts(), filepath.Join(dir, ArchiveDir, "rewind-1", CheckpointName(8)))
+	r, err := NewReplayer(opts(), filepath.Join(dir, ArchiveDir, "rewind-1", checkpoint.Name(8)))
 	if err != nil {
 		t.Fatal(err)
 	}

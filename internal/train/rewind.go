@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
@@ -29,7 +31,7 @@ const ArchiveDir = "checkpoints-archive"
 // RewindOptions are the choices of one `kestrel rewind`.
 type RewindOptions struct {
 	// To names the checkpoint to go back to: "last" (the newest valid
-	// one), "last-good" (the newest confirmed one, see LastGood), a step N
+	// one), "last-good" (the newest confirmed one, see checkpoint.LastGood), a step N
 	// (the newest valid checkpoint at or before step N), a checkpoint
 	// directory under the run's checkpoints/, or "init" (RewindInit: the
 	// run's initialisation, before step 1).
@@ -74,9 +76,9 @@ const RewindInit = "init"
 
 // ResolveRewindTarget finds the checkpoint a rewind goes back to under the
 // run directory dir (see RewindOptions.To).
-func ResolveRewindTarget(dir, to string, log *slog.Logger) (*Loaded, error) {
+func ResolveRewindTarget(dir, to string, log *slog.Logger) (*checkpoint.Loaded, error) {
 	root := filepath.Join(dir, "checkpoints")
-	list, err := listCheckpoints(root)
+	list, err := checkpoint.ListDir(root)
 	if err != nil {
 		return nil, err
 	}
@@ -86,11 +88,11 @@ func ResolveRewindTarget(dir, to string, log *slog.Logger) (*Loaded, error) {
 	limit := -1
 	switch {
 	case to == "last-good":
-		d, err := ResolveCheckpoint(dir, to)
+		d, err := checkpoint.Resolve(dir, to)
 		if err != nil {
 			return nil, fmt.Errorf("rewind: --to last-good: %w", err)
 		}
-		l, err := LoadCheckpoint(d)
+		l, err := checkpoint.Load(d)
 		if err != nil {
 			return nil, fmt.Errorf("rewind: --to last-good: %w", err)
 		}
@@ -109,10 +111,10 @@ func ResolveRewindTarget(dir, to string, log *slog.Logger) (*Loaded, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rewind: %w", err)
 		}
-		if filepath.Dir(abs) != rootAbs || dirStep(abs) < 0 {
+		if filepath.Dir(abs) != rootAbs || checkpoint.DirStep(abs) < 0 {
 			return nil, fmt.Errorf("rewind: --to %s: want last, a step, or a step-NNNNNNNN directory of %s", to, root)
 		}
-		l, err := LoadCheckpoint(abs)
+		l, err := checkpoint.Load(abs)
 		if err != nil {
 			return nil, fmt.Errorf("rewind: --to %s: %w", to, err)
 		}
@@ -123,7 +125,7 @@ func ResolveRewindTarget(dir, to string, log *slog.Logger) (*Loaded, error) {
 		if limit >= 0 && c.Step > limit {
 			continue
 		}
-		l, err := LoadCheckpoint(c.Dir)
+		l, err := checkpoint.Load(c.Dir)
 		if err == nil {
 			return l, nil
 		}
@@ -229,12 +231,12 @@ func planRewind(dir string, o RewindOptions, now time.Time, log *slog.Logger) (*
 		}
 		to, ckName = target.State.Step, filepath.Join("checkpoints", filepath.Base(target.Dir))
 	}
-	list, err := listCheckpoints(filepath.Join(dir, "checkpoints"))
+	list, err := checkpoint.ListDir(filepath.Join(dir, "checkpoints"))
 	if err != nil {
 		return nil, fmt.Errorf("rewind: %w", err)
 	}
 	from := to
-	var newer []ckptEntry
+	var newer []checkpoint.Entry
 	for _, c := range list {
 		if c.Step > to {
 			newer = append(newer, c)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -117,7 +119,7 @@ func testRewindSkip(t *testing.T, mod, refMod func(*Options)) {
 		t.Fatalf("checkpoints: %d+%d files, %d+%d bytes; had %d files, %d bytes", f1, f2, b1, b2, nFiles, nBytes)
 	}
 	for _, n := range []int{8, 12} {
-		if _, err := os.Stat(filepath.Join(dir, ArchiveDir, iv.ID, CheckpointName(n))); err != nil {
+		if _, err := os.Stat(filepath.Join(dir, ArchiveDir, iv.ID, checkpoint.Name(n))); err != nil {
 			t.Errorf("checkpoint %d not archived: %v", n, err)
 		}
 	}
@@ -136,21 +138,21 @@ func testRewindSkip(t *testing.T, mod, refMod func(*Options)) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Resumed || filepath.Base(res.Checkpoint) != CheckpointName(12) {
+	if !res.Resumed || filepath.Base(res.Checkpoint) != checkpoint.Name(12) {
 		t.Errorf("result %+v", res)
 	}
 	if got := lossSeq(t, dir); !slices.Equal(got, want) {
 		t.Errorf("rewound run's losses differ from the reference:\n got %v\nwant %v", got, want)
 	}
-	l, err := LoadCheckpoint(filepath.Join(dir, "checkpoints", CheckpointName(12)))
+	l, err := checkpoint.Load(filepath.Join(dir, "checkpoints", checkpoint.Name(12)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if l.State.DataOffset != 2 || !slices.Equal(l.State.Interventions, []string{"rewind-1"}) {
 		t.Errorf("state: data_offset %d, interventions %v", l.State.DataOffset, l.State.Interventions)
 	}
-	for _, f := range []string{ModelFile, OptimizerFile, EMAFile} {
-		if fileSum(t, filepath.Join(ref, "checkpoints", CheckpointName(12)), f) != fileSum(t, l.Dir, f) {
+	for _, f := range []string{checkpoint.ModelFile, checkpoint.OptimizerFile, checkpoint.EMAFile} {
+		if fileSum(t, filepath.Join(ref, "checkpoints", checkpoint.Name(12)), f) != fileSum(t, l.Dir, f) {
 			t.Errorf("%s differs between the reference and the rewound run", f)
 		}
 	}
@@ -168,7 +170,7 @@ func TestRewindRefusesAbandonedCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(filepath.Join(dir, ArchiveDir, iv.ID, CheckpointName(8)), filepath.Join(dir, "checkpoints", CheckpointName(8))); err != nil {
+	if err := os.Rename(filepath.Join(dir, ArchiveDir, iv.ID, checkpoint.Name(8)), filepath.Join(dir, "checkpoints", checkpoint.Name(8))); err != nil {
 		t.Fatal(err)
 	}
 	_, err = Run(context.Background(), baseOpts(dir))
@@ -298,7 +300,7 @@ func TestRewindToInit(t *testing.T) {
 	if iv.ToStep != 0 || iv.Checkpoint != RewindInit || len(iv.ArchivedCheckpoints) == 0 {
 		t.Fatalf("intervention %+v", iv)
 	}
-	if list, _ := listCheckpoints(filepath.Join(dir, "checkpoints")); len(list) != 0 {
+	if list, _ := checkpoint.ListDir(filepath.Join(dir, "checkpoints")); len(list) != 0 {
 		t.Fatalf("checkpoints left after a rewind to init: %v", list)
 	}
 	if _, err := Run(context.Background(), baseOpts(dir)); err != nil {

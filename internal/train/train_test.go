@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
@@ -115,7 +117,7 @@ func (stopAt) OnCheckpoint(*runlog.Checkpoint) error { return nil }
 
 func fileSum(t *testing.T, dir, name string) string {
 	t.Helper()
-	h, _, err := hashFile(filepath.Join(dir, name))
+	h, _, err := checkpoint.HashFile(filepath.Join(dir, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +169,7 @@ func TestResumeBitExact(t *testing.T) {
 			if _, err := Run(context.Background(), o2); err == nil || !strings.Contains(err.Error(), "simulated crash") {
 				t.Fatalf("want crash, got %v", err)
 			}
-			if _, err := os.Stat(filepath.Join(dir, "checkpoints", CheckpointName(10))); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, "checkpoints", checkpoint.Name(10))); err == nil {
 				t.Fatal("a crash must not write a checkpoint")
 			}
 			o3 := baseOpts(dir)
@@ -176,15 +178,15 @@ func TestResumeBitExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !res.Resumed || filepath.Base(res.Checkpoint) != CheckpointName(12) {
+			if !res.Resumed || filepath.Base(res.Checkpoint) != checkpoint.Name(12) {
 				t.Errorf("result %+v", res)
 			}
 			got := lossSeq(t, dir)
 			if !slices.Equal(got, want) {
 				t.Errorf("losses differ after resume:\n got %v\nwant %v", got, want)
 			}
-			a, b := filepath.Join(ref, "checkpoints", CheckpointName(12)), filepath.Join(dir, "checkpoints", CheckpointName(12))
-			for _, f := range []string{ModelFile, OptimizerFile, EMAFile} {
+			a, b := filepath.Join(ref, "checkpoints", checkpoint.Name(12)), filepath.Join(dir, "checkpoints", checkpoint.Name(12))
+			for _, f := range []string{checkpoint.ModelFile, checkpoint.OptimizerFile, checkpoint.EMAFile} {
 				if fileSum(t, a, f) != fileSum(t, b, f) {
 					t.Errorf("%s differs between the uninterrupted and the resumed run", f)
 				}
@@ -207,7 +209,7 @@ func TestCtrlCWritesCheckpointAndResumes(t *testing.T) {
 	if err != nil || !res.Interrupted || res.Step != 7 {
 		t.Fatalf("res %+v err %v", res, err)
 	}
-	l, err := LoadCheckpoint(filepath.Join(dir, "checkpoints", CheckpointName(7)))
+	l, err := checkpoint.Load(filepath.Join(dir, "checkpoints", checkpoint.Name(7)))
 	if err != nil || l.State.Kind != "interrupt" {
 		t.Fatalf("interrupt checkpoint: %v %+v", err, l)
 	}
@@ -225,15 +227,15 @@ func TestNaNStopsWithoutCheckpoint(t *testing.T) {
 	o.Debug.NaNAtStep = 6
 	_, err := Run(context.Background(), o)
 	var ne *NaNError
-	if !errors.As(err, &ne) || ne.Step != 6 || !strings.Contains(err.Error(), CheckpointName(4)) {
+	if !errors.As(err, &ne) || ne.Step != 6 || !strings.Contains(err.Error(), checkpoint.Name(4)) {
 		t.Fatalf("want NaNError at step 6 naming step-4, got %v", err)
 	}
 	// Only step-4 exists, and it verifies.
-	list, _ := listCheckpoints(filepath.Join(dir, "checkpoints"))
+	list, _ := checkpoint.ListDir(filepath.Join(dir, "checkpoints"))
 	if len(list) != 1 || list[0].Step != 4 {
 		t.Fatalf("checkpoints %v", list)
 	}
-	if err := VerifyCheckpoint(list[0].Dir); err != nil {
+	if err := checkpoint.Verify(list[0].Dir); err != nil {
 		t.Error(err)
 	}
 	lines := readLines(t, dir)
@@ -260,32 +262,32 @@ func TestCorruptCheckpointFallback(t *testing.T) {
 		file    string
 	}{
 		{"flipped byte", func(d string) {
-			p := filepath.Join(d, ModelFile)
+			p := filepath.Join(d, checkpoint.ModelFile)
 			b, _ := os.ReadFile(p)
 			b[len(b)-5] ^= 0x40
 			os.WriteFile(p, b, 0o644)
-		}, ModelFile},
+		}, checkpoint.ModelFile},
 		{"truncated", func(d string) {
-			p := filepath.Join(d, OptimizerFile)
+			p := filepath.Join(d, checkpoint.OptimizerFile)
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, b[:len(b)/2], 0o644)
-		}, OptimizerFile},
-		{"missing state", func(d string) { os.Remove(filepath.Join(d, StateFile)) }, StateFile},
+		}, checkpoint.OptimizerFile},
+		{"missing state", func(d string) { os.Remove(filepath.Join(d, checkpoint.StateFile)) }, checkpoint.StateFile},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tmp := t.TempDir()
 			copyDir(t, root, tmp)
-			tc.corrupt(filepath.Join(tmp, CheckpointName(8)))
+			tc.corrupt(filepath.Join(tmp, checkpoint.Name(8)))
 			os.MkdirAll(filepath.Join(tmp, ".tmp-step-00000012-123"), 0o755) // an interrupted write
 			var logBuf bytes.Buffer
-			l, err := LatestCheckpoint(tmp, slog.New(slog.NewTextHandler(&logBuf, nil)))
+			l, err := checkpoint.Latest(tmp, slog.New(slog.NewTextHandler(&logBuf, nil)))
 			if err != nil || l.State.Step != 4 {
 				t.Fatalf("fallback: %v %+v", err, l)
 			}
 			if !strings.Contains(logBuf.String(), tc.file) {
 				t.Errorf("log does not name %s: %s", tc.file, logBuf.String())
 			}
-			if err := VerifyCheckpoint(filepath.Join(tmp, CheckpointName(8))); err == nil || !strings.Contains(err.Error(), tc.file) {
+			if err := checkpoint.Verify(filepath.Join(tmp, checkpoint.Name(8))); err == nil || !strings.Contains(err.Error(), tc.file) {
 				t.Errorf("verify error does not name %s: %v", tc.file, err)
 			}
 		})
@@ -294,17 +296,17 @@ func TestCorruptCheckpointFallback(t *testing.T) {
 	tmp := t.TempDir()
 	copyDir(t, root, tmp)
 	for _, s := range []int{4, 8} {
-		os.Remove(filepath.Join(tmp, CheckpointName(s), SumsFile))
+		os.Remove(filepath.Join(tmp, checkpoint.Name(s), checkpoint.SumsFile))
 	}
-	if _, err := LatestCheckpoint(tmp, nil); err == nil {
+	if _, err := checkpoint.Latest(tmp, nil); err == nil {
 		t.Error("accepted a directory with no valid checkpoint")
 	}
 	// Resume from the fallback reproduces the run.
 	run2 := filepath.Join(t.TempDir(), "run2")
 	copyDir(t, dir, run2)
-	b, _ := os.ReadFile(filepath.Join(run2, "checkpoints", CheckpointName(8), ModelFile))
+	b, _ := os.ReadFile(filepath.Join(run2, "checkpoints", checkpoint.Name(8), checkpoint.ModelFile))
 	b[100] ^= 1
-	os.WriteFile(filepath.Join(run2, "checkpoints", CheckpointName(8), ModelFile), b, 0o644)
+	os.WriteFile(filepath.Join(run2, "checkpoints", checkpoint.Name(8), checkpoint.ModelFile), b, 0o644)
 	res, err := Run(context.Background(), o2(run2, 8))
 	if err != nil || res.Step != 8 {
 		t.Fatalf("resume after corruption: %+v %v", res, err)
@@ -350,7 +352,7 @@ func TestKeepPolicy(t *testing.T) {
 	if _, err := Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
-	list, _ := listCheckpoints(filepath.Join(dir, "checkpoints"))
+	list, _ := checkpoint.ListDir(filepath.Join(dir, "checkpoints"))
 	var steps []int
 	for _, c := range list {
 		steps = append(steps, c.Step)
@@ -376,7 +378,7 @@ func TestWarmStartQKNorm(t *testing.T) {
 	if _, err := Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
-	srcCk, _ := LoadCheckpoint(filepath.Join(src, "checkpoints", CheckpointName(4)))
+	srcCk, _ := checkpoint.Load(filepath.Join(src, "checkpoints", checkpoint.Name(4)))
 
 	dst := filepath.Join(t.TempDir(), "qk")
 	w := baseOpts(dst)
@@ -421,7 +423,7 @@ func TestWarmStartQKNorm(t *testing.T) {
 	dst2 := filepath.Join(t.TempDir(), "wide")
 	w2 := baseOpts(dst2)
 	w2.Model.MLPHidden = 48
-	w2.Init = InitConfig{From: filepath.Join(src, "checkpoints", CheckpointName(4)), Mode: "weights"}
+	w2.Init = InitConfig{From: filepath.Join(src, "checkpoints", checkpoint.Name(4)), Mode: "weights"}
 	w2.Train.Steps = 2
 	res, err = Run(context.Background(), w2)
 	if err != nil {
@@ -448,7 +450,7 @@ func TestWarmStartCopiesWeights(t *testing.T) {
 	if _, err := Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
-	ck, _ := LoadCheckpoint(filepath.Join(src, "checkpoints", CheckpointName(3)))
+	ck, _ := checkpoint.Load(filepath.Join(src, "checkpoints", checkpoint.Name(3)))
 	// Build the target net, warm-start it, and compare tensors before any step.
 	tr := &trainer{o: baseOpts(t.TempDir()), log: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))}
 	tr.o.Model.QKNorm = true
@@ -537,7 +539,7 @@ func TestMetricsLineAndDebugKnobs(t *testing.T) {
 	if !strings.Contains(string(raw), `"val_loss_ema"`) || !strings.Contains(string(raw), `"ema_gap"`) {
 		t.Error("no eval line with val_loss_ema and ema_gap")
 	}
-	hf, _ := os.ReadFile(filepath.Join(dir, "checkpoints", CheckpointName(6), HFConfigFile))
+	hf, _ := os.ReadFile(filepath.Join(dir, "checkpoints", checkpoint.Name(6), checkpoint.HFConfigFile))
 	if !strings.Contains(string(hf), `"LlamaForCausalLM"`) || !strings.Contains(string(hf), `"hidden_size": 32`) {
 		t.Errorf("config.json: %s", hf)
 	}
@@ -599,7 +601,7 @@ func TestTimeBasedCheckpointsAndStaleTemps(t *testing.T) {
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Error("stale temporary checkpoint directory not removed")
 	}
-	list, _ := listCheckpoints(filepath.Join(dir, "checkpoints"))
+	list, _ := checkpoint.ListDir(filepath.Join(dir, "checkpoints"))
 	var steps []int
 	for _, c := range list {
 		steps = append(steps, c.Step)

@@ -4,21 +4,11 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/safetensors"
 )
-
-// WarmStartReport lists what a warm-start took from its checkpoint. It is
-// logged, stored in state.json and written to the run's manifest.json.
-type WarmStartReport struct {
-	From        string   `json:"from"`
-	Mode        string   `json:"mode"`
-	SourceStep  int      `json:"source_step"`
-	Copied      []string `json:"copied"`      // same name and shape: copied
-	Initialized []string `json:"initialized"` // absent from the checkpoint: freshly initialised
-	Mismatched  []string `json:"mismatched"`  // same name, other shape: freshly initialised
-	Unused      []string `json:"unused"`      // in the checkpoint only
-}
 
 // copyMatching copies every tensor of ts found in src (under name+suffix)
 // with the same shape into dst. It reports the copied, absent and
@@ -53,16 +43,16 @@ func copyMatching(src *safetensors.File, suffix string, ts []model.Tensor, dst [
 
 // restoreExact loads a checkpoint of the same architecture for a resume:
 // every tensor must be present with its shape.
-func restoreExact(l *Loaded, ts []model.Tensor, params, m, v, ema []float32) error {
+func restoreExact(l *checkpoint.Loaded, ts []model.Tensor, params, m, v, ema []float32) error {
 	type part struct {
 		f      *safetensors.File
 		file   string
 		suffix string
 		dst    []float32
 	}
-	parts := []part{{l.Model, ModelFile, "", params}, {l.Optim, OptimizerFile, ".exp_avg", m}, {l.Optim, OptimizerFile, ".exp_avg_sq", v}}
+	parts := []part{{l.Model, checkpoint.ModelFile, "", params}, {l.Optim, checkpoint.OptimizerFile, ".exp_avg", m}, {l.Optim, checkpoint.OptimizerFile, ".exp_avg_sq", v}}
 	if ema != nil {
-		parts = append(parts, part{l.EMA, EMAFile, "", ema})
+		parts = append(parts, part{l.EMA, checkpoint.EMAFile, "", ema})
 	}
 	for _, p := range parts {
 		_, missing, mismatched, _, err := copyMatching(p.f, p.suffix, ts, p.dst)

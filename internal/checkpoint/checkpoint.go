@@ -1,4 +1,4 @@
-package train
+package checkpoint
 
 import (
 	"bufio"
@@ -31,7 +31,7 @@ const (
 	StateFile     = "state.json"
 	HFConfigFile  = "config.json"
 	SumsFile      = "SHA256SUMS"
-	stateFormat   = 1
+	FormatVersion = 1
 )
 
 // State is state.json: everything besides tensors that a bit-exact resume needs.
@@ -102,16 +102,16 @@ type State struct {
 	Optimizer string `json:"optimizer,omitempty"`
 }
 
-// payload is what one checkpoint holds.
-type payload struct {
-	tensors      []model.Tensor
-	params, m, v []float32
-	ema          []float32
-	state        State
+// Payload is what one checkpoint holds.
+type Payload struct {
+	Tensors      []model.Tensor // the views of the flat buffers below
+	Params, M, V []float32      // weights, Adam moments
+	EMA          []float32      // nil: the EMA file holds the weights
+	State        State
 }
 
-// CheckpointName is the directory name of the checkpoint after step steps.
-func CheckpointName(step int) string { return fmt.Sprintf("step-%08d", step) }
+// Name is the directory name of the checkpoint after step steps.
+func Name(step int) string { return fmt.Sprintf("step-%08d", step) }
 
 func tensorsOf(ts []model.Tensor, buf []float32, suffix string) []safetensors.Tensor {
 	out := make([]safetensors.Tensor, len(ts))
@@ -121,14 +121,14 @@ func tensorsOf(ts []model.Tensor, buf []float32, suffix string) []safetensors.Te
 	return out
 }
 
-// writeCheckpoint writes root/step-NNNNNNNN atomically with
+// Write writes root/step-NNNNNNNN atomically with
 // atomicfile.WriteDir: every file goes into a temporary directory,
 // SHA256SUMS is written last, everything is fsynced, the directory is
 // renamed into place and the parent fsynced. An existing checkpoint of the
 // same step (e.g. Ctrl-C right after a scheduled checkpoint) is replaced
 // only after the new one is whole.
-func writeCheckpoint(root string, p *payload) (string, int64, error) {
-	name := CheckpointName(p.state.Step)
+func Write(root string, p *Payload) (string, int64, error) {
+	name := Name(p.State.Step)
 	final := filepath.Join(root, name)
 	var total int64
 	err := atomicfile.WriteDir(final, func(tmp string) error {
@@ -137,51 +137,51 @@ func writeCheckpoint(root string, p *payload) (string, int64, error) {
 		return err
 	})
 	if err != nil {
-		return "", 0, &CheckpointError{Step: p.state.Step, Dir: final, Err: err}
+		return "", 0, &Error{Step: p.State.Step, Dir: final, Err: err}
 	}
 	return final, total, nil
 }
 
-// CheckpointError is a checkpoint that could not be saved, or a run
+// Error is a checkpoint that could not be saved, or a run
 // directory whose checkpoints all failed verification: the monitor's SEV0
 // checkpoint_failed. Other errors that merely mention a checkpoint (a failed
 // deletion of an old one, an observer's error) are not.
-type CheckpointError struct {
+type Error struct {
 	Step int    // the step being saved (0 for a failed resume)
 	Dir  string // the checkpoint, or the checkpoints/ directory
 	Err  error
 }
 
-func (e *CheckpointError) Error() string { return fmt.Sprintf("checkpoint %s: %v", e.Dir, e.Err) }
+func (e *Error) Error() string { return fmt.Sprintf("checkpoint %s: %v", e.Dir, e.Err) }
 
-func (e *CheckpointError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
 // writeCheckpointFiles writes the files of a checkpoint into dir and
 // returns their total size.
-func writeCheckpointFiles(dir string, p *payload) (int64, error) {
-	meta := map[string]string{"format": "pt", "step": strconv.Itoa(p.state.Step), "producer": "kestrel"}
-	if err := safetensors.WriteFile(filepath.Join(dir, ModelFile), tensorsOf(p.tensors, p.params, ""), meta); err != nil {
+func writeCheckpointFiles(dir string, p *Payload) (int64, error) {
+	meta := map[string]string{"format": "pt", "step": strconv.Itoa(p.State.Step), "producer": "kestrel"}
+	if err := safetensors.WriteFile(filepath.Join(dir, ModelFile), tensorsOf(p.Tensors, p.Params, ""), meta); err != nil {
 		return 0, err
 	}
-	opt := append(tensorsOf(p.tensors, p.m, ".exp_avg"), tensorsOf(p.tensors, p.v, ".exp_avg_sq")...)
+	opt := append(tensorsOf(p.Tensors, p.M, ".exp_avg"), tensorsOf(p.Tensors, p.V, ".exp_avg_sq")...)
 	if err := safetensors.WriteFile(filepath.Join(dir, OptimizerFile), opt, meta); err != nil {
 		return 0, err
 	}
-	ema := p.ema
+	ema := p.EMA
 	if ema == nil {
-		ema = p.params
+		ema = p.Params
 	}
-	if err := safetensors.WriteFile(filepath.Join(dir, EMAFile), tensorsOf(p.tensors, ema, ""), meta); err != nil {
+	if err := safetensors.WriteFile(filepath.Join(dir, EMAFile), tensorsOf(p.Tensors, ema, ""), meta); err != nil {
 		return 0, err
 	}
-	st, err := json.MarshalIndent(p.state, "", "  ")
+	st, err := json.MarshalIndent(p.State, "", "  ")
 	if err != nil {
 		return 0, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, StateFile), append(st, '\n'), 0o644); err != nil {
 		return 0, err
 	}
-	hf, err := json.MarshalIndent(HFConfig(p.state.Model), "", "  ")
+	hf, err := json.MarshalIndent(HFConfig(p.State.Model), "", "  ")
 	if err != nil {
 		return 0, err
 	}
@@ -191,7 +191,7 @@ func writeCheckpointFiles(dir string, p *payload) (int64, error) {
 	var sums strings.Builder
 	var total int64
 	for _, f := range []string{ModelFile, OptimizerFile, EMAFile, StateFile, HFConfigFile} {
-		h, n, err := hashFile(filepath.Join(dir, f))
+		h, n, err := HashFile(filepath.Join(dir, f))
 		if err != nil {
 			return 0, err
 		}
@@ -204,7 +204,7 @@ func writeCheckpointFiles(dir string, p *payload) (int64, error) {
 	return total, nil
 }
 
-func hashFile(path string) (string, int64, error) {
+func HashFile(path string) (string, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", 0, err
@@ -218,10 +218,10 @@ func hashFile(path string) (string, int64, error) {
 	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
-// VerifyCheckpoint checks dir's SHA256SUMS: it must list every checkpoint
+// Verify checks dir's SHA256SUMS: it must list every checkpoint
 // file, and every listed file must exist with the recorded hash. The error
 // names the offending file.
-func VerifyCheckpoint(dir string) error {
+func Verify(dir string) error {
 	sumsPath := filepath.Join(dir, SumsFile)
 	data, err := os.ReadFile(sumsPath)
 	if err != nil {
@@ -247,7 +247,7 @@ func VerifyCheckpoint(dir string) error {
 	sort.Strings(names)
 	for _, n := range names {
 		p := filepath.Join(dir, n)
-		h, _, err := hashFile(p)
+		h, _, err := HashFile(p)
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
@@ -267,19 +267,19 @@ func rollingKind(k string) bool { return k == "rolling" || k == "interrupt" || k
 
 // validate checks state.json's values before any of them is used (a
 // negative step would truncate all of metrics.jsonl): the error names the
-// field. dirStep is the step in the checkpoint directory's name, or -1 when
+// field. DirStep is the step in the checkpoint directory's name, or -1 when
 // the directory is not named step-NNNNNNNN.
-func (s *State) validate(dirStep int) error {
+func (s *State) validate(DirStep int) error {
 	bad := func(field string, format string, args ...any) error {
 		return fmt.Errorf("field %s: %s", field, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case s.Format != stateFormat:
-		return bad("format", "%d, this kestrel reads %d", s.Format, stateFormat)
+	case s.Format != FormatVersion:
+		return bad("format", "%d, this kestrel reads %d", s.Format, FormatVersion)
 	case s.Step < 0:
 		return bad("step", "%d is negative", s.Step)
-	case dirStep >= 0 && s.Step != dirStep:
-		return bad("step", "%d, but the directory is %s", s.Step, CheckpointName(dirStep))
+	case DirStep >= 0 && s.Step != DirStep:
+		return bad("step", "%d, but the directory is %s", s.Step, Name(DirStep))
 	case !stateKinds[s.Kind]:
 		return bad("kind", "unknown kind %q (want rolling, permanent, final, interrupt or time_limit)", s.Kind)
 	case s.TokensSeen < 0:
@@ -314,8 +314,8 @@ func (s *State) validate(dirStep int) error {
 	return nil
 }
 
-// dirStep is the step in a step-NNNNNNNN directory's name, or -1.
-func dirStep(dir string) int {
+// DirStep is the step in a step-NNNNNNNN directory's name, or -1.
+func DirStep(dir string) int {
 	n, ok := strings.CutPrefix(filepath.Base(dir), "step-")
 	if !ok {
 		return -1
@@ -336,9 +336,9 @@ type Loaded struct {
 	EMA   *safetensors.File
 }
 
-// LoadCheckpoint verifies and reads the checkpoint directory dir.
-func LoadCheckpoint(dir string) (*Loaded, error) {
-	if err := VerifyCheckpoint(dir); err != nil {
+// Load verifies and reads the checkpoint directory dir.
+func Load(dir string) (*Loaded, error) {
+	if err := Verify(dir); err != nil {
 		return nil, err
 	}
 	l := &Loaded{Dir: dir}
@@ -350,7 +350,7 @@ func LoadCheckpoint(dir string) (*Loaded, error) {
 	if err := json.Unmarshal(data, &l.State); err != nil {
 		return nil, fmt.Errorf("%s: %w", sp, err)
 	}
-	if err := l.State.validate(dirStep(dir)); err != nil {
+	if err := l.State.validate(DirStep(dir)); err != nil {
 		return nil, fmt.Errorf("%s: %w", sp, err)
 	}
 	if l.Model, err = safetensors.ReadFile(filepath.Join(dir, ModelFile)); err != nil {
@@ -365,15 +365,15 @@ func LoadCheckpoint(dir string) (*Loaded, error) {
 	return l, nil
 }
 
-// ckptEntry is one step-NNNNNNNN directory.
-type ckptEntry struct {
+// Entry is one step-NNNNNNNN directory.
+type Entry struct {
 	Step int
 	Dir  string
 }
 
-// listCheckpoints returns root's checkpoint directories, newest first.
+// ListDir returns root's checkpoint directories, newest first.
 // Temporary directories of interrupted writes are ignored.
-func listCheckpoints(root string) ([]ckptEntry, error) {
+func ListDir(root string) ([]Entry, error) {
 	ents, err := os.ReadDir(root)
 	if os.IsNotExist(err) {
 		return nil, nil
@@ -381,7 +381,7 @@ func listCheckpoints(root string) ([]ckptEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoints: %w", err)
 	}
-	var out []ckptEntry
+	var out []Entry
 	for _, e := range ents {
 		n := e.Name()
 		if !e.IsDir() || !strings.HasPrefix(n, "step-") {
@@ -391,26 +391,26 @@ func listCheckpoints(root string) ([]ckptEntry, error) {
 		if err != nil {
 			continue
 		}
-		out = append(out, ckptEntry{Step: s, Dir: filepath.Join(root, n)})
+		out = append(out, Entry{Step: s, Dir: filepath.Join(root, n)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Step > out[j].Step })
 	return out, nil
 }
 
-// LatestCheckpoint loads the newest valid checkpoint under root (a
+// Latest loads the newest valid checkpoint under root (a
 // checkpoints/ directory). Invalid ones are logged naming the bad file and
 // skipped (a checkpoint that lacks a file, or whose state.json fails
 // validation, is invalid too); it returns nil, nil when root holds no
-// checkpoint at all, and a *CheckpointError when checkpoints exist but none
+// checkpoint at all, and a *Error when checkpoints exist but none
 // is valid.
-func LatestCheckpoint(root string, log *slog.Logger) (*Loaded, error) {
-	list, err := listCheckpoints(root)
+func Latest(root string, log *slog.Logger) (*Loaded, error) {
+	list, err := ListDir(root)
 	if err != nil || len(list) == 0 {
 		return nil, err
 	}
 	var errs []error
 	for _, c := range list {
-		l, err := LoadCheckpoint(c.Dir)
+		l, err := Load(c.Dir)
 		if err == nil {
 			return l, nil
 		}
@@ -419,28 +419,10 @@ func LatestCheckpoint(root string, log *slog.Logger) (*Loaded, error) {
 		}
 		errs = append(errs, err)
 	}
-	return nil, &CheckpointError{Dir: root, Err: fmt.Errorf("no valid checkpoint to resume from: %w", errors.Join(errs...))}
+	return nil, &Error{Dir: root, Err: fmt.Errorf("no valid checkpoint to resume from: %w", errors.Join(errs...))}
 }
 
-// resolveCheckpoint turns init.from into a verified checkpoint: a
-// checkpoint directory, a checkpoints/ directory, or a run directory; or
-// "hf:DIR", a Hugging Face Llama/Qwen3 directory (weights only).
-func resolveCheckpoint(path string, log *slog.Logger) (*Loaded, error) {
-	if strings.HasPrefix(path, HFPrefix) {
-		return loadHF(path) // hfinit.go
-	}
-	if _, err := os.Stat(filepath.Join(path, SumsFile)); err == nil {
-		return LoadCheckpoint(path)
-	}
-	for _, root := range []string{filepath.Join(path, "checkpoints"), path} {
-		if list, _ := listCheckpoints(root); len(list) > 0 {
-			return LatestCheckpoint(root, log)
-		}
-	}
-	return nil, fmt.Errorf("%s: no checkpoint there (want a step-NNNNNNNN directory or a run directory)", path)
-}
-
-// applyKeepPolicy deletes rolling checkpoints beyond the newest keep ones.
+// ApplyKeepPolicy deletes rolling checkpoints beyond the newest keep ones.
 // Permanent, final and unreadable checkpoints are left alone. Interrupt
 // and time_limit checkpoints count as rolling. Some rolling checkpoints
 // are protected beside the newest keep ones, so that a blow-up never
@@ -452,8 +434,8 @@ func resolveCheckpoint(path string, log *slog.Logger) (*Loaded, error) {
 // cannot be deleted is a warning on log, not an error: the new checkpoint
 // is safe, and the old one costs only disk space (the next keep policy
 // tries again).
-func applyKeepPolicy(root string, keep int, log *slog.Logger) []string {
-	list, err := listCheckpoints(root)
+func ApplyKeepPolicy(root string, keep int, log *slog.Logger) []string {
+	list, err := ListDir(root)
 	if err != nil {
 		log.Warn("checkpoint keep policy: old checkpoints not deleted", "dir", root, "err", err)
 		return nil
@@ -471,11 +453,11 @@ func applyKeepPolicy(root string, keep int, log *slog.Logger) []string {
 		if json.Unmarshal(data, &st) != nil {
 			continue
 		}
-		conf, err := readConfirmation(c.Dir)
+		conf, err := ReadConfirmation(c.Dir)
 		if err != nil {
 			continue // unreadable: left alone
 		}
-		readable = append(readable, keepEntry{c, st.Kind, st.Health, statusOf(st.Health, conf)})
+		readable = append(readable, keepEntry{c, st.Kind, st.Health, StatusOf(st.Health, conf)})
 	}
 	protected := keepProtected(readable)
 	var deleted []string
@@ -504,7 +486,7 @@ func applyKeepPolicy(root string, keep int, log *slog.Logger) []string {
 
 // keepEntry is a readable checkpoint as the keep policy sees it.
 type keepEntry struct {
-	ckptEntry
+	Entry
 	kind   string
 	health *Health
 	status string
@@ -552,17 +534,17 @@ func keepProtected(readable []keepEntry) map[string]string {
 	return protected
 }
 
-// deletingPrefix names a checkpoint directory being deleted: it is renamed
+// DeletingPrefix names a checkpoint directory being deleted: it is renamed
 // out of the step-NNNNNNNN namespace first, so a deletion cut short (kill -9)
-// leaves a hidden directory that removeStaleTemps clears, never a
+// leaves a hidden directory that RemoveStaleTemps clears, never a
 // half-deleted checkpoint.
-const deletingPrefix = ".deleting-"
+const DeletingPrefix = ".deleting-"
 
 // removeCheckpoint deletes a checkpoint directory: rename, then remove.
 // After a failed rename the checkpoint is whole; after a failed removal it
 // is already out of the way and is cleared at the next start.
 func removeCheckpoint(dir string) error {
-	trash := filepath.Join(filepath.Dir(dir), fmt.Sprintf("%s%s-%d", deletingPrefix, filepath.Base(dir), time.Now().UnixNano()))
+	trash := filepath.Join(filepath.Dir(dir), fmt.Sprintf("%s%s-%d", DeletingPrefix, filepath.Base(dir), time.Now().UnixNano()))
 	if err := renameDir(dir, trash); err != nil {
 		return err
 	}
@@ -573,19 +555,27 @@ func removeCheckpoint(dir string) error {
 }
 
 // renameDir and removeAll are os.Rename and os.RemoveAll; tests replace
-// them to make deletions fail.
+// them to make deletions fail (SetDeleteHooks).
 var (
 	renameDir = os.Rename
 	removeAll = os.RemoveAll
 )
 
-// removeStaleTemps deletes temporary directories left by interrupted
+// SetDeleteHooks replaces the rename and remove the keep policy deletes
+// checkpoints with (tests of a trainer whose deletions fail) and returns
+// the function that puts os.Rename and os.RemoveAll back.
+func SetDeleteHooks(rename func(from, to string) error, remove func(string) error) (restore func()) {
+	renameDir, removeAll = rename, remove
+	return func() { renameDir, removeAll = os.Rename, os.RemoveAll }
+}
+
+// RemoveStaleTemps deletes temporary directories left by interrupted
 // writes and deletions.
-func removeStaleTemps(root string) {
+func RemoveStaleTemps(root string) {
 	ents, _ := os.ReadDir(root)
 	for _, e := range ents {
 		n := e.Name()
-		if atomicfile.TempDirName(n) || strings.HasPrefix(n, deletingPrefix) || strings.HasPrefix(n, ".old-") { // .old-: older kestrel
+		if atomicfile.TempDirName(n) || strings.HasPrefix(n, DeletingPrefix) || strings.HasPrefix(n, ".old-") { // .old-: older kestrel
 			os.RemoveAll(filepath.Join(root, n))
 		}
 	}
@@ -613,14 +603,14 @@ func missingFile(dir string) string {
 	return ""
 }
 
-// removeHalfDeleted deletes the checkpoints under root that lack a file
+// RemoveHalfDeleted deletes the checkpoints under root that lack a file
 // (see missingFile): they can never be resumed from. It runs once a valid
 // checkpoint was found to resume from, in the run directory the trainer
 // holds. A permanent or final checkpoint (its state.json says so) is never
 // deleted this way, since the keep policy never deletes those: someone
 // removed files from it on purpose, so it is left alone with a warning.
-func removeHalfDeleted(root string, log *slog.Logger) {
-	list, err := listCheckpoints(root)
+func RemoveHalfDeleted(root string, log *slog.Logger) {
+	list, err := ListDir(root)
 	if err != nil {
 		log.Warn("checkpoints: half-deleted checkpoints not cleaned up", "dir", root, "err", err)
 		return
@@ -683,4 +673,4 @@ func HFConfig(c model.Config) map[string]any {
 	}
 }
 
-func nowString() string { return time.Now().UTC().Format(time.RFC3339) }
+func Now() string { return time.Now().UTC().Format(time.RFC3339) }

@@ -1,4 +1,4 @@
-package train
+package checkpoint
 
 import (
 	"encoding/json"
@@ -13,9 +13,9 @@ import (
 	"text/tabwriter"
 )
 
-// CheckpointInfo is one checkpoint of a run as `kestrel checkpoints` lists
+// Info is one checkpoint of a run as `kestrel checkpoints` lists
 // it: what its state.json says, without verifying its tensors.
-type CheckpointInfo struct {
+type Info struct {
 	Step       int     `json:"step"`
 	TokensSeen int64   `json:"tokens_seen"`
 	Kind       string  `json:"kind"`
@@ -34,10 +34,10 @@ type CheckpointInfo struct {
 	Err string `json:"error,omitempty"`
 }
 
-// checkpointsRoot is the checkpoints/ directory of a run directory, or dir
+// Root is the checkpoints/ directory of a run directory, or dir
 // itself when it is one (it holds step-NNNNNNNN directories and no
 // checkpoints/).
-func checkpointsRoot(dir string) string {
+func Root(dir string) string {
 	root := filepath.Join(dir, "checkpoints")
 	if fi, err := os.Stat(root); err == nil && fi.IsDir() {
 		return root
@@ -45,25 +45,25 @@ func checkpointsRoot(dir string) string {
 	return dir
 }
 
-// ListCheckpoints lists the checkpoints of a run directory (or of a
+// List lists the checkpoints of a run directory (or of a
 // checkpoints/ directory), newest first, with their health as state.json
 // records it (unknown when it records none), their confirmation
 // (confirmation.json) and status, and the newest confirmed one marked
 // LastGood. An unreadable state.json is reported in the row's Err,
 // not as an error; a directory that does not exist is an error.
-func ListCheckpoints(runDir string) ([]CheckpointInfo, error) {
+func List(runDir string) ([]Info, error) {
 	if _, err := os.Stat(runDir); err != nil {
 		return nil, fmt.Errorf("checkpoints: %w", err)
 	}
-	list, err := listCheckpoints(checkpointsRoot(runDir))
+	list, err := ListDir(Root(runDir))
 	if err != nil {
 		return nil, err
 	}
-	out := make([]CheckpointInfo, 0, len(list))
+	out := make([]Info, 0, len(list))
 	good := false
 	for _, c := range list {
-		info := CheckpointInfo{Step: c.Step, Dir: c.Dir, Bytes: dirSize(c.Dir)}
-		if st, err := readValidState(c.Dir); err != nil {
+		info := Info{Step: c.Step, Dir: c.Dir, Bytes: dirSize(c.Dir)}
+		if st, err := ReadState(c.Dir); err != nil {
 			info.Err = err.Error()
 		} else {
 			info.TokensSeen, info.Kind, info.Created, info.Health = st.TokensSeen, st.Kind, st.Created, st.Health
@@ -72,12 +72,12 @@ func ListCheckpoints(runDir string) ([]CheckpointInfo, error) {
 			info.Health = &Health{Status: HealthUnknown}
 		}
 		if info.Err == "" {
-			conf, err := readConfirmation(c.Dir)
+			conf, err := ReadConfirmation(c.Dir)
 			if err != nil {
 				info.Err = err.Error()
 			}
 			info.Confirmation = conf
-			info.Status = statusOf(info.Health, conf)
+			info.Status = StatusOf(info.Health, conf)
 		}
 		if !good && info.Err == "" && info.Status == Confirmed {
 			info.LastGood, good = true, true
@@ -87,8 +87,8 @@ func ListCheckpoints(runDir string) ([]CheckpointInfo, error) {
 	return out, nil
 }
 
-// readValidState reads and validates a checkpoint's state.json (not its sums).
-func readValidState(dir string) (*State, error) {
+// ReadState reads and validates a checkpoint's state.json (not its sums).
+func ReadState(dir string) (*State, error) {
 	p := filepath.Join(dir, StateFile)
 	data, err := os.ReadFile(p)
 	if err != nil {
@@ -98,7 +98,7 @@ func readValidState(dir string) (*State, error) {
 	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
-	if err := st.validate(dirStep(dir)); err != nil {
+	if err := st.validate(DirStep(dir)); err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	return &st, nil
@@ -126,10 +126,10 @@ var ErrNoLastGood = errors.New("no checkpoint was confirmed healthy")
 // LastGood is the newest confirmed checkpoint of a run directory: healthy
 // when written, its own probe within its band, and the steps after it
 // clean (confirm.go). It is the one a rollback restores. Its tensors are
-// not verified here (LoadCheckpoint does that). It wraps ErrNoLastGood
+// not verified here (Load does that). It wraps ErrNoLastGood
 // when there is none, saying how many checkpoints are in each status.
-func LastGood(runDir string) (*CheckpointInfo, error) {
-	list, err := ListCheckpoints(runDir)
+func LastGood(runDir string) (*Info, error) {
+	list, err := List(runDir)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func LastGood(runDir string) (*CheckpointInfo, error) {
 // incident whose first bad step is step goes back to. The error says why
 // there is none.
 func LastGoodBefore(runDir string, step int) (string, error) {
-	list, err := ListCheckpoints(runDir)
+	list, err := List(runDir)
 	if err != nil {
 		return "", err
 	}
@@ -163,7 +163,7 @@ func LastGoodBefore(runDir string, step int) (string, error) {
 		if c.Status != Confirmed {
 			continue
 		}
-		if err := VerifyCheckpoint(c.Dir); err != nil {
+		if err := Verify(c.Dir); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -177,7 +177,7 @@ func LastGoodBefore(runDir string, step int) (string, error) {
 	return "", fmt.Errorf("%s: %w", msg, ErrNoLastGood)
 }
 
-// ResolveCheckpoint turns a checkpoint name into the checkpoint directory
+// Resolve turns a checkpoint name into the checkpoint directory
 // of runDir it names:
 //
 //	last       the newest checkpoint that verifies (state.json and SHA256SUMS)
@@ -187,13 +187,13 @@ func LastGoodBefore(runDir string, step int) (string, error) {
 //
 // last and last-good pass over checkpoints that fail verification, naming
 // them in the error when none is left; a checkpoint named by step or
-// directory is verified when it is loaded (LoadCheckpoint).
-func ResolveCheckpoint(runDir, name string) (string, error) {
+// directory is verified when it is loaded (Load).
+func Resolve(runDir, name string) (string, error) {
 	switch name {
 	case "":
 		return "", errors.New("checkpoint name is empty (want last, last-good, step-N or a checkpoint directory)")
 	case "last", "last-good":
-		list, err := ListCheckpoints(runDir)
+		list, err := List(runDir)
 		if err != nil {
 			return "", err
 		}
@@ -206,7 +206,7 @@ func ResolveCheckpoint(runDir, name string) (string, error) {
 			case name == "last-good" && c.Status != Confirmed:
 				continue
 			}
-			if err := VerifyCheckpoint(c.Dir); err != nil {
+			if err := Verify(c.Dir); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -224,7 +224,7 @@ func ResolveCheckpoint(runDir, name string) (string, error) {
 		return "", fmt.Errorf("%s: no checkpoint verifies: %w", runDir, errors.Join(errs...))
 	}
 	if n, ok := stepName(name); ok {
-		dir := filepath.Join(checkpointsRoot(runDir), CheckpointName(n))
+		dir := filepath.Join(Root(runDir), Name(n))
 		if _, err := os.Stat(dir); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return "", fmt.Errorf("no checkpoint of step %d: %s does not exist (kestrel checkpoints %s lists them)", n, dir, runDir)
@@ -249,9 +249,9 @@ func stepName(s string) (int, bool) {
 	return n, err == nil
 }
 
-// WriteCheckpointsJSON writes list as JSON lines, one object per
+// WriteJSON writes list as JSON lines, one object per
 // checkpoint.
-func WriteCheckpointsJSON(out io.Writer, list []CheckpointInfo) error {
+func WriteJSON(out io.Writer, list []Info) error {
 	enc := json.NewEncoder(out)
 	for i := range list {
 		if err := enc.Encode(&list[i]); err != nil {
@@ -261,10 +261,10 @@ func WriteCheckpointsJSON(out io.Writer, list []CheckpointInfo) error {
 	return nil
 }
 
-// WriteCheckpointTable prints list (as ListCheckpoints returns it for the run
+// WriteTable prints list (as List returns it for the run
 // directory runDir) as a table for a person: one row per checkpoint, the
 // last-good one marked with *.
-func WriteCheckpointTable(out io.Writer, runDir string, list []CheckpointInfo) error {
+func WriteTable(out io.Writer, runDir string, list []Info) error {
 	if len(list) == 0 {
 		_, err := fmt.Fprintf(out, "%s: no checkpoints\n", runDir)
 		return err
@@ -303,7 +303,7 @@ func WriteCheckpointTable(out io.Writer, runDir string, list []CheckpointInfo) e
 
 // statusText is the health column of the table: the status, and why for
 // the ones that are not confirmed.
-func (c *CheckpointInfo) statusText() string {
+func (c *Info) statusText() string {
 	switch c.Status {
 	case Confirmed:
 		return "confirmed"
@@ -333,8 +333,8 @@ func byteSize(n int64) string {
 // runDir at or before step limit whose checksums verify (every newer or
 // failing one is skipped). The error lists why the candidates failed.
 func NewestValidAtOrBefore(runDir string, limit int) (string, error) {
-	root := checkpointsRoot(runDir)
-	list, err := listCheckpoints(root)
+	root := Root(runDir)
+	list, err := ListDir(root)
 	if err != nil {
 		return "", err
 	}
@@ -343,7 +343,7 @@ func NewestValidAtOrBefore(runDir string, limit int) (string, error) {
 		if c.Step > limit {
 			continue
 		}
-		if err := VerifyCheckpoint(c.Dir); err != nil {
+		if err := Verify(c.Dir); err != nil {
 			errs = append(errs, err)
 			continue
 		}
