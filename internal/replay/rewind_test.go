@@ -8,10 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/rewind"
+
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/run"
-	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // TestReplayAfterRewind: a run rewound to step 3 skipping the batches of
@@ -22,7 +23,7 @@ import (
 // every row's text.
 func TestReplayAfterRewind(t *testing.T) {
 	cfg, dir := smallRunSteps(t, 8)
-	iv, err := train.Rewind(dir, train.RewindOptions{To: "3", SkipFrom: 4, SkipTo: 5, Reason: "test"})
+	iv, err := rewind.Rewind(dir, rewind.Options{To: "3", SkipFrom: 4, SkipTo: 5, Reason: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

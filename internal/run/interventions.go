@@ -15,9 +15,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kestrel-lm/kestrel/internal/rewind"
+
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
-	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // settableSections are the config sections an intervention (`kestrel
@@ -135,10 +136,10 @@ func ParseSet(flags []string, base config.Config) (map[string]string, error) {
 // key) on cfg, the config the user started the run with. It returns the
 // config to train with and the effective interventions (nil when there are
 // none). A run directory that does not exist yet has none. Every line is
-// checked (train.CheckInterventions: bounded skip windows; CheckSet: keys
+// checked (rewind.Check: bounded skip windows; CheckSet: keys
 // an intervention may set, values in range): an error names
 // interventions.jsonl, the line, the intervention and the key. A rewind
-// that a crash left half done (train.PendingRewindFile) is completed first,
+// that a crash left half done (rewind.PendingFile) is completed first,
 // under the run's lock, with a warning on slog.Default().
 func ApplyInterventions(cfg config.Config, dir string) (config.Config, []runlog.Intervention, error) {
 	path := filepath.Join(dir, runlog.InterventionsFile)
@@ -158,7 +159,7 @@ func ApplyInterventions(cfg config.Config, dir string) (config.Config, []runlog.
 		}
 		return fmt.Sprintf("%s: intervention %s", path, all[i].ID)
 	}
-	if i, err := train.CheckInterventions(all); err != nil {
+	if i, err := rewind.Check(all); err != nil {
 		return cfg, nil, fmt.Errorf("%s: %w", where(i), err)
 	}
 	index := make(map[string]int, len(all))
@@ -170,7 +171,7 @@ func ApplyInterventions(cfg config.Config, dir string) (config.Config, []runlog.
 			}
 		}
 	}
-	eff := train.EffectiveInterventions(all)
+	eff := rewind.Effective(all)
 	for _, iv := range eff {
 		if cfg, err = CheckSet(iv.Set, cfg); err != nil {
 			return cfg, nil, fmt.Errorf("%s: %w", where(index[iv.ID]), err)
@@ -203,12 +204,12 @@ func recordLine(path string, i int) int {
 // RewindOptions are `kestrel rewind`'s choices; Set holds the raw
 // section.key=value flags.
 type RewindOptions struct {
-	train.RewindOptions
+	rewind.Options
 	SetFlags []string
 }
 
 // Rewind checks the --set flags against the run's resolved config
-// (config.toml in dir) and rewinds the run (train.Rewind). It does not
+// (config.toml in dir) and rewinds the run (rewind.Rewind). It does not
 // train: the next `kestrel train` with the same config and --out resumes
 // from the checkpoint with the intervention applied.
 func Rewind(dir string, o RewindOptions) (*runlog.Intervention, error) {
@@ -224,7 +225,7 @@ func Rewind(dir string, o RewindOptions) (*runlog.Intervention, error) {
 			return nil, fmt.Errorf("rewind: %w", err)
 		}
 	}
-	return train.Rewind(dir, o.RewindOptions)
+	return rewind.Rewind(dir, o.Options)
 }
 
 // ParseStepRange parses a range of training steps given to flag as "A:B"
@@ -241,8 +242,8 @@ func ParseStepRange(flag, s string) (from, to int, err error) {
 	if from, err = strconv.Atoi(strings.TrimSpace(a)); err == nil {
 		to, err = strconv.Atoi(strings.TrimSpace(b))
 	}
-	if err != nil || from < 1 || to < from || to > train.MaxSkipStep {
-		return 0, 0, fmt.Errorf("%s %q: want A:B with 1 ≤ A ≤ B ≤ %d (training steps, inclusive)", flag, s, train.MaxSkipStep)
+	if err != nil || from < 1 || to < from || to > rewind.MaxSkipStep {
+		return 0, 0, fmt.Errorf("%s %q: want A:B with 1 ≤ A ≤ B ≤ %d (training steps, inclusive)", flag, s, rewind.MaxSkipStep)
 	}
 	return from, to, nil
 }
@@ -282,13 +283,13 @@ func WriteRewind(w io.Writer, runDir string, iv *runlog.Intervention) {
 }
 
 // completePendingRewind completes a rewind that a crash left half done in
-// dir (train.CompleteRewind, under the run's lock), before its
+// dir (rewind.Complete, under the run's lock), before its
 // interventions are read. Nothing to do, the usual case, costs one stat.
 func completePendingRewind(dir string, log *slog.Logger) error {
-	if _, err := os.Lstat(filepath.Join(dir, train.PendingRewindFile)); err != nil {
+	if _, err := os.Lstat(filepath.Join(dir, rewind.PendingFile)); err != nil {
 		return nil
 	}
-	if _, err := train.CompleteRewind(dir, nil, log); err != nil {
+	if _, err := rewind.Complete(dir, nil, log); err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
 	return nil

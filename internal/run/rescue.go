@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kestrel-lm/kestrel/internal/rewind"
+
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
@@ -31,7 +33,7 @@ type rollbackPlan struct {
 	rung  int          // the ladder's rung (1 or 2)
 	on    string       // the trigger (train.RescueOn…)
 	alert runlog.Alert // the incident that ended the attempt
-	train.RewindOptions
+	rewind.Options
 }
 
 // autoRollbacks returns the automatic rollbacks recorded in the run's
@@ -138,7 +140,7 @@ func (p *rollbackPlan) fill(cfg config.Config, dir string, alerts []runlog.Alert
 	}
 	p.To = strconv.Itoa(ck)
 	if ck == 0 {
-		p.To = train.RewindInit
+		p.To = rewind.Init
 	}
 	p.By, p.Rung, p.Trigger = ByAuto, p.rung, p.on
 	p.Reason = fmt.Sprintf("auto rollback (rescue ladder rung %d, on %s): %s", p.rung, p.on, p.alert.Message)
@@ -147,7 +149,7 @@ func (p *rollbackPlan) fill(cfg config.Config, dir string, alerts []runlog.Alert
 		if err != nil {
 			return fmt.Errorf("auto rollback: %w", err)
 		}
-		p.SkipFrom, p.SkipTo, _ = train.RescueSkip(all, ck, from, spike+rc.SkipWindow-1)
+		p.SkipFrom, p.SkipTo, _ = rewind.RescueSkip(all, ck, from, spike+rc.SkipWindow-1)
 	}
 	switch p.rung {
 	case 1:
@@ -275,9 +277,9 @@ func (p *rollbackPlan) note(ob *Observer, max int) string {
 
 // rewind carries the plan out under the lock the trainer holds.
 func (p *rollbackPlan) rewind(dir string, lk *runlock.Lock, log *slog.Logger) (*runlog.Intervention, error) {
-	o := p.RewindOptions
+	o := p.Options
 	o.Lock, o.Logger = lk, log
-	iv, err := train.Rewind(dir, o)
+	iv, err := rewind.Rewind(dir, o)
 	if err != nil {
 		return iv, fmt.Errorf("auto rollback: %w", err)
 	}

@@ -21,6 +21,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/rewind"
+
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/config"
@@ -198,7 +200,7 @@ func (st *attemptState) attempt(ctx context.Context, cfg config.Config, dir stri
 	if l, ok := to.Data.(*loader.Loader); ok {
 		batches := LoaderBatches(l)
 		ob.Batch = func(step int) *monitor.Batch { // the batch after kestrel rewind --skip-steps
-			return batches(train.DataIndex(ivs, step) + 1)
+			return batches(rewind.DataIndex(ivs, step) + 1)
 		}
 	}
 	to.Observers = append(to.Observers, ob, lockWatch{st.lk})

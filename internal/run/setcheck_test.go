@@ -10,9 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/rewind"
+
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
-	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // TestParseSetRanges: rewind --set refuses keys outside the settable knobs
@@ -101,7 +102,7 @@ func TestRewindSetRangeRefused(t *testing.T) {
 	}
 	before, _ := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
 	for _, bad := range []string{"checkpoint.keep=0", "train.val_fraction=0.5"} {
-		_, err := Rewind(dir, RewindOptions{RewindOptions: train.RewindOptions{To: "4"}, SetFlags: []string{bad}})
+		_, err := Rewind(dir, RewindOptions{Options: rewind.Options{To: "4"}, SetFlags: []string{bad}})
 		if err == nil || !strings.Contains(err.Error(), strings.Split(bad, "=")[0]) {
 			t.Errorf("--set %s: %v", bad, err)
 		}
@@ -129,7 +130,7 @@ func TestStartCompletesPendingRewind(t *testing.T) {
 	}
 	pending := `{"id":"rewind-1","kind":"rewind","time":"t","from_step":8,"to_step":4,"set":{"optim.max_grad_norm":"0.05"},` +
 		`"checkpoint":"checkpoints/step-00000004","archived_checkpoints":["checkpoints-archive/rewind-1/step-00000008"],"metrics_archive":"metrics.archive-rewind-1.jsonl"}` + "\n"
-	if err := os.WriteFile(filepath.Join(dir, train.PendingRewindFile), []byte(pending), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rewind.PendingFile), []byte(pending), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var logs strings.Builder
@@ -148,7 +149,7 @@ func TestStartCompletesPendingRewind(t *testing.T) {
 			t.Errorf("not completed: %v", err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, train.PendingRewindFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, rewind.PendingFile)); err == nil {
 		t.Error("the pending record is still there")
 	}
 	res, err := Train(context.Background(), cfg, dir, Options{Logger: quietLog(), Stdout: io.Discard})

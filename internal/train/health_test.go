@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/rewind"
+
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 
 	"github.com/kestrel-lm/kestrel/internal/runlog"
@@ -180,7 +182,7 @@ func TestCheckpointHealthStamped(t *testing.T) {
 		}
 	}
 
-	if l, err := ResolveRewindTarget(dir, "last-good", nil); err != nil || l.State.Step != 6 {
+	if l, err := rewind.ResolveTarget(dir, "last-good", nil); err != nil || l.State.Step != 6 {
 		t.Errorf("rewind --to last-good: %v, want the healthy checkpoint 6 that verifies", err)
 	}
 

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/rewind"
+
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 
 	"github.com/kestrel-lm/kestrel/internal/batchsched"
@@ -141,9 +143,9 @@ type trainer struct {
 	lastCkptTime            time.Time
 	pendingCkptTime         float64
 	pendingEvalTime         float64
-	probe                   *probeBatch      // nil: no probes
-	qk                      *qkClipper       // nil: QK-Clip off (optim.qk_clip_tau = 0)
-	plan                    interventionPlan // interventions.jsonl: data offset and LR scale per step
+	probe                   *probeBatch // nil: no probes
+	qk                      *qkClipper  // nil: QK-Clip off (optim.qk_clip_tau = 0)
+	plan                    rewind.Plan // interventions.jsonl: data offset and LR scale per step
 
 	lastEval *runlog.Eval // latest evaluation of this invocation (for checkpoint health)
 
@@ -515,7 +517,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	idx := s - 1
 	// kestrel rewind --skip-steps: step s trains on the batch of data step
 	// dataIdx (its size included); the LR schedule still counts real steps.
-	dataIdx := idx + t.plan.dataOffset(s)
+	dataIdx := idx + t.plan.DataOffset(s)
 	B := t.bsched.At(dataIdx)
 	mb := len(t.inputs) / t.T
 	lo, hi := t.dp.share(B) // this rank's rows (all of them in a single process)
@@ -640,7 +642,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		lr *= t.bsched.LRScale(dataIdx) // of the batch size used
 
 	}
-	if f := t.plan.lrScale(s); f != 1 { // kestrel rewind --lr-scale
+	if f := t.plan.LRScale(s); f != 1 { // kestrel rewind --lr-scale
 		lr *= f
 	}
 	if kn.LRScale != 1 { // [[optim.knobs]] lr_scale
@@ -682,7 +684,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	st.TokensComputed += int64(B * t.T)
 	st.Data.NextFillStep = s
 	st.DataOffset = dataIdx - idx
-	st.Interventions = t.plan.applied(s)
+	st.Interventions = t.plan.Applied(s)
 	st.Schedule.LR, st.Schedule.Phase, st.Schedule.Cycle, st.Schedule.BatchSize = lr, pt.Phase, pt.Cycle, B
 	beta := o.Train.LossEMABeta
 	st.LossEMA = beta*st.LossEMA + (1-beta)*loss
@@ -888,7 +890,7 @@ func (t *trainer) valLoss(all bool) (float64, int, map[string]float64, error) {
 	if all {
 		want = 0
 	}
-	mix := newValMix(d, max(t.st.Step, 1)-1+t.plan.dataOffset(max(t.st.Step, 1)))
+	mix := newValMix(d, max(t.st.Step, 1)-1+t.plan.DataOffset(max(t.st.Step, 1)))
 	per := map[string]float64{}
 	for src, name := range d.SourceNames() {
 		rows := d.ValRows(src)

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kestrel-lm/kestrel/internal/rewind"
+
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 
 	"github.com/kestrel-lm/kestrel/internal/batchsched"
@@ -82,7 +84,7 @@ func NewReplayer(o Options, ckptDir string) (*Replayer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replay: model: %w", err)
 	}
-	r := &Replayer{o: o, net: net, ts: net.Tensors(), ck: l, ivs: EffectiveInterventions(all)}
+	r := &Replayer{o: o, net: net, ts: net.Tensors(), ck: l, ivs: rewind.Effective(all)}
 	params := net.Params()
 	_, missing, mismatched, _, err := copyMatching(l.Model, "", r.ts, params)
 	if err != nil {
@@ -107,7 +109,7 @@ func NewReplayer(o Options, ckptDir string) (*Replayer, error) {
 func (r *Replayer) Checkpoint() *checkpoint.Loaded { return r.ck }
 
 // Interventions are the run's effective interventions, whose skipped data
-// steps the replayed batches follow (EffectiveInterventions).
+// steps the replayed batches follow (rewind.Effective).
 func (r *Replayer) Interventions() []runlog.Intervention { return r.ivs }
 
 // OffTrajectory says why the checkpoint's weights are not on the run's
@@ -116,8 +118,8 @@ func (r *Replayer) Interventions() []runlog.Intervention { return r.ivs }
 // step, as for a checkpoint a rewind moved aside, which the trainer would
 // refuse to resume.
 func (r *Replayer) OffTrajectory() string {
-	p := newPlan(r.ivs)
-	if err := p.onTrajectory(&r.ck.State); err != nil {
+	p := rewind.NewPlan(r.ivs)
+	if err := p.OnTrajectory(&r.ck.State); err != nil {
 		return err.Error()
 	}
 	return ""
@@ -133,7 +135,7 @@ func (r *Replayer) Step(s int) (StepReplay, error) {
 	}
 	// The trainer's step: the batch of data step DataIndex (its size
 	// included), the z-loss weight of the knobs in force at s.
-	idx := DataIndex(r.ivs, s)
+	idx := rewind.DataIndex(r.ivs, s)
 	T := o.Model.SeqLen
 	B := r.bsched.At(idx)
 	nMicro := (B + r.mb - 1) / r.mb

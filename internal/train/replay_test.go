@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/rewind"
+
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 
 	"github.com/kestrel-lm/kestrel/internal/optim"
@@ -64,7 +66,7 @@ func TestReplayerFollowsRewind(t *testing.T) {
 	if _, err := Run(context.Background(), opts()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Rewind(dir, RewindOptions{To: "4", SkipFrom: 6, SkipTo: 7, Reason: "test"}); err != nil {
+	if _, err := rewind.Rewind(dir, rewind.Options{To: "4", SkipFrom: 6, SkipTo: 7, Reason: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	o := opts()
@@ -108,7 +110,7 @@ func TestReplayerFollowsRewind(t *testing.T) {
 		}
 	}
 	// A checkpoint the rewind moved aside is off the trajectory.
-	r, err := NewReplayer(opts(), filepath.Join(dir, ArchiveDir, "rewind-1", checkpoint.Name(8)))
+	r, err := NewReplayer(opts(), filepath.Join(dir, rewind.ArchiveDir, "rewind-1", checkpoint.Name(8)))
 	if err != nil {
 		t.Fatal(err)
 	}

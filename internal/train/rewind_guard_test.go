@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/rewind"
+
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -101,10 +103,10 @@ func checkArchivesExist(t *testing.T, dir string) {
 func TestRewindFailureLeavesNoDanglingIntervention(t *testing.T) {
 	dir := trainedRun(t)
 	before, _ := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
-	if err := os.WriteFile(filepath.Join(dir, ArchiveDir), []byte("in the way\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rewind.ArchiveDir), []byte("in the way\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Rewind(dir, RewindOptions{To: "4", SkipFrom: 6, SkipTo: 7}); err == nil {
+	if _, err := rewind.Rewind(dir, rewind.Options{To: "4", SkipFrom: 6, SkipTo: 7}); err == nil {
 		t.Fatal("the rewind succeeded although its archive directory could not be made")
 	}
 	checkArchivesExist(t, dir)
@@ -117,20 +119,20 @@ func TestRewindFailureLeavesNoDanglingIntervention(t *testing.T) {
 
 // TestRewindCrashAtEachStage: a rewind stopped after each of its stages
 // (as a crash would stop it) never leaves an intervention naming a missing
-// archive; CompleteRewind then finishes it, and the run directory is the
+// archive; rewind.Complete then finishes it, and the run directory is the
 // one an uninterrupted rewind leaves, byte for byte (times aside). A torn
 // last line of interventions.jsonl (a crash inside the append) is repaired
 // the same way.
 func TestRewindCrashAtEachStage(t *testing.T) {
 	src := trainedRun(t)
-	o := RewindOptions{To: "4", SkipFrom: 6, SkipTo: 7, LRScale: 0.5, LRSteps: 2, Reason: "test"}
+	o := rewind.Options{To: "4", SkipFrom: 6, SkipTo: 7, LRScale: 0.5, LRSteps: 2, Reason: "test"}
 	clean := filepath.Join(t.TempDir(), "clean")
 	copyTree(t, src, clean)
-	if _, err := Rewind(clean, o); err != nil {
+	if _, err := rewind.Rewind(clean, o); err != nil {
 		t.Fatal(err)
 	}
 	want := treeState(t, clean)
-	if _, ok := want[PendingRewindFile]; ok {
+	if _, ok := want[rewind.PendingFile]; ok {
 		t.Fatal("an uninterrupted rewind left its pending file")
 	}
 	for _, stage := range []string{"pending", "metrics", "checkpoints", "recorded", "torn"} {
@@ -141,30 +143,30 @@ func TestRewindCrashAtEachStage(t *testing.T) {
 			if stage == "torn" {
 				hook = "checkpoints"
 			}
-			rewindHook = func(s string) error {
+			rewind.SetStageHook(func(s string) error {
 				if s == hook {
 					return errors.New("simulated crash")
 				}
 				return nil
-			}
-			_, err := Rewind(dir, o)
-			rewindHook = nil
+			})
+			_, err := rewind.Rewind(dir, o)
+			rewind.SetStageHook(nil)
 			if err == nil || !strings.Contains(err.Error(), "half done") {
 				t.Fatalf("rewind stopped after %s: err %v, want one saying it is half done", stage, err)
 			}
 			if stage == "torn" { // the crash hit inside the append
-				pend, _ := os.ReadFile(filepath.Join(dir, PendingRewindFile))
+				pend, _ := os.ReadFile(filepath.Join(dir, rewind.PendingFile))
 				f, _ := os.OpenFile(filepath.Join(dir, runlog.InterventionsFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 				f.Write(pend[:len(pend)/2])
 				f.Close()
 			} else {
 				checkArchivesExist(t, dir)
 			}
-			if _, err := os.Stat(filepath.Join(dir, PendingRewindFile)); err != nil {
+			if _, err := os.Stat(filepath.Join(dir, rewind.PendingFile)); err != nil {
 				t.Fatalf("no pending record after a crash in the rewind: %v", err)
 			}
 			var logs strings.Builder
-			iv, err := CompleteRewind(dir, nil, slogTo(&logs))
+			iv, err := rewind.Complete(dir, nil, slogTo(&logs))
 			if err != nil || iv == nil || iv.ID != "rewind-1" {
 				t.Fatalf("CompleteRewind: %+v, %v", iv, err)
 			}
@@ -192,15 +194,15 @@ func TestRewindCrashAtEachStage(t *testing.T) {
 					t.Errorf("%s left behind", k)
 				}
 			}
-			if iv, err := CompleteRewind(dir, nil, nil); iv != nil || err != nil {
-				t.Errorf("a second CompleteRewind did something: %+v, %v", iv, err)
+			if iv, err := rewind.Complete(dir, nil, nil); iv != nil || err != nil {
+				t.Errorf("a second rewind.Complete did something: %+v, %v", iv, err)
 			}
 		})
 	}
 }
 
-// TestSkipWindowBounds: skip windows past MaxSkipStep, or adding up past
-// it, are refused — by Rewind before anything is written, and by the
+// TestSkipWindowBounds: skip windows past rewind.MaxSkipStep, or adding up past
+// it, are refused — by rewind.Rewind before anything is written, and by the
 // trainer when interventions.jsonl was edited by hand (an error naming the
 // file, not a panic); the data offset never overflows.
 func TestSkipWindowBounds(t *testing.T) {
@@ -210,9 +212,9 @@ func TestSkipWindowBounds(t *testing.T) {
 		want     string
 	}{
 		{31, math.MaxInt64, "MaxSkipStep"},
-		{31, MaxSkipStep + 1, "MaxSkipStep"},
+		{31, rewind.MaxSkipStep + 1, "MaxSkipStep"},
 	} {
-		if _, err := Rewind(dir, RewindOptions{To: "4", SkipFrom: c.from, SkipTo: c.to}); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := rewind.Rewind(dir, rewind.Options{To: "4", SkipFrom: c.from, SkipTo: c.to}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("--skip-steps %d:%d: %v, want %q", c.from, c.to, err, c.want)
 		}
 	}
@@ -220,14 +222,14 @@ func TestSkipWindowBounds(t *testing.T) {
 		t.Fatal("a refused rewind wrote an intervention")
 	}
 	// Two windows that each fit but add up past the bound.
-	if _, err := Rewind(dir, RewindOptions{To: "8", SkipFrom: 10, SkipTo: MaxSkipStep - 10}); err != nil {
+	if _, err := rewind.Rewind(dir, rewind.Options{To: "8", SkipFrom: 10, SkipTo: rewind.MaxSkipStep - 10}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Rewind(dir, RewindOptions{To: "4", SkipFrom: 5, SkipTo: 100}); err != nil {
+	if _, err := rewind.Rewind(dir, rewind.Options{To: "4", SkipFrom: 5, SkipTo: 100}); err != nil {
 		t.Fatal(err) // supersedes the first: the offsets do not add
 	}
 	ivs, _ := runlog.ReadInterventions(dir)
-	if i, err := CheckInterventions(ivs); err != nil {
+	if i, err := rewind.Check(ivs); err != nil {
 		t.Fatalf("CheckInterventions(%d): %v", i, err)
 	}
 
@@ -245,11 +247,11 @@ func TestSkipWindowBounds(t *testing.T) {
 		t.Fatalf("train on a hand-edited unbounded window: %v, want an error naming interventions.jsonl and rewind-9", err)
 	}
 
-	p := interventionPlan{ivs: []runlog.Intervention{
-		{ToStep: 1, SkipFrom: 2, SkipTo: MaxSkipStep, SkipSteps: MaxSkipStep - 1},
-		{ToStep: 3, SkipFrom: 4, SkipTo: MaxSkipStep, SkipSteps: MaxSkipStep - 3},
-	}}
-	if off := p.dataOffset(math.MaxInt32); off != MaxSkipStep {
+	p := rewind.NewPlan([]runlog.Intervention{
+		{ToStep: 1, SkipFrom: 2, SkipTo: rewind.MaxSkipStep, SkipSteps: rewind.MaxSkipStep - 1},
+		{ToStep: 3, SkipFrom: 4, SkipTo: rewind.MaxSkipStep, SkipSteps: rewind.MaxSkipStep - 3},
+	})
+	if off := p.DataOffset(math.MaxInt32); off != rewind.MaxSkipStep {
 		t.Errorf("dataOffset saturates at %d, want MaxSkipStep", off)
 	}
 }
@@ -267,12 +269,12 @@ func TestCheckInterventions(t *testing.T) {
 	}{
 		{"none", nil, -1},
 		{"ok", []runlog.Intervention{w("a", 4, 5, 9), {ID: "b", ToStep: 20}}, -1},
-		{"past the bound", []runlog.Intervention{w("a", 4, 5, 9), w("b", 20, 31, MaxSkipStep+1)}, 1},
+		{"past the bound", []runlog.Intervention{w("a", 4, 5, 9), w("b", 20, 31, rewind.MaxSkipStep+1)}, 1},
 		{"before the checkpoint", []runlog.Intervention{w("a", 10, 5, 9)}, 0},
-		{"sum past the bound", []runlog.Intervention{w("a", 4, 5, MaxSkipStep/2+10), w("b", 20, 21, MaxSkipStep/2+30)}, 1},
-		{"superseded ones do not add", []runlog.Intervention{w("a", 20, 25, MaxSkipStep/2+10), w("b", 4, 5, MaxSkipStep/2+30)}, -1},
+		{"sum past the bound", []runlog.Intervention{w("a", 4, 5, rewind.MaxSkipStep/2+10), w("b", 20, 21, rewind.MaxSkipStep/2+30)}, 1},
+		{"superseded ones do not add", []runlog.Intervention{w("a", 20, 25, rewind.MaxSkipStep/2+10), w("b", 4, 5, rewind.MaxSkipStep/2+30)}, -1},
 	} {
-		i, err := CheckInterventions(c.ivs)
+		i, err := rewind.Check(c.ivs)
 		if (err != nil) != (c.bad >= 0) || (err != nil && i != c.bad) {
 			t.Errorf("%s: index %d, err %v; want index %d", c.name, i, err, c.bad)
 		}

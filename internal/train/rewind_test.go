@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/rewind"
+
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 
 	"github.com/kestrel-lm/kestrel/internal/runlog"
@@ -93,7 +95,7 @@ func testRewindSkip(t *testing.T, mod, refMod func(*Options)) {
 	before, _ := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
 	nFiles, nBytes := dirBytes(t, filepath.Join(dir, "checkpoints"))
 
-	iv, err := Rewind(dir, RewindOptions{To: "5", SkipFrom: 6, SkipTo: 7, LRScale: 0.5, LRSteps: 2, Reason: "test"})
+	iv, err := rewind.Rewind(dir, rewind.Options{To: "5", SkipFrom: 6, SkipTo: 7, LRScale: 0.5, LRSteps: 2, Reason: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,12 +116,12 @@ func testRewindSkip(t *testing.T, mod, refMod func(*Options)) {
 		t.Fatalf("metrics.jsonl reaches step %d after the rewind, want 4", last)
 	}
 	f1, b1 := dirBytes(t, filepath.Join(dir, "checkpoints"))
-	f2, b2 := dirBytes(t, filepath.Join(dir, ArchiveDir))
+	f2, b2 := dirBytes(t, filepath.Join(dir, rewind.ArchiveDir))
 	if f1+f2 != nFiles || b1+b2 != nBytes {
 		t.Fatalf("checkpoints: %d+%d files, %d+%d bytes; had %d files, %d bytes", f1, f2, b1, b2, nFiles, nBytes)
 	}
 	for _, n := range []int{8, 12} {
-		if _, err := os.Stat(filepath.Join(dir, ArchiveDir, iv.ID, checkpoint.Name(n))); err != nil {
+		if _, err := os.Stat(filepath.Join(dir, rewind.ArchiveDir, iv.ID, checkpoint.Name(n))); err != nil {
 			t.Errorf("checkpoint %d not archived: %v", n, err)
 		}
 	}
@@ -166,11 +168,11 @@ func TestRewindRefusesAbandonedCheckpoint(t *testing.T) {
 	if _, err := Run(context.Background(), baseOpts(dir)); err != nil {
 		t.Fatal(err)
 	}
-	iv, err := Rewind(dir, RewindOptions{To: "4", SkipFrom: 5, SkipTo: 5})
+	iv, err := rewind.Rewind(dir, rewind.Options{To: "4", SkipFrom: 5, SkipTo: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(filepath.Join(dir, ArchiveDir, iv.ID, checkpoint.Name(8)), filepath.Join(dir, "checkpoints", checkpoint.Name(8))); err != nil {
+	if err := os.Rename(filepath.Join(dir, rewind.ArchiveDir, iv.ID, checkpoint.Name(8)), filepath.Join(dir, "checkpoints", checkpoint.Name(8))); err != nil {
 		t.Fatal(err)
 	}
 	_, err = Run(context.Background(), baseOpts(dir))
@@ -188,16 +190,16 @@ func TestRewindBadInput(t *testing.T) {
 	}
 	before, _ := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
 	for _, c := range []struct {
-		o    RewindOptions
+		o    rewind.Options
 		want string
 	}{
-		{RewindOptions{To: "2"}, "no valid checkpoint"},
-		{RewindOptions{To: "nowhere"}, "want last, a step"},
-		{RewindOptions{To: "last-good"}, "no checkpoint was confirmed healthy"}, // no health reporter: unknown
-		{RewindOptions{To: "last", SkipFrom: 3, SkipTo: 5}, "must start after"},
-		{RewindOptions{To: "last", SkipFrom: 7, SkipTo: 5}, "ends before"},
+		{rewind.Options{To: "2"}, "no valid checkpoint"},
+		{rewind.Options{To: "nowhere"}, "want last, a step"},
+		{rewind.Options{To: "last-good"}, "no checkpoint was confirmed healthy"}, // no health reporter: unknown
+		{rewind.Options{To: "last", SkipFrom: 3, SkipTo: 5}, "must start after"},
+		{rewind.Options{To: "last", SkipFrom: 7, SkipTo: 5}, "ends before"},
 	} {
-		if _, err := Rewind(dir, c.o); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := rewind.Rewind(dir, c.o); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: got %v, want %q", c.o, err, c.want)
 		}
 	}
@@ -216,7 +218,7 @@ func TestEffectiveInterventions(t *testing.T) {
 		{ID: "b", ToStep: 30, SkipFrom: 31, SkipTo: 31, SkipSteps: 1, LRScale: 0.5, LRSteps: 5},
 		{ID: "c", ToStep: 20, LRScale: 0.25},
 	}
-	eff := EffectiveInterventions(ivs)
+	eff := rewind.Effective(ivs)
 	var ids []string
 	for _, iv := range eff {
 		ids = append(ids, iv.ID)
@@ -224,19 +226,19 @@ func TestEffectiveInterventions(t *testing.T) {
 	if !slices.Equal(ids, []string{"a", "c"}) {
 		t.Fatalf("effective %v, want [a c] (c supersedes b)", ids)
 	}
-	p := newPlan(eff)
+	p := rewind.NewPlan(eff)
 	for _, c := range []struct {
 		s, off int
 		lr     float64
 		ids    int
 	}{{5, 0, 1, 0}, {11, 0, 1, 1}, {12, 2, 1, 1}, {21, 2, 0.25, 2}, {40, 2, 0.25, 2}} {
-		if got := p.dataOffset(c.s); got != c.off {
+		if got := p.DataOffset(c.s); got != c.off {
 			t.Errorf("step %d: offset %d, want %d", c.s, got, c.off)
 		}
-		if got := p.lrScale(c.s); got != c.lr {
+		if got := p.LRScale(c.s); got != c.lr {
 			t.Errorf("step %d: lr scale %g, want %g", c.s, got, c.lr)
 		}
-		if got := len(p.applied(c.s)); got != c.ids {
+		if got := len(p.Applied(c.s)); got != c.ids {
 			t.Errorf("step %d: %d applied, want %d", c.s, got, c.ids)
 		}
 	}
@@ -271,7 +273,7 @@ func TestRescueSkip(t *testing.T) {
 		// data 42, and skips 10.
 		{"kept window after the checkpoint", []runlog.Intervention{iv("r1", 20, 30, 10)}, 25, 32, 41, 32, 41},
 	} {
-		f, to, ok := RescueSkip(tc.all, tc.ck, tc.from, tc.to)
+		f, to, ok := rewind.RescueSkip(tc.all, tc.ck, tc.from, tc.to)
 		if !ok || f != tc.wantFrom || to != tc.wantTo {
 			t.Errorf("%s: window %d–%d (%v), want %d–%d", tc.name, f, to, ok, tc.wantFrom, tc.wantTo)
 		}
@@ -293,11 +295,11 @@ func TestRewindToInit(t *testing.T) {
 	if _, err := Run(context.Background(), baseOpts(dir)); err != nil {
 		t.Fatal(err)
 	}
-	iv, err := Rewind(dir, RewindOptions{To: RewindInit, SkipFrom: 6, SkipTo: 7, Reason: "test"})
+	iv, err := rewind.Rewind(dir, rewind.Options{To: rewind.Init, SkipFrom: 6, SkipTo: 7, Reason: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if iv.ToStep != 0 || iv.Checkpoint != RewindInit || len(iv.ArchivedCheckpoints) == 0 {
+	if iv.ToStep != 0 || iv.Checkpoint != rewind.Init || len(iv.ArchivedCheckpoints) == 0 {
 		t.Fatalf("intervention %+v", iv)
 	}
 	if list, _ := checkpoint.ListDir(filepath.Join(dir, "checkpoints")); len(list) != 0 {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/kestrel-lm/kestrel/internal/rewind"
 )
 
 // CheckpointConfig is the [checkpoint] section of a run config.
@@ -128,8 +130,8 @@ func (c RescueConfig) Validate() error {
 			return fmt.Errorf("rescue.on[%d] = %q: want %q, %q or %q", i, on, RescueOnDivergence, RescueOnNaN, RescueOnDataEvent)
 		}
 	}
-	if c.RecurSteps < 0 || c.RecurSteps > MaxSkipStep {
-		return fmt.Errorf("rescue.recur_steps must be in [0, %d], got %d", MaxSkipStep, c.RecurSteps)
+	if c.RecurSteps < 0 || c.RecurSteps > rewind.MaxSkipStep {
+		return fmt.Errorf("rescue.recur_steps must be in [0, %d], got %d", rewind.MaxSkipStep, c.RecurSteps)
 	}
 	if !(c.Rung2LRScale > 0 && c.Rung2LRScale <= 1) {
 		return fmt.Errorf("rescue.rung2_lr_scale must be in (0, 1], got %v", c.Rung2LRScale)
@@ -140,8 +142,8 @@ func (c RescueConfig) Validate() error {
 	if c.MaxRollbacks < 0 || c.SkipWindow < 0 || c.LRSteps < 0 {
 		return fmt.Errorf("rescue.max_rollbacks, rescue.skip_window and rescue.lr_steps must be >= 0, got %d, %d, %d", c.MaxRollbacks, c.SkipWindow, c.LRSteps)
 	}
-	if c.SkipWindow > MaxSkipStep {
-		return fmt.Errorf("rescue.skip_window must be <= %d (MaxSkipStep), got %d", MaxSkipStep, c.SkipWindow)
+	if c.SkipWindow > rewind.MaxSkipStep {
+		return fmt.Errorf("rescue.skip_window must be <= %d (rewind.MaxSkipStep), got %d", rewind.MaxSkipStep, c.SkipWindow)
 	}
 	if !(c.LRScale > 0) || math.IsInf(c.LRScale, 0) {
 		return fmt.Errorf("rescue.lr_scale must be a finite number > 0 (1 = unchanged), got %v", c.LRScale)

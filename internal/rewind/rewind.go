@@ -1,4 +1,4 @@
-package train
+package rewind
 
 import (
 	"bytes"
@@ -28,12 +28,12 @@ import (
 // read by the trainer; nothing is deleted.
 const ArchiveDir = "checkpoints-archive"
 
-// RewindOptions are the choices of one `kestrel rewind`.
-type RewindOptions struct {
+// Options are the choices of one `kestrel rewind`.
+type Options struct {
 	// To names the checkpoint to go back to: "last" (the newest valid
 	// one), "last-good" (the newest confirmed one, see checkpoint.LastGood), a step N
 	// (the newest valid checkpoint at or before step N), a checkpoint
-	// directory under the run's checkpoints/, or "init" (RewindInit: the
+	// directory under the run's checkpoints/, or "init" (Init: the
 	// run's initialisation, before step 1).
 	To string
 	// SkipFrom and SkipTo (1-based, inclusive; 0: none) are the training
@@ -67,16 +67,16 @@ type RewindOptions struct {
 	Now func() time.Time
 }
 
-// RewindInit as RewindOptions.To rewinds a run to its initialisation
+// Init as Options.To rewinds a run to its initialisation
 // (step 0): every checkpoint and metrics line is archived, and the next
 // start initialises the weights as a fresh run does, with the
-// intervention applied. The rescue ladder takes it for an incident in the
+// intervention Applied. The rescue ladder takes it for an incident in the
 // first steps of a run, before any checkpoint could be confirmed.
-const RewindInit = "init"
+const Init = "init"
 
-// ResolveRewindTarget finds the checkpoint a rewind goes back to under the
-// run directory dir (see RewindOptions.To).
-func ResolveRewindTarget(dir, to string, log *slog.Logger) (*checkpoint.Loaded, error) {
+// ResolveTarget finds the checkpoint a rewind goes back to under the
+// run directory dir (see Options.To).
+func ResolveTarget(dir, to string, log *slog.Logger) (*checkpoint.Loaded, error) {
 	root := filepath.Join(dir, "checkpoints")
 	list, err := checkpoint.ListDir(root)
 	if err != nil {
@@ -140,19 +140,23 @@ func isDigits(s string) bool {
 	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
-// PendingRewindFile is the run directory's record of a rewind in progress:
+// PendingFile is the run directory's record of a rewind in progress:
 // Rewind installs the intervention there (atomically) before it moves
 // anything, and removes it once the intervention is in interventions.jsonl.
-// A crash in between leaves it behind; CompleteRewind (called by the next
+// A crash in between leaves it behind; Complete (called by the next
 // Rewind and, through internal/run, by the next start of kestrel train)
 // finishes that rewind from it, so interventions.jsonl never names an
-// archive that does not exist and no rewind is half applied.
-const PendingRewindFile = "rewind.pending.json"
+// archive that does not exist and no rewind is half Applied.
+const PendingFile = "rewind.pending.json"
 
 // rewindHook, when set (tests), is called after each stage of a rewind
 // ("pending", "metrics", "checkpoints", "recorded"); an error stops the
 // rewind there, as a crash would.
 var rewindHook func(stage string) error
+
+// SetStageHook sets the function called after each stage of a rewind
+// (tests of a crash at each stage; nil: none).
+func SetStageHook(hook func(stage string) error) { rewindHook = hook }
 
 func rewindStage(stage string) error {
 	if rewindHook == nil {
@@ -163,15 +167,15 @@ func rewindStage(stage string) error {
 
 // Rewind prepares the run directory dir to continue from an earlier
 // checkpoint. In an order that a crash at any point cannot break, it
-// installs the intervention as PendingRewindFile, moves the metrics lines
+// installs the intervention as PendingFile, moves the metrics lines
 // after the checkpoint's step to metrics.archive-<id>.jsonl, moves the
 // newer checkpoints to checkpoints-archive/<id>/, appends the intervention
 // to interventions.jsonl and removes the pending file. Nothing is deleted.
 // A rewind an earlier crash left half done is completed first. It holds
 // the run's lock throughout (a live trainer refuses it). It does not
 // train: the next `kestrel train --out dir` resumes from the checkpoint
-// with the intervention applied.
-func Rewind(dir string, o RewindOptions) (*runlog.Intervention, error) {
+// with the intervention Applied.
+func Rewind(dir string, o Options) (*runlog.Intervention, error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -195,7 +199,7 @@ func Rewind(dir string, o RewindOptions) (*runlog.Intervention, error) {
 			}
 		}()
 	}
-	if _, err := CompleteRewind(dir, lk, log); err != nil {
+	if _, err := Complete(dir, lk, log); err != nil {
 		return nil, err
 	}
 	iv, err := planRewind(dir, o, now(), log)
@@ -218,14 +222,14 @@ func Rewind(dir string, o RewindOptions) (*runlog.Intervention, error) {
 // planRewind works out the intervention of a rewind of dir (nothing is
 // written): its target, the steps it rewinds, the skip window checked
 // against the run's earlier interventions, and the archives it will fill.
-func planRewind(dir string, o RewindOptions, now time.Time, log *slog.Logger) (*runlog.Intervention, error) {
+func planRewind(dir string, o Options, now time.Time, log *slog.Logger) (*runlog.Intervention, error) {
 	prev, err := runlog.ReadInterventions(dir)
 	if err != nil {
 		return nil, fmt.Errorf("rewind: %w", err)
 	}
-	to, ckName := 0, RewindInit
-	if o.To != RewindInit {
-		target, err := ResolveRewindTarget(dir, o.To, log)
+	to, ckName := 0, Init
+	if o.To != Init {
+		target, err := ResolveTarget(dir, o.To, log)
 		if err != nil {
 			return nil, err
 		}
@@ -263,11 +267,11 @@ func planRewind(dir string, o RewindOptions, now time.Time, log *slog.Logger) (*
 		Checkpoint: ckName,
 	}
 	if o.SkipFrom != 0 || o.SkipTo != 0 {
-		if err := checkSkipWindow(o.SkipFrom, o.SkipTo, to); err != nil {
+		if err := CheckSkipWindow(o.SkipFrom, o.SkipTo, to); err != nil {
 			return nil, fmt.Errorf("rewind: --skip-steps: %w", err)
 		}
 		iv.SkipFrom, iv.SkipTo, iv.SkipSteps = o.SkipFrom, o.SkipTo, o.SkipTo-o.SkipFrom+1
-		if _, err := CheckInterventions(append(slices.Clone(prev), *iv)); err != nil {
+		if _, err := Check(append(slices.Clone(prev), *iv)); err != nil {
 			return nil, fmt.Errorf("rewind: --skip-steps %d:%d: %w", o.SkipFrom, o.SkipTo, err)
 		}
 	}
@@ -299,17 +303,17 @@ func freeRewindID(dir string, prev []runlog.Intervention) string {
 	}
 }
 
-// writePending installs iv as the run's PendingRewindFile.
+// writePending installs iv as the run's PendingFile.
 func writePending(dir string, iv *runlog.Intervention) error {
 	b, err := json.Marshal(iv)
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(dir, PendingRewindFile), append(b, '\n'))
+	return atomicfile.WriteFile(filepath.Join(dir, PendingFile), append(b, '\n'))
 }
 
 // finishRewind carries out the pending rewind iv: each step is skipped
-// when a crash left it done already, so it serves Rewind and CompleteRewind
+// when a crash left it done already, so it serves Rewind and Complete
 // alike. The intervention is recorded last, naming only the archives that
 // exist, and the pending file removed after it.
 func finishRewind(dir string, iv *runlog.Intervention, log *slog.Logger) error {
@@ -409,23 +413,23 @@ func archiveCheckpointsOnce(dir string, iv *runlog.Intervention, log *slog.Logge
 }
 
 func removePending(dir string) error {
-	if err := os.Remove(filepath.Join(dir, PendingRewindFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(filepath.Join(dir, PendingFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return syncDirs(dir)
 }
 
-// CompleteRewind finishes a rewind that a crash (or an error) left half
-// done in the run directory dir — its PendingRewindFile is there — and
+// Complete finishes a rewind that a crash (or an error) left half
+// done in the run directory dir — its PendingFile is there — and
 // returns it (nil when there was none). A torn last line of
 // interventions.jsonl (a crash while it was appended) is dropped: it is the
 // pending intervention's, which is then appended whole. It logs a warning
 // naming the rewind. It takes dir's lock unless lk holds it.
-func CompleteRewind(dir string, lk *runlock.Lock, log *slog.Logger) (*runlog.Intervention, error) {
+func Complete(dir string, lk *runlock.Lock, log *slog.Logger) (*runlog.Intervention, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	path := filepath.Join(dir, PendingRewindFile)
+	path := filepath.Join(dir, PendingFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
