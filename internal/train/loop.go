@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/stepclock"
+
 	"github.com/kestrel-lm/kestrel/internal/rewind"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
@@ -388,7 +390,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 
 	runStart := time.Now()
 	wall0 := t.st.WallTime
-	clock := newStepClock() // step_time, cpu_time and the contention witnesses, evaluations and checkpoints left out (stepclock.go)
+	clock := stepclock.New() // step_time, cpu_time and the contention witnesses, evaluations and checkpoints left out
 	for s := t.st.Step + 1; s <= o.Train.Steps; s++ {
 		if stop, err := t.dp.agree(s, ctx.Err() != nil); err != nil {
 			return res, err
@@ -403,7 +405,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		}
 		t.st.WallTime = wall0 + time.Since(runStart).Seconds()
 		m.WallTime = t.st.WallTime
-		clock.lap(m)
+		clock.Lap(m)
 		m.CheckpointTime, m.EvalTime = t.pendingCkptTime, t.pendingEvalTime
 		t.pendingCkptTime, t.pendingEvalTime = 0, 0
 		if m.StepTime > 0 {
@@ -448,7 +450,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			t.log.Info("train.max_minutes reached: final evaluation and checkpoint; rerun to continue",
 				"step", s, "steps", o.Train.Steps, "max_minutes", o.Train.MaxMinutes)
 		}
-		clock.pause() // until resume: eval_time and checkpoint_time, not the next step's time
+		clock.Pause() // until resume: eval_time and checkpoint_time, not the next step's time
 		if (o.Train.EvalEvery > 0 && s%o.Train.EvalEvery == 0) || s == o.Train.Steps || timeUp {
 			e, err := t.evaluate(ctx, s, m.TrainLossEMA, s == o.Train.Steps || timeUp)
 			if err != nil {
@@ -474,7 +476,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 			}
 			res.Checkpoint = t.lastCkpt
 		}
-		clock.resume()
+		clock.Resume()
 		if timeUp {
 			res.TimeLimited = true
 			return res, nil

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package train
+package stepclock
 
 // readHostCounters measures nothing where there is no getrusage.
 func readHostCounters() hostCounters { return hostCounters{} }

@@ -1,4 +1,8 @@
-package train
+// Package stepclock times the span each step line of a training run
+// covers — wall time, the process's CPU time and the contention witnesses
+// (the host's steal time, involuntary context switches, the threads' run
+// delay) — leaving out the evaluations and checkpoints run between steps.
+package stepclock
 
 import (
 	"bytes"
@@ -10,14 +14,14 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
-// stepClock measures the span each step line covers — wall time
+// Clock measures the span each step line covers — wall time
 // (step_time), the process CPU time (cpu_time) and the two contention
 // witnesses (cpu_steal_frac, involuntary_ctx_switches) — from the end of
 // the previous step line to the end of this one, less the evaluations and
-// checkpoints run in between (pause … resume), which are reported as
+// checkpoints run in between (Pause … Resume), which are reported as
 // eval_time and checkpoint_time: the step after an evaluation is timed
 // like any other.
-type stepClock struct {
+type Clock struct {
 	last time.Time
 	cpu  float64
 	host hostCounters
@@ -27,12 +31,13 @@ type stepClock struct {
 	pausedHost hostCounters
 }
 
-func newStepClock() *stepClock {
-	return &stepClock{last: time.Now(), cpu: kernels.ProcessCPUSeconds(), host: readHostCounters()}
+// New starts a clock at the current moment.
+func New() *Clock {
+	return &Clock{last: time.Now(), cpu: kernels.ProcessCPUSeconds(), host: readHostCounters()}
 }
 
-// lap closes the span of step line m and starts the next.
-func (c *stepClock) lap(m *runlog.Step) {
+// Lap closes the span of step line m and starts the next.
+func (c *Clock) Lap(m *runlog.Step) {
 	now := time.Now()
 	m.StepTime = now.Sub(c.last).Seconds()
 	c.last = now
@@ -56,15 +61,15 @@ func (c *stepClock) lap(m *runlog.Step) {
 	c.host = h
 }
 
-// pause marks the start of work that is not the next step's (an
+// Pause marks the start of work that is not the next step's (an
 // evaluation, a checkpoint).
-func (c *stepClock) pause() {
+func (c *Clock) Pause() {
 	c.pausedAt, c.pausedCPU, c.pausedHost = time.Now(), kernels.ProcessCPUSeconds(), readHostCounters()
 }
 
-// resume ends a pause: the span of the next step line leaves out the wall
-// time, CPU time and counters spent since pause.
-func (c *stepClock) resume() {
+// Resume ends a pause: the span of the next step line leaves out the wall
+// time, CPU time and counters spent since Pause.
+func (c *Clock) Resume() {
 	c.last = c.last.Add(time.Since(c.pausedAt))
 	if cpu := kernels.ProcessCPUSeconds(); cpu > 0 && c.pausedCPU > 0 {
 		c.cpu += cpu - c.pausedCPU
