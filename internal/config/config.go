@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kestrel-lm/kestrel/internal/faults"
+
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
@@ -45,7 +47,7 @@ type Config struct {
 	Train      train.Config           `toml:"train"`
 	Checkpoint train.CheckpointConfig `toml:"checkpoint"`
 	Init       train.InitConfig       `toml:"init"`
-	Debug      train.DebugConfig      `toml:"debug"`
+	Debug      faults.Config          `toml:"debug"`
 	Rescue     train.RescueConfig     `toml:"rescue"`
 	Eval       train.BenchConfig      `toml:"eval"`
 	Data       loader.Config          `toml:"data"`
@@ -63,7 +65,7 @@ func Default() Config {
 		Train:      train.DefaultConfig(),
 		Checkpoint: train.DefaultCheckpointConfig(),
 		Init:       train.DefaultInitConfig(),
-		Debug:      train.DefaultDebugConfig(),
+		Debug:      faults.Default(),
 		Rescue:     train.DefaultRescueConfig(),
 		Eval:       train.DefaultBenchConfig(),
 		Data:       loader.DefaultConfig(),

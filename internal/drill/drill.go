@@ -20,6 +20,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kestrel-lm/kestrel/internal/faults"
+
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/run"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
@@ -248,7 +250,7 @@ func branchConfig(user config.Config, steps int) config.Config {
 	c.Monitor.StalledMinSeconds = 1
 	c.Rescue.AutoRollback = true
 	c.Rescue.On = []string{train.RescueOnDivergence, train.RescueOnNaN, train.RescueOnDataEvent}
-	c.Debug = train.DefaultDebugConfig()
+	c.Debug = faults.Default()
 	return c
 }
 

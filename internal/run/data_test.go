@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/faults"
+
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
@@ -105,7 +107,7 @@ func loaderRunOpts(t *testing.T, dir string, ds *loader.Dataset, mc model.Config
 	}
 	t.Cleanup(func() { l.Close() })
 	return train.Options{Dir: dir, Seed: 7, Model: mc, Optim: cfg.Optim, Train: tc, Checkpoint: cfg.Checkpoint,
-		Init: train.DefaultInitConfig(), Debug: train.DefaultDebugConfig(), Data: l, ConfigHash: "loader-test",
+		Init: train.DefaultInitConfig(), Debug: faults.Default(), Data: l, ConfigHash: "loader-test",
 		Tokenizer: "bytes", Logger: quiet}, l
 }
 

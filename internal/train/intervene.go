@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/kestrel-lm/kestrel/internal/faults"
+
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 	"github.com/kestrel-lm/kestrel/internal/rewind"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
@@ -24,7 +26,7 @@ func (t *trainer) loadInterventions(st *checkpoint.State) error {
 		return fmt.Errorf("train: %s: intervention %s: %w", filepath.Join(t.o.Dir, runlog.InterventionsFile), all[i].ID, err)
 	}
 	t.plan = rewind.NewPlan(rewind.Effective(all))
-	t.faults = newFaults(t.o.Debug, all)
+	t.faults = faults.New(t.o.Debug, all)
 	if err := t.plan.OnTrajectory(st); err != nil {
 		return fmt.Errorf("train: resume: %w; move it out of checkpoints/ or rewind again", err)
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/faults"
+
 	"github.com/kestrel-lm/kestrel/internal/stepclock"
 
 	"github.com/kestrel-lm/kestrel/internal/rewind"
@@ -38,7 +40,7 @@ type Options struct {
 	Train      Config
 	Checkpoint CheckpointConfig
 	Init       InitConfig
-	Debug      DebugConfig
+	Debug      faults.Config
 	// Data is read through Fill/FillVal; Run closes it on return when it
 	// has a Close() error method (the dataset loader's prefetcher).
 	Data       DataSource
@@ -153,7 +155,7 @@ type trainer struct {
 
 	dp        *dataParallel // nil: a single process
 	stepStart time.Time     // when step() began (per-rank vitals)
-	faults    faults        // [debug] fault injections (faults.go)
+	faults    faults.Set    // [debug] fault injections (faults.go)
 	ent       tokenEntropy  // batch_token_entropy's histogram
 }
 
@@ -550,7 +552,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		mm.Trace = &opRecorder{spans: &m.OpSpans}
 		defer func() { mm.Trace = nil }()
 	}
-	if d := t.faults.stall(s); d > 0 { // [debug] stall_at_step
+	if d := t.faults.Stall(s); d > 0 { // [debug] stall_at_step
 		time.Sleep(d)
 	}
 	t.ent.reset(o.Model.Vocab)
@@ -582,8 +584,8 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 				perSrc[x] += real
 			}
 		}
-		if o.Debug.poisoned(dataIdx + 1) { // [debug] corrupt_batch_at_step, poison_data_*
-			poisonRows(o.Seed, dataIdx+1, r0, t.T, o.Model.Vocab, in, tg)
+		if o.Debug.Poisoned(dataIdx + 1) { // [debug] corrupt_batch_at_step, poison_data_*
+			faults.PoisonRows(o.Seed, dataIdx+1, r0, t.T, o.Model.Vocab, in, tg)
 		}
 		t.ent.add(tg)
 		b := &model.Batch{B: n, T: t.T, Inputs: in, Targets: tg}
@@ -634,7 +636,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		}
 	}
 	grads := t.net.Grads()
-	if t.faults.nan(s) {
+	if t.faults.NaN(s) {
 		loss = math.NaN()
 		grads[0] = float32(math.NaN())
 	}
@@ -650,7 +652,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	if kn.LRScale != 1 { // [[optim.knobs]] lr_scale
 		lr *= kn.LRScale
 	}
-	if f := t.faults.lrFactor(s); f != 1 { // [debug] lr_spike_*, lr_high_*
+	if f := t.faults.LRFactor(s); f != 1 { // [debug] lr_spike_*, lr_high_*
 		lr *= f
 	}
 	t0 := time.Now()

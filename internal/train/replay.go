@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kestrel-lm/kestrel/internal/faults"
+
 	"github.com/kestrel-lm/kestrel/internal/rewind"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
@@ -165,8 +167,8 @@ func (r *Replayer) Step(s int) (StepReplay, error) {
 			}
 			out.Sources = append(out.Sources, name)
 		}
-		if o.Debug.poisoned(idx + 1) { // as the trainer's step does (faults.go)
-			poisonRows(o.Seed, idx+1, r0, T, o.Model.Vocab, in, tg)
+		if o.Debug.Poisoned(idx + 1) { // as the trainer's step does (faults.go)
+			faults.PoisonRows(o.Seed, idx+1, r0, T, o.Model.Vocab, in, tg)
 		}
 		b := &model.Batch{B: n, T: T, Inputs: in, Targets: tg}
 		if o.Model.DocMask {

@@ -62,38 +62,6 @@ func (c InitConfig) Validate() error {
 	return fmt.Errorf("init.mode: unknown mode %q (want weights, weights+optimizer or full)", c.Mode)
 }
 
-// DebugConfig is the [debug] section: fault-injection knobs for testing the
-// stability toolkit, the monitor and the rescue (`kestrel drill`). All are
-// off by default. Steps are 1-based (the step number written to
-// metrics.jsonl). A one-off fault stands for a transient (a bad update, a
-// flipped bit): it happens the first time the run trains its step, and the
-// same step trained again after a rollback does not meet it. A persistent
-// fault (lr_high_*) and a data fault (poison_data_*, corrupt_batch_at_step)
-// stay in force in every trajectory: a rescue must cure them, by a lower LR
-// or by skipping the data.
-type DebugConfig struct {
-	NaNAtStep          int     `toml:"nan_at_step" comment:"one-off: inject a NaN into the loss and gradients at this step (0 = never); the run must stop without checkpointing"`
-	LRSpikeAtStep      int     `toml:"lr_spike_at_step" comment:"one-off: multiply the learning rate by lr_spike_factor for lr_spike_steps steps from this step (0 = never)"`
-	LRSpikeFactor      float64 `toml:"lr_spike_factor" comment:"learning-rate multiplier of the injected spike"`
-	LRSpikeSteps       int     `toml:"lr_spike_steps" comment:"how many steps the LR spike lasts"`
-	LRHighFromStep     int     `toml:"lr_high_from_step" comment:"persistent: multiply the learning rate by lr_high_factor from this step to the end, in every trajectory (0 = never)"`
-	LRHighFactor       float64 `toml:"lr_high_factor" comment:"learning-rate multiplier of lr_high_from_step"`
-	CorruptBatchAtStep int     `toml:"corrupt_batch_at_step" comment:"data: replace the batch of this data step with uniformly random tokens, in every trajectory (the data step of training step s is s plus the data steps a rewind skipped before it; 0 = never)"`
-	PoisonDataAtStep   int     `toml:"poison_data_at_step" comment:"data: replace the batches of poison_data_steps data steps from this one with uniformly random tokens, in every trajectory: only skipping the window avoids it (0 = never)"`
-	PoisonDataSteps    int     `toml:"poison_data_steps" comment:"how many data steps poison_data_at_step poisons"`
-	StallAtStep        int     `toml:"stall_at_step" comment:"one-off: the step sleeps stall_seconds before its forward pass, as a hung filesystem or a frozen neighbour would make it (0 = never)"`
-	StallSeconds       float64 `toml:"stall_seconds" comment:"how long stall_at_step sleeps"`
-
-	// Data parallelism (docs/distributed.md).
-	HangAtStep int `toml:"hang_at_step" comment:"data-parallel runs: rank hang_rank stops before this step's collectives and waits until the run is killed, to test the rank_hang SEV0 (0 = never)"`
-	HangRank   int `toml:"hang_rank" comment:"the rank that hangs at hang_at_step"`
-}
-
-// DefaultDebugConfig returns the defaults of the [debug] section.
-func DefaultDebugConfig() DebugConfig {
-	return DebugConfig{LRSpikeFactor: 10, LRSpikeSteps: 3, LRHighFactor: 10, PoisonDataSteps: 5, StallSeconds: 5}
-}
-
 // RescueConfig is the [rescue] section: the automatic rescue ladder
 // (internal/run carries it out; see docs/rescue.md).
 type RescueConfig struct {

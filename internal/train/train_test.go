@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/faults"
+
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 
 	"github.com/kestrel-lm/kestrel/internal/model"
@@ -60,7 +62,7 @@ func baseOpts(dir string) Options {
 	n := len(data) * 9 / 10
 	return Options{
 		Dir: dir, Seed: 42, Model: tinyModel(), Optim: oc, Train: tc, Checkpoint: cc,
-		Init: DefaultInitConfig(), Debug: DefaultDebugConfig(),
+		Init: DefaultInitConfig(), Debug: faults.Default(),
 		Data: NewBytesSource(data[:n], data[n:], 32, 42), ConfigHash: "test",
 		Logger: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)),
 	}
