@@ -7,7 +7,7 @@
 // data.stages[].start_step) a step is a metrics step: the "step" of
 // metrics.jsonl and of the logs, counted from 1, so an entry [S, B] takes
 // effect at metrics step S. In code (Schedule's methods, the loader's Fill,
-// train.DataSource) a step is the 0-based step index, metrics step − 1.
+// datasrc.Source) a step is the 0-based step index, metrics step − 1.
 // FromConfig is the one place that converts.
 package batchsched
 

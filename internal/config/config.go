@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kestrel-lm/kestrel/internal/rewind"
+
 	"github.com/kestrel-lm/kestrel/internal/faults"
 
 	"github.com/pelletier/go-toml/v2"
@@ -48,7 +50,7 @@ type Config struct {
 	Checkpoint train.CheckpointConfig `toml:"checkpoint"`
 	Init       train.InitConfig       `toml:"init"`
 	Debug      faults.Config          `toml:"debug"`
-	Rescue     train.RescueConfig     `toml:"rescue"`
+	Rescue     rewind.RescueConfig    `toml:"rescue"`
 	Eval       train.BenchConfig      `toml:"eval"`
 	Data       loader.Config          `toml:"data"`
 	Prepare    prepare.Config         `toml:"prepare"`
@@ -66,7 +68,7 @@ func Default() Config {
 		Checkpoint: train.DefaultCheckpointConfig(),
 		Init:       train.DefaultInitConfig(),
 		Debug:      faults.Default(),
-		Rescue:     train.DefaultRescueConfig(),
+		Rescue:     rewind.DefaultRescueConfig(),
 		Eval:       train.DefaultBenchConfig(),
 		Data:       loader.DefaultConfig(),
 		Prepare:    prepare.DefaultConfig(),

@@ -20,6 +20,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kestrel-lm/kestrel/internal/rewind"
+
 	"github.com/kestrel-lm/kestrel/internal/faults"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
@@ -249,7 +251,7 @@ func branchConfig(user config.Config, steps int) config.Config {
 	c.Monitor.PrometheusAddr, c.Monitor.Webhook = "", ""
 	c.Monitor.StalledMinSeconds = 1
 	c.Rescue.AutoRollback = true
-	c.Rescue.On = []string{train.RescueOnDivergence, train.RescueOnNaN, train.RescueOnDataEvent}
+	c.Rescue.On = []string{rewind.RescueOnDivergence, rewind.RescueOnNaN, rewind.RescueOnDataEvent}
 	c.Debug = faults.Default()
 	return c
 }

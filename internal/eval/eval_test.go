@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/generate"
@@ -47,7 +49,7 @@ func tinyModel(t *testing.T) (*Scorer, string) {
 			tinyErr = err
 			return
 		}
-		src, err := train.OpenBytes(p, "", cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
+		src, err := datasrc.OpenBytes(p, "", cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
 		if err != nil {
 			tinyErr = err
 			return

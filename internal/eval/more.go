@@ -7,12 +7,13 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
-	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // GSMItem is one GSM8K problem: the question and its worked gold answer
@@ -146,7 +147,7 @@ func (d *runData) close() {
 // openRunData opens the data of run: the dataset named by state.json's
 // tokenizer, or for byte-level runs the run's config.toml data.train /
 // data.val (or the last train.val_fraction of data.train), split by
-// train.OpenBytes as the run was.
+// datasrc.OpenBytes as the run was.
 func openRunData(run string, st checkpoint.State) (*runData, error) {
 	if st.Tokenizer != "bytes" && !(st.Tokenizer == "" && st.Model.Vocab == 256) {
 		dir, err := datadir.Expand(st.Tokenizer)
@@ -175,7 +176,7 @@ func openRunData(run string, st checkpoint.State) (*runData, error) {
 		}
 	}
 	// The same split as the run trained on.
-	src, err := train.OpenBytes(tp, vp, cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
+	src, err := datasrc.OpenBytes(tp, vp, cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cp, err)
 	}

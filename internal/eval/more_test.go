@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/generate"
@@ -116,7 +118,7 @@ func TestMemorization(t *testing.T) {
 	trainText := []byte(strings.Repeat(phrase, 60))
 	valText := []byte(strings.Repeat("Pack my box with five dozen liquor jugs! ", 20))
 	_, err := train.Run(context.Background(), train.Options{Dir: filepath.Join(dir, "run"), Seed: 1, Model: cfg.Model, Optim: cfg.Optim,
-		Train: cfg.Train, Checkpoint: cfg.Checkpoint, Init: cfg.Init, Debug: cfg.Debug, Data: train.NewBytesSource(trainText, valText, 32, 1),
+		Train: cfg.Train, Checkpoint: cfg.Checkpoint, Init: cfg.Init, Debug: cfg.Debug, Data: datasrc.NewBytesSource(trainText, valText, 32, 1),
 		Tokenizer: "bytes", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

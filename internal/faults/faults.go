@@ -9,6 +9,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -119,8 +121,8 @@ func (d Config) Poisoned(ds int) bool {
 // function of (seed, data step, position), so a replay rebuilds them.
 func PoisonRows(seed uint64, ds, r0, T, vocab int, in, tg []int32) {
 	for i := range in {
-		in[i] = int32(mix3(seed^0xbadba7c4, uint64(ds), uint64(2*(r0*T+i))) % uint64(vocab))
-		tg[i] = int32(mix3(seed^0xbadba7c4, uint64(ds), uint64(2*(r0*T+i)+1)) % uint64(vocab))
+		in[i] = int32(datasrc.Mix3(seed^0xbadba7c4, uint64(ds), uint64(2*(r0*T+i))) % uint64(vocab))
+		tg[i] = int32(datasrc.Mix3(seed^0xbadba7c4, uint64(ds), uint64(2*(r0*T+i)+1)) % uint64(vocab))
 	}
 }
 
@@ -154,15 +156,4 @@ type Config struct {
 // Default returns the defaults of the [debug] section.
 func Default() Config {
 	return Config{LRSpikeFactor: 10, LRSpikeSteps: 3, LRHighFactor: 10, PoisonDataSteps: 5, StallSeconds: 5}
-}
-
-// mix3 hashes three words into one (splitmix64): the random tokens of a
-// poisoned batch are a pure function of (seed, data step, position).
-func mix3(a, b, c uint64) uint64 { return splitmix(splitmix(splitmix(a)^b) ^ c) }
-
-func splitmix(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/document"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
@@ -95,7 +97,7 @@ func trainTiny(t *testing.T, cfg config.Config, data, run string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		src, err := train.OpenBytes(p, "", cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
+		src, err := datasrc.OpenBytes(p, "", cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,21 +5,22 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+
 	"github.com/kestrel-lm/kestrel/internal/batchsched"
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
-	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
 
 // The loader is the trainer's data source for prepared datasets.
-var _ train.DataSource = (*loader.Loader)(nil)
+var _ datasrc.Source = (*loader.Loader)(nil)
 
 // The loader's optional extras the trainer uses: Close (Run closes the
-// prefetcher) and DescribeStep (train.DescribeBatch, for spike reports).
+// prefetcher) and DescribeStep (datasrc.DescribeBatch, for spike reports).
 var (
-	_ io.Closer            = (*loader.Loader)(nil)
-	_ train.BatchDescriber = (*loader.Loader)(nil)
+	_ io.Closer              = (*loader.Loader)(nil)
+	_ datasrc.BatchDescriber = (*loader.Loader)(nil)
 )
 
 // OpenLoader opens a prepared dataset (data.kind = "dataset") as the

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+
 	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
@@ -15,7 +17,7 @@ import (
 // hangingData blocks the Fill of one step until alerts.jsonl holds a
 // stalled alert (or a timeout passes), noting whether it did.
 type hangingData struct {
-	train.DataSource
+	datasrc.Source
 	step    int // 1-based step whose batch hangs
 	alerts  string
 	timeout time.Duration
@@ -33,7 +35,7 @@ func (h hangingData) Fill(step, batch, row0, n int, inputs, targets, segIDs []in
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	return h.DataSource.Fill(step, batch, row0, n, inputs, targets, segIDs, srcs)
+	return h.Source.Fill(step, batch, row0, n, inputs, targets, segIDs, srcs)
 }
 
 // TestTrainStepStalled: a step whose data source hangs gets a SEV1 stalled
@@ -48,7 +50,7 @@ func TestTrainStepStalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	saw := false
-	opts.Data = hangingData{DataSource: opts.Data, step: 30, alerts: filepath.Join(dir, "alerts.jsonl"), timeout: 20 * time.Second, sawIt: &saw}
+	opts.Data = hangingData{Source: opts.Data, step: 30, alerts: filepath.Join(dir, "alerts.jsonl"), timeout: 20 * time.Second, sawIt: &saw}
 	tm, err := NewObserver(cfg, dir, opts.Logger, &opts.Manifest)
 	if err != nil {
 		t.Fatal(err)
@@ -78,12 +80,12 @@ func TestTrainStepStalled(t *testing.T) {
 // padFrom turns every batch from a step on into padding (no target
 // carries a loss), as a broken packer or an exhausted source would.
 type padFrom struct {
-	train.DataSource
+	datasrc.Source
 	step int // 1-based
 }
 
 func (p padFrom) Fill(step, batch, row0, n int, inputs, targets, segIDs []int32, srcs []int) error {
-	if err := p.DataSource.Fill(step, batch, row0, n, inputs, targets, segIDs, srcs); err != nil {
+	if err := p.Source.Fill(step, batch, row0, n, inputs, targets, segIDs, srcs); err != nil {
 		return err
 	}
 	if step+1 >= p.step {

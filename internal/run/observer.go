@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/rewind"
+
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 
 	"github.com/kestrel-lm/kestrel/internal/buildinfo"
@@ -52,7 +54,7 @@ func NewObserver(cfg config.Config, runDir string, log *slog.Logger, man *runlog
 		log = slog.Default()
 	}
 	t := &Observer{runDir: runDir, log: log, health: newHealthTrack(cfg.Monitor),
-		stopOnData: cfg.Rescue.AutoRollback && slices.Contains(cfg.Rescue.On, train.RescueOnDataEvent)}
+		stopOnData: cfg.Rescue.AutoRollback && slices.Contains(cfg.Rescue.On, rewind.RescueOnDataEvent)}
 	if !cfg.Monitor.Enabled {
 		return t, nil
 	}

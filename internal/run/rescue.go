@@ -56,17 +56,17 @@ func autoRollbacks(dir string) ([]runlog.Intervention, error) {
 // rescueTrigger is the incident that ended an attempt, if the ladder acts
 // on it (rescue.on): a SEV0 divergence or nan_inf that paused the run, a
 // NaN stop, or a data event the observer stopped the run on.
-func rescueTrigger(ob *Observer, runErr error, rc train.RescueConfig) (on string, a runlog.Alert, ok bool) {
+func rescueTrigger(ob *Observer, runErr error, rc rewind.RescueConfig) (on string, a runlog.Alert, ok bool) {
 	var nanErr *train.NaNError
 	switch pa, paused := ob.PausedBy(); {
 	case ob.dataEvent != nil:
-		on, a = train.RescueOnDataEvent, *ob.dataEvent
+		on, a = rewind.RescueOnDataEvent, *ob.dataEvent
 	case paused && pa.Severity == monitor.SEV0 && pa.Rule == monitor.RuleDivergence:
-		on, a = train.RescueOnDivergence, pa
+		on, a = rewind.RescueOnDivergence, pa
 	case paused && pa.Severity == monitor.SEV0 && pa.Rule == monitor.RuleNaNInf:
-		on, a = train.RescueOnNaN, pa
+		on, a = rewind.RescueOnNaN, pa
 	case errors.As(runErr, &nanErr):
-		on = train.RescueOnNaN
+		on = rewind.RescueOnNaN
 		a = runlog.Alert{Step: int64(nanErr.Step), Severity: monitor.SEV0, Rule: monitor.RuleNaNInf, Metric: "nan_inf_events", Message: nanErr.Error()}
 	default:
 		return "", a, false
@@ -112,7 +112,7 @@ func planRollback(ctx context.Context, cfg config.Config, dir string, ob *Observ
 // above the previous automatic rollback's when it acted on the same
 // trigger and the incident came within recur_steps after its window, else
 // rung 1.
-func rungOf(done []runlog.Intervention, on string, a runlog.Alert, rc train.RescueConfig) int {
+func rungOf(done []runlog.Intervention, on string, a runlog.Alert, rc rewind.RescueConfig) int {
 	if len(done) == 0 {
 		return 1
 	}
@@ -220,7 +220,7 @@ func precursor(alerts []runlog.Alert, ck, spike, skipWindow int) int {
 // bundle (one is written for a SEV1 that has none) and returns the
 // summary's path.
 func stopLadder(dir string, ob *Observer, runErr, why error) string {
-	_, a, ok := rescueTrigger(ob, runErr, train.RescueConfig{On: []string{train.RescueOnDivergence, train.RescueOnNaN, train.RescueOnDataEvent}})
+	_, a, ok := rescueTrigger(ob, runErr, rewind.RescueConfig{On: []string{rewind.RescueOnDivergence, rewind.RescueOnNaN, rewind.RescueOnDataEvent}})
 	if !ok {
 		return ""
 	}

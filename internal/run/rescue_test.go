@@ -9,11 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/rewind"
+
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
-	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
 
@@ -258,7 +259,7 @@ func TestDetectAfterResume(t *testing.T) {
 // TestRungOf: the ladder climbs only when the same trigger comes back
 // within recur_steps after the last automatic rollback's window.
 func TestRungOf(t *testing.T) {
-	rc := train.DefaultRescueConfig()
+	rc := rewind.DefaultRescueConfig()
 	prev := []runlog.Intervention{{ID: "rewind-1", ToStep: 60, SkipFrom: 70, SkipTo: 79, Rung: 1, Trigger: "divergence", By: ByAuto}}
 	for _, tc := range []struct {
 		name string

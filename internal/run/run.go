@@ -21,6 +21,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+
 	"github.com/kestrel-lm/kestrel/internal/rewind"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
@@ -76,7 +78,7 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 	if err := cfg.Rescue.Validate(); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	if r := cfg.Rescue; r.AutoRollback && (!cfg.Monitor.Enabled || !cfg.Monitor.PauseOnSEV0) && !slices.Equal(r.On, []string{train.RescueOnDataEvent}) {
+	if r := cfg.Rescue; r.AutoRollback && (!cfg.Monitor.Enabled || !cfg.Monitor.PauseOnSEV0) && !slices.Equal(r.On, []string{rewind.RescueOnDataEvent}) {
 		log := opts.Logger
 		if log == nil {
 			log = slog.Default()
@@ -284,7 +286,7 @@ func TrainOptions(cfg config.Config, dir string, logger *slog.Logger) (train.Opt
 				return opts, fmt.Errorf("data.val: %w", err)
 			}
 		}
-		src, err := train.OpenBytes(tr, va, cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
+		src, err := datasrc.OpenBytes(tr, va, cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
 		if err != nil {
 			return opts, err
 		}

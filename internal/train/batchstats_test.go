@@ -3,6 +3,8 @@ package train
 import (
 	"math"
 	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
 )
 
 // TestTokenEntropy: uniform over k tokens is ln k; one repeated token is 0
@@ -30,7 +32,7 @@ func TestTokenEntropy(t *testing.T) {
 func BenchmarkTokenEntropy(b *testing.B) {
 	tg := make([]int32, 16*256)
 	for i := range tg {
-		tg[i] = int32(mix3(1, uint64(i), 0) % 8192)
+		tg[i] = int32(datasrc.Mix3(1, uint64(i), 0) % 8192)
 	}
 	var e tokenEntropy
 	for b.Loop() {

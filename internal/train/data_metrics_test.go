@@ -10,16 +10,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
-// twoSources wraps a BytesSource as two sources: even rows of a batch come
+// twoSources wraps a datasrc.BytesSource as two sources: even rows of a batch come
 // from "a", odd rows from "b", and the last `pad` targets of every "b" row
 // are padding (-1). It records the step indices Fill saw and counts Close.
 type twoSources struct {
-	*BytesSource
+	*datasrc.BytesSource
 	pad    int
 	steps  map[int]bool
 	closed int
@@ -56,12 +58,12 @@ func (s *twoSources) Close() error { s.closed++; return nil }
 // TestDataMetricsAndClose: every step line carries source_mix_share/<source>
 // (share of the step's non-pad target tokens), tokens_per_update, pad_fraction (targets < 0 over all target
 // positions) and dataloader_stall_frac; Fill sees 0-based step indices; Run
-// closes a closable source; DescribeBatch maps a metrics step to its index.
+// closes a closable source; datasrc.DescribeBatch maps a metrics step to its index.
 func TestDataMetricsAndClose(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	o := baseOpts(dir)
 	o.Train.Steps, o.Train.MicroBatch = 3, 3 // B = 4: micro-batches of 3 + 1
-	src := &twoSources{BytesSource: o.Data.(*BytesSource), pad: 8, steps: map[int]bool{}}
+	src := &twoSources{BytesSource: o.Data.(*datasrc.BytesSource), pad: 8, steps: map[int]bool{}}
 	o.Data = src
 	if _, err := Run(context.Background(), o); err != nil {
 		t.Fatal(err)
@@ -103,10 +105,10 @@ func TestDataMetricsAndClose(t *testing.T) {
 			t.Errorf("step %d: dataloader_stall_frac %v", i+1, f)
 		}
 	}
-	if d, ok, err := DescribeBatch(src, 3); !ok || err != nil || d != "index 2" {
+	if d, ok, err := datasrc.DescribeBatch(src, 3); !ok || err != nil || d != "index 2" {
 		t.Errorf("DescribeBatch(step 3) = %q %v %v, want the batch of index 2", d, ok, err)
 	}
-	if _, ok, _ := DescribeBatch(o.Data.(*twoSources).BytesSource, 3); ok {
+	if _, ok, _ := datasrc.DescribeBatch(o.Data.(*twoSources).BytesSource, 3); ok {
 		t.Error("BytesSource does not describe batches")
 	}
 

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+
 	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 )
@@ -28,7 +30,7 @@ func runDP(t *testing.T, o Options, n int) (*Result, []error) {
 		oo.Comm = c
 		data := corpus()
 		k := len(data) * 9 / 10
-		oo.Data = NewBytesSource(data[:k], data[k:], 32, 42)
+		oo.Data = datasrc.NewBytesSource(data[:k], data[k:], 32, 42)
 		if r != 0 {
 			oo.Observers = nil
 		}
@@ -197,7 +199,7 @@ func TestDataParallelHang(t *testing.T) {
 		oo.Comm = c
 		data := corpus()
 		k := len(data) * 9 / 10
-		oo.Data = NewBytesSource(data[:k], data[k:], 32, 42)
+		oo.Data = datasrc.NewBytesSource(data[:k], data[k:], 32, 42)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

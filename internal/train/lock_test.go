@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 
 	"github.com/kestrel-lm/kestrel/internal/runlock"
@@ -160,7 +162,7 @@ func (failAt) OnCheckpoint(*runlog.Checkpoint) error { return nil }
 // (a data error in the middle of a run; a source without validation data
 // is refused before the run starts).
 type failingData struct {
-	DataSource
+	datasrc.Source
 	at int
 }
 
@@ -168,7 +170,7 @@ func (f failingData) Fill(step, batch, row0, n int, inputs, targets, segIDs []in
 	if step >= f.at {
 		return errors.New("bad data")
 	}
-	return f.DataSource.Fill(step, batch, row0, n, inputs, targets, segIDs, srcs)
+	return f.Source.Fill(step, batch, row0, n, inputs, targets, segIDs, srcs)
 }
 
 // lockSeen records the lock file of dir as the first step saw it.

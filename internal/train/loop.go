@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+
 	"github.com/kestrel-lm/kestrel/internal/faults"
 
 	"github.com/kestrel-lm/kestrel/internal/stepclock"
@@ -43,7 +45,7 @@ type Options struct {
 	Debug      faults.Config
 	// Data is read through Fill/FillVal; Run closes it on return when it
 	// has a Close() error method (the dataset loader's prefetcher).
-	Data       DataSource
+	Data       datasrc.Source
 	ConfigHash string // recorded in state.json and manifest.json; a resume with another hash is logged
 	// Tokenizer names how token ids map to text, recorded in state.json for
 	// kestrel sample: "bytes" for byte-level text, else a tokenizer path or hash.

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+
 	"github.com/kestrel-lm/kestrel/internal/model"
 )
 
@@ -43,7 +45,7 @@ func TestMemoryCheckRefusesHugeModel(t *testing.T) {
 	o := baseOpts(dir)
 	o.Model = model.DefaultConfig()
 	o.Model.DModel, o.Model.NHeads, o.Model.NKVHeads, o.Model.MLPHidden = 16384, 128, 128, 4*16384
-	o.Data = NewBytesSource(corpus()[:10000], corpus()[10000:], o.Model.SeqLen, 1)
+	o.Data = datasrc.NewBytesSource(corpus()[:10000], corpus()[10000:], o.Model.SeqLen, 1)
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := time.Now()
@@ -147,57 +149,9 @@ func TestVocabOverflowRefused(t *testing.T) {
 	assertNothingWritten(t, dir)
 }
 
-// TestAvailableMemory reads a fake /proc and /sys: MemAvailable, the
-// fallback without it, and cgroup v1 and v2 limits (net of reclaimable
-// page cache) when lower.
-func TestAvailableMemory(t *testing.T) {
-	const gib = 1 << 30
-	for _, tc := range []struct {
-		name   string
-		files  map[string]string
-		want   int
-		source string
-		ok     bool
-	}{
-		{"meminfo", map[string]string{"proc/meminfo": "MemTotal: 16777216 kB\nMemFree: 1048576 kB\nMemAvailable: 8388608 kB\n"}, 8 * gib, "MemAvailable", true},
-		{"old kernel", map[string]string{"proc/meminfo": "MemTotal: 16777216 kB\nMemFree: 1048576 kB\nBuffers: 1048576 kB\nCached: 2097152 kB\n"}, 4 * gib, "MemFree + Buffers + Cached", true},
-		{"nothing", map[string]string{}, 0, "", false},
-		{"cgroup v2 lower", map[string]string{"proc/meminfo": "MemAvailable: 8388608 kB\n",
-			"sys/fs/cgroup/memory.max": fmt.Sprint(4 * gib), "sys/fs/cgroup/memory.current": fmt.Sprint(2 * gib),
-			"sys/fs/cgroup/memory.stat": "anon 1\ninactive_file " + fmt.Sprint(gib) + "\n"}, 3 * gib, "cgroup", true},
-		{"cgroup v2 unlimited", map[string]string{"proc/meminfo": "MemAvailable: 8388608 kB\n",
-			"sys/fs/cgroup/memory.max": "max\n", "sys/fs/cgroup/memory.current": "1000"}, 8 * gib, "MemAvailable", true},
-		{"cgroup v1 lower", map[string]string{"proc/meminfo": "MemAvailable: 8388608 kB\n",
-			"sys/fs/cgroup/memory/memory.limit_in_bytes": fmt.Sprint(2 * gib), "sys/fs/cgroup/memory/memory.usage_in_bytes": fmt.Sprint(gib)}, gib, "cgroup", true},
-		{"cgroup v1 unlimited", map[string]string{"proc/meminfo": "MemAvailable: 8388608 kB\n",
-			"sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712", "sys/fs/cgroup/memory/memory.usage_in_bytes": "5"}, 8 * gib, "MemAvailable", true},
-		{"cgroup higher", map[string]string{"proc/meminfo": "MemAvailable: 1048576 kB\n",
-			"sys/fs/cgroup/memory.max": fmt.Sprint(4 * gib), "sys/fs/cgroup/memory.current": "0"}, gib, "MemAvailable", true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			root := t.TempDir()
-			for p, body := range tc.files {
-				os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755)
-				if err := os.WriteFile(filepath.Join(root, p), []byte(body), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			got, source, ok := AvailableMemory(root)
-			if got != tc.want || ok != tc.ok || !strings.Contains(source, tc.source) {
-				t.Fatalf("got %d %q %v, want %d %q %v", got, source, ok, tc.want, tc.source, tc.ok)
-			}
-		})
-	}
-	if runtime.GOOS == "linux" {
-		if got, _, ok := AvailableMemory("/"); !ok || got <= 0 || got == math.MaxInt {
-			t.Errorf("this machine: %d, %v", got, ok)
-		}
-	}
-}
-
 // TestNoValidationDataRefused: byte-level data with train.val_fraction = 0
 // trained until its first evaluation and failed there; it is refused
-// before step 1 (OpenBytes, and Run for any data source), with
+// before step 1 (datasrc.OpenBytes, and Run for any data source), with
 // eval_every > 0 and with eval_every = 0 (which still evaluates at the
 // end), writing nothing.
 func TestNoValidationDataRefused(t *testing.T) {
@@ -220,13 +174,13 @@ func TestNoValidationDataRefused(t *testing.T) {
 		{"short data.val", short, 0.1, "data.val " + short + ": 32 bytes, need at least seq_len+1 = 33"},
 	} {
 		t.Run("OpenBytes/"+tc.name, func(t *testing.T) {
-			_, err := OpenBytes(path, tc.val, tc.frac, 32, 1)
+			_, err := datasrc.OpenBytes(path, tc.val, tc.frac, 32, 1)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 		})
 	}
-	if _, err := OpenBytes(path, short, 0.1, 31, 1); err != nil {
+	if _, err := datasrc.OpenBytes(path, short, 0.1, 31, 1); err != nil {
 		t.Fatalf("a data.val of seq_len+1 bytes: %v", err)
 	}
 	for _, every := range []int{250, 0} {
@@ -234,7 +188,7 @@ func TestNoValidationDataRefused(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run")
 			o := baseOpts(dir)
 			o.Train.EvalEvery = every
-			o.Data = NewBytesSource(data, nil, 32, 42) // no validation split
+			o.Data = datasrc.NewBytesSource(data, nil, 32, 42) // no validation split
 			_, err := Run(context.Background(), o)
 			for _, w := range []string{"no validation data", "train.val_fraction", "data.val", "prepare.tokenizer.shards.val_fraction"} {
 				if err == nil || !strings.Contains(err.Error(), w) {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+
 	"github.com/kestrel-lm/kestrel/internal/rewind"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
@@ -17,13 +19,13 @@ import (
 // fillRecorder records the tokens the trainer's Fill calls hand out: the
 // rows of the current step's batch, in order.
 type fillRecorder struct {
-	DataSource
+	datasrc.Source
 	idx int
 	cur []int32
 }
 
 func (d *fillRecorder) Fill(step, batch, row0, n int, in, tg, sg []int32, srcs []int) error {
-	if err := d.DataSource.Fill(step, batch, row0, n, in, tg, sg, srcs); err != nil {
+	if err := d.Source.Fill(step, batch, row0, n, in, tg, sg, srcs); err != nil {
 		return err
 	}
 	if row0 == 0 {
@@ -70,7 +72,7 @@ func TestReplayerFollowsRewind(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := opts()
-	rec := &fillRecorder{DataSource: o.Data}
+	rec := &fillRecorder{Source: o.Data}
 	log := &batchLog{rec: rec, idx: map[int]int{}, batches: map[int][]int32{}}
 	o.Data, o.Observers = rec, []Observer{log}
 	if _, err := Run(context.Background(), o); err != nil {

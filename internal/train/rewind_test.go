@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+
 	"github.com/kestrel-lm/kestrel/internal/rewind"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
@@ -18,7 +20,7 @@ import (
 // shifted is the reference for a rewind with a skip window: step s ≥ from
 // (1-based) reads the batch of step s+n.
 type shifted struct {
-	DataSource
+	datasrc.Source
 	from, n int
 }
 
@@ -26,7 +28,7 @@ func (d shifted) Fill(step, batch, row0, n int, in, tg, sg []int32, srcs []int) 
 	if step+1 >= d.from {
 		step += d.n
 	}
-	return d.DataSource.Fill(step, batch, row0, n, in, tg, sg, srcs)
+	return d.Source.Fill(step, batch, row0, n, in, tg, sg, srcs)
 }
 
 func dirBytes(t *testing.T, dir string) (files int, bytes int64) {
@@ -77,7 +79,7 @@ func testRewindSkip(t *testing.T, mod, refMod func(*Options)) {
 	ref := filepath.Join(t.TempDir(), "ref")
 	ro := baseOpts(ref)
 	refMod(&ro)
-	ro.Data = shifted{DataSource: ro.Data, from: 6, n: 2}
+	ro.Data = shifted{Source: ro.Data, from: 6, n: 2}
 	ro.Debug.LRSpikeAtStep, ro.Debug.LRSpikeSteps, ro.Debug.LRSpikeFactor = 5, 2, 0.5
 	if _, err := Run(context.Background(), ro); err != nil {
 		t.Fatal(err)
@@ -287,7 +289,7 @@ func TestRescueSkip(t *testing.T) {
 func TestRewindToInit(t *testing.T) {
 	ref := filepath.Join(t.TempDir(), "ref")
 	ro := baseOpts(ref)
-	ro.Data = shifted{DataSource: ro.Data, from: 6, n: 2}
+	ro.Data = shifted{Source: ro.Data, from: 6, n: 2}
 	if _, err := Run(context.Background(), ro); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -24,7 +26,7 @@ func (o startObserver) OnCheckpoint(*runlog.Checkpoint) error { return nil }
 
 // fillLog records each Fill (its 1-based step).
 type fillLog struct {
-	DataSource
+	datasrc.Source
 	l *eventLog
 }
 
@@ -32,7 +34,7 @@ func (f fillLog) Fill(step, batch, row0, n int, inputs, targets, segIDs []int32,
 	if row0 == 0 {
 		f.l.add("fill %d", step+1)
 	}
-	return f.DataSource.Fill(step, batch, row0, n, inputs, targets, segIDs, srcs)
+	return f.Source.Fill(step, batch, row0, n, inputs, targets, segIDs, srcs)
 }
 
 // TestStepStartSignal: an observer implementing StepStarter hears each

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+
 	"github.com/kestrel-lm/kestrel/internal/faults"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
@@ -28,7 +30,7 @@ func corpus() []byte {
 	words := []string{"the", "king", "shall", "speak", "of", "love", "and", "war", "to", "my", "lord", "good", "night"}
 	x := uint64(7)
 	for b.Len() < 20000 {
-		x = splitmix(x)
+		x = datasrc.SplitMix(x)
 		b.WriteString(words[x%uint64(len(words))])
 		if x%11 == 0 {
 			b.WriteString(".\n")
@@ -63,7 +65,7 @@ func baseOpts(dir string) Options {
 	return Options{
 		Dir: dir, Seed: 42, Model: tinyModel(), Optim: oc, Train: tc, Checkpoint: cc,
 		Init: DefaultInitConfig(), Debug: faults.Default(),
-		Data: NewBytesSource(data[:n], data[n:], 32, 42), ConfigHash: "test",
+		Data: datasrc.NewBytesSource(data[:n], data[n:], 32, 42), ConfigHash: "test",
 		Logger: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)),
 	}
 }
@@ -549,7 +551,7 @@ func TestMetricsLineAndDebugKnobs(t *testing.T) {
 
 func TestBytesSource(t *testing.T) {
 	data := corpus()
-	s := NewBytesSource(data[:10000], data[10000:], 16, 1)
+	s := datasrc.NewBytesSource(data[:10000], data[10000:], 16, 1)
 	T := 16
 	full := make([]int32, 4*T)
 	tg := make([]int32, 4*T)
@@ -581,11 +583,11 @@ func TestBytesSource(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "in.txt")
 	os.WriteFile(path, data, 0o644)
-	b, err := OpenBytes(path, "", 0.1, T, 1)
+	b, err := datasrc.OpenBytes(path, "", 0.1, T, 1)
 	if err != nil || b.TrainBytes() != len(data)*9/10 || b.TrainBytes()+b.ValBytes() != len(data) {
 		t.Errorf("holdout: %v %d %d", err, b.TrainBytes(), b.ValBytes())
 	}
-	if _, err := OpenBytes(filepath.Join(t.TempDir(), "nope"), "", 0.1, T, 1); err == nil || !strings.Contains(err.Error(), "data.train") {
+	if _, err := datasrc.OpenBytes(filepath.Join(t.TempDir(), "nope"), "", 0.1, T, 1); err == nil || !strings.Contains(err.Error(), "data.train") {
 		t.Errorf("missing file: %v", err)
 	}
 }

@@ -1,15 +1,10 @@
 package train
 
-import "math"
+import (
+	"math"
 
-// MixWeigher is an optional DataSource method set: the mixture weights
-// (one per SourceNames entry, any scale) of the data stage in force at the
-// 0-based step index step (as in Fill). The dataset loader implements it.
-// With it, val_loss is the validation loss of the mixture the run trains
-// on; without it, the token-weighted mean over every source.
-type MixWeigher interface {
-	MixWeights(step int) []float64
-}
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+)
 
 // valMix aggregates the per-source validation sums into val_loss: the
 // weighted mean of the per-source losses of the sources with weight > 0 in
@@ -18,7 +13,7 @@ type MixWeigher interface {
 // domain) is left out of val_loss — it is reported only as its
 // slice_val_loss — so a domain the run never trains on cannot make val_loss
 // "worse than uniform". Without weights (a source that does not implement
-// MixWeigher), or when no trained source has validation tokens, val_loss is
+// datasrc.MixWeigher), or when no trained source has validation tokens, val_loss is
 // the token-weighted mean over every source.
 type valMix struct {
 	w          []float64 // nil: token-weighted over every source
@@ -26,10 +21,10 @@ type valMix struct {
 }
 
 // newValMix starts the aggregation for data step index dataIdx.
-func newValMix(d DataSource, dataIdx int) *valMix {
+func newValMix(d datasrc.Source, dataIdx int) *valMix {
 	n := len(d.SourceNames())
 	v := &valMix{sums: make([]float64, n), toks: make([]float64, n)}
-	if mw, ok := d.(MixWeigher); ok {
+	if mw, ok := d.(datasrc.MixWeigher); ok {
 		if w := mw.MixWeights(dataIdx); len(w) == n {
 			v.w = w
 		}

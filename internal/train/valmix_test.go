@@ -5,13 +5,15 @@ import (
 	"math"
 	"path/filepath"
 	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
 )
 
 // heldOut is a byte source "a" plus a held-out source "b" whose
 // validation rows are text the run never trains on (bytes 128–255, absent
 // from the corpus); weights gives the mixture weights (nil: none).
 type heldOut struct {
-	*BytesSource
+	*datasrc.BytesSource
 	weights []float64
 }
 
@@ -52,7 +54,7 @@ func TestValLossTrainedMixture(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run")
 			o := baseOpts(dir)
 			o.Train.Steps, o.Train.EvalEvery = 8, 4
-			h := &heldOut{BytesSource: o.Data.(*BytesSource), weights: c.weights}
+			h := &heldOut{BytesSource: o.Data.(*datasrc.BytesSource), weights: c.weights}
 			o.Data = h
 			if c.weights != nil {
 				o.Data = weighted{h}

@@ -27,7 +27,7 @@ type Options struct {
 	// train uses 1, the "step" of metrics.jsonl, whose first optimizer step
 	// calls Fill(0, …). Fill, BatchInfo, DescribeStep, Epochs and
 	// Stats.Step always take or give the 0-based step index (the
-	// train.DataSource convention); data.stages[].start_step and the step
+	// datasrc.Source convention); data.stages[].start_step and the step
 	// numbers in logs, errors and BatchInfo.Number are reported numbers, so
 	// a stage with start_step S is in force from step index S − ReportBase
 	// on.

@@ -1,4 +1,4 @@
-package train
+package datasrc
 
 import (
 	"fmt"
@@ -70,15 +70,18 @@ func (s *BytesSource) TrainBytes() int { return len(s.train) }
 // ValBytes is the size of the validation split.
 func (s *BytesSource) ValBytes() int { return len(s.val) }
 
-func splitmix(x uint64) uint64 {
+// SplitMix is one step of splitmix64.
+func SplitMix(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
 	return x ^ (x >> 31)
 }
 
-// mix3 hashes three keys into one well-mixed word.
-func mix3(a, b, c uint64) uint64 { return splitmix(splitmix(splitmix(a)^b) ^ c) }
+// Mix3 hashes three keys into one well-mixed word (splitmix64): the
+// random streams of the sources and of the injected faults are pure
+// functions of their keys.
+func Mix3(a, b, c uint64) uint64 { return SplitMix(SplitMix(SplitMix(a)^b) ^ c) }
 
 // Fill writes rows [row0, row0+n) of step's batch.
 func (s *BytesSource) Fill(step, batch, row0, n int, inputs, targets, segIDs []int32, srcs []int) error {
@@ -91,7 +94,7 @@ func (s *BytesSource) Fill(step, batch, row0, n int, inputs, targets, segIDs []i
 	}
 	span := uint64(len(s.train) - T - 1)
 	for r := 0; r < n; r++ {
-		off := int(mix3(s.seed, uint64(step), uint64(row0+r)) % (span + 1))
+		off := int(Mix3(s.seed, uint64(step), uint64(row0+r)) % (span + 1))
 		for i := 0; i < T; i++ {
 			inputs[r*T+i] = int32(s.train[off+i])
 			targets[r*T+i] = int32(s.train[off+i+1])
