@@ -31,7 +31,7 @@ import (
 	"github.com/kestrel-lm/kestrel/monitor"
 )
 
-// Faults, as [debug] injects them (internal/train/faults.go).
+// Faults, as [debug] injects them (internal/faults).
 const (
 	FaultLRSpike = "lr_spike"      // one-off: LR ×1000 for one step
 	FaultLRHigh  = "lr_high"       // persistent: LR ×100 from the step on, in every trajectory
