@@ -70,11 +70,7 @@ func TestJudgmentAtEveryMoment(t *testing.T) {
 			t.Run(f.name+"/"+mo.name, func(t *testing.T) {
 				cfg := testConfig()
 				cfg.Window = 64
-				m, err := New(cfg, Options{Logger: quietLogger(), Vocab: 256})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer m.Close()
+				m := vocabMonitor(t, cfg)
 				c := newCurve(3)
 				if mo.seed {
 					var hist []Sample
@@ -121,11 +117,7 @@ func TestDivergenceBaselineFrozen(t *testing.T) {
 	cfg := testConfig()
 	cfg.Window, cfg.Cooldown = 16, 10
 	cfg.DivergenceLossMargin = 1000 // only the window criterion can see it
-	m, err := New(cfg, Options{Logger: quietLogger(), Vocab: 256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := vocabMonitor(t, cfg)
 	c := newCurve(5)
 	var fires []int64
 	for s := int64(1); s <= 120; s++ {
@@ -153,11 +145,7 @@ func TestDivergenceBaselineFrozen(t *testing.T) {
 func TestSeedFiresNothing(t *testing.T) {
 	cfg := testConfig()
 	cfg.DivergenceLossMargin = 1000 // only the window criterion can see it
-	m, err := New(cfg, Options{Logger: quietLogger(), Vocab: 256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := vocabMonitor(t, cfg)
 	c := newCurve(9)
 	var hist []Sample
 	for s := int64(1); s <= 100; s++ {
@@ -185,6 +173,18 @@ func TestSeedFiresNothing(t *testing.T) {
 	}
 }
 
+// vocabMonitor is a monitor without files over a vocabulary of 256 (ln V
+// = 5.55), closed when the test ends.
+func vocabMonitor(t *testing.T, cfg Config) *Monitor {
+	t.Helper()
+	m, err := New(cfg, Options{Logger: quietLogger(), Vocab: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
 func hasRule(as []Alert, rule string) bool {
 	for _, a := range as {
 		if a.Rule == rule {
@@ -202,11 +202,7 @@ func TestUpdateRiseKnowsPlannedChanges(t *testing.T) {
 	run := func(u2w func(s int64) float64) []Alert {
 		cfg := testConfig()
 		cfg.Window = 64
-		m, err := New(cfg, Options{Logger: quietLogger(), Vocab: 256})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
+		m := vocabMonitor(t, cfg)
 		c := newCurve(4)
 		var got []Alert
 		for s := int64(1); s <= 200; s++ {

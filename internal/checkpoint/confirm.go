@@ -105,10 +105,6 @@ func StatusOf(h *Health, c *Confirmation) string {
 	return c.Status
 }
 
-// probeLimit is the highest checkpoint probe loss that is within the band
-// of a previous checkpoint's probe prev: prev + rise.
-func probeLimit(prev, rise float64) float64 { return prev + rise }
-
 // Decide confirms or rejects the pending checkpoint st, whose older
 // checkpoints are older (newest first), after the steps up to next, in
 // which the model incidents were incidents: rise is
@@ -123,7 +119,7 @@ func Decide(st *State, older []Entry, incidents []Incident, next int, rise float
 	if h := st.Health; h != nil && h.Probe != nil {
 		d.Probe = h.Probe
 		if prev, step, ok := prevProbe(older); ok {
-			lim := probeLimit(prev, rise)
+			lim := prev + rise // the highest probe within the band
 			d.PrevProbe, d.PrevStep, d.Limit = NumPtr(prev), step, NumPtr(lim)
 			if p := float64(*h.Probe); !(p <= lim) {
 				why = append(why, fmt.Sprintf("its probe loss %.4g is above %.4g (the probe of step %d, %.4g, + checkpoint.confirm_probe_rise %.3g)", p, lim, step, prev, rise))

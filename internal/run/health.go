@@ -199,21 +199,12 @@ func (t *Observer) CheckpointHealth(step int) (checkpoint.Health, bool) {
 // openIncidents is the open episode's alerts at step, one Incident per
 // rule in order of first firing (see CheckpointHealth).
 func openIncidents(alerts []runlog.Alert, step, clean int64) []checkpoint.Incident {
-	closed := map[int64]bool{} // spike steps with a SEV2 verdict
-	for _, a := range alerts {
-		if a.Rule == monitor.RuleSpikeVerdict && a.Severity == runlog.SEV2 {
-			closed[a.Step] = true
-		}
-	}
+	closed := spikesClosedByVerdict(alerts)
 	var model []runlog.Alert
 	for _, a := range alerts {
-		if (a.Severity != runlog.SEV0 && a.Severity != runlog.SEV1) || infraRules[a.Rule] || a.Step > step {
-			continue
+		if modelAlert(a) && a.Step <= step && !(a.Rule == monitor.RuleLossSpike && closed[a.Step]) {
+			model = append(model, a)
 		}
-		if a.Rule == monitor.RuleLossSpike && closed[a.Step] {
-			continue
-		}
-		model = append(model, a)
 	}
 	sort.SliceStable(model, func(i, j int) bool { return model[i].Step < model[j].Step })
 	if len(model) == 0 || step-model[len(model)-1].Step >= clean {
@@ -223,9 +214,16 @@ func openIncidents(alerts []runlog.Alert, step, clean int64) []checkpoint.Incide
 	for start > 0 && model[start].Step-model[start-1].Step < clean {
 		start--
 	}
+	return perRule(model[start:])
+}
+
+// perRule folds alerts (in step order) into one Incident per rule, in
+// order of first firing: its first and last step, how many times it
+// fired, and SEV0 if any of them was.
+func perRule(alerts []runlog.Alert) []checkpoint.Incident {
 	var out []checkpoint.Incident
 	idx := map[string]int{}
-	for _, a := range model[start:] {
+	for _, a := range alerts {
 		if i, ok := idx[a.Rule]; ok {
 			out[i].LastStep = int(a.Step)
 			out[i].Count++

@@ -24,8 +24,7 @@ import (
 // modelAlert reports whether a is a SEV0/SEV1 alert about the weights (not
 // the machine, the data pipe or the records).
 func modelAlert(a runlog.Alert) bool {
-	return (a.Severity == runlog.SEV0 || a.Severity == runlog.SEV1) && !infraRules[a.Rule] && a.Rule != monitor.RuleSpikeVerdict ||
-		a.Rule == monitor.RuleSpikeVerdict && a.Severity != runlog.SEV2 && a.Verdict != ""
+	return (a.Severity == runlog.SEV0 || a.Severity == runlog.SEV1) && !infraRules[a.Rule]
 }
 
 // ModelIncidents implements train.IncidentReporter: the model alerts of
@@ -38,21 +37,14 @@ func (t *Observer) ModelIncidents(from, to int) []checkpoint.Incident {
 	}
 	all := t.health.alerts(t.m.Alerts())
 	closed := spikesClosedByVerdict(all)
-	var out []checkpoint.Incident
-	idx := map[string]int{}
+	var in []runlog.Alert
 	for _, a := range all {
-		if !modelAlert(a) || a.Step <= int64(from) || a.Step > int64(to) || (a.Rule == monitor.RuleLossSpike && closed[a.Step]) {
-			continue
+		if modelAlert(a) && a.Step > int64(from) && a.Step <= int64(to) && !(a.Rule == monitor.RuleLossSpike && closed[a.Step]) {
+			in = append(in, a)
 		}
-		if i, ok := idx[a.Rule]; ok {
-			out[i].LastStep = max(out[i].LastStep, int(a.Step))
-			out[i].Count++
-			continue
-		}
-		idx[a.Rule] = len(out)
-		out = append(out, checkpoint.Incident{Rule: a.Rule, Severity: string(a.Severity), Step: int(a.Step), LastStep: int(a.Step), Count: 1})
 	}
-	return out
+	sort.SliceStable(in, func(i, j int) bool { return in[i].Step < in[j].Step })
+	return perRule(in)
 }
 
 func spikesClosedByVerdict(alerts []runlog.Alert) map[int64]bool {
@@ -303,9 +295,15 @@ func (t *Observer) seedMonitor(step int) {
 	}
 }
 
-// readHistory reads the step and evaluation lines of a metrics.jsonl with
-// a step before `before`, keeping the last keep step lines (evaluations all).
-// A line that does not parse is skipped; a missing file is no history.
+// historyTail bounds what readHistory reads of a metrics.jsonl: its last
+// 16 MiB (thousands of steps, beyond every window), so a resume of a long
+// run does not parse the whole log at start-up.
+const historyTail = 16 << 20
+
+// readHistory reads the step and evaluation lines of the tail of a
+// metrics.jsonl (historyTail) with a step before `before`, keeping the last
+// keep step lines (evaluations all). A line that does not parse is
+// skipped; a missing file is no history.
 func readHistory(path string, before, keep int) ([]monitor.Sample, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -315,12 +313,23 @@ func readHistory(path string, before, keep int) ([]monitor.Sample, error) {
 		return nil, err
 	}
 	defer f.Close()
+	tail := false
+	if st, err := f.Stat(); err == nil && st.Size() > historyTail {
+		if _, err := f.Seek(st.Size()-historyTail, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		tail = true
+	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	rec := runlog.NewRecord()
 	var out []monitor.Sample
 	steps := 0
 	for sc.Scan() {
+		if tail { // the first line read from the middle of the file is cut
+			tail = false
+			continue
+		}
 		if runlog.ParseLine(sc.Bytes(), rec) != nil {
 			continue
 		}

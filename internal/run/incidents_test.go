@@ -2,6 +2,9 @@ package run
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -62,5 +65,35 @@ func TestUnclosedIncidentKeepsCheckpoint(t *testing.T) {
 	}
 	if got := steps(); slices.Contains(got, 25) {
 		t.Errorf("checkpoints %v: 25 still held after the incident was closed", got)
+	}
+}
+
+// TestReadHistoryTail: a metrics.jsonl longer than historyTail is read
+// from its tail, the cut first line skipped; steps at or after `before`
+// and checkpoint events are left out; keep bounds the step lines.
+func TestReadHistoryTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "metrics.jsonl")
+	var b []byte
+	pad := strings.Repeat("x", 100)
+	for s := 1; len(b) < historyTail+(1<<20); s++ {
+		b = fmt.Appendf(b, `{"step":%d,"train_loss_raw":%d.5,"note":"%s"}`+"\n", s, s%7, pad)
+		if s%50 == 0 {
+			b = fmt.Appendf(b, `{"step":%d,"event":"checkpoint","checkpoint_time":1}`+"\n", s)
+		}
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hist, err := readHistory(path, 100000, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hist) != 64 {
+		t.Fatalf("%d samples, want the last 64 step lines", len(hist))
+	}
+	for i, s := range hist {
+		if s.Step >= 100000 || s.Values["checkpoint_time"] != 0 || (i > 0 && s.Step != hist[i-1].Step+1) {
+			t.Fatalf("sample %d: %+v", i, s)
+		}
 	}
 }

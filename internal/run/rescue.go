@@ -53,25 +53,23 @@ func autoRollbacks(dir string) ([]runlog.Intervention, error) {
 	return out, nil
 }
 
-// rescueTrigger is the incident that ended an attempt, if the ladder acts
-// on it (rescue.on): a SEV0 divergence or nan_inf that paused the run, a
-// NaN stop, or a data event the observer stopped the run on.
-func rescueTrigger(ob *Observer, runErr error, rc rewind.RescueConfig) (on string, a runlog.Alert, ok bool) {
+// incidentOf is the incident that ended an attempt, as a trigger of the
+// ladder: a SEV0 divergence or nan_inf that paused the run, a NaN stop, or
+// a data event the observer stopped the run on; ok is false for any other
+// ending.
+func incidentOf(ob *Observer, runErr error) (on string, a runlog.Alert, ok bool) {
 	var nanErr *train.NaNError
 	switch pa, paused := ob.PausedBy(); {
 	case ob.dataEvent != nil:
-		on, a = rewind.RescueOnDataEvent, *ob.dataEvent
+		return rewind.RescueOnDataEvent, *ob.dataEvent, true
 	case paused && pa.Severity == monitor.SEV0 && pa.Rule == monitor.RuleDivergence:
-		on, a = rewind.RescueOnDivergence, pa
+		return rewind.RescueOnDivergence, pa, true
 	case paused && pa.Severity == monitor.SEV0 && pa.Rule == monitor.RuleNaNInf:
-		on, a = rewind.RescueOnNaN, pa
+		return rewind.RescueOnNaN, pa, true
 	case errors.As(runErr, &nanErr):
-		on = rewind.RescueOnNaN
-		a = runlog.Alert{Step: int64(nanErr.Step), Severity: monitor.SEV0, Rule: monitor.RuleNaNInf, Metric: "nan_inf_events", Message: nanErr.Error()}
-	default:
-		return "", a, false
+		return rewind.RescueOnNaN, runlog.Alert{Step: int64(nanErr.Step), Severity: monitor.SEV0, Rule: monitor.RuleNaNInf, Metric: "nan_inf_events", Message: nanErr.Error()}, true
 	}
-	return on, a, slices.Contains(rc.On, on)
+	return "", runlog.Alert{}, false
 }
 
 // planRollback decides whether the way train.Run ended calls for the
@@ -86,8 +84,8 @@ func planRollback(ctx context.Context, cfg config.Config, dir string, ob *Observ
 	if !rc.AutoRollback || ctx.Err() != nil {
 		return nil, nil
 	}
-	on, a, ok := rescueTrigger(ob, runErr, rc)
-	if !ok {
+	on, a, ok := incidentOf(ob, runErr)
+	if !ok || !slices.Contains(rc.On, on) {
 		return nil, nil
 	}
 	done, err := autoRollbacks(dir)
@@ -220,7 +218,7 @@ func precursor(alerts []runlog.Alert, ck, spike, skipWindow int) int {
 // bundle (one is written for a SEV1 that has none) and returns the
 // summary's path.
 func stopLadder(dir string, ob *Observer, runErr, why error) string {
-	_, a, ok := rescueTrigger(ob, runErr, rewind.RescueConfig{On: []string{rewind.RescueOnDivergence, rewind.RescueOnNaN, rewind.RescueOnDataEvent}})
+	_, a, ok := incidentOf(ob, runErr)
 	if !ok {
 		return ""
 	}

@@ -1,7 +1,6 @@
 package runlog
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -88,22 +87,5 @@ func ReadIncidentClosures(dir string) ([]IncidentClosure, error) {
 // ParseIncidentClosures reads the lines of an incidents-closed.jsonl held
 // in data; name names it in errors (file:line).
 func ParseIncidentClosures(data []byte, name string) ([]IncidentClosure, error) {
-	var out []IncidentClosure
-	for n, line := range bytes.Split(data, []byte{'\n'}) {
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		var c IncidentClosure
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&c); err != nil {
-			return nil, fmt.Errorf("incidents: %s:%d: %w", name, n+1, err)
-		}
-		if err := c.Validate(); err != nil {
-			return nil, fmt.Errorf("incidents: %s:%d: %w", name, n+1, err)
-		}
-		out = append(out, c)
-	}
-	return out, nil
+	return parseStrictLines(data, name, "incidents", 0, (*IncidentClosure).Validate)
 }

@@ -140,25 +140,33 @@ const (
 // while appending) is an error too: the caller must not guess. A line over
 // 1 MiB is an error naming it.
 func ParseInterventions(data []byte, name string) ([]Intervention, error) {
-	var out []Intervention
+	return parseStrictLines(data, name, "interventions", maxInterventionLine, (*Intervention).Validate)
+}
+
+// parseStrictLines decodes each non-empty line of data (a log named name)
+// as one T, refusing unknown fields, a line over maxLine bytes (0: no
+// bound) and a value validate refuses; errors name what, the file and the
+// line. One reader for the run's append-only logs of records.
+func parseStrictLines[T any](data []byte, name, what string, maxLine int, validate func(*T) error) ([]T, error) {
+	var out []T
 	for n, line := range bytes.Split(data, []byte{'\n'}) {
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
 		}
-		if len(line) > maxInterventionLine {
-			return nil, fmt.Errorf("interventions: %s:%d: line of %d bytes, over the %d-byte bound", name, n+1, len(line), maxInterventionLine)
+		if maxLine > 0 && len(line) > maxLine {
+			return nil, fmt.Errorf("%s: %s:%d: line of %d bytes, over the %d-byte bound", what, name, n+1, len(line), maxLine)
 		}
-		var iv Intervention
+		var v T
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&iv); err != nil {
-			return nil, fmt.Errorf("interventions: %s:%d: %w", name, n+1, err)
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("%s: %s:%d: %w", what, name, n+1, err)
 		}
-		if err := iv.Validate(); err != nil {
-			return nil, fmt.Errorf("interventions: %s:%d: %w", name, n+1, err)
+		if err := validate(&v); err != nil {
+			return nil, fmt.Errorf("%s: %s:%d: %w", what, name, n+1, err)
 		}
-		out = append(out, iv)
+		out = append(out, v)
 	}
 	return out, nil
 }

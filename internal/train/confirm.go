@@ -38,16 +38,16 @@ func (t *trainer) confirmPending(through int, end bool) {
 		if c.Step > through || (c.Step == through && !end) {
 			continue
 		}
-		st, err := checkpoint.ReadState(c.Dir)
-		if err != nil {
-			continue
-		}
 		conf, err := checkpoint.ReadConfirmation(c.Dir)
 		if err != nil {
 			t.log.Warn("checkpoint confirmation", "err", err)
 			continue
 		}
-		if checkpoint.StatusOf(st.Health, conf) != checkpoint.StatusPending {
+		if conf != nil {
+			continue // decided already: its state.json is not read again
+		}
+		st, err := checkpoint.ReadState(c.Dir)
+		if err != nil || checkpoint.StatusOf(st.Health, nil) != checkpoint.StatusPending {
 			continue
 		}
 		next := through
