@@ -36,7 +36,9 @@ func TestGemmProfile(t *testing.T) {
 			if !slices.Equal(c, want) {
 				t.Error("profiled result differs")
 			}
-			if p.Pack <= 0 || p.Kernel <= 0 || p.Other() < 0 || p.Kernel < p.Pack {
+			// No ordering between the parts is asserted: on a loaded machine a
+			// page fault or a preempted thread can make packing the longer one.
+			if p.Pack <= 0 || p.Kernel <= 0 || p.Other() < 0 {
 				t.Errorf("profile %+v (other %v)", p, p.Other())
 			}
 		})
