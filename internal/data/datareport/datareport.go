@@ -35,7 +35,7 @@ var Stages = []string{StageRead, StageExtract, StageClean, StageExact, StageNear
 // Report is report.json: what went in, what came out, and why.
 type Report struct {
 	Version     int                    `json:"version"`
-	Fingerprint string                 `json:"fingerprint"` // sha256 of resolved config + input sizes/mtimes; equal = up to date
+	Fingerprint string                 `json:"fingerprint"` // sha256 of resolved config, binary version, input sizes/mtimes and eval-file contents; equal = up to date
 	Complete    bool                   `json:"complete"`
 	UpToDate    bool                   `json:"up_to_date,omitempty"` // set on the returned value when nothing was rebuilt
 	Created     string                 `json:"created"`

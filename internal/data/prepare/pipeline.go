@@ -2,12 +2,9 @@ package prepare
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,8 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/pelletier/go-toml/v2"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/data/clean"
@@ -153,40 +148,6 @@ func removeLeftovers(opts RunOptions) error {
 		opts.Log.Warn("prepare: another prepare is writing this output", "temporary", p)
 	}
 	return nil
-}
-
-// fingerprint hashes the resolved config, the pipeline version and every
-// input file's path, size and modification time.
-func fingerprint(cfg Config, inputs [][]corpus.Input, strict bool) (string, error) {
-	h := sha256.New()
-	b, err := toml.Marshal(cfg)
-	if err != nil {
-		return "", fmt.Errorf("prepare: fingerprint: %w", err)
-	}
-	fmt.Fprintf(h, "v%d strict=%v\n", pipelineVersion, strict)
-	h.Write(b)
-	for _, ins := range inputs {
-		for _, in := range ins {
-			err := filepath.WalkDir(in.Path, func(p string, d fs.DirEntry, err error) error {
-				if err != nil {
-					return err
-				}
-				if d.IsDir() {
-					return nil
-				}
-				info, err := d.Info()
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(h, "%s\t%d\t%d\n", p, info.Size(), info.ModTime().UnixNano())
-				return nil
-			})
-			if err != nil {
-				return "", fmt.Errorf("prepare: fingerprint %s: %w", in.Path, err)
-			}
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 type pipeline struct {

@@ -1,0 +1,73 @@
+package prepare
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/kestrel-lm/kestrel/internal/buildinfo"
+	"github.com/kestrel-lm/kestrel/internal/data/corpus"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
+)
+
+// binaryVersion is the kestrel build the fingerprint records (a variable so
+// tests can play a new binary).
+var binaryVersion = func() string { return buildinfo.Describe() + " " + buildinfo.ModulesHash() }
+
+// fingerprint hashes what the output of Run depends on: the resolved
+// config, the pipeline version, the binary's version (commit and linked
+// modules), every input file's path, size and modification time, and —
+// when decontamination is on — the contents of every evaluation file it
+// protects against, so a changed eval file (a fixed item, a new version
+// of the benchmark) makes prepare decontaminate again even when its size
+// and time look the same.
+func fingerprint(cfg Config, inputs [][]corpus.Input, strict bool) (string, error) {
+	h := sha256.New()
+	b, err := toml.Marshal(cfg)
+	if err != nil {
+		return "", fmt.Errorf("prepare: fingerprint: %w", err)
+	}
+	fmt.Fprintf(h, "v%d strict=%v\nbinary %s\n", pipelineVersion, strict, binaryVersion())
+	h.Write(b)
+	for _, ins := range inputs {
+		for _, in := range ins {
+			err := filepath.WalkDir(in.Path, func(p string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				if d.IsDir() {
+					return nil
+				}
+				info, err := d.Info()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(h, "%s\t%d\t%d\n", p, info.Size(), info.ModTime().UnixNano())
+				return nil
+			})
+			if err != nil {
+				return "", fmt.Errorf("prepare: fingerprint %s: %w", in.Path, err)
+			}
+		}
+	}
+	if cfg.Decontam.Enabled {
+		for _, set := range cfg.Decontam.Index.EvalSets {
+			for _, path := range set.Paths {
+				e, err := expand(path)
+				if err != nil {
+					return "", fmt.Errorf("prepare: fingerprint: prepare.decontam eval set %s: %w", set.Name, err)
+				}
+				fh, err := runlog.HashFile(e)
+				if err != nil {
+					return "", fmt.Errorf("prepare: fingerprint: prepare.decontam eval set %s: %w", set.Name, err)
+				}
+				fmt.Fprintf(h, "eval %s\t%s\t%s\n", set.Name, e, fh)
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
