@@ -55,13 +55,25 @@ type Manifest struct {
 	// QuarantineHash is the sha256 of the dataset's quarantine overlay
 	// (data.quarantine), "none" for a dataset run without one, "" for runs
 	// that read no dataset.
-	QuarantineHash string            `json:"quarantine_hash,omitempty"`
-	EvalHashes     map[string]string `json:"eval_hashes,omitempty"`
+	QuarantineHash string `json:"quarantine_hash,omitempty"`
+	// Decontam says what the training data was decontaminated against, as
+	// the dataset's provenance records it (internal/eval.DecontamRecord):
+	// "13-gram drop: gsm8k, hellaswag", "none" (byte-level text, or a
+	// dataset prepared without decontamination) or "unknown" (a dataset
+	// built before kestrel recorded its provenance). EvalHashes holds the
+	// sets' hashes as "decontam/<name>", and the hashes of the files the
+	// in-loop benchmarks ("eval/<task>") and held-out sets
+	// ("heldout/<name>") read.
+	Decontam   string            `json:"decontam,omitempty"`
+	EvalHashes map[string]string `json:"eval_hashes,omitempty"`
 	ProbeHash      string            `json:"probe_hash,omitempty"`
 	Probe          *ProbeInfo        `json:"probe,omitempty"`
 	// The model.
 	NumParams     int     `json:"num_params,omitempty"`
 	FLOPsPerToken float64 `json:"flops_per_token,omitempty"`
+	// MemoryEstimate is the preflight's estimate of the run's memory in
+	// bytes (train.EstimateMemory), beside the measured peak rss_bytes.
+	MemoryEstimate int64 `json:"memory_estimate_bytes,omitempty"`
 	// WarmStart is the warm-start report of a run initialised from another
 	// checkpoint (the trainer's WarmStartReport).
 	WarmStart json.RawMessage `json:"warm_start,omitempty"`
@@ -153,6 +165,7 @@ func (m *Manifest) Diff(cur *Manifest) []string {
 	// A changed quarantine overlay is intended (kestrel quarantine) but
 	// changes the data order from step 1, so it is named like any input.
 	cmp("quarantine_hash", m.QuarantineHash, cur.QuarantineHash)
+	cmp("decontam", m.Decontam, cur.Decontam)
 	keys := map[string]bool{}
 	for k := range m.EvalHashes {
 		keys[k] = true

@@ -124,6 +124,10 @@ type Step struct {
 	// MoE holds the mixture-of-experts routing vitals; nil (left out)
 	// for dense models.
 	MoE *MoEStep
+	// Vitals are the process's memory, the step-time tails and fractions,
+	// lm_head_norm and opt_state_finite (vitals.go); each left out when
+	// not measured.
+	Vitals StepVitals
 }
 
 // Span is one measured phase of a step.
@@ -213,6 +217,7 @@ func (s *Step) fields(w fieldVisitor) {
 	if s.MoE != nil {
 		s.MoE.fields(w)
 	}
+	s.Vitals.fields(w)
 	flat := make(map[string]float64, len(s.PerLayer)+len(s.SourceMixShare))
 	for k, v := range s.SourceMixShare {
 		flat["source_mix_share/"+k] = v
@@ -280,6 +285,9 @@ type Checkpoint struct {
 	// previous checkpoint; NaN (left out) when there is none or no probes.
 	OutputKLToPrev float64
 	Deleted        []string // rolling checkpoints removed by the keep policy (not stored)
+	// Failed says why the checkpoint failed its verification after the
+	// write ("" = verified): checkpoint_ok is then 0 (vitals.go).
+	Failed string
 }
 
 func (c *Checkpoint) fields(w fieldVisitor) {
@@ -288,7 +296,10 @@ func (c *Checkpoint) fields(w fieldVisitor) {
 	w.float("wall_time", c.WallTime)
 	w.str("event", "checkpoint")
 	w.str("checkpoint_kind", c.Kind)
-	w.int("checkpoint_ok", 1)
+	w.int("checkpoint_ok", c.ok())
+	if c.Failed != "" {
+		w.str("checkpoint_error", c.Failed)
+	}
 	w.float("checkpoint_time", c.Seconds)
 	w.int("checkpoint_size", c.Bytes)
 	optional(w, "output_kl_to_prev", c.OutputKLToPrev)
