@@ -66,8 +66,8 @@ type Manifest struct {
 	// ("heldout/<name>") read.
 	Decontam   string            `json:"decontam,omitempty"`
 	EvalHashes map[string]string `json:"eval_hashes,omitempty"`
-	ProbeHash      string            `json:"probe_hash,omitempty"`
-	Probe          *ProbeInfo        `json:"probe,omitempty"`
+	ProbeHash  string            `json:"probe_hash,omitempty"`
+	Probe      *ProbeInfo        `json:"probe,omitempty"`
 	// The model.
 	NumParams     int     `json:"num_params,omitempty"`
 	FLOPsPerToken float64 `json:"flops_per_token,omitempty"`
