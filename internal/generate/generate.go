@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
@@ -69,6 +70,22 @@ func Generate(run string, opt Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	fmt.Fprintf(status, "sampling %s (step %d%s)\n", l.Dir, l.State.Step, map[bool]string{true: ", EMA weights"}[opt.EMA])
+	return Continue(m, codec, opt, status)
+}
+
+// Continue samples opt.Tokens tokens after opt.Prompt from a loaded model
+// with the run's codec, as Generate does, and returns the prompt and the
+// continuation. Callers that sample several prompts from one checkpoint
+// load it once (internal/samples). opt.EMA is not read: m holds the
+// weights to sample.
+func Continue(m *model.Model, codec Codec, opt Options, status io.Writer) (string, error) {
+	if err := opt.Validate(); err != nil {
+		return "", err
+	}
+	if status == nil {
+		status = io.Discard
+	}
 	ctx, err := codec.Encode(opt.Prompt)
 	if err != nil {
 		return "", fmt.Errorf("prompt: %w", err)
@@ -76,7 +93,6 @@ func Generate(run string, opt Options) (string, error) {
 	if len(ctx) == 0 {
 		ctx = append([]int32(nil), codec.Start...)
 	}
-	fmt.Fprintf(status, "sampling %s (step %d%s)\n", l.Dir, l.State.Step, map[bool]string{true: ", EMA weights"}[opt.EMA])
 	var text strings.Builder
 	text.WriteString(opt.Prompt)
 	var out *bufio.Writer
@@ -86,7 +102,7 @@ func Generate(run string, opt Options) (string, error) {
 		io.WriteString(out, opt.Prompt)
 	}
 	rng := rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x5eed))
-	T, V := l.State.Model.SeqLen, l.State.Model.Vocab
+	T, V := m.Cfg.SeqLen, m.Cfg.Vocab
 	logits := make([]float32, V)
 	var pk Picker
 	dec, err := m.NewDecoder(T)
