@@ -77,6 +77,9 @@ type Manifest struct {
 	// WarmStart is the warm-start report of a run initialised from another
 	// checkpoint (the trainer's WarmStartReport).
 	WarmStart json.RawMessage `json:"warm_start,omitempty"`
+	// Parent is a branch's origin and change (kestrel branch; the branch's
+	// branch.json, copied at every start); nil for a run that is no branch.
+	Parent *Parent `json:"parent,omitempty"`
 	// Starts lists every start of the run, oldest first.
 	Starts []Start `json:"starts"`
 }
