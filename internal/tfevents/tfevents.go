@@ -91,11 +91,13 @@ func ReadRecords(r io.Reader) ([][]byte, error) {
 		if got, want := binary.LittleEndian.Uint32(hdr[8:]), maskedCRC(hdr[:8]); got != want {
 			return out, fmt.Errorf("record at byte %d: length CRC %08x, want %08x", off, got, want)
 		}
-		if length > 1<<30 {
+		if length > MaxRecordBytes {
 			return out, fmt.Errorf("record at byte %d: implausible length %d", off, length)
 		}
-		data := make([]byte, length+4)
-		if _, err := io.ReadFull(br, data); err != nil {
+		// Read what is there, not what the header announces: a torn file
+		// must not cost the announced length in memory.
+		data, err := io.ReadAll(io.LimitReader(br, int64(length)+4))
+		if err != nil || uint64(len(data)) != length+4 {
 			return out, fmt.Errorf("record at byte %d: data: %w", off, io.ErrUnexpectedEOF)
 		}
 		if got, want := binary.LittleEndian.Uint32(data[length:]), maskedCRC(data[:length]); got != want {

@@ -69,9 +69,15 @@ func Open(dir string) (*Dataset, error) {
 	if m.TokenBytes == 4 {
 		magic = MagicUint32
 	}
+	if leaves(m.Tokenizer.File) {
+		return nil, fmt.Errorf("dataset %s: manifest.json: tokenizer.file %q leaves the dataset", dir, m.Tokenizer.File)
+	}
 	for _, s := range m.Shards {
-		if strings.Contains(s.File, "..") || filepath.IsAbs(s.File) {
+		if leaves(s.File) {
 			return nil, fmt.Errorf("dataset %s: shard %s: path leaves the dataset", dir, s.File)
+		}
+		if leaves(s.IDsFile) {
+			return nil, fmt.Errorf("dataset %s: shard %s: ids_file %q leaves the dataset", dir, s.File, s.IDsFile)
 		}
 		if _, err := s.DocStarts(); err != nil {
 			return nil, fmt.Errorf("dataset %s: %w", dir, err)
@@ -80,6 +86,10 @@ func Open(dir string) (*Dataset, error) {
 	}
 	return ds, nil
 }
+
+// leaves reports whether a path of the manifest could name a file outside
+// the dataset directory.
+func leaves(p string) bool { return strings.Contains(p, "..") || filepath.IsAbs(p) }
 
 // Manifest returns the dataset's manifest.
 func (d *Dataset) Manifest() *Manifest { return &d.m }

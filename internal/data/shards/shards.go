@@ -226,6 +226,14 @@ func (s ShardInfo) DocStarts() ([]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shard %s: doc_index: %w", s.File, err)
 	}
+	// Each entry takes at least one byte: a docs count the index cannot
+	// hold is refused before it sizes anything.
+	if s.Docs < 0 || s.Docs > int64(len(raw)) {
+		return nil, fmt.Errorf("shard %s: docs %d: the doc_index (%d bytes) cannot hold them", s.File, s.Docs, len(raw))
+	}
+	if s.Tokens < 0 {
+		return nil, fmt.Errorf("shard %s: tokens %d", s.File, s.Tokens)
+	}
 	out := make([]int64, 0, s.Docs)
 	var prev int64
 	for len(raw) > 0 {
