@@ -867,7 +867,7 @@ func (t *trainer) evaluate(ctx context.Context, s int, trainEMA float64, all boo
 			return e, fmt.Errorf("step %d: benchmarks ([eval] tasks): %w", s, err)
 		default:
 			e.Bench = vals
-			t.log.Info("benchmarks", "step", s, "tasks", strings.Join(t.o.Benchmarks.Tasks, ","), "seconds", fmt.Sprintf("%.1f", time.Since(b0).Seconds()))
+			t.log.Info("benchmarks", "step", s, "tasks", strings.Join(t.o.Benchmarks.Names(), ","), "seconds", fmt.Sprintf("%.1f", time.Since(b0).Seconds()))
 		}
 	}
 	e.EvalTime = time.Since(start).Seconds()
