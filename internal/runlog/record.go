@@ -124,6 +124,12 @@ type Step struct {
 	// MoE holds the mixture-of-experts routing vitals; nil (left out)
 	// for dense models.
 	MoE *MoEStep
+	// OnTrack is the loss-vs-tokens fit's reading (scaling_law_residual,
+	// loss_projection_final …); nil (left out) before the first fit.
+	OnTrack *OnTrack
+	// NoiseScale is the gradient noise scale (grad_noise_scale …); nil
+	// (left out) when the step had one micro-batch.
+	NoiseScale *NoiseScale
 	// Vitals are the process's memory, the step-time tails and fractions,
 	// lm_head_norm and opt_state_finite (vitals.go); each left out when
 	// not measured.
@@ -217,6 +223,8 @@ func (s *Step) fields(w fieldVisitor) {
 	if s.MoE != nil {
 		s.MoE.fields(w)
 	}
+	s.OnTrack.fields(w)
+	s.NoiseScale.fields(w)
 	s.Vitals.fields(w)
 	flat := make(map[string]float64, len(s.PerLayer)+len(s.SourceMixShare))
 	for k, v := range s.SourceMixShare {
