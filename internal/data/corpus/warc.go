@@ -390,7 +390,10 @@ func (r *reader) handleWARC(in Input, rel string, rec *warcRecord) error {
 		d.Text = string(rec.block)
 		return r.emit(d, "offset")
 	case "response":
-		body, ctype, err := httpBody(rec.block)
+		body, ctype, err := httpBody(rec.block, r.opts.MaxDocBytes)
+		if errors.Is(err, errBodyTooLarge) {
+			return r.problem(Problem{File: in.Path, Pos: rec.offset, Unit: "offset", Kind: "too_large", Detail: fmt.Sprintf("HTTP body over max_doc_bytes %d once decoded", r.opts.MaxDocBytes)})
+		}
 		if err != nil {
 			return r.problem(Problem{File: in.Path, Pos: rec.offset, Unit: "offset", Kind: "bad_record", Detail: "HTTP response: " + err.Error()})
 		}
@@ -413,9 +416,14 @@ func (r *reader) handleWARC(in Input, rel string, rec *warcRecord) error {
 	}
 }
 
+// errBodyTooLarge: an HTTP body decodes to more than the largest document.
+var errBodyTooLarge = errors.New("HTTP body too large")
+
 // httpBody parses an HTTP response block and returns the decoded body and
-// its Content-Type (sniffed when absent).
-func httpBody(block []byte) ([]byte, string, error) {
+// its Content-Type (sniffed when absent). A body that decodes to more than
+// max bytes is errBodyTooLarge, read no further (a small gzip body can
+// inflate a thousandfold).
+func httpBody(block []byte, max int) ([]byte, string, error) {
 	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(block)), nil)
 	if err != nil {
 		return nil, "", err
@@ -433,9 +441,12 @@ func httpBody(block []byte) ([]byte, string, error) {
 	default:
 		return nil, "", fmt.Errorf("unsupported Content-Encoding %q", resp.Header.Get("Content-Encoding"))
 	}
-	b, err := io.ReadAll(body)
+	b, err := io.ReadAll(io.LimitReader(body, int64(max)+1))
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil, "", fmt.Errorf("body: %w", err)
+	}
+	if len(b) > max {
+		return nil, "", errBodyTooLarge
 	}
 	ctype := resp.Header.Get("Content-Type")
 	if ctype == "" {
