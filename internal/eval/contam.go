@@ -1,15 +1,14 @@
 package eval
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+	"github.com/kestrel-lm/kestrel/internal/train"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
@@ -57,6 +56,12 @@ func (c Coverage) Warning() string {
 // data.train and data.val of its config.toml, which no decontamination
 // touched.
 func CheckCoverage(run string, st checkpoint.State, tasks []string) ([]Coverage, error) {
+	return checkCoverage(run, st, tasks, nil)
+}
+
+// checkCoverage is CheckCoverage for tasks and the held-out sets (as the
+// tasks heldout/<name>: a held-out text must not be a training input).
+func checkCoverage(run string, st checkpoint.State, tasks []string, sets []train.HeldoutSet) ([]Coverage, error) {
 	var inputs []string
 	var dec *shards.DecontamInfo
 	known := true
@@ -66,23 +71,18 @@ func CheckCoverage(run string, st checkpoint.State, tasks []string) ([]Coverage,
 		if err != nil {
 			return nil, fmt.Errorf("run %s: dataset %q: %w", run, st.Tokenizer, err)
 		}
-		mp := filepath.Join(dir, "manifest.json")
-		b, err := os.ReadFile(mp)
+		pv, err := DatasetProvenance(dir) // the record the run manifest's decontam/* come from
 		if err != nil {
 			return nil, fmt.Errorf("run %s: %w", run, err)
 		}
-		var m shards.Manifest
-		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("%s: %w", mp, err)
-		}
 		where = "dataset " + dir
-		if m.Provenance == nil {
+		if pv == nil {
 			known = false
 		} else {
-			for _, in := range m.Provenance.Inputs {
+			for _, in := range pv.Inputs {
 				inputs = append(inputs, in...)
 			}
-			dec = m.Provenance.Decontam
+			dec = pv.Decontam
 		}
 	} else {
 		cp := filepath.Join(run, "config.toml")
@@ -118,6 +118,17 @@ func CheckCoverage(run string, st checkpoint.State, tasks []string) ([]Coverage,
 		c.Status, c.Detail, err = coverageOf(files[0], inputs, dec, known, where, task == "bpb")
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", task, err)
+		}
+		out = append(out, c)
+	}
+	for _, h := range sets {
+		p, err := datadir.Expand(h.Path)
+		if err != nil {
+			return nil, fmt.Errorf("heldout %s: %w", h.Name, err)
+		}
+		c := Coverage{Task: "heldout/" + h.Name, File: p}
+		if c.Status, c.Detail, err = coverageOf(p, inputs, dec, known, where, true); err != nil {
+			return nil, fmt.Errorf("heldout %s: %w", h.Name, err)
 		}
 		out = append(out, c)
 	}

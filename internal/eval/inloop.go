@@ -20,6 +20,7 @@ import (
 //	bpb/wiki                                      WikiText-2 test, bits/byte
 //	bpb/val/<source>, bpb/val                     validation splits, bits/byte
 //	bpb/gsm8k-answer                              GSM8K gold answer, bits/byte
+//	bpb/heldout/<name>                            a user held-out set, bits/byte
 //	memorization/<train|heldout>/<exact_match|token_overlap>
 func (r *Result) Metrics() map[string]float64 {
 	out := map[string]float64{}
@@ -58,12 +59,14 @@ func (r *Result) Metrics() map[string]float64 {
 // section cfg of the run in dir, whose token ids mean what tokenizer says
 // ("bytes", or the prepared dataset's path as state.json records it).
 // Each call scores the network's current weights on cfg.Tasks with
-// cfg.Limit items (batch sequences per forward) and returns Metrics.
+// cfg.Limit items (batch sequences per forward) and on the held-out sets
+// (cfg.HeldoutBytes bytes each), and returns Metrics.
 //
 // The first call checks that the run's data could not contain the tasks'
-// items (CheckCoverage) and logs a warning for each that could.
+// items nor the held-out texts (CheckCoverage) and logs a warning for
+// each that could.
 func InLoop(dir, tokenizer string, cfg train.BenchConfig, batch int, log *slog.Logger) (train.BenchFunc, error) {
-	if len(cfg.Tasks) == 0 {
+	if !cfg.Enabled() {
 		return nil, nil
 	}
 	checked := false
@@ -76,7 +79,7 @@ func InLoop(dir, tokenizer string, cfg train.BenchConfig, batch int, log *slog.L
 		st := checkpoint.State{Step: step, Tokenizer: tokenizer, Model: m.Cfg}
 		if !checked {
 			checked = true
-			cov, err := CheckCoverage(dir, st, cfg.Tasks)
+			cov, err := checkCoverage(dir, st, cfg.Tasks, cfg.Heldout)
 			if err != nil {
 				return nil, fmt.Errorf("decontamination check: %w", err)
 			}
@@ -94,10 +97,18 @@ func InLoop(dir, tokenizer string, cfg train.BenchConfig, batch int, log *slog.L
 			codec = &c
 		}
 		s := &Scorer{Model: m, Codec: *codec, Batch: batch, Ctx: ctx}
-		res, err := s.Evaluate(dir, st, cfg.Tasks, cfg.Limit)
+		res := &Result{}
+		if len(cfg.Tasks) > 0 {
+			var err error
+			if res, err = s.Evaluate(dir, st, cfg.Tasks, cfg.Limit); err != nil {
+				return nil, err
+			}
+		}
+		held, err := s.Heldout(cfg.Heldout, cfg.HeldoutBytes)
 		if err != nil {
 			return nil, err
 		}
+		res.BPB = append(res.BPB, held...)
 		return res.Metrics(), nil
 	}, nil
 }

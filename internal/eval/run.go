@@ -4,16 +4,21 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+	"github.com/kestrel-lm/kestrel/internal/config"
 
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
@@ -22,8 +27,9 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
-// Tasks are the task names Run knows.
-var Tasks = train.BenchTasks
+// Tasks are the task names Run knows: the in-loop benchmarks and
+// HeldoutTask.
+var Tasks = append(slices.Clone(train.BenchTasks), HeldoutTask)
 
 // Options are the settings of Run (kestrel eval).
 type Options struct {
@@ -40,6 +46,13 @@ type Options struct {
 	// request as a JSON line (DumpLine), for tools/torchref/eval_ref.py.
 	Dump   string
 	Status io.Writer
+	// Heldout are held-out sets to score besides the run's [eval] heldout
+	// (a set of the same name replaces the run's); given, they add the
+	// task heldout.
+	Heldout []train.HeldoutSet
+	// HeldoutBytes bounds the bytes scored per held-out set (0 = the whole
+	// file; < 0 = the run's eval.heldout_bytes, as the loop scored them).
+	HeldoutBytes int
 }
 
 // BPBResult is the bits per byte of one text.
@@ -98,6 +111,11 @@ func Run(opt Options) (*Result, error) {
 			return nil, fmt.Errorf("eval: --tasks: unknown task %q (want some of %s)", t, strings.Join(Tasks, ","))
 		}
 	}
+	sets, hashes, err := heldoutOf(&opt)
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	tasks := slices.DeleteFunc(slices.Clone(opt.Tasks), func(t string) bool { return t == HeldoutTask })
 	if opt.Checkpoint == "" {
 		opt.Checkpoint = "last"
 	}
@@ -120,7 +138,7 @@ func Run(opt Options) (*Result, error) {
 		dump = bufio.NewWriter(f)
 		s.Dump = dump
 	}
-	cov, err := CheckCoverage(opt.Run, l.State, opt.Tasks)
+	cov, err := checkCoverage(opt.Run, l.State, tasks, sets)
 	if err != nil {
 		return nil, fmt.Errorf("eval: decontamination check: %w", err)
 	}
@@ -135,14 +153,20 @@ func Run(opt Options) (*Result, error) {
 		return nil, fmt.Errorf("eval: --strict: %d task(s) not protected from leakage:\n%s", len(warns), strings.Join(warns, "\n"))
 	}
 	fmt.Fprintf(status, "evaluating %s (step %d%s)\n", l.Dir, l.State.Step, map[bool]string{true: ", EMA weights"}[opt.EMA])
-	res, err := s.Evaluate(opt.Run, l.State, opt.Tasks, opt.Limit)
+	res, err := s.Evaluate(opt.Run, l.State, tasks, opt.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
-	res.Coverage = cov
-	if res.EvalHashes, err = TaskHashes(opt.Tasks); err != nil {
+	held, err := s.Heldout(sets, opt.HeldoutBytes)
+	if err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
+	res.BPB = append(res.BPB, held...)
+	res.Coverage = cov
+	if res.EvalHashes, err = TaskHashes(tasks); err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	maps.Copy(res.EvalHashes, hashes)
 	if dump != nil {
 		if err := dump.Flush(); err != nil {
 			return nil, fmt.Errorf("eval: --dump %s: %w", opt.Dump, err)
@@ -329,4 +353,46 @@ func (r *Result) WriteTable(w io.Writer) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// heldoutOf resolves the held-out sets of opt: the run's [eval] heldout
+// (its config.toml) with opt.Heldout over them by name, when the task
+// heldout is asked for (opt.Heldout adds it), each file checked
+// (CheckHeldout: "heldout/<name>" → sha256); opt.HeldoutBytes < 0 becomes
+// the run's eval.heldout_bytes.
+func heldoutOf(opt *Options) ([]train.HeldoutSet, map[string]string, error) {
+	if len(opt.Heldout) > 0 && !slices.Contains(opt.Tasks, HeldoutTask) {
+		opt.Tasks = append(slices.Clone(opt.Tasks), HeldoutTask)
+	}
+	if !slices.Contains(opt.Tasks, HeldoutTask) {
+		return nil, nil, nil
+	}
+	cp := filepath.Join(opt.Run, "config.toml")
+	cfg, err := config.Load(cp, nil)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("heldout: the run's config: %w", err)
+	}
+	bench := cfg.Eval
+	for _, h := range opt.Heldout {
+		i := slices.IndexFunc(bench.Heldout, func(x train.HeldoutSet) bool { return x.Name == h.Name })
+		if i >= 0 {
+			bench.Heldout[i] = h
+		} else {
+			bench.Heldout = append(bench.Heldout, h)
+		}
+	}
+	if len(bench.Heldout) == 0 {
+		return nil, nil, fmt.Errorf("heldout: no held-out sets: %s has no [eval] heldout and no --heldout NAME=PATH was given", cp)
+	}
+	if err := bench.Validate(0); err != nil {
+		return nil, nil, fmt.Errorf("heldout: %w", err)
+	}
+	if opt.HeldoutBytes < 0 {
+		opt.HeldoutBytes = bench.HeldoutBytes
+	}
+	hashes, err := CheckHeldout(bench.Heldout)
+	if err != nil {
+		return nil, nil, fmt.Errorf("heldout: %w", err)
+	}
+	return bench.Heldout, hashes, nil
 }
