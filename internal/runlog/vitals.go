@@ -7,6 +7,7 @@ package runlog
 // measured and is left out of the line.
 type StepVitals struct {
 	RSSBytes    int64 // resident set size of the process after the step (/proc/self/statm)
+	RSSFile     int64 // its file-backed and shared part (statm's shared field); written with RSSBytes
 	GoHeapBytes int64 // bytes of live and not yet swept Go heap objects (runtime/metrics)
 
 	StepTimeP50, StepTimeP95 float64 // step_time percentiles over the recent steps
@@ -28,6 +29,7 @@ type StepVitals struct {
 func (v *StepVitals) fields(w fieldVisitor) {
 	if v.RSSBytes > 0 {
 		w.int("rss_bytes", v.RSSBytes)
+		w.int("rss_file_bytes", v.RSSFile)
 	}
 	if v.GoHeapBytes > 0 {
 		w.int("go_heap_bytes", v.GoHeapBytes)
