@@ -115,7 +115,12 @@ func loadTiktoken(path string) (*Tokenizer, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var vocab [][]byte
+	type ranked struct {
+		rank, line int
+		tok        []byte
+	}
+	var toks []ranked
+	maxRank := -1
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
 	line := 0
@@ -137,16 +142,24 @@ func loadTiktoken(path string) (*Tokenizer, error) {
 		if err != nil || r < 0 || r > 1<<24 {
 			return nil, fmt.Errorf("line %d: bad rank %q", line, rk)
 		}
-		for len(vocab) <= r {
-			vocab = append(vocab, nil)
-		}
-		if vocab[r] != nil {
-			return nil, fmt.Errorf("line %d: rank %d appears twice", line, r)
-		}
-		vocab[r] = b
+		toks = append(toks, ranked{r, line, b})
+		maxRank = max(maxRank, r)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
+	}
+	// The ranks are 0..n-1 (a few holes allowed): the vocabulary is sized
+	// by the tokens the file holds, never by one rank alone (before, the
+	// 14-byte line "AA== 16777216" cost 400 MB and seconds).
+	if maxRank >= 2*len(toks)+256 {
+		return nil, fmt.Errorf("rank %d for %d tokens: the ranks are not 0..n-1", maxRank, len(toks))
+	}
+	vocab := make([][]byte, maxRank+1)
+	for _, rt := range toks {
+		if vocab[rt.rank] != nil {
+			return nil, fmt.Errorf("line %d: rank %d appears twice", rt.line, rt.rank)
+		}
+		vocab[rt.rank] = rt.tok
 	}
 	enc, err := tiktokenEncoding(path, len(vocab))
 	if err != nil {
@@ -252,10 +265,19 @@ func assemble(v map[string]int64, merges [][2]string, added []AddedToken, patter
 		}
 		addedByID[a.ID] = a
 	}
+	// Ids are bounded by the entries there are (a few holes allowed), so a
+	// tiny file cannot size a huge vocabulary (before, one id of 1<<26
+	// cost 1.5 GB).
+	bound := int64(2*(len(v)+len(added)) + 256)
+	for _, a := range added {
+		if int64(a.ID) >= bound {
+			return nil, fmt.Errorf("added token %q: id %d out of range for %d tokens", a.Content, a.ID, len(v)+len(added))
+		}
+	}
 	max := int64(-1)
 	for s, id := range v {
-		if id < 0 || id > 1<<26 {
-			return nil, fmt.Errorf("vocab %q: id %d out of range", s, id)
+		if id < 0 || id > 1<<26 || id >= bound {
+			return nil, fmt.Errorf("vocab %q: id %d out of range for %d tokens", s, id, len(v)+len(added))
 		}
 		if id > max {
 			max = id
