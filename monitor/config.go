@@ -94,6 +94,14 @@ type Config struct {
 	StragglerRatio float64 `toml:"straggler_ratio" comment:"SEV1 straggler when straggler_ratio (the slowest rank's step time ÷ the median rank's, step time less the time spent waiting in collectives) stays above this for straggler_steps consecutive steps with the same slowest rank; the alert names that rank and its host (0 = off)"`
 	StragglerSteps int     `toml:"straggler_steps" comment:"straggler: consecutive steps the ratio must stay above straggler_ratio"`
 
+	// Process, optimizer-state and checkpoint vitals (monitor/memrules.go,
+	// monitor/ckptrules.go).
+	MemoryCreepWindow    int     `toml:"memory_creep_window" comment:"SEV1 memory_creep: steps over which the anonymous resident memory (rss_bytes − rss_file_bytes) is judged, in 8 blocks whose medians must rise at least 6 times in 7; the first max(10, window/4) steps of every start and after a rollback are ignored (0 = off)"`
+	MemoryCreepMB        float64 `toml:"memory_creep_mb" comment:"memory_creep: the least growth (MiB) over memory_creep_window steps that counts (median block-to-block rise × 7)"`
+	CheckpointSizeFactor float64 `toml:"checkpoint_size_factor" comment:"SEV2 checkpoint_size_jump when a checkpoint's checkpoint_size is more than this factor larger, or smaller, than the median of the (up to 3) checkpoints before it (0 = off)"`
+	LMHeadGrowth         float64 `toml:"lm_head_growth" comment:"SEV2 lm_head_norm_growth when, late in the cooldown (see lm_head_late_lr) with the LR falling, lm_head_norm rose steadily over the last window steps by more than this fraction (0 = off)"`
+	LMHeadLateLR         float64 `toml:"lm_head_late_lr" comment:"lm_head_norm_growth: late in the cooldown means learning_rate at most this fraction of the run's largest learning_rate"`
+
 	MixTargets map[string]float64 `toml:"mix_targets" comment:"target source weights for the mixture-drift rule (empty = taken from the data config by the trainer)"`
 }
 
@@ -179,6 +187,15 @@ func DefaultConfig() Config {
 		TokensFlatSteps:    20,
 
 		MoESustainSteps: 20,
+
+		// memrules.go, ckptrules.go: a leak of 1 MiB a step crosses 128 MiB
+		// within a 240-step window; healthy runs hold their anonymous RSS
+		// flat after their first steps.
+		MemoryCreepWindow:    240,
+		MemoryCreepMB:        128,
+		CheckpointSizeFactor: 1.5,
+		LMHeadGrowth:         0.05,
+		LMHeadLateLR:         0.5,
 	}
 }
 
@@ -248,6 +265,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("monitor.mix_targets.%s must be a finite number >= 0, got %g", name, w))
 		}
 	}
+	errs = append(errs, c.validateVitals()...)
 	if c.TokensFlatSteps < 0 {
 		errs = append(errs, fmt.Errorf("monitor.tokens_flat_steps must be >= 0, got %d", c.TokensFlatSteps))
 	}

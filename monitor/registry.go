@@ -123,7 +123,8 @@ var catalog = []Metric{
 	{Name: "z_loss_weight", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "z-loss weight λ (model.z_loss) in force this step", Sampling: "step", Panel: "knobs"},
 	{Name: "qk_clip_tau", Unit: "logit", Kind: Gauge, Category: CatTraining, Help: "QK-Clip threshold τ (optim.qk_clip_tau) in force this step (0 = off)", Sampling: "step", Panel: "knobs"},
 	{Name: "lr_scale", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "factor of the [[optim.knobs]] schedule on the learning rate this step (1 = none; rewind --lr-scale shows in learning_rate only)", Sampling: "step", Panel: "knobs"},
-	{Name: "opt_state_finite", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when sampled optimizer moments are all finite", Sampling: "checkpoint"},
+	{Name: "opt_state_finite", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when every Adam moment is finite after the step (read from adam_m_norm and adam_v_norm, sums of squares in float64; checked again by the checkpoint restore test); 0 is SEV0 opt_state_nonfinite", Sampling: "step"},
+	{Name: "lm_head_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of the output projection's weight (lm_head.weight; the token embedding when tied) before the update; rising late in the cooldown is SEV2 lm_head_norm_growth (left out of skipped steps)", Sampling: "step", Panel: "param"},
 
 	// Model behavior
 	{Name: "max_attn_logit", Unit: "logit", Kind: Gauge, Category: CatModel, Help: "max pre-softmax attention score QKᵀ/√d (worst over layers/heads, or per layer/head); > 1000 is a red flag, τ = 100 a cap", Variants: []string{layerVar, layerHeadVar}, Sampling: "step", Nano: true, Panel: "maxlogit", VariantPanel: "maxlogitL", Plot: "attention.png", Aliases: []string{"max_attn_logit_max"}},
@@ -169,6 +170,16 @@ var catalog = []Metric{
 	{Name: "eval_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "time of the periodic evaluation", Sampling: "eval", Nano: true, Panel: "steptime", Aliases: []string{"eval_s", "eval_seconds"}},
 	{Name: "mfu", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "model FLOPs utilisation: positions computed per second (padding included: the FLOPs are spent on them) × FLOPs/token ÷ peak FLOP/s; the peak is train.peak_gflops, else this machine's cached FMA peak (max of repeated probes, only raised; set it with kestrel bench peak), else probed at start-up and cached; manifest.json records peak_gflops and peak_source", Sampling: "step", Nano: true, Panel: "mfu", Plot: "mfu.png"},
 	{Name: "dataloader_stall_frac", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "data_wait_time / step_time", Sampling: "step", Nano: true, Panel: "stall"},
+	{Name: "step_time_p50", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "median step_time over the last 100 steps of this invocation (nearest rank)", Sampling: "window", Panel: "steptail", Plot: "step_time.png"},
+	{Name: "step_time_p95", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "95th-percentile step_time over the last 100 steps of this invocation (nearest rank): the tail a stall, a GC pause or a noisy neighbour leaves", Sampling: "window", Panel: "steptail", Plot: "step_time.png"},
+	{Name: "forward_frac", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "forward_time / step_time", Sampling: "step", Panel: "stepfrac"},
+	{Name: "backward_frac", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "backward_time / step_time", Sampling: "step", Panel: "stepfrac"},
+	{Name: "optimizer_frac", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "optimizer_time / step_time", Sampling: "step", Panel: "stepfrac"},
+	{Name: "comm_frac", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "data-parallel: allreduce_time / step_time, rank 0's share of the step blocked in collectives (absent in a single process)", Sampling: "step", Panel: "stepfrac"},
+	{Name: "other_frac", Unit: "fraction", Kind: Gauge, Category: CatCompute, Help: "the share of step_time no phase timed (vitals, metrics, observers, scheduling): 1 − forward, backward, optimizer, data (dataloader_stall_frac) and comm fractions, at least 0", Sampling: "step", Panel: "stepfrac"},
+	{Name: "rss_bytes", Unit: "bytes", Kind: Gauge, Category: CatCompute, Help: "resident set size of the process after the step (/proc/self/statm; Linux only); its peak is in the run result and the report beside the preflight estimate (manifest memory_estimate_bytes)", Sampling: "step", Panel: "memory", Plot: "memory.png"},
+	{Name: "rss_file_bytes", Unit: "bytes", Kind: Gauge, Category: CatCompute, Help: "the file-backed and shared part of rss_bytes (the shared field of /proc/self/statm: memory-mapped shards, the binary): pages the kernel can drop; memory_creep judges rss_bytes less this", Sampling: "step", Panel: "memory"},
+	{Name: "go_heap_bytes", Unit: "bytes", Kind: Gauge, Category: CatCompute, Help: "bytes of Go heap objects, live or not yet swept (runtime/metrics /memory/classes/heap/objects:bytes, read without stopping the world)", Sampling: "step", Panel: "memory", Plot: "memory.png"},
 	// Data-parallel runs (bin/kestrel-mpi; docs/distributed.md): rank 0 writes them, per rank as name/rankR.
 	{Name: "rank_step_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "data-parallel: each rank's time in the step less its time waiting in collectives (the time it needed itself), as rank_step_time/rankR", Variants: []string{rankVar}, Sampling: "step", VariantPanel: "rankstep"},
 	{Name: "rank_compute_time", Unit: "s", Kind: Gauge, Category: CatCompute, Help: "data-parallel: each rank's forward and backward time, as rank_compute_time/rankR", Variants: []string{rankVar}, Sampling: "step", VariantPanel: "rankcompute"},
@@ -255,6 +266,11 @@ var panelGroups = []PanelGroup{
 		{ID: "tps", Title: "tokens / s"},
 		{ID: "steptime", Title: "step time (s)", Hint: "and its decomposition"},
 		{ID: "mfu", Title: "MFU"},
+		{ID: "steptail", Title: "step time p50 / p95 (s)", Hint: "over the last 100 steps: the tail shows stalls the median hides"},
+		{ID: "stepfrac", Title: "fractions of the step", Hint: "forward, backward, optimizer, all-reduce and the untimed rest (the data wait is the dataloader stall fraction)"},
+	}},
+	{Title: "Memory", Small: true, Panels: []Panel{
+		{ID: "memory", Title: "process memory (bytes)", Hint: "RSS, its file-backed part and the Go heap: steady growth is SEV1 memory_creep"},
 	}},
 	{Title: "Ranks (data parallel)", Small: true, Panels: []Panel{
 		{ID: "rankstep", Title: "step time per rank (s)", Hint: "less the time waiting in collectives"},
@@ -318,6 +334,8 @@ var plots = []Plot{
 	{File: "lr.png", Title: "learning rate", YLabel: "lr"},
 	{File: "throughput.png", Title: "throughput", YLabel: "tokens / s"},
 	{File: "mfu.png", Title: "model FLOPs utilisation", YLabel: "MFU"},
+	{File: "step_time.png", Title: "step time p50 and p95 (last 100 steps)", YLabel: "s"},
+	{File: "memory.png", Title: "process memory: RSS and Go heap", YLabel: "bytes"},
 	{File: "update_layers.png", Title: "update norm per layer (embed, layerL, lm_head)", YLabel: "L2 norm", LogY: true},
 	{File: "adam_m.png", Title: "Adam first moment norm (global and per layer)", YLabel: "L2 norm", LogY: true},
 	{File: "adam_v.png", Title: "Adam second moment norm (global and per layer)", YLabel: "L2 norm", LogY: true},

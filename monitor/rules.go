@@ -51,6 +51,7 @@ type rules struct {
 	seeding bool
 
 	witness *witnessRings // the contention rule's second witnesses, beside tps (contention.go)
+	vit     vitalState    // memory, optimizer-state, checkpoint-size and lm_head rules (memrules.go, ckptrules.go)
 }
 
 // evalPoint is one evaluation as the eval rules see it (NaN = absent).
@@ -309,6 +310,8 @@ func (r *rules) check(s *Sample) []Alert {
 	// checkpoint records (kestrel watch feeds them as samples).
 	r.flatLoss(&out, s)
 	r.checkpointValues(&out, s)
+	// SEV0/SEV1/SEV2: optimizer state, memory creep, lm_head growth (memrules.go).
+	r.vitals(&out, s)
 	// SEV1: MoE routing (moe.go).
 	r.moe(&out, s)
 	// SEV2: dataloader stalls.
@@ -781,6 +784,9 @@ func (r *rules) checkpointValues(out *[]Alert, s *Sample) {
 	if x, ok := v["output_kl_to_prev"]; ok && finite(x) && !stepRec {
 		r.outputKL(out, s, s.Step, x)
 	}
+	if !stepRec {
+		r.checkpointVitals(out, s, v, false) // ckptrules.go
+	}
 }
 
 // checkpoint runs the checkpoint rules on a committed checkpoint's values.
@@ -793,6 +799,7 @@ func (r *rules) checkpoint(step, tokens int64, v map[string]float64) []Alert {
 	if x, ok := v["output_kl_to_prev"]; ok && finite(x) {
 		r.outputKL(&out, s, step, x)
 	}
+	r.checkpointVitals(&out, s, v, true) // ckptrules.go
 	return out
 }
 

@@ -410,9 +410,12 @@ func Latest(root string, log *slog.Logger) (*Loaded, error) {
 	}
 	var errs []error
 	for _, c := range list {
-		l, err := Load(c.Dir)
+		err := usable(c.Dir)
 		if err == nil {
-			return l, nil
+			var l *Loaded
+			if l, err = Load(c.Dir); err == nil {
+				return l, nil
+			}
 		}
 		if log != nil {
 			log.Warn("rejecting checkpoint, falling back to the previous one", "dir", c.Dir, "err", err)

@@ -60,6 +60,9 @@ type Confirmation struct {
 	PrevStep  int    `json:"prev_step,omitempty"`
 	Limit     *Num   `json:"probe_limit,omitempty"`
 	Reason    string `json:"reason"`
+	// Verification is "failed" (VerifyFailed) for a checkpoint whose
+	// verification after the write failed (verify.go); "" otherwise.
+	Verification string `json:"verification,omitempty"`
 }
 
 // ReadConfirmation reads a checkpoint's confirmation.json; nil when there
@@ -95,6 +98,8 @@ func WriteConfirmation(dir string, c *Confirmation) error {
 // confirmation.
 func StatusOf(h *Health, c *Confirmation) string {
 	switch {
+	case c != nil && c.Verification == VerifyFailed:
+		return Rejected // corrupt, whatever its health
 	case h == nil || h.Status == "" || h.Status == HealthUnknown:
 		return StatusUnknown
 	case h.Status == HealthUnhealthy:

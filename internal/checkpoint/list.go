@@ -206,6 +206,10 @@ func Resolve(runDir, name string) (string, error) {
 			case name == "last-good" && c.Status != Confirmed:
 				continue
 			}
+			if err := usable(c.Dir); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 			if err := Verify(c.Dir); err != nil {
 				errs = append(errs, err)
 				continue
@@ -341,6 +345,10 @@ func NewestValidAtOrBefore(runDir string, limit int) (string, error) {
 	var errs []error
 	for _, c := range list { // newest first
 		if c.Step > limit {
+			continue
+		}
+		if err := usable(c.Dir); err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		if err := Verify(c.Dir); err != nil {

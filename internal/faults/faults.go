@@ -22,7 +22,8 @@ func (d Config) Validate() error {
 	}{{"nan_at_step", d.NaNAtStep}, {"lr_spike_at_step", d.LRSpikeAtStep}, {"lr_spike_steps", d.LRSpikeSteps},
 		{"lr_high_from_step", d.LRHighFromStep}, {"corrupt_batch_at_step", d.CorruptBatchAtStep},
 		{"poison_data_at_step", d.PoisonDataAtStep}, {"poison_data_steps", d.PoisonDataSteps}, {"stall_at_step", d.StallAtStep},
-		{"hang_at_step", d.HangAtStep}, {"hang_rank", d.HangRank}} {
+		{"hang_at_step", d.HangAtStep}, {"hang_rank", d.HangRank},
+		{"leak_from_step", d.LeakFromStep}, {"corrupt_checkpoint_at_step", d.CorruptCheckpointAtStep}} {
 		if f.v < 0 || f.v > maxFaultStep {
 			return fmt.Errorf("debug.%s must be in [0, %d], got %d", f.name, maxFaultStep, f.v)
 		}
@@ -34,6 +35,9 @@ func (d Config) Validate() error {
 		if !(f.v > 0) || math.IsInf(f.v, 0) {
 			return fmt.Errorf("debug.%s must be a finite number > 0, got %g", f.name, f.v)
 		}
+	}
+	if !(d.LeakMBPerStep >= 0) || d.LeakMBPerStep > 1024 {
+		return fmt.Errorf("debug.leak_mb_per_step must be in [0, 1024], got %g", d.LeakMBPerStep)
 	}
 	if !(d.StallSeconds >= 0) || d.StallSeconds > 3600 {
 		return fmt.Errorf("debug.stall_seconds must be in [0, 3600], got %g", d.StallSeconds)
@@ -57,6 +61,7 @@ type Set struct {
 	// rewound holds, per intervention, the steps (ToStep, FromStep] that
 	// the abandoned trajectory trained.
 	rewound [][2]int
+	leaked  [][]byte // leak.go: what leak_mb_per_step allocated, kept for the run
 }
 
 func New(d Config, all []runlog.Intervention) Set {
@@ -151,9 +156,14 @@ type Config struct {
 	// Data parallelism (docs/distributed.md).
 	HangAtStep int `toml:"hang_at_step" comment:"data-parallel runs: rank hang_rank stops before this step's collectives and waits until the run is killed, to test the rank_hang SEV0 (0 = never)"`
 	HangRank   int `toml:"hang_rank" comment:"the rank that hangs at hang_at_step"`
+
+	// Process and checkpoint faults (leak.go).
+	LeakFromStep            int     `toml:"leak_from_step" comment:"persistent: from this step on, every step allocates leak_mb_per_step MiB, touches it and never frees it, as a leak would (the memory_creep SEV1; 0 = never)"`
+	LeakMBPerStep           float64 `toml:"leak_mb_per_step" comment:"MiB leaked per step from leak_from_step"`
+	CorruptCheckpointAtStep int     `toml:"corrupt_checkpoint_at_step" comment:"one-off: flip one byte of the checkpoint written at this step after it was installed, before its verification (the checkpoint_failed SEV0; 0 = never)"`
 }
 
 // Default returns the defaults of the [debug] section.
 func Default() Config {
-	return Config{LRSpikeFactor: 10, LRSpikeSteps: 3, LRHighFactor: 10, PoisonDataSteps: 5, StallSeconds: 5}
+	return Config{LRSpikeFactor: 10, LRSpikeSteps: 3, LRHighFactor: 10, PoisonDataSteps: 5, StallSeconds: 5, LeakMBPerStep: 1}
 }

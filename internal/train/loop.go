@@ -105,6 +105,9 @@ type Result struct {
 	PeakGFLOPS     float64
 	PeakSource     string
 	PeakProbeRatio float64
+	// PeakRSSBytes is the largest rss_bytes of this invocation's steps
+	// (0 where it is not measured: no /proc).
+	PeakRSSBytes int64
 }
 
 // NaNError is returned when a loss, gradient or update is not finite: the
@@ -159,6 +162,9 @@ type trainer struct {
 	stepStart time.Time     // when step() began (per-rank vitals)
 	faults    faults.Set    // [debug] fault injections (faults.go)
 	ent       tokenEntropy  // batch_token_entropy's histogram
+	mem       *memSampler   // rss_bytes, go_heap_bytes (memvitals.go)
+	tails     stepTails     // step_time_p50/p95 (stepfrac.go)
+	ckWritten int           // checkpoints of this invocation (ckverify.go)
 }
 
 // Preflight checks o before anything is allocated or written, as Run does
@@ -395,6 +401,8 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	runStart := time.Now()
 	wall0 := t.st.WallTime
 	clock := stepclock.New() // step_time, cpu_time and the contention witnesses, evaluations and checkpoints left out
+	t.mem = newMemSampler()
+	defer func() { res.PeakRSSBytes = t.mem.peak; t.mem.close() }()
 	for s := t.st.Step + 1; s <= o.Train.Steps; s++ {
 		if stop, err := t.dp.agree(s, ctx.Err() != nil); err != nil {
 			return res, err
@@ -422,6 +430,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		if err := t.rankVitals(s, m); err != nil {
 			return res, err
 		}
+		t.stepVitals(s, m) // memvitals.go
 		if err := t.ml.Write(m); err != nil {
 			return res, err
 		}
@@ -969,11 +978,15 @@ func (t *trainer) checkpoint(kind string) error {
 	if err != nil {
 		return err
 	}
-	t.lastCkpt, t.lastCkptTime = dir, time.Now()
+	failed := t.verifyCheckpoint(dir, p, kind) // ckverify.go
+	if failed == "" {
+		t.lastCkpt = dir
+	}
+	t.lastCkptTime = time.Now()
 	t.confirmPending(t.st.Step, kind == "final")
 	deleted := checkpoint.ApplyKeepPolicy(t.ckRoot, t.o.Checkpoint.Keep, t.log)
 	ev := &runlog.Checkpoint{Step: t.st.Step, TokensSeen: t.st.TokensSeen, WallTime: t.st.WallTime, Dir: dir, Kind: kind,
-		Seconds: time.Since(start).Seconds(), Bytes: size, Deleted: deleted, OutputKLToPrev: math.NaN()}
+		Seconds: time.Since(start).Seconds(), Bytes: size, Deleted: deleted, OutputKLToPrev: math.NaN(), Failed: failed}
 	if klOK {
 		ev.OutputKLToPrev = kl
 	}

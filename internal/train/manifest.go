@@ -41,6 +41,9 @@ func (t *trainer) writeManifest(res *Result) error {
 	man.Seed = t.o.Seed
 	man.NumParams = len(t.net.Params())
 	man.FLOPsPerToken = t.net.FLOPsPerToken()
+	if est, err := preflightEstimate(t.o); err == nil {
+		man.MemoryEstimate = int64(est.Total())
+	}
 	man.PeakGFLOPS, man.PeakSource, man.PeakMeasuredAt = t.peak.GFLOPS, string(t.peak.Source), ""
 	if t.peak.Source == peak.Cached {
 		man.PeakMeasuredAt = t.peak.MeasuredAt.UTC().Format(time.RFC3339)

@@ -105,14 +105,9 @@ var availableMemory = func() (int, string, bool) { return sysmem.Available("/") 
 // SkipMemoryCheckEnv is 1, and logs instead of refusing when the available
 // memory cannot be read.
 func checkMemory(o Options) error {
-	est, err := EstimateMemory(o.Model, o.Train, o.Optim.EMABeta > 0)
+	est, err := preflightEstimate(o)
 	if err != nil {
-		return fmt.Errorf("train: memory estimate: %w", err)
-	}
-	if o.Optim.Name == "muon" {
-		// Muon's new momentum buffers (one float32 per parameter); its
-		// Newton–Schulz scratch, 4 × the largest matrix, is small beside it.
-		est.Optimizer += est.Params
+		return err
 	}
 	if os.Getenv(SkipMemoryCheckEnv) == "1" {
 		return nil

@@ -15,11 +15,14 @@ type CheckpointConfig struct {
 	// ConfirmProbeRise bounds a checkpoint's own probe loss against the one
 	// before it (confirm.go).
 	ConfirmProbeRise float64 `toml:"confirm_probe_rise" comment:"a checkpoint is confirmed (can become last-good) only when its own fixed_probe_loss is at most this many nats above the previous checkpoint's, and the steps after it up to the next checkpoint raised no SEV0/SEV1 model incident"`
+	// VerifyRestoreEvery paces the restore test of the verification after
+	// the write (ckverify.go).
+	VerifyRestoreEvery int `toml:"verify_restore_every" comment:"after every checkpoint is installed its files are re-read against SHA256SUMS; every Nth checkpoint of an invocation (and the final one) also gets the restore test: optimizer.safetensors read back and compared bit for bit with the Adam moments in memory, which must be finite; a failure is the SEV0 checkpoint_failed and the checkpoint never becomes last-good nor is resumed from (0 = checksums only)"`
 }
 
 // DefaultCheckpointConfig returns the defaults of the [checkpoint] section.
 func DefaultCheckpointConfig() CheckpointConfig {
-	return CheckpointConfig{Every: 500, Keep: 2, ConfirmProbeRise: 0.3}
+	return CheckpointConfig{Every: 500, Keep: 2, ConfirmProbeRise: 0.3, VerifyRestoreEvery: 1}
 }
 
 // Validate reports inconsistent fields.
@@ -32,6 +35,9 @@ func (c CheckpointConfig) Validate() error {
 	}
 	if c.Keep < 1 {
 		return fmt.Errorf("checkpoint.keep must be >= 1, got %d", c.Keep)
+	}
+	if c.VerifyRestoreEvery < 0 {
+		return fmt.Errorf("checkpoint.verify_restore_every must be >= 0, got %d", c.VerifyRestoreEvery)
 	}
 	return nil
 }
