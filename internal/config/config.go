@@ -29,6 +29,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
+	"github.com/kestrel-lm/kestrel/internal/samples"
 	"github.com/kestrel-lm/kestrel/internal/tomlstrict"
 	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
@@ -56,6 +57,7 @@ type Config struct {
 	Prepare    prepare.Config         `toml:"prepare"`
 	Monitor    monitor.Config         `toml:"monitor"`
 	Dash       dashboard.Config       `toml:"dash"`
+	Samples    samples.Config         `toml:"samples"`
 }
 
 // Default returns the complete default configuration.
@@ -74,6 +76,7 @@ func Default() Config {
 		Prepare:    prepare.DefaultConfig(),
 		Monitor:    monitor.DefaultConfig(),
 		Dash:       dashboard.DefaultConfig(),
+		Samples:    samples.DefaultConfig(),
 	}
 }
 

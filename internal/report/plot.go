@@ -99,7 +99,15 @@ func envelope(xs, ys []float64, n int) plotter.XYs {
 }
 
 // draw writes the panel's PNG into dir and reports whether it had data.
-func (p panel) draw(log *runlog.Log, dir string) (bool, error) {
+// gonum/plot panics on values it cannot place (a log axis with no
+// positive range); that panic is returned as the panel's error, so a
+// report never takes the run down with it.
+func (p panel) draw(log *runlog.Log, dir string) (ok bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ok, err = false, fmt.Errorf("plot %s: %v", p.file, r)
+		}
+	}()
 	names := p.names(log)
 	if len(names) == 0 {
 		return false, nil
@@ -114,7 +122,7 @@ func (p panel) draw(log *runlog.Log, dir string) (bool, error) {
 		pl.Y.Scale = plot.LogScale{}
 		pl.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	}
-	drawn, xmin, xmax := 0, math.Inf(1), math.Inf(-1)
+	drawn, xmin, xmax, ymin, ymax := 0, math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
 	for i, n := range names {
 		xs, ys, err := log.Series(n, "step")
 		if err != nil {
@@ -122,7 +130,7 @@ func (p panel) draw(log *runlog.Log, dir string) (bool, error) {
 		}
 		var fx, fy []float64
 		for j := range xs {
-			if math.IsInf(ys[j], 0) || (p.logY && ys[j] <= 0) {
+			if math.IsInf(ys[j], 0) || math.IsNaN(ys[j]) || (p.logY && ys[j] <= 0) {
 				continue
 			}
 			fx, fy = append(fx, xs[j]), append(fy, ys[j])
@@ -131,6 +139,9 @@ func (p panel) draw(log *runlog.Log, dir string) (bool, error) {
 			continue
 		}
 		xmin, xmax = math.Min(xmin, fx[0]), math.Max(xmax, fx[len(fx)-1])
+		for _, y := range fy {
+			ymin, ymax = math.Min(ymin, y), math.Max(ymax, y)
+		}
 		line, err := plotter.NewLine(envelope(fx, fy, maxPlotPoints))
 		if err != nil {
 			return false, fmt.Errorf("plot %s: %w", n, err)
@@ -151,6 +162,9 @@ func (p panel) draw(log *runlog.Log, dir string) (bool, error) {
 	}
 	if drawn == 0 {
 		return false, nil
+	}
+	if p.logY && ymin == ymax { // one value: gonum would pad the range below zero
+		pl.Y.Min, pl.Y.Max = ymin/2, ymax*2
 	}
 	if !math.IsNaN(p.hline) && p.hline > 0 && xmax >= xmin {
 		ref, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: p.hline}, {X: xmax, Y: p.hline}})

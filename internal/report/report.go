@@ -2,7 +2,7 @@
 // seed-000 panels, the data report, alerts and classified spikes, generated
 // samples and the run manifest — what a person opens to learn whether a run
 // was healthy. It reads only files: metrics.jsonl, alerts.jsonl,
-// manifest.json, config.toml and the dataset's report.json.
+// manifest.json, config.toml, samples.jsonl and the dataset's report.json.
 package report
 
 import (
@@ -18,6 +18,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/data/datareport"
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -39,6 +40,11 @@ type Input struct {
 	// distribution: the loss of a model that ignores context. NaN = unknown.
 	UnigramLoss float64
 	Title       string
+	// Status says how the run stands: how it ended ("finished at step
+	// 2000", "interrupted …", "stopped: …") or that it is live (a trainer
+	// holds it; the report is a snapshot). "" = not known.
+	Status string
+	Live   bool
 }
 
 // Summary is what the report concluded, for printing.
@@ -66,11 +72,28 @@ type Summary struct {
 	MFU               float64
 	MaxAttnLogit      float64
 	MinAttnEntrpy     float64
+	// Checkpoints is how many checkpoints samples.jsonl holds generations
+	// of; SampleLinesSkipped its unreadable lines.
+	Checkpoints        int
+	SampleLinesSkipped int
+	// PlotErrors are the plots that could not be drawn (the report says
+	// which and why).
+	PlotErrors []string
 }
 
-// Write generates RunDir/report/report.md and its plots.
+// Write generates RunDir/report/report.md and its plots. report/ is
+// created, or replaced file by file when it is kestrel's (it holds
+// report.md or a plot, or is empty); anything else there — a link, a file,
+// a directory of someone else's files — is refused (internal/fileguard).
 func Write(in Input) (*Summary, error) {
 	dir := filepath.Join(in.RunDir, "report")
+	markers := []string{"report.md"}
+	for _, p := range panels(math.NaN()) {
+		markers = append(markers, p.file)
+	}
+	if err := (fileguard.Dir{Path: dir, What: "run report", Markers: markers}).Check(); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
@@ -93,16 +116,25 @@ func Write(in Input) (*Summary, error) {
 	sum := &Summary{Path: filepath.Join(dir, "report.md"), Unigram: in.UnigramLoss, Alerts: map[string]int{}, AlertLinesSkipped: skipped}
 	for _, p := range panels(in.UnigramLoss) {
 		ok, err := p.draw(log, dir)
-		if err != nil {
-			return nil, fmt.Errorf("report: %w", err)
+		if err != nil { // one plot that fails is said in the report, not the end of it
+			sum.PlotErrors = append(sum.PlotErrors, err.Error())
+			continue
 		}
 		if ok {
 			sum.Plots = append(sum.Plots, p.file)
 		}
 	}
+	gens, skippedGens, badGen, err := runlog.ReadGenerations(in.RunDir)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	sum.SampleLinesSkipped = skippedGens
 	sum.fill(log, alerts)
+	if skippedGens > 0 {
+		sum.Verdicts = append(sum.Verdicts, fmt.Sprintf("WARN  samples.jsonl lines skipped as unreadable: %d (%s)", skippedGens, badGen))
+	}
 	var md strings.Builder
-	sum.markdown(&md, in, log, alerts, ivs)
+	sum.markdown(&md, in, log, alerts, ivs, gens, badGen)
 	if err := atomicfile.WriteFile(sum.Path, []byte(md.String())); err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
@@ -225,16 +257,22 @@ func f3(v float64) string {
 	return fmt.Sprintf("%.4g", v)
 }
 
-func (s *Summary) markdown(b *strings.Builder, in Input, log *runlog.Log, alerts []runlog.Alert, ivs []runlog.Intervention) {
+func (s *Summary) markdown(b *strings.Builder, in Input, log *runlog.Log, alerts []runlog.Alert, ivs []runlog.Intervention, gens []runlog.Generation, badGen string) {
 	title := in.Title
 	if title == "" {
 		title = filepath.Base(in.RunDir)
 	}
 	fmt.Fprintf(b, "# Run report: %s\n\n", title)
 	fmt.Fprintf(b, "Generated %s from `%s`.\n\n", time.Now().UTC().Format(time.RFC3339), in.RunDir)
+	if in.Status != "" {
+		fmt.Fprintf(b, "**Status:** %s\n\n", mdCell(in.Status))
+	}
 	verdict := "**healthy**"
 	if !s.Healthy {
 		verdict = "**needs a look**"
+	}
+	if in.Live {
+		verdict += " (live: so far)"
 	}
 	fmt.Fprintf(b, "## Verdict: %s\n\n```\n%s\n```\n\n", verdict, strings.Join(s.Verdicts, "\n"))
 
@@ -261,6 +299,9 @@ func (s *Summary) markdown(b *strings.Builder, in Input, log *runlog.Log, alerts
 	for _, p := range s.Plots {
 		fmt.Fprintf(b, "![%s](%s)\n\n", strings.TrimSuffix(p, ".png"), p)
 	}
+	for _, e := range s.PlotErrors {
+		fmt.Fprintf(b, "Not drawn: %s\n\n", mdCell(e))
+	}
 
 	b.WriteString("## Alerts and spikes\n\n")
 	if len(alerts) == 0 {
@@ -278,9 +319,9 @@ func (s *Summary) markdown(b *strings.Builder, in Input, log *runlog.Log, alerts
 	b.WriteString("## Data\n\n")
 	writeDataReport(b, in.DatasetDir)
 
-	b.WriteString("## Samples\n\n")
-	if len(in.Samples) == 0 {
-		b.WriteString("No samples were generated.\n\n")
+	s.Checkpoints = writeGenerations(b, gens, badGen, s.SampleLinesSkipped)
+	if len(in.Samples) > 0 {
+		b.WriteString("### From the final weights\n\n")
 	}
 	for _, sm := range in.Samples {
 		w := "raw"

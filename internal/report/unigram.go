@@ -71,3 +71,22 @@ func UnigramBaseline(datasetDir string) (float64, error) {
 	}
 	return nll / n, nil
 }
+
+// UnigramBytes is UnigramBaseline for a byte-level run: the cross-entropy
+// (nats/byte) of val under the add-one-smoothed byte frequencies of train.
+// NaN when either is empty.
+func UnigramBytes(train, val []byte) float64 {
+	if len(train) == 0 || len(val) == 0 {
+		return math.NaN()
+	}
+	var counts [256]float64
+	for _, b := range train {
+		counts[b]++
+	}
+	denom := float64(len(train)) + 256
+	var nll float64
+	for _, b := range val {
+		nll -= math.Log((counts[b] + 1) / denom)
+	}
+	return nll / float64(len(val))
+}

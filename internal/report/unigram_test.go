@@ -67,3 +67,25 @@ func TestUnigramBaseline(t *testing.T) {
 		t.Fatal("missing dataset: no error")
 	}
 }
+
+func TestUnigramBytes(t *testing.T) {
+	cases := []struct {
+		name       string
+		train, val string
+		want       float64
+	}{
+		{"empty train", "", "a", math.NaN()},
+		{"empty val", "a", "", math.NaN()},
+		// 'a' seen 2 of 2 times: (2+1)/(2+256)
+		{"seen byte", "aa", "a", -math.Log(3.0 / 258)},
+		// 'b' never seen: (0+1)/(2+256)
+		{"unseen byte", "aa", "b", -math.Log(1.0 / 258)},
+		{"mean over val", "aa", "ab", -(math.Log(3.0/258) + math.Log(1.0/258)) / 2},
+	}
+	for _, c := range cases {
+		got := UnigramBytes([]byte(c.train), []byte(c.val))
+		if math.IsNaN(c.want) != math.IsNaN(got) || !math.IsNaN(c.want) && math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}

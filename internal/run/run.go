@@ -64,8 +64,11 @@ type Options struct {
 // with opts.Dash, the dashboard serving it, then prints one line saying how
 // the run ended. With [rescue] auto_rollback, a SEV0 divergence that paused
 // the run rolls it back to its last-good checkpoint (rescue.go) and trains
-// on in this process, up to rescue.max_rollbacks times.
-func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*train.Result, error) {
+// on in this process, up to rescue.max_rollbacks times. However it ends
+// (finished, Ctrl-C, time limit, SEV0, the rescue ladder's stop), a run
+// that started writes its report/ before the lock is released
+// (finalreport.go); a report that fails is a warning.
+func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (res *train.Result, err error) {
 	if opts.Stdout == nil {
 		opts.Stdout = io.Discard
 	}
@@ -87,6 +90,7 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (*t
 	}
 	var st attemptState
 	defer st.close()
+	defer func() { st.finalReport(dir, cfg, res, err, opts.Stdout) }() // every end, the lock still held (finalreport.go)
 	for {
 		res, ob, ecfg, log, err := st.attempt(ctx, cfg, dir, opts)
 		if ob == nil || err == nil {
@@ -206,6 +210,9 @@ func (st *attemptState) attempt(ctx context.Context, cfg config.Config, dir stri
 		}
 	}
 	to.Observers = append(to.Observers, ob, lockWatch{st.lk})
+	if sp := newSampler(cfg.Samples, dir, to.Logger); sp != nil { // [samples] at each checkpoint (samples.go)
+		to.Observers = append(to.Observers, sp)
+	}
 	to.Observers = append(to.Observers, opts.Observers...)
 	to.Comm = opts.Comm
 	ob.setRankHosts(st.hosts)
@@ -321,11 +328,8 @@ func TrainOptions(cfg config.Config, dir string, logger *slog.Logger) (train.Opt
 	default:
 		return opts, fmt.Errorf("data.kind: unknown kind %q (want bytes or dataset)", cfg.Data.Kind)
 	}
-	err = decontamRecord(&opts.Manifest, cfg, logger)
-	if err == nil {
-		err = benchOptions(&opts, cfg, dir)
-	}
-	if err != nil {
+	evalHashes(&opts.Manifest, cfg, logger)
+	if err := benchOptions(&opts, cfg, dir); err != nil {
 		if c, ok := opts.Data.(io.Closer); ok {
 			c.Close()
 		}
@@ -334,21 +338,15 @@ func TrainOptions(cfg config.Config, dir string, logger *slog.Logger) (train.Opt
 	return opts, nil
 }
 
-// benchOptions sets up the [eval] benchmarks and held-out sets of the
-// training loop and records the hashes of the files they read in the
-// manifest ("eval/<task>", "heldout/<name>"). A held-out file that cannot
-// be scored (missing, not a regular file, empty, not UTF-8) is an error
-// here, before training starts.
+// benchOptions sets up the [eval] benchmarks of the training loop and
+// records the hashes of the files they read in the manifest
+// ("eval/<task>").
 func benchOptions(opts *train.Options, cfg config.Config, dir string) error {
 	if err := cfg.Eval.Validate(cfg.Train.EvalEvery); err != nil {
 		return err
 	}
-	if !cfg.Eval.Enabled() {
+	if len(cfg.Eval.Tasks) == 0 {
 		return nil
-	}
-	held, err := eval.CheckHeldout(cfg.Eval.Heldout)
-	if err != nil {
-		return err
 	}
 	batch := cfg.Train.MicroBatch
 	if batch == 0 {
@@ -366,7 +364,6 @@ func benchOptions(opts *train.Options, cfg config.Config, dir string) error {
 		opts.Manifest.EvalHashes = map[string]string{}
 	}
 	maps.Copy(opts.Manifest.EvalHashes, hashes)
-	maps.Copy(opts.Manifest.EvalHashes, held)
 	opts.Bench, opts.Benchmarks = fn, cfg.Eval
 	return nil
 }
@@ -404,31 +401,39 @@ func quarantineHash(dc loader.Config) (string, error) {
 	return h, nil
 }
 
-// decontamRecord records what the training data was decontaminated
-// against, from the dataset's provenance (what kestrel prepare actually
-// checked, with each file's sha256 as it read it), never from the config's
-// [prepare.decontam] defaults: byte-level text records "none". An eval
-// file that changed since prepare is logged: the dataset no longer
-// protects its current version.
-func decontamRecord(m *runlog.Manifest, cfg config.Config, log *slog.Logger) error {
-	if cfg.Data.Kind != "dataset" {
-		m.Decontam = eval.DecontamNone
-		return nil
+// evalHashes records the hash of every evaluation set the data was
+// decontaminated against (prepare.decontam.eval_sets), as
+// "decontam/<name>". A set that cannot be read is logged and left out: it
+// cannot have protected anything either.
+func evalHashes(m *runlog.Manifest, cfg config.Config, log *slog.Logger) {
+	dc := cfg.Prepare.Decontam
+	if cfg.Data.Kind != "dataset" || !dc.Enabled {
+		return
 	}
-	pv, err := eval.DatasetProvenance(cfg.Data.Path)
-	if err != nil {
-		return fmt.Errorf("data.path: %w", err)
+	for _, set := range dc.Index.EvalSets {
+		var files []string
+		for _, p := range set.Paths {
+			e, err := datadir.Expand(p)
+			if err != nil {
+				log.Warn("manifest: evaluation set not hashed", "set", set.Name, "path", p, "err", err)
+				files = nil
+				break
+			}
+			files = append(files, e)
+		}
+		if len(files) == 0 {
+			continue
+		}
+		h, err := runlog.HashFiles(files...)
+		if err != nil {
+			log.Warn("manifest: evaluation set not hashed", "set", set.Name, "err", err)
+			continue
+		}
+		if m.EvalHashes == nil {
+			m.EvalHashes = map[string]string{}
+		}
+		m.EvalHashes["decontam/"+set.Name] = h
 	}
-	var hashes map[string]string
-	m.Decontam, hashes = eval.DecontamRecord(pv)
-	if len(hashes) > 0 && m.EvalHashes == nil {
-		m.EvalHashes = map[string]string{}
-	}
-	maps.Copy(m.EvalHashes, hashes)
-	for _, s := range eval.StaleDecontam(pv) {
-		log.Warn("the dataset was decontaminated against another version of an eval file: re-run kestrel prepare", "dataset", cfg.Data.Path, "eval_file", s)
-	}
-	return nil
 }
 
 // StartDash serves the dashboard for one run directory in the background
