@@ -328,8 +328,11 @@ func TrainOptions(cfg config.Config, dir string, logger *slog.Logger) (train.Opt
 	default:
 		return opts, fmt.Errorf("data.kind: unknown kind %q (want bytes or dataset)", cfg.Data.Kind)
 	}
-	evalHashes(&opts.Manifest, cfg, logger)
-	if err := benchOptions(&opts, cfg, dir); err != nil {
+	err = decontamRecord(&opts.Manifest, cfg, logger)
+	if err == nil {
+		err = benchOptions(&opts, cfg, dir)
+	}
+	if err != nil {
 		if c, ok := opts.Data.(io.Closer); ok {
 			c.Close()
 		}
@@ -338,15 +341,21 @@ func TrainOptions(cfg config.Config, dir string, logger *slog.Logger) (train.Opt
 	return opts, nil
 }
 
-// benchOptions sets up the [eval] benchmarks of the training loop and
-// records the hashes of the files they read in the manifest
-// ("eval/<task>").
+// benchOptions sets up the [eval] benchmarks and held-out sets of the
+// training loop and records the hashes of the files they read in the
+// manifest ("eval/<task>", "heldout/<name>"). A held-out file that cannot
+// be scored (missing, not a regular file, empty, not UTF-8) is an error
+// here, before training starts.
 func benchOptions(opts *train.Options, cfg config.Config, dir string) error {
 	if err := cfg.Eval.Validate(cfg.Train.EvalEvery); err != nil {
 		return err
 	}
-	if len(cfg.Eval.Tasks) == 0 {
+	if !cfg.Eval.Enabled() {
 		return nil
+	}
+	held, err := eval.CheckHeldout(cfg.Eval.Heldout)
+	if err != nil {
+		return err
 	}
 	batch := cfg.Train.MicroBatch
 	if batch == 0 {
@@ -364,6 +373,7 @@ func benchOptions(opts *train.Options, cfg config.Config, dir string) error {
 		opts.Manifest.EvalHashes = map[string]string{}
 	}
 	maps.Copy(opts.Manifest.EvalHashes, hashes)
+	maps.Copy(opts.Manifest.EvalHashes, held)
 	opts.Bench, opts.Benchmarks = fn, cfg.Eval
 	return nil
 }
@@ -401,39 +411,31 @@ func quarantineHash(dc loader.Config) (string, error) {
 	return h, nil
 }
 
-// evalHashes records the hash of every evaluation set the data was
-// decontaminated against (prepare.decontam.eval_sets), as
-// "decontam/<name>". A set that cannot be read is logged and left out: it
-// cannot have protected anything either.
-func evalHashes(m *runlog.Manifest, cfg config.Config, log *slog.Logger) {
-	dc := cfg.Prepare.Decontam
-	if cfg.Data.Kind != "dataset" || !dc.Enabled {
-		return
+// decontamRecord records what the training data was decontaminated
+// against, from the dataset's provenance (what kestrel prepare actually
+// checked, with each file's sha256 as it read it), never from the config's
+// [prepare.decontam] defaults: byte-level text records "none". An eval
+// file that changed since prepare is logged: the dataset no longer
+// protects its current version.
+func decontamRecord(m *runlog.Manifest, cfg config.Config, log *slog.Logger) error {
+	if cfg.Data.Kind != "dataset" {
+		m.Decontam = eval.DecontamNone
+		return nil
 	}
-	for _, set := range dc.Index.EvalSets {
-		var files []string
-		for _, p := range set.Paths {
-			e, err := datadir.Expand(p)
-			if err != nil {
-				log.Warn("manifest: evaluation set not hashed", "set", set.Name, "path", p, "err", err)
-				files = nil
-				break
-			}
-			files = append(files, e)
-		}
-		if len(files) == 0 {
-			continue
-		}
-		h, err := runlog.HashFiles(files...)
-		if err != nil {
-			log.Warn("manifest: evaluation set not hashed", "set", set.Name, "err", err)
-			continue
-		}
-		if m.EvalHashes == nil {
-			m.EvalHashes = map[string]string{}
-		}
-		m.EvalHashes["decontam/"+set.Name] = h
+	pv, err := eval.DatasetProvenance(cfg.Data.Path)
+	if err != nil {
+		return fmt.Errorf("data.path: %w", err)
 	}
+	var hashes map[string]string
+	m.Decontam, hashes = eval.DecontamRecord(pv)
+	if len(hashes) > 0 && m.EvalHashes == nil {
+		m.EvalHashes = map[string]string{}
+	}
+	maps.Copy(m.EvalHashes, hashes)
+	for _, s := range eval.StaleDecontam(pv) {
+		log.Warn("the dataset was decontaminated against another version of an eval file: re-run kestrel prepare", "dataset", cfg.Data.Path, "eval_file", s)
+	}
+	return nil
 }
 
 // StartDash serves the dashboard for one run directory in the background
