@@ -9,13 +9,21 @@ import (
 func newEvalCmd() *cobra.Command {
 	var opt eval.Options
 	var asJSON bool
+	var heldout []string
 	cmd := &cobra.Command{
-		Use:   "eval --run RUN [--checkpoint last|last-good|step-N|DIR] [--ema] --tasks hellaswag,piqa,bpb,gsm8k-nll,memorization,bpb-val [--limit N] [--json] [--strict]",
-		Short: "score a checkpoint on HellaSwag, PIQA, bits per byte, GSM8K, memorization (docs/eval.md)",
+		Use:   "eval --run RUN [--checkpoint last|last-good|step-N|DIR] [--ema] --tasks hellaswag,piqa,bpb,gsm8k-nll,memorization,bpb-val,heldout [--heldout NAME=PATH]... [--heldout-bytes N] [--limit N] [--json] [--strict]",
+		Short: "score a checkpoint on HellaSwag, PIQA, bits per byte (yours too), GSM8K, memorization (docs/eval.md)",
 		Long:  helpText("eval"),
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opt.Status = cmd.ErrOrStderr()
+			for _, s := range heldout {
+				h, err := eval.ParseHeldout(s)
+				if err != nil {
+					return err
+				}
+				opt.Heldout = append(opt.Heldout, h)
+			}
 			res, err := eval.Run(opt)
 			if err != nil {
 				return err
@@ -27,7 +35,9 @@ func newEvalCmd() *cobra.Command {
 	f.StringVar(&opt.Run, "run", "", "run directory")
 	f.StringVar(&opt.Checkpoint, "checkpoint", "last", "last, last-good, step-N or a checkpoint directory")
 	f.BoolVar(&opt.EMA, "ema", false, "evaluate the EMA weights")
-	f.StringSliceVar(&opt.Tasks, "tasks", []string{"hellaswag", "piqa", "bpb"}, "tasks: hellaswag, piqa, bpb, gsm8k-nll, memorization, bpb-val (docs/eval.md)")
+	f.StringSliceVar(&opt.Tasks, "tasks", []string{"hellaswag", "piqa", "bpb"}, "tasks: hellaswag, piqa, bpb, gsm8k-nll, memorization, bpb-val, heldout (the run's [eval] heldout sets; docs/eval.md)")
+	f.StringArrayVar(&heldout, "heldout", nil, "a held-out text to score as bits per byte, NAME=PATH (repeatable; adds the task heldout; replaces the run's set of that name)")
+	f.IntVar(&opt.HeldoutBytes, "heldout-bytes", -1, "bytes scored per held-out set (0 = the whole file; -1 = the run's eval.heldout_bytes, as the loop scored them)")
 	f.IntVar(&opt.Limit, "limit", 0, "first N items of each task (0 = all)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	f.StringVar(&opt.Dump, "dump", "", "write every multiple-choice request (token ids, kestrel's log-probability) as JSON lines to this file, for tools/torchref/eval_ref.py")

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -140,4 +141,19 @@ func (s *Scorer) Heldout(sets []train.HeldoutSet, maxBytes int) ([]BPBResult, er
 			Nats: n.Nats, BPB: n.BitsPerByte(), Seconds: time.Since(t0).Seconds()})
 	}
 	return out, nil
+}
+
+// ParseHeldout reads kestrel eval's --heldout NAME=PATH. The name follows
+// the [eval] heldout rules (letters, digits, '_', '-', '.'); the path may
+// hold '=' and ${KESTREL_DATA}.
+func ParseHeldout(s string) (train.HeldoutSet, error) {
+	name, path, ok := strings.Cut(s, "=")
+	h := train.HeldoutSet{Name: name, Path: path}
+	if !ok {
+		return h, fmt.Errorf("--heldout %q: want NAME=PATH", s)
+	}
+	if err := (train.BenchConfig{Heldout: []train.HeldoutSet{h}}).Validate(0); err != nil {
+		return h, fmt.Errorf("--heldout %q: %w", s, err)
+	}
+	return h, nil
 }
