@@ -101,37 +101,3 @@ func TestLogSkipsHostileLines(t *testing.T) {
 		t.Errorf("train_loss_raw %v", got)
 	}
 }
-
-// FuzzParseLine: any input parses or fails without panicking, within the
-// bounds, and parsing is deterministic.
-func FuzzParseLine(f *testing.F) {
-	for _, s := range []string{
-		`{"step":3,"loss":1.5e-2,"ok":true,"no":false,"x":null}`,
-		` { "a" : { "b" : [1, 2, {"c": -3}] } , "s": "hi\"\/there" } `,
-		`{"v":NaN,"w":"Infinity","z":-Infinity}`,
-		`{"unicode":"\u00e9t\u00e9"}`,
-		`{"a":[[[[[[1]]]]]]}`, `{"a":1`, `{"a":"x}`, `[1]`, `{"a":-}`, `{"a":-I}`,
-		string(nested(MaxDepth + 1)),
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, line []byte) {
-		rec := NewRecord()
-		err := ParseLine(line, rec)
-		if err != nil {
-			return
-		}
-		var names []string
-		rec.Each(func(n string, _ float64) { names = append(names, n) })
-		rec.EachStr(func(n, _ string) { names = append(names, n) })
-		for _, n := range names {
-			if len(n) > MaxNameBytes || strings.Count(n, "/") > MaxDepth {
-				t.Fatalf("name %.40q… beyond the bounds", n)
-			}
-		}
-		again := NewRecord()
-		if err := ParseLine(line, again); err != nil || len(again.kvs) != len(rec.kvs) {
-			t.Fatalf("second parse: %v, %d fields, first %d", err, len(again.kvs), len(rec.kvs))
-		}
-	})
-}

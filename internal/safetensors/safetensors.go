@@ -264,6 +264,9 @@ func Decode(b []byte) (*File, error) {
 			}
 			continue
 		}
+		if name == "" {
+			return nil, fmt.Errorf("empty tensor name (a safetensors writer cannot write one)")
+		}
 		var e entry
 		dec := json.NewDecoder(bytes.NewReader(msg))
 		dec.DisallowUnknownFields()
@@ -299,7 +302,10 @@ func Decode(b []byte) (*File, error) {
 		if a != b {
 			return a < b
 		}
-		return len(f.Tensors[i].Data) < len(f.Tensors[j].Data)
+		if la, lb := len(f.Tensors[i].Data), len(f.Tensors[j].Data); la != lb {
+			return la < lb
+		}
+		return f.Tensors[i].Name < f.Tensors[j].Name // empty tensors share an offset: one order
 	})
 	var pos int64
 	for i, t := range f.Tensors {

@@ -44,17 +44,3 @@ func TestDecodeBounds(t *testing.T) {
 		}
 	}
 }
-
-// FuzzDecode: any document decodes or is refused without panicking.
-func FuzzDecode(f *testing.F) {
-	for _, s := range []string{
-		"a = 1\n", "s = \"x[\"\na = [[1], [2]]\n", "a = {b = {c = [1]}}\n", "# [[[\n", "s = '''\n[[\n'''\n",
-		"s = \"\\\"[\"\n", "[t]\na = 1\n[[u]]\nb = 2\n", "a = " + strings.Repeat("[", 70) + strings.Repeat("]", 70),
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var v map[string]any
-		_ = Decode(data, "fuzz.toml", &v)
-	})
-}
