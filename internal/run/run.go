@@ -239,7 +239,7 @@ func (st *attemptState) attempt(ctx context.Context, cfg config.Config, dir stri
 	case res.Interrupted:
 		fmt.Fprintf(opts.Stderr, "interrupted at step %d; checkpoint %s written; rerun the same command to resume\n", res.Step, res.Checkpoint)
 	case math.IsNaN(res.ValLoss): // resumed a finished run: nothing evaluated
-		fmt.Fprintf(opts.Stdout, "done: the run was already at step %d (train.steps); nothing to train, run %s\n", res.Step, dir)
+		fmt.Fprintf(opts.Stdout, "done: the run was already at step %d (train.steps, or a branch's until_step); nothing to train, run %s\n", res.Step, dir)
 	default:
 		fmt.Fprintf(opts.Stdout, "done: step %d, val_loss %.4f, val_loss_ema %.4f, wall %s, run %s\n", res.Step, res.ValLoss, res.ValLossEMA, wall, dir)
 	}
@@ -273,6 +273,13 @@ func TrainOptions(cfg config.Config, dir string, logger *slog.Logger) (train.Opt
 		Logger: logger,
 	}
 	opts.TraceOps = traceOps(cfg.Monitor) // per-op spans of the trace.json window
+	// A branch (kestrel branch) records its parent in the manifest and
+	// stops at its until_step at every start.
+	if opts.Manifest.Parent, err = runlog.ReadBranch(dir); err != nil {
+		return opts, err
+	} else if opts.Manifest.Parent != nil {
+		opts.StopAt = opts.Manifest.Parent.UntilStep
+	}
 	if opts.Init.From != "" {
 		if opts.Init.From, err = datadir.Expand(opts.Init.From); err != nil {
 			return opts, fmt.Errorf("init.from: %w", err)

@@ -75,7 +75,7 @@ func (t *trainer) rankVitals(s int, m *runlog.Step) error {
 func (t *trainer) runRank(ctx context.Context, res *Result) (*Result, error) {
 	o := t.o
 	t.log.Info("training as a data-parallel rank", "ranks", t.dp.size, "host", t.dp.c.Host(), "from_step", t.st.Step)
-	for s := t.st.Step + 1; s <= o.Train.Steps; s++ {
+	for s := t.st.Step + 1; s <= o.lastStep(); s++ { // rank 0 stops at a branch's end too
 		stop, err := t.dp.agree(s, ctx.Err() != nil)
 		if err != nil {
 			return res, err

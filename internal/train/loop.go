@@ -82,6 +82,23 @@ type Options struct {
 	// docs/distributed.md); nil or one rank: a single process. Rank 0
 	// writes the run's files, the others only train.
 	Comm comm.Comm
+
+	// StopAt, when > 0 and before Train.Steps, is the last step of this
+	// run (a branch's until_step, kestrel branch): after it the run
+	// evaluates as at any evaluation step (comparable with the parent's
+	// evaluation there), writes a "final" checkpoint and returns; a run
+	// already at StopAt has nothing to do. The LR schedule still spans
+	// Train.Steps.
+	StopAt int
+}
+
+// lastStep is the last step this run trains: Train.Steps, or StopAt when
+// it comes first.
+func (o *Options) lastStep() int {
+	if o.StopAt > 0 && o.StopAt < o.Train.Steps {
+		return o.StopAt
+	}
+	return o.Train.Steps
 }
 
 // Result summarises a finished (or interrupted) run.
@@ -363,6 +380,11 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		res.Step = t.st.Step
 		return res, nil
 	}
+	if o.StopAt > 0 && t.st.Step >= o.StopAt {
+		t.log.Info("nothing to do: the branch already reached its last step", "step", t.st.Step, "until_step", o.StopAt)
+		res.Step = t.st.Step
+		return res, nil
+	}
 	if o.WriteConfig != nil {
 		if err := o.WriteConfig(filepath.Join(o.Dir, "config.toml")); err != nil {
 			return nil, err
@@ -444,6 +466,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		}
 		// train.max_minutes: stop this invocation like a finished run.
 		timeUp := s < o.Train.Steps && o.Train.MaxMinutes > 0 && time.Since(t.start).Minutes() >= o.Train.MaxMinutes
+		branchEnd := s < o.Train.Steps && s == o.StopAt // Options.StopAt: the same on every rank
 		if t.dp != nil { // every rank stops where rank 0 does
 			if ag, err := t.dp.agree(s, obErr != nil, timeUp); err != nil {
 				return res, errors.Join(obErr, err)
@@ -464,7 +487,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 				"step", s, "steps", o.Train.Steps, "max_minutes", o.Train.MaxMinutes)
 		}
 		clock.Pause() // until resume: eval_time and checkpoint_time, not the next step's time
-		if (o.Train.EvalEvery > 0 && s%o.Train.EvalEvery == 0) || s == o.Train.Steps || timeUp {
+		if (o.Train.EvalEvery > 0 && s%o.Train.EvalEvery == 0) || s == o.Train.Steps || timeUp || branchEnd {
 			e, err := t.evaluate(ctx, s, m.TrainLossEMA, s == o.Train.Steps || timeUp)
 			if err != nil {
 				return res, err
@@ -473,7 +496,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		}
 		kind := ""
 		switch {
-		case s == o.Train.Steps:
+		case s == o.Train.Steps, branchEnd:
 			kind = "final"
 		case o.Checkpoint.PermanentEvery > 0 && s%o.Checkpoint.PermanentEvery == 0:
 			kind = "permanent"
@@ -492,6 +515,9 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		clock.Resume()
 		if timeUp {
 			res.TimeLimited = true
+			return res, nil
+		}
+		if branchEnd {
 			return res, nil
 		}
 	}

@@ -1,0 +1,225 @@
+// Package branch makes a canary of a run (`kestrel branch`): a new run
+// directory that starts from one of the parent's checkpoints, with one or
+// more config changes, and trains a given number of steps. The branch
+// resumes the parent's exact state (weights, optimizer, data position,
+// step), so a branch with no change reproduces the parent bit for bit;
+// its branch.json (runlog.Parent), copied into its manifest at every
+// start, records the parent, the checkpoint's digest and the change. The
+// parent is only read, never written or locked.
+package branch
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kestrel-lm/kestrel/internal/atomicfile"
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
+	"github.com/kestrel-lm/kestrel/internal/run"
+	"github.com/kestrel-lm/kestrel/internal/runlock"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/internal/train"
+)
+
+// Options describe one branch.
+type Options struct {
+	Parent string   // the parent's run directory
+	From   string   // the checkpoint, as checkpoint.Resolve takes it: last, last-good, step-N, a directory of the parent's checkpoints/
+	Out    string   // the branch's run directory: new, empty, or an earlier branch
+	Steps  int      // steps to train after the checkpoint's step
+	Set    []string // section.key=value changes, in order
+	Logger *slog.Logger
+}
+
+// Branch is a prepared branch directory: its config (the parent's with
+// the changes) and its record.
+type Branch struct {
+	Dir    string
+	Config config.Config
+	Parent runlog.Parent
+}
+
+// dataKeys are the keys a branch may change beyond those an intervention
+// may (run.SettableKey): the data mixture's weights. The data order of
+// each source stays a function of the seed; data.stages with a start_step
+// after the branch point changes the mixture from there on.
+var dataKeys = []string{"data.sources", "data.stages"}
+
+// Prepare checks the options and installs the branch directory: the
+// parent's config with the changes, a copy of the checkpoint (verified
+// against its SHA256SUMS), the parent's probe batch, its metrics and
+// alerts up to the checkpoint's step, its interventions and incident
+// closures, and branch.json. Nothing is written when a check fails; the
+// parent is only read.
+func Prepare(o Options) (*Branch, error) {
+	if o.Steps <= 0 {
+		return nil, fmt.Errorf("branch: --steps must be > 0, got %d", o.Steps)
+	}
+	parent, err := filepath.Abs(o.Parent)
+	if err != nil {
+		return nil, fmt.Errorf("branch: %w", err)
+	}
+	ck, st, err := resolveCheckpoint(parent, o.From)
+	if err != nil {
+		return nil, err
+	}
+	base, err := config.Load(filepath.Join(parent, "config.toml"), nil)
+	if err != nil {
+		return nil, fmt.Errorf("branch: parent config: %w", err)
+	}
+	cfg, err := applySet(o.Set, base)
+	if err != nil {
+		return nil, fmt.Errorf("branch: %w", err)
+	}
+	until := st.Step + o.Steps
+	if until > cfg.Train.Steps {
+		return nil, fmt.Errorf("branch: --steps %d from step %d ends at step %d, after train.steps = %d; branch fewer steps, or --set train.steps (it stretches the LR schedule)", o.Steps, st.Step, until, cfg.Train.Steps)
+	}
+	out, err := checkOut(o.Out, parent)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTrainable(cfg, out, o.Logger); err != nil {
+		return nil, fmt.Errorf("branch: the branch's config: %w", err)
+	}
+	sums, err := runlog.HashFile(filepath.Join(ck, checkpoint.SumsFile))
+	if err != nil {
+		return nil, fmt.Errorf("branch: %w", err)
+	}
+	ph, _ := config.Hash(base)
+	b := &Branch{Dir: out, Config: cfg, Parent: runlog.Parent{
+		Run: parent, Checkpoint: ck, Step: st.Step, TokensSeen: st.TokensSeen, SumsSHA256: sums, ConfigHash: ph,
+		Set: slices.Clone(o.Set), Steps: o.Steps, UntilStep: until, Created: time.Now().UTC().Format(time.RFC3339),
+	}}
+	if err := atomicfile.WriteDir(out, func(tmp string) error { return b.fill(tmp) }); err != nil {
+		return nil, fmt.Errorf("branch: %w", err)
+	}
+	return b, nil
+}
+
+// resolveCheckpoint turns the --from name into one of the parent's
+// checkpoint directories that verifies, with its state.
+func resolveCheckpoint(parent, from string) (string, *checkpoint.State, error) {
+	ck, err := checkpoint.Resolve(parent, from)
+	if err != nil {
+		return "", nil, fmt.Errorf("branch: --from: %w", err)
+	}
+	if ck, err = filepath.Abs(ck); err != nil {
+		return "", nil, fmt.Errorf("branch: --from: %w", err)
+	}
+	if root := checkpoint.Root(parent); !sameDir(filepath.Dir(ck), root) {
+		return "", nil, fmt.Errorf("branch: --from %s: not a checkpoint of %s (its checkpoints are in %s)", from, parent, root)
+	}
+	if err := checkpoint.Verify(ck); err != nil {
+		return "", nil, fmt.Errorf("branch: --from %s: %w", from, err)
+	}
+	st, err := checkpoint.ReadState(ck)
+	if err != nil {
+		return "", nil, fmt.Errorf("branch: --from %s: %w", from, err)
+	}
+	return ck, st, nil
+}
+
+func sameDir(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+// applySet applies the --set changes to the parent's config: the data
+// mixture's keys (dataKeys) by type, every other key through the check
+// of kestrel rewind --set (run.CheckSet: keys an intervention may set,
+// types, ranges). An error names the key.
+func applySet(flags []string, cfg config.Config) (config.Config, error) {
+	rest := map[string]string{}
+	for _, f := range flags {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || k == "" {
+			return cfg, fmt.Errorf("--set %q: want section.key=value", f)
+		}
+		if !slices.Contains(dataKeys, k) {
+			rest[k] = v
+			continue
+		}
+		if cfg.Data.Kind != "dataset" {
+			return cfg, fmt.Errorf("--set %s: the data mixture applies to data.kind = \"dataset\", the parent trains on %q", k, cfg.Data.Kind)
+		}
+		if err := (config.Override{Path: k, Value: v}).Apply(&cfg); err != nil {
+			return cfg, fmt.Errorf("--set %s=%s: %w", k, v, err)
+		}
+	}
+	cfg, err := run.CheckSet(rest, cfg)
+	if err != nil {
+		return cfg, fmt.Errorf("--%w", err)
+	}
+	return cfg, config.CheckFinite(cfg)
+}
+
+// checkTrainable opens the branch's data source and runs the trainer's
+// preflight (memory, validation data) on the config before anything is
+// written, so a change the data loader refuses (an unknown source in
+// data.stages) is refused here, naming the field.
+func checkTrainable(cfg config.Config, dir string, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	to, err := run.TrainOptions(cfg, dir, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if c, ok := to.Data.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}()
+	to.Fresh = false
+	return train.Preflight(to)
+}
+
+// checkOut applies the output rule to the branch directory: it is new,
+// empty or an earlier branch (holding branch.json) that no trainer holds;
+// never the parent, inside it, or a directory holding it.
+func checkOut(out, parent string) (string, error) {
+	if out == "" {
+		return "", errors.New("branch: --out is required (a new directory, or an earlier branch to replace)")
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return "", fmt.Errorf("branch: --out: %w", err)
+	}
+	if fileguard.Within(abs, parent) || fileguard.Within(parent, abs) {
+		return "", fmt.Errorf("branch: --out %s: the parent run %s is only read; write the branch beside it", out, parent)
+	}
+	g := fileguard.Dir{Path: abs, What: "branch directory", Markers: []string{runlog.BranchFile}}
+	if err := g.Check(); err != nil {
+		return "", fmt.Errorf("branch: --out: %w", err)
+	}
+	if fileguard.HasMarker(abs, runlog.BranchFile) { // an earlier branch: not while a trainer holds it
+		lk, err := runlock.Acquire(abs, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			return "", fmt.Errorf("branch: --out %s: an earlier branch, not replaced: %w", out, err)
+		}
+		if err := lk.Release(); err != nil {
+			return "", fmt.Errorf("branch: --out %s: %w", out, err)
+		}
+	}
+	return abs, nil
+}
+
+// Describe is the line kestrel branch prints before training.
+func (b *Branch) Describe() string {
+	change := "no change"
+	if len(b.Parent.Set) > 0 {
+		change = "--set " + strings.Join(b.Parent.Set, " --set ")
+	}
+	return fmt.Sprintf("branch %s: from %s (step %d, %d tokens, SHA256SUMS %.12s…) with %s; training steps %d..%d",
+		b.Dir, b.Parent.Checkpoint, b.Parent.Step, b.Parent.TokensSeen, b.Parent.SumsSHA256, change, b.Parent.Step+1, b.Parent.UntilStep)
+}

@@ -1,0 +1,221 @@
+package compare
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/branch"
+	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/run"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func tinyRun() config.Config {
+	cfg := config.Default()
+	cfg.Model.Vocab, cfg.Model.DModel, cfg.Model.NLayers, cfg.Model.NHeads, cfg.Model.NKVHeads = 256, 32, 2, 2, 2
+	cfg.Model.MLPHidden, cfg.Model.SeqLen = 64, 32
+	cfg.Data.Kind, cfg.Data.Train = "bytes", "${KESTREL_DATA}/tinyshakespeare/input.txt"
+	cfg.Train.Steps, cfg.Train.BatchSize, cfg.Train.EvalEvery, cfg.Train.EvalBatches, cfg.Train.LogEvery = 24, 4, 4, 2, 0
+	cfg.Train.PeakGFLOPS = 10
+	cfg.Optim.LR, cfg.Optim.MinLR, cfg.Optim.Warmup = 3e-3, 3e-4, 3
+	cfg.Checkpoint.Every, cfg.Checkpoint.Keep = 8, 5
+	cfg.Monitor.Window, cfg.Monitor.SpikeFollow, cfg.Monitor.Cooldown = 8, 4, 4
+	return cfg
+}
+
+// runs trains a parent (24 steps) and two branches from its step 8 to
+// step 20: one with optim.lr ×4, one with no change.
+func runs(t *testing.T) (parent, lr, same string) {
+	t.Helper()
+	tmp := t.TempDir()
+	parent = filepath.Join(tmp, "parent")
+	if _, err := run.Train(context.Background(), tinyRun(), parent, run.Options{Logger: quiet()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []struct {
+		dir *string
+		set []string
+	}{{&lr, []string{"optim.lr=1.2e-2"}}, {&same, nil}} {
+		*b.dir = filepath.Join(tmp, fmt.Sprintf("branch%d", len(b.set)))
+		br, err := branch.Prepare(branch.Options{Parent: parent, From: "step-8", Out: *b.dir, Steps: 12, Set: b.set, Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := run.Train(context.Background(), br.Config, br.Dir, run.Options{Logger: quiet()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return parent, lr, same
+}
+
+// line is one metrics.jsonl record, read independently of the package.
+type line struct {
+	Step   int      `json:"step"`
+	Tokens int64    `json:"tokens_seen"`
+	Train  *float64 `json:"train_loss_raw"`
+	Val    *float64 `json:"val_loss"`
+	Event  string   `json:"event"`
+}
+
+func readLines(t *testing.T, dir string) (train, val map[int]line) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	train, val = map[int]line{}, map[int]line{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var l line
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case l.Event != "":
+		case l.Train != nil:
+			train[l.Step] = l
+		case l.Val != nil:
+			val[l.Step] = l
+		}
+	}
+	return train, val
+}
+
+// TestCompareBranchWithParent: kestrel compare BRANCH (a branch with a 4×
+// LR from step 8 to step 20) against its parent: the shared history, the
+// train-loss window (paired per step), val_loss at step 20 with the eval
+// jitter's standard error, the config and manifest differences and the
+// verdict all match what is computed here from the two metrics.jsonl; the
+// same runs named explicitly give the same numbers; a branch with no change
+// is "identical"; a run that is no branch alone is refused.
+func TestCompareBranchWithParent(t *testing.T) {
+	parent, lr, same := runs(t)
+	rep, err := Compare([]string{lr}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rep.Pairs[0]
+	pt, pv := readLines(t, parent)
+	bt, bv := readLines(t, lr)
+
+	// Shared: steps 1..9 (step 9's loss is measured before the first
+	// update with the new LR).
+	shared := 0
+	for s := 1; bt[s].Train != nil && pt[s].Train != nil && *bt[s].Train == *pt[s].Train; s++ {
+		shared = s
+	}
+	if shared != 9 || p.SharedStep != shared {
+		t.Fatalf("shared step %d, computed %d (want 9)", p.SharedStep, shared)
+	}
+	if p.Tokens != bt[20].Tokens || bt[21].Train != nil {
+		t.Errorf("common tokens %d, branch step 20 has %d", p.Tokens, bt[20].Tokens)
+	}
+	// Train loss: steps 10..20 paired.
+	var d []float64
+	for s := shared + 1; s <= 20; s++ {
+		d = append(d, *bt[s].Train-*pt[s].Train)
+	}
+	mean, sd := meanSD(d)
+	tr := p.Train
+	if tr == nil || tr.N != 11 || tr.Noise != "paired steps" || !close(tr.Delta, mean) || tr.StdErr == nil || !close(*tr.StdErr, sd/math.Sqrt(11)) {
+		t.Errorf("train delta %+v; want mean %g, se %g over 11 paired steps", tr, mean, sd/math.Sqrt(11))
+	}
+	// val_loss at step 20 in both, jitter over the evaluations at 0 < s ≤ 20.
+	var vd *Delta
+	for i := range p.Evals {
+		if p.Evals[i].Metric == "val_loss" {
+			vd = &p.Evals[i]
+		}
+	}
+	want := *bv[20].Val - *pv[20].Val
+	se := math.Hypot(jit(pv, 20), jit(bv, 20))
+	if vd == nil || vd.Align != "exact" || vd.StepA != 20 || vd.StepB != 20 || !close(vd.Delta, want) || vd.StdErr == nil || !close(*vd.StdErr, se) {
+		t.Fatalf("val delta %+v; want %g ± %g at step 20", vd, want, se)
+	}
+	if want == 0 {
+		t.Fatal("the 4× LR changed nothing at step 20")
+	}
+	verb := "no difference beyond noise"
+	switch {
+	case math.Abs(want) > 2*se && want < 0:
+		verb = fmt.Sprintf("branch1 is better than parent on val by %.3f ± %.3f nats", -want, se)
+	case math.Abs(want) > 2*se:
+		verb = fmt.Sprintf("branch1 is worse than parent on val by %.3f ± %.3f nats", want, se)
+	}
+	if !strings.Contains(p.Verdict, verb) {
+		t.Errorf("verdict %q; want it to say %q", p.Verdict, verb)
+	}
+	if len(p.Config) != 1 || p.Config[0].Field != "optim.lr" || p.Config[0].A != "0.003" || p.Config[0].B != "0.012" {
+		t.Errorf("config differences %+v; want optim.lr 0.003 → 0.012 only", p.Config)
+	}
+	fields := map[string]bool{}
+	for _, f := range p.Manifest {
+		fields[f.Field] = true
+	}
+	if !fields["parent"] || !fields["config_hash"] || fields["dataset_hash"] || fields["git_sha"] {
+		t.Errorf("manifest differences %+v; want parent and config_hash, not the data or the build", p.Manifest)
+	}
+	// The same two runs named explicitly.
+	rep2, err := Compare([]string{parent, lr}, Options{})
+	if err != nil || rep2.Pairs[0].Verdict != p.Verdict {
+		t.Errorf("explicit pair: %v, verdict %q vs %q", err, rep2.Pairs[0].Verdict, p.Verdict)
+	}
+	// No change: identical.
+	rep3, err := Compare([]string{same}, Options{})
+	if err != nil || !rep3.Pairs[0].Identical || !strings.HasPrefix(rep3.Pairs[0].Verdict, "identical") || rep3.Pairs[0].Train != nil {
+		t.Errorf("no-change branch: %v, %+v", err, rep3.Pairs)
+	}
+	if _, err := Compare([]string{parent}, Options{}); err == nil || !strings.Contains(err.Error(), "no branch") {
+		t.Errorf("a lone run that is no branch: %v", err)
+	}
+	var sb strings.Builder
+	if err := WriteTable(&sb, rep); err != nil || !strings.Contains(sb.String(), p.Verdict) || !strings.Contains(sb.String(), "optim.lr") {
+		t.Errorf("table: %v\n%s", err, sb.String())
+	}
+}
+
+func meanSD(xs []float64) (float64, float64) {
+	m := 0.0
+	for _, x := range xs {
+		m += x
+	}
+	m /= float64(len(xs))
+	v := 0.0
+	for _, x := range xs {
+		v += (x - m) * (x - m)
+	}
+	return m, math.Sqrt(v / float64(len(xs)-1))
+}
+
+// jit is the eval jitter from the last 6 val_loss values at steps ≤ upTo.
+func jit(val map[int]line, upTo int) float64 {
+	var vs []float64
+	for s := 1; s <= upTo; s++ {
+		if l, ok := val[s]; ok {
+			vs = append(vs, *l.Val)
+		}
+	}
+	if len(vs) > 6 {
+		vs = vs[len(vs)-6:]
+	}
+	sum := 0.0
+	for i := 1; i+1 < len(vs); i++ {
+		dd := vs[i-1] - 2*vs[i] + vs[i+1]
+		sum += dd * dd
+	}
+	return math.Sqrt(sum / float64(len(vs)-2) / 6)
+}
+
+func close(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Max(1, math.Abs(b)) }

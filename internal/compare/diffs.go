@@ -1,0 +1,243 @@
+package compare
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
+)
+
+// alertCounts counts each run's alerts by rule and severity after the
+// shared step, up to the step at which it reached the common tokens
+// (lastA, lastB). A run without alerts.jsonl has none; bad lines are
+// skipped as the reader does.
+func alertCounts(dirA, dirB string, shared, lastA, lastB int) ([]AlertCount, error) {
+	counts := map[[2]string]*AlertCount{}
+	for i, dir := range []string{dirA, dirB} {
+		last := []int{lastA, lastB}[i]
+		as, err := runlog.ReadAlerts(filepath.Join(dir, "alerts.jsonl"))
+		if err != nil && runlog.SkippedLines(err) == 0 && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("compare: %w", err)
+		}
+		for _, a := range as {
+			if int(a.Step) <= shared || int(a.Step) > last {
+				continue
+			}
+			k := [2]string{a.Rule, string(a.Severity)}
+			c := counts[k]
+			if c == nil {
+				c = &AlertCount{Rule: a.Rule, Severity: string(a.Severity)}
+				counts[k] = c
+			}
+			if i == 0 {
+				c.A++
+			} else {
+				c.B++
+			}
+		}
+	}
+	out := make([]AlertCount, 0, len(counts))
+	for _, c := range counts {
+		out = append(out, *c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Severity != out[j].Severity {
+			return out[i].Severity < out[j].Severity
+		}
+		return out[i].Rule < out[j].Rule
+	})
+	return out, nil
+}
+
+// interventionRows lists the interventions only one run has (by id and
+// content: a branch carries its parent's).
+func interventionRows(dirA, dirB string) ([]InterventionRow, error) {
+	ia, err := runlog.ReadInterventions(dirA)
+	if err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	ib, err := runlog.ReadInterventions(dirB)
+	if err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	out := []InterventionRow{}
+	only := func(run string, xs, ys []runlog.Intervention) {
+		have := map[string]bool{}
+		for _, y := range ys {
+			have[summary(y)] = true
+		}
+		for _, x := range xs {
+			if !have[summary(x)] {
+				out = append(out, InterventionRow{Run: run, ID: x.ID, Summary: summary(x)})
+			}
+		}
+	}
+	only("A", ia, ib)
+	only("B", ib, ia)
+	return out, nil
+}
+
+// summary is one line about an intervention.
+func summary(iv runlog.Intervention) string {
+	s := fmt.Sprintf("%s: %s from step %d to %d", iv.ID, iv.Kind, iv.FromStep, iv.ToStep)
+	if iv.SkipSteps > 0 {
+		s += fmt.Sprintf(", skip %d:%d", iv.SkipFrom, iv.SkipTo)
+	}
+	if iv.LRScale != 0 && iv.LRScale != 1 {
+		s += fmt.Sprintf(", lr ×%g for %d steps", iv.LRScale, iv.LRSteps)
+	}
+	for _, k := range sortedKeys(iv.Set) {
+		s += fmt.Sprintf(", %s=%s", k, iv.Set[k])
+	}
+	if iv.By != "" {
+		s += " (" + iv.By + ")"
+	}
+	return s
+}
+
+// configDiff compares the runs' resolved config.toml leaf by leaf (arrays
+// as a whole).
+func configDiff(dirA, dirB string) ([]FieldDiff, error) {
+	fa, err := configLeaves(dirA)
+	if err != nil {
+		return nil, err
+	}
+	fb, err := configLeaves(dirB)
+	if err != nil {
+		return nil, err
+	}
+	return diffMaps(fa, fb), nil
+}
+
+// configLeaves reads dir/config.toml (strictly, as kestrel train does) and
+// flattens it to section.key → TOML value.
+func configLeaves(dir string) (map[string]string, error) {
+	cfg, err := config.Load(filepath.Join(dir, "config.toml"), nil)
+	if err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	b, err := config.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("compare: %s: %w", dir, err)
+	}
+	var m map[string]any
+	if err := toml.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("compare: %s: config.toml: %w", dir, err)
+	}
+	out := map[string]string{}
+	flatten("", m, out)
+	return out, nil
+}
+
+func flatten(prefix string, m map[string]any, out map[string]string) {
+	for k, v := range m {
+		p := k
+		if prefix != "" {
+			p = prefix + "." + k
+		}
+		if sub, ok := v.(map[string]any); ok {
+			flatten(p, sub, out)
+			continue
+		}
+		out[p] = literal(v)
+	}
+}
+
+// literal writes a decoded TOML value back as text.
+func literal(v any) string {
+	switch x := v.(type) {
+	case string:
+		return strconv.Quote(x)
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = literal(e)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case map[string]any:
+		parts := []string{}
+		for _, k := range sortedKeys(x) {
+			parts = append(parts, k+" = "+literal(x[k]))
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	}
+	return fmt.Sprint(v)
+}
+
+// diffMaps lists the keys whose values differ (a key only one side has
+// shows "(none)" on the other), sorted.
+func diffMaps(a, b map[string]string) []FieldDiff {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	out := []FieldDiff{}
+	for _, k := range sortedKeys(keys) {
+		va, oka := a[k]
+		vb, okb := b[k]
+		if oka && okb && va == vb {
+			continue
+		}
+		if !oka {
+			va = "(none)"
+		}
+		if !okb {
+			vb = "(none)"
+		}
+		out = append(out, FieldDiff{Field: k, A: va, B: vb})
+	}
+	return out
+}
+
+// manifestDiff compares the manifests' build, machine and input fields
+// (a run without manifest.json compares as empty).
+func manifestDiff(dirA, dirB string) ([]FieldDiff, error) {
+	fa, err := manifestFields(dirA)
+	if err != nil {
+		return nil, err
+	}
+	fb, err := manifestFields(dirB)
+	if err != nil {
+		return nil, err
+	}
+	return diffMaps(fa, fb), nil
+}
+
+func manifestFields(dir string) (map[string]string, error) {
+	m, err := runlog.ReadManifest(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	out := map[string]string{
+		"git_sha": m.GitSHA, "git_dirty": strconv.FormatBool(m.GitDirty), "go_version": m.GoVersion, "modules_hash": m.ModulesHash,
+		"os_arch": m.OSArch, "cpu": m.CPU, "gemm": m.Kernel, "config_hash": m.ConfigHash, "seed": strconv.FormatUint(m.Seed, 10),
+		"dataset_hash": m.DatasetHash, "tokenizer": m.Tokenizer, "tokenizer_hash": m.TokenizerHash, "quarantine_hash": m.QuarantineHash,
+		"probe_hash": m.ProbeHash, "num_params": strconv.Itoa(m.NumParams),
+	}
+	for k, v := range m.EvalHashes {
+		out["eval_hashes."+k] = v
+	}
+	if m.Parent != nil {
+		out["parent"] = fmt.Sprintf("%s step %d", m.Parent.Run, m.Parent.Step)
+	}
+	for k, v := range out {
+		if v == "" {
+			delete(out, k)
+		}
+	}
+	return out, nil
+}
