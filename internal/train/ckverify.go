@@ -22,10 +22,7 @@ func (t *trainer) verifyCheckpoint(dir string, p *checkpoint.Payload, kind strin
 			t.log.Warn("debug fault not applied", "err", err)
 		}
 	}
-	t.ckWritten++
-	every := t.o.Checkpoint.VerifyRestoreEvery
-	restore := every > 0 && (t.ckWritten%every == 0 || kind == "final")
-	rep, err := checkpoint.VerifyWritten(dir, p, restore)
+	rep, err := checkpoint.VerifyWritten(dir, p, t.restoreDue(kind))
 	if err == nil && rep.Restored && !rep.OptStateFinite {
 		err = errors.New("the optimizer state in memory holds a NaN or an infinity (opt_state_finite = 0)")
 	}
@@ -40,4 +37,13 @@ func (t *trainer) verifyCheckpoint(dir string, p *checkpoint.Payload, kind strin
 		t.log.Error("checkpoint: could not record the failed verification", "dir", dir, "err", merr)
 	}
 	return why
+}
+
+// restoreDue counts the checkpoint about to be verified and reports
+// whether it gets the restore test: every checkpoint.verify_restore_every-th
+// of this invocation, and the final one (never when it is 0).
+func (t *trainer) restoreDue(kind string) bool {
+	t.ckWritten++
+	every := t.o.Checkpoint.VerifyRestoreEvery
+	return every > 0 && (t.ckWritten%every == 0 || kind == "final")
 }
