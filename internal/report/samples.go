@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
@@ -162,4 +163,14 @@ func sampledTopK(gens []runlog.Generation) int {
 		}
 	}
 	return 0
+}
+
+// WriteVerdict prints the summary a command shows: the verdict, its
+// checks one per line, and where the report is.
+func (s *Summary) WriteVerdict(w io.Writer) {
+	fmt.Fprintf(w, "verdict: %s\n", map[bool]string{true: "healthy", false: "needs a look"}[s.Healthy])
+	for _, v := range s.Verdicts {
+		fmt.Fprintf(w, "  %s\n", v)
+	}
+	fmt.Fprintf(w, "report: %s (%d plots, samples of %d checkpoints)\n", s.Path, len(s.Plots), s.Checkpoints)
 }
