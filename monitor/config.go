@@ -102,6 +102,11 @@ type Config struct {
 	LMHeadGrowth         float64 `toml:"lm_head_growth" comment:"SEV2 lm_head_norm_growth when, late in the cooldown (see lm_head_late_lr) with the LR falling, lm_head_norm rose steadily over the last window steps by more than this fraction (0 = off)"`
 	LMHeadLateLR         float64 `toml:"lm_head_late_lr" comment:"lm_head_norm_growth: late in the cooldown means learning_rate at most this fraction of the run's largest learning_rate"`
 
+	// On track (monitor/ontrack.go): the run against its own loss-vs-tokens fit.
+	OffTrackZ     float64 `toml:"off_track_z" comment:"SEV2 off_track when scaling_law_residual_z (the median of train_loss_raw − loss_fit over 50 judged steps ÷ its noise) stays above this for off_track_steps consecutive steps and the residual above off_track_min; below the fit (a cooldown) never fires"`
+	OffTrackSteps int     `toml:"off_track_steps" comment:"off_track: consecutive judged steps the residual must stay above both bounds (0 = off)"`
+	OffTrackMin   float64 `toml:"off_track_min" comment:"off_track: the least residual (nats/token) that counts, so a very tight fit does not alert on a negligible drift"`
+
 	MixTargets map[string]float64 `toml:"mix_targets" comment:"target source weights for the mixture-drift rule (empty = taken from the data config by the trainer)"`
 }
 
@@ -186,6 +191,12 @@ func DefaultConfig() Config {
 		BlackoutMinSeconds: 300,
 		TokensFlatSteps:    20,
 
+		// ontrack.go: healthy shakespeare-char and demo runs stay below
+		// z = 2 above their fit; a loss 0.1 nats above it is z > 10.
+		OffTrackZ:     4,
+		OffTrackSteps: 50,
+		OffTrackMin:   0.02,
+
 		MoESustainSteps: 20,
 
 		// memrules.go, ckptrules.go: a leak of 1 MiB a step crosses 128 MiB
@@ -266,6 +277,7 @@ func (c Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.validateVitals()...)
+	errs = append(errs, c.validateOnTrack()...)
 	if c.TokensFlatSteps < 0 {
 		errs = append(errs, fmt.Errorf("monitor.tokens_flat_steps must be >= 0, got %d", c.TokensFlatSteps))
 	}

@@ -106,7 +106,7 @@ var catalog = []Metric{
 	{Name: "clipped_updates", Unit: "count", Kind: Counter, Category: CatTraining, Help: "cumulative update-norm clips", Sampling: "step"},
 	{Name: "z_loss", Unit: "nats/token", Kind: Gauge, Category: CatTraining, Help: "mean z-loss term (log² of the softmax normaliser) of the batch", Sampling: "step"},
 	{Name: "logit_lse_mean", Unit: "nats", Kind: Gauge, Category: CatTraining, Help: "mean log-sum-exp of the output logits", Sampling: "step"},
-	{Name: "batch_size", Unit: "sequences", Kind: Gauge, Category: CatTraining, Help: "global batch in sequences at this step", Sampling: "step"},
+	{Name: "batch_size", Unit: "sequences", Kind: Gauge, Category: CatTraining, Help: "global batch in sequences at this step", Sampling: "step", Panel: "noise", Plot: "noise.png"},
 	{Name: "micro_batches", Unit: "count", Kind: Gauge, Category: CatTraining, Help: "forward/backward passes accumulated into this update", Sampling: "step"},
 	{Name: "param_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of the parameters before the update (global or per layer: embed, layerL, lm_head)", Variants: optimLayerVars, Sampling: "step", Panel: "param", VariantPanel: "param"},
 	{Name: "adam_m_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of AdamW's first moment (exp_avg; with optim.name = muon it also holds the matrices' Muon momentum) after the step (global or per layer: embed, layerL, lm_head); doubling while adam_v_norm stays put preceded loss spikes at Marin", Variants: optimLayerVars, Sampling: "step", Panel: "adamm", VariantPanel: "adamm", Plot: "adam_m.png"},
@@ -123,6 +123,16 @@ var catalog = []Metric{
 	{Name: "z_loss_weight", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "z-loss weight λ (model.z_loss) in force this step", Sampling: "step", Panel: "knobs"},
 	{Name: "qk_clip_tau", Unit: "logit", Kind: Gauge, Category: CatTraining, Help: "QK-Clip threshold τ (optim.qk_clip_tau) in force this step (0 = off)", Sampling: "step", Panel: "knobs"},
 	{Name: "lr_scale", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "factor of the [[optim.knobs]] schedule on the learning rate this step (1 = none; rewind --lr-scale shows in learning_rate only)", Sampling: "step", Panel: "knobs"},
+	// On track (internal/lossfit, internal/train/ontrack.go) and the gradient noise scale (internal/train/noisescale.go).
+	{Name: "loss_fit", Unit: "nats/token", Kind: Gauge, Category: CatTraining, Help: "the run's own loss-vs-tokens fit L = E + A·(t/t0)^(−α) at this step's tokens_seen: fitted robustly (Huber) to train_loss_raw of the stable phase after warm-up, refitted every 20 steps; absent until the first fit", Sampling: "step", Panel: "train", Plot: "loss.png"},
+	{Name: "loss_projection_final", Unit: "nats/token", Kind: Gauge, Category: CatTraining, Help: "the fit's train loss at the planned end (train.steps steps of the batch schedule, less padding at the rate so far): where the run is headed on its curve; a planned decay (WSD cooldown, a cosine schedule's tail) usually ends below it", Sampling: "step", Panel: "train", Plot: "loss.png"},
+	{Name: "loss_projection_se", Unit: "nats/token", Kind: Gauge, Category: CatTraining, Help: "block-jackknife standard error of loss_projection_final (the fit redone with each eighth of its points left out)", Sampling: "step"},
+	{Name: "scaling_law_residual", Unit: "nats/token", Kind: Gauge, Category: CatTraining, Help: "median of train_loss_raw − loss_fit over the last 50 judged steps (none in warm-up or re-warm-up): about 0 on track, below 0 in a planned decay (good news), above 0 beyond noise for monitor.off_track_steps is SEV2 off_track", Sampling: "step", Panel: "ontrack", Plot: "ontrack.png"},
+	{Name: "scaling_law_residual_z", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "scaling_law_residual ÷ its noise: the steps' robust scatter about the fit (√(π/2)·σ/√n for a median of n) and the fit's own jackknife uncertainty at this step", Sampling: "step"},
+	{Name: "grad_noise_scale", Unit: "sequences", Kind: Gauge, Category: CatTraining, Help: "McCandlish et al.'s simple gradient noise scale B_simple = tr(Σ)/|G|², the batch size beyond which a larger batch stops paying (critical batch), from the micro-batches' and the batch's gradient norms (no extra backward), |G|² and tr(Σ) each EMA-smoothed (β 0.98); absent with one micro-batch per step (train.micro_batch below the batch measures it) and while an estimate is ≤ 0", Sampling: "step", Panel: "noise", Plot: "noise.png"},
+	{Name: "grad_noise_scale_tokens", Unit: "tokens", Kind: Gauge, Category: CatTraining, Help: "grad_noise_scale in tokens (× the non-pad tokens per sequence): the report's critical batch", Sampling: "step"},
+	{Name: "grad_true_sq_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "EMA of the unbiased estimate of |G|², the squared norm of the full-data gradient: (B·|G_B|² − b·|G_b|²)/(B − b) over micro-batches of b and the batch of B sequences", Sampling: "step"},
+	{Name: "grad_noise_trace", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "EMA of the unbiased estimate of tr(Σ), the trace of one sequence's gradient covariance: (|G_b|² − |G_B|²)/(1/b − 1/B)", Sampling: "step"},
 	{Name: "opt_state_finite", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when every Adam moment is finite after the step (read from adam_m_norm and adam_v_norm, sums of squares in float64; checked again by the checkpoint restore test); 0 is SEV0 opt_state_nonfinite", Sampling: "step"},
 	{Name: "lm_head_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "L2 norm of the output projection's weight (lm_head.weight; the token embedding when tied) before the update; rising late in the cooldown is SEV2 lm_head_norm_growth (left out of skipped steps)", Sampling: "step", Panel: "param"},
 
@@ -251,7 +261,9 @@ var panelGroups = []PanelGroup{
 		{ID: "gap", Title: "train–val gap and EMA gap", Hint: "val − train; raw − EMA val loss"},
 	}},
 	{Title: "2 · Train loss", Panels: []Panel{
-		{ID: "train", Title: "train loss", Hint: "raw per step (faint) and smoothed"},
+		{ID: "train", Title: "train loss", Hint: "raw per step (faint) and smoothed; the run's own loss-vs-tokens fit and its projection to the planned end"},
+		{ID: "ontrack", Title: "residual to the loss fit", Hint: "median of loss − fit over 50 steps: 0 on track, below in a cooldown; above beyond noise is off_track"},
+		{ID: "noise", Title: "gradient noise scale vs batch size (sequences)", Hint: "B_simple = tr(Σ)/|G|²: the critical batch; needs train.micro_batch below the batch"},
 	}},
 	{Title: "3–4 · Norms", Panels: []Panel{
 		{ID: "grad", Title: "gradient norm (pre-clip)", Hint: "dashed: clip threshold", Threshold: "optim.max_grad_norm"},
@@ -329,7 +341,9 @@ type Plot struct {
 
 // plots are the report's PNGs in the order seed 000 reads them.
 var plots = []Plot{
-	{File: "loss.png", Title: "held-out and train loss", YLabel: "loss (nats/token)", Baseline: true},
+	{File: "loss.png", Title: "held-out and train loss, the loss-vs-tokens fit and its projection to the planned end", YLabel: "loss (nats/token)", Baseline: true},
+	{File: "ontrack.png", Title: "residual to the loss-vs-tokens fit (median of loss − fit)", YLabel: "nats/token"},
+	{File: "noise.png", Title: "gradient noise scale B_simple and batch size", YLabel: "sequences", LogY: true},
 	{File: "norms.png", Title: "gradient norm (pre-clip) and update norm", YLabel: "L2 norm", LogY: true},
 	{File: "lr.png", Title: "learning rate", YLabel: "lr"},
 	{File: "throughput.png", Title: "throughput", YLabel: "tokens / s"},

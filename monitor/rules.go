@@ -33,6 +33,7 @@ type rules struct {
 	capSteps int
 	vals     []float64
 	spikes   []int64 // steps of detected spikes (for clusters)
+	offRun   int     // consecutive judged steps above the loss-vs-tokens fit (ontrack.go)
 
 	stages  []MixStage      // mixture schedule (sorted by StartStep); nil = no targets
 	srcs    map[string]bool // every source named by a stage
@@ -211,6 +212,8 @@ func (r *rules) check(s *Sample) []Alert {
 	}
 	// SEV0: divergence.
 	r.divergence(&out, s)
+	// SEV2: off the run's own loss-vs-tokens fit (ontrack.go).
+	r.offTrack(&out, s)
 	// SEV1: a batch unlike the run's data.
 	r.batchAnomaly(&out, s)
 

@@ -50,6 +50,7 @@ const (
 	RuleSliceRegression  = "slice_val_regression"
 	RuleBenchRegression  = "bench_regression"
 	RuleCheckpointSlow   = "checkpoint_time_growth"
+	RuleOffTrack         = "off_track" // ontrack.go
 )
 
 // runbooks are the source of docs/runbooks.md, in severity order.
@@ -224,6 +225,11 @@ var runbooks = []Runbook{
 		"checkpoint_time and checkpoint_size per checkpoint, free space and I/O load of the run directory's filesystem, what else writes to it.",
 		"free space or move checkpoints to a faster local disk; checkpoint less often; keep fewer rolling checkpoints.",
 		"the next checkpoints take their earlier time again."},
+	{RuleOffTrack, SEV2, "off track: the loss left its own loss-vs-tokens fit",
+		"train_loss_raw sits above the run's own fit L = E + A·(t/t0)^(−α) (loss_fit, fitted robustly to the stable phase after warm-up) by more than its noise — scaling_law_residual_z above off_track_z and scaling_law_residual above off_track_min — for off_track_steps consecutive judged steps: the run learns slower than it did (seed 004: scaling_law_residual drift) — a data change (a new shard, a stage switch, dedup or filter changes, contamination), an optimizer or LR change (an intervention, a knob), a batch size change, or a bug. One noisy step does not move the median; warm-up and re-warm-up are not judged; a planned decay takes the loss below the fit, which never fires.",
+		"loss_fit, loss_projection_final and scaling_law_residual over the run, the step the residual began to rise; source_mix_share, the data stages and token_kl_drift there; learning_rate, lr_scale and the knobs, batch_size; interventions.jsonl and manifest.json starts (a resume onto other data or code); grad_noise_scale against batch_size.",
+		"not an emergency: find what changed at the step the residual began to rise. A data change: compare source_mix_share and the dataset manifest with the run's start, quarantine bad documents; an intervention or knob: check it was meant; if the model was damaged (val_loss rose too), `kestrel rewind RUN --to last-good --reason …`.",
+		"scaling_law_residual falls back to about 0 (or the cause is understood and planned, e.g. a harder data stage); loss_projection_final stops rising."},
 }
 
 var runbookByRule = func() map[string]Runbook {

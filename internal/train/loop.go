@@ -179,6 +179,8 @@ type trainer struct {
 	stepStart time.Time     // when step() began (per-rank vitals)
 	faults    faults.Set    // [debug] fault injections (faults.go)
 	ent       tokenEntropy  // batch_token_entropy's histogram
+	track     *onTrack      // the loss-vs-tokens fit (ontrack.go); nil on ranks other than 0
+	noise     *noiseScale   // the gradient noise scale (noisescale.go); nil on ranks other than 0
 	mem       *memSampler   // rss_bytes, go_heap_bytes (memvitals.go)
 	tails     stepTails     // step_time_p50/p95 (stepfrac.go)
 	ckWritten int           // checkpoints of this invocation (ckverify.go)
@@ -379,6 +381,10 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		t.log.Info("nothing to do: the run already reached train.steps", "step", t.st.Step, "steps", o.Train.Steps)
 		res.Step = t.st.Step
 		return res, nil
+	}
+	t.track, t.noise = newOnTrack(o, t.sched, t.bsched, t.T), newNoiseScale()
+	if err := replayHistory(metricsPath, t.track, t.noise); err != nil {
+		return nil, err
 	}
 	if o.StopAt > 0 && t.st.Step >= o.StopAt {
 		t.log.Info("nothing to do: the branch already reached its last step", "step", t.st.Step, "until_step", o.StopAt)
@@ -595,6 +601,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	t.ent.reset(o.Model.Vocab)
 	t.net.ZeroGrads()
 	t.dp.beginStep()
+	t.noise.begin()
 	var loss, zl float64
 	tokens, pads := 0, 0
 	perSrc := make([]int, len(t.srcNames))
@@ -638,6 +645,9 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		t.dp.disarm(t.net)
 		if err != nil {
 			return m, fmt.Errorf("step %d: forward/backward: %w", s, err)
+		}
+		if nMicro > 1 && (t.dp == nil || k < nMicro-1) { // the last pass all-reduces: not this rank's gradient
+			t.noise.micro(t.net.Grads(), k, n, float64(n)/float64(B), k == nMicro-1)
 		}
 		qk.observe(t.net.Vitals())
 		fwd, bwd := st.ForwardTime, st.BackwardTime
@@ -713,6 +723,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		return m, err
 	}
 	updateRouterBias(t.net, r.Skipped) // MoE, moe_balance = bias (moe.go)
+	t.noise.finish(r.GradNorm, B, float64(tokens)/float64(B), r.Skipped, m)
 	if !r.Skipped && t.ema != nil {
 		t.ema.Update(params)
 	}
@@ -764,6 +775,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		fillVitals(m, v)
 	}
 	fillOptimNorms(m, r, t.opt.Spans(), t.opt.SpanSquares())
+	t.track.observe(m)
 	return m, nil
 }
 

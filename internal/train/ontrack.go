@@ -1,0 +1,131 @@
+package train
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+
+	"github.com/kestrel-lm/kestrel/internal/batchsched"
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
+	"github.com/kestrel-lm/kestrel/internal/lossfit"
+	"github.com/kestrel-lm/kestrel/internal/optim"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
+)
+
+// onTrack fits the run's train_loss_raw against tokens_seen as it goes
+// (internal/lossfit: L = E + A·(t/t0)^(−α), robust, on the stable phase)
+// and records in each step line the fit, the residual of the recent steps
+// against it and the projection to the planned end (runlog.OnTrack); the
+// monitor's off_track rule judges the residual.
+//
+// Which steps the fit takes: none before max(2 × warm-up, 5% of the run,
+// 10) (the warm-up and the fast fall after it are no power law), none in
+// a re-warm-up nor for twice its length after it, none in a planned
+// cooldown (WSD and WSD-S decays, multistep drops: the loss legitimately
+// falls below the trend there). A cosine schedule decays from the end of
+// its warm-up: the fit takes all of it. Every step after the start except
+// the re-warm-ups is judged, cooldowns included (below the fit is good
+// news, never an alert).
+type onTrack struct {
+	tr      *lossfit.Tracker
+	sched   *optim.Schedule
+	cosine  bool
+	start   int     // first step fitted and judged (1-based)
+	rewarm  []int   // 0-based step indices at which re-warm-up cycles start
+	settle  int     // steps after a re-warm-up's start neither fitted nor judged
+	planned []int64 // planned[i]: positions computed by steps 1..i (batch schedule × seq_len)
+}
+
+func newOnTrack(o Options, sched *optim.Schedule, bs batchsched.Schedule, T int) *onTrack {
+	k := &onTrack{tr: lossfit.NewTracker(lossfit.TrackerConfig{}), sched: sched, cosine: o.Optim.Schedule == "cosine",
+		start: max(2*o.Optim.Warmup, o.Train.Steps/20, 10), settle: 2 * o.Optim.RewarmSteps}
+	for _, b := range o.Optim.RewarmAt {
+		if b < o.Train.Steps {
+			k.rewarm = append(k.rewarm, b)
+		}
+	}
+	k.planned = make([]int64, o.Train.Steps+1)
+	for i := 1; i <= o.Train.Steps; i++ {
+		k.planned[i] = k.planned[i-1] + int64(bs.At(i-1)*T)
+	}
+	return k
+}
+
+// phase says whether step s (1-based) is fitted and whether it is judged.
+func (k *onTrack) phase(s int) (fit, judge bool) {
+	if s < k.start {
+		return false, false
+	}
+	p := k.sched.At(s - 1)
+	if p.Phase == "warmup" || p.Phase == "rewarm" {
+		return false, false
+	}
+	if p.Cycle > 0 && p.Cycle <= len(k.rewarm) && s-1-k.rewarm[p.Cycle-1] < k.settle {
+		return false, false
+	}
+	switch p.Phase {
+	case "stable", "constant":
+		return true, true
+	case "decay":
+		return k.cosine, true
+	}
+	return false, true // multistep drops
+}
+
+// observe records step m's reading in m.OnTrack (nil before the first fit).
+func (k *onTrack) observe(m *runlog.Step) {
+	if k == nil { // a data-parallel rank other than 0 writes no metrics
+		return
+	}
+	fit, judge := k.phase(m.Step)
+	xEnd := 0.0
+	if m.Step < len(k.planned) && m.TokensComputed > 0 {
+		ratio := float64(m.TokensSeen) / float64(m.TokensComputed) // the non-pad share so far
+		xEnd = float64(m.TokensSeen) + float64(k.planned[len(k.planned)-1]-k.planned[m.Step])*ratio
+	}
+	r := k.tr.Add(float64(m.TokensSeen), m.TrainLossRaw, fit, judge, xEnd)
+	if math.IsNaN(r.Fit) {
+		return
+	}
+	m.OnTrack = &runlog.OnTrack{Fit: r.Fit, Residual: r.Residual, ResidualZ: r.Z, Projection: r.Projection, ProjectionSE: r.ProjectionSE}
+}
+
+// replayHistory rebuilds the on-track fit and the noise-scale EMAs of a
+// resumed run from its metrics.jsonl (already truncated to the resumed
+// step): the step lines are fed in order, so both continue exactly as in
+// the uninterrupted run. A line that does not parse is skipped, as every
+// reader of metrics.jsonl does; a missing file is no history.
+func replayHistory(path string, k *onTrack, ns *noiseScale) error {
+	data, err := fileguard.ReadFile(path, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("train: the on-track fit's history: %w", err)
+	}
+	rec := runlog.NewRecord()
+	for _, line := range bytes.Split(data, []byte{'\n'}) {
+		if len(bytes.TrimSpace(line)) == 0 || runlog.ParseLine(line, rec) != nil {
+			continue
+		}
+		if _, ev := rec.Str("event"); ev {
+			continue
+		}
+		step, ok1 := rec.Num("step")
+		loss, ok2 := rec.Num("train_loss_raw")
+		tok, ok3 := rec.Num("tokens_seen")
+		if !ok1 || !ok2 || !ok3 {
+			continue // an evaluation line
+		}
+		fit, judge := k.phase(int(step))
+		k.tr.Add(tok, loss, fit, judge, 0)
+		g2, ok4 := rec.Num("grad_true_sq_norm")
+		tr, ok5 := rec.Num("grad_noise_trace")
+		if ok4 && ok5 {
+			ns.restore(g2, tr)
+		}
+	}
+	return nil
+}
