@@ -15,6 +15,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/eval"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
 
@@ -108,6 +109,8 @@ func TestResumeAfterEvalFileChangedIsSEV1(t *testing.T) {
 		return !rep.UpToDate
 	}
 	prep()
+	// a held-out set on a BPE dataset run: scored at the final evaluation
+	cfg.Eval.Heldout = []train.HeldoutSet{{Name: "wiki", Path: "${KESTREL_DATA}/wikitext-2/test.txt"}}
 	dir := filepath.Join(root, "run")
 	if _, err := Train(context.Background(), cfg, dir, Options{Logger: quietLog()}); err != nil {
 		t.Fatal(err)
@@ -121,6 +124,9 @@ func TestResumeAfterEvalFileChangedIsSEV1(t *testing.T) {
 	}
 	if prep() {
 		t.Fatal("prepare rebuilt a dataset whose config, inputs and eval files did not change")
+	}
+	if evals := evalLinesOf(t, dir); len(evals) != 1 || !(evals[0]["bpb/heldout/wiki"] > 0) {
+		t.Errorf("evaluations %v: want bpb/heldout/wiki at the final one", evals)
 	}
 
 	writeItem("How many pears does the farmer keep in the old barn at night when it rains heavily outside?")

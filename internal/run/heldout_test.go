@@ -7,9 +7,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/eval"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
@@ -139,5 +141,29 @@ func TestHeldoutBadFilesFailBeforeTraining(t *testing.T) {
 		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s: the run directory was created (%v)", tc.path, err)
 		}
+	}
+}
+
+// TestHeldoutConfig: the [eval] heldout tables decode strictly (an unknown
+// key names its line) and config --defaults documents them.
+func TestHeldoutConfig(t *testing.T) {
+	cfg := config.Default()
+	src := "[eval]\nheldout = [{ name = \"legal\", path = \"${KESTREL_DATA}/legal.txt\" }, { name = \"code\", path = \"/c.txt\" }]\nheldout_bytes = 4096\n"
+	if err := config.Decode([]byte(src), "run.toml", &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if want := []train.HeldoutSet{{Name: "legal", Path: "${KESTREL_DATA}/legal.txt"}, {Name: "code", Path: "/c.txt"}}; !slices.Equal(cfg.Eval.Heldout, want) || cfg.Eval.HeldoutBytes != 4096 {
+		t.Errorf("decoded %+v", cfg.Eval)
+	}
+	bad := "[eval]\nheldout = [{ name = \"legal\", file = \"/l.txt\" }]\n"
+	if err := config.Decode([]byte(bad), "run.toml", &cfg); err == nil || !strings.Contains(err.Error(), "run.toml") || !strings.Contains(err.Error(), "file") {
+		t.Errorf("unknown key in a held-out table: %v", err)
+	}
+	doc, err := config.MarshalDocumented(config.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "heldout_bytes = 32768") || !strings.Contains(string(doc), "bpb/heldout/<name>") {
+		t.Errorf("config --defaults lacks the held-out keys:\n%s", doc)
 	}
 }
