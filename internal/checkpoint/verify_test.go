@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/model"
 )
@@ -151,4 +152,44 @@ func TestMarkFailedNeverLastGood(t *testing.T) {
 	if _, err := Latest(root, nil); !errors.Is(err, ErrVerifyFailed) {
 		t.Fatalf("Latest with only the failed checkpoint: %v, want ErrVerifyFailed", err)
 	}
+}
+
+// ref7mPayload is a checkpoint the size of the ref7m preset's (7.6M
+// parameters: 4 × 30 MiB of weights, moments and EMA weights).
+func ref7mPayload() *Payload {
+	const n = 7_600_000
+	p := testPayload(10)
+	p.Tensors = []model.Tensor{{Name: "w", Shape: []int{n}, Offset: 0, Size: n, Kind: "matrix"}}
+	p.Params, p.M, p.V = make([]float32, n), make([]float32, n), make([]float32, n)
+	for i := range n {
+		p.Params[i], p.M[i], p.V[i] = float32(i%977)*1e-3, float32(i%311)*-1e-5, float32(i%101)*1e-8
+	}
+	return p
+}
+
+// BenchmarkVerifyRef7m measures the verification after the write of a
+// ref7m-sized checkpoint: sums = the SHA-256 re-read of every file,
+// restore = the restore test of the Adam moments, beside write = Write.
+func BenchmarkVerifyRef7m(b *testing.B) {
+	p := ref7mPayload()
+	root := b.TempDir()
+	var write, sums, restore float64
+	for b.Loop() {
+		t0 := time.Now()
+		dir, _, err := Write(root, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		write += time.Since(t0).Seconds()
+		rep, err := VerifyWritten(dir, p, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sums += rep.SumsSeconds
+		restore += rep.RestoreSeconds
+	}
+	n := float64(b.N)
+	b.ReportMetric(1e3*write/n, "write-ms")
+	b.ReportMetric(1e3*sums/n, "sums-ms")
+	b.ReportMetric(1e3*restore/n, "restore-ms")
 }
