@@ -162,6 +162,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/events", s.handleEvents)
 	mux.HandleFunc("GET /api/run", s.handleRunInfo)
 	mux.HandleFunc("GET /api/stream", s.handleStream)
+	mux.HandleFunc("GET /api/samples", s.handleSamples) // samples.go
 	mux.HandleFunc("GET /files/{run}/{name...}", s.handleFile)
 	return s.checkHost(s.writeDeadlines(securityHeaders(mux)))
 }

@@ -455,6 +455,7 @@ function renderRunPage() {
     for (const f of info.files || []) links.append(el('a', { href: `/files/${encodeURIComponent(run)}/${f}`, target: '_blank' }, f), ' ');
     if ((info.tensorboard || []).length) links.append(` · TensorBoard: tensorboard --logdir ${info.dir} (${info.tensorboard.length} event file(s))`);
     sec.append(links);
+    sec.append(samplesSection(run)); // samples.js
     const alerts = el('table');
     alerts.append(el('tr', {}, el('th', {}, 'step'), el('th', {}, 'severity'), el('th', {}, 'rule'), el('th', {}, 'message')));
     for (const a of info.alerts || []) alerts.append(el('tr', { onclick: () => showDetail({ ...a, run }) }, el('td', {}, String(a.step)), el('td', {}, el('span', { class: 'sev-' + a.severity }, a.severity)), el('td', {}, a.title), el('td', {}, a.detail || '')));
