@@ -157,7 +157,7 @@ func fillAll(v reflect.Value) {
 
 // notMetrics are keys of kestrel's metrics lines that are axes or labels,
 // not metrics: the registry need not know them.
-var notMetrics = map[string]bool{"step": true, "wall_time": true, "unix_time": true, "skip_reason": true, "event": true, "message": true, "checkpoint_kind": true}
+var notMetrics = map[string]bool{"step": true, "wall_time": true, "unix_time": true, "skip_reason": true, "event": true, "message": true, "checkpoint_kind": true, "checkpoint_error": true}
 
 // TestTrainerKeysRegistered: every key kestrel train writes to
 // metrics.jsonl and hands the monitor — fully populated step, eval,
