@@ -294,7 +294,7 @@ func (s *Summary) markdown(b *strings.Builder, in Input, log *runlog.Log, alerts
 	}
 
 	writeBenchmarks(b, log)
-	writeMemory(b, log, in.RunDir) // memory.go
+	writeMemory(b, log, in.RunDir)
 	writeOnTrack(b, log) // ontrack.go
 
 	b.WriteString("## Curves\n\nPanels in the order seed 000 reads them: held-out loss, train loss, norms, learning rate, throughput, then attention vitals, the data mix and the frozen probe batch (how far the outputs move between checkpoints). Long series keep each bucket's minimum and maximum, so spikes stay visible.\n\n")
