@@ -94,6 +94,14 @@ type Config struct {
 	StragglerRatio float64 `toml:"straggler_ratio" comment:"SEV1 straggler when straggler_ratio (the slowest rank's step time ÷ the median rank's, step time less the time spent waiting in collectives) stays above this for straggler_steps consecutive steps with the same slowest rank; the alert names that rank and its host (0 = off)"`
 	StragglerSteps int     `toml:"straggler_steps" comment:"straggler: consecutive steps the ratio must stay above straggler_ratio"`
 
+	// Batch checks and the alert gaps of seed 004 (monitor/batchrules.go,
+	// monitor/gaprules.go).
+	GarbageBatchSigma   float64 `toml:"garbage_batch_sigma" comment:"SEV2 garbage_batch when one of a batch's data vitals (batch_token_entropy, batch_bytes_per_token, batch_nonletter_frac, batch_max_token_run) leaves the median of the last window batches by more than this many robust standard deviations (1.4826·MAD) and its floor; judged from the second step of a run, resume or rollback, the window frozen while batches are outside it and re-based at a data stage's start_step; 0 = off"`
+	ValJump             float64 `toml:"val_jump" comment:"SEV2 val_loss_jump when one evaluation's val_loss exceeds the lowest of the (up to 3) evaluations before it by more than this many nats and val_jump_frac of it; an evaluation after a data stage's start_step (val_loss then measures another mixture) is not compared; 0 = off"`
+	ValJumpFrac         float64 `toml:"val_jump_frac" comment:"val_loss_jump: the jump must also exceed this fraction of the reference val_loss"`
+	RestartStormStarts  int     `toml:"restart_storm_starts" comment:"SEV2 restart_storm when the run's manifest records this many starts (fresh, resumes, automatic rollbacks) within restart_storm_minutes; 0 = off"`
+	RestartStormMinutes float64 `toml:"restart_storm_minutes" comment:"restart_storm: the span (minutes) the starts are counted over"`
+
 	// Process, optimizer-state and checkpoint vitals (monitor/memrules.go,
 	// monitor/ckptrules.go).
 	MemoryCreepWindow    int     `toml:"memory_creep_window" comment:"SEV1 memory_creep: steps over which the anonymous resident memory (rss_bytes − rss_file_bytes) is judged, in 8 blocks whose medians must rise at least 6 times in 7; the first max(10, window/4) steps of every start and after a rollback are ignored (0 = off)"`
@@ -199,6 +207,15 @@ func DefaultConfig() Config {
 
 		MoESustainSteps: 20,
 
+		// Healthy shakespeare-char batches (12×64 bytes) sit within 4 robust
+		// σ of their window on every batch vital; random base64 is 12σ
+		// (entropy) and 18σ (non-letter share) out.
+		GarbageBatchSigma:   8,
+		ValJump:             0.1,
+		ValJumpFrac:         0.05,
+		RestartStormStarts:  5,
+		RestartStormMinutes: 60,
+
 		// memrules.go, ckptrules.go: a leak of 1 MiB a step crosses 128 MiB
 		// within a 240-step window; healthy runs hold their anonymous RSS
 		// flat after their first steps.
@@ -276,6 +293,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("monitor.mix_targets.%s must be a finite number >= 0, got %g", name, w))
 		}
 	}
+	errs = append(errs, c.validateGaps()...)
 	errs = append(errs, c.validateVitals()...)
 	errs = append(errs, c.validateOnTrack()...)
 	if c.TokensFlatSteps < 0 {

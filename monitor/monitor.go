@@ -134,6 +134,7 @@ func New(cfg Config, opts Options) (*Monitor, error) {
 	}
 	m := &Monitor{cfg: cfg, opts: opts, log: opts.Logger, rules: newRules(cfg, stages, opts.Vocab, opts.WarmupSteps),
 		spikes: NewSpikeClassifier(cfg), lossEMA: math.NaN(), skips: math.NaN(), lastLoss: math.NaN()}
+	m.spikes.plan.stages = m.rules.laterStageStarts() // planned changes of the loss's level (gaprules.go)
 	if opts.RunDir != "" {
 		if err := os.MkdirAll(opts.RunDir, 0o755); err != nil {
 			return nil, fmt.Errorf("monitor: %w", err)
@@ -249,6 +250,9 @@ func (m *Monitor) Observe(s Sample) []Alert {
 		m.keep(sk.WriteSample(&s))
 	}
 	alerts := m.rules.check(&s)
+	if g := m.rules.garbage.outside; g != nil && g.step == s.Step {
+		m.spikes.noteGarbage(*g)
+	}
 	norms := classifierInputs(s.Values)
 	if x, ok := s.Values["val_loss"]; ok {
 		m.spikes.Eval(s.Step, x)
@@ -315,6 +319,9 @@ func (m *Monitor) spikeAlerts(s *Sample, det *Spike, dec []*Spike) []Alert {
 			det.Step, det.Loss, det.Median, det.Z, det.PrecursorText())
 		if det.Batch != nil && len(det.Batch.Sources) > 0 {
 			msg += "; batch sources " + listHead(det.Batch.Sources, 8)
+		}
+		if det.GarbageBatch != "" {
+			msg += "; it follows a garbage batch: " + det.GarbageBatch
 		}
 		m.rules.fire(&out, s, RuleLossSpike, "train_loss_raw", det.Loss, det.BandHi, msg)
 		m.rules.spikes = append(m.rules.spikes, det.Step)

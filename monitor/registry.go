@@ -155,7 +155,10 @@ var catalog = []Metric{
 
 	// Data & distribution
 	{Name: "source_mix_share", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "share of this step's non-pad target tokens drawn from each source (what the mixture weights control)", Variants: []string{sourceVar}, Sampling: "step", Nano: true, VariantPanel: "mix", Plot: "mix.png"},
-	{Name: "batch_token_entropy", Unit: "nats", Kind: Gauge, Category: CatData, Help: "unigram entropy of the batch's target tokens: a batch of garbage (random or repeated tokens) moves it far from the run's usual value (SEV1 batch_anomaly)", Sampling: "step"},
+	{Name: "batch_token_entropy", Unit: "nats", Kind: Gauge, Category: CatData, Help: "unigram entropy of the batch's target tokens: a batch of garbage (random or repeated tokens) moves it far from the run's usual value (SEV1 batch_anomaly by batch_entropy_shift, SEV2 garbage_batch by its robust band)", Sampling: "step", Panel: "batch"},
+	{Name: "batch_bytes_per_token", Unit: "bytes/token", Kind: Gauge, Category: CatData, Help: "bytes the batch's target tokens decode to ÷ their number: text the tokenizer did not learn (base64, another script, binary) falls (SEV2 garbage_batch); 1 at byte level; left out when the run's vocabulary is not known", Sampling: "step", Panel: "batch"},
+	{Name: "batch_nonletter_frac", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "share of the batch's decoded target bytes that are neither letters (a UTF-8 letter or mark counts with all its bytes) nor whitespace: digits, punctuation, symbols, control and stray bytes; base64, markup and binary rise (SEV2 garbage_batch)", Sampling: "step", Panel: "nonletter"},
+	{Name: "batch_max_token_run", Unit: "tokens", Kind: Gauge, Category: CatData, Help: "longest run of one token repeated back to back in a row of the batch's targets (padding left out): padding-like or stuck data grows it (SEV2 garbage_batch)", Sampling: "step", Panel: "nonletter"},
 	{Name: "pad_fraction", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "padding tokens / all tokens in the batch", Sampling: "step", Nano: true, Panel: "pad"},
 	{Name: "token_kl_drift", Unit: "nats", Kind: Gauge, Category: CatData, Help: "KL(token histogram of the window ‖ dataset token histogram)", Sampling: "window"},
 	{Name: "near_dup_rate", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "within-train near-duplicate fraction from the dataset report", Sampling: "run start", Nano: true},
@@ -315,6 +318,8 @@ var panelGroups = []PanelGroup{
 		{ID: "mix", Title: "source mix share"},
 		{ID: "stall", Title: "dataloader stall fraction"},
 		{ID: "pad", Title: "pad fraction"},
+		{ID: "batch", Title: "batch token entropy (nats) and bytes per token", Hint: "each batch's vitals: garbage_batch judges them against the window"},
+		{ID: "nonletter", Title: "batch non-letter share and longest token run"},
 	}},
 	{Title: "Benchmarks", Panels: []Panel{
 		{ID: "bench", Title: "benchmark accuracy", Hint: "in-loop [eval] tasks: acc and acc_norm per task (chance: HellaSwag 0.25, PIQA 0.5)"},

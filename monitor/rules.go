@@ -53,6 +53,8 @@ type rules struct {
 
 	witness *witnessRings // the contention rule's second witnesses, beside tps (contention.go)
 	vit     vitalState    // memory, optimizer-state, checkpoint-size and lm_head rules (memrules.go, ckptrules.go)
+
+	garbage garbageState // garbage_batch's windows (batchrules.go)
 }
 
 // evalPoint is one evaluation as the eval rules see it (NaN = absent).
@@ -214,8 +216,8 @@ func (r *rules) check(s *Sample) []Alert {
 	r.divergence(&out, s)
 	// SEV2: off the run's own loss-vs-tokens fit (ontrack.go).
 	r.offTrack(&out, s)
-	// SEV1: a batch unlike the run's data.
-	r.batchAnomaly(&out, s)
+	// SEV1/SEV2: a batch unlike the run's data (batchrules.go).
+	r.batchChecks(&out, s)
 
 	// SEV1: attention logits.
 	if x, ok := get("max_attn_logit"); ok && finite(x) {
@@ -567,39 +569,6 @@ func (r *rules) divergenceUpdate(out *[]Alert, s *Sample, x float64) {
 	r.u2w.push(x)
 }
 
-// batchAnomaly is the SEV1 batch_anomaly rule: the unigram entropy of a
-// batch's tokens (batch_token_entropy) differs from the median of the
-// window by more than max(batch_entropy_shift, 8 × the window's robust
-// spread). Text batches of one run hold their entropy within a few
-// hundredths of a nat; a batch of random tokens rises towards ln(tokens),
-// one of a repeated token falls towards 0. It needs only 3 earlier
-// batches (seeded from the run's history on a resume), so it holds at
-// step 4 of a fresh run. Firing values stay out of the window.
-func (r *rules) batchAnomaly(out *[]Alert, s *Sample) {
-	x, ok := s.Values["batch_token_entropy"]
-	if !ok || !finite(x) || r.cfg.BatchEntropyShift <= 0 {
-		return
-	}
-	if r.batchEnt.len() >= 3 {
-		med, sig := robust(r.batchEnt.values())
-		thr := math.Max(r.cfg.BatchEntropyShift, 8*sig)
-		if d := x - med; math.Abs(d) > thr {
-			dir := "rose"
-			if d < 0 {
-				dir = "fell"
-			}
-			msg := fmt.Sprintf("batch_token_entropy %.4g nats %s %.3g from the median %.4g of the last %d batches (bound ±%.3g): this batch does not look like the run's data (random, repeated or foreign tokens)",
-				x, dir, math.Abs(d), med, r.batchEnt.len(), thr)
-			if b := s.Batch; b != nil && len(b.Sources) > 0 {
-				msg += "; batch sources " + listHead(b.Sources, 8)
-			}
-			r.fire(out, s, RuleBatchAnomaly, "batch_token_entropy", x, med+math.Copysign(thr, d), msg)
-			return
-		}
-	}
-	r.batchEnt.push(x)
-}
-
 // val checks a new val_loss: SEV0 divergence when it is worse than a
 // uniform prediction (ln V + divergence_val_margin), and the slow-regression
 // rule.
@@ -898,6 +867,7 @@ func (r *rules) eval(step, tokens int64, v map[string]float64) []Alert {
 	}
 	s := &Sample{Step: step, Tokens: tokens}
 	r.probeJump(&out, s, p)
+	r.valJump(&out, s, p) // gaprules.go
 	r.evals = append(r.evals, p)
 	r.gapWidening(&out, s)
 	r.sliceRegression(&out, s)

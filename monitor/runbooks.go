@@ -51,6 +51,11 @@ const (
 	RuleBenchRegression  = "bench_regression"
 	RuleCheckpointSlow   = "checkpoint_time_growth"
 	RuleOffTrack         = "off_track" // ontrack.go
+
+	// Batch checks and seed 004's alert gaps (batchrules.go, gaprules.go).
+	RuleGarbageBatch = "garbage_batch"
+	RuleValJump      = "val_loss_jump"
+	RuleRestartStorm = "restart_storm"
 )
 
 // runbooks are the source of docs/runbooks.md, in severity order.
@@ -210,6 +215,21 @@ var runbooks = []Runbook{
 		"the benchmark over the evaluations beside val_loss and slice_val_loss; the manifest's eval_hashes (eval/<task>: the benchmark's files) and tokenizer_hash across restarts; source_mix_share and the data stages; attention vitals and output_kl_to_prev over the same steps.",
 		"triage in seed 004's order: (1) harness drift — did eval_hashes, the tokenizer or kestrel's version change (manifest_mismatch)? rerun the old checkpoint with `kestrel eval --run RUN --checkpoint step-N --tasks hellaswag` and compare; (2) data drift — a stage or mixture change (mixture_drift, slice_val_loss); (3) internal drift — attention logits/entropy, probe KL; (4) only then capacity. Small models sit near chance (HellaSwag 0.25, PIQA 0.5): a fall within noise is not a regression, raise eval.limit to shrink the standard error.",
 		"the benchmark stops falling (or recovers) at the next evaluations; `kestrel eval --run RUN --checkpoint last` agrees with the in-loop number."},
+	{RuleGarbageBatch, SEV2, "garbage batch",
+		"one of the batch's data vitals left the band of the batches before it (median ± max(garbage_batch_sigma robust σ, a floor)): batch_token_entropy (random text up, repeated text down), batch_bytes_per_token (text the tokenizer did not learn — base64, another script, binary — falls), batch_nonletter_frac (digits, punctuation, symbols and control bytes: base64, markup, tables, binary rise), batch_max_token_run (padding, a stuck writer's repeated token). It is judged before the model sees the batch's loss, from the second step of a run, resume or rollback (wider floors while the window holds fewer than 16 batches); the window is frozen while batches are outside it, re-based at a data stage's start_step and after a lasting level change. The alert names the vitals outside, the batch's sources and documents; a loss spike that follows cites it. Random or repeated tokens that move the entropy by batch_entropy_shift are the SEV1 batch_anomaly instead.",
+		"the batch's rows as text: `kestrel replay RUN --steps N:N --decode` (each row with its source and document ids), the vitals of the steps around it (metrics.jsonl), and the documents in the dataset's shards.",
+		"if the rows are garbage: `kestrel replay RUN --steps N:N --json > bad.json`, `kestrel quarantine DATASET --from-replay bad.json --reason …`; the model has trained on one batch, so usually no rewind is needed — watch for a loss spike (its verdict cites this alert). If the rows are real text of an unusual kind (tables, code), nothing to do.",
+		"the next batches are inside the band; after a quarantine, `kestrel replay RUN --steps N:N --decode` of a rerun from before N shows other documents."},
+	{RuleValJump, SEV2, "validation loss jump",
+		"one evaluation's val_loss is more than val_jump nats (and val_jump_frac of it) above the lowest of the (up to 3) evaluations before it: the model got worse between two evaluations — an update that damaged the weights without a train-loss spike the rules saw, a bad checkpoint resumed, an evaluation harness or data change (seed 004: val_ppl jump). An evaluation after a data stage's start_step is not compared (val_loss then weighs the new mixture), and neither is slow drift (val_regression watches that).",
+		"val_loss, val_ppl and slice_val_loss at both evaluations (which source moved), the train loss, update_to_weight and grad_global_norm between them, resume events and manifest differences (eval files, tokenizer) between the two evaluations, fixed_probe_loss at both.",
+		"find the step the damage happened (`kestrel replay RUN --probe --checkpoint step-N` for the checkpoints between the evaluations); if the model was damaged: `kestrel rewind RUN --to last-good --reason …` (with `--lr-scale 0.5 --lr-steps N` when update_to_weight rose) and rerun the same `kestrel train`; if the harness changed, invalidate comparisons across it.",
+		"the next evaluation is back at or below the level before the jump."},
+	{RuleRestartStorm, SEV2, "restart storm",
+		"the run's manifest records restart_storm_starts or more starts (fresh start, resumes, automatic rollbacks) within restart_storm_minutes: the run is crash-looping or being restarted by hand or by a scheduler again and again, each start costing its start-up, a replay of the steps after the last checkpoint and the monitor's warm-up (seed 004: restart_rate storm).",
+		"manifest.json's starts (time, step, resumed-from checkpoint, config hash), the log of each start's end (error, signal, OOM kill in dmesg, time limit), interventions.jsonl (automatic rollbacks).",
+		"find why each start ended: a crash that repeats (fix it before restarting again), memory (lower train.batch_size or free memory), a scheduler that preempts; stop automatic restarts until the cause is known.",
+		"the run trains past its last start's step without another restart within restart_storm_minutes."},
 	{RuleCheckpointSize, SEV2, "checkpoint size jump",
 		"a checkpoint is more than checkpoint_size_factor times larger or smaller than the median of the (up to 3) checkpoints before it. One run's checkpoints hold the same tensors and differ by a few bytes of state.json, so a jump means a changed model or optimizer layout, a missing or extra file, a truncated or padded tensor file, or another writer (seed 004: checkpoint size jump).",
 		"the sizes of each file of both checkpoints (`ls -l`), their SHA256SUMS and state.json (model config, optimizer, format), the config hash and manifest of the starts between them.",

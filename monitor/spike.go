@@ -40,6 +40,10 @@ type Spike struct {
 	// (e.g. "garbage: 100% of the batch, 0% of the 64 steps before"): a
 	// data event even when the loss recovers.
 	DataShift string
+	// GarbageBatch cites the batch checks when a batch within
+	// spike_lookback steps before the spike (or the spike's own) was
+	// outside the run's band: "garbage_batch at step 120: …" (batchrules.go).
+	GarbageBatch string
 
 	Verdict   string
 	DecidedAt int64
@@ -121,6 +125,9 @@ func classifierInputs(values map[string]float64) map[string]float64 {
 			out[k] = v
 		}
 	}
+	if v, ok := values["learning_rate"]; ok { // planned re-warm-ups (gaprules.go)
+		out["learning_rate"] = v
+	}
 	return out
 }
 
@@ -142,6 +149,11 @@ type SpikeClassifier struct {
 	// recentSrc holds the batch sources of the last Window steps (oldest
 	// first), for the data-shift test of a spike's batch.
 	recentSrc [][]string
+	// garbage holds the recent batches the batch checks found outside the
+	// band (oldest first), for GarbageBatch.
+	garbage []garbageNote
+	// plan holds the planned changes of the loss's level (gaprules.go).
+	plan plannedState
 }
 
 type stepZ struct {
@@ -179,6 +191,11 @@ func (c *SpikeClassifier) Eval(step int64, valLoss float64) {
 // whose verdict was decided at this step.
 func (c *SpikeClassifier) Step(step int64, loss float64, norms map[string]float64, batch *Batch) (detected *Spike, decided []*Spike) {
 	c.lastStep = step
+	lr, ok := norms["learning_rate"]
+	if !ok {
+		lr = math.NaN()
+	}
+	c.plannedChange(step, lr) // a data stage or a re-warm-up re-bases the loss window (gaprules.go)
 	// Norm z-scores against their windows before this step.
 	for _, n := range classifierNorms {
 		v, ok := norms[n]
@@ -231,6 +248,7 @@ func (c *SpikeClassifier) Step(step int64, loss float64, norms map[string]float6
 				preNorm: map[string][2]float64{}, tail: map[string][]float64{}, ValBefore: math.NaN(), ValAfter: math.NaN(), TailLoss: math.NaN()}
 			s.Precursor, s.Lead = c.precursor(step)
 			s.DataShift = c.dataShift(batch)
+			s.GarbageBatch = c.garbageBefore(step)
 			s.LayerPrecursor, s.LayerLead, s.LayerRise, s.LayersJumped = c.layerPrecursor(step)
 			for n, r := range c.norms {
 				if r.len() > 0 {
@@ -490,6 +508,9 @@ func (s *Spike) Summary() string {
 	}
 	if s.DataShift != "" {
 		b.WriteString("; data shift: " + s.DataShift)
+	}
+	if s.GarbageBatch != "" {
+		b.WriteString("; it follows a garbage batch: " + s.GarbageBatch)
 	}
 	if s.Verdict == VerdictStructural || s.Verdict == VerdictDataEvent {
 		if s.NormsHigh {

@@ -22,6 +22,7 @@ func (d Config) Validate() error {
 	}{{"nan_at_step", d.NaNAtStep}, {"lr_spike_at_step", d.LRSpikeAtStep}, {"lr_spike_steps", d.LRSpikeSteps},
 		{"lr_high_from_step", d.LRHighFromStep}, {"corrupt_batch_at_step", d.CorruptBatchAtStep},
 		{"poison_data_at_step", d.PoisonDataAtStep}, {"poison_data_steps", d.PoisonDataSteps}, {"stall_at_step", d.StallAtStep},
+		{"base64_data_at_step", d.Base64DataAtStep}, {"base64_data_steps", d.Base64DataSteps},
 		{"hang_at_step", d.HangAtStep}, {"hang_rank", d.HangRank},
 		{"leak_from_step", d.LeakFromStep}, {"corrupt_checkpoint_at_step", d.CorruptCheckpointAtStep}} {
 		if f.v < 0 || f.v > maxFaultStep {
@@ -153,6 +154,10 @@ type Config struct {
 	StallAtStep        int     `toml:"stall_at_step" comment:"one-off: the step sleeps stall_seconds before its forward pass, as a hung filesystem or a frozen neighbour would make it (0 = never)"`
 	StallSeconds       float64 `toml:"stall_seconds" comment:"how long stall_at_step sleeps"`
 
+	// Base64 garbage (garbage.go).
+	Base64DataAtStep int `toml:"base64_data_at_step" comment:"data: replace the batches of base64_data_steps data steps from this one with random base64 text encoded by the run's tokenizer, in every trajectory, as a scraped page of inline images would be (the garbage_batch SEV2; 0 = never)"`
+	Base64DataSteps  int `toml:"base64_data_steps" comment:"how many data steps base64_data_at_step replaces"`
+
 	// Data parallelism (docs/distributed.md).
 	HangAtStep int `toml:"hang_at_step" comment:"data-parallel runs: rank hang_rank stops before this step's collectives and waits until the run is killed, to test the rank_hang SEV0 (0 = never)"`
 	HangRank   int `toml:"hang_rank" comment:"the rank that hangs at hang_at_step"`
@@ -165,5 +170,5 @@ type Config struct {
 
 // Default returns the defaults of the [debug] section.
 func Default() Config {
-	return Config{LRSpikeFactor: 10, LRSpikeSteps: 3, LRHighFactor: 10, PoisonDataSteps: 5, StallSeconds: 5, LeakMBPerStep: 1}
+	return Config{LRSpikeFactor: 10, LRSpikeSteps: 3, LRHighFactor: 10, PoisonDataSteps: 5, Base64DataSteps: 1, StallSeconds: 5, LeakMBPerStep: 1}
 }

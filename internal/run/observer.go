@@ -134,6 +134,7 @@ func (t *Observer) OnStep(sm *runlog.Step) error {
 	if !t.checked {
 		t.checked = true
 		t.checkManifest(int64(sm.Step))
+		t.checkStarts(int64(sm.Step)) // restart_storm (restarts.go)
 	}
 	s := stepSample(sm)
 	if t.Batch != nil {

@@ -328,6 +328,10 @@ func TrainOptions(cfg config.Config, dir string, logger *slog.Logger) (train.Opt
 			l.Close()
 			return opts, err
 		}
+		if opts.Vocab, err = datasetVocab(cfg.Data.Path); err != nil { // the batch's text vitals (batchvocab.go)
+			l.Close()
+			return opts, err
+		}
 		if opts.Manifest.QuarantineHash, err = quarantineHash(cfg.Data); err != nil {
 			l.Close()
 			return opts, err

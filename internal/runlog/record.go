@@ -1,6 +1,7 @@
 package runlog
 
 import (
+	"math"
 	"sort"
 	"time"
 )
@@ -77,6 +78,16 @@ type Step struct {
 	BatchTokenEntropy   float64 // unigram entropy (nats) of the batch's target tokens
 	BatchEntropyTokens  int     // the target tokens BatchTokenEntropy counted (not written); 0 = not measured (left out)
 	MFU                 float64 // FLOPs of the positions computed (padding included) per second ÷ the FMA peak
+
+	// The batch's text vitals (internal/train/batchstats.go): bytes its
+	// target tokens decode to per token, the share of those bytes that are
+	// neither letters nor whitespace (written when BatchTextMeasured: the
+	// run's vocabulary is known), and the longest run of one repeated
+	// target token in a row (written with batch_token_entropy).
+	BatchBytesPerToken float64
+	BatchNonLetterFrac float64
+	BatchTextMeasured  bool
+	BatchMaxTokenRun   int
 
 	MaxAttnLogit          float64 // max over layers and heads
 	AttnEntropy           float64 // min over layers and heads (worst)
@@ -202,6 +213,11 @@ func (s *Step) fields(w fieldVisitor) {
 	w.float("pad_fraction", s.PadFraction)
 	if s.BatchEntropyTokens > 0 {
 		w.float("batch_token_entropy", s.BatchTokenEntropy)
+		w.int("batch_max_token_run", int64(s.BatchMaxTokenRun))
+	}
+	if s.BatchTextMeasured {
+		w.float("batch_bytes_per_token", s.BatchBytesPerToken)
+		w.float("batch_nonletter_frac", s.BatchNonLetterFrac)
 	}
 	w.float("mfu", s.MFU)
 	w.float("max_attn_logit", s.MaxAttnLogit)
@@ -267,6 +283,7 @@ func (e *Eval) fields(w fieldVisitor) {
 	w.int("tokens_seen", e.TokensSeen)
 	w.float("wall_time", e.WallTime)
 	w.float("val_loss", e.ValLoss)
+	w.float("val_ppl", math.Exp(e.ValLoss))
 	optional(w, "val_loss_ema", e.ValLossEMA)
 	optional(w, "ema_gap", e.EMAGap())
 	w.float("train_val_gap", e.TrainValGap)

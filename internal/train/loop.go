@@ -50,6 +50,11 @@ type Options struct {
 	// Tokenizer names how token ids map to text, recorded in state.json for
 	// kestrel sample: "bytes" for byte-level text, else a tokenizer path or hash.
 	Tokenizer string
+	// Vocab is the run's tokenizer, for the batch's text vitals
+	// (batch_bytes_per_token, batch_nonletter_frac), row 0 of the first
+	// batch decoded in the log and debug.base64_data_*; nil = bytes when
+	// Tokenizer is "bytes", else unknown (batchstats.go).
+	Vocab Vocabulary
 
 	// NewNet builds the network (default NewModelNet).
 	NewNet NetFactory
@@ -199,6 +204,9 @@ func Preflight(o Options) error {
 	}
 	if o.Data == nil {
 		return errors.New("train: no data source")
+	}
+	if err := checkVocab(&o); err != nil {
+		return err
 	}
 	if o.Data.SeqLen() != o.Model.SeqLen {
 		return fmt.Errorf("train: data sequence length %d differs from model.seq_len %d", o.Data.SeqLen(), o.Model.SeqLen)
@@ -473,7 +481,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		// train.max_minutes: stop this invocation like a finished run.
 		timeUp := s < o.Train.Steps && o.Train.MaxMinutes > 0 && time.Since(t.start).Minutes() >= o.Train.MaxMinutes
 		branchEnd := s < o.Train.Steps && s == o.StopAt // Options.StopAt: the same on every rank
-		if t.dp != nil { // every rank stops where rank 0 does
+		if t.dp != nil {                                // every rank stops where rank 0 does
 			if ag, err := t.dp.agree(s, obErr != nil, timeUp); err != nil {
 				return res, errors.Join(obErr, err)
 			} else {
@@ -598,7 +606,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	if d := t.faults.Stall(s); d > 0 { // [debug] stall_at_step
 		time.Sleep(d)
 	}
-	t.ent.reset(o.Model.Vocab)
+	t.ent.begin(&o, t.T)
 	t.net.ZeroGrads()
 	t.dp.beginStep()
 	t.noise.begin()
@@ -631,7 +639,9 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		if o.Debug.Poisoned(dataIdx + 1) { // [debug] corrupt_batch_at_step, poison_data_*
 			faults.PoisonRows(o.Seed, dataIdx+1, r0, t.T, o.Model.Vocab, in, tg)
 		}
+		base64Fault(&o, dataIdx+1, r0, t.T, in, tg) // [debug] base64_data_* (batchstats.go)
 		t.ent.add(tg)
+		t.ent.logFirstRow(t.log, s, B, in)
 		b := &model.Batch{B: n, T: t.T, Inputs: in, Targets: tg}
 		if o.Model.DocMask {
 			b.SegIDs = sg
@@ -674,9 +684,10 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		}
 	}
 	m.PadFraction = float64(pads) / float64(B*t.T)
-	m.BatchTokenEntropy, m.BatchEntropyTokens = t.ent.nats(), t.ent.n // this rank's rows
-	m.TokensPerUpdate = int64(tokens)                                 // the positions the loss counted
-	if counted := sumInts(perSrc); counted > 0 {                      // a source that does not report rows gets no shares
+	// batch_token_entropy and the batch's data vitals, this rank's rows (batchstats.go)
+	t.ent.record(m)
+	m.TokensPerUpdate = int64(tokens)            // the positions the loss counted
+	if counted := sumInts(perSrc); counted > 0 { // a source that does not report rows gets no shares
 		m.SourceMixShare = make(map[string]float64, len(perSrc))
 		for i, c := range perSrc {
 			m.SourceMixShare[t.srcNames[i]] = float64(c) / float64(counted)

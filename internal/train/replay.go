@@ -170,6 +170,7 @@ func (r *Replayer) Step(s int) (StepReplay, error) {
 		if o.Debug.Poisoned(idx + 1) { // as the trainer's step does (faults.go)
 			faults.PoisonRows(o.Seed, idx+1, r0, T, o.Model.Vocab, in, tg)
 		}
+		base64Fault(&o, idx+1, r0, T, in, tg)
 		b := &model.Batch{B: n, T: T, Inputs: in, Targets: tg}
 		if o.Model.DocMask {
 			b.SegIDs = sg
