@@ -199,7 +199,7 @@ func meanSD(xs []float64) (float64, float64) {
 	return m, math.Sqrt(v / float64(len(xs)-1))
 }
 
-// jit is the eval jitter from the last 6 val_loss values at steps ≤ upTo.
+// jit is the eval jitter from the last 4 val_loss values at steps ≤ upTo.
 func jit(val map[int]line, upTo int) float64 {
 	var vs []float64
 	for s := 1; s <= upTo; s++ {
@@ -207,8 +207,8 @@ func jit(val map[int]line, upTo int) float64 {
 			vs = append(vs, *l.Val)
 		}
 	}
-	if len(vs) > 6 {
-		vs = vs[len(vs)-6:]
+	if len(vs) > 4 {
+		vs = vs[len(vs)-4:]
 	}
 	sum := 0.0
 	for i := 1; i+1 < len(vs); i++ {

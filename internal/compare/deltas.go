@@ -6,8 +6,10 @@ import (
 )
 
 // JitterPoints is how many of a run's evaluations, up to the compared
-// one, the eval-jitter noise estimate reads.
-const JitterPoints = 6
+// one, the eval-jitter noise estimate reads: the recent ones, where the
+// curve is nearest a straight line (its early curvature would read as
+// noise).
+const JitterPoints = 4
 
 // trainDelta compares the train loss: the mean of train_loss_raw over the
 // last window steps after the shared history, up to the common tokens.

@@ -11,8 +11,9 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
-	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/internal/tomlstrict"
 )
 
 // alertCounts counts each run's alerts by rule and severity after the
@@ -117,20 +118,18 @@ func configDiff(dirA, dirB string) ([]FieldDiff, error) {
 	return diffMaps(fa, fb), nil
 }
 
-// configLeaves reads dir/config.toml (strictly, as kestrel train does) and
-// flattens it to section.key → TOML value.
+// configLeaves reads dir/config.toml (a regular file, at most
+// tomlstrict.MaxBytes; the resolved config kestrel train writes, every
+// default spelled out) and flattens it to section.key → TOML value.
 func configLeaves(dir string) (map[string]string, error) {
-	cfg, err := config.Load(filepath.Join(dir, "config.toml"), nil)
+	path := filepath.Join(dir, "config.toml")
+	b, err := fileguard.ReadFile(path, tomlstrict.MaxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
 	}
-	b, err := config.Marshal(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("compare: %s: %w", dir, err)
-	}
 	var m map[string]any
 	if err := toml.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("compare: %s: config.toml: %w", dir, err)
+		return nil, fmt.Errorf("compare: %s: %w", path, err)
 	}
 	out := map[string]string{}
 	flatten("", m, out)

@@ -37,7 +37,15 @@ func verdict(p *Pair) string {
 	case "A":
 		return fmt.Sprintf("%s is worse than %s on %s by %.3f ± %.3f %s %s", p.NameB, p.NameA, what, math.Abs(d.Delta), se, unit, at)
 	}
-	return fmt.Sprintf("no difference beyond noise on %s: %s − %s = %+.3f ± %.3f %s %s (within 2 standard errors)", what, p.NameB, p.NameA, d.Delta, se, unit, at)
+	line := fmt.Sprintf("no difference beyond noise on %s: %s − %s = %+.3f ± %.3f %s %s (within 2 standard errors)", what, p.NameB, p.NameA, d.Delta, se, unit, at)
+	if t := p.Train; d != t && t != nil && t.StdErr != nil && better(t) != "" {
+		word := "better"
+		if better(t) == "A" {
+			word = "worse"
+		}
+		line += fmt.Sprintf("; on train loss (%s, last %d steps) %s is %s by %.3f ± %.3f", t.Noise, t.N, p.NameB, word, math.Abs(t.Delta), *t.StdErr)
+	}
+	return line
 }
 
 // Tokens writes a token count as 950, 12.3k, 2.1M or 1.4B.

@@ -25,7 +25,7 @@ var floors = map[string]int{
 	"internal/data/decontam": 2,
 	// Floor 3.
 	"internal/checkpoint": 3, "monitor": 3, "internal/train": 3, "internal/rewind": 3, "internal/faults": 3,
-	"internal/data/shards": 3, "internal/stepclock": 3,
+	"internal/data/shards": 3, "internal/stepclock": 3, "internal/compare": 3,
 	// Floor 4.
 	"internal/stepbench": 4, "internal/data/loader": 4, "internal/data/texts": 4, "internal/data/prepare": 4,
 	"internal/dashboard": 4, "internal/report": 4, "internal/watchsrc": 4, "internal/generate": 4,
@@ -34,7 +34,7 @@ var floors = map[string]int{
 	// Floor 6.
 	"internal/eval": 6, "internal/hfrun": 6, "internal/run": 6,
 	// Floor 7.
-	"internal/replay": 7, "internal/modelbench": 7, "internal/drill": 7,
+	"internal/replay": 7, "internal/modelbench": 7, "internal/drill": 7, "internal/branch": 7,
 	// Floor 8.
 	"cmd/kestrel": 8,
 }
