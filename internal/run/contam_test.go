@@ -130,6 +130,16 @@ func TestResumeAfterEvalFileChangedIsSEV1(t *testing.T) {
 	}
 
 	writeItem("How many pears does the farmer keep in the old barn at night when it rains heavily outside?")
+	// before prepare runs again, a start names the eval file the dataset no longer protects
+	var logged strings.Builder
+	opts, err := TrainOptions(cfg, dir, logTo(&logged))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Data.(io.Closer).Close()
+	if !strings.Contains(logged.String(), "re-run kestrel prepare") || !strings.Contains(logged.String(), "mybench: "+evalFile+" (changed since prepare") {
+		t.Errorf("no warning naming the changed eval file: %s", logged.String())
+	}
 	if !prep() {
 		t.Fatal("prepare kept the dataset after its eval file changed")
 	}
