@@ -336,8 +336,14 @@ type Loaded struct {
 	EMA   *safetensors.File
 }
 
-// Load verifies and reads the checkpoint directory dir.
+// Load verifies and reads the checkpoint directory dir. A checkpoint
+// that failed its verification after the write (MarkFailed) is refused,
+// even when its checksums match (a failed restore test): remove its
+// confirmation.json to read it anyway.
 func Load(dir string) (*Loaded, error) {
+	if err := usable(dir); err != nil {
+		return nil, fmt.Errorf("%w (remove %s to load it anyway)", err, ConfirmFile)
+	}
 	if err := Verify(dir); err != nil {
 		return nil, err
 	}
@@ -399,8 +405,9 @@ func ListDir(root string) ([]Entry, error) {
 
 // Latest loads the newest valid checkpoint under root (a
 // checkpoints/ directory). Invalid ones are logged naming the bad file and
-// skipped (a checkpoint that lacks a file, or whose state.json fails
-// validation, is invalid too); it returns nil, nil when root holds no
+// skipped (a checkpoint that lacks a file, whose state.json fails
+// validation, or that failed its verification after the write, MarkFailed,
+// is invalid too); it returns nil, nil when root holds no
 // checkpoint at all, and a *Error when checkpoints exist but none
 // is valid.
 func Latest(root string, log *slog.Logger) (*Loaded, error) {

@@ -185,7 +185,8 @@ func LastGoodBefore(runDir string, step int) (string, error) {
 //	step-N, N  the checkpoint of step N (step-00000070, step-70 or 70)
 //	DIR        a checkpoint directory (one holding SHA256SUMS), as a path
 //
-// last and last-good pass over checkpoints that fail verification, naming
+// last and last-good pass over checkpoints that fail verification (now,
+// or after their write: MarkFailed), naming
 // them in the error when none is left; a checkpoint named by step or
 // directory is verified when it is loaded (Load).
 func Resolve(runDir, name string) (string, error) {
@@ -334,8 +335,9 @@ func byteSize(n int64) string {
 }
 
 // NewestValidAtOrBefore returns the newest checkpoint of the run directory
-// runDir at or before step limit whose checksums verify (every newer or
-// failing one is skipped). The error lists why the candidates failed.
+// runDir at or before step limit whose checksums verify and that did not
+// fail its verification after the write (every newer or failing one is
+// skipped). The error lists why the candidates failed.
 func NewestValidAtOrBefore(runDir string, limit int) (string, error) {
 	root := Root(runDir)
 	list, err := ListDir(root)

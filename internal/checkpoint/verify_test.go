@@ -147,6 +147,9 @@ func TestMarkFailedNeverLastGood(t *testing.T) {
 	if err != nil || l.Dir != old {
 		t.Fatalf("Latest resumed from %v (%v), want %s", l, err, old)
 	}
+	if _, err := Load(bad); !errors.Is(err, ErrVerifyFailed) {
+		t.Errorf("Load of the failed checkpoint: %v, want ErrVerifyFailed", err)
+	}
 	// With the older one gone, nothing is left to resume from.
 	os.RemoveAll(old)
 	if _, err := Latest(root, nil); !errors.Is(err, ErrVerifyFailed) {
