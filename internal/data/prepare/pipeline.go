@@ -604,9 +604,10 @@ func sample(text string, n int) string {
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // Fingerprint returns the hash Run records in report.json for cfg and the
-// current state of its inputs (resolved config, input paths, sizes and
-// modification times). A dataset whose report.json is complete and carries
-// the same fingerprint is up to date.
+// current state of its inputs (resolved config, kestrel's version, input
+// paths, sizes and modification times, and the contents of the eval files
+// decontamination reads). A dataset whose report.json is complete and
+// carries the same fingerprint is up to date.
 func Fingerprint(cfg Config, strict bool) (string, error) {
 	if err := cfg.validate(); err != nil {
 		return "", err
