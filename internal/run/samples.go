@@ -1,11 +1,16 @@
 package run
 
 import (
+	"fmt"
 	"log/slog"
+	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/generate"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/samples"
+	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // sampler is the trainer observer of [samples]: at every checkpoint it
@@ -61,7 +66,7 @@ func (s *sampler) OnCheckpoint(ev *runlog.Checkpoint) error {
 		return nil // this checkpoint's weights were sampled already
 	}
 	t0 := time.Now()
-	gs, err := samples.Generate(ev.Dir, s.dir, s.cfg)
+	gs, err := GenerateSamples(ev.Dir, s.dir, s.cfg)
 	if err == nil {
 		err = runlog.AppendGenerations(s.dir, gs)
 	}
@@ -105,4 +110,54 @@ func (s *sampler) cut(step int) {
 	for _, g := range gs {
 		s.last = max(s.last, g.Step)
 	}
+}
+
+// GenerateSamples loads the checkpoint at ckptDir once (raw or EMA
+// weights) and continues each prompt of c greedily and then sampled
+// (internal/generate's KV-cache loop). The records name the checkpoint
+// relative to runDir.
+func GenerateSamples(ckptDir, runDir string, c samples.Config) ([]runlog.Generation, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	m, l, err := train.LoadModel(ckptDir, c.EMA, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, fmt.Errorf("samples: %w", err)
+	}
+	codec, err := generate.CodecFor(ckptDir, l.State)
+	if err != nil {
+		return nil, fmt.Errorf("samples: %w", err)
+	}
+	prompts := c.Prompts
+	if len(prompts) == 0 {
+		prompts = samples.DefaultPrompts(l.State.Tokenizer == "bytes" || l.State.Tokenizer == "" && l.State.Model.Vocab == 256)
+	}
+	rel, err := filepath.Rel(runDir, l.Dir)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		rel = l.Dir
+	}
+	weights := "raw"
+	if c.EMA {
+		weights = "ema"
+	}
+	var out []runlog.Generation
+	for _, p := range prompts {
+		for _, mode := range []string{runlog.ModeGreedy, runlog.ModeSampled} {
+			o := generate.Options{Prompt: p, TopP: 1, Tokens: c.Tokens, Seed: c.Seed}
+			if mode == runlog.ModeSampled {
+				o.Temperature, o.TopK = c.Temperature, c.TopK
+			}
+			t0 := time.Now()
+			text, err := generate.Continue(m, codec, o, nil)
+			if err != nil {
+				return out, fmt.Errorf("samples: prompt %q at %s: %w", p, l.Dir, err)
+			}
+			out = append(out, runlog.Generation{
+				Step: l.State.Step, TokensSeen: l.State.TokensSeen, Checkpoint: rel, Weights: weights,
+				Prompt: p, Mode: mode, Temperature: o.Temperature, TopK: o.TopK, Seed: c.Seed, Tokens: c.Tokens,
+				Text: strings.TrimPrefix(text, p), Seconds: time.Since(t0).Seconds(), UnixTime: float64(time.Now().UnixNano()) / 1e9,
+			})
+		}
+	}
+	return out, nil
 }

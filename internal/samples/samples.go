@@ -1,29 +1,19 @@
-// Package samples generates text from a checkpoint's weights for the
-// record of a run ([samples], samples.jsonl): each prompt continued
+// Package samples is the [samples] section: the text a run generates from
+// each checkpoint's weights into samples.jsonl (each prompt continued
 // greedily and sampled with a fixed seed, so that the texts of successive
-// checkpoints differ only by the weights. internal/run calls it on every
-// checkpoint; the report and the dashboard read samples.jsonl through
-// internal/runlog.
+// checkpoints differ only by the weights), its bounds and the default
+// prompts. internal/run generates them at every checkpoint (samples.go);
+// the report and the dashboard read samples.jsonl through internal/runlog.
+// It imports nothing of kestrel, so internal/config can hold its section.
 //
 // Cost: one load of the checkpoint (its checksums verified) and
 // len(prompts) × 2 × tokens positions through the KV-cache decoder, one
-// position per token (internal/generate). For configs/shakespeare-char.toml
-// (0.8M parameters, 3 prompts × 2 × 100 tokens) that is ~0.1 s per
-// checkpoint on one core; it is bounded by Validate (at most MaxPrompts
-// prompts and MaxTokens tokens) and runs between steps, outside step_time.
+// position per token (internal/generate). It is bounded by Validate (at
+// most MaxPrompts prompts and MaxTokens tokens) and runs between steps,
+// outside step_time.
 package samples
 
-import (
-	"fmt"
-	"log/slog"
-	"path/filepath"
-	"strings"
-	"time"
-
-	"github.com/kestrel-lm/kestrel/internal/generate"
-	"github.com/kestrel-lm/kestrel/internal/runlog"
-	"github.com/kestrel-lm/kestrel/internal/train"
-)
+import "fmt"
 
 // Config is the [samples] section.
 type Config struct {
@@ -82,53 +72,4 @@ func DefaultPrompts(byteLevel bool) []string {
 		return []string{"", "ROMEO:", "The "}
 	}
 	return []string{"", "ROMEO:", "The"}
-}
-
-// Generate loads the checkpoint at ckptDir once (raw or EMA weights) and
-// continues each prompt greedily and then sampled. The records name the
-// checkpoint relative to runDir.
-func Generate(ckptDir, runDir string, c Config) ([]runlog.Generation, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	m, l, err := train.LoadModel(ckptDir, c.EMA, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return nil, fmt.Errorf("samples: %w", err)
-	}
-	codec, err := generate.CodecFor(ckptDir, l.State)
-	if err != nil {
-		return nil, fmt.Errorf("samples: %w", err)
-	}
-	prompts := c.Prompts
-	if len(prompts) == 0 {
-		prompts = DefaultPrompts(l.State.Tokenizer == "bytes" || l.State.Tokenizer == "" && l.State.Model.Vocab == 256)
-	}
-	rel, err := filepath.Rel(runDir, l.Dir)
-	if err != nil || strings.HasPrefix(rel, "..") {
-		rel = l.Dir
-	}
-	weights := "raw"
-	if c.EMA {
-		weights = "ema"
-	}
-	var out []runlog.Generation
-	for _, p := range prompts {
-		for _, mode := range []string{runlog.ModeGreedy, runlog.ModeSampled} {
-			o := generate.Options{Prompt: p, TopP: 1, Tokens: c.Tokens, Seed: c.Seed}
-			if mode == runlog.ModeSampled {
-				o.Temperature, o.TopK = c.Temperature, c.TopK
-			}
-			t0 := time.Now()
-			text, err := generate.Continue(m, codec, o, nil)
-			if err != nil {
-				return out, fmt.Errorf("samples: prompt %q at %s: %w", p, l.Dir, err)
-			}
-			out = append(out, runlog.Generation{
-				Step: l.State.Step, TokensSeen: l.State.TokensSeen, Checkpoint: rel, Weights: weights,
-				Prompt: p, Mode: mode, Temperature: o.Temperature, TopK: o.TopK, Seed: c.Seed, Tokens: c.Tokens,
-				Text: strings.TrimPrefix(text, p), Seconds: time.Since(t0).Seconds(), UnixTime: float64(time.Now().UnixNano()) / 1e9,
-			})
-		}
-	}
-	return out, nil
 }

@@ -1,0 +1,83 @@
+package run
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/generate"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/internal/samples"
+)
+
+// tinyBytesCheckpoint trains tinyRun for 3 steps with [samples] off and
+// returns the run directory and its final checkpoint.
+func tinyBytesCheckpoint(t *testing.T) (run, ckpt string) {
+	t.Helper()
+	run = filepath.Join(t.TempDir(), "run")
+	cfg := tinyRun(3)
+	cfg.Samples.Enabled = false
+	res, err := Train(context.Background(), cfg, run, Options{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run, res.Checkpoint
+}
+
+// TestGenerateSamples: every prompt (the byte-level defaults when none are
+// listed) gives a greedy and a sampled record of the checkpoint, the
+// greedy one is kestrel sample's temperature-0 text, the records are
+// deterministic, and EMA weights are named.
+func TestGenerateSamples(t *testing.T) {
+	run, ckpt := tinyBytesCheckpoint(t)
+	cfg := samples.DefaultConfig()
+	cfg.Tokens = 12
+	gs, err := GenerateSamples(ckpt, run, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompts := samples.DefaultPrompts(true)
+	if len(gs) != 2*len(prompts) {
+		t.Fatalf("%d records, want %d", len(gs), 2*len(prompts))
+	}
+	for i, g := range gs {
+		wantMode := []string{runlog.ModeGreedy, runlog.ModeSampled}[i%2]
+		if g.Prompt != prompts[i/2] || g.Mode != wantMode || g.Step != 3 || g.Checkpoint != filepath.Join("checkpoints", filepath.Base(ckpt)) || g.Weights != "raw" || len(g.Text) != 12 || g.TokensSeen <= 0 {
+			t.Errorf("record %d: %+v", i, g)
+		}
+		if err := g.Validate(); err != nil {
+			t.Error(err)
+		}
+	}
+	if gs[1].Temperature != cfg.Temperature || gs[1].TopK != cfg.TopK || gs[0].Temperature != 0 {
+		t.Errorf("modes: greedy %+v sampled %+v", gs[0], gs[1])
+	}
+	want, err := generate.Generate(ckpt, generate.Options{Prompt: "ROMEO:", TopP: 1, Tokens: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gs[2].Prompt+gs[2].Text != want {
+		t.Errorf("greedy %q, kestrel sample gives %q", gs[2].Prompt+gs[2].Text, want)
+	}
+	again, err := GenerateSamples(ckpt, run, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range gs {
+		if again[i].Text != gs[i].Text {
+			t.Errorf("record %d not deterministic: %q vs %q", i, gs[i].Text, again[i].Text)
+		}
+	}
+	cfg.EMA, cfg.Prompts = true, []string{"To be"}
+	ema, err := GenerateSamples(ckpt, run, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ema) != 2 || ema[0].Weights != "ema" || ema[0].Prompt != "To be" {
+		t.Errorf("EMA records: %+v", ema)
+	}
+	cfg.Tokens = 0
+	if _, err := GenerateSamples(ckpt, run, cfg); err == nil {
+		t.Error("an invalid config generated")
+	}
+}
