@@ -112,24 +112,38 @@ func (m *Monitor) Starts(step int64, starts []runlog.Start) []Alert {
 type plannedState struct {
 	stages         []int64 // start_step of each data stage after the first
 	lrPrev, lrPeak float64 // learning_rate of the previous step, its highest so far (NaN = none yet)
+	cycle, scale   float64 // lr_cycle and lr_scale of the previous step (NaN = none yet)
 	rewarm         bool    // a re-warm-up is under way
 	last           int64   // the previous step fed
 	started        bool
 }
 
+// maxRewarmFactor is the largest rise of learning_rate in one step that a
+// re-warm-up read from the LR alone may have: a schedule ramps over
+// several steps, an LR spike (a bug, debug.lr_spike_*) jumps at once.
+const maxRewarmFactor = 2
+
 // plannedChange re-bases the spike classifier's loss window at a planned
 // change of the train loss's level: a data stage's start_step (the loss is
-// then measured on another mixture) and a re-warm-up (learning_rate rising
-// again after it fell: a rewarm cycle, a warm-start's re-warm, a knob or
-// rewind that raises the LR). The spike rule is silent while the LR rises
-// and until its window holds minWindow steps after the change; the
-// divergence rule's criteria without history still hold meanwhile. A spike
-// at any other step is judged as before. It returns what changed, "" when
-// nothing did.
-func (c *SpikeClassifier) plannedChange(step int64, lr float64) string {
+// then measured on another mixture) and a re-warm-up (lr_cycle counting a
+// new cycle, a knob's lr_scale turning, or learning_rate ramping up again
+// after it fell, by at most maxRewarmFactor a step). The spike rule is
+// silent while the LR rises and until its window holds minWindow steps
+// after the change; the divergence rule's criteria without history still
+// hold meanwhile. A spike at any other step — an LR that jumps at once
+// included — is judged as before. v holds the step's learning_rate,
+// lr_cycle and lr_scale where the trainer reports them. It returns what
+// changed, "" when nothing did.
+func (c *SpikeClassifier) plannedChange(step int64, v map[string]float64) string {
 	p := &c.plan
 	if !p.started {
-		p.started, p.lrPrev, p.lrPeak, p.last = true, math.NaN(), math.NaN(), math.MinInt64
+		p.started, p.lrPrev, p.lrPeak, p.cycle, p.scale, p.last = true, math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.MinInt64
+	}
+	get := func(n string) float64 {
+		if x, ok := v[n]; ok && finite(x) {
+			return x
+		}
+		return math.NaN()
 	}
 	why := ""
 	for _, st := range p.stages {
@@ -138,10 +152,23 @@ func (c *SpikeClassifier) plannedChange(step int64, lr float64) string {
 		}
 	}
 	p.last = step
+	if x := get("lr_scale"); finite(x) {
+		if finite(p.scale) && x != p.scale {
+			why = "lr_scale knob"
+		}
+		p.scale = x
+	}
+	lr, cycle := get("learning_rate"), get("lr_cycle")
+	if finite(cycle) {
+		if finite(p.cycle) && cycle > p.cycle {
+			p.rewarm = true
+		}
+		p.cycle = cycle
+	}
 	if finite(lr) {
 		switch {
-		case finite(p.lrPrev) && lr > p.lrPrev*(1+1e-9) && p.lrPrev < p.lrPeak*(1-1e-6):
-			p.rewarm = true // rising again after it fell
+		case finite(p.lrPrev) && lr > p.lrPrev*(1+1e-9) && p.lrPrev < p.lrPeak*(1-1e-6) && lr <= maxRewarmFactor*p.lrPrev:
+			p.rewarm = true // ramping up again after it fell
 		case p.rewarm && finite(p.lrPrev) && lr <= p.lrPrev:
 			p.rewarm = false
 			why = "end of a learning-rate re-warm-up"

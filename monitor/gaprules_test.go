@@ -111,21 +111,39 @@ func TestRestartStorm(t *testing.T) {
 }
 
 // TestSpikeKnowsPlannedChanges: a train loss that steps up by 25% at a
-// data stage's start_step, or rises while the LR re-warms after a decay,
-// is no loss_spike; the same step up with no stage, or the same rise with
-// a flat LR, is one.
+// data stage's start_step, or rises while the LR re-warms after a decay
+// (a ramp read from learning_rate, or a new lr_cycle), is no loss_spike;
+// the same step up with no stage, 49 steps before one, or with an LR that
+// jumps ×10 at once (an LR spike, not a ramp), is one.
 func TestSpikeKnowsPlannedChanges(t *testing.T) {
-	run := func(stages []MixStage, rewarm bool) []Alert {
+	type lrFn func(s int64) (lr, cycle float64)
+	decay := func(s int64) float64 { return 1e-3 * (1 - float64(min(s, 150))/200) } // 2.5e-4 at step 150
+	flat := func(s int64) (float64, float64) { return decay(s), 0 }
+	ramp := func(s int64) (float64, float64) {
+		if s <= 150 {
+			return decay(s), 0
+		}
+		return 2.5e-4 + 7.5e-4*float64(min(s-150, 20))/20, 1 // re-warm to 1e-3 over 20 steps
+	}
+	jumpCycle := func(s int64) (float64, float64) { // the schedule's new cycle from min_lr 0
+		if s <= 150 {
+			return decay(s), 0
+		}
+		return 1e-3, 1
+	}
+	spike := func(s int64) (float64, float64) { // ×10 for 3 steps, no new cycle
+		if s > 150 && s <= 153 {
+			return 10 * decay(s), 0
+		}
+		return decay(s), 0
+	}
+	run := func(stages []MixStage, lrOf lrFn) []Alert {
 		m := newOptsMonitor(t, testConfig(), Options{MixStages: stages})
 		c := newCurve(6)
 		var got []Alert
 		for s := int64(1); s <= 260; s++ {
 			smp := c.sample(s)
-			lr := 1e-3 * (1 - float64(min(s, 150))/200) // decaying to 2.5e-4 at step 150
-			if rewarm && s > 150 {
-				lr = 2.5e-4 + 7.5e-4*float64(min(s-150, 20))/20 // re-warm to 1e-3 over 20 steps
-			}
-			smp.Values["learning_rate"] = lr
+			smp.Values["learning_rate"], smp.Values["lr_cycle"] = lrOf(s)
 			if s > 150 {
 				smp.Values["train_loss_raw"] *= 1.25
 			}
@@ -134,17 +152,27 @@ func TestSpikeKnowsPlannedChanges(t *testing.T) {
 		return got
 	}
 	stages := []MixStage{{StartStep: 1, Weights: map[string]float64{"web": 1}}, {StartStep: 151, Weights: map[string]float64{"web": 0.5, "math": 0.5}}}
-	if got := run(stages, false); len(got) != 0 {
-		t.Errorf("a data stage's level change raised %+v", got)
-	}
-	if got := run(nil, true); len(got) != 0 {
-		t.Errorf("a re-warm-up's loss rise raised %+v", got)
-	}
-	if got := run(nil, false); len(got) == 0 || got[0].Step != 151 {
-		t.Errorf("the same jump unplanned raised %+v, want a loss_spike at step 151", got)
-	}
 	later := []MixStage{stages[0], {StartStep: 200, Weights: stages[1].Weights}}
-	if got := run(later, false); len(got) == 0 || got[0].Step != 151 {
-		t.Errorf("a jump 49 steps before a stage raised %+v, want a loss_spike at step 151", got)
+	cases := []struct {
+		name   string
+		stages []MixStage
+		lr     lrFn
+		want   bool
+	}{
+		{"a data stage's level change", stages, flat, false},
+		{"a re-warm-up ramp", nil, ramp, false},
+		{"a new lr_cycle", nil, jumpCycle, false},
+		{"the same jump unplanned", nil, flat, true},
+		{"a jump 49 steps before a stage", later, flat, true},
+		{"an LR spike ×10", nil, spike, true},
+	}
+	for _, tc := range cases {
+		got := run(tc.stages, tc.lr)
+		if tc.want && (len(got) == 0 || got[0].Step != 151) {
+			t.Errorf("%s: loss_spike %+v, want one at step 151", tc.name, got)
+		}
+		if !tc.want && len(got) != 0 {
+			t.Errorf("%s: raised %+v", tc.name, got)
+		}
 	}
 }

@@ -125,8 +125,10 @@ func classifierInputs(values map[string]float64) map[string]float64 {
 			out[k] = v
 		}
 	}
-	if v, ok := values["learning_rate"]; ok { // planned re-warm-ups (gaprules.go)
-		out["learning_rate"] = v
+	for _, n := range []string{"learning_rate", "lr_cycle", "lr_scale"} { // planned re-warm-ups (gaprules.go)
+		if v, ok := values[n]; ok {
+			out[n] = v
+		}
 	}
 	return out
 }
@@ -191,11 +193,7 @@ func (c *SpikeClassifier) Eval(step int64, valLoss float64) {
 // whose verdict was decided at this step.
 func (c *SpikeClassifier) Step(step int64, loss float64, norms map[string]float64, batch *Batch) (detected *Spike, decided []*Spike) {
 	c.lastStep = step
-	lr, ok := norms["learning_rate"]
-	if !ok {
-		lr = math.NaN()
-	}
-	c.plannedChange(step, lr) // a data stage or a re-warm-up re-bases the loss window (gaprules.go)
+	c.plannedChange(step, norms) // a data stage or a re-warm-up re-bases the loss window (gaprules.go)
 	// Norm z-scores against their windows before this step.
 	for _, n := range classifierNorms {
 		v, ok := norms[n]
