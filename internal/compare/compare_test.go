@@ -1,4 +1,4 @@
-package compare
+package compare_test
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/branch"
+	"github.com/kestrel-lm/kestrel/internal/compare"
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/run"
 )
@@ -102,7 +103,7 @@ func readLines(t *testing.T, dir string) (train, val map[int]line) {
 // is "identical"; a run that is no branch alone is refused.
 func TestCompareBranchWithParent(t *testing.T) {
 	parent, lr, same := runs(t)
-	rep, err := Compare([]string{lr}, Options{})
+	rep, err := compare.Compare([]string{lr}, compare.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestCompareBranchWithParent(t *testing.T) {
 		t.Errorf("train delta %+v; want mean %g, se %g over 11 paired steps", tr, mean, sd/math.Sqrt(11))
 	}
 	// val_loss at step 20 in both, jitter over the evaluations at 0 < s ≤ 20.
-	var vd *Delta
+	var vd *compare.Delta
 	for i := range p.Evals {
 		if p.Evals[i].Metric == "val_loss" {
 			vd = &p.Evals[i]
@@ -168,20 +169,20 @@ func TestCompareBranchWithParent(t *testing.T) {
 		t.Errorf("manifest differences %+v; want parent and config_hash, not the data or the build", p.Manifest)
 	}
 	// The same two runs named explicitly.
-	rep2, err := Compare([]string{parent, lr}, Options{})
+	rep2, err := compare.Compare([]string{parent, lr}, compare.Options{})
 	if err != nil || rep2.Pairs[0].Verdict != p.Verdict {
 		t.Errorf("explicit pair: %v, verdict %q vs %q", err, rep2.Pairs[0].Verdict, p.Verdict)
 	}
 	// No change: identical.
-	rep3, err := Compare([]string{same}, Options{})
+	rep3, err := compare.Compare([]string{same}, compare.Options{})
 	if err != nil || !rep3.Pairs[0].Identical || !strings.HasPrefix(rep3.Pairs[0].Verdict, "identical") || rep3.Pairs[0].Train != nil {
 		t.Errorf("no-change branch: %v, %+v", err, rep3.Pairs)
 	}
-	if _, err := Compare([]string{parent}, Options{}); err == nil || !strings.Contains(err.Error(), "no branch") {
+	if _, err := compare.Compare([]string{parent}, compare.Options{}); err == nil || !strings.Contains(err.Error(), "no branch") {
 		t.Errorf("a lone run that is no branch: %v", err)
 	}
 	var sb strings.Builder
-	if err := WriteTable(&sb, rep); err != nil || !strings.Contains(sb.String(), p.Verdict) || !strings.Contains(sb.String(), "optim.lr") {
+	if err := compare.WriteTable(&sb, rep); err != nil || !strings.Contains(sb.String(), p.Verdict) || !strings.Contains(sb.String(), "optim.lr") {
 		t.Errorf("table: %v\n%s", err, sb.String())
 	}
 }

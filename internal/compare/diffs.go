@@ -118,12 +118,15 @@ func configDiff(dirA, dirB string) ([]FieldDiff, error) {
 	return diffMaps(fa, fb), nil
 }
 
-// configLeaves reads dir/config.toml (a regular file, at most
+// configLeaves reads dir/config.toml (none: no leaves; a regular file, at most
 // tomlstrict.MaxBytes; the resolved config kestrel train writes, every
 // default spelled out) and flattens it to section.key → TOML value.
 func configLeaves(dir string) (map[string]string, error) {
 	path := filepath.Join(dir, "config.toml")
 	b, err := fileguard.ReadFile(path, tomlstrict.MaxBytes)
+	if errors.Is(err, fs.ErrNotExist) { // another trainer's run (kestrel watch): no config to compare
+		return map[string]string{}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
 	}

@@ -123,7 +123,7 @@ func (s *series) add(line []byte, rec *runlog.Record, train map[int]point, evals
 func sorted(m map[int]point) []point {
 	out := make([]point, 0, len(m))
 	for _, p := range m {
-		if !math.IsNaN(p.V) {
+		if !math.IsNaN(p.V) && !math.IsInf(p.V, 0) { // a non-finite loss is no point to compare (and no JSON number)
 			out = append(out, p)
 		}
 	}

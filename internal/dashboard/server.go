@@ -163,6 +163,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/run", s.handleRunInfo)
 	mux.HandleFunc("GET /api/stream", s.handleStream)
 	mux.HandleFunc("GET /api/samples", s.handleSamples) // samples.go
+	mux.HandleFunc("GET /api/compare", s.handleCompare) // compare.go
 	mux.HandleFunc("GET /files/{run}/{name...}", s.handleFile)
 	return s.checkHost(s.writeDeadlines(securityHeaders(mux)))
 }

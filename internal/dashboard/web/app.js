@@ -445,6 +445,8 @@ function renderRunPage() {
   page.replaceChildren();
   const runs = state.selected;
   if (!runs.length) { page.append(el('p', {}, 'Select a run.')); return; }
+  const cmp = compareSection(runs, runs.length === 1 && !!((state.info[runs[0]] || {}).manifest || {}).parent); // compare.js
+  if (cmp) page.append(cmp);
   if (runs.length > 1) page.append(configDiff(runs));
   for (const run of runs) {
     const info = state.info[run] || {};
