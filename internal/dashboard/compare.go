@@ -30,6 +30,10 @@ func (s *Server) handleCompare(w http.ResponseWriter, req *http.Request) {
 			httpError(w, http.StatusNotFound, err)
 			return
 		}
+		if err := checkCompareFiles(r); err != nil {
+			httpError(w, http.StatusForbidden, err)
+			return
+		}
 		dirs = append(dirs, r.Dir)
 	}
 	if len(dirs) == 0 {
@@ -68,6 +72,21 @@ func (s *Server) handleCompare(w http.ResponseWriter, req *http.Request) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
+// compareFiles are the run files internal/compare reads by path.
+var compareFiles = []string{"metrics.jsonl", "alerts.jsonl", runlog.InterventionsFile, "config.toml", runlog.ManifestFile, runlog.BranchFile}
+
+// checkCompareFiles refuses a run whose files compare reads lead out of
+// the run or are not regular files (runRoot.check), as every other
+// endpoint does.
+func checkCompareFiles(r *Run) error {
+	for _, n := range compareFiles {
+		if err := r.root.check(n); err != nil {
+			return fmt.Errorf("compare: run %s: %w", r.Name, err)
+		}
+	}
+	return nil
+}
+
 // parentOf is the directory of the served run that the branch in dir
 // started from.
 func (s *Server) parentOf(dir string) (string, error) {
@@ -84,6 +103,9 @@ func (s *Server) parentOf(dir string) (string, error) {
 		defer s.mu.Unlock()
 		for _, r := range s.runs {
 			if st, err := os.Stat(r.Dir); err == nil && os.SameFile(st, want) {
+				if err := checkCompareFiles(r); err != nil {
+					return "", err
+				}
 				return r.Dir, nil
 			}
 		}

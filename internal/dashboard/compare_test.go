@@ -44,7 +44,8 @@ func writeCompareRun(t *testing.T, dir string, off, lr float64) {
 // TestCompareEndpoint: /api/compare serves internal/compare's report for
 // the runs named (a branch alone against its served parent), and refuses
 // a lone run that is no branch, a branch whose parent is not served, an
-// unknown run and a bad window, naming what is wrong.
+// unknown run, a bad window and a run whose metrics.jsonl leads out of the
+// run, naming what is wrong.
 func TestCompareEndpoint(t *testing.T) {
 	root := t.TempDir()
 	parent, canary, orphan := filepath.Join(root, "parent"), filepath.Join(root, "canary"), filepath.Join(root, "orphan")
@@ -59,7 +60,14 @@ func TestCompareEndpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv, err := New("", []string{parent, canary, orphan})
+	leaky := filepath.Join(root, "leaky") // its metrics.jsonl is a link out of the run
+	if err := os.MkdirAll(leaky, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(parent, "metrics.jsonl"), filepath.Join(leaky, "metrics.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New("", []string{parent, canary, orphan, leaky})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +104,7 @@ func TestCompareEndpoint(t *testing.T) {
 		{"runs=parent,nosuch", "nosuch"},
 		{"runs=", "name the runs"},
 		{"runs=parent,canary&window=0", "window"},
+		{"runs=parent,leaky", "metrics.jsonl"},
 	} {
 		code, m := get(tc.q)
 		if code == http.StatusOK || !strings.Contains(fmt.Sprint(m["error"]), tc.want) {
