@@ -51,6 +51,25 @@ test: lint build
 	    { echo "manifest.json lacks git_sha $(SHA)"; exit 1; }; } && \
 	  tail -22 $$tmp/demo.log
 
+# fuzz-short: every fuzz target of the module (`func FuzzX` in a _test.go
+# file, found by grep so a new one joins without an edit here) for
+# FUZZTIME each; .ci/run calls it after make test. Their seeds also run,
+# unfuzzed, in make test. A failure leaves the input in the package's
+# testdata/fuzz/FuzzX/ (commit it as a seed once fixed). The budget is a
+# count of inputs, not a duration: Go 1.26's coordinator can fail a
+# duration-limited run with "context deadline exceeded" and no crasher on
+# a loaded machine (go.dev/issue/75804, fixed in Go 1.27).
+FUZZTIME ?= 1000x
+.PHONY: fuzz-short
+fuzz-short:
+	@grep -rE --include='*_test.go' --exclude-dir=node_modules --exclude-dir=testdata -o '^func Fuzz[A-Za-z0-9_]*' . | sort | \
+	while IFS=: read -r file fn; do \
+	  pkg=$$(dirname "$$file"); fn=$${fn#func }; \
+	  echo "== fuzz $$pkg $$fn ($(FUZZTIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) "$$pkg" >"$${TMPDIR:-/tmp}/kestrel-fuzz.log" 2>&1 || \
+	    { tail -40 "$${TMPDIR:-/tmp}/kestrel-fuzz.log"; echo "fuzz $$pkg $$fn failed"; exit 1; }; \
+	done
+
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
 	$(BIN) bench gemm --json
