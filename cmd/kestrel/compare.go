@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/internal/branch"
 	"github.com/kestrel-lm/kestrel/internal/compare"
 )
 
@@ -15,6 +16,7 @@ func newCompareCmd() *cobra.Command {
 		Long:  helpText("compare"),
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.ResolveConfig = branch.ResolvedConfig // defaults filled in, as kestrel train reads config.toml
 			r, err := compare.Compare(args, o)
 			if err != nil {
 				return err

@@ -223,3 +223,15 @@ func (b *Branch) Describe() string {
 	return fmt.Sprintf("branch %s: from %s (step %d, %d tokens, SHA256SUMS %.12s…) with %s; training steps %d..%d",
 		b.Dir, b.Parent.Checkpoint, b.Parent.Step, b.Parent.TokensSeen, b.Parent.SumsSHA256, change, b.Parent.Step+1, b.Parent.UntilStep)
 }
+
+// ResolvedConfig returns the config of the run in dir as kestrel train
+// reads it (defaults, then dir/config.toml), as TOML: kestrel compare's
+// config differences then compare a key an older kestrel did not write
+// by its default.
+func ResolvedConfig(dir string) ([]byte, error) {
+	cfg, err := config.Load(filepath.Join(dir, "config.toml"), nil)
+	if err != nil {
+		return nil, err
+	}
+	return config.Marshal(cfg)
+}

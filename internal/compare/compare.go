@@ -27,6 +27,11 @@ type Options struct {
 	// Window is the number of recent steps the train loss is averaged over
 	// (0: DefaultWindow).
 	Window int
+	// ResolveConfig, when set, returns a run's config as TOML with every
+	// default filled in (branch.ResolvedConfig), so that a key an older
+	// kestrel did not write is compared by its default; nil compares
+	// config.toml as written.
+	ResolveConfig func(dir string) ([]byte, error)
 }
 
 // Report is a comparison of runs: every run after the first against the
@@ -197,7 +202,7 @@ func pair(ra, rb Run, a, b *series, o Options) (*Pair, error) {
 	if p.Interventions, err = interventionRows(ra.Dir, rb.Dir); err != nil {
 		return nil, err
 	}
-	if p.Config, err = configDiff(ra.Dir, rb.Dir); err != nil {
+	if p.Config, err = configDiff(ra.Dir, rb.Dir, o.ResolveConfig); err != nil {
 		return nil, err
 	}
 	if p.Manifest, err = manifestDiff(ra.Dir, rb.Dir); err != nil {

@@ -220,3 +220,41 @@ func jit(val map[int]line, upTo int) float64 {
 }
 
 func close(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Max(1, math.Abs(b)) }
+
+// TestCompareConfigDefaults: a key one run's config.toml lacks (written by
+// an older kestrel) compares by its default with ResolveConfig
+// (branch.ResolvedConfig, as kestrel compare passes it), and shows as
+// "(none)" without.
+func TestCompareConfigDefaults(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir()}
+	warm := config.Default().Optim.Warmup
+	tomls := []string{"[optim]\nlr = 0.001\n", fmt.Sprintf("[optim]\nlr = 0.002\nwarmup_steps = %d\n", warm)}
+	for i, d := range dirs {
+		lines := `{"step":1,"tokens_seen":10,"train_loss_raw":3}` + "\n" + fmt.Sprintf(`{"step":2,"tokens_seen":20,"train_loss_raw":%d}`, 2+i) + "\n"
+		if err := os.WriteFile(filepath.Join(d, "metrics.jsonl"), []byte(lines), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "config.toml"), []byte(tomls[i]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		resolve func(string) ([]byte, error)
+		want    string
+	}{
+		{nil, "optim.lr optim.warmup_steps"},
+		{branch.ResolvedConfig, "optim.lr"},
+	} {
+		rep, err := compare.Compare(dirs, compare.Options{ResolveConfig: tc.resolve})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range rep.Pairs[0].Config {
+			got = append(got, f.Field)
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("resolve %v: config differences %v, want %s", tc.resolve != nil, rep.Pairs[0].Config, tc.want)
+		}
+	}
+}

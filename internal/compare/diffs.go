@@ -104,26 +104,32 @@ func summary(iv runlog.Intervention) string {
 	return s
 }
 
-// configDiff compares the runs' resolved config.toml leaf by leaf (arrays
-// as a whole).
-func configDiff(dirA, dirB string) ([]FieldDiff, error) {
-	fa, err := configLeaves(dirA)
+// configDiff compares the runs' config.toml leaf by leaf (arrays as a
+// whole), each resolved by resolve when it is set.
+func configDiff(dirA, dirB string, resolve func(dir string) ([]byte, error)) ([]FieldDiff, error) {
+	fa, err := configLeaves(dirA, resolve)
 	if err != nil {
 		return nil, err
 	}
-	fb, err := configLeaves(dirB)
+	fb, err := configLeaves(dirB, resolve)
 	if err != nil {
 		return nil, err
 	}
 	return diffMaps(fa, fb), nil
 }
 
-// configLeaves reads dir/config.toml (none: no leaves; a regular file, at most
-// tomlstrict.MaxBytes; the resolved config kestrel train writes, every
-// default spelled out) and flattens it to section.key → TOML value.
-func configLeaves(dir string) (map[string]string, error) {
+// configLeaves flattens a run's config to section.key → TOML value: the
+// TOML resolve returns, else dir/config.toml as written (none: no leaves;
+// a regular file, at most tomlstrict.MaxBytes).
+func configLeaves(dir string, resolve func(dir string) ([]byte, error)) (map[string]string, error) {
 	path := filepath.Join(dir, "config.toml")
-	b, err := fileguard.ReadFile(path, tomlstrict.MaxBytes)
+	var b []byte
+	var err error
+	if resolve != nil {
+		b, err = resolve(dir)
+	} else {
+		b, err = fileguard.ReadFile(path, tomlstrict.MaxBytes)
+	}
 	if errors.Is(err, fs.ErrNotExist) { // another trainer's run (kestrel watch): no config to compare
 		return map[string]string{}, nil
 	}
