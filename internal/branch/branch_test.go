@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
@@ -38,14 +39,38 @@ func tinyRun() config.Config {
 	return cfg
 }
 
-// parentRun trains tinyRun once per test binary and returns its directory.
+var (
+	parentOnce sync.Once
+	parentDir  string
+	parentErr  error
+)
+
+// TestMain removes the shared parent run after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if parentDir != "" {
+		os.RemoveAll(filepath.Dir(parentDir))
+	}
+	os.Exit(code)
+}
+
+// parentRun trains tinyRun once per test binary and returns its directory
+// (the tests only read it: TestBranchReproducesParent checks that).
 func parentRun(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "parent")
-	if _, err := run.Train(context.Background(), tinyRun(), dir, run.Options{Logger: quiet()}); err != nil {
-		t.Fatal(err)
+	parentOnce.Do(func() {
+		tmp, err := os.MkdirTemp("", "kestrel-branch-test-")
+		if err != nil {
+			parentErr = err
+			return
+		}
+		parentDir = filepath.Join(tmp, "parent")
+		_, parentErr = run.Train(context.Background(), tinyRun(), parentDir, run.Options{Logger: quiet()})
+	})
+	if parentErr != nil {
+		t.Fatal(parentErr)
 	}
-	return dir
+	return parentDir
 }
 
 // snapshot hashes every file under dir (with its mode and modification

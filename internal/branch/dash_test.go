@@ -32,7 +32,7 @@ func TestDashboardCompare(t *testing.T) {
 	var parent string
 	if canary == "" {
 		parent = parentRun(t)
-		canary = filepath.Join(filepath.Dir(parent), "canary")
+		canary = filepath.Join(t.TempDir(), "canary")
 		b, err := Prepare(Options{Parent: parent, From: "step-4", Out: canary, Steps: 8, Set: []string{"optim.lr=1e-2"}, Logger: quiet()})
 		if err != nil {
 			t.Fatal(err)
