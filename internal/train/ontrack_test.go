@@ -1,0 +1,76 @@
+package train
+
+import (
+	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/batchsched"
+	"github.com/kestrel-lm/kestrel/internal/optim"
+)
+
+// TestOnTrackPhases: which steps the loss fit takes and which it judges,
+// per schedule — never the warm-up, a re-warm-up or its settling; a WSD
+// decay judged but not fitted; a cosine decay both.
+func TestOnTrackPhases(t *testing.T) {
+	type span struct {
+		from, to   int // 1-based steps, inclusive
+		fit, judge bool
+	}
+	for _, tc := range []struct {
+		name  string
+		mod   func(*Options)
+		spans []span
+	}{
+		{"wsd", func(o *Options) { o.Optim.Schedule, o.Optim.Warmup, o.Optim.DecayFraction = "wsd", 10, 0.2 },
+			[]span{{1, 19, false, false}, {20, 162, true, true}, {164, 200, false, true}}},
+		{"cosine", func(o *Options) { o.Optim.Schedule, o.Optim.Warmup = "cosine", 30 },
+			[]span{{1, 59, false, false}, {60, 200, true, true}}},
+		{"constant, no warm-up", func(o *Options) { o.Optim.Schedule, o.Optim.Warmup = "constant", 0 },
+			[]span{{1, 9, false, false}, {10, 200, true, true}}},
+		{"multistep", func(o *Options) {
+			o.Optim.Schedule, o.Optim.Warmup, o.Optim.MultistepAt, o.Optim.MultistepFactors = "multistep", 10, []float64{0.8}, []float64{0.3}
+		}, []span{{20, 160, true, true}, {161, 200, false, true}}},
+		{"re-warm-up at 100", func(o *Options) {
+			o.Optim.Schedule, o.Optim.Warmup, o.Optim.RewarmAt, o.Optim.RewarmSteps = "constant", 10, []int{100}, 15
+		}, []span{{20, 100, true, true}, {101, 130, false, false}, {131, 200, true, true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := baseOpts(t.TempDir())
+			o.Train.Steps = 200
+			tc.mod(&o)
+			sched, err := optim.NewSchedule(o.Optim, o.Train.Steps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := newOnTrack(o, sched, batchsched.Constant(4), 32)
+			for _, sp := range tc.spans {
+				for s := sp.from; s <= sp.to; s++ {
+					if fit, judge := k.phase(s); fit != sp.fit || judge != sp.judge {
+						t.Fatalf("step %d (%s): fit %v judge %v, want %v %v", s, sched.At(s-1).Phase, fit, judge, sp.fit, sp.judge)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The planned end follows the batch schedule: 9 steps of 4 rows then 6
+// rows from step 10, 32 tokens each.
+func TestOnTrackPlannedTokens(t *testing.T) {
+	o := baseOpts(t.TempDir())
+	o.Train.Steps = 20
+	sched, err := optim.NewSchedule(o.Optim, o.Train.Steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := batchsched.FromConfig("train.batch_schedule", [][]int{{1, 4}, {10, 6}}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := newOnTrack(o, sched, bs, 32)
+	if got, want := k.planned[20], int64((9*4+11*6)*32); got != want {
+		t.Errorf("planned tokens %d, want %d", got, want)
+	}
+	if got, want := k.planned[9], int64(9*4*32); got != want {
+		t.Errorf("after step 9: %d, want %d", got, want)
+	}
+}
