@@ -139,11 +139,12 @@ func blockMedians(xs []float64, k int) []float64 {
 // lmHeadGrowth is the SEV2 lm_head_norm_growth rule (seed 001: the
 // lm_head norm growth of late-cooldown divergences, which a small z-loss
 // stopped): late in the cooldown — learning_rate at most lm_head_late_lr ×
-// the largest learning_rate of the run, below that peak over the whole
-// window and falling over it — the
-// last window steps cut into 5 blocks, the median lm_head_norm of each
-// block rose from block to block at least 3 times in 4 and by more than
-// lm_head_growth (a fraction) from the first block to the last. The window restarts whenever the LR rises
+// the largest learning_rate of the run, below that peak over the last two
+// windows and falling over the last — the last window steps cut into 5
+// blocks, the median lm_head_norm of each block rose from block to block
+// at least 3 times in 4, by more than lm_head_growth (a fraction) from the
+// first block to the last, and by more than over the window before it (a
+// healthy head keeps growing in the cooldown, slower as the LR falls). The window restarts whenever the LR rises
 // (a re-warm-up) and after a rollback.
 func (r *rules) lmHeadGrowth(out *[]Alert, s *Sample) {
 	v, c := &r.vit, r.cfg
@@ -161,25 +162,34 @@ func (r *rules) lmHeadGrowth(out *[]Alert, s *Sample) {
 	}
 	win := max(c.Window, 8)
 	v.lrs, v.head, v.headStep = append(v.lrs, lr), append(v.head, x), append(v.headStep, s.Step)
-	if n := len(v.head) - win; n > 0 {
+	if n := len(v.head) - 2*win; n > 0 {
 		v.lrs, v.head, v.headStep = v.lrs[n:], v.head[n:], v.headStep[n:]
 	}
-	// The whole window inside the decay, its end late in it.
-	if len(v.head) < win || !(lr <= c.LMHeadLateLR*v.peakLR) || !(lr < v.lrs[0]) || !(v.lrs[0] < v.peakLR) {
+	// Two windows inside the decay, the end late in it.
+	if len(v.head) < 2*win || !(lr <= c.LMHeadLateLR*v.peakLR) || !(lr < v.lrs[win]) || !(v.lrs[0] < v.peakLR) {
 		return
 	}
-	q := blockMedians(v.head, 5) // the first block is the baseline
-	rises := 0
+	g, q, rises := growth(v.head[win:])
+	gPrev, _, _ := growth(v.head[:win])
+	// Steady, large, and not slowing down while the LR falls: a healthy
+	// head's growth slows with the LR.
+	if rises < lmHeadGrowthMinRise || !(g > c.LMHeadGrowth) || !(g > gPrev) {
+		return
+	}
+	r.fire(out, s, RuleLMHeadGrowth, "lm_head_norm", x, q[0]*(1+c.LMHeadGrowth),
+		fmt.Sprintf("lm_head_norm rose %.1f%% (%.4g → %.4g) over steps %d-%d, faster than the %.1f%% of the %d steps before, while learning_rate decayed %.3g → %.3g (%.0f%% of its peak %.3g): the late-cooldown lm_head growth that precedes low-LR divergences",
+			100*g, q[0], q[len(q)-1], v.headStep[win], s.Step, 100*gPrev, win, v.lrs[win], lr, 100*lr/v.peakLR, v.peakLR))
+}
+
+// growth cuts xs into 5 blocks and returns the relative rise from the
+// first block's median to the last's, the medians, and how many of the 4
+// block-to-block steps rose.
+func growth(xs []float64) (g float64, q []float64, rises int) {
+	q = blockMedians(xs, 5)
 	for i := 1; i < len(q); i++ {
 		if q[i] > q[i-1] {
 			rises++
 		}
 	}
-	g := (q[len(q)-1] - q[0]) / q[0]
-	if rises < lmHeadGrowthMinRise || !(g > c.LMHeadGrowth) {
-		return
-	}
-	r.fire(out, s, RuleLMHeadGrowth, "lm_head_norm", x, q[0]*(1+c.LMHeadGrowth),
-		fmt.Sprintf("lm_head_norm rose %.1f%% (%.4g → %.4g) over steps %d-%d while learning_rate decayed %.3g → %.3g (%.0f%% of its peak %.3g): the late-cooldown lm_head growth that precedes low-LR divergences",
-			100*g, q[0], q[len(q)-1], v.headStep[0], s.Step, v.lrs[0], lr, 100*lr/v.peakLR, v.peakLR))
+	return (q[len(q)-1] - q[0]) / q[0], q, rises
 }

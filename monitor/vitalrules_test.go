@@ -218,6 +218,13 @@ func TestLMHeadGrowth(t *testing.T) {
 		fire bool
 	}{
 		{"healthy: growth slows in the cooldown", cooldownRun(200, healthy), false},
+		{"fast growth that slows with the LR (a head that grows with each update)", cooldownRun(200, func() func(int64, float64) float64 {
+			sum := 0.0
+			return func(s int64, lr float64) float64 {
+				sum += lr / 1e-3
+				return math.Max(1, sum-200) // 20% a window late in the cooldown, slowing
+			}
+		}()), false},
 		{"fast growth at the peak LR is not the cooldown", cooldownRun(390, func(s int64, lr float64) float64 { return 20 + 0.2*float64(s) }), false},
 		{"lm_head grows 0.4% a step late in the cooldown", cooldownRun(200, func(s int64, lr float64) float64 {
 			x := healthy(s, lr)
