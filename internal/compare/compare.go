@@ -127,6 +127,10 @@ type FieldDiff struct {
 	Field string `json:"field"`
 	A     string `json:"a"`
 	B     string `json:"b"`
+	// Absent names the run ("A" or "B") whose file lacks the field (its
+	// value is "(absent)"): a config.toml written by an older kestrel,
+	// whose missing keys take their defaults. Such rows come last.
+	Absent string `json:"absent,omitempty"`
 }
 
 // Compare compares dirs[1:] with dirs[0]. One directory alone must be a

@@ -180,8 +180,8 @@ func literal(v any) string {
 	return fmt.Sprint(v)
 }
 
-// diffMaps lists the keys whose values differ (a key only one side has
-// shows "(none)" on the other), sorted.
+// diffMaps lists the keys whose values differ, sorted, those only one
+// side has last (marked Absent, "(absent)" on the other side).
 func diffMaps(a, b map[string]string) []FieldDiff {
 	keys := map[string]bool{}
 	for k := range a {
@@ -190,22 +190,21 @@ func diffMaps(a, b map[string]string) []FieldDiff {
 	for k := range b {
 		keys[k] = true
 	}
-	out := []FieldDiff{}
+	out, absent := []FieldDiff{}, []FieldDiff{}
 	for _, k := range sortedKeys(keys) {
 		va, oka := a[k]
 		vb, okb := b[k]
-		if oka && okb && va == vb {
-			continue
+		switch {
+		case oka && okb && va == vb:
+		case !oka:
+			absent = append(absent, FieldDiff{Field: k, A: "(absent)", B: vb, Absent: "A"})
+		case !okb:
+			absent = append(absent, FieldDiff{Field: k, A: va, B: "(absent)", Absent: "B"})
+		default:
+			out = append(out, FieldDiff{Field: k, A: va, B: vb})
 		}
-		if !oka {
-			va = "(none)"
-		}
-		if !okb {
-			vb = "(none)"
-		}
-		out = append(out, FieldDiff{Field: k, A: va, B: vb})
 	}
-	return out
+	return append(out, absent...)
 }
 
 // manifestDiff compares the manifests' build, machine and input fields
@@ -219,7 +218,14 @@ func manifestDiff(dirA, dirB string) ([]FieldDiff, error) {
 	if err != nil {
 		return nil, err
 	}
-	return diffMaps(fa, fb), nil
+	ds := diffMaps(fa, fb)
+	for i := range ds { // a manifest field one run lacks is a difference like any (parent: B is a branch)
+		if ds[i].Absent != "" {
+			ds[i].A, ds[i].B = strings.Replace(ds[i].A, "(absent)", "(none)", 1), strings.Replace(ds[i].B, "(absent)", "(none)", 1)
+			ds[i].Absent = ""
+		}
+	}
+	return ds, nil
 }
 
 func manifestFields(dir string) (map[string]string, error) {

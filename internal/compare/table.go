@@ -82,11 +82,19 @@ func diffs(w io.Writer, title string, ds []FieldDiff) {
 	}
 	fmt.Fprintln(w)
 	width := 0
+	var absent []string
 	for _, d := range ds {
 		width = max(width, len(d.Field))
 	}
 	for _, d := range ds {
+		if d.Absent != "" {
+			absent = append(absent, d.Field+" (not in "+d.Absent+")")
+			continue
+		}
 		fmt.Fprintf(w, "  %-*s  %s → %s\n", width, d.Field, clip(d.A), clip(d.B))
+	}
+	if len(absent) > 0 {
+		fmt.Fprintf(w, "  in one file only (an older kestrel wrote the other; it takes the default): %s\n", strings.Join(absent, ", "))
 	}
 }
 

@@ -32,7 +32,8 @@ function fmtTok(n) {
 function fillCompare(body, d) {
   body.replaceChildren();
   for (const p of d.pairs || []) {
-    const cls = p.identical ? 'same' : /better/.test(p.verdict) ? 'better' : /worse/.test(p.verdict) ? 'worse' : 'noise';
+    const first = p.verdict.split(';')[0]; // the verdict proper; a note on the train loss may follow
+    const cls = p.identical ? 'same' : / is better than /.test(first) ? 'better' : / is worse than /.test(first) ? 'worse' : 'noise';
     body.append(el('p', { class: 'verdict ' + cls }, p.verdict));
     body.append(el('p', { class: 'hint' }, `A = ${p.a} · B = ${p.b} · compared up to ${fmtTok(p.tokens)} tokens · shared history to step ${p.shared_step}`));
     const tbl = el('table', { class: 'cmp' });
@@ -58,8 +59,13 @@ function fillCompare(body, d) {
     side.append(iv);
     for (const [title, list] of [['config differences (leaf by leaf)', p.config], ['manifest differences', p.manifest]]) {
       const t = el('table', { class: 'cmp' }, el('tr', {}, el('th', {}, title), el('th', {}, 'A'), el('th', {}, 'B')));
-      for (const f of list || []) t.append(el('tr', {}, el('td', {}, f.field), el('td', { class: 'diff' }, f.a), el('td', { class: 'diff' }, f.b)));
+      const absent = [];
+      for (const f of list || []) {
+        if (f.absent) { absent.push(`${f.field} (not in ${f.absent})`); continue; }
+        t.append(el('tr', {}, el('td', {}, f.field), el('td', { class: 'diff' }, f.a), el('td', { class: 'diff' }, f.b)));
+      }
       if (!(list || []).length) t.append(el('tr', {}, el('td', { colspan: '3' }, 'none')));
+      if (absent.length) t.append(el('tr', { class: 'absent' }, el('td', { colspan: '3' }, `in one file only (an older kestrel wrote the other; it takes the default): ${absent.join(', ')}`)));
       side.append(t);
     }
     body.append(side);
