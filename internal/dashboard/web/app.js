@@ -300,8 +300,10 @@ function buildChart(container, title, hint, series, opts) {
     const label = state.selected.length > 1 ? `${run}: ${short}` : short;
     const cols = [env.x, env.y];
     // Sparse series (evaluations, probes) are shown as they are: smoothing
-    // a handful of points only delays them.
-    const sm = /threshold/.test(name) || env.n < 50 ? null : smooth(env.y, state.smooth, state.smoothAmt);
+    // a handful of points only delays them. Thresholds and the loss fit
+    // with its projection are already smooth: drawn as they are, dashed.
+    const asIs = /threshold|^loss_fit$|^loss_projection_final$/.test(name);
+    const sm = asIs || env.n < 50 ? null : smooth(env.y, state.smooth, state.smoothAmt);
     const base = meta.length + 1;
     meta.push({ label, stroke: sm ? color + '55' : color, width: 1, run, name });
     if (env.downsampled) {
@@ -311,7 +313,7 @@ function buildChart(container, title, hint, series, opts) {
       bands.push({ series: [base + 2, base + 1], fill: color + '30' });
     }
     if (sm) { cols.push(sm); meta.push({ label: label + ' (smoothed)', stroke: color, width: 2, run, name }); }
-    if (/threshold/.test(name)) { meta[base - 1].dash = [6, 4]; }
+    if (asIs) { meta[base - 1].dash = [6, 4]; }
     for (const c of cols.slice(1)) for (const v of c) if (v != null && v <= 0) allPos = false;
     tables.push(cols);
   });
