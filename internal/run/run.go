@@ -81,6 +81,9 @@ func Train(ctx context.Context, cfg config.Config, dir string, opts Options) (re
 	if err := cfg.Rescue.Validate(); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
+	if err := cfg.Samples.Validate(); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
 	if r := cfg.Rescue; r.AutoRollback && (!cfg.Monitor.Enabled || !cfg.Monitor.PauseOnSEV0) && !slices.Equal(r.On, []string{rewind.RescueOnDataEvent}) {
 		log := opts.Logger
 		if log == nil {

@@ -2,7 +2,9 @@ package run
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/generate"
@@ -79,5 +81,20 @@ func TestGenerateSamples(t *testing.T) {
 	cfg.Tokens = 0
 	if _, err := GenerateSamples(ckpt, run, cfg); err == nil {
 		t.Error("an invalid config generated")
+	}
+}
+
+// TestTrainRefusesBadSamples: a [samples] value out of range is refused,
+// naming the key, before the run directory is created.
+func TestTrainRefusesBadSamples(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	cfg := tinyRun(3)
+	cfg.Samples.Tokens = 0
+	_, err := Train(context.Background(), cfg, dir, Options{Logger: quietLog()})
+	if err == nil || !strings.Contains(err.Error(), "samples.tokens") {
+		t.Fatalf("err %v, want one naming samples.tokens", err)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Error("the run directory was created")
 	}
 }
