@@ -8,7 +8,7 @@ package runlog
 type StepVitals struct {
 	RSSBytes    int64 // resident set size of the process after the step (/proc/self/statm)
 	RSSFile     int64 // its file-backed and shared part (statm's shared field); written with RSSBytes
-	GoHeapBytes int64 // bytes of live and not yet swept Go heap objects (runtime/metrics)
+	GoHeapBytes int64 // the Go heap the last garbage collection marked live (runtime/metrics; 0 before the first)
 
 	StepTimeP50, StepTimeP95 float64 // step_time percentiles over the recent steps
 

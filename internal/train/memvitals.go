@@ -12,9 +12,11 @@ import (
 )
 
 // heapMetric is the runtime/metrics sample behind go_heap_bytes: the
-// bytes of heap objects, live or not yet swept. runtime/metrics reads it
-// without stopping the world (runtime.ReadMemStats stops it).
-const heapMetric = "/memory/classes/heap/objects:bytes"
+// heap the last garbage collection marked live (the objects not yet swept
+// make a sawtooth of each GC cycle, which hides a leak's slope).
+// runtime/metrics reads it without stopping the world
+// (runtime.ReadMemStats stops it).
+const heapMetric = "/gc/heap/live:bytes"
 
 // memSampler reads the process's memory after each step: the resident
 // set size from /proc/self/statm (one pread of a file kept open; absent
