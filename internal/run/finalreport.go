@@ -119,7 +119,7 @@ func reportData(cfg config.Config, log *slog.Logger) (string, float64) {
 func liveStatus(dir string) (string, bool) {
 	b, err := fileguard.ReadFile(filepath.Join(dir, runlock.FileName), 1<<16)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", false
+		return "not running (no trainer holds the run)", false
 	}
 	var h runlock.Holder
 	if err != nil || json.Unmarshal(b, &h) != nil {

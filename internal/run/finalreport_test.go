@@ -92,7 +92,7 @@ func TestTrainWritesReportAndSamples(t *testing.T) {
 	if sum.Checkpoints != 3 || len(sum.Plots) == 0 {
 		t.Errorf("rebuilt report: %d checkpoints of samples, %d plots", sum.Checkpoints, len(sum.Plots))
 	}
-	if md := readReport(t, dir); !strings.Contains(md, "| 60 |") || strings.Contains(md, "live") {
+	if md := readReport(t, dir); !strings.Contains(md, "| 60 |") || !strings.Contains(md, "**Status:** not running") || strings.Contains(md, "live") {
 		t.Errorf("rebuilt report lacks step 60 or calls a finished run live:\n%s", md[:min(len(md), 600)])
 	}
 }
