@@ -205,6 +205,10 @@ func TestBranchReproducesParent(t *testing.T) {
 	if p := m.Parent; p == nil || p.Run != parent || p.Step != 4 || p.UntilStep != 10 || p.SumsSHA256 != sums || len(p.Set) != 0 {
 		t.Errorf("manifest parent %+v; want run %s, step 4, until 10, sums %s", m.Parent, parent, sums)
 	}
+	// The parent's samples up to the branch point come along, then the branch's own.
+	if ps, bs := samplesSteps(t, parent), samplesSteps(t, out); len(ps) > 0 && (bs[0] != ps[0] || bs[len(bs)-1] != 10) {
+		t.Errorf("samples.jsonl steps: parent %v, branch %v", ps, bs)
+	}
 	// kestrel train on the finished branch: nothing to do, nothing written.
 	mid := snapshot(t, filepath.Join(out, "checkpoints"))
 	if res, err = run.Train(context.Background(), cfg, out, run.Options{Logger: quiet()}); err != nil || res.Step != 10 {
@@ -320,4 +324,25 @@ func TestBranchChangeAndRefusals(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "checkpoints", checkpoint.Name(4))); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the earlier branch's checkpoint is still there after the replacement: %v", err)
 	}
+}
+
+// samplesSteps lists the steps of a run's samples.jsonl lines.
+func samplesSteps(t *testing.T, dir string) []int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, runlog.SamplesFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var g struct{ Step int }
+		if err := json.Unmarshal([]byte(l), &g); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, g.Step)
+	}
+	return out
 }

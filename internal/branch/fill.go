@@ -48,7 +48,7 @@ func (b *Branch) fill(tmp string) error {
 			return err
 		}
 	}
-	for _, n := range []string{"metrics.jsonl", "alerts.jsonl"} {
+	for _, n := range []string{"metrics.jsonl", "alerts.jsonl", runlog.SamplesFile} {
 		if err := copyUpTo(filepath.Join(b.Parent.Run, n), filepath.Join(tmp, n), b.Parent.Step); err != nil {
 			return err
 		}
@@ -98,7 +98,8 @@ func copyFile(src, dst string) error {
 
 // copyUpTo copies the JSON lines of src whose "step" is at most step (the
 // parent's history up to the branch point, so the branch's curves, the
-// monitor's windows and the checkpoint health read as the parent's did).
+// monitor's windows, the checkpoint health and the samples table read as
+// the parent's did).
 // A line without a step, or one that does not parse, is left out; an
 // absent src is no file.
 func copyUpTo(src, dst string, step int) error {
