@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path/filepath"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
@@ -66,17 +67,24 @@ func ReadBranch(dir string) (*Parent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("branch: %w", err)
 	}
+	return ParseBranch(b, path)
+}
+
+// ParseBranch decodes a branch.json (name names it in errors) and checks
+// the fields a start depends on: the parent run, a step ≥ 0, steps > 0 and
+// until_step = step + steps.
+func ParseBranch(b []byte, name string) (*Parent, error) {
 	var p Parent
 	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, fmt.Errorf("branch: %s: %w", path, err)
+		return nil, fmt.Errorf("branch: %s: %w", name, err)
 	}
 	switch {
 	case p.Run == "":
-		return nil, fmt.Errorf("branch: %s: run is empty", path)
+		return nil, fmt.Errorf("branch: %s: run is empty", name)
 	case p.Step < 0 || p.Steps <= 0:
-		return nil, fmt.Errorf("branch: %s: step %d, steps %d: want step >= 0 and steps > 0", path, p.Step, p.Steps)
-	case p.UntilStep != p.Step+p.Steps:
-		return nil, fmt.Errorf("branch: %s: until_step %d is not step %d + steps %d", path, p.UntilStep, p.Step, p.Steps)
+		return nil, fmt.Errorf("branch: %s: step %d, steps %d: want step >= 0 and steps > 0", name, p.Step, p.Steps)
+	case p.Step > math.MaxInt32 || p.Steps > math.MaxInt32 || p.UntilStep != p.Step+p.Steps:
+		return nil, fmt.Errorf("branch: %s: until_step %d is not step %d + steps %d (each at most 2147483647)", name, p.UntilStep, p.Step, p.Steps)
 	}
 	return &p, nil
 }
