@@ -60,6 +60,10 @@ type TrackerConfig struct {
 	Window     int // judged steps the residual averages (default 50)
 	RefitEvery int // fitted steps between refits once a fit exists (default 20)
 	Blocks     int // jackknife blocks of the uncertainty (default 8)
+	// MinSpan is the least ratio of the last to the first fitted step's
+	// tokens before a fit is made (default 1.5): a shorter stretch gives
+	// projections too wild to show.
+	MinSpan float64
 }
 
 func (c TrackerConfig) withDefaults() TrackerConfig {
@@ -74,6 +78,9 @@ func (c TrackerConfig) withDefaults() TrackerConfig {
 	}
 	if c.Blocks < 2 {
 		c.Blocks = 8
+	}
+	if c.MinSpan < MinSpan {
+		c.MinSpan = 1.5
 	}
 	return c
 }
@@ -99,6 +106,7 @@ type Tracker struct {
 	open   Point   // the bin being filled: sums of X and Y, W steps
 	width  float64 // steps per closed bin
 	fitted int     // fitted steps so far
+	firstX float64 // tokens of the first fitted step
 	fit    *Fit
 	jack   []Curve
 	window []Point // the last Window judged steps (tokens, loss)
@@ -164,6 +172,9 @@ func (t *Tracker) Add(x, y float64, fit, judge bool, xEnd float64) Reading {
 }
 
 func (t *Tracker) addFitted(x, y float64) {
+	if t.fitted == 0 {
+		t.firstX = x
+	}
 	t.open.X += x
 	t.open.Y += y
 	t.open.W++
@@ -206,6 +217,9 @@ func (t *Tracker) points() []Point {
 
 func (t *Tracker) refit() {
 	pts := t.points()
+	if len(pts) == 0 || pts[len(pts)-1].X < t.cfg.MinSpan*t.firstX {
+		return
+	}
 	f, err := FitCurve(pts)
 	if err != nil {
 		return // too few points yet: keep the previous fit, if any

@@ -1,8 +1,11 @@
 package lossfit
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -123,5 +126,60 @@ func TestTrackerEdges(t *testing.T) {
 	}
 	if r := tr.Add(3200, 2, true, true, 0); !math.IsNaN(r.Projection) {
 		t.Errorf("no planned end: projection %g, want NaN", r.Projection)
+	}
+}
+
+// TestTrackerShakespeareChar replays the shipped healthy run
+// (configs/shakespeare-char.toml: cosine after 100 warm-up steps, so the
+// trainer fits and judges every step from 200): the residual never leaves
+// its noise (off_track stays quiet), and the projections made at 25% and
+// 50% of the run land near the real final train loss.
+func TestTrackerShakespeareChar(t *testing.T) {
+	data, err := os.ReadFile("testdata/shakespeare_char_loss.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct{ tok, loss float64 }
+	var rows []row
+	for _, line := range strings.Split(string(data), "\n") {
+		var step int
+		var r row
+		if strings.HasPrefix(line, "#") || line == "" {
+			continue
+		}
+		if _, err := fmt.Sscan(line, &step, &r.tok, &r.loss); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) != 2000 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	end := rows[len(rows)-1].tok
+	tr := NewTracker(TrackerConfig{})
+	maxZ := 0.0
+	proj := map[int]Reading{}
+	for i, r := range rows {
+		s := i + 1
+		rd := tr.Add(r.tok, r.loss, s >= 200, s >= 200, end)
+		if !math.IsNaN(rd.Z) {
+			maxZ = math.Max(maxZ, rd.Z)
+		}
+		proj[s] = rd
+	}
+	last := make([]float64, 50)
+	for i := range last {
+		last[i] = rows[len(rows)-50+i].loss
+	}
+	final := median(last)
+	if maxZ > 3 {
+		t.Errorf("largest residual z %.2f on the healthy run; off_track_z is 4", maxZ)
+	}
+	for _, s := range []int{500, 1000, 2000} {
+		p := proj[s]
+		t.Logf("projection at step %d: %.4f ± %.4f; real final train loss %.4f", s, p.Projection, p.ProjectionSE, final)
+		if math.IsNaN(p.Projection) || math.Abs(p.Projection-final) > 0.05 {
+			t.Errorf("projection at step %d: %.4f ± %.4f, real final %.4f", s, p.Projection, p.ProjectionSE, final)
+		}
 	}
 }
