@@ -1,13 +1,18 @@
 package run
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/configs"
 	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
 
@@ -112,4 +117,42 @@ func onlyRule(as []monitor.Alert, rule string) []monitor.Alert {
 		}
 	}
 	return out
+}
+
+// TestGarbageBatchOnDataset: on a prepared dataset (BPE), the trainer
+// measures bytes per token and the non-letter share through the dataset's
+// tokenizer, and a base64 batch at step 4 is one garbage_batch naming the
+// batch's source and documents.
+func TestGarbageBatchOnDataset(t *testing.T) {
+	root := t.TempDir()
+	cfg := smallDatasetConfig(t, filepath.Join(root, "data"))
+	prepareSmall(t, cfg)
+	dir := filepath.Join(root, "run")
+	cfg.Train.Steps, cfg.Checkpoint.Every = 8, 1000
+	cfg.Debug.Base64DataAtStep = 4
+	opts, err := TrainOptions(cfg, dir, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ob, err := NewObserver(cfg, dir, opts.Logger, &opts.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ob.Batch = LoaderBatches(opts.Data.(*loader.Loader))
+	opts.Observers = append(opts.Observers, ob)
+	_, err = train.Run(context.Background(), opts)
+	if err := ob.Finish(err); err != nil {
+		t.Fatal(err)
+	}
+	got := batchAlerts(t, dir)
+	if len(got) != 1 || got[0].Rule != monitor.RuleGarbageBatch || got[0].Step != 4 || !strings.Contains(got[0].Message, "sources [books]") || !strings.Contains(got[0].Message, "documents [") {
+		t.Fatalf("batch alerts %+v, want one garbage_batch at step 4 naming its source and documents", got)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), `"batch_bytes_per_token"`); n != 8 {
+		t.Errorf("batch_bytes_per_token on %d of 8 steps", n)
+	}
 }
