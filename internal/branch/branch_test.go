@@ -19,6 +19,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/run"
+	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
@@ -323,6 +324,18 @@ func TestBranchChangeAndRefusals(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "checkpoints", checkpoint.Name(4))); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the earlier branch's checkpoint is still there after the replacement: %v", err)
+	}
+	// An earlier branch a trainer holds is not replaced.
+	lk, err := runlock.Acquire(out, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Release()
+	if _, err := Prepare(Options{Parent: parent, From: "step-4", Out: out, Steps: 2}); err == nil || !strings.Contains(err.Error(), "not replaced") {
+		t.Errorf("replacing a branch a trainer holds: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "checkpoints", checkpoint.Name(8))); err != nil {
+		t.Errorf("the held branch was touched: %v", err)
 	}
 }
 

@@ -98,6 +98,10 @@ func TestCompareEndpoint(t *testing.T) {
 			t.Errorf("%s: config differences %v", q, cfg)
 		}
 	}
+	// Three runs: each after the first against the first.
+	if code, m := get("runs=parent,canary,orphan"); code != http.StatusOK || len(m["pairs"].([]any)) != 2 || m["pairs"].([]any)[1].(map[string]any)["b"] != "orphan" {
+		t.Errorf("three runs: %d %v", code, m)
+	}
 	for _, tc := range []struct{ q, want string }{
 		{"runs=parent", "no branch"},
 		{"runs=orphan", "not a run this dashboard serves"},
