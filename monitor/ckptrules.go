@@ -12,7 +12,7 @@ import (
 // carries opt_state_finite = 0, and checkpoint_size_jump.
 func (r *rules) checkpointVitals(out *[]Alert, s *Sample, v map[string]float64, judgeOK bool) {
 	if x, ok := v["checkpoint_ok"]; judgeOK && ok && x == 0 && !r.seeding {
-		msg := fmt.Sprintf("checkpoint at step %d failed its verification after the write; it is never resumed from nor last-good", s.Step)
+		msg := fmt.Sprintf("checkpoint at step %d failed its verification after the write (checkpoint_error in metrics.jsonl and the checkpoint's confirmation.json name the file); it is never resumed from nor last-good", s.Step)
 		*out = append(*out, newAlert(s.Step, s.Tokens, RuleCheckpointFailed, "checkpoint_ok", 0, 1, msg))
 	}
 	if x, ok := v["opt_state_finite"]; judgeOK && ok && x == 0 {

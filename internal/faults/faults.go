@@ -165,7 +165,7 @@ type Config struct {
 	// Process and checkpoint faults (leak.go).
 	LeakFromStep            int     `toml:"leak_from_step" comment:"persistent: from this step on, every step allocates leak_mb_per_step MiB, touches it and never frees it, as a leak would (the memory_creep SEV1; 0 = never)"`
 	LeakMBPerStep           float64 `toml:"leak_mb_per_step" comment:"MiB leaked per step from leak_from_step"`
-	CorruptCheckpointAtStep int     `toml:"corrupt_checkpoint_at_step" comment:"one-off: flip one byte of the checkpoint written at this step after it was installed, before its verification (the checkpoint_failed SEV0; 0 = never)"`
+	CorruptCheckpointAtStep int     `toml:"corrupt_checkpoint_at_step" comment:"one-off: flip one byte of the checkpoint written at this step after it was installed, before its verification (the checkpoint_failed SEV0; 0 = never); like the other one-off faults, a rewind's abandoned steps do not meet it again, a plain resume that retrains the step does"`
 }
 
 // Default returns the defaults of the [debug] section.
