@@ -1,9 +1,11 @@
 package train
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 
@@ -96,18 +98,28 @@ func (k *onTrack) observe(m *runlog.Step) {
 // resumed run from its metrics.jsonl (already truncated to the resumed
 // step): the step lines are fed in order, so both continue exactly as in
 // the uninterrupted run. A line that does not parse is skipped, as every
-// reader of metrics.jsonl does; a missing file is no history.
+// reader of metrics.jsonl does; a missing file is no history. The file is
+// streamed, line by line.
 func replayHistory(path string, k *onTrack, ns *noiseScale) error {
-	data, err := fileguard.ReadFile(path, 0)
+	f, err := fileguard.Open(path) // a regular file only
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("train: the on-track fit's history: %w", err)
 	}
+	defer f.Close()
 	rec := runlog.NewRecord()
-	for _, line := range bytes.Split(data, []byte{'\n'}) {
-		if len(bytes.TrimSpace(line)) == 0 || runlog.ParseLine(line, rec) != nil {
+	br := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, rerr := br.ReadBytes('\n')
+		if rerr != nil && !errors.Is(rerr, io.EOF) {
+			return fmt.Errorf("train: the on-track fit's history: %s: %w", path, rerr)
+		}
+		if len(line) == 0 && rerr != nil {
+			return nil
+		}
+		if len(bytes.TrimSpace(line)) == 0 || runlog.ParseLine(bytes.TrimSpace(line), rec) != nil {
 			continue
 		}
 		if _, ev := rec.Str("event"); ev {
@@ -127,5 +139,4 @@ func replayHistory(path string, k *onTrack, ns *noiseScale) error {
 			ns.restore(g2, tr)
 		}
 	}
-	return nil
 }
