@@ -75,6 +75,9 @@ type garbageState struct {
 	// outside is set for a step whose batch was outside the band (either
 	// rule, fired or in its cooldown): what the spike verdict cites.
 	outside *garbageNote
+	// before holds the windows a level change replaced: a batch back at
+	// that level is the run's earlier data, not garbage, and restores them.
+	before map[string]*ring
 }
 
 // garbageNote is a batch outside the band, as a loss spike cites it.
@@ -109,11 +112,14 @@ func (r *rules) batchChecks(out *[]Alert, s *Sample) {
 		// A planned change of the mixture: the data's vitals may move to a
 		// new level; the stage's own batches are the new baseline.
 		clear(g.rings)
-		g.out = nil
+		g.out, g.before = nil, nil
 	}
 	g.lastStep = s.Step
 	g.outside = nil
-	found := r.garbageFindings(s)
+	found := r.garbageFindings(s, g.rings)
+	if len(found) > 0 && g.before != nil && len(r.garbageFindings(s, g.before)) == 0 {
+		g.rings, g.before, g.out, found = g.before, nil, nil, nil // back to the level before
+	}
 	anomaly := r.batchAnomaly(out, s, found)
 	if anomaly || len(found) > 0 {
 		g.outside = &garbageNote{step: s.Step, what: findingsText(found)}
@@ -130,15 +136,15 @@ func (r *rules) batchChecks(out *[]Alert, s *Sample) {
 	r.pushVitals(s.Values)
 }
 
-// garbageFindings judges each vital of s against its window.
-func (r *rules) garbageFindings(s *Sample) []batchFinding {
+// garbageFindings judges each vital of s against its window in rings.
+func (r *rules) garbageFindings(s *Sample, rings map[string]*ring) []batchFinding {
 	if r.cfg.GarbageBatchSigma <= 0 {
 		return nil
 	}
 	var found []batchFinding
 	for _, bv := range batchVitals {
 		x, ok := s.Values[bv.name]
-		rg := r.garbage.rings[bv.name]
+		rg := rings[bv.name]
 		if !ok || !finite(x) || rg == nil || rg.len() == 0 {
 			continue
 		}
@@ -174,7 +180,8 @@ func (r *rules) pushVitals(v map[string]float64) {
 
 // noteOutside keeps the vitals of a batch outside the band; a run of
 // levelShiftBatches of them re-bases the windows (the data changed level,
-// and a frozen window would call every later batch garbage).
+// and a frozen window would call every later batch garbage), keeping the
+// windows it replaced for a return to the earlier level.
 func (r *rules) noteOutside(s *Sample) {
 	g := &r.garbage
 	cp := map[string]float64{}
@@ -187,7 +194,7 @@ func (r *rules) noteOutside(s *Sample) {
 	if len(g.out) < r.levelShiftBatches() {
 		return
 	}
-	clear(g.rings)
+	g.before, g.rings = g.rings, map[string]*ring{}
 	for _, v := range g.out {
 		r.pushVitals(v)
 	}

@@ -219,3 +219,25 @@ func TestSpikeCitesGarbageBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestGarbageBatchLongWindow: a garbage window longer than
+// levelShiftBatches raises garbage_batch at its start, the window then
+// takes the new level, and the text after the garbage window is no alert:
+// it is back at the level before.
+func TestGarbageBatchLongWindow(t *testing.T) {
+	m := newOptsMonitor(t, quietConfig(), Options{Vocab: 256})
+	rng := rand.New(rand.NewPCG(9, 9))
+	c := newCurve(9)
+	var got []Alert
+	for s := int64(1); s <= 200; s++ {
+		smp := shakespeareLike(c, s)
+		batchVitalsOf(rng, smp.Values)
+		if s >= 100 && s < 130 {
+			base64Batch(smp.Values)
+		}
+		got = append(got, only(m.Observe(smp), RuleGarbageBatch)...)
+	}
+	if len(got) != 1 || got[0].Step != 100 {
+		t.Fatalf("garbage_batch %+v, want one at step 100 (the window's start) and none when the text returns at 130", got)
+	}
+}
