@@ -359,3 +359,44 @@ func samplesSteps(t *testing.T, dir string) []int {
 	}
 	return out
 }
+
+// TestBranchAfterRewind: a branch from a parent that was rewound to step 8
+// with the batches of steps 9..10 skipped and an LR ×0.5 for 3 steps
+// reproduces the parent's trajectory after the rewind bit for bit (the
+// interventions come along, so the data offset and the LR scale apply),
+// and its first steps are the parent's post-rewind steps, not the
+// abandoned ones.
+func TestBranchAfterRewind(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "rewound")
+	cfg := tinyRun()
+	if _, err := run.Train(context.Background(), cfg, parent, run.Options{Logger: quiet()}); err != nil {
+		t.Fatal(err)
+	}
+	abandoned, _ := stepLosses(t, parent)
+	ro := run.RewindOptions{}
+	ro.To, ro.SkipFrom, ro.SkipTo, ro.LRScale, ro.LRSteps = "8", 9, 10, 0.5, 3
+	if _, err := run.Rewind(parent, ro); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Train(context.Background(), cfg, parent, run.Options{Logger: quiet()}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "b")
+	b, err := Prepare(Options{Parent: parent, From: "step-8", Out: out, Steps: 4, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Train(context.Background(), b.Config, b.Dir, run.Options{Logger: quiet()}); err != nil {
+		t.Fatal(err)
+	}
+	pt, _ := stepLosses(t, parent)
+	bt, _ := stepLosses(t, out)
+	if pt[9] == abandoned[9] {
+		t.Fatalf("the rewind changed nothing at step 9 (%s)", pt[9])
+	}
+	for s := 9; s <= 12; s++ {
+		if bt[s] == "" || bt[s] != pt[s] {
+			t.Errorf("step %d: branch %s, rewound parent %s (abandoned %s)", s, bt[s], pt[s], abandoned[s])
+		}
+	}
+}
