@@ -30,6 +30,7 @@ var infraRules = map[string]bool{
 	monitor.RuleManifest:         true,
 	monitor.RuleCheckpointFailed: true,
 	monitor.RuleCheckpointSlow:   true,
+	monitor.RuleMemoryCreep:      true, // a leak: a rollback would not cure it
 }
 
 // healthTrack keeps what checkpoint health needs besides the monitor's

@@ -111,6 +111,8 @@ func TestOpenIncidents(t *testing.T) {
 		{"none", nil, 50, ""},
 		{"SEV2 only", []runlog.Alert{al(40, runlog.SEV2, monitor.RuleValRegression)}, 50, ""},
 		{"infra SEV1 ignored", []runlog.Alert{al(40, runlog.SEV1, monitor.RuleThroughputDrop), al(41, runlog.SEV1, monitor.RuleStalled)}, 50, ""},
+		{"a memory leak is no model incident", []runlog.Alert{al(40, runlog.SEV1, monitor.RuleMemoryCreep)}, 50, ""},
+		{"non-finite optimizer state is", []runlog.Alert{al(40, runlog.SEV0, monitor.RuleOptStateNonFin)}, 50, "opt_state_nonfinite@40x1"},
 		{"open spike", []runlog.Alert{al(40, runlog.SEV1, monitor.RuleLossSpike)}, 50, "loss_spike@40x1"},
 		{"spike closed by a recoverable verdict", []runlog.Alert{al(40, runlog.SEV1, monitor.RuleLossSpike), al(40, runlog.SEV2, monitor.RuleSpikeVerdict)}, 50, ""},
 		{"clean window passed", []runlog.Alert{al(40, runlog.SEV0, monitor.RuleDivergence)}, 72, ""},
