@@ -45,6 +45,9 @@ type Branch struct {
 	Dir    string
 	Config config.Config
 	Parent runlog.Parent
+	// Resumed: Out already held this branch (an interrupted kestrel
+	// branch rerun); training continues from its newest checkpoint.
+	Resumed bool
 }
 
 // dataKeys are the keys a branch may change beyond those an intervention
@@ -53,7 +56,8 @@ type Branch struct {
 // after the branch point changes the mixture from there on.
 var dataKeys = []string{"data.sources", "data.stages"}
 
-// Prepare checks the options and installs the branch directory: the
+// Prepare checks the options and installs the branch directory (or, when
+// Out already holds this same branch, returns it to continue): the
 // parent's config with the changes, a copy of the checkpoint (verified
 // against its SHA256SUMS), the parent's probe batch, its metrics and
 // alerts up to the checkpoint's step, its interventions and incident
@@ -83,16 +87,19 @@ func Prepare(o Options) (*Branch, error) {
 	if until > cfg.Train.Steps {
 		return nil, fmt.Errorf("branch: --steps %d from step %d ends at step %d, after train.steps = %d; branch fewer steps, or --set train.steps (it stretches the LR schedule)", o.Steps, st.Step, until, cfg.Train.Steps)
 	}
+	sums, err := runlog.HashFile(filepath.Join(ck, checkpoint.SumsFile))
+	if err != nil {
+		return nil, fmt.Errorf("branch: %w", err)
+	}
+	if b, err := resumable(o, parent, sums, st.Step); b != nil || err != nil {
+		return b, err
+	}
 	out, err := checkOut(o.Out, parent)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkTrainable(cfg, out, o.Logger); err != nil {
 		return nil, fmt.Errorf("branch: the branch's config: %w", err)
-	}
-	sums, err := runlog.HashFile(filepath.Join(ck, checkpoint.SumsFile))
-	if err != nil {
-		return nil, fmt.Errorf("branch: %w", err)
 	}
 	ph, _ := config.Hash(base)
 	b := &Branch{Dir: out, Config: cfg, Parent: runlog.Parent{
@@ -103,6 +110,33 @@ func Prepare(o Options) (*Branch, error) {
 		return nil, fmt.Errorf("branch: %w", err)
 	}
 	return b, nil
+}
+
+// resumable returns the earlier branch in o.Out when it is this very
+// branch — the same parent, checkpoint (by its SHA256SUMS digest), change
+// and steps — so that rerunning an interrupted kestrel branch continues it
+// (from its newest checkpoint, with its own config.toml) instead of
+// starting it over; nil when there is none to continue.
+func resumable(o Options, parent, sums string, step int) (*Branch, error) {
+	if o.Out == "" || !fileguard.HasMarker(o.Out, runlog.BranchFile) {
+		return nil, nil
+	}
+	prev, err := runlog.ReadBranch(o.Out)
+	if err != nil || prev == nil {
+		return nil, err
+	}
+	if prev.Run != parent || prev.SumsSHA256 != sums || prev.Step != step || prev.Steps != o.Steps || !slices.Equal(prev.Set, o.Set) {
+		return nil, nil
+	}
+	dir, err := filepath.Abs(o.Out)
+	if err != nil {
+		return nil, fmt.Errorf("branch: --out: %w", err)
+	}
+	cfg, err := config.Load(filepath.Join(dir, "config.toml"), nil)
+	if err != nil {
+		return nil, fmt.Errorf("branch: the earlier branch's config: %w", err)
+	}
+	return &Branch{Dir: dir, Config: cfg, Parent: *prev, Resumed: true}, nil
 }
 
 // resolveCheckpoint turns the --from name into one of the parent's
@@ -216,12 +250,16 @@ func checkOut(out, parent string) (string, error) {
 
 // Describe is the line kestrel branch prints before training.
 func (b *Branch) Describe() string {
+	verb := "branch"
+	if b.Resumed {
+		verb = "continuing branch"
+	}
 	change := "no change"
 	if len(b.Parent.Set) > 0 {
 		change = "--set " + strings.Join(b.Parent.Set, " --set ")
 	}
-	return fmt.Sprintf("branch %s: from %s (step %d, %d tokens, SHA256SUMS %.12s…) with %s; training steps %d..%d",
-		b.Dir, b.Parent.Checkpoint, b.Parent.Step, b.Parent.TokensSeen, b.Parent.SumsSHA256, change, b.Parent.Step+1, b.Parent.UntilStep)
+	return fmt.Sprintf("%s %s: from %s (step %d, %d tokens, SHA256SUMS %.12s…) with %s; training steps %d..%d",
+		verb, b.Dir, b.Parent.Checkpoint, b.Parent.Step, b.Parent.TokensSeen, b.Parent.SumsSHA256, change, b.Parent.Step+1, b.Parent.UntilStep)
 }
 
 // ResolvedConfig returns the config of the run in dir as kestrel train

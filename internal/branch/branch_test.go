@@ -152,12 +152,12 @@ func (stopAt) OnEval(*runlog.Eval) error             { return nil }
 func (stopAt) OnCheckpoint(*runlog.Checkpoint) error { return nil }
 
 // TestBranchReproducesParent: a branch with no change, from step 4 for 6
-// steps, interrupted at step 7 and resumed with kestrel train's path,
+// steps, interrupted at step 7 and continued by rerunning kestrel branch,
 // reproduces the parent's train_loss_raw and val_loss bit for bit over
 // steps 5..10, ends at step 10, records its parent (run, step, the
 // checkpoint's SHA256SUMS digest) in branch.json and manifest.json, and
-// leaves every file of the parent as it was. A rerun on the finished
-// branch trains nothing.
+// leaves every file of the parent as it was. kestrel train on the
+// finished branch trains nothing.
 func TestBranchReproducesParent(t *testing.T) {
 	parent := parentRun(t)
 	before := snapshot(t, parent)
@@ -172,12 +172,17 @@ func TestBranchReproducesParent(t *testing.T) {
 	if err != nil || !res.Interrupted || res.Step != 7 {
 		t.Fatalf("interrupted branch: res %+v, err %v", res, err)
 	}
+	// Rerunning the same kestrel branch continues it.
+	b2, err := Prepare(Options{Parent: parent, From: "step-4", Out: out, Steps: 6, Logger: quiet()})
+	if err != nil || !b2.Resumed || !strings.HasPrefix(b2.Describe(), "continuing branch") {
+		t.Fatalf("rerun of the interrupted branch: %+v, %v", b2, err)
+	}
+	if res, err = run.Train(context.Background(), b2.Config, b2.Dir, run.Options{Logger: quiet()}); err != nil || res.Step != 10 {
+		t.Fatalf("resumed branch: res %+v, err %v", res, err)
+	}
 	cfg, err := config.Load(filepath.Join(out, "config.toml"), nil) // as kestrel train --config BRANCH/config.toml --out BRANCH
 	if err != nil {
 		t.Fatal(err)
-	}
-	if res, err = run.Train(context.Background(), cfg, out, run.Options{Logger: quiet()}); err != nil || res.Step != 10 {
-		t.Fatalf("resumed branch: res %+v, err %v", res, err)
 	}
 	pt, pv := stepLosses(t, parent)
 	bt, bv := stepLosses(t, out)
