@@ -35,6 +35,10 @@ type Sample struct {
 type Input struct {
 	RunDir     string   // the run directory (report/ is written inside it)
 	DatasetDir string   // the prepared dataset (its report.json), optional
+	// DataReport, when set, is the data report to show in place of
+	// DatasetDir's report.json (the run's data_report.json copy, for a
+	// dataset that moved or was deleted).
+	DataReport string
 	Samples    []Sample // generated text, optional
 	// UnigramLoss is the entropy (nats/token) of the training data's token
 	// distribution: the loss of a model that ignores context. NaN = unknown.
@@ -319,7 +323,7 @@ func (s *Summary) markdown(b *strings.Builder, in Input, log *runlog.Log, alerts
 	writeInterventions(b, ivs)
 
 	b.WriteString("## Data\n\n")
-	writeDataReport(b, in.DatasetDir)
+	writeDataReport(b, in.DatasetDir, in.DataReport)
 
 	s.Checkpoints = writeGenerations(b, gens, badGen, s.SampleLinesSkipped)
 	if len(in.Samples) > 0 {
@@ -373,12 +377,14 @@ func mdCell(s string) string {
 // scan: documents through each stage per source, rejects per rule, the
 // duplicates found and the benchmark contamination caught. The full JSON
 // stays one click away.
-func writeDataReport(b *strings.Builder, datasetDir string) {
-	if datasetDir == "" {
+func writeDataReport(b *strings.Builder, datasetDir, path string) {
+	if datasetDir == "" && path == "" {
 		b.WriteString("The run trained on a plain text file (no prepared dataset).\n\n")
 		return
 	}
-	path := filepath.Join(datasetDir, datareport.FileName)
+	if path == "" {
+		path = filepath.Join(datasetDir, datareport.FileName)
+	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		fmt.Fprintf(b, "No data report found in `%s`.\n\n", datasetDir)

@@ -142,7 +142,7 @@ func TestDataSectionTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	writeDataReport(&b, dir)
+	writeDataReport(&b, dir, "")
 	out := b.String()
 	for _, want := range []string{
 		"| math | 100 | – | −3 | – | – | −2 | 95 | 2.50 | 12345 |", // stages in pipeline order
@@ -164,12 +164,23 @@ func TestDataSectionTables(t *testing.T) {
 		t.Error("rejects not sorted by count")
 	}
 
+	// The run's copy stands in for a dataset that moved.
+	kept := filepath.Join(t.TempDir(), "data_report.json")
+	if err := os.WriteFile(kept, js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	writeDataReport(&b, filepath.Join(dir, "moved"), kept)
+	if !strings.Contains(b.String(), "| decontam/gsm8k | 2 |") || !strings.Contains(b.String(), kept) {
+		t.Errorf("the run's copy of the data report was not shown:\n%s", b.String())
+	}
+
 	// A corrupt report names the file instead of failing the whole report.
 	if err := os.WriteFile(filepath.Join(dir, "report.json"), []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	b.Reset()
-	writeDataReport(&b, dir)
+	writeDataReport(&b, dir, "")
 	if !strings.Contains(b.String(), filepath.Join(dir, "report.json")) || !strings.Contains(b.String(), "not a valid data report") {
 		t.Errorf("corrupt report.json: %s", b.String())
 	}

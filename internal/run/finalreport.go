@@ -73,6 +73,10 @@ func WriteReport(dir string, o ReportOptions) (*report.Summary, error) {
 		in.Title = cfg.Run.Name
 		in.DatasetDir, in.UnigramLoss = reportData(*cfg, log)
 	}
+	// A dataset that moved or was deleted: the copy the run kept.
+	if in.DatasetDir != "" && !fileguard.HasMarker(in.DatasetDir, datareport.FileName) && fileguard.HasMarker(dir, DataReportFile) {
+		in.DataReport = filepath.Join(dir, DataReportFile)
+	}
 	return report.Write(in)
 }
 

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/samples"
+	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // reportRun is tinyRun with [samples] kept short.
@@ -246,5 +248,24 @@ func TestWriteReportRefusals(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(lk.Path()); string(after) != string(lockBefore) {
 		t.Errorf("lock file changed: %q → %q", lockBefore, after)
+	}
+}
+
+func TestEndStatus(t *testing.T) {
+	for _, c := range []struct {
+		res  *train.Result
+		err  error
+		want string
+	}{
+		{&train.Result{Step: 40}, nil, "finished at step 40"},
+		{&train.Result{Step: 12, Interrupted: true}, nil, "interrupted (Ctrl-C) at step 12"},
+		{&train.Result{Step: 30, TimeLimited: true}, nil, "stopped at the time limit (train.max_minutes) at step 30"},
+		{&train.Result{Step: 30}, errors.New("monitor paused the run: SEV0 divergence"), "stopped: monitor paused the run: SEV0 divergence"},
+		{nil, errors.New("rescue: ladder stopped"), "stopped: rescue: ladder stopped"},
+		{nil, nil, ""},
+	} {
+		if got := endStatus(c.res, c.err); !strings.HasPrefix(got, c.want) {
+			t.Errorf("endStatus(%+v, %v) = %q, want %q…", c.res, c.err, got, c.want)
+		}
 	}
 }
