@@ -33,8 +33,8 @@ type Sample struct {
 
 // Input is what the report is made from.
 type Input struct {
-	RunDir     string   // the run directory (report/ is written inside it)
-	DatasetDir string   // the prepared dataset (its report.json), optional
+	RunDir     string // the run directory (report/ is written inside it)
+	DatasetDir string // the prepared dataset (its report.json), optional
 	// DataReport, when set, is the data report to show in place of
 	// DatasetDir's report.json (the run's data_report.json copy, for a
 	// dataset that moved or was deleted).
