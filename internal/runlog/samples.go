@@ -142,14 +142,16 @@ func SamplesArchiveName(id string) string { return "samples.archive-" + id + ".j
 
 // TruncateGenerations keeps only the lines of dir/samples.jsonl whose
 // "step" is at most step, as TruncateMetrics does for metrics.jsonl on a
-// resume: with archiveID empty the later lines are dropped, else they are
-// moved, byte for byte and in order, to SamplesArchiveName(archiveID),
-// written and fsynced before samples.jsonl is replaced (an existing
-// archive is appended to, never overwritten, and lines it already ends with
-// — a crash between the two writes — are not appended twice). A torn last line is dropped
-// either way; lines that do not parse are kept. It returns the number of
-// lines removed from samples.jsonl.
-func TruncateGenerations(dir string, step int, archiveID string) (removed int, err error) {
+// resume: with archiveID empty the later lines are dropped, else those
+// generated before the unix time before (the rewind that abandoned them;
+// later ones came after it and are dropped) are moved, byte for byte and
+// in order, to SamplesArchiveName(archiveID), written and fsynced before
+// samples.jsonl is replaced (an existing archive is appended to, never
+// overwritten, and lines it already ends with — a crash between the two
+// writes — are not appended twice). A torn last line is dropped either
+// way; lines that do not parse are kept. It returns the number of lines
+// removed from samples.jsonl.
+func TruncateGenerations(dir string, step int, archiveID string, before float64) (removed int, err error) {
 	path := filepath.Join(dir, SamplesFile)
 	data, err := fileguard.ReadFile(path, MaxSamplesBytes)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -168,11 +170,14 @@ func TruncateGenerations(dir string, step int, archiveID string) (removed int, e
 			continue
 		}
 		var s struct {
-			Step *int `json:"step"`
+			Step     *int    `json:"step"`
+			UnixTime float64 `json:"unix_time"`
 		}
 		if json.Unmarshal(line, &s) == nil && s.Step != nil && *s.Step > step {
 			removed++
-			move.Write(line)
+			if archiveID != "" && s.UnixTime < before {
+				move.Write(line)
+			}
 			continue
 		}
 		keep.Write(line)

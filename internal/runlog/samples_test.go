@@ -85,7 +85,8 @@ func TestTruncateGenerations(t *testing.T) {
 		`{"step":10,"mode":"greedy","text":"a"}`,
 		`not json: kept`,
 		`{"step":20,"mode":"greedy","text":"b"}`,
-		`{"step":30,"mode":"sampled","text":"c"}`,
+		`{"step":30,"mode":"sampled","text":"c","unix_time":100}`,
+		`{"step":30,"mode":"sampled","text":"after the rewind","unix_time":300}`,
 	}
 	body := strings.Join(lines, "\n") + "\n" + `{"step":40,"mo` // torn
 	cases := []struct {
@@ -97,9 +98,9 @@ func TestTruncateGenerations(t *testing.T) {
 		archived  string
 		archTwice bool
 	}{
-		{"resume drops", 20, "", 2, lines[:3], "", false},
-		{"rewind archives", 10, "rewind-1", 3, lines[:2], lines[2] + "\n" + lines[3] + "\n", false},
-		{"redo after a crash does not duplicate", 10, "rewind-1", 3, lines[:2], lines[2] + "\n" + lines[3] + "\n", true},
+		{"resume drops", 20, "", 3, lines[:3], "", false},
+		{"rewind archives what came before it", 10, "rewind-1", 4, lines[:2], lines[2] + "\n" + lines[3] + "\n", false},
+		{"redo after a crash does not duplicate", 10, "rewind-1", 4, lines[:2], lines[2] + "\n" + lines[3] + "\n", true},
 		{"nothing after the step", 40, "", 1, lines, "", false},
 	}
 	for _, c := range cases {
@@ -114,7 +115,7 @@ func TestTruncateGenerations(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			removed, err := TruncateGenerations(dir, c.step, c.archive)
+			removed, err := TruncateGenerations(dir, c.step, c.archive, 200)
 			if err != nil || removed != c.removed {
 				t.Fatalf("removed %d, %v; want %d", removed, err, c.removed)
 			}
@@ -132,7 +133,7 @@ func TestTruncateGenerations(t *testing.T) {
 			}
 		})
 	}
-	if n, err := TruncateGenerations(t.TempDir(), 5, ""); n != 0 || err != nil {
+	if n, err := TruncateGenerations(t.TempDir(), 5, "", 0); n != 0 || err != nil {
 		t.Fatalf("missing file: %d, %v", n, err)
 	}
 }
