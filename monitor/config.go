@@ -105,7 +105,7 @@ type Config struct {
 	// Process, optimizer-state and checkpoint vitals (monitor/memrules.go,
 	// monitor/ckptrules.go).
 	MemoryCreepWindow    int     `toml:"memory_creep_window" comment:"SEV1 memory_creep: steps over which the anonymous resident memory (rss_bytes − rss_file_bytes) is judged, in 8 blocks whose medians must rise at least 6 times in 7; the first max(10, window/4) steps of every start and after a rollback are ignored (0 = off)"`
-	MemoryCreepMB        float64 `toml:"memory_creep_mb" comment:"memory_creep: the least growth (MiB) over memory_creep_window steps that counts (median block-to-block rise × 7)"`
+	MemoryCreepMB        float64 `toml:"memory_creep_mb" comment:"memory_creep: the least growth (MiB) over memory_creep_window steps that counts (median block-to-block rise × 8: the rate over the whole window)"`
 	CheckpointSizeFactor float64 `toml:"checkpoint_size_factor" comment:"SEV2 checkpoint_size_jump when a checkpoint's checkpoint_size is more than this factor larger, or smaller, than the median of the (up to 3) checkpoints before it (0 = off)"`
 	LMHeadGrowth         float64 `toml:"lm_head_growth" comment:"SEV2 lm_head_norm_growth when, late in the cooldown (see lm_head_late_lr) with the LR falling, lm_head_norm rose steadily over the last window steps by more than this fraction, and faster than over the window before (0 = off)"`
 	LMHeadLateLR         float64 `toml:"lm_head_late_lr" comment:"lm_head_norm_growth: late in the cooldown means learning_rate at most this fraction of the run's largest learning_rate"`

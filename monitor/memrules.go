@@ -62,7 +62,8 @@ func (c Config) memCreepWarm() int { return max(10, c.MemoryCreepWindow/4) }
 // and code the kernel can drop) grew steadily over the last
 // memory_creep_window steps. The window is cut into 8 blocks; the median
 // of each block must rise from block to block at least 6 times in 7 (one
-// jump — a buffer allocated once — rises once), and the median rise × 7
+// jump — a buffer allocated once — rises once), and the median rise × 8
+// (the rate of one block's span over the whole window)
 // must reach memory_creep_mb. Quiet for the first memCreepWarm steps of
 // every start and after a rollback.
 func (r *rules) memoryCreep(out *[]Alert, s *Sample) {
@@ -99,7 +100,7 @@ func (r *rules) memoryCreep(out *[]Alert, s *Sample) {
 		}
 		steps = append(steps, d)
 	}
-	growth := median(steps) * float64(memCreepBlocks-1)
+	growth := median(steps) * memCreepBlocks // block medians are a block's span apart: the rate over the window
 	thr := c.MemoryCreepMB * (1 << 20)
 	if rises < memCreepMinRising || !(growth >= thr) {
 		return
