@@ -28,7 +28,7 @@ func valSeries(vals []float64) func() []map[string]float64 {
 // data stage's start and noise are not.
 func TestValLossJump(t *testing.T) {
 	stages := []MixStage{{StartStep: 1, Weights: map[string]float64{"web": 1}}, {StartStep: 110, Weights: map[string]float64{"web": 0.5, "math": 0.5}}}
-	demoStages := []MixStage{{StartStep: 1, Weights: map[string]float64{"web": 0.4, "books": 0.2, "code": 0.4}}, {StartStep: 161, Weights: map[string]float64{"books": 0.3, "wiki": 0.3, "web": 0.05, "math": 0.3, "code": 0.05}}}
+	demoStages := []MixStage{{StartStep: 1, Weights: map[string]float64{"books": 0.2, "wiki": 0.25, "web": 0.05, "math": 0.25, "code": 0.25}}, {StartStep: 161, Weights: map[string]float64{"books": 0.3, "wiki": 0.3, "web": 0.05, "math": 0.3, "code": 0.05}}}
 	jumped := func(at int, by float64, vals []float64) []float64 {
 		out := append([]float64(nil), vals...)
 		out[at] += by
