@@ -123,3 +123,26 @@ func TestFirstRowLogged(t *testing.T) {
 		t.Errorf("base64 without a tokenizer: %v", err)
 	}
 }
+
+// BenchmarkBatchVitals is the per-step cost of all the batch vitals with a
+// vocabulary (entropy, bytes per token, non-letter share, longest run) on
+// a demo-sized batch (16 × 256 tokens of a vocabulary of 8192).
+func BenchmarkBatchVitals(b *testing.B) {
+	toks := make([][]byte, 8192)
+	for i := range toks {
+		toks[i] = []byte{byte('a' + i%26), byte(' ' + i%7), byte('0' + i%10)}
+	}
+	o := &Options{Vocab: testVocab{toks: toks}}
+	o.Model.Vocab = len(toks)
+	tg := make([]int32, 16*256)
+	for i := range tg {
+		tg[i] = int32(datasrc.Mix3(1, uint64(i), 0) % 8192)
+	}
+	var e tokenEntropy
+	var m runlog.Step
+	for b.Loop() {
+		e.begin(o, 256)
+		e.add(tg)
+		e.record(&m)
+	}
+}
