@@ -18,6 +18,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/run"
 	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
@@ -31,7 +32,7 @@ func tinyRun() config.Config {
 	cfg := config.Default()
 	cfg.Model.Vocab, cfg.Model.DModel, cfg.Model.NLayers, cfg.Model.NHeads, cfg.Model.NKVHeads = 256, 32, 2, 2, 2
 	cfg.Model.MLPHidden, cfg.Model.SeqLen = 64, 32
-	cfg.Data.Kind, cfg.Data.Train = "bytes", "${KESTREL_DATA}/tinyshakespeare/input.txt"
+	cfg.Data.Kind, cfg.Data.Train, cfg.Data.Val = "bytes", "${KESTREL_DATA}/tinyshakespeare/input.txt", valFile()
 	cfg.Train.Steps, cfg.Train.BatchSize, cfg.Train.EvalEvery, cfg.Train.EvalBatches, cfg.Train.LogEvery = 12, 4, 4, 2, 0
 	cfg.Train.PeakGFLOPS = 10
 	cfg.Optim.LR, cfg.Optim.MinLR, cfg.Optim.Warmup = 3e-3, 3e-4, 3
@@ -44,15 +45,40 @@ var (
 	parentOnce sync.Once
 	parentDir  string
 	parentErr  error
+	testTmp    string // the shared parent and the validation text
 )
 
-// TestMain removes the shared parent run after the tests.
+// TestMain writes the validation text and removes it and the shared
+// parent run after the tests.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if parentDir != "" {
-		os.RemoveAll(filepath.Dir(parentDir))
+	var err error
+	if testTmp, err = os.MkdirTemp("", "kestrel-branch-test-"); err != nil {
+		panic(err)
 	}
+	code := m.Run()
+	os.RemoveAll(testTmp)
 	os.Exit(code)
+}
+
+// valFile is a 16 KiB validation text (Shakespeare's first lines), so
+// that the full evaluation at train.steps stays fast.
+func valFile() string {
+	p := filepath.Join(testTmp, "val.txt")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	src, err := datadir.Expand("${KESTREL_DATA}/tinyshakespeare/input.txt")
+	if err != nil {
+		panic(err)
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		panic(err)
+	}
+	if err := os.WriteFile(p, b[:16<<10], 0o644); err != nil {
+		panic(err)
+	}
+	return p
 }
 
 // parentRun trains tinyRun once per test binary and returns its directory
@@ -60,12 +86,7 @@ func TestMain(m *testing.M) {
 func parentRun(t *testing.T) string {
 	t.Helper()
 	parentOnce.Do(func() {
-		tmp, err := os.MkdirTemp("", "kestrel-branch-test-")
-		if err != nil {
-			parentErr = err
-			return
-		}
-		parentDir = filepath.Join(tmp, "parent")
+		parentDir = filepath.Join(testTmp, "parent")
 		_, parentErr = run.Train(context.Background(), tinyRun(), parentDir, run.Options{Logger: quiet()})
 	})
 	if parentErr != nil {
@@ -374,6 +395,7 @@ func samplesSteps(t *testing.T, dir string) []int {
 func TestBranchAfterRewind(t *testing.T) {
 	parent := filepath.Join(t.TempDir(), "rewound")
 	cfg := tinyRun()
+	cfg.Samples.Enabled = false // not what this test is about; it halves the time
 	if _, err := run.Train(context.Background(), cfg, parent, run.Options{Logger: quiet()}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,16 +16,19 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/branch"
 	"github.com/kestrel-lm/kestrel/internal/compare"
 	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/run"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func tinyRun() config.Config {
+// tinyRun trains on Shakespeare, validating on the 16 KiB text val (the
+// full evaluation at train.steps stays fast).
+func tinyRun(val string) config.Config {
 	cfg := config.Default()
 	cfg.Model.Vocab, cfg.Model.DModel, cfg.Model.NLayers, cfg.Model.NHeads, cfg.Model.NKVHeads = 256, 32, 2, 2, 2
 	cfg.Model.MLPHidden, cfg.Model.SeqLen = 64, 32
-	cfg.Data.Kind, cfg.Data.Train = "bytes", "${KESTREL_DATA}/tinyshakespeare/input.txt"
+	cfg.Data.Kind, cfg.Data.Train, cfg.Data.Val = "bytes", "${KESTREL_DATA}/tinyshakespeare/input.txt", val
 	cfg.Train.Steps, cfg.Train.BatchSize, cfg.Train.EvalEvery, cfg.Train.EvalBatches, cfg.Train.LogEvery = 24, 4, 4, 2, 0
 	cfg.Train.PeakGFLOPS = 10
 	cfg.Optim.LR, cfg.Optim.MinLR, cfg.Optim.Warmup = 3e-3, 3e-4, 3
@@ -39,8 +42,20 @@ func tinyRun() config.Config {
 func runs(t *testing.T) (parent, lr, same string) {
 	t.Helper()
 	tmp := t.TempDir()
+	src, err := datadir.Expand("${KESTREL_DATA}/tinyshakespeare/input.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := filepath.Join(tmp, "val.txt")
+	if err := os.WriteFile(val, text[:16<<10], 0o644); err != nil {
+		t.Fatal(err)
+	}
 	parent = filepath.Join(tmp, "parent")
-	if _, err := run.Train(context.Background(), tinyRun(), parent, run.Options{Logger: quiet()}); err != nil {
+	if _, err := run.Train(context.Background(), tinyRun(val), parent, run.Options{Logger: quiet()}); err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range []struct {
