@@ -244,7 +244,11 @@ func (st *attemptState) attempt(ctx context.Context, cfg config.Config, dir stri
 	case math.IsNaN(res.ValLoss): // resumed a finished run: nothing evaluated
 		fmt.Fprintf(opts.Stdout, "done: the run was already at step %d (train.steps, or a branch's until_step); nothing to train, run %s\n", res.Step, dir)
 	default:
-		fmt.Fprintf(opts.Stdout, "done: step %d, val_loss %.4f, val_loss_ema %.4f, wall %s, run %s\n", res.Step, res.ValLoss, res.ValLossEMA, wall, dir)
+		peak := ""
+		if res.PeakRSSBytes > 0 {
+			peak = fmt.Sprintf(", peak RSS %d MiB", res.PeakRSSBytes>>20)
+		}
+		fmt.Fprintf(opts.Stdout, "done: step %d, val_loss %.4f, val_loss_ema %.4f, wall %s%s, run %s\n", res.Step, res.ValLoss, res.ValLossEMA, wall, peak, dir)
 	}
 	return res, nil, cfg, to.Logger, nil
 }
