@@ -192,6 +192,9 @@ func applySet(flags []string, cfg config.Config) (config.Config, error) {
 	}
 	cfg, err := run.CheckSet(rest, cfg)
 	if err != nil {
+		if strings.Contains(err.Error(), "cannot change mid-run") {
+			return cfg, fmt.Errorf("--%w; a branch may also set %s (dataset runs)", err, strings.Join(dataKeys, " and "))
+		}
 		return cfg, fmt.Errorf("--%w", err)
 	}
 	return cfg, config.CheckFinite(cfg)
