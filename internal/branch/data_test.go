@@ -1,0 +1,132 @@
+package branch
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/data/prepare"
+	"github.com/kestrel-lm/kestrel/internal/run"
+)
+
+// datasetRun is a run on a prepared two-source dataset (Shakespeare as
+// books, WikiText-2 as wiki, weights 0.5/0.5), checkpoints every 4 steps.
+func datasetRun(t *testing.T, data string) config.Config {
+	t.Helper()
+	cfg := config.Default()
+	const toml = `
+[prepare]
+workers = 1
+[prepare.decontam]
+enabled = false
+[prepare.tokenizer]
+mode = "train"
+vocab_size = 300
+train_max_bytes = 100000
+[[prepare.sources]]
+name = "books"
+inputs = ["${KESTREL_DATA}/tinyshakespeare/input.txt"]
+format = "text"
+split = "blank_lines"
+group_bytes = 16384
+filter = "books"
+[[prepare.sources]]
+name = "wiki"
+inputs = ["${KESTREL_DATA}/wikitext-2/valid.txt"]
+format = "text"
+split = "blank_lines"
+group_bytes = 16384
+filter = "none"
+[data]
+kind = "dataset"
+sources = [{ name = "books", weight = 0.5 }, { name = "wiki", weight = 0.5 }]
+val_max_seqs = 16
+[model]
+vocab = 300
+d_model = 32
+n_layers = 1
+n_heads = 2
+n_kv_heads = 2
+mlp_hidden = 64
+seq_len = 32
+[train]
+steps = 12
+batch_size = 8
+eval_every = 4
+log_every = 0
+peak_gflops = 10
+[checkpoint]
+every = 4
+keep = 5
+[samples]
+enabled = false
+`
+	if err := config.Decode([]byte(toml), "test.toml", &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Data.Path = data
+	if _, err := prepare.Run(context.Background(), cfg.Prepare, prepare.RunOptions{Out: data, Force: true, Log: quiet()}); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// mixShare reads source_mix_share/<source> of each step.
+func mixShare(t *testing.T, dir, source string) map[int]float64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]float64{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := m["source_mix_share/"+source].(float64); ok {
+			out[int(m["step"].(float64))] = v
+		}
+	}
+	return out
+}
+
+// TestBranchDataWeight: on a two-source dataset, a branch from step 4 with
+// data.stages moving the mixture to wiki from step 5 trains on that
+// mixture after the branch point (and on the parent's before it); a stage
+// naming a source the dataset lacks is refused before anything is written,
+// naming the field.
+func TestBranchDataWeight(t *testing.T) {
+	root := t.TempDir()
+	cfg := datasetRun(t, filepath.Join(root, "data"))
+	parent := filepath.Join(root, "parent")
+	if _, err := run.Train(context.Background(), cfg, parent, run.Options{Logger: quiet()}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, "wiki")
+	b, err := Prepare(Options{Parent: parent, From: "step-4", Out: out, Steps: 4, Logger: quiet(),
+		Set: []string{`data.stages=[{start_step = 5, weights = {books = 0.1, wiki = 0.9}}]`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Train(context.Background(), b.Config, b.Dir, run.Options{Logger: quiet()}); err != nil {
+		t.Fatal(err)
+	}
+	pw, bw := mixShare(t, parent, "wiki"), mixShare(t, out, "wiki")
+	if bw[4] != pw[4] || pw[6] > 0.6 || bw[6] < 0.8 || len(bw) != 8 {
+		t.Errorf("source_mix_share/wiki: parent %v, branch %v; want the branch's ≥ 0.8 after step 4 only", pw, bw)
+	}
+	bad := filepath.Join(root, "bad")
+	_, err = Prepare(Options{Parent: parent, From: "step-4", Out: bad, Steps: 4, Logger: quiet(),
+		Set: []string{`data.stages=[{start_step = 5, weights = {nosuch = 1.0}}]`}})
+	if err == nil || !strings.Contains(err.Error(), `data.stages[0].weights: unknown source "nosuch"`) {
+		t.Errorf("a stage naming an unknown source: %v", err)
+	}
+	if _, serr := os.Stat(bad); serr == nil {
+		t.Errorf("%s was written", bad)
+	}
+}
