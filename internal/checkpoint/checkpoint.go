@@ -467,7 +467,7 @@ func ApplyKeepPolicy(root string, keep int, log *slog.Logger) []string {
 		if err != nil {
 			continue // unreadable: left alone
 		}
-		readable = append(readable, keepEntry{c, st.Kind, st.Health, StatusOf(st.Health, conf)})
+		readable = append(readable, keepEntry{c, st.Kind, st.Health, StatusOf(st.Health, conf), conf != nil && conf.Verification == VerifyFailed})
 	}
 	protected := keepProtected(readable)
 	var deleted []string
@@ -476,14 +476,20 @@ func ApplyKeepPolicy(root string, keep int, log *slog.Logger) []string {
 		if !rollingKind(c.kind) {
 			continue
 		}
-		n++
-		if n <= keep {
-			continue
-		}
-		if why, ok := protected[c.Dir]; ok {
-			n-- // kept beside the newest keep ones, not instead of one
-			log.Debug("checkpoint keep policy: kept", "path", c.Dir, "why", why)
-			continue
+		switch {
+		case c.failed && n < keep:
+			continue // failed its verification: not one of the keep, kept as evidence until keep good ones are newer
+		case c.failed:
+		default:
+			n++
+			if n <= keep {
+				continue
+			}
+			if why, ok := protected[c.Dir]; ok {
+				n-- // kept beside the newest keep ones, not instead of one
+				log.Debug("checkpoint keep policy: kept", "path", c.Dir, "why", why)
+				continue
+			}
 		}
 		if err := removeCheckpoint(c.Dir); err != nil {
 			log.Warn("checkpoint keep policy: could not delete an old checkpoint", "path", c.Dir, "err", err)
@@ -500,6 +506,7 @@ type keepEntry struct {
 	kind   string
 	health *Health
 	status string
+	failed bool // MarkFailed: failed its verification after the write
 }
 
 // keepProtected names the checkpoints of readable (newest first) that the
@@ -523,7 +530,7 @@ func keepProtected(readable []keepEntry) map[string]string {
 	before := func(first int, why string) {
 		newest := true
 		for _, c := range readable {
-			if c.Step >= first {
+			if c.Step >= first || c.failed {
 				continue
 			}
 			if newest {

@@ -2,6 +2,8 @@ package checkpoint
 
 import (
 	"errors"
+	"io"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -195,4 +197,43 @@ func BenchmarkVerifyRef7m(b *testing.B) {
 	b.ReportMetric(1e3*write/n, "write-ms")
 	b.ReportMetric(1e3*sums/n, "sums-ms")
 	b.ReportMetric(1e3*restore/n, "restore-ms")
+}
+
+// TestKeepPolicyFailedCheckpoint: a checkpoint that failed its
+// verification is not one of the checkpoint.keep rolling ones (with keep =
+// 1, the good one before it stays: the run can still resume), and it is
+// deleted once keep good ones are newer.
+func TestKeepPolicyFailedCheckpoint(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "checkpoints")
+	write := func(step int, fail bool) string {
+		p := testPayload(step)
+		p.State.Health = &Health{Status: HealthUnknown} // monitor off: nothing is ever confirmed
+		dir, _, err := Write(root, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fail {
+			if err := MarkFailed(dir, step, "test"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c100 := write(100, false)
+	c200 := write(200, true)
+	if del := ApplyKeepPolicy(root, 1, log); len(del) != 0 {
+		t.Fatalf("deleted %v after the failed checkpoint, want none", del)
+	}
+	if l, err := Latest(root, nil); err != nil || l.Dir != c100 {
+		t.Fatalf("resume after the failed checkpoint: %v, %v; want %s", l, err, c100)
+	}
+	c300 := write(300, false)
+	del := ApplyKeepPolicy(root, 1, log)
+	if strings.Join(del, ",") != Name(200)+","+Name(100) {
+		t.Fatalf("deleted %v, want the failed %s and the older %s", del, c200, c100)
+	}
+	if l, err := Latest(root, nil); err != nil || l.Dir != c300 {
+		t.Fatalf("resume: %v, %v; want %s", l, err, c300)
+	}
 }
