@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/compare"
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/prepare"
 	"github.com/kestrel-lm/kestrel/internal/run"
@@ -27,6 +28,8 @@ enabled = false
 mode = "train"
 vocab_size = 300
 train_max_bytes = 100000
+[prepare.tokenizer.shards]
+val_fraction = 0.1
 [[prepare.sources]]
 name = "books"
 inputs = ["${KESTREL_DATA}/tinyshakespeare/input.txt"]
@@ -119,6 +122,21 @@ func TestBranchDataWeight(t *testing.T) {
 	pw, bw := mixShare(t, parent, "wiki"), mixShare(t, out, "wiki")
 	if bw[4] != pw[4] || pw[6] > 0.6 || bw[6] < 0.8 || len(bw) != 8 {
 		t.Errorf("source_mix_share/wiki: parent %v, branch %v; want the branch's ≥ 0.8 after step 4 only", pw, bw)
+	}
+	// kestrel compare of the branch: val per source, and the change.
+	rep, err := compare.Compare([]string{out}, compare.Options{ResolveConfig: ResolvedConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range rep.Pairs[0].Evals {
+		names = append(names, d.Metric)
+	}
+	if got := strings.Join(names, " "); !strings.Contains(got, "slice_val_loss/books") || !strings.Contains(got, "slice_val_loss/wiki") {
+		t.Errorf("compared metrics %s; want slice_val_loss per source", got)
+	}
+	if c := rep.Pairs[0].Config; len(c) != 1 || c[0].Field != "data.stages" {
+		t.Errorf("config differences %+v; want data.stages only", c)
 	}
 	bad := filepath.Join(root, "bad")
 	_, err = Prepare(Options{Parent: parent, From: "step-4", Out: bad, Steps: 4, Logger: quiet(),
