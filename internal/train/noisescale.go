@@ -3,6 +3,7 @@ package train
 import (
 	"math"
 
+	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -13,27 +14,27 @@ const noiseBeta = 0.98
 
 // noiseScale estimates the gradient noise scale B_simple = tr(Σ)/|G|²
 // (McCandlish et al., "An Empirical Model of Large-Batch Training") from
-// what gradient accumulation already computes: the gradient of each
+// what gradient accumulation already computes: the gradient of a
 // micro-batch of b sequences and of the whole batch of B. With
 // E|G_b|² = |G|² + tr(Σ)/b,
 //
 //	|G|²  ≈ (B·|G_B|² − b·|G_b|²) / (B − b)
 //	tr(Σ) ≈ (|G_b|² − |G_B|²) / (1/b − 1/B)
 //
-// averaged over the step's micro-batches (b their harmonic mean when they
-// differ), each smoothed by an EMA. No extra backward pass: a micro-batch's
-// gradient is the accumulated gradient's increase over its pass, one
-// streaming pass over the gradient per micro-batch. A step with a single
-// micro-batch (train.micro_batch ≥ the batch) measures nothing: the metric
-// is then absent, never 0. In a data-parallel run rank 0 measures its
-// micro-batches before the last (whose pass all-reduces the gradient).
+// each smoothed by an EMA before the ratio. No extra backward and no copy
+// of the gradient: after a step's first pass the accumulated gradient is
+// that micro-batch's (scaled by b/B), so one read-only pass gives |G_b|²;
+// |G_B|² is the optimizer's pre-clip gradient norm. One micro-batch per
+// step is an unbiased sample of E|G_b|²; the EMA averages over steps. A
+// step with a single micro-batch (train.micro_batch ≥ the batch) measures
+// nothing: the metric is then absent, never 0. In a data-parallel run rank
+// 0 measures its first micro-batch when it has two or more (the last pass
+// all-reduces the gradient).
 type noiseScale struct {
-	prev    []float32 // the accumulated gradient before the current pass
-	sq      float64   // Σ |g_k|² over the micro-batches measured this step
-	invB    float64   // Σ 1/b_k
-	n       int       // micro-batches measured this step
-	g2, tr  float64   // EMAs of the |G|² and tr(Σ) estimates; NaN before the first
-	skipped bool      // this step's gradient was not finite
+	sq      float64 // |G_b|² of the micro-batch measured this step
+	b       int     // its rows; 0 = none measured this step
+	g2, tr  float64 // EMAs of the |G|² and tr(Σ) estimates; NaN before the first
+	skipped bool    // this step's gradient was not finite
 }
 
 func newNoiseScale() *noiseScale {
@@ -46,41 +47,33 @@ func (ns *noiseScale) begin() {
 	if ns == nil {
 		return
 	}
-	ns.sq, ns.invB, ns.n, ns.skipped = 0, 0, 0, false
+	ns.sq, ns.b, ns.skipped = 0, 0, false
 }
 
-// micro measures micro-batch k of rows sequences, which added w·g_k to
-// grads (w = rows/B); last says it is the step's last pass (its gradient
-// is not kept for a next one).
-func (ns *noiseScale) micro(grads []float32, k, rows int, w float64, last bool) {
+// first measures the step's first micro-batch of rows sequences, which
+// added w·g to the zeroed grads (w = rows/B): |g|² = |grads|²/w².
+func (ns *noiseScale) first(grads []float32, rows int, w float64) {
 	if ns == nil || rows <= 0 || w <= 0 {
 		return
 	}
-	if len(ns.prev) != len(grads) {
-		ns.prev = make([]float32, len(grads))
-	}
-	var d2 float64
-	if k == 0 { // nothing accumulated before the first pass
-		for i, g := range grads {
-			d2 += float64(g) * float64(g)
-			if !last {
-				ns.prev[i] = g
-			}
-		}
-	} else {
-		for i, g := range grads {
-			d := float64(g) - float64(ns.prev[i])
-			d2 += d * d
-			ns.prev[i] = g
-		}
-	}
+	d2 := sumSquares(grads)
 	if math.IsNaN(d2) || math.IsInf(d2, 0) {
 		ns.skipped = true
 		return
 	}
-	ns.sq += d2 / (w * w)
-	ns.invB += 1 / float64(rows)
-	ns.n++
+	ns.sq, ns.b = d2/(w*w), rows
+}
+
+// sumSquares is Σ x² in float64, from float32 dot products over blocks
+// (kernels.Dot) so that rounding stays at the block's scale.
+func sumSquares(x []float32) float64 {
+	const block = 4096
+	var s float64
+	for i := 0; i < len(x); i += block {
+		c := x[i:min(i+block, len(x))]
+		s += float64(kernels.Dot(c, c))
+	}
+	return s
 }
 
 // finish takes the step's full-batch gradient norm (before clipping) over
@@ -89,15 +82,14 @@ func (ns *noiseScale) micro(grads []float32, k, rows int, w float64, last bool) 
 // skipped or whose gradient was not finite records nothing: a stale
 // estimate is not this step's.
 func (ns *noiseScale) finish(gradNorm float64, B int, tokPerSeq float64, skipped bool, m *runlog.Step) {
-	if ns == nil || ns.n == 0 || ns.skipped || skipped || B <= 0 || math.IsNaN(gradNorm) || math.IsInf(gradNorm, 0) {
+	if ns == nil || ns.b == 0 || ns.skipped || skipped || B <= 0 || math.IsNaN(gradNorm) || math.IsInf(gradNorm, 0) {
 		return
 	}
-	b := float64(ns.n) / ns.invB // harmonic mean micro-batch size
-	BB := float64(B)
+	b, BB := float64(ns.b), float64(B)
 	if b >= BB {
 		return
 	}
-	small, big := ns.sq/float64(ns.n), gradNorm*gradNorm
+	small, big := ns.sq, gradNorm*gradNorm
 	g2 := (BB*big - b*small) / (BB - b)
 	tr := (small - big) / (1/b - 1/BB)
 	if math.IsNaN(ns.g2) {

@@ -50,7 +50,9 @@ func TestNoiseScaleSyntheticKnownSigma(t *testing.T) {
 							full[j] += g / float64(B)
 						}
 					}
-					ns.micro(grads, k, rows, w, k == len(tc.micro)-1)
+					if k == 0 {
+						ns.first(grads, rows, w)
+					}
 				}
 				norm := 0.0
 				for _, x := range full {
@@ -80,16 +82,20 @@ func TestNoiseScaleAbsentWhenNotMeasured(t *testing.T) {
 	grads := []float32{1, 2, 3}
 	var m runlog.Step
 	ns.begin()
-	ns.micro(grads, 0, 4, 1, true) // the whole batch in one pass
+	ns.first(grads, 4, 1) // the whole batch in one pass
 	ns.finish(math.Sqrt(14), 4, 64, false, &m)
 	if m.NoiseScale != nil {
 		t.Errorf("one micro-batch: %+v, want absent", m.NoiseScale)
 	}
-	step := func(g2 []float32, skipped bool) *runlog.NoiseScale {
+	ns.begin() // nothing measured (the loop calls first only with two or more passes)
+	ns.finish(1, 4, 64, false, &m)
+	if m.NoiseScale != nil {
+		t.Errorf("no micro-batch measured: %+v, want absent", m.NoiseScale)
+	}
+	step := func(g0 []float32, skipped bool) *runlog.NoiseScale {
 		var m runlog.Step
 		ns.begin()
-		ns.micro([]float32{1, 0, 0}, 0, 2, 0.5, false)
-		ns.micro(g2, 1, 2, 0.5, true)
+		ns.first(g0, 2, 0.5)
 		ns.finish(1, 4, 64, skipped, &m)
 		return m.NoiseScale
 	}
@@ -104,7 +110,7 @@ func TestNoiseScaleAbsentWhenNotMeasured(t *testing.T) {
 	}
 	var nilNS *noiseScale // ranks other than 0
 	nilNS.begin()
-	nilNS.micro(grads, 0, 1, 1, false)
+	nilNS.first(grads, 1, 1)
 	nilNS.finish(1, 4, 64, false, &m)
 }
 
@@ -219,4 +225,19 @@ func TestReplayHistoryErrors(t *testing.T) {
 	}
 	var pe *os.PathError
 	_ = errors.As(err, &pe)
+}
+
+// BenchmarkNoiseScaleMicro is the per-step cost of the noise scale: one
+// read-only pass over a gradient of shakespeare-char's size (~0.9M
+// parameters).
+func BenchmarkNoiseScaleMicro(b *testing.B) {
+	grads := make([]float32, 800_000)
+	for i := range grads {
+		grads[i] = float32(i%97) * 1e-4
+	}
+	ns := newNoiseScale()
+	for b.Loop() {
+		ns.begin()
+		ns.first(grads, 6, 0.5)
+	}
 }
