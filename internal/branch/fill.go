@@ -1,7 +1,6 @@
 package branch
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -112,23 +111,16 @@ func copyUpTo(src, dst string, step int) error {
 	}
 	defer in.Close()
 	var buf bytes.Buffer
-	br := bufio.NewReaderSize(in, 1<<20)
 	rec := runlog.NewRecord()
-	for {
-		line, rerr := br.ReadBytes('\n')
-		if len(line) > 0 && line[len(line)-1] == '\n' { // a half-written last line is left out
-			if runlog.ParseLine(bytes.TrimSpace(line), rec) == nil {
-				if s, ok := rec.Num("step"); ok && s <= float64(step) {
-					buf.Write(line)
-				}
+	_, err = runlog.EachLine(in, func(line []byte) { // a half-written last line, or one over 16 MiB, is left out
+		if runlog.ParseLine(bytes.TrimSpace(line), rec) == nil {
+			if s, ok := rec.Num("step"); ok && s <= float64(step) {
+				buf.Write(line)
 			}
 		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			return fmt.Errorf("%s: %w", src, rerr)
-		}
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", src, err)
 	}
 	return os.WriteFile(dst, buf.Bytes(), 0o644)
 }

@@ -1,11 +1,9 @@
 package compare
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"path/filepath"
@@ -54,19 +52,11 @@ func readSeries(dir string) (*series, error) {
 	train := map[int]point{}
 	evals := map[string]map[int]point{}
 	rec := runlog.NewRecord()
-	br := bufio.NewReaderSize(f, 1<<20)
-	for {
-		line, rerr := br.ReadBytes('\n')
-		if len(line) > 0 && line[len(line)-1] == '\n' {
-			s.add(bytes.TrimSpace(line), rec, train, evals)
-		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			return nil, fmt.Errorf("%s: %w", path, rerr)
-		}
+	tooLong, err := runlog.EachLine(f, func(line []byte) { s.add(bytes.TrimSpace(line), rec, train, evals) })
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	s.badLines += tooLong
 	s.train = sorted(train)
 	for k, m := range evals {
 		s.eval[k] = sorted(m)

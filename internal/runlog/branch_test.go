@@ -56,3 +56,15 @@ func FuzzParseBranch(f *testing.F) {
 		}
 	})
 }
+
+// TestEachLine: complete lines in order, an over-long line skipped and
+// counted, a last line without its newline left out.
+func TestEachLine(t *testing.T) {
+	long := strings.Repeat("x", maxLineBytes+10)
+	in := "a\n" + long + "\nb\nhalf"
+	var got []string
+	n, err := EachLine(strings.NewReader(in), func(l []byte) { got = append(got, string(l)) })
+	if err != nil || n != 1 || strings.Join(got, "|") != "a\n|b\n" {
+		t.Errorf("lines %q, too long %d, err %v", got, n, err)
+	}
+}
