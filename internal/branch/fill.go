@@ -1,6 +1,7 @@
 package branch
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -110,17 +111,27 @@ func copyUpTo(src, dst string, step int) error {
 		return err
 	}
 	defer in.Close()
-	var buf bytes.Buffer
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(out, 1<<20)
 	rec := runlog.NewRecord()
 	_, err = runlog.EachLine(in, func(line []byte) { // a half-written last line, or one over 16 MiB, is left out
 		if runlog.ParseLine(bytes.TrimSpace(line), rec) == nil {
 			if s, ok := rec.Num("step"); ok && s <= float64(step) {
-				buf.Write(line)
+				bw.Write(line) // its error stays in bw, returned by Flush
 			}
 		}
 	})
-	if err != nil {
-		return fmt.Errorf("%s: %w", src, err)
+	if err == nil {
+		err = bw.Flush()
 	}
-	return os.WriteFile(dst, buf.Bytes(), 0o644)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	return nil
 }
