@@ -269,7 +269,7 @@ func direction(metric string) int {
 // errors, without one, or for a metric with no better direction.
 func better(d *Delta) string {
 	dir := direction(d.Metric)
-	if dir == 0 || d.StdErr == nil || *d.StdErr <= 0 || math.Abs(d.Delta) <= 2**d.StdErr {
+	if dir == 0 || d.StdErr == nil || math.Abs(d.Delta) <= 2**d.StdErr { // a standard error of 0: any difference counts
 		return ""
 	}
 	if (d.Delta > 0) == (dir > 0) {

@@ -83,4 +83,11 @@ func TestBetter(t *testing.T) {
 	if got := better(&Delta{Metric: "val_loss", Delta: 1}); got != "" {
 		t.Errorf("no standard error: better %q", got)
 	}
+	zero := 0.0
+	if got := better(&Delta{Metric: "train_loss_raw", Delta: -0.2, StdErr: &zero}); got != "B" {
+		t.Errorf("a constant per-step difference (standard error 0): better %q, want B", got)
+	}
+	if got := better(&Delta{Metric: "val_loss", Delta: 0, StdErr: &zero}); got != "" {
+		t.Errorf("no difference, standard error 0: better %q", got)
+	}
 }
