@@ -15,8 +15,10 @@ var vitalRules = map[string]bool{RuleMemoryCreep: true, RuleOptStateNonFin: true
 // raise nothing on shipped healthy runs replayed from
 // testdata/healthy_vitals.json (kestrel train's own step records:
 // learning_rate, lm_head_norm, rss_bytes, rss_file_bytes, opt_state_finite,
-// and each checkpoint's size; configs/shakespeare-char.toml, 2,000 steps
-// with a cosine decay to 10%, on a 2-core machine shared with other runs).
+// and each checkpoint's size): configs/shakespeare-char.toml, 2,000 steps
+// with a cosine decay to 10%, and `kestrel demo`, 500 steps of WSD (decay
+// from step 400) stopped by train.max_minutes at step 152 and resumed, both
+// on a 2-core machine shared with other runs.
 func TestHealthyRunsVitalsQuiet(t *testing.T) {
 	b, err := os.ReadFile("testdata/healthy_vitals.json")
 	if err != nil {
