@@ -656,8 +656,8 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		if err != nil {
 			return m, fmt.Errorf("step %d: forward/backward: %w", s, err)
 		}
-		if k == 0 && nMicro > 1 { // the first pass's gradient, before any all-reduce
-			t.noise.first(t.net.Grads(), n, float64(n)/float64(B))
+		if nMicro > 1 && (t.dp == nil || k < nMicro-1) { // the last pass all-reduces: not this rank's gradient
+			t.noise.micro(t.net.Grads(), k, n, float64(n)/float64(B), k == nMicro-1)
 		}
 		qk.observe(t.net.Vitals())
 		fwd, bwd := st.ForwardTime, st.BackwardTime

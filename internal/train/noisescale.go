@@ -14,27 +14,41 @@ const noiseBeta = 0.98
 
 // noiseScale estimates the gradient noise scale B_simple = tr(Σ)/|G|²
 // (McCandlish et al., "An Empirical Model of Large-Batch Training") from
-// what gradient accumulation already computes: the gradient of a
-// micro-batch of b sequences and of the whole batch of B. With
+// what gradient accumulation already computes: the gradients of the
+// micro-batches of b sequences and of the whole batch of B. With
 // E|G_b|² = |G|² + tr(Σ)/b,
 //
 //	|G|²  ≈ (B·|G_B|² − b·|G_b|²) / (B − b)
 //	tr(Σ) ≈ (|G_b|² − |G_B|²) / (1/b − 1/B)
 //
-// each smoothed by an EMA before the ratio. No extra backward and no copy
-// of the gradient: after a step's first pass the accumulated gradient is
-// that micro-batch's (scaled by b/B), so one read-only pass gives |G_b|²;
-// |G_B|² is the optimizer's pre-clip gradient norm. One micro-batch per
-// step is an unbiased sample of E|G_b|²; the EMA averages over steps. A
-// step with a single micro-batch (train.micro_batch ≥ the batch) measures
-// nothing: the metric is then absent, never 0. In a data-parallel run rank
-// 0 measures its first micro-batch when it has two or more (the last pass
+// with |G_b|² averaged over the step's micro-batches (b their harmonic mean
+// when they differ) and |G_B|² the optimizer's pre-clip gradient norm,
+// each smoothed by an EMA before the ratio. No extra backward: pass k adds
+// w_k·g_k to the accumulated gradient S, so |w_k·g_k|² = |S_k|² −
+// 2·S_k·S_(k−1) + |S_(k−1)|², from S_k, the copy of S_(k−1) kept since the
+// pass before, and for the last pass the optimizer's |S|²: with two
+// micro-batches one read-and-copy after the first pass and one dot product
+// after the second. Averaging every micro-batch matters:
+// late in training |G|² is a small difference of large norms, and with two
+// micro-batches the estimate is then the dot product of their gradients.
+// A step with a single micro-batch (train.micro_batch ≥ the batch)
+// measures nothing: the metric is then absent, never 0. In a data-parallel
+// run rank 0 measures its micro-batches before the last (whose pass
 // all-reduces the gradient).
 type noiseScale struct {
-	sq      float64 // |G_b|² of the micro-batch measured this step
-	b       int     // its rows; 0 = none measured this step
-	g2, tr  float64 // EMAs of the |G|² and tr(Σ) estimates; NaN before the first
-	skipped bool    // this step's gradient was not finite
+	prev    []float32 // S_(k−1): the accumulated gradient before the current pass
+	prevSq  float64   // |S_(k−1)|²
+	sq      float64   // Σ_k |g_k|² over the micro-batches measured this step
+	invB    float64   // Σ_k 1/b_k
+	n       int       // micro-batches measured this step
+	g2, tr  float64   // EMAs of the |G|² and tr(Σ) estimates; NaN before the first
+	skipped bool      // this step's gradient was not finite
+
+	// The last pass waits for finish: |S_last|² is the optimizer's
+	// gradient norm, so the pass needs only S_last·S_(k−1).
+	lastCross float64
+	lastW     float64
+	lastRows  int // 0 = no last pass pending
 }
 
 func newNoiseScale() *noiseScale {
@@ -47,33 +61,83 @@ func (ns *noiseScale) begin() {
 	if ns == nil {
 		return
 	}
-	ns.sq, ns.b, ns.skipped = 0, 0, false
+	ns.sq, ns.invB, ns.n, ns.prevSq, ns.skipped, ns.lastRows = 0, 0, 0, 0, false, 0
 }
 
-// first measures the step's first micro-batch of rows sequences, which
-// added w·g to the zeroed grads (w = rows/B): |g|² = |grads|²/w².
-func (ns *noiseScale) first(grads []float32, rows int, w float64) {
-	if ns == nil || rows <= 0 || w <= 0 {
+// micro measures pass k of rows sequences, which added w·g_k (w = rows/B)
+// to the accumulated grads; last says no pass follows: its S_k is the
+// gradient whose norm finish receives, and it is not kept.
+func (ns *noiseScale) micro(grads []float32, k, rows int, w float64, last bool) {
+	if ns == nil || rows <= 0 || w <= 0 || ns.skipped {
 		return
 	}
-	d2 := sumSquares(grads)
+	if len(ns.prev) != len(grads) {
+		ns.prev = make([]float32, len(grads))
+	}
+	if k > 0 && last {
+		ns.lastCross, ns.lastW, ns.lastRows = dot(grads, ns.prev), w, rows
+		return
+	}
+	var cur, d2 float64
+	if k == 0 {
+		cur = sqCopy(ns.prev, grads)
+		d2 = cur
+	} else {
+		cross := dot(grads, ns.prev)
+		cur = sqCopy(ns.prev, grads)
+		d2 = cur - 2*cross + ns.prevSq
+	}
+	ns.prevSq = cur
+	ns.add(d2, w, rows)
+}
+
+// add counts one micro-batch whose scaled gradient w·g has |w·g|² = d2.
+func (ns *noiseScale) add(d2, w float64, rows int) {
 	if math.IsNaN(d2) || math.IsInf(d2, 0) {
 		ns.skipped = true
 		return
 	}
-	ns.sq, ns.b = d2/(w*w), rows
+	ns.sq += math.Max(d2, 0) / (w * w)
+	ns.invB += 1 / float64(rows)
+	ns.n++
 }
 
-// sumSquares is Σ x² in float64, from float32 dot products over blocks
-// (kernels.Dot) so that rounding stays at the block's scale.
-func sumSquares(x []float32) float64 {
-	const block = 4096
-	var s float64
-	for i := 0; i < len(x); i += block {
-		c := x[i:min(i+block, len(x))]
-		s += float64(kernels.Dot(c, c))
+// block is the span of float32 partial sums summed in float64, so rounding
+// stays at a block's scale.
+const block = 4096
+
+// sqCopy copies src into dst and returns Σ src² in one pass.
+func sqCopy(dst, src []float32) float64 {
+	var total float64
+	for i := 0; i < len(src); i += block {
+		c, d := src[i:min(i+block, len(src))], dst[i:min(i+block, len(src))]
+		var s0, s1, s2, s3 float32
+		j := 0
+		for ; j+4 <= len(c); j += 4 {
+			a0, a1, a2, a3 := c[j], c[j+1], c[j+2], c[j+3]
+			d[j], d[j+1], d[j+2], d[j+3] = a0, a1, a2, a3
+			s0 += a0 * a0
+			s1 += a1 * a1
+			s2 += a2 * a2
+			s3 += a3 * a3
+		}
+		for ; j < len(c); j++ {
+			d[j] = c[j]
+			s0 += c[j] * c[j]
+		}
+		total += float64(s0) + float64(s1) + float64(s2) + float64(s3)
 	}
-	return s
+	return total
+}
+
+// dot is Σ a·b (b at least as long as a).
+func dot(a, b []float32) float64 {
+	var total float64
+	for i := 0; i < len(a); i += block {
+		c := a[i:min(i+block, len(a))]
+		total += float64(kernels.Dot(c, b[i:]))
+	}
+	return total
 }
 
 // finish takes the step's full-batch gradient norm (before clipping) over
@@ -82,14 +146,20 @@ func sumSquares(x []float32) float64 {
 // skipped or whose gradient was not finite records nothing: a stale
 // estimate is not this step's.
 func (ns *noiseScale) finish(gradNorm float64, B int, tokPerSeq float64, skipped bool, m *runlog.Step) {
-	if ns == nil || ns.b == 0 || ns.skipped || skipped || B <= 0 || math.IsNaN(gradNorm) || math.IsInf(gradNorm, 0) {
+	if ns == nil || ns.skipped || skipped || B <= 0 || math.IsNaN(gradNorm) || math.IsInf(gradNorm, 0) {
 		return
 	}
-	b, BB := float64(ns.b), float64(B)
+	if ns.lastRows > 0 { // |w·g_last|² = |S|² − 2·S·S_(k−1) + |S_(k−1)|²
+		ns.add(gradNorm*gradNorm-2*ns.lastCross+ns.prevSq, ns.lastW, ns.lastRows)
+	}
+	if ns.n == 0 || ns.skipped {
+		return
+	}
+	b, BB := float64(ns.n)/ns.invB, float64(B) // b: the harmonic mean micro-batch
 	if b >= BB {
 		return
 	}
-	small, big := ns.sq, gradNorm*gradNorm
+	small, big := ns.sq/float64(ns.n), gradNorm*gradNorm
 	g2 := (BB*big - b*small) / (BB - b)
 	tr := (small - big) / (1/b - 1/BB)
 	if math.IsNaN(ns.g2) {

@@ -50,9 +50,7 @@ func TestNoiseScaleSyntheticKnownSigma(t *testing.T) {
 							full[j] += g / float64(B)
 						}
 					}
-					if k == 0 {
-						ns.first(grads, rows, w)
-					}
+					ns.micro(grads, k, rows, w, k == len(tc.micro)-1)
 				}
 				norm := 0.0
 				for _, x := range full {
@@ -82,20 +80,21 @@ func TestNoiseScaleAbsentWhenNotMeasured(t *testing.T) {
 	grads := []float32{1, 2, 3}
 	var m runlog.Step
 	ns.begin()
-	ns.first(grads, 4, 1) // the whole batch in one pass
+	ns.micro(grads, 0, 4, 1, true) // the whole batch in one pass
 	ns.finish(math.Sqrt(14), 4, 64, false, &m)
 	if m.NoiseScale != nil {
 		t.Errorf("one micro-batch: %+v, want absent", m.NoiseScale)
 	}
-	ns.begin() // nothing measured (the loop calls first only with two or more passes)
+	ns.begin() // nothing measured (the loop measures only with two or more passes)
 	ns.finish(1, 4, 64, false, &m)
 	if m.NoiseScale != nil {
 		t.Errorf("no micro-batch measured: %+v, want absent", m.NoiseScale)
 	}
-	step := func(g0 []float32, skipped bool) *runlog.NoiseScale {
+	step := func(g1 []float32, skipped bool) *runlog.NoiseScale {
 		var m runlog.Step
 		ns.begin()
-		ns.first(g0, 2, 0.5)
+		ns.micro([]float32{1, 0, 0}, 0, 2, 0.5, false)
+		ns.micro(g1, 1, 2, 0.5, true)
 		ns.finish(1, 4, 64, skipped, &m)
 		return m.NoiseScale
 	}
@@ -110,7 +109,7 @@ func TestNoiseScaleAbsentWhenNotMeasured(t *testing.T) {
 	}
 	var nilNS *noiseScale // ranks other than 0
 	nilNS.begin()
-	nilNS.first(grads, 1, 1)
+	nilNS.micro(grads, 0, 1, 1, false)
 	nilNS.finish(1, 4, 64, false, &m)
 }
 
@@ -227,9 +226,10 @@ func TestReplayHistoryErrors(t *testing.T) {
 	_ = errors.As(err, &pe)
 }
 
-// BenchmarkNoiseScaleMicro is the per-step cost of the noise scale: one
-// read-only pass over a gradient of shakespeare-char's size (~0.9M
-// parameters).
+// BenchmarkNoiseScaleMicro is the per-step cost of the noise scale with
+// two micro-batches of a gradient of shakespeare-char's size (~0.9M
+// parameters): a read and a copy after the first pass, one fused read of
+// the gradient and the copy after the second.
 func BenchmarkNoiseScaleMicro(b *testing.B) {
 	grads := make([]float32, 800_000)
 	for i := range grads {
@@ -238,6 +238,7 @@ func BenchmarkNoiseScaleMicro(b *testing.B) {
 	ns := newNoiseScale()
 	for b.Loop() {
 		ns.begin()
-		ns.first(grads, 6, 0.5)
+		ns.micro(grads, 0, 6, 0.5, false)
+		ns.micro(grads, 1, 6, 0.5, true)
 	}
 }
