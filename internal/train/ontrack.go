@@ -8,8 +8,10 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 
 	"github.com/kestrel-lm/kestrel/internal/batchsched"
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/lossfit"
 	"github.com/kestrel-lm/kestrel/internal/optim"
@@ -29,7 +31,11 @@ import (
 // falls below the trend there). A cosine schedule decays from the end of
 // its warm-up: the fit takes all of it. Every step after the start except
 // the re-warm-ups is judged, cooldowns included (below the fit is good
-// news, never an alert).
+// news, never an alert). A data stage switch (data.stages: another
+// mixture, another curve) starts the fit over, neither fitting nor judging
+// for max(warm-up, 5% of the run, 10) steps after it: the old mixture's fit
+// would call a harder mixture off track (kestrel demo's cooldown mix sat
+// 0.1 nats above it).
 type onTrack struct {
 	tr      *lossfit.Tracker
 	sched   *optim.Schedule
@@ -38,11 +44,18 @@ type onTrack struct {
 	rewarm  []int   // 0-based step indices at which re-warm-up cycles start
 	settle  int     // steps after a re-warm-up's start neither fitted nor judged
 	planned []int64 // planned[i]: positions computed by steps 1..i (batch schedule × seq_len)
+
+	mix         datasrc.MixWeigher // the data stages; nil = one mixture
+	weights     []float64          // the mixture of the current stage
+	stageStart  int                // first step fitted and judged after the last stage switch
+	stageSettle int
 }
 
 func newOnTrack(o Options, sched *optim.Schedule, bs batchsched.Schedule, T int) *onTrack {
 	k := &onTrack{tr: lossfit.NewTracker(lossfit.TrackerConfig{}), sched: sched, cosine: o.Optim.Schedule == "cosine",
-		start: max(2*o.Optim.Warmup, o.Train.Steps/20, 10), settle: 2 * o.Optim.RewarmSteps}
+		start: max(2*o.Optim.Warmup, o.Train.Steps/20, 10), settle: 2 * o.Optim.RewarmSteps,
+		stageSettle: max(o.Optim.Warmup, o.Train.Steps/20, 10)}
+	k.mix, _ = o.Data.(datasrc.MixWeigher)
 	for _, b := range o.Optim.RewarmAt {
 		if b < o.Train.Steps {
 			k.rewarm = append(k.rewarm, b)
@@ -55,9 +68,23 @@ func newOnTrack(o Options, sched *optim.Schedule, bs batchsched.Schedule, T int)
 	return k
 }
 
+// stage starts the fit over when step s (1-based) trains on another
+// mixture than the step before. Steps are fed in order, live and on replay.
+func (k *onTrack) stage(s int) {
+	if k.mix == nil {
+		return
+	}
+	w := k.mix.MixWeights(s - 1)
+	if k.weights != nil && !slices.Equal(w, k.weights) {
+		k.tr = lossfit.NewTracker(lossfit.TrackerConfig{})
+		k.stageStart = s + k.stageSettle
+	}
+	k.weights = w
+}
+
 // phase says whether step s (1-based) is fitted and whether it is judged.
 func (k *onTrack) phase(s int) (fit, judge bool) {
-	if s < k.start {
+	if s < k.start || s < k.stageStart {
 		return false, false
 	}
 	p := k.sched.At(s - 1)
@@ -81,6 +108,7 @@ func (k *onTrack) observe(m *runlog.Step) {
 	if k == nil { // a data-parallel rank other than 0 writes no metrics
 		return
 	}
+	k.stage(m.Step)
 	fit, judge := k.phase(m.Step)
 	xEnd := 0.0
 	if m.Step < len(k.planned) && m.TokensComputed > 0 {
@@ -131,6 +159,7 @@ func replayHistory(path string, k *onTrack, ns *noiseScale) error {
 		if !ok1 || !ok2 || !ok3 {
 			continue // an evaluation line
 		}
+		k.stage(int(step))
 		fit, judge := k.phase(int(step))
 		k.tr.Add(tok, loss, fit, judge, 0)
 		g2, ok4 := rec.Num("grad_true_sq_norm")

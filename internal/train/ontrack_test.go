@@ -1,10 +1,13 @@
 package train
 
 import (
+	"math"
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/batchsched"
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
 	"github.com/kestrel-lm/kestrel/internal/optim"
+	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
 // TestOnTrackPhases: which steps the loss fit takes and which it judges,
@@ -72,5 +75,49 @@ func TestOnTrackPlannedTokens(t *testing.T) {
 	}
 	if got, want := k.planned[9], int64(9*4*32); got != want {
 		t.Errorf("after step 9: %d, want %d", got, want)
+	}
+}
+
+// stagedSource switches its mixture at the 0-based step index at.
+type stagedSource struct {
+	datasrc.Source
+	at int
+}
+
+func (s stagedSource) MixWeights(step int) []float64 {
+	if step >= s.at {
+		return []float64{0.3, 0.7}
+	}
+	return []float64{0.5, 0.5}
+}
+
+// A data stage switch starts the fit over: nothing fitted or judged for
+// max(warm-up, 5% of the run, 10) steps after it, and no fit until the new
+// stage has its own.
+func TestOnTrackStageSwitchRestarts(t *testing.T) {
+	o := baseOpts(t.TempDir())
+	o.Train.Steps = 400
+	o.Optim.Schedule, o.Optim.Warmup = "constant", 10
+	o.Data = stagedSource{Source: o.Data, at: 200} // step 201 trains on the new mixture
+	sched, err := optim.NewSchedule(o.Optim, o.Train.Steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := newOnTrack(o, sched, batchsched.Constant(4), 32)
+	for s := 1; s <= 400; s++ {
+		m := &runlog.Step{Step: s, TokensSeen: int64(128 * s), TokensComputed: int64(128 * s), TrainLossRaw: 1 + 3/math.Sqrt(float64(s))}
+		if s > 200 {
+			m.TrainLossRaw += 0.5 // a harder mixture
+		}
+		k.observe(m)
+		fit, judge := k.phase(s)
+		switch {
+		case s == 200 && (m.OnTrack == nil || math.IsNaN(m.OnTrack.Residual)):
+			t.Fatalf("step 200: %+v, want a judged fit before the switch", m.OnTrack)
+		case s > 200 && s < 221 && (fit || judge || m.OnTrack != nil):
+			t.Fatalf("step %d, just after the switch: fit %v judge %v reading %+v; want nothing", s, fit, judge, m.OnTrack)
+		case s == 400 && (m.OnTrack == nil || m.OnTrack.ResidualZ > 4):
+			t.Fatalf("step 400: %+v, want the new stage's own fit, on track", m.OnTrack)
+		}
 	}
 }
