@@ -38,8 +38,11 @@ func writeOnTrack(b *strings.Builder, log *runlog.Log) {
 			}
 			fmt.Fprintf(b, "| %s (%.0f%%) | %s | %s |\n", f3(ps[i]), 100*ps[i]/steps, f3(proj[i]), e)
 		}
-		fmt.Fprintf(b, "\nReal final train loss (median of train_loss_raw over the last 50 steps): %s; residual to the fit at the end (scaling_law_residual): %s.\n\n",
-			f3(lastMedian(log, "train_loss_raw", 50)), f3(last(log, "scaling_law_residual")))
+		fmt.Fprintf(b, "\nReal final train loss (median of train_loss_raw over the last 50 steps): %s.", f3(lastMedian(log, "train_loss_raw", 50)))
+		if res, rs, ok := log.Last("scaling_law_residual"); ok {
+			fmt.Fprintf(b, " Last judged residual to the fit (scaling_law_residual, step %s): %s.", f3(rs), f3(res))
+		}
+		b.WriteString("\n\n")
 	}
 	if len(crit) > 0 {
 		fmt.Fprintf(b, "Gradient noise scale: critical batch ≈ %s tokens (B_simple = %s sequences at the end, against a batch of %s sequences; McCandlish et al.: a batch well below it trains nearly as well per token, one well above it wastes tokens).\n\n",

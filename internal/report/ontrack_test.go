@@ -35,7 +35,7 @@ func TestWriteOnTrack(t *testing.T) {
 	writeOnTrack(&out, log)
 	got := out.String()
 	for _, want := range []string{"## On track", "| 50 (25%) | 1.64 | 0.01 |", "| 100 (50%) | 1.61 | 0.005 |", "| 200 (100%) | 1.602 | 0.0025 |",
-		"critical batch ≈ 3840 tokens", "B_simple = 60 sequences", "batch of 12 sequences", "median of train_loss_raw over the last 50 steps): 1.651"} {
+		"critical batch ≈ 3840 tokens", "B_simple = 60 sequences", "batch of 12 sequences", "median of train_loss_raw over the last 50 steps): 1.651", "Last judged residual to the fit (scaling_law_residual, step 200): 0.001."} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in:\n%s", want, got)
 		}
