@@ -26,6 +26,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/data/clean"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/data/prepare"
+	"github.com/kestrel-lm/kestrel/internal/evalcfg"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
@@ -52,7 +53,7 @@ type Config struct {
 	Init       train.InitConfig       `toml:"init"`
 	Debug      faults.Config          `toml:"debug"`
 	Rescue     rewind.RescueConfig    `toml:"rescue"`
-	Eval       train.BenchConfig      `toml:"eval"`
+	Eval       evalcfg.Config         `toml:"eval"`
 	Data       loader.Config          `toml:"data"`
 	Prepare    prepare.Config         `toml:"prepare"`
 	Monitor    monitor.Config         `toml:"monitor"`
@@ -71,7 +72,7 @@ func Default() Config {
 		Init:       train.DefaultInitConfig(),
 		Debug:      faults.Default(),
 		Rescue:     rewind.DefaultRescueConfig(),
-		Eval:       train.DefaultBenchConfig(),
+		Eval:       evalcfg.Default(),
 		Data:       loader.DefaultConfig(),
 		Prepare:    prepare.DefaultConfig(),
 		Monitor:    monitor.DefaultConfig(),
