@@ -1,7 +1,6 @@
 package train
 
 import (
-	"fmt"
 	"log/slog"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
@@ -46,29 +45,7 @@ func (n modelNet) LogProbs(b *model.Batch, dst []float32) error { return n.m.Log
 
 // LoadModel builds the model of the newest valid checkpoint of a run
 // directory (or of a checkpoint directory) and loads its weights, or its
-// EMA weights when ema is set.
+// EMA weights when ema is set (checkpoint.LoadModel).
 func LoadModel(path string, ema bool, log *slog.Logger) (*model.Model, *checkpoint.Loaded, error) {
-	l, err := resolveCheckpoint(path, log)
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := model.New(l.State.Model, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s/%s: %w", l.Dir, checkpoint.StateFile, err)
-	}
-	src, file := l.Model, checkpoint.ModelFile
-	if ema {
-		src, file = l.EMA, checkpoint.EMAFile
-	}
-	if src == nil {
-		return nil, nil, fmt.Errorf("%s has no %s (a Hugging Face directory holds one set of weights)", l.Dir, file)
-	}
-	_, missing, mismatched, _, err := copyMatching(src, "", m.Tensors(), m.Params)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s/%s: %w", l.Dir, file, err)
-	}
-	if len(missing)+len(mismatched) > 0 {
-		return nil, nil, fmt.Errorf("%s/%s does not match the model in %s (missing %v, mismatched %v)", l.Dir, file, checkpoint.StateFile, missing, mismatched)
-	}
-	return m, l, nil
+	return checkpoint.LoadModel(path, ema, log)
 }
