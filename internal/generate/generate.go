@@ -17,8 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 	"github.com/kestrel-lm/kestrel/internal/model"
-	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // Options are the sampling settings of Generate.
@@ -62,7 +62,7 @@ func Generate(run string, opt Options) (string, error) {
 	if status == nil {
 		status = io.Discard
 	}
-	m, l, err := train.LoadModel(run, opt.EMA, slog.New(slog.NewTextHandler(status, nil)))
+	m, l, err := checkpoint.LoadModel(run, opt.EMA, slog.New(slog.NewTextHandler(status, nil)))
 	if err != nil {
 		return "", err
 	}
