@@ -9,6 +9,11 @@ type StepVitals struct {
 	RSSBytes    int64 // resident set size of the process after the step (/proc/self/statm)
 	RSSFile     int64 // its file-backed and shared part (statm's shared field); written with RSSBytes
 	GoHeapBytes int64 // the Go heap the last garbage collection marked live (runtime/metrics; 0 before the first)
+	// GoMapped is the memory the Go runtime holds from the OS and has not
+	// returned (runtime/metrics /memory/classes/total:bytes less
+	// /memory/classes/heap/released:bytes): the heap grows towards its GC
+	// goal inside it without a leak.
+	GoMapped int64
 
 	StepTimeP50, StepTimeP95 float64 // step_time percentiles over the recent steps
 
@@ -33,6 +38,9 @@ func (v *StepVitals) fields(w fieldVisitor) {
 	}
 	if v.GoHeapBytes > 0 {
 		w.int("go_heap_bytes", v.GoHeapBytes)
+	}
+	if v.GoMapped > 0 {
+		w.int("go_mapped_bytes", v.GoMapped)
 	}
 	if v.StepTimeP50 > 0 {
 		w.float("step_time_p50", v.StepTimeP50)
