@@ -122,20 +122,17 @@ func RunDist(ctx context.Context, cfg Config, opts DistOptions) (*datareport.Rep
 	// Rank 0 decides whether the dataset is up to date and creates the
 	// temporary output directory; every rank writes into it.
 	var dir *atomicfile.Dir
-	var upToDate *datareport.Report
+	var current *datareport.Report // rank 0: the dataset when it is up to date
 	var tmp string
 	if c.Rank() == 0 {
 		err = removeLeftovers(opts.RunOptions)
-		if err == nil && !opts.Force {
-			if old, e := datareport.Load(opts.Out); e == nil && old.Complete && old.Fingerprint == fp {
-				old.UpToDate = true
-				upToDate = old
-			}
+		if err == nil {
+			current = upToDate(opts.RunOptions, fp)
 		}
-		if err == nil && upToDate == nil {
+		if err == nil && current == nil {
 			err = checkOut(opts.Out)
 		}
-		if err == nil && upToDate == nil {
+		if err == nil && current == nil {
 			out := filepath.Clean(opts.Out)
 			if dir, err = atomicfile.NewDir(filepath.Dir(out), filepath.Base(out)); err == nil {
 				defer dir.Abort()
@@ -158,13 +155,13 @@ func RunDist(ctx context.Context, cfg Config, opts DistOptions) (*datareport.Rep
 	}
 	tmp = string(tb)
 	if tmp == "" { // up to date
-		if c.Rank() == 0 && opts.Summary != nil {
-			fmt.Fprintf(opts.Summary, "%s is up to date (fingerprint %s); use --force to rebuild\n", opts.Out, fp[:12])
+		if c.Rank() == 0 {
+			sayUpToDate(opts.RunOptions, fp)
 		}
-		if upToDate == nil {
-			upToDate, err = datareport.Load(opts.Out)
+		if current == nil {
+			current, err = datareport.Load(opts.Out)
 		}
-		return upToDate, err
+		return current, err
 	}
 
 	// Every rank builds the decontamination index itself, in the

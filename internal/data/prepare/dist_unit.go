@@ -63,20 +63,7 @@ func (w *distWork) loadUnit(u unit, key string) *unitMeta {
 // freshStats points the pipeline's counters at new per-source reports and
 // returns them (one per distinct name, config order).
 func (p *pipeline) freshStats() []*datareport.SourceReport {
-	p.uniq, p.stats = nil, nil
-	for _, s := range p.cfg.Sources {
-		var sr *datareport.SourceReport
-		for _, u := range p.uniq {
-			if u.Name == s.Name {
-				sr = u
-			}
-		}
-		if sr == nil {
-			sr = datareport.NewSourceReport(s.Name)
-			p.uniq = append(p.uniq, sr)
-		}
-		p.stats = append(p.stats, sr)
-	}
+	p.uniq, p.stats = sourceStats(p.cfg)
 	return p.uniq
 }
 
@@ -199,30 +186,8 @@ func (p *pipeline) readUnit(ctx context.Context, w *distWork, u unit, key string
 func (p *pipeline) readParts(ctx context.Context, u unit, out chan<- *item, m *unitMeta) error {
 	s := p.cfg.Sources[u.Src]
 	st := p.stats[u.Src]
-	opts := s.readOptions(p.cfg)
-	opts.Strict = p.opts.Strict
+	opts := p.readOptions(u.Src)
 	opts.OnFile = func(string, int64) { st.Files++ }
-	opts.OnProblem = func(pr corpus.Problem) {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		st.Problems[pr.Kind]++
-		p.rep.Problems.Counts[pr.Kind]++
-		p.rep.Problems.Total++
-		if pr.Fatal {
-			p.rep.Problems.FilesSkipped++
-			if !p.opts.Strict {
-				p.opts.Log.Warn("prepare: input file skipped from here on", "source", s.Name, "file", pr.File, "kind", pr.Kind, "at", fmt.Sprintf("%s %d", pr.Unit, pr.Pos), "reason", pr.Detail)
-			}
-		}
-		if len(p.rep.Problems.List) < p.cfg.Report.MaxProblems {
-			p.rep.Problems.List = append(p.rep.Problems.List, pr.String())
-		}
-	}
-	opts.OnSkip = func(_, kind string) {
-		p.mu.Lock()
-		st.Skipped[kind]++
-		p.mu.Unlock()
-	}
 	seq := int64(0)
 	var bytes int64
 	for d, err := range corpus.ReadParts(ctx, u.Parts, opts) {

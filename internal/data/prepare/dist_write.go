@@ -116,70 +116,30 @@ func (w *distWork) writeUnit(ctx context.Context, i int, dups map[int64]string, 
 		}
 		ref := docRef(i, k)
 		si := p.srcIndex(rec.Source)
-		st := p.stats[si]
-		if p.exact != nil {
-			st.Stage(datareport.StageExact).Add(true, len(rec.Text))
-			if first, dup := dups[ref]; dup {
-				rj := RejectRecord{ID: rec.ID, Source: rec.Source, Stage: datareport.StageExact, Rule: "exact_duplicate", Detail: "same normalised text as " + first}
-				p.countRej(si, rj)
-				if err := rejects.write(rj); err != nil {
-					return o, err
-				}
-				continue
-			}
-			st.Stage(datareport.StageExact).Add(false, len(rec.Text))
-		}
-		if p.near != nil {
-			st.Stage(datareport.StageNear).Add(true, len(rec.Text))
-			if kept, ok := drops[ref]; ok && kept != rec.ID {
-				rj := RejectRecord{ID: rec.ID, Source: rec.Source, Stage: datareport.StageNear, Rule: "minhash", Detail: "near-duplicate of " + kept}
-				p.countRej(si, rj)
-				if err := rejects.write(rj); err != nil {
-					return o, err
-				}
-				continue
-			}
-			st.Stage(datareport.StageNear).Add(false, len(rec.Text))
-		}
-		if hotIDs[rec.ID] {
+		rj := w.dedupStages(rec, si, ref, dups, drops)
+		if rj == nil && hotIDs[rec.ID] {
 			o.Samples[rec.ID] = sample(rec.Text, p.cfg.Report.SampleChars)
 		}
-		if p.dec != nil {
-			st.Stage(datareport.StageDecontam).Add(true, len(rec.Text))
+		cut := false
+		if rj == nil && p.dec != nil {
 			// One process checks every exact survivor and acts on the hits
 			// that reach this stage; checking only those is the same.
-			if m := p.dec.check(rec.ID, rec.Text); m.Hit {
+			m := p.dec.check(rec.ID, rec.Text)
+			if m.Hit {
 				o.Overlaps = append(o.Overlaps, overlapEv{ID: rec.ID, Source: rec.Source, Hits: m.Hits})
-				h := m.Hits[0]
-				if p.cfg.Decontam.Index.Mode != decontam.ModeCut {
-					rj := RejectRecord{ID: rec.ID, Source: rec.Source, Stage: datareport.StageDecontam, Rule: h.EvalSet, Detail: fmt.Sprintf("shares %q with %s (%d eval items)", h.NGram, h.ItemID, len(m.Hits))}
-					p.countRej(si, rj)
-					if err := rejects.write(rj); err != nil {
-						return o, err
-					}
-					continue
-				}
-				text := p.dec.cut(rec.Text, m)
-				if len(strings.TrimSpace(text)) < p.cfg.Decontam.MinKeepBytes {
-					rj := RejectRecord{ID: rec.ID, Source: rec.Source, Stage: datareport.StageDecontam, Rule: h.EvalSet, Detail: fmt.Sprintf("only %d bytes left after cutting %d spans", len(text), len(m.Spans))}
-					p.countRej(si, rj)
-					if err := rejects.write(rj); err != nil {
-						return o, err
-					}
-					continue
-				}
-				if rec.Meta == nil {
-					rec.Meta = map[string]any{}
-				}
-				rec.Meta["decontam_cut"] = len(rec.Text) - len(text)
-				rec.Text = text
-				o.CutDocs++
 			}
-			st.Stage(datareport.StageDecontam).Add(false, len(rec.Text))
+			rj, cut = p.decontamStage(&rec, si, m)
 		}
-		st.Kept.Docs++
-		st.Kept.Bytes += int64(len(rec.Text))
-		o.Sizes[rec.Source] = append(o.Sizes[rec.Source], int32(min(len(rec.Text), 1<<31-1)))
+		if rj != nil {
+			if err := rejects.write(*rj); err != nil {
+				return o, err
+			}
+			continue
+		}
+		if cut {
+			o.CutDocs++
+		}
+		p.keep(rec, si, o.Sizes)
 		if err := shards.write(rec); err != nil {
 			return o, err
 		}
@@ -195,6 +155,25 @@ func (w *distWork) writeUnit(ctx context.Context, i int, dups map[int64]string, 
 	}
 	o.RejectFiles = rejects.files()
 	return o, nil
+}
+
+// dedupStages counts the document ref (rec, of source si) into the exact
+// and near dedup stages, with the decisions of the exchanges (dups: the
+// first copy's id of an exact duplicate; drops: the kept id of its
+// near-duplicate cluster), and returns its reject, if one of them rejects it.
+func (w *distWork) dedupStages(rec document.Doc, si int, ref int64, dups, drops map[int64]string) *RejectRecord {
+	p := w.p
+	if p.exact != nil {
+		first, dup := dups[ref]
+		if rj := p.exactStage(rec, si, first, dup); rj != nil {
+			return rj
+		}
+	}
+	if p.near != nil {
+		kept, ok := drops[ref]
+		return p.nearStage(rec, si, kept, ok)
+	}
+	return nil
 }
 
 // copyRejects copies the phase-1 rejects of a unit into its reject files.

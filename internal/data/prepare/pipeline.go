@@ -64,32 +64,16 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*datareport.Report, 
 		return nil, errors.New("prepare: no output directory (--out)")
 	}
 	runStart := time.Now()
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	inputs := make([][]corpus.Input, len(cfg.Sources))
-	for i, s := range cfg.Sources {
-		in, err := corpus.Resolve(s.Inputs)
-		if err != nil {
-			return nil, fmt.Errorf("source %q: %w", s.Name, err)
-		}
-		inputs[i] = in
-	}
-	fp, err := fingerprint(cfg, inputs, opts.Strict)
+	inputs, fp, err := resolveAll(cfg, opts.Strict)
 	if err != nil {
 		return nil, err
 	}
 	if err := removeLeftovers(opts); err != nil {
 		return nil, err
 	}
-	if !opts.Force {
-		if old, err := datareport.Load(opts.Out); err == nil && old.Complete && old.Fingerprint == fp {
-			old.UpToDate = true
-			if opts.Summary != nil {
-				fmt.Fprintf(opts.Summary, "%s is up to date (fingerprint %s); use --force to rebuild\n", opts.Out, fp[:12])
-			}
-			return old, nil
-		}
+	if old := upToDate(opts, fp); old != nil {
+		sayUpToDate(opts, fp)
+		return old, nil
 	}
 	if err := checkOut(opts.Out); err != nil {
 		return nil, err
@@ -150,6 +134,27 @@ func removeLeftovers(opts RunOptions) error {
 	return nil
 }
 
+// upToDate returns the complete dataset at opts.Out built with
+// fingerprint fp, marked up to date, or nil (also with opts.Force).
+func upToDate(opts RunOptions, fp string) *datareport.Report {
+	if opts.Force {
+		return nil
+	}
+	old, err := datareport.Load(opts.Out)
+	if err != nil || !old.Complete || old.Fingerprint != fp {
+		return nil
+	}
+	old.UpToDate = true
+	return old
+}
+
+// sayUpToDate tells the summary that opts.Out needs no rebuild.
+func sayUpToDate(opts RunOptions, fp string) {
+	if opts.Summary != nil {
+		fmt.Fprintf(opts.Summary, "%s is up to date (fingerprint %s); use --force to rebuild\n", opts.Out, fp[:12])
+	}
+}
+
 type pipeline struct {
 	cfg     Config
 	opts    RunOptions
@@ -180,6 +185,7 @@ func newPipeline(cfg Config, opts RunOptions, inputs [][]corpus.Input, tmp strin
 	if p.workers <= 0 {
 		p.workers = runtime.GOMAXPROCS(0)
 	}
+	p.uniq, p.stats = sourceStats(cfg)
 	for _, s := range cfg.Sources {
 		fc, on, err := s.filterConfig()
 		if err != nil {
@@ -193,17 +199,6 @@ func newPipeline(cfg Config, opts RunOptions, inputs [][]corpus.Input, tmp strin
 		}
 		p.filters = append(p.filters, f)
 		p.rewrite = append(p.rewrite, s.Rewrite == nil || *s.Rewrite)
-		var sr *datareport.SourceReport
-		for _, u := range p.uniq {
-			if u.Name == s.Name {
-				sr = u
-			}
-		}
-		if sr == nil {
-			sr = datareport.NewSourceReport(s.Name)
-			p.uniq = append(p.uniq, sr)
-		}
-		p.stats = append(p.stats, sr)
 	}
 	var err error
 	if cfg.Dedup.Exact {
@@ -328,8 +323,7 @@ func (p *pipeline) read(ctx context.Context, out chan<- *item) error {
 	seq := int64(0)
 	for si, s := range p.cfg.Sources {
 		st := p.stats[si]
-		opts := s.readOptions(p.cfg)
-		opts.Strict = p.opts.Strict
+		opts := p.readOptions(si)
 		var fileSize, fileCur int64
 		opts.OnFile = func(path string, size int64) {
 			p.inBytes.Add(fileSize - fileCur) // the rest of the previous file
@@ -337,27 +331,6 @@ func (p *pipeline) read(ctx context.Context, out chan<- *item) error {
 			st.Files++
 		}
 		opts.OnBytes = func(n int64) { p.inBytes.Add(n - fileCur); fileCur = n }
-		opts.OnProblem = func(pr corpus.Problem) {
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			st.Problems[pr.Kind]++
-			p.rep.Problems.Counts[pr.Kind]++
-			p.rep.Problems.Total++
-			if pr.Fatal {
-				p.rep.Problems.FilesSkipped++
-				if !p.opts.Strict { // strict: the run's error says it
-					p.opts.Log.Warn("prepare: input file skipped from here on", "source", s.Name, "file", pr.File, "kind", pr.Kind, "at", fmt.Sprintf("%s %d", pr.Unit, pr.Pos), "reason", pr.Detail)
-				}
-			}
-			if len(p.rep.Problems.List) < p.cfg.Report.MaxProblems {
-				p.rep.Problems.List = append(p.rep.Problems.List, pr.String())
-			}
-		}
-		opts.OnSkip = func(_, kind string) {
-			p.mu.Lock()
-			st.Skipped[kind]++
-			p.mu.Unlock()
-		}
 		var n, bytes int64
 		for d, err := range corpus.Read(ctx, p.inputs[si], opts) {
 			if err != nil {
@@ -417,14 +390,8 @@ func (p *pipeline) stageExact(it *item) {
 	if !p.countEarly(it) || p.exact == nil {
 		return
 	}
-	st := p.stats[it.src]
-	st.Stage(datareport.StageExact).Add(true, len(it.doc.Text))
-	if first, dup := p.exact.first(it.doc.ID, it.hash); dup {
-		it.rej = &RejectRecord{ID: it.doc.ID, Source: it.doc.Source, Stage: datareport.StageExact, Rule: "exact_duplicate", Detail: "same normalised text as " + first}
-		p.count(it)
-		return
-	}
-	st.Stage(datareport.StageExact).Add(false, len(it.doc.Text))
+	first, dup := p.exact.first(it.doc.ID, it.hash)
+	it.rej = p.exactStage(it.doc, it.src, first, dup)
 }
 
 // countEarly counts the read, extract and clean stages of it (and its
@@ -464,10 +431,7 @@ func (p *pipeline) stageB(it *item) {
 }
 
 // count records a reject in the report counters (called in order).
-func (p *pipeline) count(it *item) {
-	p.rep.Rejects[it.rej.Stage+"/"+it.rej.Rule]++
-	p.stats[it.src].Rejects[it.rej.Stage+"/"+it.rej.Rule]++
-}
+func (p *pipeline) count(it *item) { p.countRej(it.src, *it.rej) }
 
 func (p *pipeline) srcIndex(name string) int {
 	for i, s := range p.cfg.Sources {
@@ -512,57 +476,36 @@ func (p *pipeline) pass2(ctx context.Context, spillPath string, rejects *rejectW
 			return ctx.Err()
 		}
 		si := p.srcIndex(rec.Source)
-		st := p.stats[si]
 		if p.near != nil {
-			st.Stage(datareport.StageNear).Add(true, len(rec.Text))
-			if kept, ok := drop[rec.ID]; ok && kept != rec.ID {
-				rj := RejectRecord{ID: rec.ID, Source: rec.Source, Stage: datareport.StageNear, Rule: "minhash", Detail: "near-duplicate of " + kept}
-				p.countRej(si, rj)
-				if err := rejects.write(rj); err != nil {
+			kept, ok := drop[rec.ID]
+			if rj := p.nearStage(rec, si, kept, ok); rj != nil {
+				if err := rejects.write(*rj); err != nil {
 					return err
 				}
 				continue
 			}
-			st.Stage(datareport.StageNear).Add(false, len(rec.Text))
 		}
 		if h := hotByKept[rec.ID]; h != nil {
 			h.Sample = sample(rec.Text, p.cfg.Report.SampleChars)
 		}
 		if p.dec != nil {
-			st.Stage(datareport.StageDecontam).Add(true, len(rec.Text))
+			var m decontam.Match // only the documents pass 1 saw hit are checked again
 			if p.hitIDs[rec.ID] {
-				m := p.dec.check(rec.ID, rec.Text)
+				m = p.dec.check(rec.ID, rec.Text)
 				p.recordOverlap(rec, m)
-				h := m.Hits[0]
-				if p.cfg.Decontam.Index.Mode != decontam.ModeCut {
-					rj := RejectRecord{ID: rec.ID, Source: rec.Source, Stage: datareport.StageDecontam, Rule: h.EvalSet, Detail: fmt.Sprintf("shares %q with %s (%d eval items)", h.NGram, h.ItemID, len(m.Hits))}
-					p.countRej(si, rj)
-					if err := rejects.write(rj); err != nil {
-						return err
-					}
-					continue
+			}
+			rj, cut := p.decontamStage(&rec, si, m)
+			if rj != nil {
+				if err := rejects.write(*rj); err != nil {
+					return err
 				}
-				text := p.dec.cut(rec.Text, m)
-				if len(strings.TrimSpace(text)) < p.cfg.Decontam.MinKeepBytes {
-					rj := RejectRecord{ID: rec.ID, Source: rec.Source, Stage: datareport.StageDecontam, Rule: h.EvalSet, Detail: fmt.Sprintf("only %d bytes left after cutting %d spans", len(text), len(m.Spans))}
-					p.countRej(si, rj)
-					if err := rejects.write(rj); err != nil {
-						return err
-					}
-					continue
-				}
-				if rec.Meta == nil {
-					rec.Meta = map[string]any{}
-				}
-				rec.Meta["decontam_cut"] = len(rec.Text) - len(text)
-				rec.Text = text
+				continue
+			}
+			if cut {
 				p.rep.DecontamCutDocs++
 			}
-			st.Stage(datareport.StageDecontam).Add(false, len(rec.Text))
 		}
-		st.Kept.Docs++
-		st.Kept.Bytes += int64(len(rec.Text))
-		p.sizes[rec.Source] = append(p.sizes[rec.Source], int32(min(len(rec.Text), 1<<31-1)))
+		p.keep(rec, si, p.sizes)
 		if err := shards.write(rec); err != nil {
 			return err
 		}
@@ -575,11 +518,6 @@ func (p *pipeline) pass2(ctx context.Context, spillPath string, rejects *rejectW
 	p.rep.Hotspots = hot
 	p.rep.NearClusters = len(clusters)
 	return nil
-}
-
-func (p *pipeline) countRej(si int, rj RejectRecord) {
-	p.rep.Rejects[rj.Stage+"/"+rj.Rule]++
-	p.stats[si].Rejects[rj.Stage+"/"+rj.Rule]++
 }
 
 func firstN(s []string, n int) []string {
@@ -609,18 +547,8 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 // decontamination reads). A dataset whose report.json is complete and
 // carries the same fingerprint is up to date.
 func Fingerprint(cfg Config, strict bool) (string, error) {
-	if err := cfg.validate(); err != nil {
-		return "", err
-	}
-	inputs := make([][]corpus.Input, len(cfg.Sources))
-	for i, s := range cfg.Sources {
-		in, err := corpus.Resolve(s.Inputs)
-		if err != nil {
-			return "", fmt.Errorf("source %q: %w", s.Name, err)
-		}
-		inputs[i] = in
-	}
-	return fingerprint(cfg, inputs, strict)
+	_, fp, err := resolveAll(cfg, strict)
+	return fp, err
 }
 
 // UpToDate reports whether dir holds a complete dataset built from cfg and
