@@ -30,7 +30,7 @@ var floors = map[string]int{
 	"internal/stepbench": 4, "internal/data/loader": 4, "internal/data/texts": 4, "internal/data/prepare": 4,
 	"internal/dashboard": 4, "internal/report": 4, "internal/watchsrc": 4, "internal/generate": 4,
 	// Floor 5.
-	"internal/config": 5, "internal/data/loader/shufflereport": 5, "internal/tokbench": 5,
+	"internal/config": 5, "internal/openrun": 5, "internal/data/loader/shufflereport": 5, "internal/tokbench": 5,
 	// Floor 6.
 	"internal/eval": 6, "internal/hfrun": 6, "internal/run": 6,
 	// Floor 7.
