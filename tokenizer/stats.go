@@ -1,9 +1,6 @@
 package tokenizer
 
 import (
-	"bytes"
-	"fmt"
-	"io"
 	"iter"
 	"strings"
 )
@@ -65,14 +62,4 @@ func (t *Tokenizer) Stats(docs iter.Seq[string]) Stats {
 	}
 	st.VocabUse = float64(st.VocabUsed) / float64(st.VocabSize)
 	return st
-}
-
-// WriteText prints the statistics for a person, one per line.
-func (st Stats) WriteText(w io.Writer) error {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "bytes                 %d\nwords                 %d\ntokens                %d\n", st.Bytes, st.Words, st.Tokens)
-	fmt.Fprintf(&b, "fertility             %.3f tokens/word\nbytes per token       %.3f\n", st.Fertility, st.BytesPerToken)
-	fmt.Fprintf(&b, "continued-word share  %.1f%%\nvocabulary use        %d of %d (%.1f%%)\n", 100*st.ContinuedWords, st.VocabUsed, st.VocabSize, 100*st.VocabUse)
-	_, err := w.Write(b.Bytes())
-	return err
 }

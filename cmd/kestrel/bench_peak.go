@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/peak"
 )
 
@@ -33,9 +34,9 @@ func newBenchPeakCmd() *cobra.Command {
 				return fmt.Errorf("bench peak: %w", err)
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), r.Fields())
+				return show.JSON(cmd.OutOrStdout(), show.PeakFields(r))
 			}
-			r.WriteText(cmd.OutOrStdout())
+			show.Peak(cmd.OutOrStdout(), r)
 			return nil
 		},
 	}

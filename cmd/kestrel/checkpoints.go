@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 
 	"github.com/spf13/cobra"
@@ -22,9 +23,9 @@ func newCheckpointsCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return checkpoint.WriteJSON(out, list)
+				return show.CheckpointsJSON(out, list)
 			}
-			return checkpoint.WriteTable(out, args[0], list)
+			return show.Checkpoints(out, args[0], list)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per checkpoint, one per line")

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/branch"
 	"github.com/kestrel-lm/kestrel/internal/compare"
 )
@@ -22,9 +23,9 @@ func newCompareCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return compare.WriteJSON(cmd.OutOrStdout(), r)
+				return show.IndentedJSON(cmd.OutOrStdout(), r)
 			}
-			return compare.WriteTable(cmd.OutOrStdout(), r)
+			return show.Compare(cmd.OutOrStdout(), r)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON (the dashboard's /api/compare returns the same)")

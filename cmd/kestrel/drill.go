@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/drill"
 )
 
@@ -29,13 +30,13 @@ func newDrillCmd() *cobra.Command {
 		o.Config = cfg
 		if !asJSON {
 			fmt.Fprintf(w, "drill: branches of %d steps; each row is one branch (a fault at a moment)\n", o.Steps)
-			o.Progress = func(r drill.Row) { fmt.Fprintln(cmd.ErrOrStderr(), "drill:", r.Summary()) }
+			o.Progress = func(r drill.Row) { fmt.Fprintln(cmd.ErrOrStderr(), "drill:", show.DrillRow(r)) }
 		}
 		rep, err := drill.Run(cmd.Context(), o)
 		if rep == nil {
 			return fmt.Errorf("drill: %w", err)
 		}
-		if werr := rep.Write(w, asJSON); werr != nil || err != nil {
+		if werr := show.Drill(w, rep, asJSON); werr != nil || err != nil {
 			return errors.Join(werr, err)
 		}
 		if bad := rep.Failures(); len(bad) > 0 {

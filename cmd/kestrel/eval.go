@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/eval"
 )
 
@@ -28,7 +29,7 @@ func newEvalCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return res.Write(cmd.OutOrStdout(), asJSON)
+			return show.Eval(cmd.OutOrStdout(), res, asJSON)
 		},
 	}
 	f := cmd.Flags()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/hfrun"
 )
@@ -33,7 +34,7 @@ func newImportCmd() *cobra.Command {
 		if err := config.WriteFile(out, cfg); err != nil {
 			return fmt.Errorf("import: %w", err)
 		}
-		return hfrun.WriteImportSummary(cmd.OutOrStdout(), dir, out, cfg, m)
+		return show.ImportSummary(cmd.OutOrStdout(), dir, out, cfg.Init.From, m)
 	}
 	cmd.Flags().StringVar(&dir, "hf", "", "Hugging Face model directory")
 	cmd.Flags().StringVar(&out, "out", "", "run config file to write (an existing one only if kestrel wrote it; never a file of --hf or --config)")

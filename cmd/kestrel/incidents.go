@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/run"
 )
 
@@ -17,7 +18,7 @@ func newIncidentsCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			list, err := run.Incidents(args[0])
-			return run.WriteIncidents(cmd.OutOrStdout(), args[0], list, err, asJSON)
+			return show.Incidents(cmd.OutOrStdout(), args[0], list, err, asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per incident, one per line")

@@ -6,8 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/flagx"
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/replay"
-	"github.com/kestrel-lm/kestrel/internal/run"
 )
 
 func newReplayCmd() *cobra.Command {
@@ -21,7 +22,7 @@ func newReplayCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
-			if o.From, o.To, err = run.ParseStepRange("--steps", steps); err != nil {
+			if o.From, o.To, err = flagx.StepRange("--steps", steps); err != nil {
 				return fmt.Errorf("replay: %w", err)
 			}
 			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelError}))
@@ -32,7 +33,7 @@ func newReplayCmd() *cobra.Command {
 			if asJSON {
 				return res.WriteJSON(cmd.OutOrStdout())
 			}
-			return res.WriteTable(cmd.OutOrStdout())
+			return show.Replay(cmd.OutOrStdout(), res)
 		},
 	}
 	f := cmd.Flags()

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/run"
 
 	"github.com/spf13/cobra"
@@ -18,7 +19,7 @@ func newReportCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sum, err := run.WriteReport(args[0], run.ReportOptions{Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 			if err == nil {
-				sum.WriteVerdict(cmd.OutOrStdout())
+				show.Verdict(cmd.OutOrStdout(), sum)
 			}
 			return err
 		},

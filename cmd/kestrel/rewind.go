@@ -5,6 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/flagx"
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/run"
 )
 
@@ -21,14 +23,14 @@ func newRewindCmd() *cobra.Command {
 				return fmt.Errorf("rewind: --to is required (last, last-good, a step, or a checkpoint directory)")
 			}
 			var err error
-			if o.SkipFrom, o.SkipTo, err = run.ParseStepRange("--skip-steps", skip); err != nil {
+			if o.SkipFrom, o.SkipTo, err = flagx.StepRange("--skip-steps", skip); err != nil {
 				return fmt.Errorf("rewind: %w", err)
 			}
 			iv, err := run.Rewind(args[0], o)
 			if err != nil {
 				return err
 			}
-			run.WriteRewind(cmd.OutOrStdout(), args[0], iv)
+			show.Rewind(cmd.OutOrStdout(), args[0], iv)
 			return nil
 		},
 	}

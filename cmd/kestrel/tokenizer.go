@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/data/texts"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/tokenizer"
@@ -160,7 +161,7 @@ func newTokStatsCmd() *cobra.Command {
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), st)
 			}
-			return st.WriteText(cmd.OutOrStdout())
+			return show.TokenizerStats(cmd.OutOrStdout(), st)
 		},
 	}
 	tf = addTokFlags(cmd)

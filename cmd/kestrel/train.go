@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/flagx"
 	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/run"
 )
@@ -37,7 +38,7 @@ func newTrainCmd() *cobra.Command {
 			return err
 		}
 		_, err = run.Train(cmd.Context(), cfg, out, run.Options{Fresh: fresh, Dash: dash, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(), Comm: c})
-		return run.EndRank(c, err, cmd.ErrOrStderr())
+		return flagx.EndRank(c, err, cmd.ErrOrStderr())
 	}
 	return cmd
 }

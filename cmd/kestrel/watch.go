@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/watchsrc"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
@@ -50,7 +51,7 @@ func newWatchCmd() *cobra.Command {
 		if res == nil {
 			return err
 		}
-		if res.WriteSummary(w); err == nil {
+		if show.Watch(w, res); err == nil {
 			err = res.Exit(allow0, allowBad)
 		}
 		return err

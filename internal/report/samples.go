@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 
@@ -79,6 +78,8 @@ func (c SampleChange) changeCell() string {
 		return "first checkpoint"
 	case c.Same:
 		return fmt.Sprintf("same as step %d", c.Prev)
+	case c.Common == 0:
+		return fmt.Sprintf("all new (vs step %d)", c.Prev)
 	default:
 		return fmt.Sprintf("new after %d chars (vs step %d)", c.Common, c.Prev)
 	}
@@ -163,14 +164,4 @@ func sampledTopK(gens []runlog.Generation) int {
 		}
 	}
 	return 0
-}
-
-// WriteVerdict prints the summary a command shows: the verdict, its
-// checks one per line, and where the report is.
-func (s *Summary) WriteVerdict(w io.Writer) {
-	fmt.Fprintf(w, "verdict: %s\n", map[bool]string{true: "healthy", false: "needs a look"}[s.Healthy])
-	for _, v := range s.Verdicts {
-		fmt.Fprintf(w, "  %s\n", v)
-	}
-	fmt.Fprintf(w, "report: %s (%d plots, samples of %d checkpoints)\n", s.Path, len(s.Plots), s.Checkpoints)
 }

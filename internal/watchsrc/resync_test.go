@@ -42,12 +42,8 @@ func TestTFEventsBadCRCMidFile(t *testing.T) {
 	if !strings.Contains(res.FirstBad, path+": byte "+strconv.Itoa(offs[40])) {
 		t.Errorf("first bad %q; want it to name the file and byte %d", res.FirstBad, offs[40])
 	}
-	var sum bytes.Buffer
-	res.WriteSummary(&sum)
-	first, _, _ := strings.Cut(sum.String(), "\n")
-	if !strings.Contains(first, "INCOMPLETE") || !strings.Contains(sum.String(), "2 bad lines or records skipped") {
-		t.Errorf("summary %q; want the first line to say INCOMPLETE", sum.String())
-	}
+	// The summary kestrel watch prints of such a result (INCOMPLETE on its
+	// first line) is tested with the printer, cmd/kestrel/internal/show.
 	if err := res.Exit(false, false); err == nil || !strings.Contains(err.Error(), "--allow-bad") {
 		t.Errorf("exit: %v; want a non-zero exit naming --allow-bad", err)
 	}

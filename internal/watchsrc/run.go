@@ -150,25 +150,6 @@ func AlertLine(a monitor.Alert, out string) string {
 	return line
 }
 
-// WriteSummary prints the watch's totals: samples read, alerts by
-// severity, and the bad lines or records skipped. A watch that skipped
-// data says so on its first line — its alert counts cover only what was
-// read, so they are never an all-clear.
-func (r *Result) WriteSummary(w io.Writer) {
-	scope := ""
-	if r.BadLines > 0 {
-		scope = " in what could be read: INCOMPLETE"
-	}
-	fmt.Fprintf(w, "watch: %d samples; %d SEV0, %d SEV1, %d SEV2 alerts%s\n", r.Samples, r.Counts[monitor.SEV0], r.Counts[monitor.SEV1], r.Counts[monitor.SEV2], scope)
-	if r.BadLines > 0 {
-		bytes := ""
-		if r.BadBytes > 0 {
-			bytes = fmt.Sprintf(", %d bytes of event files", r.BadBytes)
-		}
-		fmt.Fprintf(w, "watch: %d bad lines or records skipped%s (first: %s); the rules did not see them\n", r.BadLines, bytes, r.FirstBad)
-	}
-}
-
 // Exit is the error kestrel watch exits with after a watch that itself
 // succeeded: SEV0 alerts unless allowSEV0, then skipped data unless
 // allowBad (a watch that could not read everything is no all-clear).

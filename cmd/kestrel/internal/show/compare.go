@@ -1,44 +1,38 @@
-package compare
+package show
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/kestrel-lm/kestrel/internal/compare"
 )
 
-// WriteJSON writes the report as one indented JSON document.
-func WriteJSON(w io.Writer, r *Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
-
-// WriteTable writes the report as kestrel compare prints it: per pair, the
+// Compare writes the report as kestrel compare prints it: per pair, the
 // verdict, the metrics table, and the alert, intervention, config and
 // manifest differences.
-func WriteTable(w io.Writer, r *Report) error {
+func Compare(w io.Writer, r *compare.Report) error {
 	for i := range r.Pairs {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		if err := writePair(w, &r.Pairs[i]); err != nil {
+		if err := comparePair(w, &r.Pairs[i]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func writePair(w io.Writer, p *Pair) error {
+func comparePair(w io.Writer, p *compare.Pair) error {
 	fmt.Fprintf(w, "A = %s (%s)\nB = %s (%s)\n", p.NameA, p.A, p.NameB, p.B)
-	fmt.Fprintf(w, "compared up to %s tokens (the fewer of the two); shared history to step %d\n", Tokens(p.Tokens), p.SharedStep)
+	fmt.Fprintf(w, "compared up to %s tokens (the fewer of the two); shared history to step %d\n", compare.Tokens(p.Tokens), p.SharedStep)
 	fmt.Fprintf(w, "verdict: %s\n\n", p.Verdict)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "metric\tA\tB\tB − A\t± se\tbetter\tstep A/B\ttokens A/B\tpoint\tnoise")
 	rows := p.Evals
 	if p.Train != nil {
-		rows = append([]Delta{*p.Train}, rows...)
+		rows = append([]compare.Delta{*p.Train}, rows...)
 	}
 	for _, d := range rows {
 		se, point := "-", d.Align
@@ -49,7 +43,7 @@ func writePair(w io.Writer, p *Pair) error {
 			point = fmt.Sprintf("mean of %d steps", d.N)
 		}
 		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%+.4f\t%s\t%s\t%d/%d\t%s/%s\t%s\t%s\n", d.Metric, d.A, d.B, d.Delta, se, orDash(d.Better),
-			d.StepA, d.StepB, Tokens(d.TokensA), Tokens(d.TokensB), point, d.Noise)
+			d.StepA, d.StepB, compare.Tokens(d.TokensA), compare.Tokens(d.TokensB), point, d.Noise)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -60,7 +54,7 @@ func writePair(w io.Writer, p *Pair) error {
 	}
 	fmt.Fprintln(w)
 	for _, a := range p.Alerts {
-		fmt.Fprintf(w, "  %-5s %-28s A %3d  B %3d%s\n", a.Severity, a.Rule, a.A, a.B, mark(a.A != a.B))
+		fmt.Fprintf(w, "  %-5s %-28s A %3d  B %3d%s\n", a.Severity, a.Rule, a.A, a.B, differs(a.A != a.B))
 	}
 	fmt.Fprint(w, "interventions only one run has:")
 	if len(p.Interventions) == 0 {
@@ -70,12 +64,12 @@ func writePair(w io.Writer, p *Pair) error {
 	for _, iv := range p.Interventions {
 		fmt.Fprintf(w, "  %s  %s\n", iv.Run, iv.Summary)
 	}
-	diffs(w, "config differences (leaf by leaf)", p.Config)
-	diffs(w, "manifest differences", p.Manifest)
+	compareDiffs(w, "config differences (leaf by leaf)", p.Config)
+	compareDiffs(w, "manifest differences", p.Manifest)
 	return nil
 }
 
-func diffs(w io.Writer, title string, ds []FieldDiff) {
+func compareDiffs(w io.Writer, title string, ds []compare.FieldDiff) {
 	fmt.Fprintf(w, "%s:", title)
 	if len(ds) == 0 {
 		fmt.Fprint(w, " none")
@@ -117,7 +111,7 @@ func orDash(s string) string {
 	return s
 }
 
-func mark(b bool) string {
+func differs(b bool) string {
 	if b {
 		return "  ≠"
 	}

@@ -1,4 +1,4 @@
-package drill
+package show
 
 import (
 	"encoding/json"
@@ -6,18 +6,20 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/kestrel-lm/kestrel/internal/drill"
 )
 
-// Write prints the report as one JSON object, or as the table.
-func (rep *Report) Write(w io.Writer, asJSON bool) error {
+// Drill prints the report as one JSON object, or as the table.
+func Drill(w io.Writer, rep *drill.Report, asJSON bool) error {
 	if asJSON {
 		return json.NewEncoder(w).Encode(rep)
 	}
-	return rep.WriteTable(w)
+	return DrillTable(w, rep)
 }
 
-// Summary is the row in one line, for progress as the branches end.
-func (r Row) Summary() string {
+// DrillRow is the row in one line, for progress as the branches end.
+func DrillRow(r drill.Row) string {
 	if r.NA != "" {
 		return fmt.Sprintf("%s at %s: n/a (%s)", r.Fault, r.Moment, r.NA)
 	}
@@ -38,8 +40,8 @@ func (r Row) Summary() string {
 	return s
 }
 
-// WriteTable prints the report for a person: one row per branch.
-func (rep *Report) WriteTable(w io.Writer) error {
+// DrillTable prints the report for a person: one row per branch.
+func DrillTable(w io.Writer, rep *drill.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "fault\tmoment\tstep\tdetected\tlatency\tfalse alarms\tlast-good\toutcome\tfinal val\tclean val\tΔ")
 	for _, r := range rep.Rows {
