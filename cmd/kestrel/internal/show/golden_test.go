@@ -71,7 +71,9 @@ func TestGoldenTables(t *testing.T) {
 		{"replay", func(w io.Writer) error { return Replay(w, replayFixture()) }},
 		{"eval", func(w io.Writer) error { return Eval(w, evalFixture(), false) }},
 		{"eval_json", func(w io.Writer) error { return Eval(w, evalFixture(), true) }},
-		{"import", func(w io.Writer) error { return ImportSummary(w, "hf/llama", "run.toml", "hf:hf/llama", importFixture()) }},
+		{"import", func(w io.Writer) error {
+			return ImportSummary(w, "hf/llama", "run.toml", "hf:hf/llama", importFixture())
+		}},
 		{"tokenizer_stats", func(w io.Writer) error { return TokenizerStats(w, statsFixture()) }},
 		{"peak", func(w io.Writer) error {
 			for _, r := range peakFixtures() {
