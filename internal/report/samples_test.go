@@ -40,7 +40,7 @@ func TestSampleChanges(t *testing.T) {
 	for _, c := range []struct {
 		in   SampleChange
 		want string
-	}{{want[0], "first checkpoint"}, {want[2], "new after 4 chars (vs step 20)"}, {want[3], "same as step 40"}} {
+	}{{want[0], "first checkpoint"}, {want[2], "new after 4 chars (vs step 20)"}, {want[3], "same as step 40"}, {SampleChange{Prev: 20}, "all new (vs step 20)"}} {
 		if s := c.in.changeCell(); s != c.want {
 			t.Errorf("changeCell %q, want %q", s, c.want)
 		}

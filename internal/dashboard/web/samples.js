@@ -49,7 +49,7 @@ function fillSamples(body, d) {
       const td = el('td', {});
       if (gr) {
         let note = 'first checkpoint';
-        if (prev[p] !== undefined) note = prev[p] === gr.text ? 'same as above' : `new after ${commonPrefix(prev[p], gr.text)} chars`;
+        if (prev[p] !== undefined) { const n = commonPrefix(prev[p], gr.text); note = prev[p] === gr.text ? 'same as above' : n === 0 ? 'all new' : `new after ${n} chars`; }
         td.append(el('div', { class: 'greedy' + (prev[p] === gr.text ? ' same' : '') }, el('b', {}, p), gr.text), el('div', { class: 'note' }, 'greedy · ' + note));
         prev[p] = gr.text;
       }
