@@ -8,9 +8,10 @@ import (
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
-	"github.com/kestrel-lm/kestrel/internal/train"
+	"github.com/kestrel-lm/kestrel/internal/evalcfg"
+	"github.com/kestrel-lm/kestrel/internal/openrun"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 
-	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
@@ -61,7 +62,7 @@ func CheckCoverage(run string, st checkpoint.State, tasks []string) ([]Coverage,
 
 // checkCoverage is CheckCoverage for tasks and the held-out sets (as the
 // tasks heldout/<name>: a held-out text must not be a training input).
-func checkCoverage(run string, st checkpoint.State, tasks []string, sets []train.HeldoutSet) ([]Coverage, error) {
+func checkCoverage(run string, st checkpoint.State, tasks []string, sets []evalcfg.HeldoutSet) ([]Coverage, error) {
 	var inputs []string
 	var dec *shards.DecontamInfo
 	known := true
@@ -85,9 +86,9 @@ func checkCoverage(run string, st checkpoint.State, tasks []string, sets []train
 			dec = pv.Decontam
 		}
 	} else {
-		cp := filepath.Join(run, "config.toml")
+		cp := rundir.Of(run).Config()
 		where = "byte-level data of " + cp
-		cfg, err := config.Load(cp, nil)
+		cfg, err := openrun.ReadConfig(cp)
 		if errors.Is(err, fs.ErrNotExist) {
 			known = false
 		} else if err != nil {

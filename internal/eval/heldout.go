@@ -15,8 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/kestrel-lm/kestrel/internal/datadir"
+	"github.com/kestrel-lm/kestrel/internal/evalcfg"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
-	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // HeldoutTask is kestrel eval's task name for the held-out sets: the run's
@@ -29,7 +29,7 @@ const HeldoutTask = "heldout"
 // FIFO, a device), empty or blank, or not valid UTF-8 (the byte offset and
 // line of the first bad byte are named) is an error naming the set and the
 // file.
-func CheckHeldout(sets []train.HeldoutSet) (map[string]string, error) {
+func CheckHeldout(sets []evalcfg.HeldoutSet) (map[string]string, error) {
 	out := map[string]string{}
 	for i, h := range sets {
 		p, err := datadir.Expand(h.Path)
@@ -121,7 +121,7 @@ func headText(p string, maxBytes int) (string, error) {
 // Heldout scores each held-out set's text (its first maxBytes bytes; 0 =
 // all) as bits per byte: one BPBResult named "heldout/<name>" per set,
 // whose metric is bpb/heldout/<name>.
-func (s *Scorer) Heldout(sets []train.HeldoutSet, maxBytes int) ([]BPBResult, error) {
+func (s *Scorer) Heldout(sets []evalcfg.HeldoutSet, maxBytes int) ([]BPBResult, error) {
 	var out []BPBResult
 	for _, h := range sets {
 		t0 := time.Now()
@@ -146,13 +146,13 @@ func (s *Scorer) Heldout(sets []train.HeldoutSet, maxBytes int) ([]BPBResult, er
 // ParseHeldout reads kestrel eval's --heldout NAME=PATH. The name follows
 // the [eval] heldout rules (letters, digits, '_', '-', '.'); the path may
 // hold '=' and ${KESTREL_DATA}.
-func ParseHeldout(s string) (train.HeldoutSet, error) {
+func ParseHeldout(s string) (evalcfg.HeldoutSet, error) {
 	name, path, ok := strings.Cut(s, "=")
-	h := train.HeldoutSet{Name: name, Path: path}
+	h := evalcfg.HeldoutSet{Name: name, Path: path}
 	if !ok {
 		return h, fmt.Errorf("--heldout %q: want NAME=PATH", s)
 	}
-	if err := (train.BenchConfig{Heldout: []train.HeldoutSet{h}}).Validate(0); err != nil {
+	if err := (evalcfg.Config{Heldout: []evalcfg.HeldoutSet{h}}).Validate(0); err != nil {
 		return h, fmt.Errorf("--heldout %q: %w", s, err)
 	}
 	return h, nil

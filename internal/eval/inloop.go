@@ -7,9 +7,10 @@ import (
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+	"github.com/kestrel-lm/kestrel/internal/evalcfg"
+	"github.com/kestrel-lm/kestrel/internal/model"
 
 	"github.com/kestrel-lm/kestrel/internal/generate"
-	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // Metrics flattens the result into the metric names the training loop
@@ -55,6 +56,11 @@ func (r *Result) Metrics() map[string]float64 {
 	return out
 }
 
+// BenchFunc runs the in-loop benchmarks on a model's current weights and
+// returns metric name → value (bench/hellaswag/acc_norm, bpb/wiki, …); it
+// does not change the weights. internal/run hands it to the trainer.
+type BenchFunc func(ctx context.Context, m *model.Model, step int) (map[string]float64, error)
+
 // InLoop returns the training loop's benchmark function for the [eval]
 // section cfg of the run in dir, whose token ids mean what tokenizer says
 // ("bytes", or the prepared dataset's path as state.json records it).
@@ -65,17 +71,13 @@ func (r *Result) Metrics() map[string]float64 {
 // The first call checks that the run's data could not contain the tasks'
 // items nor the held-out texts (CheckCoverage) and logs a warning for
 // each that could.
-func InLoop(dir, tokenizer string, cfg train.BenchConfig, batch int, log *slog.Logger) (train.BenchFunc, error) {
+func InLoop(dir, tokenizer string, cfg evalcfg.Config, batch int, log *slog.Logger) (BenchFunc, error) {
 	if !cfg.Enabled() {
 		return nil, nil
 	}
 	checked := false
 	var codec *generate.Codec // loaded at the first call, kept for the run
-	return func(ctx context.Context, net train.Net, step int) (map[string]float64, error) {
-		m := train.Model(net)
-		if m == nil {
-			return nil, fmt.Errorf("in-loop benchmarks need kestrel's own model (train.NewModelNet)")
-		}
+	return func(ctx context.Context, m *model.Model, step int) (map[string]float64, error) {
 		st := checkpoint.State{Step: step, Tokenizer: tokenizer, Model: m.Cfg}
 		if !checked {
 			checked = true

@@ -4,14 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"path/filepath"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/datasrc"
+	"github.com/kestrel-lm/kestrel/internal/openrun"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 
-	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 )
@@ -160,8 +160,8 @@ func openRunData(run string, st checkpoint.State) (*runData, error) {
 		}
 		return &runData{ds: ds}, nil
 	}
-	cp := filepath.Join(run, "config.toml")
-	cfg, err := config.Load(cp, nil)
+	cp := rundir.Of(run).Config()
+	cfg, err := openrun.ReadConfig(cp)
 	if err != nil {
 		return nil, fmt.Errorf("run %s (byte-level): %w", run, err)
 	}

@@ -11,25 +11,25 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
-	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/evalcfg"
+	"github.com/kestrel-lm/kestrel/internal/openrun"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/generate"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
-	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // Tasks are the task names Run knows: the in-loop benchmarks and
 // HeldoutTask.
-var Tasks = append(slices.Clone(train.BenchTasks), HeldoutTask)
+var Tasks = append(slices.Clone(evalcfg.Tasks), HeldoutTask)
 
 // Options are the settings of Run (kestrel eval).
 type Options struct {
@@ -49,7 +49,7 @@ type Options struct {
 	// Heldout are held-out sets to score besides the run's [eval] heldout
 	// (a set of the same name replaces the run's); given, they add the
 	// task heldout.
-	Heldout []train.HeldoutSet
+	Heldout []evalcfg.HeldoutSet
 	// HeldoutBytes bounds the bytes scored per held-out set (0 = the whole
 	// file; < 0 = the run's eval.heldout_bytes, as the loop scored them).
 	HeldoutBytes int
@@ -297,7 +297,7 @@ func Load(run, ckpt string, ema bool, status io.Writer) (*Scorer, *checkpoint.Lo
 	if err != nil {
 		return nil, nil, fmt.Errorf("--checkpoint %s: %w", ckpt, err)
 	}
-	m, l, err := train.LoadModel(dir, ema, slog.New(slog.NewTextHandler(status, nil)))
+	m, l, err := checkpoint.LoadModel(dir, ema, slog.New(slog.NewTextHandler(status, nil)))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -360,21 +360,21 @@ func (r *Result) WriteTable(w io.Writer) error {
 // heldout is asked for (opt.Heldout adds it), each file checked
 // (CheckHeldout: "heldout/<name>" → sha256); opt.HeldoutBytes < 0 becomes
 // the run's eval.heldout_bytes.
-func heldoutOf(opt *Options) ([]train.HeldoutSet, map[string]string, error) {
+func heldoutOf(opt *Options) ([]evalcfg.HeldoutSet, map[string]string, error) {
 	if len(opt.Heldout) > 0 && !slices.Contains(opt.Tasks, HeldoutTask) {
 		opt.Tasks = append(slices.Clone(opt.Tasks), HeldoutTask)
 	}
 	if !slices.Contains(opt.Tasks, HeldoutTask) {
 		return nil, nil, nil
 	}
-	cp := filepath.Join(opt.Run, "config.toml")
-	cfg, err := config.Load(cp, nil)
+	cp := rundir.Of(opt.Run).Config()
+	cfg, err := openrun.ReadConfig(cp)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("heldout: the run's config: %w", err)
 	}
 	bench := cfg.Eval
 	for _, h := range opt.Heldout {
-		i := slices.IndexFunc(bench.Heldout, func(x train.HeldoutSet) bool { return x.Name == h.Name })
+		i := slices.IndexFunc(bench.Heldout, func(x evalcfg.HeldoutSet) bool { return x.Name == h.Name })
 		if i >= 0 {
 			bench.Heldout[i] = h
 		} else {

@@ -392,7 +392,7 @@ func benchOptions(opts *train.Options, cfg config.Config, dir string) error {
 	}
 	maps.Copy(opts.Manifest.EvalHashes, hashes)
 	maps.Copy(opts.Manifest.EvalHashes, held)
-	opts.Bench, opts.Benchmarks = fn, cfg.Eval
+	opts.Bench, opts.Benchmarks = trainBench(fn), cfg.Eval
 	return nil
 }
 
@@ -500,5 +500,20 @@ func keepDataReport(dataset, dir string, log *slog.Logger) {
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		log.Warn("run: the dataset report is not kept in the run", "err", err)
+	}
+}
+
+// trainBench hands eval's in-loop benchmarks to the trainer, which gives
+// them its network; they need kestrel's own model (train.NewModelNet).
+func trainBench(fn eval.BenchFunc) train.BenchFunc {
+	if fn == nil {
+		return nil
+	}
+	return func(ctx context.Context, net train.Net, step int) (map[string]float64, error) {
+		m := train.Model(net)
+		if m == nil {
+			return nil, fmt.Errorf("in-loop benchmarks need kestrel's own model (train.NewModelNet)")
+		}
+		return fn(ctx, m, step)
 	}
 }
