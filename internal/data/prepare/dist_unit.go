@@ -102,16 +102,7 @@ func (p *pipeline) readUnit(ctx context.Context, w *distWork, u unit, key string
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var readErr error
-	src := make(chan *item, 4*p.workers)
-	go func() {
-		defer close(src)
-		readErr = p.readParts(ctx, u, src, m)
-		if readErr != nil {
-			cancel()
-		}
-	}()
-	var sinkErr error
+	src, readErr := readInto(ctx, cancel, p.workers, func(out chan<- *item) error { return p.readParts(ctx, u, out, m) })
 	stage := p.stageA
 	bands := 0
 	if p.near != nil {
@@ -123,36 +114,23 @@ func (p *pipeline) readUnit(ctx context.Context, w *distWork, u unit, key string
 			}
 		}
 	}
-	for it := range orderedMap(ctx, src, p.workers, stage) {
-		if sinkErr != nil || ctx.Err() != nil {
-			continue
-		}
+	err = sinkAll(ctx, cancel, orderedMap(ctx, src, p.workers, stage), readErr, func(it *item) error {
 		if !p.countEarly(it) {
-			sinkErr = rej.write(*it.rej)
-		} else {
-			sinkErr = spill.write(docOf(it))
-			m.IDs = append(m.IDs, it.doc.ID)
-			m.Hashes = append(m.Hashes, it.hash)
-			if bands > 0 {
-				m.Empty = append(m.Empty, it.keys == nil)
-				if it.keys == nil {
-					it.keys = make([]uint64, bands)
-				}
-				m.Keys = append(m.Keys, it.keys...)
+			return rej.write(*it.rej)
+		}
+		m.IDs = append(m.IDs, it.doc.ID)
+		m.Hashes = append(m.Hashes, it.hash)
+		if bands > 0 {
+			m.Empty = append(m.Empty, it.keys == nil)
+			if it.keys == nil {
+				it.keys = make([]uint64, bands)
 			}
+			m.Keys = append(m.Keys, it.keys...)
 		}
-		if sinkErr != nil {
-			cancel()
-		}
-	}
-	if sinkErr != nil {
-		return nil, sinkErr
-	}
-	if readErr != nil {
-		return nil, readErr
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
+		return spill.write(docOf(it))
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := spill.close(); err != nil {
 		return nil, err

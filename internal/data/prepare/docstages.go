@@ -1,6 +1,7 @@
 package prepare
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -66,6 +67,47 @@ func (p *pipeline) readOptions(si int) corpus.Options {
 		p.mu.Unlock()
 	}
 	return opts
+}
+
+// readInto runs read in a goroutine that feeds the returned channel with
+// room for 4n items and closes it when read returns; an error of read
+// cancels the run and is left in *readErr before the channel closes.
+func readInto(ctx context.Context, cancel func(), n int, read func(chan<- *item) error) (src <-chan *item, readErr *error) {
+	ch := make(chan *item, 4*n)
+	readErr = new(error)
+	go func() {
+		defer close(ch)
+		if *readErr = read(ch); *readErr != nil {
+			cancel()
+		}
+	}()
+	return ch, readErr
+}
+
+// sinkAll passes every item of in, in order, to sink. After sink's first
+// error (or the run's cancellation) it cancels the read and drains what is
+// in flight. It returns the first of sink's error, the reader's (*readErr,
+// from readInto) and the cancellation.
+func sinkAll(ctx context.Context, cancel func(), in <-chan *item, readErr *error, sink func(*item) error) error {
+	var sinkErr error
+	for it := range in {
+		if sinkErr != nil || ctx.Err() != nil {
+			continue // drain
+		}
+		if sinkErr = sink(it); sinkErr != nil {
+			cancel() // stop reading; drain what is in flight
+		}
+	}
+	if sinkErr != nil {
+		return sinkErr
+	}
+	if *readErr != nil {
+		return *readErr
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	return nil
 }
 
 // exactStage counts rec (of source si) into the exact-dedup stage; dup

@@ -243,15 +243,7 @@ func (p *pipeline) run(ctx context.Context) (*datareport.Report, error) {
 	// Pass 1: read → extract + clean (parallel) → exact dedup (ordered) →
 	// near-dup signatures + decontam check (parallel) → spill survivors.
 	t1 := time.Now()
-	var readErr error
-	src := make(chan *item, 4*p.workers)
-	go func() {
-		defer close(src)
-		readErr = p.read(ctx, src)
-		if readErr != nil {
-			cancel()
-		}
-	}()
+	src, readErr := readInto(ctx, cancel, p.workers, func(out chan<- *item) error { return p.read(ctx, out) })
 	a := orderedMap(ctx, src, p.workers, p.stageA)
 	b := make(chan *item, 4*p.workers)
 	go func() {
@@ -262,31 +254,17 @@ func (p *pipeline) run(ctx context.Context) (*datareport.Report, error) {
 		}
 	}()
 	c := orderedMap(ctx, b, p.workers, p.stageB)
-	var sinkErr error
-	for it := range c {
-		if sinkErr != nil || ctx.Err() != nil {
-			continue // drain
-		}
+	err = sinkAll(ctx, cancel, c, readErr, func(it *item) error {
 		if it.rej != nil {
-			sinkErr = rejects.write(*it.rej)
-		} else {
-			sinkErr = spill.write(document.Doc{ID: it.doc.ID, Source: it.doc.Source, Text: it.doc.Text, Meta: it.doc.Meta})
-			if it.hit {
-				p.hitIDs[it.doc.ID] = true
-			}
+			return rejects.write(*it.rej)
 		}
-		if sinkErr != nil {
-			cancel() // stop reading; drain what is in flight
+		if it.hit {
+			p.hitIDs[it.doc.ID] = true
 		}
-	}
-	if sinkErr != nil {
-		return nil, sinkErr
-	}
-	if readErr != nil {
-		return nil, readErr
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
+		return spill.write(docOf(it))
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := spill.close(); err != nil {
 		return nil, err
