@@ -44,8 +44,9 @@ func TestLoadPriorSkipsBadAlertLines(t *testing.T) {
 }
 
 // TestIncidentsSkipBadAlertLines: the incidents of the good alerts are
-// listed, and the listing then says how many lines were skipped (it used
-// to fail whole); a person can still close one of them.
+// listed, and the error then says how many lines were skipped (it used
+// to fail whole); a person can still close one of them. (The table
+// kestrel incidents prints of them: cmd/kestrel/internal/show.)
 func TestIncidentsSkipBadAlertLines(t *testing.T) {
 	dir := t.TempDir()
 	p := alertsWithBadLine(t, dir)
@@ -53,18 +54,10 @@ func TestIncidentsSkipBadAlertLines(t *testing.T) {
 	if runlog.SkippedLines(err) != 1 || len(list) != 2 || list[0].ID != "inc-10" || list[1].ID != "inc-400" {
 		t.Fatalf("incidents %+v, %v; want inc-10 and inc-400 with one skipped line", list, err)
 	}
-	var out bytes.Buffer
-	werr := WriteIncidents(&out, dir, list, err, false)
-	if !strings.Contains(out.String(), "inc-10") || !strings.Contains(out.String(), "inc-400") {
-		t.Fatalf("table lost the incidents:\n%s", out.String())
-	}
-	if werr == nil || !strings.Contains(werr.Error(), p+":2:") || !strings.Contains(werr.Error(), "1 bad line skipped") {
-		t.Fatalf("WriteIncidents: %v; want the skipped line named and counted", werr)
+	if !strings.Contains(err.Error(), p+":2:") || !strings.Contains(err.Error(), "1 bad line skipped") {
+		t.Fatalf("Incidents: %v; want the skipped line named and counted", err)
 	}
 	if _, err := CloseIncident(dir, "inc-400", "looked at it"); err != nil {
 		t.Fatalf("close among the good alerts: %v", err)
-	}
-	if err := WriteIncidents(&out, dir, nil, os.ErrPermission, false); err == nil || !strings.Contains(err.Error(), "permission") {
-		t.Fatalf("a read error must be returned: %v", err)
 	}
 }

@@ -180,19 +180,3 @@ func (t *Observer) rankHang(runErr error) bool {
 	t.m.RankHang(int64(t.last.Step+1), he.Op, he.Missing, he.Hosts, he.Timeout)
 	return true
 }
-
-// EndRank ends this process's part of the group c after Train returned
-// err: a rank whose collective timed out (comm.HangError; rank 0 has
-// written the SEV0 rank_hang) prints err and aborts the whole job, so the
-// hung rank does not linger; otherwise it finalizes and returns err.
-func EndRank(c comm.Comm, err error, stderr io.Writer) error {
-	var he *comm.HangError
-	if c.Size() > 1 && errors.As(err, &he) {
-		fmt.Fprintln(stderr, "kestrel:", err)
-		c.Abort(3)
-	}
-	if cerr := c.Close(); cerr != nil && err == nil {
-		return cerr
-	}
-	return err
-}

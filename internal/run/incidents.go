@@ -2,7 +2,6 @@ package run
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
@@ -221,50 +219,6 @@ func CloseIncident(dir, id, reason string) (*runlog.IncidentClosure, error) {
 		ids = append(ids, in.ID)
 	}
 	return nil, fmt.Errorf("incidents close: no incident %q in %s (incidents: %s)", id, dir, strings.Join(ids, ", "))
-}
-
-// WriteIncidents prints a run's incidents as JSON lines, or as a table
-// for a person. readErr is Incidents' error: any error but skipped bad
-// lines is returned before anything is printed; skipped lines are
-// returned after the list, saying how many, so the list is never taken
-// for the whole record.
-func WriteIncidents(w io.Writer, runDir string, list []Incident, readErr error, asJSON bool) error {
-	if readErr != nil && runlog.SkippedLines(readErr) == 0 {
-		return fmt.Errorf("incidents: %w", readErr)
-	}
-	if err := writeIncidents(w, runDir, list, asJSON); err != nil {
-		return err
-	}
-	if readErr != nil {
-		return fmt.Errorf("incidents: listed from the readable alerts only: %w", readErr)
-	}
-	return nil
-}
-
-func writeIncidents(w io.Writer, runDir string, list []Incident, asJSON bool) error {
-	if asJSON {
-		return writeIncidentsJSON(w, list)
-	}
-	if len(list) == 0 {
-		_, err := fmt.Fprintf(w, "%s: no model incidents\n", runDir)
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "id\tsteps\tseverity\trules\tstate")
-	for _, in := range list {
-		fmt.Fprintf(tw, "%s\t%d-%d\t%s\t%s\t%s\n", in.ID, in.FromStep, in.ToStep, in.Worst, strings.Join(in.Rules, ","), in.State)
-	}
-	return tw.Flush()
-}
-
-func writeIncidentsJSON(w io.Writer, list []Incident) error {
-	enc := json.NewEncoder(w)
-	for i := range list {
-		if err := enc.Encode(&list[i]); err != nil {
-			return fmt.Errorf("incidents: %w", err)
-		}
-	}
-	return nil
 }
 
 // seedMonitor replays the run's history before step (metrics.jsonl, as

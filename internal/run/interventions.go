@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/rewind"
@@ -226,60 +223,6 @@ func Rewind(dir string, o RewindOptions) (*runlog.Intervention, error) {
 		}
 	}
 	return rewind.Rewind(dir, o.Options)
-}
-
-// ParseStepRange parses a range of training steps given to flag as "A:B"
-// (inclusive) or "A" (one step); "" is no range (0, 0). The error names the
-// flag.
-func ParseStepRange(flag, s string) (from, to int, err error) {
-	if s == "" {
-		return 0, 0, nil
-	}
-	a, b, ok := strings.Cut(s, ":")
-	if !ok {
-		b = a
-	}
-	if from, err = strconv.Atoi(strings.TrimSpace(a)); err == nil {
-		to, err = strconv.Atoi(strings.TrimSpace(b))
-	}
-	if err != nil || from < 1 || to < from || to > rewind.MaxSkipStep {
-		return 0, 0, fmt.Errorf("%s %q: want A:B with 1 ≤ A ≤ B ≤ %d (training steps, inclusive)", flag, s, rewind.MaxSkipStep)
-	}
-	return from, to, nil
-}
-
-// WriteRewind tells a person what a rewind of the run directory runDir did
-// and how to continue.
-func WriteRewind(w io.Writer, runDir string, iv *runlog.Intervention) {
-	fmt.Fprintf(w, "%s: %s rewound from step %d to the checkpoint of step %d (%s)\n", iv.ID, runDir, iv.FromStep, iv.ToStep, iv.Checkpoint)
-	if iv.SkipSteps > 0 {
-		fmt.Fprintf(w, "  skips the batches of steps %d..%d (%d steps)\n", iv.SkipFrom, iv.SkipTo, iv.SkipSteps)
-	}
-	if iv.LRScale > 0 && iv.LRScale != 1 {
-		span := fmt.Sprintf("%d steps", iv.LRSteps)
-		if iv.LRSteps == 0 {
-			span = "the rest of the run"
-		}
-		fmt.Fprintf(w, "  learning rate ×%g for %s\n", iv.LRScale, span)
-	}
-	keys := make([]string, 0, len(iv.Set))
-	for k := range iv.Set {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(w, "  %s = %s from step %d on\n", k, iv.Set[k], iv.ToStep+1)
-	}
-	archived := "none"
-	if len(iv.ArchivedCheckpoints) > 0 {
-		archived = strings.Join(iv.ArchivedCheckpoints, ", ")
-	}
-	metrics := "none"
-	if iv.MetricsArchive != "" {
-		metrics = fmt.Sprintf("%s (%d lines)", iv.MetricsArchive, iv.ArchivedLines)
-	}
-	fmt.Fprintf(w, "  metrics after step %d: %s; newer checkpoints: %s\n", iv.ToStep, metrics, archived)
-	fmt.Fprintf(w, "continue with the same command: kestrel train --config <the run's config> --out %s\n", runDir)
 }
 
 // completePendingRewind completes a rewind that a crash left half done in
