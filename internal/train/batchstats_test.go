@@ -1,148 +1,24 @@
 package train
 
 import (
-	"log/slog"
-	"math"
 	"strings"
 	"testing"
 
-	"github.com/kestrel-lm/kestrel/internal/datasrc"
-	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/internal/stepvitals"
 )
 
-// TestTokenEntropy: uniform over k tokens is ln k; one repeated token is 0
-// and still measured; padding (< 0) is not counted; reset forgets.
-func TestTokenEntropy(t *testing.T) {
-	var e tokenEntropy
-	e.reset(256)
-	e.add([]int32{1, 2, 3, 4, -1, -1})
-	if got := e.nats(); math.Abs(got-math.Log(4)) > 1e-12 || e.n != 4 {
-		t.Errorf("4 distinct: %v nats over %d tokens", got, e.n)
-	}
-	e.reset(256)
-	e.add([]int32{7, 7, 7})
-	if e.nats() != 0 || e.n != 3 {
-		t.Errorf("repeated: %v over %d", e.nats(), e.n)
-	}
-	e.reset(256)
-	if e.n != 0 || e.nats() != 0 {
-		t.Error("reset kept counts")
-	}
-}
-
-// BenchmarkTokenEntropy is the per-step cost of batch_token_entropy on a
-// demo-sized batch (16 × 256 tokens of a vocabulary of 8192).
-func BenchmarkTokenEntropy(b *testing.B) {
-	tg := make([]int32, 16*256)
-	for i := range tg {
-		tg[i] = int32(datasrc.Mix3(1, uint64(i), 0) % 8192)
-	}
-	var e tokenEntropy
-	for b.Loop() {
-		e.reset(8192)
-		e.add(tg)
-		_ = e.nats()
-	}
-}
-
-// testVocab is a small BPE-like vocabulary: bytes, a few merged tokens,
-// a multi-byte letter and a special token.
-type testVocab struct{ toks [][]byte }
-
-func (v testVocab) Token(id int32) ([]byte, bool) {
-	if id < 0 || int(id) >= len(v.toks) {
-		return nil, false
-	}
-	return v.toks[id], true
-}
-func (v testVocab) Encode(string) []int32 { return nil }
-func (v testVocab) IsAdded(id int32) bool { return string(v.toks[id]) == "<|endoftext|>" }
-
-// TestBatchVitals: bytes per token, the share of non-letter bytes and the
-// longest run of one token, per row (a run ends at a row's end and at
-// padding), with merged tokens, a UTF-8 letter and a special token that
-// counts no bytes; without a vocabulary only the run is measured.
-func TestBatchVitals(t *testing.T) {
-	v := testVocab{toks: [][]byte{[]byte("the"), []byte(" cat"), []byte("=="), []byte("é"), []byte("<|endoftext|>"), []byte("\n"), {0xc3}}}
-	o := &Options{Vocab: v}
-	o.Model.Vocab = len(v.toks)
-	var e tokenEntropy
-	e.begin(o, 4)
-	// row 0: the cat == é ; row 1: == == | == pad ; row 2: <eot> \n 0xc3 0xc3
-	e.add([]int32{0, 1, 2, 3, 2, 2, 2, -1, 4, 5, 6, 6})
-	var m runlog.Step
-	e.record(&m)
-	bytes := 3 + 4 + 2 + 2 + 2 + 2 + 2 + 0 + 1 + 1 + 1 // 20 bytes over 11 tokens
-	other := 2 + 2 + 2 + 2 + 1 + 1                     // "==" ×4, two stray 0xc3
-	if !m.BatchTextMeasured || math.Abs(m.BatchBytesPerToken-float64(bytes)/11) > 1e-12 || math.Abs(m.BatchNonLetterFrac-float64(other)/float64(bytes)) > 1e-12 {
-		t.Errorf("bytes/token %v (want %v), non-letter %v (want %v)", m.BatchBytesPerToken, float64(bytes)/11, m.BatchNonLetterFrac, float64(other)/float64(bytes))
-	}
-	if m.BatchMaxTokenRun != 3 { // "==" ×3 at the start of row 1, not 4 across rows 0-1
-		t.Errorf("longest run %d, want 3", m.BatchMaxTokenRun)
-	}
-	if m.BatchEntropyTokens != 11 {
-		t.Errorf("entropy over %d tokens, want 11", m.BatchEntropyTokens)
-	}
-	// A run of an unknown tokenizer: the run only.
-	o2 := &Options{Tokenizer: "/some/tokenizer.json"}
-	o2.Model.Vocab = 8
-	var e2 tokenEntropy
-	e2.begin(o2, 8)
-	e2.add([]int32{1, 1, 1, 1, 1, 2, 3, 4})
-	var m2 runlog.Step
-	e2.record(&m2)
-	if m2.BatchTextMeasured || m2.BatchMaxTokenRun != 5 {
-		t.Errorf("unknown vocabulary: measured %v, run %d", m2.BatchTextMeasured, m2.BatchMaxTokenRun)
-	}
-}
-
-// TestFirstRowLogged: the first step's row 0 is decoded into the log once,
-// cut at a character boundary; bytes runs decode without a tokenizer;
-// base64_data_* without a known tokenizer is refused by Preflight.
-func TestFirstRowLogged(t *testing.T) {
-	var buf strings.Builder
-	log := slog.New(slog.NewTextHandler(&buf, nil))
-	o := &Options{Tokenizer: "bytes"}
-	o.Model.Vocab = 256
-	text := strings.Repeat("é", 200) // 400 bytes: cut at 240
-	in := make([]int32, len(text))
-	for i := range len(text) {
-		in[i] = int32(text[i])
-	}
-	var e tokenEntropy
-	e.begin(o, len(in))
-	e.logFirstRow(log, 1, 12, in)
-	e.logFirstRow(log, 2, 12, in)
-	out := buf.String()
-	if strings.Count(out, "first batch, row 0") != 1 || !strings.Contains(out, "bytes=400") || !strings.Contains(out, "text="+strings.Repeat("é", 120)+"…\n") || !strings.Contains(out, "shape=\"[12 400]\"") {
-		t.Fatalf("log: %s", out)
-	}
+// TestBase64NeedsVocab: base64_data_* without a known tokenizer is refused
+// by Preflight; a byte-level run's vocabulary is the bytes (the batch
+// vitals themselves are internal/stepvitals').
+func TestBase64NeedsVocab(t *testing.T) {
 	bad := Options{Tokenizer: "/x/tokenizer.json"}
 	bad.Debug.Base64DataAtStep = 3
 	if err := checkVocab(&bad); err == nil || !strings.Contains(err.Error(), "debug.base64_data_at_step") {
 		t.Errorf("base64 without a tokenizer: %v", err)
 	}
-}
-
-// BenchmarkBatchVitals is the per-step cost of all the batch vitals with a
-// vocabulary (entropy, bytes per token, non-letter share, longest run) on
-// a demo-sized batch (16 × 256 tokens of a vocabulary of 8192).
-func BenchmarkBatchVitals(b *testing.B) {
-	toks := make([][]byte, 8192)
-	for i := range toks {
-		toks[i] = []byte{byte('a' + i%26), byte(' ' + i%7), byte('0' + i%10)}
-	}
-	o := &Options{Vocab: testVocab{toks: toks}}
-	o.Model.Vocab = len(toks)
-	tg := make([]int32, 16*256)
-	for i := range tg {
-		tg[i] = int32(datasrc.Mix3(1, uint64(i), 0) % 8192)
-	}
-	var e tokenEntropy
-	var m runlog.Step
-	for b.Loop() {
-		e.begin(o, 256)
-		e.add(tg)
-		e.record(&m)
+	o := Options{Tokenizer: "bytes"}
+	o.Model.Vocab = 256
+	if _, ok := vocabFor(&o).(stepvitals.Bytes); !ok {
+		t.Errorf("a byte-level run's vocabulary: %T, want stepvitals.Bytes", vocabFor(&o))
 	}
 }

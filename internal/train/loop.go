@@ -29,6 +29,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/peak"
 	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/internal/stepvitals"
 )
 
 // Options is everything one training run needs. cmd/kestrel/train.go fills
@@ -180,15 +181,15 @@ type trainer struct {
 
 	lastEval *runlog.Eval // latest evaluation of this invocation (for checkpoint health)
 
-	dp        *dataParallel // nil: a single process
-	stepStart time.Time     // when step() began (per-rank vitals)
-	faults    faults.Set    // [debug] fault injections (faults.go)
-	ent       tokenEntropy  // batch_token_entropy's histogram
-	track     *onTrack      // the loss-vs-tokens fit (ontrack.go); nil on ranks other than 0
-	noise     *noiseScale   // the gradient noise scale (noisescale.go); nil on ranks other than 0
-	mem       *memSampler   // rss_bytes, go_heap_bytes (memvitals.go)
-	tails     stepTails     // step_time_p50/p95 (stepfrac.go)
-	ckWritten int           // checkpoints of this invocation (ckverify.go)
+	dp        *dataParallel          // nil: a single process
+	stepStart time.Time              // when step() began (per-rank vitals)
+	faults    faults.Set             // [debug] fault injections (faults.go)
+	ent       stepvitals.Batch       // batch_token_entropy's histogram
+	track     *stepvitals.OnTrack    // the loss-vs-tokens fit; nil on ranks other than 0
+	noise     *stepvitals.NoiseScale // the gradient noise scale; nil on ranks other than 0
+	mem       *stepvitals.Memory     // rss_bytes, go_heap_bytes
+	tails     stepvitals.Tails       // step_time_p50/p95
+	ckWritten int                    // checkpoints of this invocation (ckverify.go)
 }
 
 // Preflight checks o before anything is allocated or written, as Run does
@@ -390,8 +391,8 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		res.Step = t.st.Step
 		return res, nil
 	}
-	t.track, t.noise = newOnTrack(o, t.sched, t.bsched, t.T), newNoiseScale()
-	if err := replayHistory(metricsPath, t.track, t.noise); err != nil {
+	t.track, t.noise = stepvitals.NewOnTrack(o.Optim, o.Train.Steps, o.Data, t.sched, t.bsched, t.T), stepvitals.NewNoiseScale()
+	if err := stepvitals.ReplayHistory(metricsPath, t.track, t.noise); err != nil {
 		return nil, err
 	}
 	if o.StopAt > 0 && t.st.Step >= o.StopAt {
@@ -437,8 +438,8 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	runStart := time.Now()
 	wall0 := t.st.WallTime
 	clock := stepclock.New() // step_time, cpu_time and the contention witnesses, evaluations and checkpoints left out
-	t.mem = newMemSampler()
-	defer func() { res.PeakRSSBytes = t.mem.peak; t.mem.close() }()
+	t.mem = stepvitals.NewMemory()
+	defer func() { res.PeakRSSBytes = t.mem.Peak(); t.mem.Close() }()
 	for s := t.st.Step + 1; s <= o.Train.Steps; s++ {
 		if stop, err := t.dp.agree(s, ctx.Err() != nil); err != nil {
 			return res, err
@@ -606,10 +607,10 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	if d := t.faults.Stall(s); d > 0 { // [debug] stall_at_step
 		time.Sleep(d)
 	}
-	t.ent.begin(&o, t.T)
+	t.ent.Begin(vocabFor(&o), o.Model.Vocab, t.T)
 	t.net.ZeroGrads()
 	t.dp.beginStep()
-	t.noise.begin()
+	t.noise.Begin()
 	var loss, zl float64
 	tokens, pads := 0, 0
 	perSrc := make([]int, len(t.srcNames))
@@ -640,8 +641,8 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 			faults.PoisonRows(o.Seed, dataIdx+1, r0, t.T, o.Model.Vocab, in, tg)
 		}
 		base64Fault(&o, dataIdx+1, r0, t.T, in, tg) // [debug] base64_data_* (batchstats.go)
-		t.ent.add(tg)
-		t.ent.logFirstRow(t.log, s, B, in)
+		t.ent.Add(tg)
+		t.ent.LogFirstRow(t.log, s, B, in)
 		b := &model.Batch{B: n, T: t.T, Inputs: in, Targets: tg}
 		if o.Model.DocMask {
 			b.SegIDs = sg
@@ -657,7 +658,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 			return m, fmt.Errorf("step %d: forward/backward: %w", s, err)
 		}
 		if nMicro > 1 && (t.dp == nil || k < nMicro-1) { // the last pass all-reduces: not this rank's gradient
-			t.noise.micro(t.net.Grads(), k, n, float64(n)/float64(B), k == nMicro-1)
+			t.noise.Micro(t.net.Grads(), k, n, float64(n)/float64(B), k == nMicro-1)
 		}
 		qk.observe(t.net.Vitals())
 		fwd, bwd := st.ForwardTime, st.BackwardTime
@@ -685,7 +686,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	}
 	m.PadFraction = float64(pads) / float64(B*t.T)
 	// batch_token_entropy and the batch's data vitals, this rank's rows (batchstats.go)
-	t.ent.record(m)
+	t.ent.Record(m)
 	m.TokensPerUpdate = int64(tokens)            // the positions the loss counted
 	if counted := sumInts(perSrc); counted > 0 { // a source that does not report rows gets no shares
 		m.SourceMixShare = make(map[string]float64, len(perSrc))
@@ -734,7 +735,7 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 		return m, err
 	}
 	updateRouterBias(t.net, r.Skipped) // MoE, moe_balance = bias (moe.go)
-	t.noise.finish(r.GradNorm, B, float64(tokens)/float64(B), r.Skipped, m)
+	t.noise.Finish(r.GradNorm, B, float64(tokens)/float64(B), r.Skipped, m)
 	if !r.Skipped && t.ema != nil {
 		t.ema.Update(params)
 	}
@@ -783,100 +784,11 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	m.SkippedUpdates, m.ClippedUpdates = st.SkippedUpdates, st.ClippedUpdates
 	m.GradClipRate = float64(nClip) / float64(len(st.GradClipWindow))
 	if v := t.net.Vitals(); v != nil {
-		fillVitals(m, v)
+		stepvitals.FillModel(m, v)
 	}
-	fillOptimNorms(m, r, t.opt.Spans(), t.opt.SpanSquares())
-	t.track.observe(m)
+	stepvitals.FillOptimNorms(m, r, t.opt.Spans(), t.opt.SpanSquares())
+	t.track.Observe(m)
 	return m, nil
-}
-
-// fillOptimNorms records the global Adam moment norms and, per layer group
-// (see layerGroup), update_norm, param_norm, adam_m_norm and adam_v_norm
-// from the optimizer's per-tensor sums of squares.
-func fillOptimNorms(m *runlog.Step, r optim.Result, spans []optim.Span, sq []optim.SpanSquares) {
-	m.AdamMNorm, m.AdamVNorm = r.AdamMNorm, r.AdamVNorm
-	if len(sq) != len(spans) {
-		return
-	}
-	groups := map[string]*optim.SpanSquares{}
-	for i, s := range spans {
-		g := layerGroup(s.Name)
-		if g == "" {
-			continue
-		}
-		a := groups[g]
-		if a == nil {
-			a = &optim.SpanSquares{}
-			groups[g] = a
-		}
-		a.Update += sq[i].Update
-		a.Param += sq[i].Param
-		a.M += sq[i].M
-		a.V += sq[i].V
-	}
-	if m.PerLayer == nil {
-		m.PerLayer = make(map[string]float64, 4*len(groups))
-	}
-	for g, a := range groups {
-		m.PerLayer["update_norm/"+g] = math.Sqrt(a.Update)
-		m.PerLayer["param_norm/"+g] = math.Sqrt(a.Param)
-		m.PerLayer["adam_m_norm/"+g] = math.Sqrt(a.M)
-		m.PerLayer["adam_v_norm/"+g] = math.Sqrt(a.V)
-	}
-}
-
-// layerGroup names the layer a tensor belongs to in the per-layer
-// optimizer norms: "embed" for the token embedding, "layerL" for
-// model.layers.L.*, "lm_head" for the final norm and the output projection
-// (with tied embeddings only the final norm), "" for anything else.
-func layerGroup(name string) string {
-	switch {
-	case strings.HasPrefix(name, "model.embed_tokens."):
-		return "embed"
-	case strings.HasPrefix(name, "model.layers."):
-		rest := name[len("model.layers."):]
-		i := strings.IndexByte(rest, '.')
-		if i <= 0 || strings.Trim(rest[:i], "0123456789") != "" {
-			return ""
-		}
-		return "layer" + rest[:i]
-	case strings.HasPrefix(name, "model.norm."), strings.HasPrefix(name, "lm_head."):
-		return "lm_head"
-	}
-	return ""
-}
-
-func fillVitals(m *runlog.Step, v *model.Vitals) {
-	m.PerLayer = map[string]float64{}
-	m.MaxAttnLogit, m.AttnEntropy = math.Inf(-1), math.Inf(1)
-	for l, heads := range v.MaxAttnLogit {
-		for h, x := range heads {
-			m.MaxAttnLogit = math.Max(m.MaxAttnLogit, float64(x))
-			m.PerLayer[fmt.Sprintf("max_attn_logit/layer%d/head%d", l, h)] = float64(x)
-		}
-	}
-	for l, heads := range v.AttnEntropy {
-		for h, x := range heads {
-			m.AttnEntropy = math.Min(m.AttnEntropy, float64(x))
-			m.PerLayer[fmt.Sprintf("attn_entropy/layer%d/head%d", l, h)] = float64(x)
-		}
-	}
-	for l, x := range v.ResidualRMS {
-		m.ResidualRMS = math.Max(m.ResidualRMS, float64(x))
-		m.PerLayer[fmt.Sprintf("residual_rms/layer%d", l)] = float64(x)
-	}
-	for l, x := range v.ActivationOutlierRate {
-		m.ActivationOutlierRate = math.Max(m.ActivationOutlierRate, float64(x))
-		m.PerLayer[fmt.Sprintf("activation_outlier_rate/layer%d", l)] = float64(x)
-	}
-	if math.IsInf(m.MaxAttnLogit, 0) {
-		m.MaxAttnLogit = 0
-	}
-	if math.IsInf(m.AttnEntropy, 0) {
-		m.AttnEntropy = 0
-	}
-	m.LogitLSEMean = float64(v.LogitLSEMean)
-	fillMoEVitals(m, v)
 }
 
 // evaluate computes the validation loss with the raw and the EMA weights;

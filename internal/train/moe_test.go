@@ -13,6 +13,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/internal/stepvitals"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
 
@@ -120,7 +121,7 @@ func TestMoEAlertsOnForcedImbalance(t *testing.T) {
 				t.Fatal(err)
 			}
 			step := &runlog.Step{Step: s, TokensSeen: int64(s * B * T), TrainLossRaw: st.Loss, LearningRate: 1e-3}
-			fillVitals(step, m.Vitals())
+			stepvitals.FillModel(step, m.Vitals())
 			last = step
 			for _, a := range mon.Observe(monitor.Sample{Step: int64(s), Tokens: step.TokensSeen, Values: runlog.Values(step, nil)}) {
 				if strings.HasPrefix(a.Rule, "moe_") {

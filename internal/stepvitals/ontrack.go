@@ -1,4 +1,4 @@
-package train
+package stepvitals
 
 import (
 	"bufio"
@@ -18,7 +18,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
-// onTrack fits the run's train_loss_raw against tokens_seen as it goes
+// OnTrack fits the run's train_loss_raw against tokens_seen as it goes
 // (internal/lossfit: L = E + A·(t/t0)^(−α), robust, on the stable phase)
 // and records in each step line the fit, the residual of the recent steps
 // against it and the projection to the planned end (runlog.OnTrack); the
@@ -36,7 +36,7 @@ import (
 // for max(warm-up, 5% of the run, 10) steps after it: the old mixture's fit
 // would call a harder mixture off track (kestrel demo's cooldown mix sat
 // 0.1 nats above it).
-type onTrack struct {
+type OnTrack struct {
 	tr      *lossfit.Tracker
 	sched   *optim.Schedule
 	cosine  bool
@@ -51,18 +51,21 @@ type onTrack struct {
 	stageSettle int
 }
 
-func newOnTrack(o Options, sched *optim.Schedule, bs batchsched.Schedule, T int) *onTrack {
-	k := &onTrack{tr: lossfit.NewTracker(lossfit.TrackerConfig{}), sched: sched, cosine: o.Optim.Schedule == "cosine",
-		start: max(2*o.Optim.Warmup, o.Train.Steps/20, 10), settle: 2 * o.Optim.RewarmSteps,
-		stageSettle: max(o.Optim.Warmup, o.Train.Steps/20, 10)}
-	k.mix, _ = o.Data.(datasrc.MixWeigher)
-	for _, b := range o.Optim.RewarmAt {
-		if b < o.Train.Steps {
+// NewOnTrack is the fit of a run of the given steps, optimizer config,
+// schedules and sequence length over data (its stages when it is a
+// datasrc.MixWeigher).
+func NewOnTrack(oc optim.Config, steps int, data datasrc.Source, sched *optim.Schedule, bs batchsched.Schedule, T int) *OnTrack {
+	k := &OnTrack{tr: lossfit.NewTracker(lossfit.TrackerConfig{}), sched: sched, cosine: oc.Schedule == "cosine",
+		start: max(2*oc.Warmup, steps/20, 10), settle: 2 * oc.RewarmSteps,
+		stageSettle: max(oc.Warmup, steps/20, 10)}
+	k.mix, _ = data.(datasrc.MixWeigher)
+	for _, b := range oc.RewarmAt {
+		if b < steps {
 			k.rewarm = append(k.rewarm, b)
 		}
 	}
-	k.planned = make([]int64, o.Train.Steps+1)
-	for i := 1; i <= o.Train.Steps; i++ {
+	k.planned = make([]int64, steps+1)
+	for i := 1; i <= steps; i++ {
 		k.planned[i] = k.planned[i-1] + int64(bs.At(i-1)*T)
 	}
 	return k
@@ -70,7 +73,7 @@ func newOnTrack(o Options, sched *optim.Schedule, bs batchsched.Schedule, T int)
 
 // stage starts the fit over when step s (1-based) trains on another
 // mixture than the step before. Steps are fed in order, live and on replay.
-func (k *onTrack) stage(s int) {
+func (k *OnTrack) stage(s int) {
 	if k.mix == nil {
 		return
 	}
@@ -82,8 +85,8 @@ func (k *onTrack) stage(s int) {
 	k.weights = w
 }
 
-// phase says whether step s (1-based) is fitted and whether it is judged.
-func (k *onTrack) phase(s int) (fit, judge bool) {
+// Phase says whether step s (1-based) is fitted and whether it is judged.
+func (k *OnTrack) Phase(s int) (fit, judge bool) {
 	if s < k.start || s < k.stageStart {
 		return false, false
 	}
@@ -103,13 +106,13 @@ func (k *onTrack) phase(s int) (fit, judge bool) {
 	return false, true // multistep drops
 }
 
-// observe records step m's reading in m.OnTrack (nil before the first fit).
-func (k *onTrack) observe(m *runlog.Step) {
+// Observe records step m's reading in m.OnTrack (nil before the first fit).
+func (k *OnTrack) Observe(m *runlog.Step) {
 	if k == nil { // a data-parallel rank other than 0 writes no metrics
 		return
 	}
 	k.stage(m.Step)
-	fit, judge := k.phase(m.Step)
+	fit, judge := k.Phase(m.Step)
 	xEnd := 0.0
 	if m.Step < len(k.planned) && m.TokensComputed > 0 {
 		ratio := float64(m.TokensSeen) / float64(m.TokensComputed) // the non-pad share so far
@@ -122,13 +125,13 @@ func (k *onTrack) observe(m *runlog.Step) {
 	m.OnTrack = &runlog.OnTrack{Fit: r.Fit, Residual: r.Residual, ResidualZ: r.Z, Projection: r.Projection, ProjectionSE: r.ProjectionSE}
 }
 
-// replayHistory rebuilds the on-track fit and the noise-scale EMAs of a
+// ReplayHistory rebuilds the on-track fit and the noise-scale EMAs of a
 // resumed run from its metrics.jsonl (already truncated to the resumed
 // step): the step lines are fed in order, so both continue exactly as in
 // the uninterrupted run. A line that does not parse is skipped, as every
 // reader of metrics.jsonl does; a missing file is no history. The file is
 // streamed, line by line.
-func replayHistory(path string, k *onTrack, ns *noiseScale) error {
+func ReplayHistory(path string, k *OnTrack, ns *NoiseScale) error {
 	f, err := fileguard.Open(path) // a regular file only
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -160,12 +163,12 @@ func replayHistory(path string, k *onTrack, ns *noiseScale) error {
 			continue // an evaluation line
 		}
 		k.stage(int(step))
-		fit, judge := k.phase(int(step))
+		fit, judge := k.Phase(int(step))
 		k.tr.Add(tok, loss, fit, judge, 0)
 		g2, ok4 := rec.Num("grad_true_sq_norm")
 		tr, ok5 := rec.Num("grad_noise_trace")
 		if ok4 && ok5 {
-			ns.restore(g2, tr)
+			ns.Restore(g2, tr)
 		}
 	}
 }

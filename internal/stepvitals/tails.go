@@ -1,4 +1,4 @@
-package train
+package stepvitals
 
 import (
 	"math"
@@ -11,9 +11,9 @@ import (
 // step_time_p95 are taken over (as grad_clip_rate's last 100 steps).
 const stepTailWindow = 100
 
-// stepTails holds the step times of the last stepTailWindow steps of this
+// Tails holds the step times of the last stepTailWindow steps of this
 // invocation (a resume starts it empty).
-type stepTails struct {
+type Tails struct {
 	ring    [stepTailWindow]float64
 	n, next int
 	sorted  []float64
@@ -22,7 +22,7 @@ type stepTails struct {
 // add records a step time and returns the p50 and p95 over the window
 // (nearest rank: the smallest value with at least p of the window at or
 // below it).
-func (t *stepTails) add(x float64) (p50, p95 float64) {
+func (t *Tails) add(x float64) (p50, p95 float64) {
 	t.ring[t.next] = x
 	t.next = (t.next + 1) % stepTailWindow
 	t.n = min(t.n+1, stepTailWindow)
@@ -37,12 +37,12 @@ func nearestRank(xs []float64, p float64) float64 {
 	return xs[min(max(i, 0), len(xs)-1)]
 }
 
-// fillStepVitals sets the step-time tails and the fractions of step_time
+// Fill sets the step-time tails and the fractions of step_time
 // in m.Vitals: forward_frac, backward_frac, optimizer_frac, comm_frac
 // (data-parallel: allreduce_time) and other_frac, what no phase timed
 // (the data fraction is dataloader_stall_frac). Nothing is set for a step
 // without a measured step_time.
-func (t *stepTails) fill(m *runlog.Step) {
+func (t *Tails) Fill(m *runlog.Step) {
 	if !(m.StepTime > 0) {
 		return
 	}

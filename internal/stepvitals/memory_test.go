@@ -1,4 +1,4 @@
-package train
+package stepvitals
 
 import (
 	"runtime"
@@ -54,11 +54,11 @@ func FuzzParseStatm(f *testing.F) {
 // BenchmarkReadMemStats what runtime.ReadMemStats (a stop-the-world)
 // would cost instead.
 func BenchmarkMemSample(b *testing.B) {
-	m := newMemSampler()
-	defer m.close()
+	m := NewMemory()
+	defer m.Close()
 	var v runlog.StepVitals
 	for b.Loop() {
-		m.sample(&v)
+		m.Sample(&v)
 	}
 	if runtime.GOOS == "linux" && v.RSSBytes == 0 {
 		b.Fatal("no rss_bytes")

@@ -1,4 +1,4 @@
-package train
+package stepvitals
 
 import (
 	"math"
@@ -20,34 +20,34 @@ func TestOnTrackPhases(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		mod   func(*Options)
+		mod   func(*runOpts)
 		spans []span
 	}{
-		{"wsd", func(o *Options) { o.Optim.Schedule, o.Optim.Warmup, o.Optim.DecayFraction = "wsd", 10, 0.2 },
+		{"wsd", func(o *runOpts) { o.Optim.Schedule, o.Optim.Warmup, o.Optim.DecayFraction = "wsd", 10, 0.2 },
 			[]span{{1, 19, false, false}, {20, 162, true, true}, {164, 200, false, true}}},
-		{"cosine", func(o *Options) { o.Optim.Schedule, o.Optim.Warmup = "cosine", 30 },
+		{"cosine", func(o *runOpts) { o.Optim.Schedule, o.Optim.Warmup = "cosine", 30 },
 			[]span{{1, 59, false, false}, {60, 200, true, true}}},
-		{"constant, no warm-up", func(o *Options) { o.Optim.Schedule, o.Optim.Warmup = "constant", 0 },
+		{"constant, no warm-up", func(o *runOpts) { o.Optim.Schedule, o.Optim.Warmup = "constant", 0 },
 			[]span{{1, 9, false, false}, {10, 200, true, true}}},
-		{"multistep", func(o *Options) {
+		{"multistep", func(o *runOpts) {
 			o.Optim.Schedule, o.Optim.Warmup, o.Optim.MultistepAt, o.Optim.MultistepFactors = "multistep", 10, []float64{0.8}, []float64{0.3}
 		}, []span{{20, 160, true, true}, {161, 200, false, true}}},
-		{"re-warm-up at 100", func(o *Options) {
+		{"re-warm-up at 100", func(o *runOpts) {
 			o.Optim.Schedule, o.Optim.Warmup, o.Optim.RewarmAt, o.Optim.RewarmSteps = "constant", 10, []int{100}, 15
 		}, []span{{20, 100, true, true}, {101, 130, false, false}, {131, 200, true, true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := baseOpts(t.TempDir())
+			o := baseOpts()
 			o.Train.Steps = 200
 			tc.mod(&o)
 			sched, err := optim.NewSchedule(o.Optim, o.Train.Steps)
 			if err != nil {
 				t.Fatal(err)
 			}
-			k := newOnTrack(o, sched, batchsched.Constant(4), 32)
+			k := NewOnTrack(o.Optim, o.Train.Steps, o.Data, sched, batchsched.Constant(4), 32)
 			for _, sp := range tc.spans {
 				for s := sp.from; s <= sp.to; s++ {
-					if fit, judge := k.phase(s); fit != sp.fit || judge != sp.judge {
+					if fit, judge := k.Phase(s); fit != sp.fit || judge != sp.judge {
 						t.Fatalf("step %d (%s): fit %v judge %v, want %v %v", s, sched.At(s-1).Phase, fit, judge, sp.fit, sp.judge)
 					}
 				}
@@ -59,7 +59,7 @@ func TestOnTrackPhases(t *testing.T) {
 // The planned end follows the batch schedule: 9 steps of 4 rows then 6
 // rows from step 10, 32 tokens each.
 func TestOnTrackPlannedTokens(t *testing.T) {
-	o := baseOpts(t.TempDir())
+	o := baseOpts()
 	o.Train.Steps = 20
 	sched, err := optim.NewSchedule(o.Optim, o.Train.Steps)
 	if err != nil {
@@ -69,7 +69,7 @@ func TestOnTrackPlannedTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := newOnTrack(o, sched, bs, 32)
+	k := NewOnTrack(o.Optim, o.Train.Steps, o.Data, sched, bs, 32)
 	if got, want := k.planned[20], int64((9*4+11*6)*32); got != want {
 		t.Errorf("planned tokens %d, want %d", got, want)
 	}
@@ -95,7 +95,7 @@ func (s stagedSource) MixWeights(step int) []float64 {
 // max(warm-up, 5% of the run, 10) steps after it, and no fit until the new
 // stage has its own.
 func TestOnTrackStageSwitchRestarts(t *testing.T) {
-	o := baseOpts(t.TempDir())
+	o := baseOpts()
 	o.Train.Steps = 400
 	o.Optim.Schedule, o.Optim.Warmup = "constant", 10
 	o.Data = stagedSource{Source: o.Data, at: 200} // step 201 trains on the new mixture
@@ -103,14 +103,14 @@ func TestOnTrackStageSwitchRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := newOnTrack(o, sched, batchsched.Constant(4), 32)
+	k := NewOnTrack(o.Optim, o.Train.Steps, o.Data, sched, batchsched.Constant(4), 32)
 	for s := 1; s <= 400; s++ {
 		m := &runlog.Step{Step: s, TokensSeen: int64(128 * s), TokensComputed: int64(128 * s), TrainLossRaw: 1 + 3/math.Sqrt(float64(s))}
 		if s > 200 {
 			m.TrainLossRaw += 0.5 // a harder mixture
 		}
-		k.observe(m)
-		fit, judge := k.phase(s)
+		k.Observe(m)
+		fit, judge := k.Phase(s)
 		switch {
 		case s == 200 && (m.OnTrack == nil || math.IsNaN(m.OnTrack.Residual)):
 			t.Fatalf("step 200: %+v, want a judged fit before the switch", m.OnTrack)
@@ -120,4 +120,23 @@ func TestOnTrackStageSwitchRestarts(t *testing.T) {
 			t.Fatalf("step 400: %+v, want the new stage's own fit, on track", m.OnTrack)
 		}
 	}
+}
+
+// runOpts is what the fit reads of a run's options (internal/train's
+// Options), with the trainer tests' optimizer settings (baseOpts there).
+type runOpts struct {
+	Optim optim.Config
+	Train struct{ Steps int }
+	Data  datasrc.Source
+}
+
+func baseOpts() runOpts {
+	oc := optim.DefaultConfig()
+	oc.LR, oc.Warmup = 3e-3, 2
+	oc.UpdateWindow, oc.UpdateMinSteps = 8, 3
+	oc.SkipWindow, oc.SkipMinSteps = 8, 3
+	oc.EMABeta = 0.9
+	o := runOpts{Optim: oc}
+	o.Train.Steps = 12
+	return o
 }

@@ -1,4 +1,4 @@
-package train
+package stepvitals
 
 import (
 	"math"
@@ -12,7 +12,7 @@ import (
 // their ratio, since each step's estimate is noisy and may be negative.
 const noiseBeta = 0.98
 
-// noiseScale estimates the gradient noise scale B_simple = tr(Σ)/|G|²
+// NoiseScale estimates the gradient noise scale B_simple = tr(Σ)/|G|²
 // (McCandlish et al., "An Empirical Model of Large-Batch Training") from
 // what gradient accumulation already computes: the gradients of the
 // micro-batches of b sequences and of the whole batch of B. With
@@ -35,7 +35,7 @@ const noiseBeta = 0.98
 // measures nothing: the metric is then absent, never 0. In a data-parallel
 // run rank 0 measures its micro-batches before the last (whose pass
 // all-reduces the gradient).
-type noiseScale struct {
+type NoiseScale struct {
 	prev    []float32 // S_(k−1): the accumulated gradient before the current pass
 	prevSq  float64   // |S_(k−1)|²
 	sq      float64   // Σ_k |g_k|² over the micro-batches measured this step
@@ -51,23 +51,24 @@ type noiseScale struct {
 	lastRows  int // 0 = no last pass pending
 }
 
-func newNoiseScale() *noiseScale {
-	return &noiseScale{g2: math.NaN(), tr: math.NaN()}
+// NewNoiseScale is an estimator with no estimate yet.
+func NewNoiseScale() *NoiseScale {
+	return &NoiseScale{g2: math.NaN(), tr: math.NaN()}
 }
 
-// begin starts a step. A nil noiseScale (a data-parallel rank other than
+// Begin starts a step. A nil NoiseScale (a data-parallel rank other than
 // 0) measures nothing.
-func (ns *noiseScale) begin() {
+func (ns *NoiseScale) Begin() {
 	if ns == nil {
 		return
 	}
 	ns.sq, ns.invB, ns.n, ns.prevSq, ns.skipped, ns.lastRows = 0, 0, 0, 0, false, 0
 }
 
-// micro measures pass k of rows sequences, which added w·g_k (w = rows/B)
+// Micro measures pass k of rows sequences, which added w·g_k (w = rows/B)
 // to the accumulated grads; last says no pass follows: its S_k is the
 // gradient whose norm finish receives, and it is not kept.
-func (ns *noiseScale) micro(grads []float32, k, rows int, w float64, last bool) {
+func (ns *NoiseScale) Micro(grads []float32, k, rows int, w float64, last bool) {
 	if ns == nil || rows <= 0 || w <= 0 || ns.skipped {
 		return
 	}
@@ -92,7 +93,7 @@ func (ns *noiseScale) micro(grads []float32, k, rows int, w float64, last bool) 
 }
 
 // add counts one micro-batch whose scaled gradient w·g has |w·g|² = d2.
-func (ns *noiseScale) add(d2, w float64, rows int) {
+func (ns *NoiseScale) add(d2, w float64, rows int) {
 	if math.IsNaN(d2) || math.IsInf(d2, 0) {
 		ns.skipped = true
 		return
@@ -140,12 +141,12 @@ func dot(a, b []float32) float64 {
 	return total
 }
 
-// finish takes the step's full-batch gradient norm (before clipping) over
+// Finish takes the step's full-batch gradient norm (before clipping) over
 // B sequences and tokPerSeq tokens each, updates the EMAs and records
 // them in m. A step that measured no micro-batch, whose update was
 // skipped or whose gradient was not finite records nothing: a stale
 // estimate is not this step's.
-func (ns *noiseScale) finish(gradNorm float64, B int, tokPerSeq float64, skipped bool, m *runlog.Step) {
+func (ns *NoiseScale) Finish(gradNorm float64, B int, tokPerSeq float64, skipped bool, m *runlog.Step) {
 	if ns == nil || ns.skipped || skipped || B <= 0 || math.IsNaN(gradNorm) || math.IsInf(gradNorm, 0) {
 		return
 	}
@@ -173,7 +174,7 @@ func (ns *noiseScale) finish(gradNorm float64, B int, tokPerSeq float64, skipped
 
 // report writes the current estimates into m.NoiseScale (nil before the
 // first estimate).
-func (ns *noiseScale) report(tokPerSeq float64, m *runlog.Step) {
+func (ns *NoiseScale) report(tokPerSeq float64, m *runlog.Step) {
 	if math.IsNaN(ns.g2) {
 		return
 	}
@@ -187,11 +188,11 @@ func (ns *noiseScale) report(tokPerSeq float64, m *runlog.Step) {
 	m.NoiseScale = r
 }
 
-// restore sets the EMAs from the last step line of a resumed run's
+// Restore sets the EMAs from the last step line of a resumed run's
 // metrics that carried them (grad_true_sq_norm, grad_noise_trace):
 // metrics.jsonl writes floats exactly, so the resumed estimates continue
 // the uninterrupted run's.
-func (ns *noiseScale) restore(g2, tr float64) {
+func (ns *NoiseScale) Restore(g2, tr float64) {
 	if !math.IsNaN(g2) && !math.IsNaN(tr) {
 		ns.g2, ns.tr = g2, tr
 	}
