@@ -3,6 +3,8 @@ package rundir
 import (
 	"path/filepath"
 	"testing"
+
+	"github.com/kestrel-lm/kestrel/internal/runlock"
 )
 
 // TestLayout: every method joins the run directory with the name §5 of
@@ -36,5 +38,13 @@ func TestLayout(t *testing.T) {
 		if want := filepath.Join("runs", "a", c.want); c.got != want {
 			t.Errorf("got %s, want %s", c.got, want)
 		}
+	}
+}
+
+// TestLockIsRunlocks: the lock file the layout names is the one runlock
+// takes (runlock sits on the same floor and keeps its own constant).
+func TestLockIsRunlocks(t *testing.T) {
+	if LockName != runlock.FileName {
+		t.Errorf("LockName %q, runlock.FileName %q", LockName, runlock.FileName)
 	}
 }
