@@ -10,6 +10,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 )
 
 // BranchFile is the record `kestrel branch` writes in a branch's run
@@ -17,7 +18,7 @@ import (
 // also the branch directory's marker (a later `kestrel branch --out` may
 // replace a directory holding one), and every start of the branch copies
 // it into the manifest's parent field.
-const BranchFile = "branch.json"
+const BranchFile = rundir.BranchName
 
 // Parent is a branch's origin and change: the run and checkpoint it
 // started from, the --set overrides it trains with, and the step it ends

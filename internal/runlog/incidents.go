@@ -9,13 +9,14 @@ import (
 	"path/filepath"
 
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 )
 
 // IncidentClosuresFile is the run directory's log of incidents a person
 // closed (`kestrel incidents close`): one JSON object per line, appended.
 // A rescue closes an incident by abandoning the trajectory it happened in
 // (interventions.jsonl); this file holds the other closures.
-const IncidentClosuresFile = "incidents-closed.jsonl"
+const IncidentClosuresFile = rundir.IncidentsClosedName
 
 // IncidentClosure closes the model incident ID: every SEV0/SEV1 model
 // alert of the run at steps FromStep … ToStep (inclusive) counts as

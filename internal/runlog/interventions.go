@@ -11,11 +11,12 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 )
 
 // InterventionsFile is the run directory's log of interventions (one JSON
 // object per line, appended, never rewritten).
-const InterventionsFile = "interventions.jsonl"
+const InterventionsFile = rundir.InterventionsName
 
 // Intervention is one rescue of a run, a line of interventions.jsonl:
 // `kestrel rewind` rolled the run back from FromStep to the checkpoint of
@@ -174,7 +175,7 @@ func parseStrictLines[T any](data []byte, name, what string, maxLine int, valida
 // MetricsArchiveName is the file, beside metrics.jsonl, that holds the
 // metrics lines an intervention moved out: metrics.archive-<id>.jsonl, the
 // lines byte for byte as they were (readable by the same readers).
-func MetricsArchiveName(id string) string { return "metrics.archive-" + id + ".jsonl" }
+func MetricsArchiveName(id string) string { return filepath.Base(rundir.Layout{}.MetricsArchive(id)) }
 
 // ArchiveMetrics moves the lines of dir/metrics.jsonl whose "step" is
 // above step into dir/MetricsArchiveName(id), unchanged and in order; a
@@ -182,7 +183,7 @@ func MetricsArchiveName(id string) string { return "metrics.archive-" + id + ".j
 // and fsynced before metrics.jsonl is replaced (atomically), and an
 // existing archive is refused. It returns the number of lines moved.
 func ArchiveMetrics(dir string, step int, id string) (moved int, err error) {
-	path := filepath.Join(dir, "metrics.jsonl")
+	path := rundir.Of(dir).Metrics()
 	data, err := fileguard.ReadFile(path, 0) // a regular file only
 	if os.IsNotExist(err) {
 		return 0, nil

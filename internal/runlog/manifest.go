@@ -13,10 +13,11 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 )
 
 // ManifestFile is the name of the manifest in a run directory.
-const ManifestFile = "manifest.json"
+const ManifestFile = rundir.ManifestName
 
 // Manifest is the reproducibility manifest of a run (manifest.json): what
 // code, toolchain, machine, config, data, tokenizer, probe and evaluation

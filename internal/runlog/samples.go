@@ -11,11 +11,12 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 )
 
 // SamplesFile is the run directory's record of the text generated at each
 // checkpoint ([samples]): one Generation per line, appended.
-const SamplesFile = "samples.jsonl"
+const SamplesFile = rundir.SamplesName
 
 // MaxSamplesBytes bounds the samples.jsonl a reader loads (a run of 1,000
 // checkpoints × 6 generations of a few hundred bytes is ~2 MiB).
@@ -138,7 +139,7 @@ func ParseGenerations(data []byte, name string) (gs []Generation, skipped int, b
 // SamplesArchiveName is the file, beside samples.jsonl, that holds the
 // generations an intervention moved out: samples.archive-<id>.jsonl (as
 // metrics.archive-<id>.jsonl holds its metrics lines).
-func SamplesArchiveName(id string) string { return "samples.archive-" + id + ".jsonl" }
+func SamplesArchiveName(id string) string { return filepath.Base(rundir.Layout{}.SamplesArchive(id)) }
 
 // TruncateGenerations keeps only the lines of dir/samples.jsonl whose
 // "step" is at most step, as TruncateMetrics does for metrics.jsonl on a
