@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 )
 
 // Info is one checkpoint of a run as `kestrel checkpoints` lists
@@ -36,7 +38,7 @@ type Info struct {
 // itself when it is one (it holds step-NNNNNNNN directories and no
 // checkpoints/).
 func Root(dir string) string {
-	root := filepath.Join(dir, "checkpoints")
+	root := rundir.Of(dir).Checkpoints()
 	if fi, err := os.Stat(root); err == nil && fi.IsDir() {
 		return root
 	}
