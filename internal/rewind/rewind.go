@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/runlock"
@@ -26,7 +27,7 @@ import (
 // rewind moves the checkpoints newer than its target:
 // checkpoints-archive/<intervention id>/step-NNNNNNNN. Nothing there is
 // read by the trainer; nothing is deleted.
-const ArchiveDir = "checkpoints-archive"
+const ArchiveDir = rundir.ArchiveName
 
 // Options are the choices of one `kestrel rewind`.
 type Options struct {
@@ -77,7 +78,7 @@ const Init = "init"
 // ResolveTarget finds the checkpoint a rewind goes back to under the
 // run directory dir (see Options.To).
 func ResolveTarget(dir, to string, log *slog.Logger) (*checkpoint.Loaded, error) {
-	root := filepath.Join(dir, "checkpoints")
+	root := rundir.Of(dir).Checkpoints()
 	list, err := checkpoint.ListDir(root)
 	if err != nil {
 		return nil, err
@@ -147,7 +148,7 @@ func isDigits(s string) bool {
 // Rewind and, through internal/run, by the next start of kestrel train)
 // finishes that rewind from it, so interventions.jsonl never names an
 // archive that does not exist and no rewind is half Applied.
-const PendingFile = "rewind.pending.json"
+const PendingFile = rundir.RewindPendingName
 
 // rewindHook, when set (tests), is called after each stage of a rewind
 // ("pending", "metrics", "checkpoints", "recorded"); an error stops the
@@ -233,9 +234,9 @@ func planRewind(dir string, o Options, now time.Time, log *slog.Logger) (*runlog
 		if err != nil {
 			return nil, err
 		}
-		to, ckName = target.State.Step, filepath.Join("checkpoints", filepath.Base(target.Dir))
+		to, ckName = target.State.Step, filepath.Join(rundir.CheckpointsName, filepath.Base(target.Dir))
 	}
-	list, err := checkpoint.ListDir(filepath.Join(dir, "checkpoints"))
+	list, err := checkpoint.ListDir(rundir.Of(dir).Checkpoints())
 	if err != nil {
 		return nil, fmt.Errorf("rewind: %w", err)
 	}
@@ -247,7 +248,7 @@ func planRewind(dir string, o Options, now time.Time, log *slog.Logger) (*runlog
 			from = max(from, c.Step)
 		}
 	}
-	last, err := runlog.LastStep(filepath.Join(dir, "metrics.jsonl"))
+	last, err := runlog.LastStep(rundir.Of(dir).Metrics())
 	if err != nil {
 		return nil, fmt.Errorf("rewind: %w", err)
 	}
@@ -331,7 +332,7 @@ func finishRewind(dir string, iv *runlog.Intervention, log *slog.Logger) error {
 	if iv.ArchivedCheckpoints, err = archiveCheckpointsOnce(dir, iv, log); err != nil {
 		return err
 	}
-	if err := rewindStage("checkpoints"); err != nil {
+	if err := rewindStage(rundir.CheckpointsName); err != nil {
 		return err
 	}
 	if err := runlog.AppendIntervention(dir, iv); err != nil {
@@ -385,7 +386,7 @@ func archiveCheckpointsOnce(dir string, iv *runlog.Intervention, log *slog.Logge
 	if len(iv.ArchivedCheckpoints) == 0 {
 		return nil, nil
 	}
-	root, adir := filepath.Join(dir, "checkpoints"), filepath.Join(dir, ArchiveDir, iv.ID)
+	root, adir := rundir.Of(dir).Checkpoints(), rundir.Of(dir).CheckpointsArchive(iv.ID)
 	if err := os.MkdirAll(adir, 0o755); err != nil {
 		return nil, err
 	}
