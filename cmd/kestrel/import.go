@@ -27,9 +27,13 @@ func newImportCmd() *cobra.Command {
 		if err := hfrun.CheckImportOut(out, dir, cf.path, overwrite); err != nil {
 			return err
 		}
-		cfg, m, err := hfrun.Import(dir, cf.path, cf.overrides)
+		m, from, err := hfrun.ImportSource(dir)
 		if err != nil {
 			return err
+		}
+		cfg, err := config.WarmStartFrom(cf.path, cf.overrides, m.Config, from)
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
 		}
 		if err := config.WriteFile(out, cfg); err != nil {
 			return fmt.Errorf("import: %w", err)

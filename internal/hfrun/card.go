@@ -12,8 +12,9 @@ import (
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+	"github.com/kestrel-lm/kestrel/internal/openrun"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 
-	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -90,7 +91,7 @@ func Card(run string, l *checkpoint.Loaded, res *Result) (string, error) {
 	b.WriteString("\n## Training\n\n| | |\n|---|---|\n")
 	row("tokens trained", "%d", st.TokensSeen)
 	row("steps", "%d", st.Step)
-	if cfg, err := config.Load(filepath.Join(run, "config.toml"), nil); err == nil {
+	if cfg, err := openrun.ReadConfig(rundir.Of(run).Config()); err == nil {
 		d := cfg.Data
 		switch {
 		case d.Kind == "bytes":
@@ -119,7 +120,7 @@ func Card(run string, l *checkpoint.Loaded, res *Result) (string, error) {
 	} else if res.Tokens.EOS != nil {
 		row("end of text", "`%s` (id %d)", strings.ReplaceAll(res.Tokens.EOS.Content, "|", "\\|"), res.Tokens.EOS.ID)
 	}
-	ev, err := ReadEvals(filepath.Join(run, "metrics.jsonl"))
+	ev, err := ReadEvals(rundir.Of(run).Metrics())
 	if err != nil && !os.IsNotExist(err) {
 		return "", err
 	}
@@ -138,7 +139,7 @@ func Card(run string, l *checkpoint.Loaded, res *Result) (string, error) {
 		}
 	}
 	b.WriteString("\n## Provenance\n\n| | |\n|---|---|\n")
-	if data, err := os.ReadFile(filepath.Join(run, "manifest.json")); err == nil {
+	if data, err := os.ReadFile(rundir.Of(run).Manifest()); err == nil {
 		sum := sha256.Sum256(data)
 		row("run manifest.json sha256", "`%s`", hex.EncodeToString(sum[:]))
 		if man, err := runlog.ReadManifest(run); err == nil {

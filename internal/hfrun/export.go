@@ -19,7 +19,6 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/hf"
-	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/tokenizer"
 )
 
@@ -72,7 +71,7 @@ func Export(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
-	m, l, err := train.LoadModel(dir, o.EMA, o.Log)
+	m, l, err := checkpoint.LoadModel(dir, o.EMA, o.Log)
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
