@@ -19,6 +19,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/data/datareport"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -90,7 +91,7 @@ type Summary struct {
 // report.md or a plot, or is empty); anything else there — a link, a file,
 // a directory of someone else's files — is refused (internal/fileguard).
 func Write(in Input) (*Summary, error) {
-	dir := filepath.Join(in.RunDir, "report")
+	dir := rundir.Of(in.RunDir).Report()
 	markers := []string{"report.md"}
 	for _, p := range panels(math.NaN()) {
 		markers = append(markers, p.file)
@@ -101,14 +102,14 @@ func Write(in Input) (*Summary, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
-	log, err := runlog.Load(filepath.Join(in.RunDir, "metrics.jsonl"))
+	log, err := runlog.Load(rundir.Of(in.RunDir).Metrics())
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	if log.Rows == 0 {
 		return nil, fmt.Errorf("report: %s has no metrics (did the run start?)", log.Path)
 	}
-	alerts, err := runlog.ReadAlerts(filepath.Join(in.RunDir, "alerts.jsonl"))
+	alerts, err := runlog.ReadAlerts(rundir.Of(in.RunDir).Alerts())
 	skipped := runlog.SkippedLines(err) // bad lines: reported on the good ones, and said in the verdict
 	if err != nil && skipped == 0 {
 		return nil, fmt.Errorf("report: %w", err)
@@ -338,7 +339,7 @@ func (s *Summary) markdown(b *strings.Builder, in Input, log *runlog.Log, alerts
 	}
 
 	b.WriteString("## Manifest\n\n")
-	if m, err := os.ReadFile(filepath.Join(in.RunDir, "manifest.json")); err == nil {
+	if m, err := os.ReadFile(rundir.Of(in.RunDir).Manifest()); err == nil {
 		var pretty bytes.Buffer
 		if json.Indent(&pretty, m, "", "  ") == nil {
 			m = pretty.Bytes()
