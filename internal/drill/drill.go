@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/rewind"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 
 	"github.com/kestrel-lm/kestrel/internal/faults"
 
@@ -386,7 +387,7 @@ func (d *driller) healthy(ctx context.Context, hog bool) (Row, error) {
 	if !hog {
 		h, _ := config.Hash(c)
 		d.clean[h] = res.ValLoss
-		d.step = medianStepTime(filepath.Join(dir, "metrics.jsonl"))
+		d.step = medianStepTime(rundir.Of(dir).Metrics())
 	}
 	r.Dir, r.Finished, r.FinalVal, r.CleanVal = dir, true, res.ValLoss, res.ValLoss
 	alerts, err := readAlerts(dir)
@@ -508,7 +509,7 @@ func medianStepTime(path string) float64 {
 // readAlerts reads a branch's alerts; a torn line (a branch killed while
 // it wrote one) is skipped, the others judged.
 func readAlerts(dir string) ([]runlog.Alert, error) {
-	a, err := runlog.ReadAlerts(filepath.Join(dir, "alerts.jsonl"))
+	a, err := runlog.ReadAlerts(rundir.Of(dir).Alerts())
 	if errors.Is(err, os.ErrNotExist) || runlog.SkippedLines(err) > 0 {
 		return a, nil
 	}
