@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/tomlstrict"
 )
@@ -24,7 +24,7 @@ func alertCounts(dirA, dirB string, shared, lastA, lastB int) ([]AlertCount, err
 	counts := map[[2]string]*AlertCount{}
 	for i, dir := range []string{dirA, dirB} {
 		last := []int{lastA, lastB}[i]
-		as, err := runlog.ReadAlerts(filepath.Join(dir, "alerts.jsonl"))
+		as, err := runlog.ReadAlerts(rundir.Of(dir).Alerts())
 		if err != nil && runlog.SkippedLines(err) == 0 && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("compare: %w", err)
 		}
@@ -122,7 +122,7 @@ func configDiff(dirA, dirB string, resolve func(dir string) ([]byte, error)) ([]
 // TOML resolve returns, else dir/config.toml as written (none: no leaves;
 // a regular file, at most tomlstrict.MaxBytes).
 func configLeaves(dir string, resolve func(dir string) ([]byte, error)) (map[string]string, error) {
-	path := filepath.Join(dir, "config.toml")
+	path := rundir.Of(dir).Config()
 	var b []byte
 	var err error
 	if resolve != nil {

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"path/filepath"
 	"sort"
 
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -39,7 +39,7 @@ var evalKeys = map[string]bool{"step": true, "tokens_seen": true, "wall_time": t
 
 // readSeries reads dir/metrics.jsonl (a regular file only).
 func readSeries(dir string) (*series, error) {
-	path := filepath.Join(dir, "metrics.jsonl")
+	path := rundir.Of(dir).Metrics()
 	f, err := fileguard.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: no metrics.jsonl: not a kestrel run directory", dir)
