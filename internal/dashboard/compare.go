@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/compare"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -73,7 +74,7 @@ func (s *Server) handleCompare(w http.ResponseWriter, req *http.Request) {
 }
 
 // compareFiles are the run files internal/compare reads by path.
-var compareFiles = []string{"metrics.jsonl", "alerts.jsonl", runlog.InterventionsFile, "config.toml", runlog.ManifestFile, runlog.BranchFile}
+var compareFiles = []string{rundir.MetricsName, rundir.AlertsName, runlog.InterventionsFile, rundir.ConfigName, runlog.ManifestFile, runlog.BranchFile}
 
 // checkCompareFiles refuses a run whose files compare reads lead out of
 // the run or are not regular files (runRoot.check), as every other

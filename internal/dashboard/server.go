@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
 
@@ -120,7 +121,7 @@ func (s *Server) scan() {
 }
 
 func isRunDir(d string) bool {
-	for _, f := range []string{"metrics.jsonl", "metrics.sqlite", "config.toml"} {
+	for _, f := range []string{rundir.MetricsName, rundir.StoreName, rundir.ConfigName} {
 		if _, err := os.Stat(filepath.Join(d, f)); err == nil {
 			return true
 		}
@@ -448,7 +449,7 @@ var checkpointRe = regexp.MustCompile(`^step-(\d+)$`)
 
 // checkpointEvents lists committed checkpoints of the run directory.
 func checkpointEvents(root runRoot) []Event {
-	entries, err := root.readDir("checkpoints")
+	entries, err := root.readDir(rundir.CheckpointsName)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			slog.Warn("dashboard: checkpoints not listed", "err", err)
@@ -487,14 +488,14 @@ type RunInfo struct {
 }
 
 // servedFiles are the run files /files serves, besides report/*.png|md.
-var servedFiles = []string{"config.toml", "manifest.json", "metrics.jsonl", "alerts.jsonl", "trace.json"}
+var servedFiles = []string{rundir.ConfigName, rundir.ManifestName, rundir.MetricsName, rundir.AlertsName, rundir.TraceName}
 
 // dataReportFile is the dataset's report.json as the run keeps it. The
 // dashboard reads nothing outside the run directories it serves, so the
 // dataset directory named by the config's data.path is not read: a config is
 // written by whoever produced the run directory, and following it would make
 // any run a pointer to any file on the machine.
-const dataReportFile = "data_report.json"
+const dataReportFile = rundir.DataReportName
 
 func (s *Server) handleRunInfo(w http.ResponseWriter, req *http.Request) {
 	r, err := s.run(req.URL.Query().Get("run"))
@@ -513,11 +514,11 @@ func (s *Server) handleRunInfo(w http.ResponseWriter, req *http.Request) {
 		}
 		return b
 	}
-	if b := read("config.toml"); b != nil {
+	if b := read(rundir.ConfigName); b != nil {
 		info.Config = string(b)
 		info.ConfigFlat = flattenTOML(b)
 	}
-	if b := read("manifest.json"); b != nil && json.Valid(b) {
+	if b := read(rundir.ManifestName); b != nil && json.Valid(b) {
 		info.Manifest = b
 	}
 	if b := read(dataReportFile); b != nil && json.Valid(b) {
@@ -528,7 +529,7 @@ func (s *Server) handleRunInfo(w http.ResponseWriter, req *http.Request) {
 			info.Files = append(info.Files, f)
 		}
 	}
-	if entries, err := r.root.readDir("report"); err == nil {
+	if entries, err := r.root.readDir(rundir.ReportName); err == nil {
 		for _, e := range entries {
 			if reportFileRe.MatchString(e.Name()) {
 				if _, err := r.root.stat("report/" + e.Name()); err == nil {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -47,7 +48,7 @@ type runData struct {
 // metricsPath is the run's metrics.jsonl, or its metrics.sqlite when only
 // the store exists (as `kestrel watch --store` leaves for other trainers).
 func metricsPath(dir string) string {
-	jsonl, store := filepath.Join(dir, "metrics.jsonl"), filepath.Join(dir, "metrics.sqlite")
+	jsonl, store := rundir.Of(dir).Metrics(), rundir.Of(dir).Store()
 	if _, err := os.Stat(jsonl); err != nil {
 		if _, err := os.Stat(store); err == nil {
 			return store
@@ -87,7 +88,7 @@ func (r *Run) refresh() error {
 	if runlog.IsSQLite(d.Path) {
 		names = append(names, base+"-wal", base+"-shm", base+"-journal")
 	} else {
-		names = append(names, "alerts.jsonl")
+		names = append(names, rundir.AlertsName)
 	}
 	for _, n := range names {
 		if err := r.root.check(n); err != nil {
@@ -113,7 +114,7 @@ func (r *Run) refresh() error {
 		d.alertsOffset = last
 		return nil
 	}
-	return d.readAlerts(filepath.Join(r.Dir, "alerts.jsonl"))
+	return d.readAlerts(rundir.Of(r.Dir).Alerts())
 }
 
 func (d *runData) deriveEvents(rec *runlog.Record, step, tokens, wall float64) {
