@@ -12,6 +12,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/runlock"
 )
 
@@ -23,11 +24,11 @@ const MarkerFile = "watch.json"
 
 // runRecords are the files whose presence makes a directory a run's (a
 // trainer's or another tool's): watch never writes beside them.
-var runRecords = []string{"metrics.jsonl", "alerts.jsonl", "manifest.json", "metrics.sqlite", "interventions.jsonl", "checkpoints", runlock.FileName}
+var runRecords = []string{rundir.MetricsName, rundir.AlertsName, rundir.ManifestName, rundir.StoreName, rundir.InterventionsName, rundir.CheckpointsName, rundir.LockName}
 
 // watchRecords are the files a watch writes into --out and a later watch
 // replaces.
-var watchRecords = []string{"metrics.jsonl", "alerts.jsonl"}
+var watchRecords = []string{rundir.MetricsName, rundir.AlertsName}
 
 // sqliteMagic starts every SQLite database: an existing --store must be one.
 const sqliteMagic = "SQLite format 3\x00"
@@ -125,7 +126,7 @@ func checkStore(src, store string) error {
 		return fmt.Errorf("--store: %w", err)
 	}
 	if _, err := os.Stat(store); err == nil {
-		for _, r := range []string{"manifest.json", runlock.FileName} {
+		for _, r := range []string{rundir.ManifestName, rundir.LockName} {
 			if _, err := os.Lstat(filepath.Join(filepath.Dir(store), r)); err == nil {
 				return fmt.Errorf("--store %s is another run's store (%s beside it); kestrel watch never writes into a run: choose a new file", store, r)
 			}

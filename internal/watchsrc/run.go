@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
 
@@ -94,12 +95,12 @@ func Run(ctx context.Context, src string, mc monitor.Config, o RunOptions, onAle
 			return nil, fmt.Errorf("watch: %w", err)
 		}
 		defer lock.Release()
-		if b, err := fileguard.ReadFile(filepath.Join(src, "config.toml"), maxConfigBytes); err == nil {
+		if b, err := fileguard.ReadFile(rundir.Of(src).Config(), maxConfigBytes); err == nil {
 			opts.ConfigTOML = b
 		}
 		// metrics.jsonl in kestrel's names beside alerts.jsonl, so
 		// `kestrel dash OUT` shows the run with its alerts.
-		js, err := monitor.OpenJSONLSink(filepath.Join(o.Out, "metrics.jsonl"))
+		js, err := monitor.OpenJSONLSink(rundir.Of(o.Out).Metrics())
 		if err != nil {
 			return nil, fmt.Errorf("watch: %w", err)
 		}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/tfevents"
 	"github.com/kestrel-lm/kestrel/monitor"
@@ -93,7 +94,7 @@ func DetectFormat(path string) (string, error) {
 		return "", fmt.Errorf("watch: %w", err)
 	}
 	if st.IsDir() {
-		for _, n := range []string{"metrics.jsonl", "metrics.sqlite"} {
+		for _, n := range []string{rundir.MetricsName, rundir.StoreName} {
 			if _, err := os.Stat(filepath.Join(path, n)); err == nil {
 				return FormatKestrel, nil
 			}
@@ -258,10 +259,10 @@ func (r *reader) read(ctx context.Context, path, format string, opts Options) er
 			return fmt.Errorf("watch: %w", err)
 		}
 		if st.IsDir() {
-			if _, err := os.Stat(filepath.Join(path, "metrics.jsonl")); err == nil {
-				return r.readLines(ctx, filepath.Join(path, "metrics.jsonl"), false, opts)
+			if _, err := os.Stat(rundir.Of(path).Metrics()); err == nil {
+				return r.readLines(ctx, rundir.Of(path).Metrics(), false, opts)
 			}
-			path = filepath.Join(path, "metrics.sqlite")
+			path = rundir.Of(path).Store()
 		}
 		samples, _, err := monitor.ReadStore(path)
 		if err != nil {
