@@ -24,6 +24,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/run"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
@@ -75,7 +76,7 @@ func Prepare(o Options) (*Branch, error) {
 	if err != nil {
 		return nil, err
 	}
-	base, err := config.Load(filepath.Join(parent, "config.toml"), nil)
+	base, err := config.Load(rundir.Of(parent).Config(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("branch: parent config: %w", err)
 	}
@@ -132,7 +133,7 @@ func resumable(o Options, parent, sums string, step int) (*Branch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("branch: --out: %w", err)
 	}
-	cfg, err := config.Load(filepath.Join(dir, "config.toml"), nil)
+	cfg, err := config.Load(rundir.Of(dir).Config(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("branch: the earlier branch's config: %w", err)
 	}
@@ -270,7 +271,7 @@ func (b *Branch) Describe() string {
 // config differences then compare a key an older kestrel did not write
 // by its default.
 func ResolvedConfig(dir string) ([]byte, error) {
-	cfg, err := config.Load(filepath.Join(dir, "config.toml"), nil)
+	cfg, err := config.Load(rundir.Of(dir).Config(), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/run"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
@@ -27,10 +28,10 @@ var wholeFiles = []string{train.ProbeFile, runlog.InterventionsFile, runlog.Inci
 
 // fill writes the branch's files into the temporary directory tmp.
 func (b *Branch) fill(tmp string) error {
-	if err := config.WriteFile(filepath.Join(tmp, "config.toml"), b.Config); err != nil {
+	if err := config.WriteFile(rundir.Of(tmp).Config(), b.Config); err != nil {
 		return err
 	}
-	ck := filepath.Join(tmp, "checkpoints", filepath.Base(b.Parent.Checkpoint))
+	ck := filepath.Join(rundir.Of(tmp).Checkpoints(), filepath.Base(b.Parent.Checkpoint))
 	if err := copyDir(b.Parent.Checkpoint, ck); err != nil {
 		return err
 	}
@@ -48,7 +49,7 @@ func (b *Branch) fill(tmp string) error {
 			return err
 		}
 	}
-	for _, n := range []string{"metrics.jsonl", "alerts.jsonl", runlog.SamplesFile} {
+	for _, n := range []string{rundir.MetricsName, rundir.AlertsName, runlog.SamplesFile} {
 		if err := copyUpTo(filepath.Join(b.Parent.Run, n), filepath.Join(tmp, n), b.Parent.Step); err != nil {
 			return err
 		}
