@@ -18,6 +18,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/datasrc"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/report"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
@@ -53,12 +54,12 @@ func WriteReport(dir string, o ReportOptions) (*report.Summary, error) {
 	} else if !st.IsDir() {
 		return nil, fmt.Errorf("report: %s is not a directory", dir)
 	}
-	if !isRunDir(dir) && !fileguard.HasMarker(dir, "config.toml", "metrics.jsonl") {
+	if !isRunDir(dir) && !fileguard.HasMarker(dir, rundir.ConfigName, rundir.MetricsName) {
 		return nil, fmt.Errorf("report: %s is not a kestrel run directory (no config.toml, metrics.jsonl, run manifest.json or checkpoints/ in it)", dir)
 	}
 	cfg := o.Config
 	if cfg == nil {
-		c, err := config.Load(filepath.Join(dir, "config.toml"), nil)
+		c, err := config.Load(rundir.Of(dir).Config(), nil)
 		if err != nil {
 			log.Warn("report: the run's config.toml is unreadable; the data report and unigram baseline are left out", "err", err)
 		} else {
@@ -177,7 +178,7 @@ func (st *attemptState) finalReport(dir string, cfg config.Config, res *train.Re
 	if log == nil {
 		log = slog.Default()
 	}
-	if _, err := os.Stat(filepath.Join(dir, "metrics.jsonl")); err != nil {
+	if _, err := os.Stat(rundir.Of(dir).Metrics()); err != nil {
 		return // not a step was taken: nothing to report
 	}
 	sum, err := WriteReport(dir, ReportOptions{Config: &cfg, Status: endStatus(res, runErr), Logger: log})

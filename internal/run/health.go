@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
@@ -71,7 +71,7 @@ func newHealthTrack(c monitor.Config) healthTrack {
 // still count); an unreadable file is a warning: health is then judged on
 // this invocation's alerts alone.
 func (h *healthTrack) loadPrior(runDir string, log *slog.Logger) {
-	p := filepath.Join(runDir, "alerts.jsonl")
+	p := rundir.Of(runDir).Alerts()
 	prior, err := runlog.ReadAlerts(p)
 	if n := runlog.SkippedLines(err); n > 0 {
 		log.Warn("checkpoint health: bad lines of the earlier alerts skipped; judged on the others", "file", p, "skipped_lines", n, "err", err)

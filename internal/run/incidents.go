@@ -7,12 +7,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
@@ -114,7 +114,7 @@ type Incident struct {
 // (runlog.SkippedLines), for the caller to report.
 func Incidents(dir string) ([]Incident, error) {
 	clean := incidentGap(dir)
-	alerts, err := runlog.ReadAlerts(filepath.Join(dir, "alerts.jsonl"))
+	alerts, err := runlog.ReadAlerts(rundir.Of(dir).Alerts())
 	var skipped error
 	switch {
 	case runlog.SkippedLines(err) > 0:
@@ -156,7 +156,7 @@ func Incidents(dir string) ([]Incident, error) {
 // incidentGap is the run's clean window (healthTrack.clean), from its
 // config.toml, or the defaults' when it has none.
 func incidentGap(dir string) int {
-	cfg, err := config.Load(filepath.Join(dir, "config.toml"), nil)
+	cfg, err := config.Load(rundir.Of(dir).Config(), nil)
 	if err != nil {
 		cfg = config.Default()
 	}
@@ -226,7 +226,7 @@ func CloseIncident(dir, id, reason string) (*runlog.IncidentClosure, error) {
 // windows and the loss band of checkpoint health: the rules judge the
 // first steps after a resume or rollback against the run's own past.
 func (t *Observer) seedMonitor(step int) {
-	path := filepath.Join(t.runDir, "metrics.jsonl")
+	path := rundir.Of(t.runDir).Metrics()
 	hist, err := readHistory(path, step, 4*t.health.window+512)
 	if err != nil {
 		t.log.Warn("monitor: the run's history could not be read; the windows start empty", "file", path, "err", err)

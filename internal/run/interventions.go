@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/rewind"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
@@ -214,7 +215,7 @@ func Rewind(dir string, o RewindOptions) (*runlog.Intervention, error) {
 		return nil, fmt.Errorf("rewind: %w", err)
 	}
 	if len(o.SetFlags) > 0 {
-		base, err := config.Load(filepath.Join(dir, "config.toml"), nil)
+		base, err := config.Load(rundir.Of(dir).Config(), nil)
 		if err != nil {
 			return nil, fmt.Errorf("rewind: the run's config: %w", err)
 		}

@@ -4,17 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
-	"github.com/kestrel-lm/kestrel/internal/runlock"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
 // runFiles are the files that mark a directory as a kestrel run (written
 // by the trainer, the monitor or the run's lock before anything else), so
 // a run stopped at any point of its first start is still resumed.
-var runFiles = []string{"config.toml", "metrics.jsonl", "alerts.jsonl", "metrics.sqlite", runlog.InterventionsFile, DataReportFile, runlock.FileName}
+var runFiles = []string{rundir.ConfigName, rundir.MetricsName, rundir.AlertsName, rundir.StoreName, runlog.InterventionsFile, DataReportFile, rundir.LockName}
 
 // CheckRunDir applies the output rule (internal/fileguard) to a run
 // directory before anything is created in it: a missing or empty
@@ -55,7 +54,7 @@ func checkRunDir(dir string) error {
 // run's manifest.json (one with a config hash: a dataset's manifest.json
 // is no run's).
 func isRunDir(dir string) bool {
-	if st, err := os.Lstat(filepath.Join(dir, "checkpoints")); err == nil && st.IsDir() {
+	if st, err := os.Lstat(rundir.Of(dir).Checkpoints()); err == nil && st.IsDir() {
 		return true
 	}
 	m, err := runlog.ReadManifest(dir)

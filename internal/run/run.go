@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/datasrc"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 
 	"github.com/kestrel-lm/kestrel/internal/rewind"
 
@@ -486,7 +487,7 @@ func StartDash(ctx context.Context, addr, runDir string, out io.Writer) (func(),
 // DataReportFile is the copy of the dataset's report.json a run keeps, so
 // the dashboard shows the data the run trained on without reading outside
 // the run directory.
-const DataReportFile = "data_report.json"
+const DataReportFile = rundir.DataReportName
 
 // keepDataReport copies the dataset's report.json into the run directory.
 // A dataset without one (built by another tool) is not an error.
