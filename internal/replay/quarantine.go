@@ -11,6 +11,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/runlock"
 )
 
@@ -124,7 +125,7 @@ func checkDataset(name, dir string) error {
 		ConfigHash string             `json:"config_hash"`
 	}
 	_ = json.Unmarshal(b, &m) // a manifest that does not decode lists no shards
-	_, cerr := os.Stat(filepath.Join(dir, "config.toml"))
+	_, cerr := os.Stat(rundir.Of(dir).Config())
 	switch {
 	case m.ConfigHash != "" || cerr == nil:
 		return fmt.Errorf("quarantine: %s is a run directory, not a prepared dataset: quarantine takes the dataset the run trains on (its config's data.path, a directory written by kestrel data prepare)", name)
