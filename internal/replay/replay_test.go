@@ -153,10 +153,7 @@ func TestReplay(t *testing.T) {
 			}
 		}
 	}
-	var tab bytes.Buffer
-	if err := res.WriteTable(&tab); err != nil || !strings.Contains(tab.String(), "step 4 documents") || !strings.Contains(tab.String(), "books 4") {
-		t.Errorf("table: %v\n%s", err, tab.String())
-	}
+	// The table kestrel replay prints of the result: cmd/kestrel/internal/show.
 	var js bytes.Buffer
 	if err := res.WriteJSON(&js); err != nil {
 		t.Fatal(err)
