@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/modelbench"
 )
@@ -36,7 +37,7 @@ func newBenchEvalCmd() *cobra.Command {
 				return err
 			}
 			name := cmp.Or(cf.path, preset)
-			return emit(cmd.OutOrStdout(), asJSON, r.Fields(name), r.Line(name))
+			return show.Emit(cmd.OutOrStdout(), asJSON, show.EvalBenchFields(r, name), show.EvalBenchLine(r, name))
 		},
 	}
 	cf = addConfigFlags(cmd, "run config whose [model] to measure (instead of --preset)")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 )
 
@@ -22,12 +23,12 @@ func newBenchGemmCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := cmd.OutOrStdout()
 			if !asJSON {
-				fmt.Fprint(w, kernels.GEMMBenchHeader())
+				fmt.Fprint(w, show.GEMMHeader())
 			}
 			return kernels.BenchGEMM(cmd.Context(), kernels.GEMMBenchOptions{
 				Threads: threads, Duration: time.Duration(seconds * float64(time.Second)),
-				Product: func(b kernels.GEMMBench) { emit(w, asJSON, b.Fields(), b.Line()) },
-				Peak:    func(p kernels.PeakBench) { emit(w, asJSON, p.Fields(), p.Line()) },
+				Product: func(b kernels.GEMMBench) { show.Emit(w, asJSON, show.GEMMFields(b), show.GEMMLine(b)) },
+				Peak:    func(p kernels.PeakBench) { show.Emit(w, asJSON, show.GEMMPeakFields(p), show.GEMMPeakLine(p)) },
 			})
 		},
 	}

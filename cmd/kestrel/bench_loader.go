@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 )
 
@@ -46,7 +47,9 @@ func newBenchLoaderCmd() *cobra.Command {
 		w := cmd.OutOrStdout()
 		return loader.Bench(cmd.Context(), ds, cfg.Data, loader.BenchOptions{
 			Steps: steps, Batch: batch, SeqLen: seqLen, Packing: packing, Permutations: permsToTest, Seed: cfg.Run.Seed,
-			Emit: func(r loader.BenchResult) error { return emit(w, asJSON, r.Fields(name), r.Line()) },
+			Emit: func(r loader.BenchResult) error {
+				return show.Emit(w, asJSON, show.LoaderFields(r, name), show.LoaderLine(r))
+			},
 		})
 	}
 	return cmd

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/modelbench"
 )
@@ -28,7 +29,7 @@ func newBenchSampleCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return emit(cmd.OutOrStdout(), asJSON, r.Fields(preset), r.Line(preset))
+			return show.Emit(cmd.OutOrStdout(), asJSON, show.SampleBenchFields(r, preset), show.SampleBenchLine(r, preset))
 		},
 	}
 	f := cmd.Flags()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/stepbench"
 )
 
@@ -38,7 +39,7 @@ func newBenchStepCmd() *cobra.Command {
 			}
 			opt.Ops = ops
 			rs, err := stepbench.BenchStepThreads(cmd.Context(), opt, threads)
-			if e := stepbench.WriteStepBench(cmd.OutOrStdout(), rs, p.Name, asJSON); e != nil {
+			if e := show.StepBench(cmd.OutOrStdout(), rs, p.Name, asJSON); e != nil {
 				return e
 			}
 			return err

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/tokbench"
 )
@@ -35,7 +36,7 @@ func newBenchTokenizeCmd() *cobra.Command {
 				return fmt.Errorf("bench tokenize: %w", err)
 			}
 			out := cmd.OutOrStdout()
-			return tokbench.Run(cmd.Context(), tokbench.Options{Tokenizer: p, Encoding: enc, Docs: docs, Threads: threads, Reps: reps, Emit: func(r tokbench.Result) { emit(out, asJSON, r, r.Line()) }})
+			return tokbench.Run(cmd.Context(), tokbench.Options{Tokenizer: p, Encoding: enc, Docs: docs, Threads: threads, Reps: reps, Emit: func(r tokbench.Result) { show.Emit(out, asJSON, r, show.TokbenchLine(r)) }})
 		},
 	}
 	f := cmd.Flags()

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/eval"
 )
 
@@ -19,7 +20,7 @@ func newScoreCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printJSON(cmd.OutOrStdout(), res)
+			return show.JSON(cmd.OutOrStdout(), res)
 		},
 	}
 	f := cmd.Flags()

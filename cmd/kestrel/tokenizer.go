@@ -159,7 +159,7 @@ func newTokStatsCmd() *cobra.Command {
 				return fmt.Errorf("tokenizer stats: %w", readErr)
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), st)
+				return show.JSON(cmd.OutOrStdout(), st)
 			}
 			return show.TokenizerStats(cmd.OutOrStdout(), st)
 		},

@@ -3,7 +3,6 @@ package kernels
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"sort"
 	"time"
@@ -143,38 +142,4 @@ func benchRandVec(r *rand.Rand, n int) []float32 {
 		v[i] = r.Float32()*2 - 1
 	}
 	return v
-}
-
-// Fields are the measurement as `kestrel bench gemm --json` prints it.
-func (b GEMMBench) Fields() map[string]any {
-	return map[string]any{"op": "gemm", "layout": b.Layout, "m": b.M, "k": b.K, "n": b.N, "threads": b.Threads,
-		"gflops": round1(b.GFLOPS), "pct_peak": round1(100 * b.GFLOPS / b.Peak),
-		"gflops_cpu": round1(b.GFLOPSCPU), "pct_peak_cpu": round1(100 * b.GFLOPSCPU / b.PeakCPU), "impl": Impl()}
-}
-
-// Fields are the peak probes of one thread count as `kestrel bench gemm
-// --json` prints them.
-func (p PeakBench) Fields() map[string]any {
-	return map[string]any{"op": "peak", "threads": p.Threads, "gflops": round1(p.GFLOPS), "gflops_cpu": round1(p.GFLOPSCPU), "impl": Impl()}
-}
-
-func round1(x float64) float64 { return math.Round(x*10) / 10 }
-
-// GEMMBenchHeader is the head of `kestrel bench gemm`'s text table.
-func GEMMBenchHeader() string {
-	return fmt.Sprintf("SGEMM, implementation %s (CPU features %s)\n", Impl(), FeatureString()) +
-		fmt.Sprintf("%-6s %5s %5s %5s %7s %9s %9s %7s | %9s %9s %7s\n", "layout", "m", "k", "n", "threads",
-			"GFLOP/s", "peak", "%peak", "cpu-rate", "cpu-peak", "%peak")
-}
-
-// Line is the measurement as a row of the text table.
-func (b GEMMBench) Line() string {
-	return fmt.Sprintf("%-6s %5d %5d %5d %7d %9.1f %9.1f %6.1f%% | %9.1f %9.1f %6.1f%%",
-		b.Layout, b.M, b.K, b.N, b.Threads, b.GFLOPS, b.Peak, 100*b.GFLOPS/b.Peak, b.GFLOPSCPU, b.PeakCPU, 100*b.GFLOPSCPU/b.PeakCPU)
-}
-
-// Line is the peak probes of one thread count as a line of text.
-func (p PeakBench) Line() string {
-	return fmt.Sprintf("FMA peak, %d thread(s): %.1f GFLOP/s wall (median of %d probes, min %.1f, max %.1f), %.1f by CPU time",
-		p.Threads, p.GFLOPS, p.Probes, p.Min, p.Max, p.GFLOPSCPU)
 }

@@ -39,7 +39,8 @@ type EvalResult struct {
 	LossRelDiff       float64
 	Batch, Seq, Pairs int
 	PeakRSSMB         float64
-	m                 *model.Model
+	// Model is the model measured (its shape is printed beside the rates).
+	Model *model.Model
 }
 
 // Eval measures the forward-only path against a training step and against
@@ -66,7 +67,7 @@ func Eval(ctx context.Context, opt EvalOptions) (EvalResult, error) {
 	r := rand.New(rand.NewPCG(1, 2))
 	b := model.RandomBatch(c, opt.Batch, r)
 	lp := make([]float32, N)
-	res := EvalResult{Batch: opt.Batch, Seq: T, Pairs: opt.Pairs, m: m}
+	res := EvalResult{Batch: opt.Batch, Seq: T, Pairs: opt.Pairs, Model: m}
 	var fo, fw, tr, ratio, ratioF []float64
 	for round := 0; round < opt.Warmup+opt.Pairs; round++ {
 		if err := ctx.Err(); err != nil {
@@ -118,24 +119,4 @@ func abs32(x float32) float32 {
 		return -x
 	}
 	return x
-}
-
-// Fields are the result as `kestrel bench eval --json` prints it.
-func (r EvalResult) Fields(preset string) map[string]any {
-	f := common(r.m)
-	for k, v := range map[string]any{
-		"op": "eval", "preset": preset, "batch": r.Batch, "pairs": r.Pairs,
-		"forward_only_tokens_per_sec": round3(r.ForwardOnlyTPS), "forward_tokens_per_sec": round3(r.ForwardTPS),
-		"train_tokens_per_sec": round3(r.TrainTPS), "ratio_vs_train": round3(r.Ratio), "ratio_vs_forward": round3(r.RatioForward),
-		"max_abs_diff": r.MaxAbsDiff, "loss_rel_diff_vs_forward": r.LossRelDiff, "peak_rss_mb": round3(r.PeakRSSMB),
-	} {
-		f[k] = v
-	}
-	return f
-}
-
-// Line is the result as one line of text.
-func (r EvalResult) Line(preset string) string {
-	return fmt.Sprintf("%s eval: forward-only %.0f tokens/s, Forward %.0f, training step %.0f; forward-only ÷ training %.2f×, ÷ Forward %.2f× (median of %d alternating rounds, batch %d×%d, %d threads); max |Δ log p| %.2g",
-		preset, r.ForwardOnlyTPS, r.ForwardTPS, r.TrainTPS, r.Ratio, r.RatioForward, r.Pairs, r.Batch, r.Seq, kernels.Threads(), r.MaxAbsDiff)
 }

@@ -11,12 +11,9 @@ package modelbench
 
 import (
 	"fmt"
-	"math"
-	"runtime"
 	"sort"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
-	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/run"
 	"github.com/kestrel-lm/kestrel/internal/stepbench"
@@ -57,15 +54,4 @@ func median(xs []float64) float64 {
 		return xs[n/2]
 	}
 	return (xs[n/2-1] + xs[n/2]) / 2
-}
-
-func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
-
-// common are the fields every result prints.
-func common(m *model.Model) map[string]any {
-	c := m.Cfg
-	return map[string]any{
-		"params": m.NumParams(), "vocab": c.Vocab, "d_model": c.DModel, "n_layers": c.NLayers,
-		"seq": c.SeqLen, "threads": kernels.Threads(), "gomaxprocs": runtime.GOMAXPROCS(0), "gemm": kernels.Impl(),
-	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 
-	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
@@ -36,7 +35,8 @@ type SampleResult struct {
 	Prompt, Tokens       int
 	Pairs                int
 	Source               string // "random init" or the checkpoint directory
-	m                    *model.Model
+	// Model is the model measured (its shape is printed beside the rates).
+	Model *model.Model
 }
 
 // Sample measures generation with and without the KV cache (see
@@ -130,7 +130,7 @@ func Sample(ctx context.Context, opt SampleOptions) (SampleResult, error) {
 		withC, without, ratio = append(withC, a), append(without, b), append(ratio, a/b)
 	}
 	res.CacheTPS, res.NoCacheTPS, res.Speedup = median(withC), median(without), median(ratio)
-	res.m = m
+	res.Model = m
 	return res, nil
 }
 
@@ -142,23 +142,4 @@ func argmax(v []float32) int32 {
 		}
 	}
 	return int32(best)
-}
-
-// Fields are the result as `kestrel bench sample --json` prints it.
-func (r SampleResult) Fields(preset string) map[string]any {
-	f := common(r.m)
-	for k, v := range map[string]any{
-		"op": "sample", "preset": preset, "source": r.Source, "prompt": r.Prompt, "tokens": r.Tokens, "pairs": r.Pairs,
-		"tokens_per_sec_cache": round3(r.CacheTPS), "tokens_per_sec_no_cache": round3(r.NoCacheTPS), "speedup": round3(r.Speedup),
-		"peak_rss_mb": round3(kernels.PeakRSSMB()),
-	} {
-		f[k] = v
-	}
-	return f
-}
-
-// Line is the result as one line of text.
-func (r SampleResult) Line(preset string) string {
-	return fmt.Sprintf("%s sample (%s): KV cache %.0f tokens/s, full forward per token %.0f tokens/s, speedup %.2f× (%d-token prompt, %d greedy tokens, median of %d alternating rounds, %d threads)",
-		preset, r.Source, r.CacheTPS, r.NoCacheTPS, r.Speedup, r.Prompt, r.Tokens, r.Pairs, kernels.Threads())
 }

@@ -1,9 +1,7 @@
 package stepbench
 
 import (
-	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
@@ -175,46 +173,6 @@ func (r StepBench) Bounds() MFUBounds {
 		return gflop / (ms / 1000) / r.PeakGFLOPS
 	}
 	return MFUBounds{Mean: mfu(step), FLOPOpsOptimizer: mfu(flopOps + opt), FLOPOps: mfu(flopOps), Kernels: mfu(kern)}
-}
-
-// OpFields are the op as `kestrel bench step --ops --json` prints it, one
-// object per op after the step's.
-func (o OpTime) OpFields(preset string, threads int) map[string]any {
-	return map[string]any{
-		"op": "step_op", "preset": preset, "threads": threads, "name": o.Name,
-		"ms": round3(o.MS), "share": round3(o.Share), "gflop": round3(o.GFLOP),
-		"gflops": round3(o.GFLOPS), "pct_peak": round3(o.PctPeak),
-		"gemm_pack": round3(o.GemmPack), "gemm_kernel": round3(o.GemmKernel), "gemm_other": round3(o.GemmOther),
-		"kernel_pct_peak": round3(o.KernelPctPeak),
-	}
-}
-
-// OpsTable is r.Ops as text: one line per op; the ops MFU credits FLOPs
-// to with their rate and fraction of the peak, and those with GEMMs with
-// how their GEMMs' thread time splits (pack, kernel, other) and the
-// micro-kernel's own fraction of the peak; then a line with r.Bounds.
-func (r StepBench) OpsTable() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "  %-24s %9s %7s %8s %9s %8s %6s %6s %6s %11s\n", "op ("+fmt.Sprint(r.Threads)+" threads)",
-		"ms/step", "share", "GFLOP", "GFLOP/s", "of peak", "pack", "kernel", "other", "kernel/peak")
-	pct := func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
-	for _, o := range r.Ops {
-		line := fmt.Sprintf("  %-24s %9.2f %7s", o.Name, o.MS, pct(o.Share))
-		if o.GFLOP > 0 {
-			line += fmt.Sprintf(" %8.2f %9.1f %8s", o.GFLOP, o.GFLOPS, pct(o.PctPeak))
-		}
-		if o.GemmKernel > 0 {
-			line += fmt.Sprintf(" %6s %6s %6s", pct(o.GemmPack), pct(o.GemmKernel), pct(o.GemmOther))
-			if o.KernelPctPeak > 0 {
-				line += fmt.Sprintf(" %11s", pct(o.KernelPctPeak))
-			}
-		}
-		b.WriteString(line + "\n")
-	}
-	bd := r.Bounds()
-	fmt.Fprintf(&b, "  MFU %s of the mean step; if only the FLOP ops and the optimizer took time %s, only the FLOP ops %s, only their micro-kernels %s",
-		pct(bd.Mean), pct(bd.FLOPOpsOptimizer), pct(bd.FLOPOps), pct(bd.Kernels))
-	return b.String()
 }
 
 var _ model.OpTracer = (*opTimer)(nil)

@@ -2,10 +2,7 @@ package stepbench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"math"
 	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
@@ -259,71 +256,3 @@ func (r StepBench) ScalingEfficiency(base StepBench) float64 {
 	}
 	return r.TokensPerSec / (float64(r.Threads) * base.TokensPerSec)
 }
-
-// Fields are the result as `kestrel bench step --json` prints it for the
-// named preset; with Ops, its Bounds too.
-func (r StepBench) Fields(preset string) map[string]any {
-	f := map[string]any{
-		"op": "step", "preset": preset, "tokens_per_sec": round3(r.TokensPerSec), "mfu": round3(r.MFU),
-		"step_ms": round3(r.StepSec * 1000), "peak_rss_mb": round3(r.PeakRSSMB),
-		"threads": r.Threads, "batch": r.Batch, "seq": r.Seq, "steps": r.Steps,
-		"params": r.Params, "flops_per_token": r.FLOPsPerToken, "peak_gflops": round3(r.PeakGFLOPS), "peak_source": r.PeakSource,
-		"peak_probe_gflops": round3(r.PeakProbeGFLOPS),
-		"arena_mb":          round3(float64(r.ArenaBytes) / (1 << 20)), "gemm": kernels.Impl(),
-		"loss_first": round3(r.LossFirst), "loss_last": round3(r.LossLast), "gomaxprocs": runtime.GOMAXPROCS(0),
-	}
-	if r.Ops != nil {
-		bd := r.Bounds()
-		f["mfu_mean"], f["mfu_bound_flop_ops_optimizer"] = round3(bd.Mean), round3(bd.FLOPOpsOptimizer)
-		f["mfu_bound_flop_ops"], f["mfu_bound_kernels"] = round3(bd.FLOPOps), round3(bd.Kernels)
-	}
-	return f
-}
-
-// FieldsScaled are Fields plus scaling_efficiency against base (see
-// ScalingEfficiency) when r runs on more threads than a 1-thread base.
-func (r StepBench) FieldsScaled(preset string, base StepBench) map[string]any {
-	f := r.Fields(preset)
-	if eff := r.ScalingEfficiency(base); r.Threads > 1 && eff > 0 {
-		f["scaling_efficiency"] = math.Round(eff*1000) / 1000
-	}
-	return f
-}
-
-// WriteStepBench writes results as kestrel bench step prints them for the
-// named preset: with asJSON one JSON object per line for each result (with
-// scaling_efficiency against the first) followed by one per op (OpFields)
-// when it holds Ops; else its Line followed by its OpsTable.
-func WriteStepBench(w io.Writer, results []StepBench, preset string, asJSON bool) error {
-	enc := json.NewEncoder(w)
-	for _, r := range results {
-		if !asJSON {
-			text := r.Line(preset)
-			if r.Ops != nil {
-				text += "\n" + r.OpsTable()
-			}
-			if _, err := fmt.Fprintln(w, text); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := enc.Encode(r.FieldsScaled(preset, results[0])); err != nil {
-			return err
-		}
-		for _, o := range r.Ops {
-			if err := enc.Encode(o.OpFields(preset, r.Threads)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// Line is the result as one line of text for the named preset.
-func (r StepBench) Line(preset string) string {
-	return fmt.Sprintf("%s step: %.0f tokens/s, %.1f ms/step, MFU %.1f%% (peak %.0f GFLOP/s, %d threads), peak RSS %.0f MB, arena %.0f MB, loss %.3f → %.3f",
-		preset, r.TokensPerSec, r.StepSec*1000, 100*r.MFU, r.PeakGFLOPS, r.Threads, r.PeakRSSMB, float64(r.ArenaBytes)/(1<<20), r.LossFirst, r.LossLast)
-}
-
-// round3 rounds x to three decimals for the benchmark's JSON.
-func round3(x float64) float64 { return math.Round(x*1000) / 1000 }

@@ -208,18 +208,3 @@ func ReadDocs(inputs []string) ([]string, int, error) {
 	}
 	return docs, size, nil
 }
-
-// Line is the result as one line of text.
-func (r Result) Line() string {
-	s := fmt.Sprintf("%-12s threads=%d  %8.2f MB/s  (%.1f MB, %d tokens)", r.Impl, r.Threads, r.MBPerS, r.MB, r.Tokens)
-	if r.Encoding != "" && r.Encoding != "r50k_base" {
-		s = r.Encoding + "  " + s
-	}
-	if r.Ratio > 0 {
-		s += fmt.Sprintf("  %.2f× tiktoken-go", r.Ratio)
-	}
-	if r.DocsDiffering > 0 {
-		s += fmt.Sprintf("  (%d documents differ from tiktoken-go: its regexp2 cuts newline runs short)", r.DocsDiffering)
-	}
-	return s
-}

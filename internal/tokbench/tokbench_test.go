@@ -68,7 +68,7 @@ func TestRunEncodings(t *testing.T) {
 	if err := Run(context.Background(), Options{Tokenizer: p, Encoding: "cl100k_base", Docs: docs, Threads: []int{1}, Reps: 1, Emit: func(r Result) { got = append(got, r) }}); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[1].DocsDiffering != 1 || got[1].Encoding != "cl100k_base" || !strings.Contains(got[1].Line(), "1 documents differ") {
+	if len(got) != 2 || got[1].DocsDiffering != 1 || got[1].Encoding != "cl100k_base" {
 		t.Fatalf("results %+v", got)
 	}
 	if err := Run(context.Background(), Options{Tokenizer: p, Encoding: "p99k", Docs: docs, Threads: []int{1}, Reps: 1, Emit: func(Result) {}}); err == nil || !strings.Contains(err.Error(), "p99k") {

@@ -172,37 +172,3 @@ func benchCopy(ds *Dataset, steps, batch, seqLen int) (float64, error) {
 	}
 	return time.Since(start).Seconds(), nil
 }
-
-// Fields are the result as `kestrel bench loader --json` prints it, with
-// the dataset's name.
-func (r BenchResult) Fields(dataset string) map[string]any {
-	var m map[string]any
-	switch r.Op {
-	case BenchFill:
-		m = map[string]any{"op": r.Op, "permutation": r.Permutation, "packing": r.Packing, "batch": r.Batch, "seq_len": r.SeqLen,
-			"batches_per_sec": r.BatchesPerSec, "tokens_per_sec": r.TokensPerSec, "ratio_to_copy": r.RatioToCopy}
-	case BenchPermIndex:
-		m = map[string]any{"op": r.Op, "permutation": r.Permutation, "ns_per_index": r.NsPerIndex, "checksum": r.Checksum}
-	default:
-		m = map[string]any{"op": r.Op, "batches_per_sec": r.BatchesPerSec, "tokens_per_sec": r.TokensPerSec}
-	}
-	m["dataset"] = dataset
-	return m
-}
-
-// Line is the result as one line of text: the operation, then its measured
-// fields.
-func (r BenchResult) Line() string {
-	m := r.Fields("")
-	s := fmt.Sprint(m["op"])
-	for _, k := range []string{"permutation", "batches_per_sec", "tokens_per_sec", "ratio_to_copy", "ns_per_index"} {
-		if v, ok := m[k]; ok {
-			if f, ok := v.(float64); ok {
-				s += fmt.Sprintf("  %s=%.4g", k, f)
-			} else {
-				s += fmt.Sprintf("  %s=%v", k, v)
-			}
-		}
-	}
-	return s
-}
