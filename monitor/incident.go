@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -33,13 +34,13 @@ func (m *Monitor) writeIncident(a *Alert) (string, error) {
 		return "", nil
 	}
 	name := fmt.Sprintf("%s-%s", a.Time.UTC().Format("20060102T150405Z"), a.Rule)
-	rel := filepath.Join("incidents", name)
+	rel := filepath.Join(rundir.IncidentsName, name)
 	dir := filepath.Join(m.opts.RunDir, rel)
 	for i := 2; ; i++ {
 		if _, err := os.Stat(dir); os.IsNotExist(err) {
 			break
 		}
-		rel = filepath.Join("incidents", fmt.Sprintf("%s-%d", name, i))
+		rel = filepath.Join(rundir.IncidentsName, fmt.Sprintf("%s-%d", name, i))
 		dir = filepath.Join(m.opts.RunDir, rel)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -73,7 +74,7 @@ func (m *Monitor) writeIncident(a *Alert) (string, error) {
 			bb.WriteByte('\n')
 		}
 	}
-	if err := write("metrics.jsonl", mb); err != nil {
+	if err := write(rundir.MetricsName, mb); err != nil {
 		return "", err
 	}
 	if err := write("batches.jsonl", []byte(bb.String())); err != nil {
@@ -81,15 +82,15 @@ func (m *Monitor) writeIncident(a *Alert) (string, error) {
 	}
 	cfg := m.opts.ConfigTOML
 	if cfg == nil {
-		cfg, _ = os.ReadFile(filepath.Join(m.opts.RunDir, "config.toml"))
+		cfg, _ = os.ReadFile(rundir.Of(m.opts.RunDir).Config())
 	}
 	if cfg != nil {
-		if err := write("config.toml", cfg); err != nil {
+		if err := write(rundir.ConfigName, cfg); err != nil {
 			return "", err
 		}
 	}
-	if man, err := os.ReadFile(filepath.Join(m.opts.RunDir, "manifest.json")); err == nil {
-		if err := write("manifest.json", man); err != nil {
+	if man, err := os.ReadFile(rundir.Of(m.opts.RunDir).Manifest()); err == nil {
+		if err := write(rundir.ManifestName, man); err != nil {
 			return "", err
 		}
 	}
