@@ -64,9 +64,12 @@ func pick(few bool, a, b float64) float64 {
 	return b
 }
 
-// garbageState is garbage_batch's windows.
-type garbageState struct {
-	rings map[string]*ring
+// batchRule is the batch family: batch_anomaly's window of
+// batch_token_entropy and garbage_batch's windows of every data vital.
+type batchRule struct {
+	ctx      *ruleCtx
+	batchEnt *ring // batch_token_entropy (batch_anomaly baseline)
+	rings    map[string]*ring
 	// out holds the vitals of the consecutive batches outside the band
 	// (oldest first); after levelShiftBatches of them the data changed
 	// level for good and the windows re-base on them.
@@ -86,9 +89,13 @@ type garbageNote struct {
 	what string // the vitals outside, "batch_nonletter_frac 0.19 (median …)"
 }
 
+func newBatchRule(c *ruleCtx) *batchRule {
+	return &batchRule{ctx: c, batchEnt: newRing(c.cfg.Window), rings: map[string]*ring{}, lastStep: math.MinInt64}
+}
+
 // levelShiftBatches is the number of consecutive batches outside the band
 // after which garbage_batch takes the new level as the run's data.
-func (r *rules) levelShiftBatches() int { return max(8, r.cfg.Window/4) }
+func (r *batchRule) levelShiftBatches() int { return max(8, r.ctx.cfg.Window/4) }
 
 // batchFinding is one vital outside its band.
 type batchFinding struct {
@@ -101,30 +108,25 @@ func (f batchFinding) String() string {
 	return fmt.Sprintf("%s %.4g%s (median %.4g of the last %d batches, bound ±%.3g)", f.name, f.x, f.unit, f.med, f.n, f.thr)
 }
 
-// batchChecks runs batch_anomaly and garbage_batch on one step's batch.
-func (r *rules) batchChecks(out *[]Alert, s *Sample) {
-	g := &r.garbage
-	if g.rings == nil {
-		g.rings = map[string]*ring{}
-		g.lastStep = math.MinInt64
-	}
-	if r.stageStartsIn(g.lastStep, s.Step) {
+// observe runs batch_anomaly and garbage_batch on one step's batch.
+func (r *batchRule) observe(s *Sample, out *[]Alert) {
+	if r.ctx.sched.stageStartsIn(r.lastStep, s.Step) {
 		// A planned change of the mixture: the data's vitals may move to a
 		// new level; the stage's own batches are the new baseline.
-		clear(g.rings)
-		g.out, g.before = nil, nil
+		clear(r.rings)
+		r.out, r.before = nil, nil
 	}
-	g.lastStep = s.Step
-	g.outside = nil
-	found := r.garbageFindings(s, g.rings)
-	if len(found) > 0 && g.before != nil && len(r.garbageFindings(s, g.before)) == 0 {
-		g.rings, g.before, g.out, found = g.before, nil, nil, nil // back to the level before
+	r.lastStep = s.Step
+	r.outside = nil
+	found := r.garbageFindings(s, r.rings)
+	if len(found) > 0 && r.before != nil && len(r.garbageFindings(s, r.before)) == 0 {
+		r.rings, r.before, r.out, found = r.before, nil, nil, nil // back to the level before
 	}
 	anomaly := r.batchAnomaly(out, s, found)
 	if anomaly || len(found) > 0 {
-		g.outside = &garbageNote{step: s.Step, what: findingsText(found)}
+		r.outside = &garbageNote{step: s.Step, what: findingsText(found)}
 		if anomaly {
-			g.outside.what = "batch_token_entropy beyond batch_entropy_shift (batch_anomaly)"
+			r.outside.what = "batch_token_entropy beyond batch_entropy_shift (batch_anomaly)"
 		}
 		r.noteOutside(s)
 		if !anomaly {
@@ -132,13 +134,13 @@ func (r *rules) batchChecks(out *[]Alert, s *Sample) {
 		}
 		return
 	}
-	g.out = g.out[:0]
+	r.out = r.out[:0]
 	r.pushVitals(s.Values)
 }
 
 // garbageFindings judges each vital of s against its window in rings.
-func (r *rules) garbageFindings(s *Sample, rings map[string]*ring) []batchFinding {
-	if r.cfg.GarbageBatchSigma <= 0 {
+func (r *batchRule) garbageFindings(s *Sample, rings map[string]*ring) []batchFinding {
+	if r.ctx.cfg.GarbageBatchSigma <= 0 {
 		return nil
 	}
 	var found []batchFinding
@@ -153,7 +155,7 @@ func (r *rules) garbageFindings(s *Sample, rings map[string]*ring) []batchFindin
 		few := n < fewBatches
 		thr := bv.floor(med, few)
 		if !few {
-			thr = math.Max(thr, r.cfg.GarbageBatchSigma*sig)
+			thr = math.Max(thr, r.ctx.cfg.GarbageBatchSigma*sig)
 		}
 		if d := x - med; thr > 0 && (d > thr && bv.up || -d > thr && bv.down) {
 			found = append(found, batchFinding{name: bv.name, unit: bv.unit, x: x, med: med, thr: thr, rel: math.Abs(d) / thr, n: n})
@@ -163,16 +165,16 @@ func (r *rules) garbageFindings(s *Sample, rings map[string]*ring) []batchFindin
 }
 
 // pushVitals adds a batch's vitals to garbage_batch's windows.
-func (r *rules) pushVitals(v map[string]float64) {
+func (r *batchRule) pushVitals(v map[string]float64) {
 	for _, bv := range batchVitals {
 		x, ok := v[bv.name]
 		if !ok || !finite(x) {
 			continue
 		}
-		rg := r.garbage.rings[bv.name]
+		rg := r.rings[bv.name]
 		if rg == nil {
-			rg = newRing(r.cfg.Window)
-			r.garbage.rings[bv.name] = rg
+			rg = newRing(r.ctx.cfg.Window)
+			r.rings[bv.name] = rg
 		}
 		rg.push(x)
 	}
@@ -182,23 +184,22 @@ func (r *rules) pushVitals(v map[string]float64) {
 // levelShiftBatches of them re-bases the windows (the data changed level,
 // and a frozen window would call every later batch garbage), keeping the
 // windows it replaced for a return to the earlier level.
-func (r *rules) noteOutside(s *Sample) {
-	g := &r.garbage
+func (r *batchRule) noteOutside(s *Sample) {
 	cp := map[string]float64{}
 	for _, bv := range batchVitals {
 		if x, ok := s.Values[bv.name]; ok {
 			cp[bv.name] = x
 		}
 	}
-	g.out = append(g.out, cp)
-	if len(g.out) < r.levelShiftBatches() {
+	r.out = append(r.out, cp)
+	if len(r.out) < r.levelShiftBatches() {
 		return
 	}
-	g.before, g.rings = g.rings, map[string]*ring{}
-	for _, v := range g.out {
+	r.before, r.rings = r.rings, map[string]*ring{}
+	for _, v := range r.out {
 		r.pushVitals(v)
 	}
-	g.out = nil
+	r.out = nil
 }
 
 func findingsText(found []batchFinding) string {
@@ -211,7 +212,7 @@ func findingsText(found []batchFinding) string {
 
 // fireGarbage raises garbage_batch with every vital outside its band, the
 // batch's sources and documents.
-func (r *rules) fireGarbage(out *[]Alert, s *Sample, found []batchFinding) {
+func (r *batchRule) fireGarbage(out *[]Alert, s *Sample, found []batchFinding) {
 	worst := found[0]
 	for _, f := range found {
 		if f.rel > worst.rel {
@@ -220,7 +221,7 @@ func (r *rules) fireGarbage(out *[]Alert, s *Sample, found []batchFinding) {
 	}
 	msg := fmt.Sprintf("the batch of step %d does not look like the run's data: %s", s.Step, findingsText(found))
 	msg += fewNote(worst.n) + batchWhere(s.Batch)
-	r.fire(out, s, RuleGarbageBatch, worst.name, worst.x, worst.med+math.Copysign(worst.thr, worst.x-worst.med), msg)
+	r.ctx.fire(out, s, RuleGarbageBatch, worst.name, worst.x, worst.med+math.Copysign(worst.thr, worst.x-worst.med), msg)
 }
 
 // fewNote says when a verdict rests on one or two batches: the batch
@@ -257,14 +258,14 @@ func batchWhere(b *Batch) string {
 // step 4 of a fresh run. Firing values stay out of the window. It reports
 // whether its criterion held; found (garbage_batch's evidence) joins its
 // message.
-func (r *rules) batchAnomaly(out *[]Alert, s *Sample, found []batchFinding) bool {
+func (r *batchRule) batchAnomaly(out *[]Alert, s *Sample, found []batchFinding) bool {
 	x, ok := s.Values["batch_token_entropy"]
-	if !ok || !finite(x) || r.cfg.BatchEntropyShift <= 0 {
+	if !ok || !finite(x) || r.ctx.cfg.BatchEntropyShift <= 0 {
 		return false
 	}
 	if r.batchEnt.len() >= 3 {
 		med, sig := robust(r.batchEnt.values())
-		thr := math.Max(r.cfg.BatchEntropyShift, 8*sig)
+		thr := math.Max(r.ctx.cfg.BatchEntropyShift, 8*sig)
 		if d := x - med; math.Abs(d) > thr {
 			dir := "rose"
 			if d < 0 {
@@ -281,23 +282,12 @@ func (r *rules) batchAnomaly(out *[]Alert, s *Sample, found []batchFinding) bool
 			if len(also) > 0 {
 				msg += "; also " + strings.Join(also, "; ")
 			}
-			r.fire(out, s, RuleBatchAnomaly, "batch_token_entropy", x, med+math.Copysign(thr, d), msg+batchWhere(s.Batch))
+			r.ctx.fire(out, s, RuleBatchAnomaly, "batch_token_entropy", x, med+math.Copysign(thr, d), msg+batchWhere(s.Batch))
 			return true
 		}
 	}
 	if len(found) == 0 {
 		r.batchEnt.push(x)
-	}
-	return false
-}
-
-// stageStartsIn reports whether a data stage after the first starts at a
-// step in (after, step].
-func (r *rules) stageStartsIn(after, step int64) bool {
-	for i, st := range r.stages {
-		if i > 0 && st.StartStep > after && st.StartStep <= step && st.StartStep > 1 {
-			return true
-		}
 	}
 	return false
 }

@@ -11,16 +11,19 @@ const (
 	RuleStraggler = "straggler" // SEV1: one rank slower than the others
 )
 
-// distState is the data-parallel rules' state: every rank's host (from
-// SetRankHosts) and the straggler rule's run of steps.
-type distState struct {
+// stragglerRule is the data-parallel family: the SEV1 straggler (its
+// state is the run of steps with one rank slowest) and every rank's host
+// (from SetRankHosts), which straggler and rank_hang alerts name. It is
+// live only: the ranks and hosts of an earlier start are no evidence.
+type stragglerRule struct {
+	ctx      *ruleCtx
 	hosts    []string
 	slowRank int // slowest rank of the current run of steps over the ratio
 	run      int // consecutive steps over straggler_ratio with that rank slowest
 }
 
 // host names rank r ("" when unknown).
-func (d *distState) host(r int) string {
+func (d *stragglerRule) host(r int) string {
 	if r >= 0 && r < len(d.hosts) {
 		return d.hosts[r]
 	}
@@ -34,16 +37,20 @@ func onHost(h string) string {
 	return " on " + h
 }
 
-// straggler fires the SEV1 straggler when straggler_ratio (max ÷ median of
+func newStragglerRule(c *ruleCtx) *stragglerRule { return &stragglerRule{ctx: c} }
+
+func (d *stragglerRule) liveOnly() {}
+
+// observe fires the SEV1 straggler when straggler_ratio (max ÷ median of
 // the ranks' step times) stays above the threshold for straggler_steps
 // steps with the same slowest rank (straggler_rank).
-func (r *rules) straggler(out *[]Alert, s *Sample) {
+func (d *stragglerRule) observe(s *Sample, out *[]Alert) {
+	r := d.ctx
 	x, ok := s.Values["straggler_ratio"]
 	rk, ok2 := s.Values["straggler_rank"]
 	if !ok || !ok2 || r.cfg.StragglerRatio <= 0 || !finite(x) {
 		return
 	}
-	d := &r.dist
 	rank := int(rk)
 	if x <= r.cfg.StragglerRatio {
 		d.run = 0

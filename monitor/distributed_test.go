@@ -26,7 +26,7 @@ func TestStragglerRule(t *testing.T) {
 			var got []Alert
 			for i, x := range tt.ratios {
 				s := &Sample{Step: int64(i + 1), Values: map[string]float64{"straggler_ratio": x, "straggler_rank": float64(tt.ranks[i]), "rank_step_time/rank1": 0.5}}
-				r.straggler(&got, s)
+				r.dist.observe(s, &got)
 			}
 			if (len(got) > 0) != tt.fire {
 				t.Fatalf("alerts %v, want fired=%v", got, tt.fire)

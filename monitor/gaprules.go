@@ -13,22 +13,27 @@ import (
 // restart storms, and spike rules that know a planned change of the loss's
 // level is coming (a data stage's start_step, a re-warm-up of the LR).
 
-// valJump is val_loss_jump: p's val_loss exceeds the lowest val_loss of
-// the (up to 3) evaluations before it by more than max(val_jump,
-// val_jump_frac × that value). Evaluations before a data stage's start
-// are no reference for one after it (val_loss then weighs another
-// mixture); slow drift over several evaluations is val_regression's.
-func (r *rules) valJump(out *[]Alert, s *Sample, p evalPoint) {
-	if r.cfg.ValJump <= 0 || !finite(p.val) {
+// valJumpRule is val_loss_jump: an evaluation's val_loss exceeds the
+// lowest val_loss of the (up to 3) evaluations before it by more than
+// max(val_jump, val_jump_frac × that value). Evaluations before a data
+// stage's start are no reference for one after it (val_loss then weighs
+// another mixture); slow drift over several evaluations is
+// val_regression's.
+type valJumpRule struct{ ctx *ruleCtx }
+
+func (f *valJumpRule) observeEval(s *Sample, es []evalPoint, out *[]Alert) {
+	cfg := f.ctx.cfg
+	p, before := es[len(es)-1], es[:len(es)-1]
+	if cfg.ValJump <= 0 || !finite(p.val) {
 		return
 	}
 	ref, refStep, n := math.Inf(1), int64(0), 0
-	for i := len(r.evals) - 1; i >= 0 && n < 3; i-- {
-		e := r.evals[i]
+	for i := len(before) - 1; i >= 0 && n < 3; i-- {
+		e := before[i]
 		if !finite(e.val) || e.step >= p.step {
 			continue
 		}
-		if r.stageStartsIn(e.step, p.step) {
+		if f.ctx.sched.stageStartsIn(e.step, p.step) {
 			break
 		}
 		n++
@@ -39,25 +44,25 @@ func (r *rules) valJump(out *[]Alert, s *Sample, p evalPoint) {
 	if n == 0 {
 		return
 	}
-	thr := math.Max(r.cfg.ValJump, r.cfg.ValJumpFrac*math.Abs(ref))
+	thr := math.Max(cfg.ValJump, cfg.ValJumpFrac*math.Abs(ref))
 	if p.val-ref <= thr {
 		return
 	}
 	msg := fmt.Sprintf("val_loss %.4g at step %d is %.3g nats above %.4g at step %d, the lowest of the last %d evaluations (bound +%.3g; val_ppl %.4g → %.4g): the model got worse between two evaluations",
 		p.val, p.step, p.val-ref, ref, refStep, n, thr, math.Exp(ref), math.Exp(p.val))
-	if worst, d := r.worstSlice(p); worst != "" {
+	if worst, d := worstSlice(before, p); worst != "" {
 		msg += fmt.Sprintf("; slice_val_loss/%s moved most (%+.3g)", worst, d)
 	}
-	r.fire(out, s, RuleValJump, "val_loss", p.val, ref+thr, msg)
+	f.ctx.fire(out, s, RuleValJump, "val_loss", p.val, ref+thr, msg)
 }
 
 // worstSlice names the source whose slice_val_loss rose most since the
-// previous evaluation that measured it.
-func (r *rules) worstSlice(p evalPoint) (string, float64) {
-	if len(r.evals) == 0 {
+// previous evaluation, the last of before.
+func worstSlice(before []evalPoint, p evalPoint) (string, float64) {
+	if len(before) == 0 {
 		return "", 0
 	}
-	prev := r.evals[len(r.evals)-1]
+	prev := before[len(before)-1]
 	best, bestD := "", 0.0
 	for src, x := range p.slices {
 		y, ok := prev.slices[src]
@@ -186,15 +191,4 @@ func (c *SpikeClassifier) plannedChange(step int64, v map[string]float64) string
 		c.inSpike = false
 	}
 	return why
-}
-
-// laterStageStarts are the start steps of the data stages after the first.
-func (r *rules) laterStageStarts() []int64 {
-	var out []int64
-	for i, st := range r.stages {
-		if i > 0 && st.StartStep > 1 {
-			out = append(out, st.StartStep)
-		}
-	}
-	return out
 }

@@ -17,8 +17,19 @@ const (
 	lmHeadGrowthMinRise = 3 // of the 4 block-to-block steps of the window
 )
 
-// vitalState is the state of the memory, optimizer-state, checkpoint-size
-// and lm_head rules.
+// vitalsRule is the process and optimizer vitals family, judged each
+// step: opt_state_nonfinite, memory_creep (not fed Seed's history: the
+// memory of an earlier process is no baseline) and lm_head_norm_growth.
+// A step at or before the last one (a rollback) starts its windows over.
+type vitalsRule struct {
+	ctx *ruleCtx
+	vitalState
+}
+
+func newVitalsRule(c *ruleCtx) *vitalsRule { return &vitalsRule{ctx: c} }
+
+// vitalState is the state of the memory, optimizer-state and lm_head
+// rules.
 type vitalState struct {
 	mem      []float64 // anonymous resident bytes of the steps since the rule's warm-up, oldest first
 	memHeap  []float64 // go_heap_bytes beside mem (NaN = absent)
@@ -26,28 +37,23 @@ type vitalState struct {
 	memSeen  int       // steps seen since this monitor started or the steps went back
 	lastStep int64
 
-	sizes []float64 // checkpoint_size of each checkpoint this monitor saw
-	sizeK int64     // step of the last checkpoint counted
-
 	peakLR   float64   // the largest learning_rate seen
 	lrs      []float64 // learning_rate of the steps in head
 	head     []float64 // lm_head_norm of the recent steps, oldest first (cleared when the LR rises)
 	headStep []int64
 }
 
-// vitals runs the per-step vitals rules: memory_creep, opt_state_nonfinite
-// and lm_head_norm_growth.
-func (r *rules) vitals(out *[]Alert, s *Sample) {
-	v := &r.vit
+func (r *vitalsRule) observe(s *Sample, out *[]Alert) {
+	v := &r.vitalState
 	if s.Step <= v.lastStep { // a rollback: the process and its trajectory start over
-		*v = vitalState{sizes: v.sizes, sizeK: v.sizeK, peakLR: v.peakLR}
+		*v = vitalState{peakLR: v.peakLR}
 	}
 	v.lastStep = s.Step
 	if x, ok := s.Values["opt_state_finite"]; ok && x == 0 {
-		r.fire(out, s, RuleOptStateNonFin, "opt_state_finite", 0, 1,
+		r.ctx.fire(out, s, RuleOptStateNonFin, "opt_state_finite", 0, 1,
 			fmt.Sprintf("opt_state_finite = 0 at step %d: an Adam moment is NaN or infinite (adam_m_norm %.4g, adam_v_norm %.4g)", s.Step, s.Values["adam_m_norm"], s.Values["adam_v_norm"]))
 	}
-	if !r.seeding { // the memory of an earlier process is no baseline
+	if !r.ctx.seeding { // the memory of an earlier process is no baseline
 		r.memoryCreep(out, s)
 	}
 	r.lmHeadGrowth(out, s)
@@ -68,8 +74,8 @@ func (c Config) memCreepWarm() int { return max(10, c.MemoryCreepWindow/4) }
 // must reach memory_creep_mb, and the live Go heap or the memory outside
 // the Go runtime's must carry at least half of it (gcEnvelope). Quiet for
 // the first memCreepWarm steps of every start and after a rollback.
-func (r *rules) memoryCreep(out *[]Alert, s *Sample) {
-	v, c := &r.vit, r.cfg
+func (r *vitalsRule) memoryCreep(out *[]Alert, s *Sample) {
+	v, c := &r.vitalState, r.ctx.cfg
 	rss, ok := s.Values["rss_bytes"]
 	if !ok || !finite(rss) || c.MemoryCreepWindow <= 0 || c.MemoryCreepMB <= 0 {
 		return
@@ -112,7 +118,7 @@ func (r *rules) memoryCreep(out *[]Alert, s *Sample) {
 	if h0, h1 := v.memHeap[0], v.memHeap[w-1]; finite(h0) && finite(h1) {
 		msg += fmt.Sprintf("; go_heap_bytes %.0f → %.0f MiB (%s)", h0/(1<<20), h1/(1<<20), heapVerdict(h1-h0, growth))
 	}
-	r.fire(out, s, RuleMemoryCreep, "rss_bytes", growth, thr, msg)
+	r.ctx.fire(out, s, RuleMemoryCreep, "rss_bytes", growth, thr, msg)
 }
 
 // gcEnvelope reports whether a growth of the resident memory is the Go
@@ -183,8 +189,8 @@ func blockMedians(xs []float64, k int) []float64 {
 // first block to the last, and by more than over the window before it (a
 // healthy head keeps growing in the cooldown, slower as the LR falls). The window restarts whenever the LR rises
 // (a re-warm-up) and after a rollback.
-func (r *rules) lmHeadGrowth(out *[]Alert, s *Sample) {
-	v, c := &r.vit, r.cfg
+func (r *vitalsRule) lmHeadGrowth(out *[]Alert, s *Sample) {
+	v, c := &r.vitalState, r.ctx.cfg
 	lr, okLR := s.Values["learning_rate"]
 	x, okX := s.Values["lm_head_norm"]
 	if !okLR || !finite(lr) || c.LMHeadGrowth <= 0 {
@@ -213,7 +219,7 @@ func (r *rules) lmHeadGrowth(out *[]Alert, s *Sample) {
 	if rises < lmHeadGrowthMinRise || !(g > c.LMHeadGrowth) || !(g > gPrev) {
 		return
 	}
-	r.fire(out, s, RuleLMHeadGrowth, "lm_head_norm", x, q[0]*(1+c.LMHeadGrowth),
+	r.ctx.fire(out, s, RuleLMHeadGrowth, "lm_head_norm", x, q[0]*(1+c.LMHeadGrowth),
 		fmt.Sprintf("lm_head_norm rose %.1f%% (%.4g → %.4g) over steps %d-%d, faster than the %.1f%% of the %d steps before, while learning_rate decayed %.3g → %.3g (%.0f%% of its peak %.3g): the late-cooldown lm_head growth that precedes low-LR divergences",
 			100*g, q[0], q[len(q)-1], v.headStep[win], s.Step, 100*gPrev, win, v.lrs[win], lr, 100*lr/v.peakLR, v.peakLR))
 }

@@ -11,16 +11,17 @@ const (
 	RuleMoEDeadExpert = "moe_dead_experts"
 )
 
-// moeRules is the state of the MoE rules: consecutive steps over the
-// thresholds.
-type moeRules struct {
+// moeRule is the MoE routing family, SEV1 moe_drop_sustained and
+// moe_dead_experts, on a step sample's MoE vitals (absent for dense
+// models: the rules stay silent). Its state is the consecutive steps over
+// the thresholds.
+type moeRule struct {
+	ctx              *ruleCtx
 	dropRun, deadRun int
 }
 
-// moe checks the MoE routing vitals of a step sample (absent for dense
-// models: the rules stay silent).
-func (r *rules) moe(out *[]Alert, s *Sample) {
-	st := &r.moeState
+func (st *moeRule) observe(s *Sample, out *[]Alert) {
+	r := st.ctx
 	if x, ok := s.Values["moe_drop_rate"]; ok && finite(x) {
 		if x > r.cfg.MoEDropRate {
 			st.dropRun++

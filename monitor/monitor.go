@@ -93,22 +93,25 @@ type Monitor struct {
 	opts Options
 	log  *slog.Logger
 
-	mu       sync.Mutex
-	rules    *rules
-	spikes   *SpikeClassifier
-	sinks    []Sink
-	alertsF  *os.File
-	recent   []Sample // last IncidentSteps samples (oldest first)
-	lossEMA  float64
-	emaN     int
-	skips    float64 // last skipped_updates counter value
-	lastLoss float64 // train_loss_ema of the latest step (for train_val_gap)
-	tokHist  []float64
-	paused   bool
-	reason   string
-	pausedBy Alert // the SEV0 alert that paused the run
-	alerts   []Alert
-	closed   bool
+	mu     sync.Mutex
+	rules  *rules
+	spikes *SpikeClassifier
+	// spikeSteps are the steps of the loss spikes detected (for
+	// loss_spike_cluster).
+	spikeSteps []int64
+	sinks      []Sink
+	alertsF    *os.File
+	recent     []Sample // last IncidentSteps samples (oldest first)
+	lossEMA    float64
+	emaN       int
+	skips      float64 // last skipped_updates counter value
+	lastLoss   float64 // train_loss_ema of the latest step (for train_val_gap)
+	tokHist    []float64
+	paused     bool
+	reason     string
+	pausedBy   Alert // the SEV0 alert that paused the run
+	alerts     []Alert
+	closed     bool
 	// sinksClosed is set once Close closed the sinks and alerts.jsonl.
 	sinksClosed bool
 	webhookW    sync.WaitGroup
@@ -134,7 +137,7 @@ func New(cfg Config, opts Options) (*Monitor, error) {
 	}
 	m := &Monitor{cfg: cfg, opts: opts, log: opts.Logger, rules: newRules(cfg, stages, opts.Vocab, opts.WarmupSteps),
 		spikes: NewSpikeClassifier(cfg), lossEMA: math.NaN(), skips: math.NaN(), lastLoss: math.NaN()}
-	m.spikes.plan.stages = m.rules.laterStageStarts() // planned changes of the loss's level (gaprules.go)
+	m.spikes.plan.stages = m.rules.sched.laterStageStarts() // planned changes of the loss's level (gaprules.go)
 	if opts.RunDir != "" {
 		if err := os.MkdirAll(opts.RunDir, 0o755); err != nil {
 			return nil, fmt.Errorf("monitor: %w", err)
@@ -324,9 +327,9 @@ func (m *Monitor) spikeAlerts(s *Sample, det *Spike, dec []*Spike) []Alert {
 			msg += "; it follows a garbage batch: " + det.GarbageBatch
 		}
 		m.rules.fire(&out, s, RuleLossSpike, "train_loss_raw", det.Loss, det.BandHi, msg)
-		m.rules.spikes = append(m.rules.spikes, det.Step)
+		m.spikeSteps = append(m.spikeSteps, det.Step)
 		n := 0
-		for _, st := range m.rules.spikes {
+		for _, st := range m.spikeSteps {
 			if det.Step-st < int64(m.cfg.ClusterWindow) {
 				n++
 			}
@@ -403,7 +406,7 @@ func (m *Monitor) derive(s *Sample) {
 				c = 1
 			}
 			// The rules keep the window; derive the rate over it here.
-			vals := m.rules.clips.values()
+			vals := m.rules.clip.window.values()
 			w := m.cfg.Window
 			if len(vals) > w-1 {
 				vals = vals[len(vals)-(w-1):]

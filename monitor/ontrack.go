@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// offTrack is the SEV2 off_track rule: the loss has sat above the run's
+// offTrackRule is the SEV2 off_track rule: the loss has sat above the run's
 // own loss-vs-tokens fit beyond noise for off_track_steps consecutive
 // judged steps. The trainer (internal/train/ontrack.go through
 // internal/lossfit) reports the fit's reading of each step:
@@ -14,22 +14,28 @@ import (
 // noise. A step without them (warm-up, re-warm-up, no fit yet, another
 // trainer's log) is not judged and ends a stretch; a residual below the
 // fit (a planned decay) never counts.
-func (r *rules) offTrack(out *[]Alert, s *Sample) {
-	if r.cfg.OffTrackSteps <= 0 {
+type offTrackRule struct {
+	ctx    *ruleCtx
+	offRun int // consecutive judged steps above the fit
+}
+
+func (f *offTrackRule) observe(s *Sample, out *[]Alert) {
+	cfg := f.ctx.cfg
+	if cfg.OffTrackSteps <= 0 {
 		return
 	}
 	z, okz := s.Values["scaling_law_residual_z"]
 	res, okr := s.Values["scaling_law_residual"]
-	if !okz || !okr || !finite(z) || !finite(res) || z <= r.cfg.OffTrackZ || res <= r.cfg.OffTrackMin {
-		r.offRun = 0
+	if !okz || !okr || !finite(z) || !finite(res) || z <= cfg.OffTrackZ || res <= cfg.OffTrackMin {
+		f.offRun = 0
 		return
 	}
-	r.offRun++
-	if r.offRun < r.cfg.OffTrackSteps {
+	f.offRun++
+	if f.offRun < cfg.OffTrackSteps {
 		return
 	}
 	msg := fmt.Sprintf("train_loss_raw has sat above the run's loss-vs-tokens fit for %d steps: median residual %.4g nats/token, %.1f× its noise (off_track_z %.3g)",
-		r.offRun, res, z, r.cfg.OffTrackZ)
+		f.offRun, res, z, cfg.OffTrackZ)
 	if f, ok := s.Values["loss_fit"]; ok && finite(f) {
 		msg += fmt.Sprintf("; fit %.4g at %d tokens", f, s.Tokens)
 	}
@@ -39,7 +45,7 @@ func (r *rules) offTrack(out *[]Alert, s *Sample) {
 			msg += fmt.Sprintf(" ± %.2g", se)
 		}
 	}
-	r.fire(out, s, RuleOffTrack, "scaling_law_residual", res, res/z*r.cfg.OffTrackZ, msg)
+	f.ctx.fire(out, s, RuleOffTrack, "scaling_law_residual", res, res/z*cfg.OffTrackZ, msg)
 }
 
 // validateOnTrack checks the off_track rule's fields.
