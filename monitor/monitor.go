@@ -11,12 +11,12 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -142,7 +142,7 @@ func New(cfg Config, opts Options) (*Monitor, error) {
 		if err := os.MkdirAll(opts.RunDir, 0o755); err != nil {
 			return nil, fmt.Errorf("monitor: %w", err)
 		}
-		f, err := os.OpenFile(filepath.Join(opts.RunDir, "alerts.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		f, err := os.OpenFile(rundir.Of(opts.RunDir).Alerts(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err != nil {
 			return nil, fmt.Errorf("monitor: %w", err)
 		}
@@ -181,7 +181,7 @@ func New(cfg Config, opts Options) (*Monitor, error) {
 func (m *Monitor) openSinks() error {
 	dir := m.opts.RunDir
 	if m.cfg.SQLite {
-		s, err := OpenStore(filepath.Join(dir, "metrics.sqlite"))
+		s, err := OpenStore(rundir.Of(dir).Store())
 		if err != nil {
 			return err
 		}
@@ -203,7 +203,7 @@ func (m *Monitor) openSinks() error {
 		m.sinks = append(m.sinks, t)
 	}
 	if m.cfg.TraceSteps > 0 {
-		t, err := NewTraceWriter(filepath.Join(dir, "trace.json"), int64(m.cfg.TraceFromStep), int64(m.cfg.TraceSteps))
+		t, err := NewTraceWriter(rundir.Of(dir).Trace(), int64(m.cfg.TraceFromStep), int64(m.cfg.TraceSteps))
 		if err != nil {
 			return err
 		}
