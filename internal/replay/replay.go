@@ -27,11 +27,11 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
@@ -127,7 +127,7 @@ func Replay(dir string, o Options) (*Result, error) {
 	if o.From != 0 && (o.From < 1 || o.To < o.From) {
 		return nil, fmt.Errorf("replay: steps %d:%d: want 1 ≤ A ≤ B", o.From, o.To)
 	}
-	cfgPath := filepath.Join(dir, "config.toml")
+	cfgPath := rundir.Of(dir).Config()
 	cfg, err := config.Load(cfgPath, nil)
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
@@ -185,7 +185,7 @@ func Replay(dir string, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	logged, err := readLogged(filepath.Join(dir, "metrics.jsonl"))
+	logged, err := readLogged(rundir.Of(dir).Metrics())
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
