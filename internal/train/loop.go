@@ -280,7 +280,30 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	return res, err
 }
 
+// run trains: construct the network and optimizer, restore a checkpoint
+// or warm-start, open the run's files (rank 0), then loop.
 func (t *trainer) run(ctx context.Context) (*Result, error) {
+	res := &Result{ValLoss: math.NaN(), ValLossEMA: math.NaN()}
+	if err := t.construct(); err != nil {
+		return nil, err
+	}
+	if err := t.restore(res); err != nil {
+		return nil, err
+	}
+	if !t.dp.lead() {
+		return t.runRank(ctx, res)
+	}
+	if done, err := t.open(res); err != nil {
+		return nil, err
+	} else if done {
+		return res, nil
+	}
+	return t.loop(ctx, res)
+}
+
+// construct builds the network, its data-parallel group, the optimizer,
+// EMA, QK-Clip, the LR and batch schedules and the batch buffers.
+func (t *trainer) construct() error {
 	o := t.o
 	var err error
 	newNet := o.NewNet
@@ -288,11 +311,11 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		newNet = NewModelNet
 	}
 	if t.net, err = newNet(o.Model, o.Seed); err != nil {
-		return nil, fmt.Errorf("train: model: %w", err)
+		return fmt.Errorf("train: model: %w", err)
 	}
 	t.ts = t.net.Tensors()
 	if t.dp, err = newDataParallel(o.Comm, t.net, time.Duration(o.Train.CommTimeoutSeconds*float64(time.Second))); err != nil {
-		return nil, err
+		return err
 	}
 	spans := make([]optim.Span, len(t.ts))
 	for i, x := range t.ts {
@@ -300,7 +323,7 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	}
 	params := t.net.Params()
 	if t.opt, err = optim.NewAdamW(o.Optim, len(params), spans); err != nil {
-		return nil, err
+		return err
 	}
 	if o.Optim.EMABeta > 0 {
 		t.ema = optim.NewEMA(o.Optim.EMABeta, params)
@@ -311,21 +334,21 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	}
 	for i, e := range o.Optim.Knobs {
 		if e.ZLoss != nil && Model(t.net) == nil {
-			return nil, fmt.Errorf("train: optim.knobs[%d].z_loss: the network is not a model.Model, whose z-loss weight could change", i)
+			return fmt.Errorf("train: optim.knobs[%d].z_loss: the network is not a model.Model, whose z-loss weight could change", i)
 		}
 	}
 	if t.qk, err = newQKClipper(qkTau, o.Model, t.ts); err != nil {
-		return nil, err
+		return err
 	}
 	if t.sched, err = optim.NewSchedule(o.Optim, o.Train.Steps); err != nil {
-		return nil, err
+		return err
 	}
 	if t.bsched, err = batchsched.FromConfig("train.batch_schedule", o.Train.BatchSchedule, o.Train.BatchSize); err != nil {
-		return nil, err
+		return err
 	}
 	mb, err := microBatch(o.Train)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if t.dp != nil { // a rank holds at most its share of the largest batch
 		mb = min(mb, (t.bsched.Max()+t.dp.size-1)/t.dp.size)
@@ -334,23 +357,28 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	t.srcs = make([]int, mb)
 	t.srcNames = o.Data.SourceNames()
 	t.st.GradClipWindow = []bool{}
+	return nil
+}
 
-	res := &Result{ValLoss: math.NaN(), ValLossEMA: math.NaN()}
+// restore resumes from the newest valid checkpoint of the run, else
+// warm-starts from init.from, with the interventions' plan either way,
+// and gives every rank rank 0's parameters.
+func (t *trainer) restore(res *Result) error {
+	o := t.o
 	if t.dp.lead() {
 		checkpoint.RemoveStaleTemps(t.ckRoot)
 	}
 	loaded, err := checkpoint.Latest(t.ckRoot, t.log)
 	if err != nil {
-		return nil, fmt.Errorf("train: resume: %w", err)
+		return fmt.Errorf("train: resume: %w", err)
 	}
-	metricsPath := filepath.Join(o.Dir, "metrics.jsonl")
 	switch {
 	case loaded != nil:
 		if err := t.loadInterventions(&loaded.State); err != nil {
-			return nil, err
+			return err
 		}
 		if err := t.resume(loaded); err != nil {
-			return nil, err
+			return err
 		}
 		t.necromancy(loaded.State, loaded.Dir)
 		if t.dp.lead() {
@@ -362,56 +390,60 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		}
 	case o.Init.From != "":
 		if err := t.loadInterventions(nil); err != nil {
-			return nil, err
+			return err
 		}
 		rep, err := t.warmStart()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		res.WarmStart = rep
 	}
 	if loaded == nil && o.Init.From == "" {
 		if err := t.loadInterventions(nil); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := t.dp.startParams(t.st.Step, params); err != nil {
-		return nil, err
-	}
-	if !t.dp.lead() {
-		return t.runRank(ctx, res)
-	}
+	return t.dp.startParams(t.st.Step, t.net.Params())
+}
+
+// open prepares rank 0's side of the run before its first step: the
+// metrics cut back to the restored step (done when nothing is left to
+// train), the on-track and noise-scale history, config.toml, the probe,
+// the FMA peak, manifest.json and the metrics writer.
+func (t *trainer) open(res *Result) (done bool, err error) {
+	o := t.o
+	metricsPath := filepath.Join(o.Dir, "metrics.jsonl")
 	if dropped, err := runlog.TruncateMetrics(metricsPath, t.st.Step); err != nil {
-		return nil, err
+		return false, err
 	} else if dropped > 0 {
 		t.log.Info("dropped metrics lines written after the resumed checkpoint", "lines", dropped, "step", t.st.Step)
 	}
 	if t.st.Step >= o.Train.Steps {
 		t.log.Info("nothing to do: the run already reached train.steps", "step", t.st.Step, "steps", o.Train.Steps)
 		res.Step = t.st.Step
-		return res, nil
+		return true, nil
 	}
 	t.track, t.noise = stepvitals.NewOnTrack(o.Optim, o.Train.Steps, o.Data, t.sched, t.bsched, t.T), stepvitals.NewNoiseScale()
 	if err := stepvitals.ReplayHistory(metricsPath, t.track, t.noise); err != nil {
-		return nil, err
+		return false, err
 	}
 	if o.StopAt > 0 && t.st.Step >= o.StopAt {
 		t.log.Info("nothing to do: the branch already reached its last step", "step", t.st.Step, "until_step", o.StopAt)
 		res.Step = t.st.Step
-		return res, nil
+		return true, nil
 	}
 	if o.WriteConfig != nil {
 		if err := o.WriteConfig(filepath.Join(o.Dir, "config.toml")); err != nil {
-			return nil, err
+			return false, err
 		}
 	}
 	if err := t.setupProbe(); err != nil {
-		return nil, err
+		return false, err
 	}
 	// The first output_kl_to_prev compares against the weights this
 	// invocation starts from (the resumed checkpoint, or the initialisation).
 	if _, _, _, err := t.probeKL(); err != nil {
-		return nil, err
+		return false, err
 	}
 	// The FMA peak mfu divides by: train.peak_gflops, else this machine's
 	// cached peak (checked by a short probe), else a probe now.
@@ -419,11 +451,21 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	t.peakFLOPS = t.peak.FLOPS()
 	res.PeakGFLOPS, res.PeakSource, res.PeakProbeRatio = t.peak.GFLOPS, string(t.peak.Source), t.peak.ProbeRatio
 	if err := t.writeManifest(res); err != nil {
-		return nil, err
+		return false, err
 	}
 	if t.ml, err = runlog.OpenMetrics(metricsPath); err != nil {
-		return nil, err
+		return false, err
 	}
+	t.stampState()
+	t.log.Info("training", "dir", o.Dir, "params", len(t.net.Params()), "from_step", t.st.Step, "steps", o.Train.Steps,
+		"micro_batch", len(t.inputs)/t.T, "peak_gflops", fmt.Sprintf("%.1f", t.peakFLOPS/1e9), "source", t.peak.Source)
+	return false, nil
+}
+
+// stampState records in the checkpoint state what this invocation runs
+// with: the seed and data notes, the config hash, model, EMA and tokenizer.
+func (t *trainer) stampState() {
+	o := t.o
 	t.st.RNG.Seed = o.Seed
 	t.st.RNG.Stream = "splitmix64(seed, step, row): batches are pure functions of the step"
 	t.st.Data.Note = "DataSource.Fill(step) is a pure function of (seed, step); step is 0-based"
@@ -432,9 +474,12 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	t.st.EMABeta = o.Optim.EMABeta
 	t.st.Tokenizer = o.Tokenizer
 	t.lastCkptTime = time.Now()
-	t.log.Info("training", "dir", o.Dir, "params", len(params), "from_step", t.st.Step, "steps", o.Train.Steps,
-		"micro_batch", mb, "peak_gflops", fmt.Sprintf("%.1f", t.peakFLOPS/1e9), "source", t.peak.Source)
+}
 
+// loop trains steps until the last one (or a stop every rank agrees on):
+// each step, then its line out and the evaluation and checkpoint due.
+func (t *trainer) loop(ctx context.Context, res *Result) (*Result, error) {
+	o := t.o
 	runStart := time.Now()
 	wall0 := t.st.WallTime
 	clock := stepclock.New() // step_time, cpu_time and the contention witnesses, evaluations and checkpoints left out
@@ -455,30 +500,15 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		t.st.WallTime = wall0 + time.Since(runStart).Seconds()
 		m.WallTime = t.st.WallTime
 		clock.Lap(m)
-		m.CheckpointTime, m.EvalTime = t.pendingCkptTime, t.pendingEvalTime
-		t.pendingCkptTime, t.pendingEvalTime = 0, 0
-		if m.StepTime > 0 {
-			m.TokensPerSec = float64(m.TokensPerUpdate) / m.StepTime
-			m.DataloaderStallFrac = m.DataWaitTime / m.StepTime
-			if t.peakFLOPS > 0 { // FLOPs are spent on every position, padding included
-				m.MFU = t.net.FLOPsPerToken() * float64(m.BatchSize*t.T) / m.StepTime / t.peakFLOPS / float64(t.dp.ranks()) // every rank has rank 0's peak
-			}
-		}
+		t.throughput(m)
 		if err := t.rankVitals(s, m); err != nil {
 			return res, err
 		}
-		t.stepVitals(s, m) // memvitals.go
-		if err := t.ml.Write(m); err != nil {
+		if err := t.emit(s, m); err != nil {
 			return res, err
 		}
 		res.Step = s
-		var obErr error
-		for _, ob := range o.Observers {
-			if err := ob.OnStep(m); err != nil {
-				obErr = fmt.Errorf("step %d: observer stopped the run (no checkpoint written; newest checkpoint %s): %w", s, orNone(t.lastCkpt), err)
-				break
-			}
-		}
+		obErr := t.notify(s, m)
 		// train.max_minutes: stop this invocation like a finished run.
 		timeUp := s < o.Train.Steps && o.Train.MaxMinutes > 0 && time.Since(t.start).Minutes() >= o.Train.MaxMinutes
 		branchEnd := s < o.Train.Steps && s == o.StopAt // Options.StopAt: the same on every rank
@@ -492,40 +522,9 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		if obErr != nil {
 			return res, obErr
 		}
-		if o.Train.LogEvery > 0 && (s%o.Train.LogEvery == 0 || s == 1) {
-			t.log.Info("step", "step", s, "loss", fmt.Sprintf("%.4f", m.TrainLossRaw), "loss_ema", fmt.Sprintf("%.4f", m.TrainLossEMA),
-				"lr", fmt.Sprintf("%.3g", m.LearningRate), "grad_norm", fmt.Sprintf("%.3f", m.GradGlobalNorm),
-				"tok/s", fmt.Sprintf("%.0f", m.TokensPerSec), "skipped", m.Skipped, "clipped", m.Clipped)
-		}
-		if timeUp {
-			t.log.Info("train.max_minutes reached: final evaluation and checkpoint; rerun to continue",
-				"step", s, "steps", o.Train.Steps, "max_minutes", o.Train.MaxMinutes)
-		}
 		clock.Pause() // until resume: eval_time and checkpoint_time, not the next step's time
-		if (o.Train.EvalEvery > 0 && s%o.Train.EvalEvery == 0) || s == o.Train.Steps || timeUp || branchEnd {
-			e, err := t.evaluate(ctx, s, m.TrainLossEMA, s == o.Train.Steps || timeUp)
-			if err != nil {
-				return res, err
-			}
-			res.ValLoss, res.ValLossEMA = e.ValLoss, e.ValLossEMA
-		}
-		kind := ""
-		switch {
-		case s == o.Train.Steps, branchEnd:
-			kind = "final"
-		case o.Checkpoint.PermanentEvery > 0 && s%o.Checkpoint.PermanentEvery == 0:
-			kind = "permanent"
-		case timeUp:
-			kind = "time_limit"
-		case o.Checkpoint.Every > 0 && s%o.Checkpoint.Every == 0,
-			o.Checkpoint.EveryMinutes > 0 && time.Since(t.lastCkptTime).Minutes() >= o.Checkpoint.EveryMinutes:
-			kind = "rolling"
-		}
-		if kind != "" {
-			if err := t.checkpoint(kind); err != nil {
-				return res, err
-			}
-			res.Checkpoint = t.lastCkpt
+		if err := t.afterStep(ctx, s, m, timeUp, branchEnd, res); err != nil {
+			return res, err
 		}
 		clock.Resume()
 		if timeUp {
@@ -537,6 +536,80 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// throughput fills step m's checkpoint and evaluation time since the step
+// before, tokens per second, the dataloader stall and the MFU.
+func (t *trainer) throughput(m *runlog.Step) {
+	m.CheckpointTime, m.EvalTime = t.pendingCkptTime, t.pendingEvalTime
+	t.pendingCkptTime, t.pendingEvalTime = 0, 0
+	if m.StepTime > 0 {
+		m.TokensPerSec = float64(m.TokensPerUpdate) / m.StepTime
+		m.DataloaderStallFrac = m.DataWaitTime / m.StepTime
+		if t.peakFLOPS > 0 { // FLOPs are spent on every position, padding included
+			m.MFU = t.net.FLOPsPerToken() * float64(m.BatchSize*t.T) / m.StepTime / t.peakFLOPS / float64(t.dp.ranks()) // every rank has rank 0's peak
+		}
+	}
+}
+
+// emit completes step s's line (stepvitals) and writes it to metrics.jsonl.
+func (t *trainer) emit(s int, m *runlog.Step) error {
+	t.stepVitals(s, m) // memvitals.go
+	return t.ml.Write(m)
+}
+
+// notify hands step s's line to the observers; the first one's error stops
+// the run, once every rank has agreed to stop.
+func (t *trainer) notify(s int, m *runlog.Step) error {
+	for _, ob := range t.o.Observers {
+		if err := ob.OnStep(m); err != nil {
+			return fmt.Errorf("step %d: observer stopped the run (no checkpoint written; newest checkpoint %s): %w", s, orNone(t.lastCkpt), err)
+		}
+	}
+	return nil
+}
+
+// afterStep logs step s and runs the evaluation and the checkpoint due
+// after it: the final ones at the last step, a train.max_minutes stop
+// (timeUp) or a branch's end.
+func (t *trainer) afterStep(ctx context.Context, s int, m *runlog.Step, timeUp, branchEnd bool, res *Result) error {
+	o := t.o
+	if o.Train.LogEvery > 0 && (s%o.Train.LogEvery == 0 || s == 1) {
+		t.log.Info("step", "step", s, "loss", fmt.Sprintf("%.4f", m.TrainLossRaw), "loss_ema", fmt.Sprintf("%.4f", m.TrainLossEMA),
+			"lr", fmt.Sprintf("%.3g", m.LearningRate), "grad_norm", fmt.Sprintf("%.3f", m.GradGlobalNorm),
+			"tok/s", fmt.Sprintf("%.0f", m.TokensPerSec), "skipped", m.Skipped, "clipped", m.Clipped)
+	}
+	if timeUp {
+		t.log.Info("train.max_minutes reached: final evaluation and checkpoint; rerun to continue",
+			"step", s, "steps", o.Train.Steps, "max_minutes", o.Train.MaxMinutes)
+	}
+	if (o.Train.EvalEvery > 0 && s%o.Train.EvalEvery == 0) || s == o.Train.Steps || timeUp || branchEnd {
+		e, err := t.evaluate(ctx, s, m.TrainLossEMA, s == o.Train.Steps || timeUp)
+		if err != nil {
+			return err
+		}
+		res.ValLoss, res.ValLossEMA = e.ValLoss, e.ValLossEMA
+	}
+	kind := ""
+	switch {
+	case s == o.Train.Steps, branchEnd:
+		kind = "final"
+	case o.Checkpoint.PermanentEvery > 0 && s%o.Checkpoint.PermanentEvery == 0:
+		kind = "permanent"
+	case timeUp:
+		kind = "time_limit"
+	case o.Checkpoint.Every > 0 && s%o.Checkpoint.Every == 0,
+		o.Checkpoint.EveryMinutes > 0 && time.Since(t.lastCkptTime).Minutes() >= o.Checkpoint.EveryMinutes:
+		kind = "rolling"
+	}
+	if kind == "" {
+		return nil
+	}
+	if err := t.checkpoint(kind); err != nil {
+		return err
+	}
+	res.Checkpoint = t.lastCkpt
+	return nil
 }
 
 func sumInts(xs []int) int {
@@ -566,9 +639,10 @@ func (t *trainer) interrupt(res *Result, wall0 float64, start time.Time) (*Resul
 	return res, nil
 }
 
-// step runs optimizer step s (1-based) and returns its metrics line.
+// step runs optimizer step s (1-based) and returns its metrics line, in
+// the order of llm.c's train loop: accumulate the gradient over the
+// micro-batches, take the learning rate, apply the update, record it.
 func (t *trainer) step(s int) (*runlog.Step, error) {
-	o := t.o
 	t.stepStart = time.Now()
 	idx := s - 1
 	// kestrel rewind --skip-steps: step s trains on the batch of data step
@@ -580,7 +654,32 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	nMicro := (hi - lo + mb - 1) / mb
 	m := &runlog.Step{Step: s, BatchSize: B, MicroBatches: nMicro, UnixTime: float64(time.Now().UnixNano()) / 1e9,
 		Spans: make([]runlog.Span, 0, 3*nMicro+1)} // data_wait, forward, backward per micro-batch, then optimizer
-	// [[optim.knobs]]: the knobs in force at step s.
+	kn, qk := t.knobs(s, m)
+	if mm := Model(t.net); mm != nil && t.o.TraceOps != nil && t.o.TraceOps(s) {
+		mm.Trace = &opRecorder{spans: &m.OpSpans}
+		defer func() { mm.Trace = nil }()
+	}
+	if d := t.faults.Stall(s); d > 0 { // [debug] stall_at_step
+		time.Sleep(d)
+	}
+	a, err := t.accumulate(s, dataIdx, lo, hi, m, qk)
+	if err != nil {
+		return m, err
+	}
+	lr, pt := t.learningRate(s, dataIdx, kn)
+	r, err := t.apply(s, m, a, lr, qk)
+	if err != nil {
+		return m, err
+	}
+	t.record(s, m, a, r, lr, pt, dataIdx)
+	return m, nil
+}
+
+// knobs sets the [[optim.knobs]] in force at step s (the optimizer's,
+// the z-loss weight, QK-Clip's τ) and records them in m; the QK-Clip it
+// returns is nil when τ is 0.
+func (t *trainer) knobs(s int, m *runlog.Step) (optim.Knobs, *qkClipper) {
+	o := t.o
 	kn := o.Optim.KnobsAt(s, o.Model.ZLoss)
 	t.opt.SetKnobs(kn)
 	if mm := Model(t.net); mm != nil {
@@ -600,110 +699,134 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	if o.Optim.SkipBadSteps {
 		m.KnobSkipSigma = kn.SkipSigma
 	}
-	if mm := Model(t.net); mm != nil && o.TraceOps != nil && o.TraceOps(s) {
-		mm.Trace = &opRecorder{spans: &m.OpSpans}
-		defer func() { mm.Trace = nil }()
-	}
-	if d := t.faults.Stall(s); d > 0 { // [debug] stall_at_step
-		time.Sleep(d)
-	}
+	return kn, qk
+}
+
+// accumulated is what a step's micro-batches summed: the loss and z-loss
+// (each pass weighted by its share of the batch), the tokens the loss
+// counted, the padding and the tokens per source.
+type accumulated struct {
+	B            int // the global batch (rows)
+	loss, zl     float64
+	tokens, pads int
+	perSrc       []int
+}
+
+// accumulate runs forward and backward over this rank's rows [lo, hi) of
+// data step dataIdx in micro-batches, the gradient summed in the net (and
+// all-reduced over the ranks), and records the batch's vitals in m.
+func (t *trainer) accumulate(s, dataIdx, lo, hi int, m *runlog.Step, qk *qkClipper) (*accumulated, error) {
+	o := t.o
+	a := &accumulated{B: m.BatchSize, perSrc: make([]int, len(t.srcNames))}
 	t.ent.Begin(vocabFor(&o), o.Model.Vocab, t.T)
 	t.net.ZeroGrads()
 	t.dp.beginStep()
 	t.noise.Begin()
-	var loss, zl float64
-	tokens, pads := 0, 0
-	perSrc := make([]int, len(t.srcNames))
-	for k := 0; k < nMicro; k++ {
-		r0 := lo + k*mb
-		n := min(mb, hi-r0)
-		t0 := time.Now()
-		in, tg, sg, sr := t.inputs[:n*t.T], t.targets[:n*t.T], t.segIDs[:n*t.T], t.srcs[:n]
-		for i := range sr {
-			sr[i] = -1
+	mb := len(t.inputs) / t.T
+	for k := 0; k < m.MicroBatches; k++ {
+		if err := t.micro(s, dataIdx, k, lo+k*mb, min(mb, hi-lo-k*mb), m, a, qk); err != nil {
+			return a, err
 		}
-		if err := o.Data.Fill(dataIdx, B, r0, n, in, tg, sg, sr); err != nil {
-			return m, fmt.Errorf("step %d: data: %w", s, err)
-		}
-		for row, x := range sr {
-			real := 0
-			for _, y := range tg[row*t.T : (row+1)*t.T] {
-				if y >= 0 {
-					real++
-				}
-			}
-			pads += t.T - real
-			if x >= 0 && x < len(perSrc) {
-				perSrc[x] += real
-			}
-		}
-		if o.Debug.Poisoned(dataIdx + 1) { // [debug] corrupt_batch_at_step, poison_data_*
-			faults.PoisonRows(o.Seed, dataIdx+1, r0, t.T, o.Model.Vocab, in, tg)
-		}
-		base64Fault(&o, dataIdx+1, r0, t.T, in, tg) // [debug] base64_data_* (batchstats.go)
-		t.ent.Add(tg)
-		t.ent.LogFirstRow(t.log, s, B, in)
-		b := &model.Batch{B: n, T: t.T, Inputs: in, Targets: tg}
-		if o.Model.DocMask {
-			b.SegIDs = sg
-		}
-		t1 := time.Now()
-		m.DataWaitTime += t1.Sub(t0).Seconds()
-		if k == nMicro-1 {
-			t.dp.arm(t.net) // the last pass: start each layer's all-reduce when its backward is done
-		}
-		st, err := t.net.ForwardBackward(b, float32(n)/float32(B))
-		t.dp.disarm(t.net)
-		if err != nil {
-			return m, fmt.Errorf("step %d: forward/backward: %w", s, err)
-		}
-		if nMicro > 1 && (t.dp == nil || k < nMicro-1) { // the last pass all-reduces: not this rank's gradient
-			t.noise.Micro(t.net.Grads(), k, n, float64(n)/float64(B), k == nMicro-1)
-		}
-		qk.observe(t.net.Vitals())
-		fwd, bwd := st.ForwardTime, st.BackwardTime
-		if fwd == 0 && bwd == 0 { // a Net that does not time its passes: all of it is forward
-			fwd = time.Since(t1)
-		}
-		m.ForwardTime += fwd.Seconds()
-		m.BackwardTime += bwd.Seconds()
-		m.Spans = append(m.Spans, runlog.Span{Name: "data_wait", Start: t0, Dur: t1.Sub(t0)}, runlog.Span{Name: "forward", Start: t1, Dur: fwd}, runlog.Span{Name: "backward", Start: t1.Add(fwd), Dur: bwd})
-		w := float64(n) / float64(B)
-		loss += w * st.Loss
-		zl += w * st.ZLoss
-		tokens += st.Tokens
 	}
 	if t.dp != nil {
-		if err := t.reduceStep(s, &loss, &zl, &tokens, &pads, perSrc); err != nil {
-			return m, err
+		if err := t.reduceStep(s, &a.loss, &a.zl, &a.tokens, &a.pads, a.perSrc); err != nil {
+			return a, err
 		}
 		if err := t.dp.qkMax(s, qk); err != nil {
-			return m, err
+			return a, err
 		}
 		if err := t.reduceVitals(s); err != nil {
-			return m, err
+			return a, err
 		}
 	}
-	m.PadFraction = float64(pads) / float64(B*t.T)
+	m.PadFraction = float64(a.pads) / float64(a.B*t.T)
 	// batch_token_entropy and the batch's data vitals, this rank's rows (batchstats.go)
 	t.ent.Record(m)
-	m.TokensPerUpdate = int64(tokens)            // the positions the loss counted
-	if counted := sumInts(perSrc); counted > 0 { // a source that does not report rows gets no shares
-		m.SourceMixShare = make(map[string]float64, len(perSrc))
-		for i, c := range perSrc {
+	m.TokensPerUpdate = int64(a.tokens)            // the positions the loss counted
+	if counted := sumInts(a.perSrc); counted > 0 { // a source that does not report rows gets no shares
+		m.SourceMixShare = make(map[string]float64, len(a.perSrc))
+		for i, c := range a.perSrc {
 			m.SourceMixShare[t.srcNames[i]] = float64(c) / float64(counted)
 		}
 	}
-	grads := t.net.Grads()
 	if t.faults.NaN(s) {
-		loss = math.NaN()
-		grads[0] = float32(math.NaN())
+		a.loss = math.NaN()
+		t.net.Grads()[0] = float32(math.NaN())
 	}
-	pt := t.sched.At(idx)
-	lr := pt.LR
-	if o.Optim.SqrtBatchScaling {
-		lr *= t.bsched.LRScale(dataIdx) // of the batch size used
+	return a, nil
+}
 
+// micro is pass k of step s: n rows from row r0 of the batch filled (and
+// the [debug] data faults applied), counted, then forward and backward.
+func (t *trainer) micro(s, dataIdx, k, r0, n int, m *runlog.Step, a *accumulated, qk *qkClipper) error {
+	o := t.o
+	B, nMicro := a.B, m.MicroBatches
+	t0 := time.Now()
+	in, tg, sg, sr := t.inputs[:n*t.T], t.targets[:n*t.T], t.segIDs[:n*t.T], t.srcs[:n]
+	for i := range sr {
+		sr[i] = -1
+	}
+	if err := o.Data.Fill(dataIdx, B, r0, n, in, tg, sg, sr); err != nil {
+		return fmt.Errorf("step %d: data: %w", s, err)
+	}
+	for row, x := range sr {
+		real := 0
+		for _, y := range tg[row*t.T : (row+1)*t.T] {
+			if y >= 0 {
+				real++
+			}
+		}
+		a.pads += t.T - real
+		if x >= 0 && x < len(a.perSrc) {
+			a.perSrc[x] += real
+		}
+	}
+	if o.Debug.Poisoned(dataIdx + 1) { // [debug] corrupt_batch_at_step, poison_data_*
+		faults.PoisonRows(o.Seed, dataIdx+1, r0, t.T, o.Model.Vocab, in, tg)
+	}
+	base64Fault(&o, dataIdx+1, r0, t.T, in, tg) // [debug] base64_data_* (batchstats.go)
+	t.ent.Add(tg)
+	t.ent.LogFirstRow(t.log, s, B, in)
+	b := &model.Batch{B: n, T: t.T, Inputs: in, Targets: tg}
+	if o.Model.DocMask {
+		b.SegIDs = sg
+	}
+	t1 := time.Now()
+	m.DataWaitTime += t1.Sub(t0).Seconds()
+	if k == nMicro-1 {
+		t.dp.arm(t.net) // the last pass: start each layer's all-reduce when its backward is done
+	}
+	st, err := t.net.ForwardBackward(b, float32(n)/float32(B))
+	t.dp.disarm(t.net)
+	if err != nil {
+		return fmt.Errorf("step %d: forward/backward: %w", s, err)
+	}
+	if nMicro > 1 && (t.dp == nil || k < nMicro-1) { // the last pass all-reduces: not this rank's gradient
+		t.noise.Micro(t.net.Grads(), k, n, float64(n)/float64(B), k == nMicro-1)
+	}
+	qk.observe(t.net.Vitals())
+	fwd, bwd := st.ForwardTime, st.BackwardTime
+	if fwd == 0 && bwd == 0 { // a Net that does not time its passes: all of it is forward
+		fwd = time.Since(t1)
+	}
+	m.ForwardTime += fwd.Seconds()
+	m.BackwardTime += bwd.Seconds()
+	m.Spans = append(m.Spans, runlog.Span{Name: "data_wait", Start: t0, Dur: t1.Sub(t0)}, runlog.Span{Name: "forward", Start: t1, Dur: fwd}, runlog.Span{Name: "backward", Start: t1.Add(fwd), Dur: bwd})
+	w := float64(n) / float64(B)
+	a.loss += w * st.Loss
+	a.zl += w * st.ZLoss
+	a.tokens += st.Tokens
+	return nil
+}
+
+// learningRate is step s's learning rate: the schedule's, scaled for the
+// batch size of data step dataIdx, by an intervention, the knobs and the
+// [debug] LR faults.
+func (t *trainer) learningRate(s, dataIdx int, kn optim.Knobs) (float64, optim.Point) {
+	pt := t.sched.At(s - 1)
+	lr := pt.LR
+	if t.o.Optim.SqrtBatchScaling {
+		lr *= t.bsched.LRScale(dataIdx) // of the batch size used
 	}
 	if f := t.plan.LRScale(s); f != 1 { // kestrel rewind --lr-scale
 		lr *= f
@@ -714,9 +837,16 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	if f := t.faults.LRFactor(s); f != 1 { // [debug] lr_spike_*, lr_high_*
 		lr *= f
 	}
+	return lr, pt
+}
+
+// apply takes the optimizer step at lr (a non-finite loss, gradient or
+// update stops the run: a NaNError, its line written by rank 0), then
+// QK-Clip, the MoE router bias, the noise scale and the EMA.
+func (t *trainer) apply(s int, m *runlog.Step, a *accumulated, lr float64, qk *qkClipper) (optim.Result, error) {
 	t0 := time.Now()
 	params := t.net.Params()
-	r, err := t.opt.Step(params, grads, loss, lr)
+	r, err := t.opt.Step(params, t.net.Grads(), a.loss, lr)
 	if err != nil {
 		if errors.Is(err, optim.ErrNonFinite) {
 			if t.ml != nil { // rank 0 (every rank stops here: they hold the same gradient)
@@ -727,31 +857,37 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 					t.log.Error("metrics", "err", werr)
 				}
 			}
-			return m, &NaNError{Step: s, Err: err, LastCheckpoint: t.lastCkpt}
+			return r, &NaNError{Step: s, Err: err, LastCheckpoint: t.lastCkpt}
 		}
-		return m, fmt.Errorf("step %d: optimizer: %w", s, err)
+		return r, fmt.Errorf("step %d: optimizer: %w", s, err)
 	}
 	if err := qk.apply(params, r.Skipped, m); err != nil {
-		return m, err
+		return r, err
 	}
 	updateRouterBias(t.net, r.Skipped) // MoE, moe_balance = bias (moe.go)
-	t.noise.Finish(r.GradNorm, B, float64(tokens)/float64(B), r.Skipped, m)
+	t.noise.Finish(r.GradNorm, a.B, float64(a.tokens)/float64(a.B), r.Skipped, m)
 	if !r.Skipped && t.ema != nil {
 		t.ema.Update(params)
 	}
 	m.OptimizerTime = time.Since(t0).Seconds()
 	m.Spans = append(m.Spans, runlog.Span{Name: "optimizer", Start: t0, Dur: time.Since(t0)})
+	return r, nil
+}
 
+// record advances the run's state by step s (counters, the loss EMA, the
+// grad-clip window) and fills the rest of its line: losses, LR, norms,
+// the model's and optimizer's vitals and the on-track reading.
+func (t *trainer) record(s int, m *runlog.Step, a *accumulated, r optim.Result, lr float64, pt optim.Point, dataIdx int) {
 	st := &t.st
 	st.Step = s
 	st.TokensSeen += m.TokensPerUpdate
-	st.TokensComputed += int64(B * t.T)
+	st.TokensComputed += int64(a.B * t.T)
 	st.Data.NextFillStep = s
-	st.DataOffset = dataIdx - idx
+	st.DataOffset = dataIdx - (s - 1)
 	st.Interventions = t.plan.Applied(s)
-	st.Schedule.LR, st.Schedule.Phase, st.Schedule.Cycle, st.Schedule.BatchSize = lr, pt.Phase, pt.Cycle, B
-	beta := o.Train.LossEMABeta
-	st.LossEMA = beta*st.LossEMA + (1-beta)*loss
+	st.Schedule.LR, st.Schedule.Phase, st.Schedule.Cycle, st.Schedule.BatchSize = lr, pt.Phase, pt.Cycle, a.B
+	beta := t.o.Train.LossEMABeta
+	st.LossEMA = beta*st.LossEMA + (1-beta)*a.loss
 	st.LossEMASteps++
 	if r.Skipped {
 		st.SkippedUpdates++
@@ -769,10 +905,9 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 			nClip++
 		}
 	}
-
 	m.TokensSeen, m.TokensComputed = st.TokensSeen, st.TokensComputed
 	m.StepsSeen = s - st.SkippedUpdates
-	m.TrainLossRaw, m.ZLoss = loss, zl
+	m.TrainLossRaw, m.ZLoss = a.loss, a.zl
 	m.TrainLossEMA = st.LossEMA / (1 - math.Pow(beta, float64(st.LossEMASteps)))
 	m.LearningRate, m.LRPhase, m.LRCycle = lr, pt.Phase, pt.Cycle
 	m.GradGlobalNorm, m.GradClipped = r.GradNorm, r.GradClipped
@@ -788,7 +923,6 @@ func (t *trainer) step(s int) (*runlog.Step, error) {
 	}
 	stepvitals.FillOptimNorms(m, r, t.opt.Spans(), t.opt.SpanSquares())
 	t.track.Observe(m)
-	return m, nil
 }
 
 // evaluate computes the validation loss with the raw and the EMA weights;
