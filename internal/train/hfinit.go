@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 
 	"github.com/kestrel-lm/kestrel/internal/hf"
 )
@@ -49,7 +50,7 @@ func resolveCheckpoint(path string, log *slog.Logger) (*checkpoint.Loaded, error
 	if _, err := os.Stat(filepath.Join(path, checkpoint.SumsFile)); err == nil {
 		return checkpoint.Load(path)
 	}
-	for _, root := range []string{filepath.Join(path, "checkpoints"), path} {
+	for _, root := range []string{rundir.Of(path).Checkpoints(), path} {
 		if list, _ := checkpoint.ListDir(root); len(list) > 0 {
 			return checkpoint.Latest(root, log)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/datasrc"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 
 	"github.com/kestrel-lm/kestrel/internal/faults"
 
@@ -237,7 +238,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		return nil, errors.New("train: no run directory")
 	}
 	if o.Comm != nil && o.Comm.Rank() != 0 { // rank 0 holds the directory; the others only read checkpoints
-		t := &trainer{o: o, log: o.Logger, ckRoot: filepath.Join(o.Dir, "checkpoints"), T: o.Model.SeqLen, start: start}
+		t := &trainer{o: o, log: o.Logger, ckRoot: rundir.Of(o.Dir).Checkpoints(), T: o.Model.SeqLen, start: start}
 		if t.log == nil {
 			t.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 		}
@@ -251,7 +252,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	t := &trainer{o: o, log: o.Logger, ckRoot: filepath.Join(o.Dir, "checkpoints"), T: o.Model.SeqLen, start: start}
+	t := &trainer{o: o, log: o.Logger, ckRoot: rundir.Of(o.Dir).Checkpoints(), T: o.Model.SeqLen, start: start}
 	if t.log == nil {
 		t.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -412,7 +413,7 @@ func (t *trainer) restore(res *Result) error {
 // the FMA peak, manifest.json and the metrics writer.
 func (t *trainer) open(res *Result) (done bool, err error) {
 	o := t.o
-	metricsPath := filepath.Join(o.Dir, "metrics.jsonl")
+	metricsPath := rundir.Of(o.Dir).Metrics()
 	if dropped, err := runlog.TruncateMetrics(metricsPath, t.st.Step); err != nil {
 		return false, err
 	} else if dropped > 0 {
@@ -433,7 +434,7 @@ func (t *trainer) open(res *Result) (done bool, err error) {
 		return true, nil
 	}
 	if o.WriteConfig != nil {
-		if err := o.WriteConfig(filepath.Join(o.Dir, "config.toml")); err != nil {
+		if err := o.WriteConfig(rundir.Of(o.Dir).Config()); err != nil {
 			return false, err
 		}
 	}

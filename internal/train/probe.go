@@ -13,10 +13,11 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/model"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 )
 
 // ProbeFile is the frozen probe batch of a run, in the run directory.
-const ProbeFile = "probe.json"
+const ProbeFile = rundir.ProbeName
 
 // probeKLPositions caps the positions whose output distributions are kept
 // between checkpoints for output_kl_to_prev (positions × vocab floats).
