@@ -47,7 +47,7 @@ func newWatchCmd() *cobra.Command {
 			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 		}
 		w := cmd.OutOrStdout()
-		res, err := watchsrc.Run(cmd.Context(), args[0], cfg.Monitor, o, func(a monitor.Alert) { fmt.Fprintln(w, watchsrc.AlertLine(a, out)) })
+		res, err := watchsrc.Run(cmd.Context(), args[0], cfg.Monitor, o, func(a monitor.Alert) { fmt.Fprintln(w, show.WatchAlert(a, out)) })
 		if res == nil {
 			return err
 		}

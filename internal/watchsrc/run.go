@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
@@ -140,16 +139,6 @@ func Run(ctx context.Context, src string, mc monitor.Config, o RunOptions, onAle
 // maxConfigBytes bounds the source run's config.toml read for incident
 // bundles.
 const maxConfigBytes = 1 << 20
-
-// AlertLine is one alert as kestrel watch prints it: severity, rule, step,
-// message, and the incident bundle under out when there is one.
-func AlertLine(a monitor.Alert, out string) string {
-	line := fmt.Sprintf("%s %-22s step %-8d %s", a.Severity, a.Rule, a.Step, a.Message)
-	if a.Evidence != "" {
-		line += " [evidence " + filepath.Join(out, a.Evidence) + "]"
-	}
-	return line
-}
 
 // Exit is the error kestrel watch exits with after a watch that itself
 // succeeded: SEV0 alerts unless allowSEV0, then skipped data unless

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/kestrel-lm/kestrel/monitor"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the printers")
@@ -86,6 +88,14 @@ func TestGoldenTables(t *testing.T) {
 		}},
 		{"verdict", func(w io.Writer) error { Verdict(w, verdictFixture()); return nil }},
 		{"watch", func(w io.Writer) error {
+			for _, a := range []monitor.Alert{
+				{Severity: monitor.SEV1, Rule: "loss_spike", Step: 120, Message: "train_loss_raw 4.1 above the band"},
+				{Severity: monitor.SEV0, Rule: "divergence", Step: 7, Message: "loss NaN", Evidence: "incidents/sev0-7"},
+			} {
+				if _, err := io.WriteString(w, WatchAlert(a, "watch-out")+"\n"); err != nil {
+					return err
+				}
+			}
 			for _, r := range watchFixtures() {
 				Watch(w, r)
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/kestrel-lm/kestrel/internal/report"
 	"github.com/kestrel-lm/kestrel/internal/watchsrc"
@@ -29,6 +30,16 @@ func Verdict(w io.Writer, s *report.Summary) {
 		fmt.Fprintf(w, "  %s\n", v)
 	}
 	fmt.Fprintf(w, "report: %s (%d plots, samples of %d checkpoints)\n", s.Path, len(s.Plots), s.Checkpoints)
+}
+
+// WatchAlert is one alert as kestrel watch prints it: severity, rule,
+// step, message, and the incident bundle under out when there is one.
+func WatchAlert(a monitor.Alert, out string) string {
+	line := fmt.Sprintf("%s %-22s step %-8d %s", a.Severity, a.Rule, a.Step, a.Message)
+	if a.Evidence != "" {
+		line += " [evidence " + filepath.Join(out, a.Evidence) + "]"
+	}
+	return line
 }
 
 // Watch prints the watch's totals: samples read, alerts by severity, and
