@@ -120,7 +120,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults of the [monitor] section.
 func DefaultConfig() Config {
-	return Config{
+	c := Config{
 		Enabled:         true,
 		SQLite:          true,
 		TensorBoard:     true,
@@ -155,76 +155,82 @@ func DefaultConfig() Config {
 		MixDrift:        0.05,
 		ValRegressEvals: 3,
 		StallFrac:       0.10,
-		// A ×1000 LR step on shakespeare-char lifts the loss 13× its median
-		// and update_to_weight 1000×, a persistent ×100 LR lifts
-		// update_to_weight 100× at every step (kestrel drill); healthy runs
-		// stay below 1.5× and 3×, warm-up included.
-		DivergenceLossFactor:   3,
-		DivergenceSteps:        3,
-		DivergenceValMargin:    0.5,
-		DivergenceUpdateFactor: 300,
-		DivergenceUpdateMin:    0.1,
-		DivergenceUpdateRise:   30,
-		// Healthy runs: train_loss_raw starts within 0.05 of ln V and
-		// update_to_weight stays below 0.01 at lr 1e-3 (0.0004 at step 1 of
-		// shakespeare-char); a ×1000 LR step gives 3.
-		DivergenceLossMargin: 1,
-		DivergenceMinSamples: 4,
-		DivergenceUpdateAbs:  1,
-		// Text batches of shakespeare-char hold 3.1 ± 0.05 nats; random
-		// bytes give 5.1, random BPE tokens ~2 nats more than text.
-		BatchEntropyShift: 1,
-		// Healthy shakespeare-char (2,000 steps) and demo --quick replays:
-		// |Δprobe − Δval| ≤ 0.07, output_kl_to_prev falls at every
-		// checkpoint, the gap widens by ≤ 0.06 over 3 evals while val_loss
-		// improves 4× as much, checkpoint_time varies within 1.5×.
-		FixedProbeJump:       0.3,
-		KLSpikeFactor:        4,
-		KLSpikeMin:           0.05,
-		GapWidenEvals:        3,
-		GapWiden:             0.05,
-		SliceRegressEvals:    2,
-		SliceRegressMin:      0.02,
-		BenchRegressEvals:    3,
-		BenchRegressSigma:    2,
-		BenchRegressBPB:      0.01,
-		FlatLossWindows:      2,
-		FlatLossDrop:         0.01,
-		CheckpointTimeFactor: 2,
-		CheckpointTimeMin:    1,
-
-		StalledFactor:      10,
-		StalledMinSeconds:  60,
-		BlackoutFactor:     20,
-		BlackoutMinSeconds: 300,
-		TokensFlatSteps:    20,
-
-		// ontrack.go: healthy shakespeare-char and demo runs stay below
-		// z = 2 above their fit; a loss 0.1 nats above it is z > 10.
-		OffTrackZ:     4,
-		OffTrackSteps: 50,
-		OffTrackMin:   0.02,
-
-		MoESustainSteps: 20,
-
-		// Healthy shakespeare-char batches (12×64 bytes) sit within 4 robust
-		// σ of their window on every batch vital; random base64 is 12σ
-		// (entropy) and 18σ (non-letter share) out.
-		GarbageBatchSigma:   8,
-		ValJump:             0.1,
-		ValJumpFrac:         0.05,
-		RestartStormStarts:  5,
-		RestartStormMinutes: 60,
-
-		// memrules.go, ckptrules.go: a leak of 1 MiB a step crosses 128 MiB
-		// within a 240-step window; healthy runs hold their anonymous RSS
-		// flat after their first steps.
-		MemoryCreepWindow:    240,
-		MemoryCreepMB:        128,
-		CheckpointSizeFactor: 1.5,
-		LMHeadGrowth:         0.05,
-		LMHeadLateLR:         0.5,
 	}
+	c.setRuleDefaults()
+	return c
+}
+
+// setRuleDefaults sets the defaults of the alert rules' thresholds.
+func (c *Config) setRuleDefaults() {
+	// A ×1000 LR step on shakespeare-char lifts the loss 13× its median
+	// and update_to_weight 1000×, a persistent ×100 LR lifts
+	// update_to_weight 100× at every step (kestrel drill); healthy runs
+	// stay below 1.5× and 3×, warm-up included.
+	c.DivergenceLossFactor = 3
+	c.DivergenceSteps = 3
+	c.DivergenceValMargin = 0.5
+	c.DivergenceUpdateFactor = 300
+	c.DivergenceUpdateMin = 0.1
+	c.DivergenceUpdateRise = 30
+	// Healthy runs: train_loss_raw starts within 0.05 of ln V and
+	// update_to_weight stays below 0.01 at lr 1e-3 (0.0004 at step 1 of
+	// shakespeare-char); a ×1000 LR step gives 3.
+	c.DivergenceLossMargin = 1
+	c.DivergenceMinSamples = 4
+	c.DivergenceUpdateAbs = 1
+	// Text batches of shakespeare-char hold 3.1 ± 0.05 nats; random
+	// bytes give 5.1, random BPE tokens ~2 nats more than text.
+	c.BatchEntropyShift = 1
+	// Healthy shakespeare-char (2,000 steps) and demo --quick replays:
+	// |Δprobe − Δval| ≤ 0.07, output_kl_to_prev falls at every
+	// checkpoint, the gap widens by ≤ 0.06 over 3 evals while val_loss
+	// improves 4× as much, checkpoint_time varies within 1.5×.
+	c.FixedProbeJump = 0.3
+	c.KLSpikeFactor = 4
+	c.KLSpikeMin = 0.05
+	c.GapWidenEvals = 3
+	c.GapWiden = 0.05
+	c.SliceRegressEvals = 2
+	c.SliceRegressMin = 0.02
+	c.BenchRegressEvals = 3
+	c.BenchRegressSigma = 2
+	c.BenchRegressBPB = 0.01
+	c.FlatLossWindows = 2
+	c.FlatLossDrop = 0.01
+	c.CheckpointTimeFactor = 2
+	c.CheckpointTimeMin = 1
+
+	c.StalledFactor = 10
+	c.StalledMinSeconds = 60
+	c.BlackoutFactor = 20
+	c.BlackoutMinSeconds = 300
+	c.TokensFlatSteps = 20
+
+	// ontrack.go: healthy shakespeare-char and demo runs stay below
+	// z = 2 above their fit; a loss 0.1 nats above it is z > 10.
+	c.OffTrackZ = 4
+	c.OffTrackSteps = 50
+	c.OffTrackMin = 0.02
+
+	c.MoESustainSteps = 20
+
+	// Healthy shakespeare-char batches (12×64 bytes) sit within 4 robust
+	// σ of their window on every batch vital; random base64 is 12σ
+	// (entropy) and 18σ (non-letter share) out.
+	c.GarbageBatchSigma = 8
+	c.ValJump = 0.1
+	c.ValJumpFrac = 0.05
+	c.RestartStormStarts = 5
+	c.RestartStormMinutes = 60
+
+	// memrules.go, ckptrules.go: a leak of 1 MiB a step crosses 128 MiB
+	// within a 240-step window; healthy runs hold their anonymous RSS
+	// flat after their first steps.
+	c.MemoryCreepWindow = 240
+	c.MemoryCreepMB = 128
+	c.CheckpointSizeFactor = 1.5
+	c.LMHeadGrowth = 0.05
+	c.LMHeadLateLR = 0.5
 }
 
 // Validate reports inconsistent fields, naming them as in the config file.

@@ -19,6 +19,16 @@ func WriteMetricsDoc(w io.Writer) error {
 	b.WriteString("★ marks the nano must-have checklist of seed 004 (plus the per-step vitals of issue 8). ")
 	b.WriteString("The registry is the one list: Prometheus serves each name with its kind and unit (a gauge as `kestrel_<name>`, a counter as `kestrel_<name>_total`, seconds and bytes with `_seconds` / `_bytes`; variants as the `variant` label; see Prometheus names below), ")
 	b.WriteString("the dashboard draws the panels below (`GET /api/panels`) and the report the plots below. Aliases are other trainers' names for the same quantity, drawn beside it.\n")
+	writeMetricTables(&b)
+	writePanelTable(&b)
+	writePlotTable(&b)
+	writePromNames(&b)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeMetricTables writes one table of metrics per category.
+func writeMetricTables(b *strings.Builder) {
 	panelTitle := map[string]string{}
 	for _, g := range panelGroups {
 		for _, p := range g.Panels {
@@ -29,7 +39,7 @@ func WriteMetricsDoc(w io.Writer) error {
 	for _, m := range catalog {
 		if m.Category != cat {
 			cat = m.Category
-			fmt.Fprintf(&b, "\n## %s\n\n| name | unit | kind | sampling | variants | panel | meaning |\n|---|---|---|---|---|---|---|\n", cat)
+			fmt.Fprintf(b, "\n## %s\n\n| name | unit | kind | sampling | variants | panel | meaning |\n|---|---|---|---|---|---|---|\n", cat)
 		}
 		star := ""
 		if m.Nano {
@@ -59,8 +69,12 @@ func WriteMetricsDoc(w io.Writer) error {
 		if m.NotEmitted != "" {
 			help += " — not emitted by kestrel train: " + mdEscape(m.NotEmitted)
 		}
-		fmt.Fprintf(&b, "| `%s`%s | %s | %s | %s | %s | %s | %s |\n", m.Name, star, m.Unit, m.Kind, m.Sampling, vars, mdEscape(strings.Join(panel, "; ")), help)
+		fmt.Fprintf(b, "| `%s`%s | %s | %s | %s | %s | %s | %s |\n", m.Name, star, m.Unit, m.Kind, m.Sampling, vars, mdEscape(strings.Join(panel, "; ")), help)
 	}
+}
+
+// writePanelTable writes the dashboard panels and the names each draws.
+func writePanelTable(b *strings.Builder) {
 	b.WriteString("\n## Dashboard panels\n\n| group | panel | draws |\n|---|---|---|\n")
 	for _, g := range panelGroups {
 		for _, p := range g.Panels {
@@ -80,9 +94,13 @@ func WriteMetricsDoc(w io.Writer) error {
 			if p.Threshold != "" {
 				extra = " (dashed: `" + p.Threshold + "`)"
 			}
-			fmt.Fprintf(&b, "| %s | %s%s | %s |\n", mdEscape(g.Title), mdEscape(p.Title), extra, "`"+strings.Join(names, "`, `")+"`")
+			fmt.Fprintf(b, "| %s | %s%s | %s |\n", mdEscape(g.Title), mdEscape(p.Title), extra, "`"+strings.Join(names, "`, `")+"`")
 		}
 	}
+}
+
+// writePlotTable writes the report plots and the names each draws.
+func writePlotTable(b *strings.Builder) {
 	b.WriteString("\n## Report plots\n\n| file | title | draws |\n|---|---|---|\n")
 	for _, p := range plots {
 		var names []string
@@ -102,11 +120,8 @@ func WriteMetricsDoc(w io.Writer) error {
 				}
 			}
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", p.File, mdEscape(p.Title), "`"+strings.Join(names, "`, `")+"`")
+		fmt.Fprintf(b, "| `%s` | %s | %s |\n", p.File, mdEscape(p.Title), "`"+strings.Join(names, "`, `")+"`")
 	}
-	writePromNames(&b)
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // writePromNames lists the registry names whose Prometheus name is more

@@ -388,6 +388,19 @@ func (m *Monitor) derive(s *Sample) {
 			}
 		}
 	}
+	m.deriveRates(v)
+	deriveAttention(v)
+	if m.tokHist != nil {
+		if h, ok := s.Histograms["tokens"]; ok {
+			v["token_kl_drift"] = KL(h.Counts, m.tokHist)
+		}
+	}
+}
+
+// deriveRates adds the per-step skip flag (from the cumulative
+// skipped_updates), grad_clip_rate over the clip rule's window and
+// dataloader_stall_frac, where the trainer did not report them.
+func (m *Monitor) deriveRates(v map[string]float64) {
 	// Skips: a per-step flag, or the increment of the cumulative counter.
 	if x, ok := v["skipped_updates"]; ok && finite(x) {
 		if _, has := v["skipped"]; !has && finite(m.skips) {
@@ -421,6 +434,11 @@ func (m *Monitor) derive(s *Sample) {
 			}
 		}
 	}
+}
+
+// deriveAttention adds the worst-of-layers attention values and the mean
+// entropy over heads, where the trainer did not report them.
+func deriveAttention(v map[string]float64) {
 	worst(v, "max_attn_logit", true)
 	worst(v, "attn_entropy", false)
 	if _, has := v["attn_entropy_mean"]; !has {
@@ -434,11 +452,6 @@ func (m *Monitor) derive(s *Sample) {
 		}
 		if n > 0 {
 			v["attn_entropy_mean"] = sum / float64(n)
-		}
-	}
-	if m.tokHist != nil {
-		if h, ok := s.Histograms["tokens"]; ok {
-			v["token_kl_drift"] = KL(h.Counts, m.tokHist)
 		}
 	}
 }

@@ -194,7 +194,37 @@ func (c *SpikeClassifier) Eval(step int64, valLoss float64) {
 func (c *SpikeClassifier) Step(step int64, loss float64, norms map[string]float64, batch *Batch) (detected *Spike, decided []*Spike) {
 	c.lastStep = step
 	c.plannedChange(step, norms) // a data stage or a re-warm-up re-bases the loss window (gaprules.go)
-	// Norm z-scores against their windows before this step.
+	c.observeNorms(step, norms)
+	if !finite(loss) {
+		return nil, c.decide(step)
+	}
+	for _, s := range c.pending {
+		s.loss = append(s.loss, loss)
+	}
+	if c.inSpike && loss <= c.bandHi {
+		c.inSpike = false
+	}
+	if !c.inSpike && c.loss.len() >= minWindow(c.cfg) {
+		detected = c.detect(step, loss, batch)
+	}
+	// The spike's own loss stays out of the baseline window only while the
+	// episode lasts, so a spike does not widen the band it is judged by.
+	if !c.inSpike {
+		c.loss.push(loss)
+	}
+	if batch != nil && len(batch.Sources) > 0 {
+		c.recentSrc = append(c.recentSrc, batch.Sources)
+		if len(c.recentSrc) > c.cfg.Window {
+			c.recentSrc = c.recentSrc[1:]
+		}
+	}
+	return detected, c.decide(step)
+}
+
+// observeNorms scores a step's norms against their windows before this
+// step (the global norms, then each layer's update norm against its own
+// window) and adds them to the windows and the pending spikes' tails.
+func (c *SpikeClassifier) observeNorms(step int64, norms map[string]float64) {
 	for _, n := range classifierNorms {
 		v, ok := norms[n]
 		if !ok || !finite(v) {
@@ -212,7 +242,6 @@ func (c *SpikeClassifier) Step(step int64, loss float64, norms map[string]float6
 			}
 		}
 	}
-	// Per-layer update norms, each against its own window.
 	for n, v := range norms {
 		if !strings.HasPrefix(n, layerNormPrefix) || !finite(v) {
 			continue
@@ -228,52 +257,36 @@ func (c *SpikeClassifier) Step(step int64, loss float64, norms map[string]float6
 		}
 		r.push(v)
 	}
-	if !finite(loss) {
-		return nil, c.decide(step)
+}
+
+// detect judges loss against the loss window and, when it is a spike,
+// opens its episode (precursors, data shift, the batch before it) and
+// returns it; nil otherwise.
+func (c *SpikeClassifier) detect(step int64, loss float64, batch *Batch) *Spike {
+	med, sig := robust(c.loss.values())
+	z := robustZ(loss, med, sig)
+	if !(z > c.cfg.SpikeZ && loss > med*(1+c.cfg.SpikeMinRise)) {
+		return nil
 	}
-	for _, s := range c.pending {
-		s.loss = append(s.loss, loss)
-	}
-	if c.inSpike && loss <= c.bandHi {
-		c.inSpike = false
-	}
-	if !c.inSpike && c.loss.len() >= minWindow(c.cfg) {
-		med, sig := robust(c.loss.values())
-		z := robustZ(loss, med, sig)
-		if z > c.cfg.SpikeZ && loss > med*(1+c.cfg.SpikeMinRise) {
-			s := &Spike{Step: step, Loss: loss, Median: med, Sigma: sig, Z: z, Batch: batch,
-				BandHi:  med + math.Max(3*sig, 0.5*c.cfg.SpikeMinRise*math.Abs(med)),
-				preNorm: map[string][2]float64{}, tail: map[string][]float64{}, ValBefore: math.NaN(), ValAfter: math.NaN(), TailLoss: math.NaN()}
-			s.Precursor, s.Lead = c.precursor(step)
-			s.DataShift = c.dataShift(batch)
-			s.GarbageBatch = c.garbageBefore(step)
-			s.LayerPrecursor, s.LayerLead, s.LayerRise, s.LayersJumped = c.layerPrecursor(step)
-			for n, r := range c.norms {
-				if r.len() > 0 {
-					m, sg := robust(r.values())
-					s.preNorm[n] = [2]float64{m, sg}
-				}
-			}
-			if v, ok := c.valBefore(step); ok {
-				s.ValBefore = v
-			}
-			c.pending = append(c.pending, s)
-			c.inSpike, c.bandHi = true, s.BandHi
-			detected = s
+	s := &Spike{Step: step, Loss: loss, Median: med, Sigma: sig, Z: z, Batch: batch,
+		BandHi:  med + math.Max(3*sig, 0.5*c.cfg.SpikeMinRise*math.Abs(med)),
+		preNorm: map[string][2]float64{}, tail: map[string][]float64{}, ValBefore: math.NaN(), ValAfter: math.NaN(), TailLoss: math.NaN()}
+	s.Precursor, s.Lead = c.precursor(step)
+	s.DataShift = c.dataShift(batch)
+	s.GarbageBatch = c.garbageBefore(step)
+	s.LayerPrecursor, s.LayerLead, s.LayerRise, s.LayersJumped = c.layerPrecursor(step)
+	for n, r := range c.norms {
+		if r.len() > 0 {
+			m, sg := robust(r.values())
+			s.preNorm[n] = [2]float64{m, sg}
 		}
 	}
-	// The spike's own loss stays out of the baseline window only while the
-	// episode lasts, so a spike does not widen the band it is judged by.
-	if !c.inSpike {
-		c.loss.push(loss)
+	if v, ok := c.valBefore(step); ok {
+		s.ValBefore = v
 	}
-	if batch != nil && len(batch.Sources) > 0 {
-		c.recentSrc = append(c.recentSrc, batch.Sources)
-		if len(c.recentSrc) > c.cfg.Window {
-			c.recentSrc = c.recentSrc[1:]
-		}
-	}
-	return detected, c.decide(step)
+	c.pending = append(c.pending, s)
+	c.inSpike, c.bandHi = true, s.BandHi
+	return s
 }
 
 // dataShift reports a batch dominated (half its rows or more) by a source
