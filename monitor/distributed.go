@@ -45,14 +45,14 @@ func (d *stragglerRule) liveOnly() {}
 // the ranks' step times) stays above the threshold for straggler_steps
 // steps with the same slowest rank (straggler_rank).
 func (d *stragglerRule) observe(s *Sample, out *[]Alert) {
-	r := d.ctx
+	c := d.ctx
 	x, ok := s.Values["straggler_ratio"]
 	rk, ok2 := s.Values["straggler_rank"]
-	if !ok || !ok2 || r.cfg.StragglerRatio <= 0 || !finite(x) {
+	if !ok || !ok2 || c.cfg.StragglerRatio <= 0 || !finite(x) {
 		return
 	}
 	rank := int(rk)
-	if x <= r.cfg.StragglerRatio {
+	if x <= c.cfg.StragglerRatio {
 		d.run = 0
 		return
 	}
@@ -60,9 +60,9 @@ func (d *stragglerRule) observe(s *Sample, out *[]Alert) {
 		d.slowRank, d.run = rank, 0
 	}
 	d.run++
-	if d.run >= max(1, r.cfg.StragglerSteps) {
+	if d.run >= max(1, c.cfg.StragglerSteps) {
 		t := s.Values[fmt.Sprintf("rank_step_time/rank%d", rank)]
-		r.fire(out, s, RuleStraggler, "straggler_ratio", x, r.cfg.StragglerRatio,
+		c.fire(out, s, RuleStraggler, "straggler_ratio", x, c.cfg.StragglerRatio,
 			fmt.Sprintf("rank %d%s is the straggler: its step time %.3gs is %.2f× the median rank's for %d steps", rank, onHost(d.host(rank)), t, x, d.run))
 	}
 }

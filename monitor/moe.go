@@ -20,28 +20,28 @@ type moeRule struct {
 	dropRun, deadRun int
 }
 
-func (st *moeRule) observe(s *Sample, out *[]Alert) {
-	r := st.ctx
+func (f *moeRule) observe(s *Sample, out *[]Alert) {
+	c := f.ctx
 	if x, ok := s.Values["moe_drop_rate"]; ok && finite(x) {
-		if x > r.cfg.MoEDropRate {
-			st.dropRun++
+		if x > c.cfg.MoEDropRate {
+			f.dropRun++
 		} else {
-			st.dropRun = 0
+			f.dropRun = 0
 		}
-		if n := max(1, r.cfg.MoESustainSteps); st.dropRun >= n {
-			r.fire(out, s, RuleMoEDrop, "moe_drop_rate", x, r.cfg.MoEDropRate,
-				fmt.Sprintf("moe_drop_rate above %.3g for %d steps (now %.3g%s)", r.cfg.MoEDropRate, st.dropRun, x, worstSuffix(s.Values, "moe_drop_rate", true)))
+		if n := max(1, c.cfg.MoESustainSteps); f.dropRun >= n {
+			c.fire(out, s, RuleMoEDrop, "moe_drop_rate", x, c.cfg.MoEDropRate,
+				fmt.Sprintf("moe_drop_rate above %.3g for %d steps (now %.3g%s)", c.cfg.MoEDropRate, f.dropRun, x, worstSuffix(s.Values, "moe_drop_rate", true)))
 		}
 	}
 	if x, ok := s.Values["moe_dead_experts"]; ok && finite(x) {
 		if x > 0 {
-			st.deadRun++
+			f.deadRun++
 		} else {
-			st.deadRun = 0
+			f.deadRun = 0
 		}
-		if n := max(1, r.cfg.MoESustainSteps); st.deadRun >= n {
-			r.fire(out, s, RuleMoEDeadExpert, "moe_dead_experts", x, 0,
-				fmt.Sprintf("%g experts received no token for %d steps (%s)", x, st.deadRun, worstSuffix(s.Values, "moe_dead_experts", true)))
+		if n := max(1, c.cfg.MoESustainSteps); f.deadRun >= n {
+			c.fire(out, s, RuleMoEDeadExpert, "moe_dead_experts", x, 0,
+				fmt.Sprintf("%g experts received no token for %d steps (%s)", x, f.deadRun, worstSuffix(s.Values, "moe_dead_experts", true)))
 		}
 	}
 }

@@ -36,8 +36,8 @@ func (f *offTrackRule) observe(s *Sample, out *[]Alert) {
 	}
 	msg := fmt.Sprintf("train_loss_raw has sat above the run's loss-vs-tokens fit for %d steps: median residual %.4g nats/token, %.1f× its noise (off_track_z %.3g)",
 		f.offRun, res, z, cfg.OffTrackZ)
-	if f, ok := s.Values["loss_fit"]; ok && finite(f) {
-		msg += fmt.Sprintf("; fit %.4g at %d tokens", f, s.Tokens)
+	if fit, ok := s.Values["loss_fit"]; ok && finite(fit) {
+		msg += fmt.Sprintf("; fit %.4g at %d tokens", fit, s.Tokens)
 	}
 	if p, ok := s.Values["loss_projection_final"]; ok && finite(p) {
 		msg += fmt.Sprintf("; the fit projects %.4g at the planned end", p)
