@@ -12,7 +12,6 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/config"
-	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
@@ -88,36 +87,23 @@ func agreeToStart(c comm.Comm, dir string, err error) error {
 }
 
 // leadStart is rank 0's part of a data-parallel start-up, before any rank
-// trains: the checks attempt makes before train.Run (the interventions,
-// completing a half-done rewind; the options and the data; Preflight;
-// --fresh), then the run directory's lock, kept in st for attempt.
+// trains: the opening ritual attempt goes through (openDir: the output
+// rule, the interventions, completing a half-done rewind; the options and
+// the data; Preflight; the run directory's lock, kept in st for attempt).
 func (st *attemptState) leadStart(cfg config.Config, dir string, opts Options) error {
-	if err := CheckRunDir(dir, opts.Fresh); err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	ecfg, _, err := ApplyInterventions(cfg, dir)
-	if err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	to, err := TrainOptions(ecfg, dir, opts.Logger)
+	to, err := st.openDir(dir, opts.Fresh, func() (train.Options, error) {
+		ecfg, _, err := ApplyInterventions(cfg, dir)
+		if err != nil {
+			return train.Options{}, fmt.Errorf("train: %w", err)
+		}
+		return TrainOptions(ecfg, dir, opts.Logger)
+	})
 	if err != nil {
 		return err
 	}
-	err = train.Preflight(to)
 	if c, ok := to.Data.(io.Closer); ok {
 		_ = c.Close()
 	}
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	lk, err := runlock.Acquire(dir, to.Logger)
-	if err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	st.lk, st.log = lk, to.Logger
 	return nil
 }
 

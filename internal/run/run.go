@@ -151,53 +151,32 @@ func (st *attemptState) close() {
 // Finish. Otherwise the run has ended (err nil: the result line printed).
 // ecfg is the config trained with (the interventions' overrides applied).
 func (st *attemptState) attempt(ctx context.Context, cfg config.Config, dir string, opts Options) (res *train.Result, ob *Observer, ecfg config.Config, log *slog.Logger, err error) {
-	if st.lk == nil { // the first attempt: the output rule, before anything reads or creates files in dir
-		if err := CheckRunDir(dir, opts.Fresh); err != nil {
-			return nil, nil, cfg, nil, fmt.Errorf("train: %w", err)
-		}
-	}
-	// The config the user gave, before the overrides that interventions
-	// (kestrel rewind --set) recorded: the manifest compares this one
-	// across starts, so a knob an intervention turned is no mismatch.
-	baseHash, err := config.Hash(cfg)
-	if err != nil {
-		return nil, nil, cfg, nil, err
-	}
-	cfg, ivs, err := ApplyInterventions(cfg, dir)
-	if err != nil {
-		return nil, nil, cfg, nil, fmt.Errorf("train: %w", err)
-	}
-	to, err := TrainOptions(cfg, dir, opts.Logger)
-	if err != nil {
-		return nil, nil, cfg, nil, err
-	}
-	if len(ivs) > 0 {
-		to.Manifest.BaseConfigHash = baseHash
-		for _, iv := range ivs {
-			to.Manifest.Interventions = append(to.Manifest.Interventions, iv.ID)
-		}
-	}
-	if err := train.Preflight(to); err != nil { // before the monitor creates files in dir
-		if c, ok := to.Data.(io.Closer); ok {
-			_ = c.Close()
-		}
-		return nil, nil, cfg, nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, nil, cfg, nil, fmt.Errorf("train: %w", err)
-	}
-	// One trainer per run directory: the lock is taken before the monitor
-	// writes anything there, and held until the run has ended (across
-	// automatic rollbacks).
-	if st.lk == nil {
-		lk, err := runlock.Acquire(dir, to.Logger)
+	var ivs []runlog.Intervention
+	to, err := st.openDir(dir, opts.Fresh, func() (train.Options, error) {
+		// The config the user gave, before the overrides that interventions
+		// (kestrel rewind --set) recorded: the manifest compares this one
+		// across starts, so a knob an intervention turned is no mismatch.
+		baseHash, err := config.Hash(cfg)
 		if err != nil {
-			if c, ok := to.Data.(io.Closer); ok {
-				c.Close()
-			}
-			return nil, nil, cfg, nil, fmt.Errorf("train: %w", err)
+			return train.Options{}, err
 		}
-		st.lk, st.log = lk, to.Logger
+		if cfg, ivs, err = ApplyInterventions(cfg, dir); err != nil {
+			return train.Options{}, fmt.Errorf("train: %w", err)
+		}
+		to, err := TrainOptions(cfg, dir, opts.Logger)
+		if err != nil {
+			return to, err
+		}
+		if len(ivs) > 0 {
+			to.Manifest.BaseConfigHash = baseHash
+			for _, iv := range ivs {
+				to.Manifest.Interventions = append(to.Manifest.Interventions, iv.ID)
+			}
+		}
+		return to, nil
+	})
+	if err != nil {
+		return nil, nil, cfg, nil, err
 	}
 	to.Lock = st.lk
 	if cfg.Data.Kind == "dataset" {
