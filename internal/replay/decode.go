@@ -6,15 +6,13 @@ import (
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/runlog"
-	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/tokenizer"
 )
 
 // decoder returns the run's codec as a function from token ids to text:
 // bytes for byte-level data, else the tokenizer the dataset was built with
 // (the manifest's tokenizer.json, the file the run's manifest hashes).
-func decoder(o train.Options) (func([]int32) string, error) {
-	path := o.Manifest.Tokenizer
+func decoder(path string) (func([]int32) string, error) {
 	if path == "" || path == "bytes" {
 		return func(ids []int32) string {
 			b := make([]byte, len(ids))
@@ -35,9 +33,9 @@ func decoder(o train.Options) (func([]int32) string, error) {
 // tokens followed by its last target (the text the row covers), trailing
 // padding left out. Rows the loader did not describe (byte-level data) are
 // added with their source.
-func decodeRows(st *Step, sr train.StepReplay, dec func([]int32) string, T int) {
-	for r := 0; r*T < len(sr.Inputs); r++ {
-		in, tg := sr.Inputs[r*T:(r+1)*T], sr.Targets[r*T:(r+1)*T]
+func decodeRows(st *Step, inputs, targets []int32, sources []string, dec func([]int32) string, T int) {
+	for r := 0; r*T < len(inputs); r++ {
+		in, tg := inputs[r*T:(r+1)*T], targets[r*T:(r+1)*T]
 		n := T
 		for n > 0 && tg[n-1] < 0 {
 			n--
@@ -49,8 +47,8 @@ func decodeRows(st *Step, sr train.StepReplay, dec func([]int32) string, T int) 
 		text := dec(ids)
 		if r >= len(st.Rows) {
 			src := ""
-			if r < len(sr.Sources) {
-				src = sr.Sources[r]
+			if r < len(sources) {
+				src = sources[r]
 			}
 			st.Rows = append(st.Rows, Row{Row: r, Source: src})
 		}

@@ -5,10 +5,11 @@
 // steps (their loss and gradient norm with one checkpoint's weights, and the
 // documents each batch held, by source and id).
 //
-// The run's data source is rebuilt from its config.toml with the config
-// overrides of its effective interventions (run.ApplyInterventions, as every
-// start of the trainer applies them) exactly as internal/run builds it for
-// training (run.TrainOptions); the loader is a pure function of (config,
+// The run's data source is rebuilt by run.OpenReplaySource from its
+// config.toml with the config overrides of its effective interventions (as
+// every start of the trainer applies them) exactly as internal/run builds it
+// for training, so this package imports neither the trainer nor the config;
+// the loader is a pure function of (config,
 // quarantine overlay, seed, step), and step s reads the batch of data step
 // s − 1 + offset, the offset being the data steps a rewind skipped before s
 // (train.Replayer follows interventions.jsonl as the trainer does), so the
@@ -33,11 +34,9 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 	"github.com/kestrel-lm/kestrel/internal/rundir"
 
-	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/run"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
-	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // Options choose what to replay.
@@ -127,18 +126,11 @@ func Replay(dir string, o Options) (*Result, error) {
 	if o.From != 0 && (o.From < 1 || o.To < o.From) {
 		return nil, fmt.Errorf("replay: steps %d:%d: want 1 ≤ A ≤ B", o.From, o.To)
 	}
-	cfgPath := rundir.Of(dir).Config()
-	cfg, err := config.Load(cfgPath, nil)
+	src, err := run.OpenReplaySource(dir, o.Quarantine)
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
-	if o.Quarantine != "" {
-		cfg.Data.Quarantine = o.Quarantine
-	}
-	cfg, ivs, err := run.ApplyInterventions(cfg, dir)
-	if err != nil {
-		return nil, fmt.Errorf("replay: %w", err)
-	}
+	ivs := src.Interventions
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -158,17 +150,14 @@ func Replay(dir string, o Options) (*Result, error) {
 		}
 		return nil, fmt.Errorf("replay: --checkpoint %s: %w", spec, err)
 	}
-	to, err := run.TrainOptions(cfg, dir, log)
-	if err != nil {
-		return nil, fmt.Errorf("replay: %s: %w", cfgPath, err)
+	if err := src.Build(log); err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
 	}
-	if c, ok := to.Data.(io.Closer); ok {
-		defer c.Close()
-	}
+	defer src.Close()
 	if man, err := runlog.ReadManifest(dir); err == nil && o.From > 0 {
-		res.Warnings = append(res.Warnings, quarantineWarnings(man, o.From, o.To, to.Manifest.QuarantineHash)...)
+		res.Warnings = append(res.Warnings, quarantineWarnings(man, o.From, o.To, src.QuarantineHash)...)
 	}
-	rp, err := train.NewReplayer(to, ck)
+	rp, err := src.Replayer(ck)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +170,7 @@ func Replay(dir string, o Options) (*Result, error) {
 	}
 	var dec func([]int32) string
 	if o.Decode {
-		if dec, err = decoder(to); err != nil {
+		if dec, err = decoder(src.Tokenizer); err != nil {
 			return nil, err
 		}
 	}
@@ -201,7 +190,7 @@ func Replay(dir string, o Options) (*Result, error) {
 		p.LastStep, p.LastLoss = logged.lastProbeStep, Float(logged.lastProbe)
 		res.Probe = p
 	}
-	l, _ := to.Data.(*loader.Loader)
+	l := src.Loader
 	for s := o.From; o.From > 0 && s <= o.To; s++ {
 		sr, err := rp.Step(s)
 		if err != nil {
@@ -219,7 +208,7 @@ func Replay(dir string, o Options) (*Result, error) {
 			st.Rows = rowsOf(info)
 		}
 		if dec != nil {
-			decodeRows(&st, sr, dec, to.Model.SeqLen)
+			decodeRows(&st, sr.Inputs, sr.Targets, sr.Sources, dec, src.SeqLen)
 		}
 		res.Steps = append(res.Steps, st)
 	}
