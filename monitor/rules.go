@@ -86,16 +86,7 @@ func newRules(cfg Config, stages []MixStage, vocab, warmup int) *rules {
 		c.lnV = math.Log(float64(vocab))
 	}
 	r := &rules{ruleCtx: c, clip: newClipRule(c), garbage: newBatchRule(c), dist: newStragglerRule(c)}
-	ck := newCheckpointRule(c, &r.evals)
-	// The order of this list is the order of the alerts within a step.
-	families := []any{
-		newNumericsRule(c), newDivergenceRule(c), &offTrackRule{ctx: c}, r.garbage,
-		newAttentionRule(c), newThroughputRule(c), r.dist, r.clip, &mixRule{ctx: c, rings: map[string]*ring{}},
-		newFlatLossRule(c, warmup), ck, newVitalsRule(c), &moeRule{ctx: c}, &stallRule{ctx: c, window: newRing(cfg.Window)},
-		&valRegressionRule{ctx: c}, &probeJumpRule{ctx: c}, &valJumpRule{ctx: c}, &gapWideningRule{ctx: c},
-		&sliceRule{ctx: c}, &benchRule{ctx: c},
-	}
-	for _, f := range families {
+	for _, f := range r.families(warmup) {
 		if x, ok := f.(stepRule); ok {
 			r.steps = append(r.steps, x)
 		}
@@ -107,6 +98,21 @@ func newRules(cfg Config, stages []MixStage, vocab, warmup int) *rules {
 		}
 	}
 	return r
+}
+
+// families builds every rule family of r, in the order of a step's alerts
+// (the evaluation families, after divergence's val_loss criterion, in the
+// order of an evaluation's).
+func (r *rules) families(warmup int) []any {
+	c := r.ruleCtx
+	return []any{
+		newNumericsRule(c), newDivergenceRule(c), &offTrackRule{ctx: c}, r.garbage,
+		newAttentionRule(c), newThroughputRule(c), r.dist, r.clip, &mixRule{ctx: c, rings: map[string]*ring{}},
+		newFlatLossRule(c, warmup), newCheckpointRule(c, &r.evals), newVitalsRule(c), &moeRule{ctx: c},
+		&stallRule{ctx: c, window: newRing(c.cfg.Window)},
+		&valRegressionRule{ctx: c}, &probeJumpRule{ctx: c}, &valJumpRule{ctx: c}, &gapWideningRule{ctx: c},
+		&sliceRule{ctx: c}, &benchRule{ctx: c},
+	}
 }
 
 // fire builds an alert unless the rule fired within the cooldown.
