@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 )
@@ -24,7 +25,9 @@ func newDataInspectCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return shards.Inspect(cmd.OutOrStdout(), dir, shards.InspectOptions{Source: source, Split: split, N: n, MaxChars: maxChars})
+			in, err := shards.Inspect(dir, shards.InspectOptions{Source: source, Split: split, N: n, MaxChars: maxChars})
+			show.DataInspect(cmd.OutOrStdout(), in)
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&source, "source", "", "only this source (default: all)")

@@ -2,8 +2,6 @@ package shards
 
 import (
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/kestrel-lm/kestrel/tokenizer"
 )
@@ -58,36 +56,55 @@ type InspectOptions struct {
 	N, MaxChars   int
 }
 
-// Inspect prints the dataset in dir for a person: its tokenizer, per-source
+// Inspection is what kestrel data inspect shows of a dataset: its
+// manifest (tokenizer, per-source counts), the shards still in the old
+// header version, and sample documents of each source's split.
+type Inspection struct {
+	Dir      string
+	Manifest *Manifest
+	// Counted is true once the legacy shards were checked: the per-source
+	// table follows the header (an Inspection cut short by an error before
+	// it has the header alone).
+	Counted bool
+	Legacy  []string // uint32 shards with header version 1
+	Split   string
+	Sources []SourceSample
+}
+
+// SourceSample is one source's split as kestrel data inspect shows it: its
+// size and its sample documents (cut to MaxChars characters).
+type SourceSample struct {
+	Source       string
+	Tokens, Docs int64
+	Shards       int
+	Samples      []DecodedDoc
+}
+
+// Inspect reads the dataset in dir for a person: its tokenizer, per-source
 // token and document counts and shares, then sample documents of each
 // source decoded back to text with their token ranges (`kestrel data
-// inspect`). Every shard read is verified against its sha256.
-func Inspect(out io.Writer, dir string, o InspectOptions) error {
+// inspect`; cmd/kestrel/internal/show prints it). Every shard read is
+// verified against its sha256. On an error after the dataset opened, the
+// Inspection holds what was read before it (the command prints that much,
+// then the error).
+func Inspect(dir string, o InspectOptions) (*Inspection, error) {
 	if o.Split != Train && o.Split != Val {
-		return fmt.Errorf("data inspect: --split %q: want train or val", o.Split)
+		return nil, fmt.Errorf("data inspect: --split %q: want train or val", o.Split)
 	}
 	ds, err := Open(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer ds.Close()
 	tok, err := ds.Tokenizer()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	m := ds.Manifest()
-	fmt.Fprintf(out, "dataset %s  hash %s\n", dir, m.DatasetHash[:16])
-	fmt.Fprintf(out, "tokenizer %s  vocab %d  hash %s  separator %s (%d)  %d-byte tokens\n", m.Tokenizer.File, m.Tokenizer.VocabSize, m.Tokenizer.Hash[:16], m.Separator, m.SeparatorID, m.TokenBytes)
-	fmt.Fprintf(out, "%d shards, %d tokens, %d documents\n\n", len(m.Shards), m.TotalTokens, m.TotalDocs)
-	if legacy, err := ds.LegacyShards(); err != nil {
-		return err
-	} else if len(legacy) > 0 {
-		fmt.Fprintf(out, "note: %d uint32 shards carry kestrel's old header version 1 (e.g. %s): kestrel reads them, llm.c rejects them; re-run kestrel data prepare into a new directory for version 7\n\n", len(legacy), legacy[0])
+	in := &Inspection{Dir: dir, Manifest: ds.Manifest(), Split: o.Split}
+	if in.Legacy, err = ds.LegacyShards(); err != nil {
+		return in, err
 	}
-	fmt.Fprintf(out, "%-16s %14s %8s %10s %14s %10s\n", "source", "train tokens", "share", "train docs", "val tokens", "val docs")
-	for _, s := range m.Sources {
-		fmt.Fprintf(out, "%-16s %14d %7.2f%% %10d %14d %10d\n", s.Source, s.TrainTokens, m.TrainPercent(s.Source), s.TrainDocs, s.ValTokens, s.ValDocs)
-	}
+	in.Counted = true
 	sources := ds.Sources()
 	if o.Source != "" {
 		sources = []string{o.Source}
@@ -95,20 +112,19 @@ func Inspect(out io.Writer, dir string, o InspectOptions) error {
 	for _, src := range sources {
 		st, err := ds.Stream(src, o.Split)
 		if err != nil {
-			return err
+			return in, err
 		}
-		fmt.Fprintf(out, "\n== %s/%s: %d tokens, %d documents, %d shards\n", src, o.Split, st.Len(), st.NumDocs(), len(ds.Shards(src, o.Split)))
+		in.Sources = append(in.Sources, SourceSample{Source: src, Tokens: st.Len(), Docs: st.NumDocs(), Shards: len(ds.Shards(src, o.Split))})
 		docs, err := st.SampleDocs(tok, o.N)
 		if err != nil {
-			return fmt.Errorf("data inspect: %s/%s: %w", src, o.Split, err)
+			return in, fmt.Errorf("data inspect: %s/%s: %w", src, o.Split, err)
 		}
-		for _, d := range docs {
-			text := d.Text
-			if o.MaxChars > 0 && len([]rune(text)) > o.MaxChars {
-				text = string([]rune(text)[:o.MaxChars]) + " …"
+		for i := range docs {
+			if o.MaxChars > 0 && len([]rune(docs[i].Text)) > o.MaxChars {
+				docs[i].Text = string([]rune(docs[i].Text)[:o.MaxChars]) + " …"
 			}
-			fmt.Fprintf(out, "-- document %d (id %q): tokens [%d, %d) (%d tokens)\n%s\n", d.Index, d.ID, d.Start, d.Start+int64(d.Tokens), d.Tokens, strings.TrimRight(text, "\n"))
 		}
+		in.Sources[len(in.Sources)-1].Samples = docs
 	}
-	return nil
+	return in, nil
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/eval"
 	"github.com/kestrel-lm/kestrel/internal/hf"
 	"github.com/kestrel-lm/kestrel/internal/peak"
@@ -71,4 +72,16 @@ func watchFixtures() []*watchsrc.Result {
 	bad := &watchsrc.Result{Counts: watchsrc.Counts{monitor.SEV0: 1}, Report: watchsrc.Report{Samples: 80, BadLines: 3, FirstBad: "metrics.jsonl:7: bad json"}}
 	badBytes := &watchsrc.Result{Counts: watchsrc.Counts{}, Report: watchsrc.Report{Samples: 5, BadLines: 1, BadBytes: 4096, FirstBad: "events.out.tfevents.1: crc"}}
 	return []*watchsrc.Result{clean, bad, badBytes}
+}
+
+func inspectFixtures() []*shards.Inspection {
+	m := &shards.Manifest{DatasetHash: "0123456789abcdef0123", Tokenizer: shards.TokenizerInfo{Hash: "fedcba9876543210ff", File: "tokenizer.json", VocabSize: 300},
+		TokenBytes: 2, Separator: "<|endoftext|>", SeparatorID: 256, Shards: make([]shards.ShardInfo, 4), TotalTokens: 5000, TotalDocs: 40,
+		Sources: []shards.SourceTotals{{Source: "books", TrainTokens: 3000, TrainDocs: 10, ValTokens: 100, ValDocs: 1}, {Source: "math", TrainTokens: 1000, TrainDocs: 28, ValTokens: 50, ValDocs: 1}}}
+	full := &shards.Inspection{Dir: "datasets/x", Manifest: m, Counted: true, Legacy: []string{"books_train_000000.bin"}, Split: "train", Sources: []shards.SourceSample{
+		{Source: "books", Tokens: 3000, Docs: 10, Shards: 1, Samples: []shards.DecodedDoc{{Index: 0, ID: "b0", Start: 0, Tokens: 12, Text: "First Citizen:\nBefore we proceed …\n\n"}}},
+		{Source: "math", Tokens: 1000, Docs: 28, Shards: 1},
+	}}
+	cut := &shards.Inspection{Dir: "datasets/x", Manifest: m, Split: "val"}
+	return []*shards.Inspection{full, cut, nil}
 }

@@ -86,6 +86,12 @@ func TestGoldenTables(t *testing.T) {
 			}
 			return nil
 		}},
+		{"data_inspect", func(w io.Writer) error {
+			for _, in := range inspectFixtures() {
+				DataInspect(w, in)
+			}
+			return nil
+		}},
 		{"verdict", func(w io.Writer) error { Verdict(w, verdictFixture()); return nil }},
 		{"watch", func(w io.Writer) error {
 			for _, a := range []monitor.Alert{
