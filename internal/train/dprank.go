@@ -3,7 +3,6 @@ package train
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/comm"
@@ -67,48 +66,6 @@ func (t *trainer) rankVitals(s int, m *runlog.Step) error {
 	rankMetrics(m.PerLayer, ts, t.dp.bytes)
 	m.PerLayer["allreduce_time"] = t.dp.wait.Seconds()
 	return nil
-}
-
-// runRank is the training loop of a rank other than 0: the same steps and
-// collectives as rank 0's loop, without metrics, evaluations, checkpoints
-// or observers.
-func (t *trainer) runRank(ctx context.Context, res *Result) (*Result, error) {
-	o := t.o
-	t.log.Info("training as a data-parallel rank", "ranks", t.dp.size, "host", t.dp.c.Host(), "from_step", t.st.Step)
-	for s := t.st.Step + 1; s <= o.lastStep(); s++ { // rank 0 stops at a branch's end too
-		stop, err := t.dp.agree(s, ctx.Err() != nil)
-		if err != nil {
-			return res, err
-		}
-		if stop[0] {
-			res.Interrupted, res.Step = true, t.st.Step
-			return res, nil
-		}
-		t.debugHang(ctx, s)
-		if ctx.Err() != nil {
-			return res, ctx.Err()
-		}
-		m, err := t.step(s)
-		if err != nil {
-			return res, err
-		}
-		if err := t.rankVitals(s, m); err != nil {
-			return res, err
-		}
-		res.Step = s
-		ag, err := t.dp.agree(s, false, false)
-		if err != nil {
-			return res, err
-		}
-		if ag[0] {
-			return res, fmt.Errorf("step %d: rank %d: %w", s, t.dp.rank, ErrStoppedByRank0)
-		}
-		if ag[1] {
-			res.TimeLimited = true
-			return res, nil
-		}
-	}
-	return res, nil
 }
 
 // reduceVitals makes the last pass's vitals those of the whole global

@@ -291,13 +291,14 @@ func (t *trainer) run(ctx context.Context) (*Result, error) {
 	if err := t.restore(res); err != nil {
 		return nil, err
 	}
-	if !t.dp.lead() {
-		return t.runRank(ctx, res)
-	}
-	if done, err := t.open(res); err != nil {
-		return nil, err
-	} else if done {
-		return res, nil
+	if t.dp.lead() {
+		if done, err := t.open(res); err != nil {
+			return nil, err
+		} else if done {
+			return res, nil
+		}
+	} else {
+		t.log.Info("training as a data-parallel rank", "ranks", t.dp.size, "host", t.dp.c.Host(), "from_step", t.st.Step)
 	}
 	return t.loop(ctx, res)
 }
@@ -477,57 +478,66 @@ func (t *trainer) stampState() {
 	t.lastCkptTime = time.Now()
 }
 
-// loop trains steps until the last one (or a stop every rank agrees on):
-// each step, then its line out and the evaluation and checkpoint due.
+// loop trains steps until the last one (or a stop every rank agrees on),
+// one code path for every rank, so that every rank issues the same
+// collectives (dp.go); what only rank 0 does — the step's line out to
+// metrics.jsonl and the observers, the evaluations and checkpoints — is
+// gated here, at the edge.
 func (t *trainer) loop(ctx context.Context, res *Result) (*Result, error) {
 	o := t.o
+	lead := t.dp.lead()
 	runStart := time.Now()
 	wall0 := t.st.WallTime
 	clock := stepclock.New() // step_time, cpu_time and the contention witnesses, evaluations and checkpoints left out
-	t.mem = stepvitals.NewMemory()
+	if lead {
+		t.mem = stepvitals.NewMemory()
+	}
 	defer func() { res.PeakRSSBytes = t.mem.Peak(); t.mem.Close() }()
-	for s := t.st.Step + 1; s <= o.Train.Steps; s++ {
+	for s := t.st.Step + 1; s <= o.lastStep(); s++ {
 		if stop, err := t.dp.agree(s, ctx.Err() != nil); err != nil {
 			return res, err
 		} else if stop[0] {
 			return t.interrupt(res, wall0, runStart)
 		}
-		stepStarted(o.Observers, s)
+		if lead {
+			stepStarted(o.Observers, s)
+		}
 		t.debugHang(ctx, s)
+		if !lead && ctx.Err() != nil {
+			return res, ctx.Err()
+		}
 		m, err := t.step(s)
 		if err != nil {
 			return res, err
 		}
-		t.st.WallTime = wall0 + time.Since(runStart).Seconds()
-		m.WallTime = t.st.WallTime
-		clock.Lap(m)
-		t.throughput(m)
+		if lead {
+			t.st.WallTime = wall0 + time.Since(runStart).Seconds()
+			m.WallTime = t.st.WallTime
+			clock.Lap(m)
+			t.throughput(m)
+		}
 		if err := t.rankVitals(s, m); err != nil {
 			return res, err
 		}
-		if err := t.emit(s, m); err != nil {
-			return res, err
+		var obErr error
+		if lead {
+			if err := t.emit(s, m); err != nil {
+				return res, err
+			}
+			obErr = t.notify(s, m)
 		}
 		res.Step = s
-		obErr := t.notify(s, m)
-		// train.max_minutes: stop this invocation like a finished run.
-		timeUp := s < o.Train.Steps && o.Train.MaxMinutes > 0 && time.Since(t.start).Minutes() >= o.Train.MaxMinutes
-		branchEnd := s < o.Train.Steps && s == o.StopAt // Options.StopAt: the same on every rank
-		if t.dp != nil {                                // every rank stops where rank 0 does
-			if ag, err := t.dp.agree(s, obErr != nil, timeUp); err != nil {
-				return res, errors.Join(obErr, err)
-			} else {
-				timeUp = ag[1]
-			}
-		}
-		if obErr != nil {
-			return res, obErr
-		}
-		clock.Pause() // until resume: eval_time and checkpoint_time, not the next step's time
-		if err := t.afterStep(ctx, s, m, timeUp, branchEnd, res); err != nil {
+		timeUp, branchEnd, err := t.stopHere(s, lead, obErr)
+		if err != nil {
 			return res, err
 		}
-		clock.Resume()
+		if lead {
+			clock.Pause() // until resume: eval_time and checkpoint_time, not the next step's time
+			if err := t.afterStep(ctx, s, m, timeUp, branchEnd, res); err != nil {
+				return res, err
+			}
+			clock.Resume()
+		}
 		if timeUp {
 			res.TimeLimited = true
 			return res, nil
@@ -537,6 +547,30 @@ func (t *trainer) loop(ctx context.Context, res *Result) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// stopHere is where the ranks agree, after step s, whether to stop: on
+// rank 0's train.max_minutes (timeUp: stop like a finished run) or its
+// observer's error obErr (returned; the other ranks return
+// ErrStoppedByRank0); branchEnd is Options.StopAt, the same on every rank.
+func (t *trainer) stopHere(s int, lead bool, obErr error) (timeUp, branchEnd bool, err error) {
+	o := t.o
+	timeUp = lead && s < o.Train.Steps && o.Train.MaxMinutes > 0 && time.Since(t.start).Minutes() >= o.Train.MaxMinutes
+	branchEnd = s < o.Train.Steps && s == o.StopAt
+	if t.dp != nil { // every rank stops where rank 0 does
+		ag, err := t.dp.agree(s, obErr != nil, timeUp)
+		if err != nil {
+			if lead {
+				err = errors.Join(obErr, err)
+			}
+			return false, false, err
+		}
+		if !lead && ag[0] {
+			return false, false, fmt.Errorf("step %d: rank %d: %w", s, t.dp.rank, ErrStoppedByRank0)
+		}
+		timeUp = ag[1]
+	}
+	return timeUp, branchEnd, obErr
 }
 
 // throughput fills step m's checkpoint and evaluation time since the step
@@ -628,7 +662,13 @@ func orNone(s string) string {
 	return s
 }
 
+// interrupt ends the run on a stop every rank agreed to (Ctrl-C): rank
+// 0 writes a checkpoint of the last step unless it has one.
 func (t *trainer) interrupt(res *Result, wall0 float64, start time.Time) (*Result, error) {
+	if !t.dp.lead() {
+		res.Interrupted, res.Step = true, t.st.Step
+		return res, nil
+	}
 	t.st.WallTime = wall0 + time.Since(start).Seconds()
 	if t.lastCkpt == "" || filepath.Base(t.lastCkpt) != checkpoint.Name(t.st.Step) {
 		if err := t.checkpoint("interrupt"); err != nil {
