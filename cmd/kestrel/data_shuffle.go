@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/data/loader/shufflereport"
 )
 
@@ -10,7 +11,7 @@ func newDataShuffleReportCmd() *cobra.Command {
 	var (
 		ro                 shufflereport.Options
 		dataset, perms, by string
-		synthetic          bool
+		synthetic, asJSON  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "shuffle-report (--dataset D | --synthetic) [--permutation feistel,feistel-mix,lcg] [--out report.png [--overwrite]]",
@@ -32,7 +33,7 @@ func newDataShuffleReportCmd() *cobra.Command {
 	f.IntVar(&ro.Lags, "lags", 50, "autocorrelation lags to compute")
 	f.StringVar(&ro.Out, "out", "shuffle-report.png", "PNG plot to write (empty = none; an existing file only if this command wrote it)")
 	f.BoolVar(&ro.Overwrite, "overwrite", false, "replace an existing --out that this command did not write")
-	f.BoolVar(&ro.JSON, "json", false, "print one JSON object per permutation instead of a table")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object per permutation instead of a table")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := cf.load()
 		if err != nil {
@@ -42,7 +43,11 @@ func newDataShuffleReportCmd() *cobra.Command {
 		if err := ro.ForRun(perms, by, cfg.Data, cfg.Model.SeqLen, cfg.Run.Seed, dataset, synthetic); err != nil {
 			return err
 		}
-		return shufflereport.Report(cmd.OutOrStdout(), ro)
+		res, err := shufflereport.Report(ro)
+		if perr := show.ShuffleReport(cmd.OutOrStdout(), res, asJSON); err == nil {
+			err = perr
+		}
+		return err
 	}
 	return cmd
 }

@@ -76,10 +76,9 @@ func TestReportOutRule(t *testing.T) {
 			}
 			o := opt
 			o.Out, o.Overwrite, o.Inputs = tc.out, tc.overwrite, []string{cfgFile, dataset}
-			var w bytes.Buffer
-			err := Report(&w, o)
+			res, err := Report(o)
 			if tc.want == "" {
-				if err != nil || !WrotePlot(tc.out) {
+				if err != nil || !WrotePlot(tc.out) || res.Plot != tc.out {
 					t.Fatalf("not written: %v", err)
 				}
 				return
@@ -87,8 +86,8 @@ func TestReportOutRule(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.out) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err %v; want %q naming %s", err, tc.want, tc.out)
 			}
-			if w.Len() != 0 {
-				t.Errorf("measured before refusing: %q", w.String())
+			if res != nil {
+				t.Errorf("measured before refusing: %+v", res)
 			}
 			if tc.name != "a FIFO" {
 				if after, _ := os.ReadFile(tc.out); !bytes.Equal(before, after) {

@@ -8,9 +8,7 @@ package shufflereport
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -52,31 +50,39 @@ type Options struct {
 	Out       string
 	Overwrite bool
 	Inputs    []string
-	JSON      bool // one JSON object per permutation instead of a table
+}
+
+// Result is what Report measured and wrote: the composition statistics
+// of each permutation (in the order asked) and the plot written ("" when
+// none was asked or it failed).
+type Result struct {
+	Comps []*loader.Composition
+	Plot  string
 }
 
 // Report is kestrel data shuffle-report: the output check (before any
-// work), Run, the table or JSON lines on w, then the plot at opt.Out.
-func Report(w io.Writer, opt Options) error {
+// work), Run, then the plot at opt.Out (cmd/kestrel/internal/show prints
+// the statistics). A failed plot returns the Result with the error, so
+// the statistics are still printed.
+func Report(opt Options) (*Result, error) {
 	if opt.Out != "" {
 		if err := CheckOut(opt.Out, opt.Inputs, opt.Overwrite); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	comps, labels, err := Run(opt)
 	if err != nil {
-		return fmt.Errorf("shuffle-report: %w", err)
+		return nil, fmt.Errorf("shuffle-report: %w", err)
 	}
-	if err := Write(w, comps, opt.JSON); err != nil || opt.Out == "" {
-		return err
+	res := &Result{Comps: comps}
+	if opt.Out == "" {
+		return res, nil
 	}
 	if err := Plot(opt.Out, comps, labels); err != nil {
-		return err
+		return res, err
 	}
-	if !opt.JSON {
-		fmt.Fprintf(w, "plot: %s\n", opt.Out)
-	}
-	return nil
+	res.Plot = opt.Out
+	return res, nil
 }
 
 // CheckOut applies the output rule (internal/fileguard) to the plot path
@@ -174,35 +180,6 @@ func MaxAbsACF(c *loader.Composition) float64 {
 		m = math.Max(m, math.Abs(a))
 	}
 	return m
-}
-
-// Write prints the statistics of comps: a table with a closing line that
-// gives the |acf| of i.i.d. batches, or with asJSON one JSON object per
-// permutation.
-func Write(w io.Writer, comps []*loader.Composition, asJSON bool) error {
-	if asJSON {
-		enc := json.NewEncoder(w)
-		for _, c := range comps {
-			if err := enc.Encode(map[string]any{
-				"permutation": c.Label, "steps": c.Steps, "labels": c.Labels,
-				"lag1_acf": c.Lag1(), "max_abs_acf": MaxAbsACF(c), "max_dominated_run": c.MaxRun,
-				"max_run_label": c.RunLabel, "max_run_start": c.RunStart,
-				"mean_max_share": c.MeanMaxShare, "mean_tv": c.MeanTV,
-			}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	fmt.Fprintf(w, "%-22s %8s %10s %8s %15s %8s\n", "permutation", "lag1", "max|acf|", "max_run", "mean_max_share", "mean_tv")
-	for _, c := range comps {
-		fmt.Fprintf(w, "%-22s %8.3f %10.3f %8d %15.3f %8.3f\n", c.Label, c.Lag1(), MaxAbsACF(c), c.MaxRun, c.MeanMaxShare, c.MeanTV)
-	}
-	if len(comps) > 0 {
-		fmt.Fprintf(w, "(%d batches, %d blocks; i.i.d. batches give |acf| ≈ %.2f and max_run 0)\n",
-			comps[0].Steps, comps[0].Labels, 2/math.Sqrt(float64(comps[0].Steps*comps[0].Labels)))
-	}
-	return nil
 }
 
 // Plot writes a two-panel PNG: the mean label of each batch over
