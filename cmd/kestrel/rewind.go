@@ -7,11 +7,12 @@ import (
 
 	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/flagx"
 	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
+	"github.com/kestrel-lm/kestrel/internal/rewind"
 	"github.com/kestrel-lm/kestrel/internal/run"
 )
 
 func newRewindCmd() *cobra.Command {
-	var o run.RewindOptions
+	o := rewind.Options{CheckSet: run.CheckRewindSet}
 	var skip string
 	cmd := &cobra.Command{
 		Use:   "rewind RUN --to STEP|last|last-good [--skip-steps A:B] [--lr-scale X --lr-steps N] [--set section.key=value …] [--reason TEXT]",
@@ -26,7 +27,7 @@ func newRewindCmd() *cobra.Command {
 			if o.SkipFrom, o.SkipTo, err = flagx.StepRange("--skip-steps", skip); err != nil {
 				return fmt.Errorf("rewind: %w", err)
 			}
-			iv, err := run.Rewind(args[0], o)
+			iv, err := rewind.Rewind(args[0], o)
 			if err != nil {
 				return err
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
+	"github.com/kestrel-lm/kestrel/internal/rewind"
 	"github.com/kestrel-lm/kestrel/internal/run"
 	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
@@ -400,9 +401,9 @@ func TestBranchAfterRewind(t *testing.T) {
 		t.Fatal(err)
 	}
 	abandoned, _ := stepLosses(t, parent)
-	ro := run.RewindOptions{}
+	ro := rewind.Options{CheckSet: run.CheckRewindSet}
 	ro.To, ro.SkipFrom, ro.SkipTo, ro.LRScale, ro.LRSteps = "8", 9, 10, 0.5, 3
-	if _, err := run.Rewind(parent, ro); err != nil {
+	if _, err := rewind.Rewind(parent, ro); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := run.Train(context.Background(), cfg, parent, run.Options{Logger: quiet()}); err != nil {

@@ -50,8 +50,13 @@ type Options struct {
 	// checkpoint on; internal/run applies them at every later start.
 	// Validated by the caller (a config field that exists, a value of its
 	// type).
-	Set    map[string]string
-	Reason string
+	Set map[string]string
+	// SetFlags are `kestrel rewind --set section.key=value` flags, turned
+	// into Set by CheckSet (run.CheckRewindSet: a field of the run's
+	// config.toml, a value of its type and range) before anything changes.
+	SetFlags []string
+	CheckSet func(dir string, flags []string) (map[string]string, error)
+	Reason   string
 	// By is recorded as the intervention's by ("auto" for an automatic
 	// rollback; empty for a person).
 	By string
@@ -187,6 +192,16 @@ func Rewind(dir string, o Options) (*runlog.Intervention, error) {
 	}
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("rewind: %w", err)
+	}
+	if len(o.SetFlags) > 0 {
+		if o.CheckSet == nil {
+			return nil, fmt.Errorf("rewind: --set %v: no checker of the run's config was given", o.SetFlags)
+		}
+		set, err := o.CheckSet(dir, o.SetFlags)
+		if err != nil {
+			return nil, fmt.Errorf("rewind: %w", err)
+		}
+		o.Set = set
 	}
 	lk := o.Lock
 	if lk == nil || !lk.Held() || !lk.Holds(dir) {

@@ -199,31 +199,16 @@ func recordLine(path string, i int) int {
 	return 0
 }
 
-// RewindOptions are `kestrel rewind`'s choices; Set holds the raw
-// section.key=value flags.
-type RewindOptions struct {
-	rewind.Options
-	SetFlags []string
-}
-
-// Rewind checks the --set flags against the run's resolved config
-// (config.toml in dir) and rewinds the run (rewind.Rewind). It does not
-// train: the next `kestrel train` with the same config and --out resumes
-// from the checkpoint with the intervention applied.
-func Rewind(dir string, o RewindOptions) (*runlog.Intervention, error) {
-	if _, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("rewind: %w", err)
+// CheckRewindSet turns kestrel rewind's --set flags into config
+// overrides checked against the run's resolved config (config.toml in
+// dir): rewind.Options.CheckSet, which rewind.Rewind calls before it
+// changes anything.
+func CheckRewindSet(dir string, flags []string) (map[string]string, error) {
+	base, err := config.Load(rundir.Of(dir).Config(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("the run's config: %w", err)
 	}
-	if len(o.SetFlags) > 0 {
-		base, err := config.Load(rundir.Of(dir).Config(), nil)
-		if err != nil {
-			return nil, fmt.Errorf("rewind: the run's config: %w", err)
-		}
-		if o.Set, err = ParseSet(o.SetFlags, base); err != nil {
-			return nil, fmt.Errorf("rewind: %w", err)
-		}
-	}
-	return rewind.Rewind(dir, o.Options)
+	return ParseSet(flags, base)
 }
 
 // completePendingRewind completes a rewind that a crash left half done in

@@ -63,11 +63,11 @@ func TestRewindSetKnob(t *testing.T) {
 	orig := stepLosses(t, filepath.Join(dir, "metrics.jsonl"))
 
 	for _, bad := range [][]string{{"model.d_model=64"}, {"optim.max_grad_norm=abc"}, {"optim.nope=1"}, {"optim.max_grad_norm"}} {
-		if _, err := Rewind(dir, RewindOptions{Options: rewind.Options{To: "8"}, SetFlags: bad}); err == nil {
+		if _, err := rewind.Rewind(dir, rewind.Options{To: "8", SetFlags: bad, CheckSet: CheckRewindSet}); err == nil {
 			t.Errorf("--set %v accepted", bad)
 		}
 	}
-	iv, err := Rewind(dir, RewindOptions{Options: rewind.Options{To: "8", Reason: "tighten clipping"}, SetFlags: []string{"optim.max_grad_norm=0.05"}})
+	iv, err := rewind.Rewind(dir, rewind.Options{To: "8", Reason: "tighten clipping", SetFlags: []string{"optim.max_grad_norm=0.05"}, CheckSet: CheckRewindSet})
 	if err != nil {
 		t.Fatal(err)
 	}

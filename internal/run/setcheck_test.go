@@ -102,7 +102,7 @@ func TestRewindSetRangeRefused(t *testing.T) {
 	}
 	before, _ := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
 	for _, bad := range []string{"checkpoint.keep=0", "train.val_fraction=0.5"} {
-		_, err := Rewind(dir, RewindOptions{Options: rewind.Options{To: "4"}, SetFlags: []string{bad}})
+		_, err := rewind.Rewind(dir, rewind.Options{To: "4", SetFlags: []string{bad}, CheckSet: CheckRewindSet})
 		if err == nil || !strings.Contains(err.Error(), strings.Split(bad, "=")[0]) {
 			t.Errorf("--set %s: %v", bad, err)
 		}
