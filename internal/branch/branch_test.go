@@ -18,11 +18,11 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 	"github.com/kestrel-lm/kestrel/internal/config"
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/rewind"
 	"github.com/kestrel-lm/kestrel/internal/run"
 	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/internal/testrun"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
@@ -30,13 +30,10 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 
 // tinyRun is a byte-level run small enough to train 12 steps in a second.
 func tinyRun() config.Config {
-	cfg := config.Default()
-	cfg.Model.Vocab, cfg.Model.DModel, cfg.Model.NLayers, cfg.Model.NHeads, cfg.Model.NKVHeads = 256, 32, 2, 2, 2
-	cfg.Model.MLPHidden, cfg.Model.SeqLen = 64, 32
-	cfg.Data.Kind, cfg.Data.Train, cfg.Data.Val = "bytes", "${KESTREL_DATA}/tinyshakespeare/input.txt", valFile()
-	cfg.Train.Steps, cfg.Train.BatchSize, cfg.Train.EvalEvery, cfg.Train.EvalBatches, cfg.Train.LogEvery = 12, 4, 4, 2, 0
-	cfg.Train.PeakGFLOPS = 10
-	cfg.Optim.LR, cfg.Optim.MinLR, cfg.Optim.Warmup = 3e-3, 3e-4, 3
+	cfg := testrun.Bytes()
+	cfg.Data.Val = valFile()
+	cfg.Train.Steps, cfg.Train.EvalEvery = 12, 4
+	cfg.Optim.Warmup = 3
 	cfg.Checkpoint.Every, cfg.Checkpoint.Keep = 4, 5
 	cfg.Monitor.Window, cfg.Monitor.SpikeFollow, cfg.Monitor.Cooldown = 8, 4, 4
 	return cfg
@@ -68,15 +65,7 @@ func valFile() string {
 	if _, err := os.Stat(p); err == nil {
 		return p
 	}
-	src, err := datadir.Expand("${KESTREL_DATA}/tinyshakespeare/input.txt")
-	if err != nil {
-		panic(err)
-	}
-	b, err := os.ReadFile(src)
-	if err != nil {
-		panic(err)
-	}
-	if err := os.WriteFile(p, b[:16<<10], 0o644); err != nil {
+	if _, err := testrun.ValText(testTmp); err != nil {
 		panic(err)
 	}
 	return p

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,22 +14,17 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/branch"
 	"github.com/kestrel-lm/kestrel/internal/compare"
 	"github.com/kestrel-lm/kestrel/internal/config"
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/run"
+	"github.com/kestrel-lm/kestrel/internal/testrun"
 )
-
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // tinyRun trains on Shakespeare, validating on the 16 KiB text val (the
 // full evaluation at train.steps stays fast).
 func tinyRun(val string) config.Config {
-	cfg := config.Default()
-	cfg.Model.Vocab, cfg.Model.DModel, cfg.Model.NLayers, cfg.Model.NHeads, cfg.Model.NKVHeads = 256, 32, 2, 2, 2
-	cfg.Model.MLPHidden, cfg.Model.SeqLen = 64, 32
-	cfg.Data.Kind, cfg.Data.Train, cfg.Data.Val = "bytes", "${KESTREL_DATA}/tinyshakespeare/input.txt", val
-	cfg.Train.Steps, cfg.Train.BatchSize, cfg.Train.EvalEvery, cfg.Train.EvalBatches, cfg.Train.LogEvery = 24, 4, 4, 2, 0
-	cfg.Train.PeakGFLOPS = 10
-	cfg.Optim.LR, cfg.Optim.MinLR, cfg.Optim.Warmup = 3e-3, 3e-4, 3
+	cfg := testrun.Bytes()
+	cfg.Data.Val = val
+	cfg.Train.Steps, cfg.Train.EvalEvery = 24, 4
+	cfg.Optim.Warmup = 3
 	cfg.Checkpoint.Every, cfg.Checkpoint.Keep = 8, 5
 	cfg.Monitor.Window, cfg.Monitor.SpikeFollow, cfg.Monitor.Cooldown = 8, 4, 4
 	return cfg
@@ -42,20 +35,12 @@ func tinyRun(val string) config.Config {
 func runs(t *testing.T) (parent, lr, same string) {
 	t.Helper()
 	tmp := t.TempDir()
-	src, err := datadir.Expand("${KESTREL_DATA}/tinyshakespeare/input.txt")
+	val, err := testrun.ValText(tmp)
 	if err != nil {
-		t.Fatal(err)
-	}
-	text, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	val := filepath.Join(tmp, "val.txt")
-	if err := os.WriteFile(val, text[:16<<10], 0o644); err != nil {
 		t.Fatal(err)
 	}
 	parent = filepath.Join(tmp, "parent")
-	if _, err := run.Train(context.Background(), tinyRun(val), parent, run.Options{Logger: quiet()}); err != nil {
+	if _, err := run.Train(context.Background(), tinyRun(val), parent, run.Options{Logger: testrun.Quiet()}); err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range []struct {
@@ -63,11 +48,11 @@ func runs(t *testing.T) (parent, lr, same string) {
 		set []string
 	}{{&lr, []string{"optim.lr=1.2e-2"}}, {&same, nil}} {
 		*b.dir = filepath.Join(tmp, fmt.Sprintf("branch%d", len(b.set)))
-		br, err := branch.Prepare(branch.Options{Parent: parent, From: "step-8", Out: *b.dir, Steps: 12, Set: b.set, Logger: quiet()})
+		br, err := branch.Prepare(branch.Options{Parent: parent, From: "step-8", Out: *b.dir, Steps: 12, Set: b.set, Logger: testrun.Quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := run.Train(context.Background(), br.Config, br.Dir, run.Options{Logger: quiet()}); err != nil {
+		if _, err := run.Train(context.Background(), br.Config, br.Dir, run.Options{Logger: testrun.Quiet()}); err != nil {
 			t.Fatal(err)
 		}
 	}

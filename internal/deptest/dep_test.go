@@ -32,7 +32,7 @@ var floors = map[string]int{
 	// Floor 5.
 	"internal/config": 5, "internal/openrun": 5, "internal/data/loader/shufflereport": 5, "internal/tokbench": 5,
 	// Floor 6.
-	"internal/eval": 6, "internal/hfrun": 6, "internal/run": 6,
+	"internal/eval": 6, "internal/hfrun": 6, "internal/run": 6, "internal/testrun": 6,
 	// Floor 7.
 	"internal/replay": 7, "internal/modelbench": 7, "internal/drill": 7, "internal/branch": 7,
 	// Floor 8: the command's printers and flag glue (cmd/kestrel/internal).

@@ -5,17 +5,14 @@ import (
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/testrun"
 )
 
 // tiny is a small byte-level run of shakespeare, fast enough for a matrix.
 func tiny() config.Config {
-	cfg := config.Default()
-	cfg.Model.Vocab, cfg.Model.DModel, cfg.Model.NLayers, cfg.Model.NHeads, cfg.Model.NKVHeads = 256, 32, 2, 2, 2
-	cfg.Model.MLPHidden, cfg.Model.SeqLen = 64, 32
-	cfg.Data.Kind, cfg.Data.Train = "bytes", "${KESTREL_DATA}/tinyshakespeare/input.txt"
-	cfg.Train.BatchSize, cfg.Train.EvalBatches, cfg.Train.LogEvery = 16, 2, 0
-	cfg.Train.PeakGFLOPS = 10
-	cfg.Optim.LR, cfg.Optim.MinLR, cfg.Optim.Warmup = 3e-3, 3e-4, 20
+	cfg := testrun.Bytes()
+	cfg.Train.BatchSize = 16
+	cfg.Optim.Warmup = 20
 	cfg.Monitor.KLSpikeMin = 100 // the tiny model's outputs move fast between early checkpoints
 	return cfg
 }

@@ -1,7 +1,6 @@
 package generate
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,17 +12,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kestrel-lm/kestrel/internal/datasrc"
-
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
-
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/document"
-	"github.com/kestrel-lm/kestrel/internal/data/loader"
-	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
+	"github.com/kestrel-lm/kestrel/internal/testrun"
 	"github.com/kestrel-lm/kestrel/internal/train"
-	"github.com/kestrel-lm/kestrel/tokenizer"
 )
 
 // tinyDataset prepares a small two-source dataset (Tiny Shakespeare and
@@ -31,7 +25,6 @@ import (
 // BPE, as kestrel prepare would, and returns its directory.
 func tinyDataset(t *testing.T) string {
 	t.Helper()
-	var texts []string
 	var docs []document.Doc
 	for _, s := range []struct{ src, rel, sep string }{{"shakespeare", "tinyshakespeare/input.txt", "\n\n"}, {"wiki", "wikitext-2/valid.txt", "\n \n"}} {
 		p, err := datadir.Path(s.rel)
@@ -48,37 +41,10 @@ func tinyDataset(t *testing.T) string {
 				continue
 			}
 			docs = append(docs, document.Doc{ID: fmt.Sprintf("%s:%d", s.src, n), Source: s.src, Text: para})
-			texts = append(texts, para)
 			n++
 		}
 	}
-	tok, err := tokenizer.Train(context.Background(), func(yield func(string) bool) {
-		for _, s := range texts {
-			if !yield(s) {
-				return
-			}
-		}
-	}, tokenizer.TrainOptions{VocabSize: 300, Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := t.TempDir()
-	tokPath := filepath.Join(root, "tok.json")
-	if err := tok.Save(tokPath); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(root, "ds")
-	seq := func(yield func(document.Doc, error) bool) {
-		for _, d := range docs {
-			if !yield(d, nil) {
-				return
-			}
-		}
-	}
-	if _, err := shards.Build(context.Background(), seq, tok, tokPath, shards.Config{ShardTokens: 1 << 16, ValFraction: 0.1, Seed: 1, Separator: "eos", Workers: 1}, dir); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return testrun.Dataset(t, docs, 300)
 }
 
 // tinyConfig is a small run config: vocab 256 for bytes, 320 (> the
@@ -98,37 +64,7 @@ func tinyConfig(vocab, steps int) config.Config {
 // Tiny Shakespeare bytes) into run and leaves its final checkpoint there.
 func trainTiny(t *testing.T, cfg config.Config, data, run string) {
 	t.Helper()
-	opts := train.Options{Dir: run, Seed: cfg.Run.Seed, Model: cfg.Model, Optim: cfg.Optim, Train: cfg.Train,
-		Checkpoint: cfg.Checkpoint, Init: cfg.Init, Debug: cfg.Debug,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	if data == "" {
-		p, err := datadir.Path("tinyshakespeare/input.txt")
-		if err != nil {
-			t.Fatal(err)
-		}
-		src, err := datasrc.OpenBytes(p, "", cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts.Data, opts.Tokenizer = src, "bytes"
-	} else {
-		sd, err := shards.Open(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds, err := loader.FromShards(sd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := loader.New(ds, cfg.Data, loader.Options{SeqLen: cfg.Model.SeqLen, Seed: cfg.Run.Seed, Schedule: loader.ConstantBatch(cfg.Train.BatchSize), ReportBase: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts.Data, opts.Tokenizer = l, data
-	}
-	if _, err := train.Run(context.Background(), opts); err != nil {
-		t.Fatal(err)
-	}
+	testrun.Train(t, cfg, data, run, nil)
 }
 
 // TestGenerateDatasetRun: a run trained on a prepared dataset samples

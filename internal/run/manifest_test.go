@@ -11,43 +11,17 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
-	"github.com/kestrel-lm/kestrel/internal/data/prepare"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/internal/testrun"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
 
-// smallDatasetConfig is a one-source run on Tiny Shakespeare prepared with
-// a 320-token BPE: small enough to prepare and train in a second or two.
+// smallDatasetConfig is testrun.Books (Tiny Shakespeare with a 320-token
+// BPE, prepared into data) trained 6 steps of batch 4 without evaluation,
+// with a checkpoint every 3 steps.
 func smallDatasetConfig(t *testing.T, data string) config.Config {
 	t.Helper()
-	cfg := config.Default()
-	const toml = `
-[prepare]
-workers = 1
-[prepare.decontam]
-enabled = false
-[prepare.tokenizer]
-mode = "train"
-vocab_size = 320
-train_max_bytes = 200000
-[[prepare.sources]]
-name = "books"
-inputs = ["${KESTREL_DATA}/tinyshakespeare/input.txt"]
-format = "text"
-split = "blank_lines"
-group_bytes = 16384
-filter = "books"
-[data]
-kind = "dataset"
-sources = [{ name = "books", weight = 1.0 }]
-[model]
-vocab = 320
-d_model = 32
-n_layers = 1
-n_heads = 2
-n_kv_heads = 2
-mlp_hidden = 64
-seq_len = 32
+	return testrun.Books(t, data, `
 [train]
 steps = 6
 batch_size = 4
@@ -56,19 +30,12 @@ log_every = 0
 peak_gflops = 10
 [checkpoint]
 every = 3
-`
-	if err := config.Decode([]byte(toml), "test.toml", &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Data.Path = data
-	return cfg
+`)
 }
 
 func prepareSmall(t *testing.T, cfg config.Config) {
 	t.Helper()
-	if _, err := prepare.Run(context.Background(), cfg.Prepare, prepare.RunOptions{Out: cfg.Data.Path, Force: true, Log: quietLog()}); err != nil {
-		t.Fatal(err)
-	}
+	testrun.Prepare(t, cfg)
 }
 
 // TestResumeOnRebuiltDatasetIsSEV1: a dataset rebuilt at the same path with

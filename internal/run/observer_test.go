@@ -20,19 +20,16 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/stepbench"
+	"github.com/kestrel-lm/kestrel/internal/testrun"
 	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
 
 // tinyRun is a byte-level Tiny Shakespeare config small enough for tests.
 func tinyRun(steps int) config.Config {
-	cfg := config.Default()
-	cfg.Model.Vocab, cfg.Model.DModel, cfg.Model.NLayers, cfg.Model.NHeads, cfg.Model.NKVHeads = 256, 32, 2, 2, 2
-	cfg.Model.MLPHidden, cfg.Model.SeqLen = 64, 32
-	cfg.Data.Kind, cfg.Data.Train = "bytes", "${KESTREL_DATA}/tinyshakespeare/input.txt"
-	cfg.Train.Steps, cfg.Train.BatchSize, cfg.Train.EvalEvery, cfg.Train.EvalBatches, cfg.Train.LogEvery = steps, 4, 25, 2, 0
-	cfg.Train.PeakGFLOPS = 10
-	cfg.Optim.LR, cfg.Optim.MinLR, cfg.Optim.Warmup = 3e-3, 3e-4, 20
+	cfg := testrun.Bytes()
+	cfg.Train.Steps, cfg.Train.EvalEvery = steps, 25
+	cfg.Optim.Warmup = 20
 	cfg.Checkpoint.Every, cfg.Checkpoint.Keep = 20, 2
 	cfg.Monitor.Window, cfg.Monitor.SpikeFollow, cfg.Monitor.Cooldown = 32, 20, 20
 	return cfg
