@@ -67,7 +67,7 @@ func checkCoverage(run string, st checkpoint.State, tasks []string, sets []evalc
 	var dec *shards.DecontamInfo
 	known := true
 	where := ""
-	if st.Tokenizer != "bytes" && !(st.Tokenizer == "" && st.Model.Vocab == 256) {
+	if !openrun.ByteLevel(st) {
 		dir, err := datadir.Expand(st.Tokenizer)
 		if err != nil {
 			return nil, fmt.Errorf("run %s: dataset %q: %w", run, st.Tokenizer, err)

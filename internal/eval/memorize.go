@@ -155,10 +155,10 @@ func Spaced(total, n int) []int {
 // spaced documents of at least want tokens (the sources' streams in order);
 // for byte-level text, evenly spaced windows of want bytes.
 func (d *runData) memDocs(split string, n, want int) ([][]int32, error) {
-	if d.ds == nil {
-		text := d.train
+	if d.Dataset == nil {
+		text := d.Train
 		if split == shards.Val {
-			text = d.val
+			text = d.Val
 		}
 		if len(text) < want {
 			return nil, fmt.Errorf("%s text has %d bytes, need %d", split, len(text), want)
@@ -174,8 +174,8 @@ func (d *runData) memDocs(split string, n, want int) ([][]int32, error) {
 		off int64
 	}
 	var cand []ref
-	for _, src := range d.ds.Sources() {
-		st, err := d.ds.Stream(src, split)
+	for _, src := range d.Dataset.Sources() {
+		st, err := d.Dataset.Stream(src, split)
 		if err != nil {
 			return nil, err
 		}

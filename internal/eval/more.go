@@ -6,14 +6,11 @@ import (
 	"math"
 	"time"
 
-	"github.com/kestrel-lm/kestrel/internal/datasrc"
 	"github.com/kestrel-lm/kestrel/internal/openrun"
-	"github.com/kestrel-lm/kestrel/internal/rundir"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 )
 
 // GSMItem is one GSM8K problem: the question and its worked gold answer
@@ -131,58 +128,9 @@ func (s *Scorer) TokensNLL(ids []int32, maxWindows int) (NLL, error) {
 	return res, nil
 }
 
-// runData is where a run's training and held-out documents come from: the
-// prepared dataset (ds), or the byte-level train and validation text.
-type runData struct {
-	ds         *shards.Dataset
-	train, val []byte
-}
-
-func (d *runData) close() {
-	if d.ds != nil {
-		d.ds.Close()
-	}
-}
-
-// openRunData opens the data of run: the dataset named by state.json's
-// tokenizer, or for byte-level runs the run's config.toml data.train /
-// data.val (or the last train.val_fraction of data.train), split by
-// datasrc.OpenBytes as the run was.
-func openRunData(run string, st checkpoint.State) (*runData, error) {
-	if st.Tokenizer != "bytes" && !(st.Tokenizer == "" && st.Model.Vocab == 256) {
-		dir, err := datadir.Expand(st.Tokenizer)
-		if err != nil {
-			return nil, fmt.Errorf("run %s: dataset %q: %w", run, st.Tokenizer, err)
-		}
-		ds, err := shards.Open(dir)
-		if err != nil {
-			return nil, fmt.Errorf("run %s: %w", run, err)
-		}
-		return &runData{ds: ds}, nil
-	}
-	cp := rundir.Of(run).Config()
-	cfg, err := openrun.ReadConfig(cp)
-	if err != nil {
-		return nil, fmt.Errorf("run %s (byte-level): %w", run, err)
-	}
-	tp, err := datadir.Expand(cfg.Data.Train)
-	if err != nil {
-		return nil, fmt.Errorf("%s: data.train: %w", cp, err)
-	}
-	vp := cfg.Data.Val
-	if vp != "" {
-		if vp, err = datadir.Expand(vp); err != nil {
-			return nil, fmt.Errorf("%s: data.val: %w", cp, err)
-		}
-	}
-	// The same split as the run trained on.
-	src, err := datasrc.OpenBytes(tp, vp, cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cp, err)
-	}
-	tr, va := src.Text()
-	return &runData{train: tr, val: va}, nil
-}
+// runData is the run's data (openrun.OpenData), with the memorization
+// test's documents (memDocs).
+type runData struct{ *openrun.Data }
 
 // MemDefaultDocs is the number of documents per split memorization uses
 // when no --limit is given.
@@ -209,11 +157,12 @@ func (s *Scorer) runMore(task string, opt Options, st checkpoint.State, res *Res
 		res.NLL = append(res.NLL, r)
 		return nil
 	}
-	d, err := openRunData(opt.Run, st)
+	od, err := openrun.OpenData(opt.Run, st)
 	if err != nil {
 		return err
 	}
-	defer d.close()
+	d := runData{od}
+	defer d.Close()
 	if task == "memorization" {
 		n := opt.Limit
 		if n <= 0 {
@@ -237,8 +186,8 @@ func (s *Scorer) runMore(task string, opt Options, st checkpoint.State, res *Res
 		return nil
 	}
 	// bpb-val
-	if d.ds == nil {
-		n, err := s.TextNLL(string(d.val), opt.Limit)
+	if d.Dataset == nil {
+		n, err := s.TextNLL(string(d.Val), opt.Limit)
 		if err != nil {
 			return err
 		}
@@ -247,9 +196,9 @@ func (s *Scorer) runMore(task string, opt Options, st checkpoint.State, res *Res
 		return nil
 	}
 	var all NLL
-	for _, src := range d.ds.Sources() {
+	for _, src := range d.Dataset.Sources() {
 		t1 := time.Now()
-		stm, err := d.ds.Stream(src, shards.Val)
+		stm, err := d.Dataset.Stream(src, shards.Val)
 		if err != nil {
 			return err
 		}
@@ -275,13 +224,13 @@ func (s *Scorer) runMore(task string, opt Options, st checkpoint.State, res *Res
 			}
 		}
 		all.Nats, all.Tokens, all.Bytes = all.Nats+n.Nats, all.Tokens+n.Tokens, all.Bytes+n.Bytes
-		res.BPB = append(res.BPB, BPBResult{Name: "val/" + src, File: d.ds.Dir(), Tokens: n.Tokens, Bytes: n.Bytes,
+		res.BPB = append(res.BPB, BPBResult{Name: "val/" + src, File: d.Dataset.Dir(), Tokens: n.Tokens, Bytes: n.Bytes,
 			Nats: n.Nats, BPB: n.BitsPerByte(), Seconds: time.Since(t1).Seconds()})
 	}
 	if all.Bytes == 0 {
-		return fmt.Errorf("dataset %s has no validation tokens", d.ds.Dir())
+		return fmt.Errorf("dataset %s has no validation tokens", d.Dataset.Dir())
 	}
-	res.BPB = append(res.BPB, BPBResult{Name: "val/all", File: d.ds.Dir(), Tokens: all.Tokens, Bytes: all.Bytes,
+	res.BPB = append(res.BPB, BPBResult{Name: "val/all", File: d.Dataset.Dir(), Tokens: all.Tokens, Bytes: all.Bytes,
 		Nats: all.Nats, BPB: all.BitsPerByte(), Seconds: time.Since(t0).Seconds()})
 	return nil
 }

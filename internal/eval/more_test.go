@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/datasrc"
+	"github.com/kestrel-lm/kestrel/internal/openrun"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
@@ -128,7 +129,7 @@ func TestMemorization(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &Scorer{Model: m, Codec: generate.BytesCodec(), Batch: 4}
-	d := &runData{train: trainText, val: valText}
+	d := &runData{&openrun.Data{Train: trainText, Val: valText}}
 	const pre, n = 16, 24 // the context slides past seq_len 32
 	tr, err := d.memDocs("train", 6, pre+n)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/evalcfg"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
+	"github.com/kestrel-lm/kestrel/internal/generate"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
@@ -116,3 +117,13 @@ func (r *Run) Model(name string, ema bool, log *slog.Logger) (*model.Model, *che
 	}
 	return checkpoint.LoadModel(path, ema, log)
 }
+
+// Codec is the run's codec (tokenizer) for the checkpoint state st
+// (generate.CodecFor).
+func (r *Run) Codec(st checkpoint.State) (generate.Codec, error) {
+	return generate.CodecFor(r.Layout.Dir, st)
+}
+
+// Data opens the run's data as the checkpoint state st describes it
+// (OpenData).
+func (r *Run) Data(st checkpoint.State) (*Data, error) { return OpenData(r.Layout.Dir, st) }

@@ -1,13 +1,16 @@
 package openrun
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
 )
 
 // TestDefaultsAreConfigs: the defaults of every section Config holds are
@@ -73,5 +76,65 @@ func TestReadConfigErrors(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%q: %v, want an error naming %s", tc.doc, err, tc.want)
 		}
+	}
+}
+
+// TestOpenData: a byte-level run's data is its config's text split as
+// datasrc.OpenBytes splits it; a dataset run whose dataset is gone is an
+// error naming the run.
+func TestOpenData(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "input.txt")
+	if err := os.WriteFile(text, []byte(strings.Repeat("to be or not to be\n", 200)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "[run]\nseed = 7\n[model]\nseq_len = 16\n[train]\nval_fraction = 0.25\n[data]\nkind = \"bytes\"\ntrain = \"" + text + "\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := checkpoint.State{Tokenizer: "bytes"}
+	d, err := OpenData(dir, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	src, err := datasrc.OpenBytes(text, "", 0.25, 16, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, va := src.Text()
+	if d.Dataset != nil || !bytes.Equal(d.Train, tr) || !bytes.Equal(d.Val, va) || len(d.Val) == 0 {
+		t.Errorf("train %d val %d bytes, want %d and %d", len(d.Train), len(d.Val), len(tr), len(va))
+	}
+	st.Tokenizer = filepath.Join(dir, "gone")
+	if _, err := OpenData(dir, st); err == nil || !strings.Contains(err.Error(), "run "+dir) {
+		t.Errorf("missing dataset: %v", err)
+	}
+}
+
+// TestRunWithoutCheckpoints: a run whose checkpoints are gone names its
+// directory when asked for one, or for its model; its codec and data
+// follow the state.
+func TestRunWithoutCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte("[data]\nkind = \"bytes\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Checkpoint("last"); err == nil || !strings.Contains(err.Error(), dir) {
+		t.Errorf("Checkpoint(last): %v", err)
+	}
+	if _, _, err := r.Model("", false, nil); err == nil || !strings.Contains(err.Error(), dir) {
+		t.Errorf("Model: %v", err)
+	}
+	c, err := r.Codec(checkpoint.State{Tokenizer: "bytes"})
+	if err != nil || c.Decode([]int32{'h', 'i'}) != "hi" {
+		t.Errorf("byte codec: %v", err)
+	}
+	if _, err := r.Manifest(); err == nil {
+		t.Error("Manifest: no manifest.json, no error")
 	}
 }
