@@ -4,27 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/kestrel-lm/kestrel/internal/datasrc"
-
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/document"
-	"github.com/kestrel-lm/kestrel/internal/data/loader"
-	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/hf"
+	"github.com/kestrel-lm/kestrel/internal/testrun"
 	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/tokenizer"
 )
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = testrun.Quiet()
 
 // tinyDataset prepares a one-source dataset from Tiny Shakespeare with a
 // 300-token BPE (<|endoftext|> = 299) and the eos separator.
@@ -44,33 +39,7 @@ func tinyDataset(t *testing.T) string {
 			docs = append(docs, document.Doc{ID: "s:" + string(rune('a'+i%26)) + string(rune('0'+i/26%10)) + string(rune('0'+i/260)), Source: "shakespeare", Text: para})
 		}
 	}
-	tok, err := tokenizer.Train(context.Background(), func(yield func(string) bool) {
-		for _, d := range docs {
-			if !yield(d.Text) {
-				return
-			}
-		}
-	}, tokenizer.TrainOptions{VocabSize: 300, Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := t.TempDir()
-	tokPath := filepath.Join(root, "tok.json")
-	if err := tok.Save(tokPath); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(root, "ds")
-	seq := func(yield func(document.Doc, error) bool) {
-		for _, d := range docs {
-			if !yield(d, nil) {
-				return
-			}
-		}
-	}
-	if _, err := shards.Build(context.Background(), seq, tok, tokPath, shards.Config{ShardTokens: 1 << 16, ValFraction: 0.1, Seed: 1, Separator: "eos", Workers: 1}, dir); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return testrun.Dataset(t, docs, 300)
 }
 
 func tinyConfig(vocab int) config.Config {
@@ -86,40 +55,13 @@ func tinyConfig(vocab int) config.Config {
 	return cfg
 }
 
-// trainTiny trains cfg on data (a dataset directory, or "" for bytes) into run.
+// trainTiny trains cfg on data (a dataset directory, or "" for bytes) into
+// run, writing its config.toml there as run.Train would.
 func trainTiny(t *testing.T, cfg config.Config, data, run string) {
 	t.Helper()
-	opts := train.Options{Dir: run, Seed: cfg.Run.Seed, Model: cfg.Model, Optim: cfg.Optim, Train: cfg.Train,
-		Checkpoint: cfg.Checkpoint, Init: cfg.Init, Debug: cfg.Debug, Logger: quiet,
-		WriteConfig: func(path string) error { return config.WriteFile(path, cfg) }}
-	if data == "" {
-		p, err := datadir.Path("tinyshakespeare/input.txt")
-		if err != nil {
-			t.Fatal(err)
-		}
-		src, err := datasrc.OpenBytes(p, "", cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts.Data, opts.Tokenizer = src, "bytes"
-	} else {
-		sd, err := shards.Open(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds, err := loader.FromShards(sd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := loader.New(ds, cfg.Data, loader.Options{SeqLen: cfg.Model.SeqLen, Seed: cfg.Run.Seed, Schedule: loader.ConstantBatch(cfg.Train.BatchSize), ReportBase: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts.Data, opts.Tokenizer = l, data
-	}
-	if _, err := train.Run(context.Background(), opts); err != nil {
-		t.Fatal(err)
-	}
+	testrun.Train(t, cfg, data, run, func(o *train.Options) {
+		o.WriteConfig = func(path string) error { return config.WriteFile(path, cfg) }
+	})
 }
 
 func readJSON(t *testing.T, path string, v any) {

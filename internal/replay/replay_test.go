@@ -12,12 +12,12 @@ import (
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
-	"github.com/kestrel-lm/kestrel/internal/data/prepare"
 	"github.com/kestrel-lm/kestrel/internal/run"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/internal/testrun"
 )
 
-func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func quietLog() *slog.Logger { return testrun.Quiet() }
 
 // smallRun prepares a one-source Tiny Shakespeare dataset (320-token BPE)
 // and trains 6 steps on it with a checkpoint after every step and an
@@ -31,34 +31,7 @@ func smallRun(t *testing.T) (config.Config, string) {
 func smallRunSteps(t *testing.T, steps int) (config.Config, string) {
 	t.Helper()
 	root := t.TempDir()
-	cfg := config.Default()
-	const toml = `
-[prepare]
-workers = 1
-[prepare.decontam]
-enabled = false
-[prepare.tokenizer]
-mode = "train"
-vocab_size = 320
-train_max_bytes = 200000
-[[prepare.sources]]
-name = "books"
-inputs = ["${KESTREL_DATA}/tinyshakespeare/input.txt"]
-format = "text"
-split = "blank_lines"
-group_bytes = 16384
-filter = "books"
-[data]
-kind = "dataset"
-sources = [{ name = "books", weight = 1.0 }]
-[model]
-vocab = 320
-d_model = 32
-n_layers = 1
-n_heads = 2
-n_kv_heads = 2
-mlp_hidden = 64
-seq_len = 32
+	cfg := testrun.Books(t, filepath.Join(root, "data"), `
 [train]
 steps = 6
 batch_size = 4
@@ -70,15 +43,9 @@ peak_gflops = 10
 [checkpoint]
 every = 1
 keep = 10
-`
-	if err := config.Decode([]byte(toml), "test.toml", &cfg); err != nil {
-		t.Fatal(err)
-	}
+`)
 	cfg.Train.Steps = steps
-	cfg.Data.Path = filepath.Join(root, "data")
-	if _, err := prepare.Run(context.Background(), cfg.Prepare, prepare.RunOptions{Out: cfg.Data.Path, Force: true, Log: quietLog()}); err != nil {
-		t.Fatal(err)
-	}
+	testrun.Prepare(t, cfg)
 	dir := filepath.Join(root, "run")
 	if _, err := run.Train(context.Background(), cfg, dir, run.Options{Logger: quietLog(), Stdout: io.Discard}); err != nil {
 		t.Fatal(err)
