@@ -10,33 +10,19 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/compare"
 	"github.com/kestrel-lm/kestrel/internal/config"
-	"github.com/kestrel-lm/kestrel/internal/data/prepare"
+	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/run"
+	"github.com/kestrel-lm/kestrel/internal/testrun"
 )
 
-// datasetRun is a run on a prepared two-source dataset (Shakespeare as
-// books, WikiText-2 as wiki, weights 0.5/0.5), checkpoints every 4 steps.
+// datasetRun is testrun.Books with WikiText-2 as a second source, wiki
+// (weights 0.5/0.5), a 300-token BPE trained on 100 kB per source, a tenth
+// for validation, and checkpoints every 4 steps.
 func datasetRun(t *testing.T, data string) config.Config {
 	t.Helper()
-	cfg := config.Default()
-	const toml = `
-[prepare]
-workers = 1
-[prepare.decontam]
-enabled = false
-[prepare.tokenizer]
-mode = "train"
-vocab_size = 300
-train_max_bytes = 100000
+	cfg := testrun.Books(t, data, `
 [prepare.tokenizer.shards]
 val_fraction = 0.1
-[[prepare.sources]]
-name = "books"
-inputs = ["${KESTREL_DATA}/tinyshakespeare/input.txt"]
-format = "text"
-split = "blank_lines"
-group_bytes = 16384
-filter = "books"
 [[prepare.sources]]
 name = "wiki"
 inputs = ["${KESTREL_DATA}/wikitext-2/valid.txt"]
@@ -44,18 +30,6 @@ format = "text"
 split = "blank_lines"
 group_bytes = 16384
 filter = "none"
-[data]
-kind = "dataset"
-sources = [{ name = "books", weight = 0.5 }, { name = "wiki", weight = 0.5 }]
-val_max_seqs = 16
-[model]
-vocab = 300
-d_model = 32
-n_layers = 1
-n_heads = 2
-n_kv_heads = 2
-mlp_hidden = 64
-seq_len = 32
 [train]
 steps = 12
 batch_size = 8
@@ -67,14 +41,12 @@ every = 4
 keep = 5
 [samples]
 enabled = false
-`
-	if err := config.Decode([]byte(toml), "test.toml", &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Data.Path = data
-	if _, err := prepare.Run(context.Background(), cfg.Prepare, prepare.RunOptions{Out: data, Force: true, Log: quiet()}); err != nil {
-		t.Fatal(err)
-	}
+`)
+	cfg.Prepare.Tokenizer.VocabSize, cfg.Prepare.Tokenizer.TrainMaxBytes, cfg.Model.Vocab = 300, 100000, 300
+	cfg.Data.Sources[0].Weight = 0.5
+	cfg.Data.Sources = append(cfg.Data.Sources, loader.SourceConfig{Name: "wiki", Weight: 0.5})
+	cfg.Data.ValMaxSeqs = 16
+	testrun.Prepare(t, cfg)
 	return cfg
 }
 
