@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/flagx"
 	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/eval"
 )
@@ -19,7 +20,7 @@ func newEvalCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opt.Status = cmd.ErrOrStderr()
 			for _, s := range heldout {
-				h, err := eval.ParseHeldout(s)
+				h, err := flagx.Heldout(s)
 				if err != nil {
 					return err
 				}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -141,19 +140,4 @@ func (s *Scorer) Heldout(sets []evalcfg.HeldoutSet, maxBytes int) ([]BPBResult, 
 			Nats: n.Nats, BPB: n.BitsPerByte(), Seconds: time.Since(t0).Seconds()})
 	}
 	return out, nil
-}
-
-// ParseHeldout reads kestrel eval's --heldout NAME=PATH. The name follows
-// the [eval] heldout rules (letters, digits, '_', '-', '.'); the path may
-// hold '=' and ${KESTREL_DATA}.
-func ParseHeldout(s string) (evalcfg.HeldoutSet, error) {
-	name, path, ok := strings.Cut(s, "=")
-	h := evalcfg.HeldoutSet{Name: name, Path: path}
-	if !ok {
-		return h, fmt.Errorf("--heldout %q: want NAME=PATH", s)
-	}
-	if err := (evalcfg.Config{Heldout: []evalcfg.HeldoutSet{h}}).Validate(0); err != nil {
-		return h, fmt.Errorf("--heldout %q: %w", s, err)
-	}
-	return h, nil
 }

@@ -1,7 +1,7 @@
 // Package flagx is kestrel's flag glue: the parsing of flag values that
-// are more than a type (a range of steps) and the end of a command's
-// part in a process group, kept beside the commands rather than in the
-// libraries they call.
+// are more than a type (a range of steps, a held-out set NAME=PATH) and
+// the end of a command's part in a process group, kept beside the
+// commands rather than in the libraries they call.
 package flagx
 
 import (
@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/comm"
+	"github.com/kestrel-lm/kestrel/internal/evalcfg"
 	"github.com/kestrel-lm/kestrel/internal/rewind"
 )
 
@@ -49,4 +50,19 @@ func EndRank(c comm.Comm, err error, stderr io.Writer) error {
 		return cerr
 	}
 	return err
+}
+
+// Heldout reads kestrel eval's --heldout NAME=PATH. The name follows
+// the [eval] heldout rules (letters, digits, '_', '-', '.'); the path may
+// hold '=' and ${KESTREL_DATA}.
+func Heldout(s string) (evalcfg.HeldoutSet, error) {
+	name, path, ok := strings.Cut(s, "=")
+	h := evalcfg.HeldoutSet{Name: name, Path: path}
+	if !ok {
+		return h, fmt.Errorf("--heldout %q: want NAME=PATH", s)
+	}
+	if err := (evalcfg.Config{Heldout: []evalcfg.HeldoutSet{h}}).Validate(0); err != nil {
+		return h, fmt.Errorf("--heldout %q: %w", s, err)
+	}
+	return h, nil
 }

@@ -64,3 +64,38 @@ func TestEndRank(t *testing.T) {
 		t.Errorf("EndRank after success = %v", err)
 	}
 }
+
+// TestHeldout: NAME=PATH, the path keeping any '='; a missing '=',
+// an empty or bad name and an empty path are refused naming the flag.
+func TestHeldout(t *testing.T) {
+	for _, tc := range []struct {
+		in, name, path, err string
+	}{
+		{"legal=/data/legal.txt", "legal", "/data/legal.txt", ""},
+		{"code.v2=${KESTREL_DATA}/a=b.txt", "code.v2", "${KESTREL_DATA}/a=b.txt", ""},
+		{"/data/legal.txt", "", "", "want NAME=PATH"},
+		{"=/data/legal.txt", "", "", "name: empty"},
+		{"a b=/x", "", "", `name = "a b"`},
+		{"legal=", "", "", "path: empty"},
+	} {
+		h, err := Heldout(tc.in)
+		switch {
+		case tc.err == "" && (err != nil || h.Name != tc.name || h.Path != tc.path):
+			t.Errorf("%q: %+v, %v", tc.in, h, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "--heldout")):
+			t.Errorf("%q: error %v, want %q", tc.in, err, tc.err)
+		}
+	}
+}
+
+func FuzzHeldout(f *testing.F) {
+	for _, s := range []string{"legal=/data/legal.txt", "=", "a=b=c", "é=x", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		h, err := Heldout(s)
+		if err == nil && (h.Name == "" || h.Path == "" || h.Name+"="+h.Path != s) {
+			t.Fatalf("%q accepted as %+v", s, h)
+		}
+	})
+}
