@@ -620,6 +620,9 @@ func (r *reader) readStream(ctx context.Context, path string, src io.Reader, isC
 		if errors.Is(err, errLineTooLong) {
 			return fmt.Errorf("%s:%d: %w", path, lr.n+1, err)
 		}
+		if opts.Follow && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil // following ends when ctx ends, also in the middle of a read
+		}
 		if err != io.EOF {
 			return fmt.Errorf("watch: %s: %w", path, err)
 		}
