@@ -1,10 +1,7 @@
 package eval
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,12 +9,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kestrel-lm/kestrel/internal/datasrc"
-
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/generate"
 	"github.com/kestrel-lm/kestrel/internal/model"
+	"github.com/kestrel-lm/kestrel/internal/testrun"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
@@ -45,24 +41,12 @@ func tinyModel(t *testing.T) (*Scorer, string) {
 		cfg.Train.Steps, cfg.Train.BatchSize, cfg.Train.EvalEvery, cfg.Train.EvalBatches, cfg.Train.LogEvery, cfg.Train.PeakGFLOPS = 40, 8, 0, 1, 0, 10
 		cfg.Optim.LR, cfg.Optim.Warmup = 1e-2, 2
 		cfg.Checkpoint.Every = 0
-		p, err := datadir.Path("tinyshakespeare/input.txt")
-		if err != nil {
-			tinyErr = err
-			return
-		}
-		src, err := datasrc.OpenBytes(p, "", cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
-		if err != nil {
-			tinyErr = err
-			return
-		}
-		_, tinyErr = train.Run(context.Background(), train.Options{Dir: tinyRun, Seed: cfg.Run.Seed, Model: cfg.Model, Optim: cfg.Optim,
-			Train: cfg.Train, Checkpoint: cfg.Checkpoint, Init: cfg.Init, Debug: cfg.Debug, Data: src, Tokenizer: "bytes",
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		tinyErr = testrun.TrainErr(cfg, "", tinyRun, nil)
 	})
 	if tinyErr != nil {
 		t.Fatal(tinyErr)
 	}
-	m, _, err := train.LoadModel(tinyRun, false, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	m, _, err := train.LoadModel(tinyRun, false, testrun.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -151,40 +151,49 @@ func Dataset(t testing.TB, docs []document.Doc, vocab int) string {
 // Train trains cfg with the trainer alone (no monitor, no run directory
 // ritual) into dir on data, a prepared dataset directory or "" for Tiny
 // Shakespeare's bytes, and leaves its final checkpoint there. edit, when
-// not nil, changes the trainer's options first.
+// not nil, changes the trainer's options first. A failure fails t.
 func Train(t testing.TB, cfg config.Config, data, dir string, edit func(*train.Options)) {
 	t.Helper()
+	if err := TrainErr(cfg, data, dir, edit); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TrainErr is Train returning its error (for fixtures built once per test
+// binary, outside any one test).
+func TrainErr(cfg config.Config, data, dir string, edit func(*train.Options)) error {
 	opts := train.Options{Dir: dir, Seed: cfg.Run.Seed, Model: cfg.Model, Optim: cfg.Optim, Train: cfg.Train,
 		Checkpoint: cfg.Checkpoint, Init: cfg.Init, Debug: cfg.Debug, Logger: Quiet()}
-	if data == "" {
-		p, err := datadir.Path("tinyshakespeare/input.txt")
-		if err != nil {
-			t.Fatal(err)
-		}
-		src, err := datasrc.OpenBytes(p, "", cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts.Data, opts.Tokenizer = src, "bytes"
-	} else {
-		sd, err := shards.Open(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds, err := loader.FromShards(sd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := loader.New(ds, cfg.Data, loader.Options{SeqLen: cfg.Model.SeqLen, Seed: cfg.Run.Seed, Schedule: loader.ConstantBatch(cfg.Train.BatchSize), ReportBase: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts.Data, opts.Tokenizer = l, data
+	var err error
+	if opts.Data, opts.Tokenizer, err = source(cfg, data); err != nil {
+		return err
 	}
 	if edit != nil {
 		edit(&opts)
 	}
-	if _, err := train.Run(context.Background(), opts); err != nil {
-		t.Fatal(err)
+	_, err = train.Run(context.Background(), opts)
+	return err
+}
+
+// source is the trainer's data for TrainErr: Tiny Shakespeare's bytes
+// (data "") or a loader over the dataset in data, and the tokenizer's name.
+func source(cfg config.Config, data string) (datasrc.Source, string, error) {
+	if data == "" {
+		p, err := datadir.Path("tinyshakespeare/input.txt")
+		if err != nil {
+			return nil, "", err
+		}
+		src, err := datasrc.OpenBytes(p, "", cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
+		return src, "bytes", err
 	}
+	sd, err := shards.Open(data)
+	if err != nil {
+		return nil, "", err
+	}
+	ds, err := loader.FromShards(sd)
+	if err != nil {
+		return nil, "", err
+	}
+	l, err := loader.New(ds, cfg.Data, loader.Options{SeqLen: cfg.Model.SeqLen, Seed: cfg.Run.Seed, Schedule: loader.ConstantBatch(cfg.Train.BatchSize), ReportBase: 1})
+	return l, data, err
 }
