@@ -70,7 +70,7 @@ func TestCommandStaysThin(t *testing.T) {
 	// and library calls, their tables written by their packages) raised it
 	// to 1,600, kestrel branch and kestrel compare to 1,700. The printers
 	// and flag glue that had gone down into 16 library packages came back
-	// up into cmd/kestrel/internal (issue 37): 2,814 lines with them, the
+	// up into cmd/kestrel/internal (issue 37): 2,831 lines with them, the
 	// budget that plus a small margin.
 	if lines >= 2900 {
 		t.Errorf("cmd/kestrel with its internal packages has %d non-test lines; keep it under 2,900 by moving logic into the library packages", lines)
