@@ -156,3 +156,52 @@ func fillMoE(m *runlog.Step, v *model.Vitals) {
 	}
 	m.MoE = s
 }
+
+// walkExtremes visits the model vitals that are reduced over data-parallel
+// ranks by their maximum: max attention logits, residual RMS and outlier
+// rates, and the attention entropies negated (their minimum is the worst).
+func walkExtremes(v *model.Vitals, f func(x *float32, neg bool)) {
+	for _, hs := range v.MaxAttnLogit {
+		for h := range hs {
+			f(&hs[h], false)
+		}
+	}
+	for _, hs := range v.AttnEntropy {
+		for h := range hs {
+			f(&hs[h], true)
+		}
+	}
+	for i := range v.ResidualRMS {
+		f(&v.ResidualRMS[i], false)
+	}
+	for i := range v.ActivationOutlierRate {
+		f(&v.ActivationOutlierRate[i], false)
+	}
+}
+
+// PackExtremes lists v's vitals that ranks reduce by their maximum (the
+// attention entropies negated), for one all-reduce.
+func PackExtremes(v *model.Vitals) []float64 {
+	var xs []float64
+	walkExtremes(v, func(x *float32, neg bool) {
+		if neg {
+			xs = append(xs, -float64(*x))
+		} else {
+			xs = append(xs, float64(*x))
+		}
+	})
+	return xs
+}
+
+// UnpackExtremes writes the reduced xs (PackExtremes' order) back into v.
+func UnpackExtremes(v *model.Vitals, xs []float64) {
+	i := 0
+	walkExtremes(v, func(x *float32, neg bool) {
+		if neg {
+			*x = float32(-xs[i])
+		} else {
+			*x = float32(xs[i])
+		}
+		i++
+	})
+}

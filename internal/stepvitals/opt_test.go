@@ -1,8 +1,10 @@
 package stepvitals
 
 import (
+	"fmt"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
@@ -46,5 +48,23 @@ func TestFillOptimNormsKeepsVitals(t *testing.T) {
 	FillOptimNorms(&bare, optim.Result{}, spans, sq)
 	if bare.PerLayer["update_norm/layer0"] != 4 {
 		t.Errorf("without vitals: %v", bare.PerLayer)
+	}
+}
+
+// TestPackExtremes: the vitals ranks reduce by their maximum go out in one
+// order, the attention entropies negated, and come back where they were.
+func TestPackExtremes(t *testing.T) {
+	v := &model.Vitals{MaxAttnLogit: [][]float32{{1, 2}}, AttnEntropy: [][]float32{{0.5, 0.25}},
+		ResidualRMS: []float32{3}, ActivationOutlierRate: []float32{0.125}}
+	xs := PackExtremes(v)
+	if want := []float64{1, 2, -0.5, -0.25, 3, 0.125}; fmt.Sprint(xs) != fmt.Sprint(want) {
+		t.Fatalf("packed %v, want %v", xs, want)
+	}
+	for i := range xs {
+		xs[i] += 1 // what a max over ranks might return
+	}
+	UnpackExtremes(v, xs)
+	if v.MaxAttnLogit[0][1] != 3 || v.AttnEntropy[0][0] != -0.5 || v.AttnEntropy[0][1] != -0.75 || v.ResidualRMS[0] != 4 || v.ActivationOutlierRate[0] != 1.125 {
+		t.Errorf("unpacked %+v", v)
 	}
 }

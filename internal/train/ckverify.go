@@ -1,7 +1,6 @@
 package train
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
@@ -12,7 +11,7 @@ import (
 // (checkpoint.VerifyWritten): its files re-read against SHA256SUMS, and
 // for every checkpoint.verify_restore_every-th checkpoint of this
 // invocation and the final one the restore test of the Adam moments.
-// A failure marks the checkpoint failed (checkpoint.MarkFailed: never
+// A failure marks the checkpoint failed (checkpoint.VerifyOrMark: never
 // last-good, never resumed from) and returns why; "" when it verified.
 // [debug] corrupt_checkpoint_at_step flips a byte of its optimizer file
 // first.
@@ -22,17 +21,14 @@ func (t *trainer) verifyCheckpoint(dir string, p *checkpoint.Payload, kind strin
 			t.log.Warn("debug fault not applied", "err", err)
 		}
 	}
-	rep, err := checkpoint.VerifyWritten(dir, p, t.restoreDue(kind))
-	if err == nil && rep.Restored && !rep.OptStateFinite {
-		err = errors.New("the optimizer state in memory holds a NaN or an infinity (opt_state_finite = 0)")
-	}
+	rep, err, merr := checkpoint.VerifyOrMark(dir, p, t.restoreDue(kind))
 	if err == nil {
 		t.log.Debug("checkpoint verified", "dir", dir, "sums_seconds", rep.SumsSeconds, "restore_test", rep.Restored, "restore_seconds", rep.RestoreSeconds)
 		return ""
 	}
 	why := err.Error()
 	t.log.Error("checkpoint failed its verification after the write: it will not be resumed from nor become last-good (SEV0 checkpoint_failed)", "dir", dir, "err", why)
-	if merr := checkpoint.MarkFailed(dir, p.State.Step, why); merr != nil {
+	if merr != nil {
 		why = fmt.Sprintf("%s; and marking it failed: %v", why, merr)
 		t.log.Error("checkpoint: could not record the failed verification", "dir", dir, "err", merr)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/internal/stepvitals"
 )
 
 // debugHang blocks rank debug.hang_rank at step debug.hang_at_step until ctx
@@ -78,32 +79,7 @@ func (t *trainer) reduceVitals(s int) error {
 	if t.dp == nil || v == nil {
 		return nil
 	}
-	var xs []float64
-	walk := func(f func(x *float32, neg bool)) {
-		for _, hs := range v.MaxAttnLogit {
-			for h := range hs {
-				f(&hs[h], false)
-			}
-		}
-		for _, hs := range v.AttnEntropy {
-			for h := range hs {
-				f(&hs[h], true)
-			}
-		}
-		for i := range v.ResidualRMS {
-			f(&v.ResidualRMS[i], false)
-		}
-		for i := range v.ActivationOutlierRate {
-			f(&v.ActivationOutlierRate[i], false)
-		}
-	}
-	walk(func(x *float32, neg bool) {
-		if neg {
-			xs = append(xs, -float64(*x))
-		} else {
-			xs = append(xs, float64(*x))
-		}
-	})
+	xs := stepvitals.PackExtremes(v)
 	if len(xs) == 0 {
 		return nil
 	}
@@ -113,14 +89,6 @@ func (t *trainer) reduceVitals(s int) error {
 	if err != nil {
 		return t.dp.wrap(s, "vitals", err)
 	}
-	i := 0
-	walk(func(x *float32, neg bool) {
-		if neg {
-			*x = float32(-xs[i])
-		} else {
-			*x = float32(xs[i])
-		}
-		i++
-	})
+	stepvitals.UnpackExtremes(v, xs)
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/rundir"
+	"github.com/kestrel-lm/kestrel/internal/stepvitals"
 )
 
 // ProbeFile is the frozen probe batch of a run, in the run directory.
@@ -197,7 +198,7 @@ func (t *trainer) probeEval() (pm ProbeMetrics, ok bool, err error) {
 		if y < 0 {
 			continue
 		}
-		e, m := rowEntropyTopK(z[i*V:(i+1)*V], lse[i], top)
+		e, m := stepvitals.EntropyTopK(z[i*V:(i+1)*V], lse[i], top)
 		ent += e
 		mass += m
 		n++
@@ -206,34 +207,6 @@ func (t *trainer) probeEval() (pm ProbeMetrics, ok bool, err error) {
 		pm.Entropy, pm.TopKMass, pm.Positions = ent/float64(n), mass/float64(n), n
 	}
 	return pm, true, nil
-}
-
-// rowEntropyTopK returns the entropy (nats) of softmax(z) given its
-// logsumexp, and the total probability of its len(top) largest entries
-// (top is scratch).
-func rowEntropyTopK(z []float32, lse float32, top []float32) (entropy, topMass float64) {
-	for i := range top {
-		top[i] = float32(math.Inf(-1))
-	}
-	var pz float64
-	for _, v := range z {
-		p := math.Exp(float64(v - lse))
-		pz += p * float64(v)
-		if v > top[len(top)-1] { // insert into the descending top list
-			j := len(top) - 1
-			for j > 0 && top[j-1] < v {
-				top[j] = top[j-1]
-				j--
-			}
-			top[j] = v
-		}
-	}
-	for _, v := range top {
-		if !math.IsInf(float64(v), -1) {
-			topMass += math.Exp(float64(v - lse))
-		}
-	}
-	return float64(lse) - pz, topMass
 }
 
 // probeKL computes output_kl_to_prev at a checkpoint: the mean over probe

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+	"github.com/kestrel-lm/kestrel/internal/stepvitals"
 
 	"github.com/kestrel-lm/kestrel/internal/model"
 )
@@ -56,13 +57,13 @@ func TestRowEntropyTopK(t *testing.T) {
 			for _, p := range ps[:probeTopK] {
 				mass += p
 			}
-			gotE, gotM := rowEntropyTopK(tc.z, lse, make([]float32, probeTopK))
+			gotE, gotM := stepvitals.EntropyTopK(tc.z, lse, make([]float32, probeTopK))
 			if math.Abs(gotE-ent) > 1e-5 || math.Abs(gotM-mass) > 1e-6 {
 				t.Fatalf("entropy %v, top-%d mass %v; want %v, %v", gotE, probeTopK, gotM, ent, mass)
 			}
 		})
 	}
-	if e, m := rowEntropyTopK(uniform, lseOf(uniform), make([]float32, probeTopK)); math.Abs(e-math.Log(100)) > 1e-5 || math.Abs(m-0.1) > 1e-6 {
+	if e, m := stepvitals.EntropyTopK(uniform, lseOf(uniform), make([]float32, probeTopK)); math.Abs(e-math.Log(100)) > 1e-5 || math.Abs(m-0.1) > 1e-6 {
 		t.Fatalf("uniform over 100: entropy %v (want ln 100), top-10 mass %v (want 0.1)", e, m)
 	}
 }
