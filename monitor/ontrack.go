@@ -7,7 +7,7 @@ import (
 
 // offTrackRule is the SEV2 off_track rule: the loss has sat above the run's
 // own loss-vs-tokens fit beyond noise for off_track_steps consecutive
-// judged steps. The trainer (internal/train/ontrack.go through
+// judged steps. The trainer (internal/stepvitals/ontrack.go through
 // internal/lossfit) reports the fit's reading of each step:
 // scaling_law_residual, the median of train_loss_raw − loss_fit over the
 // recent judged steps, and scaling_law_residual_z, that median ÷ its

@@ -1,7 +1,7 @@
 package runlog
 
 // OnTrack is the loss-vs-tokens fit's reading of one step (internal/lossfit
-// through internal/train/ontrack.go). NaN fields are left out of
+// through internal/stepvitals/ontrack.go). NaN fields are left out of
 // metrics.jsonl: not known yet, never 0.
 type OnTrack struct {
 	Fit          float64 // loss_fit: the fitted curve at this step's tokens_seen
@@ -23,7 +23,7 @@ func (o *OnTrack) fields(w fieldVisitor) {
 }
 
 // NoiseScale is the gradient noise scale of one step (McCandlish et al.'s
-// B_simple, internal/train/noisescale.go), from the micro-batches'
+// B_simple, internal/stepvitals/noise.go), from the micro-batches'
 // gradient norms and their sum's, each estimate smoothed by an EMA. NaN
 // fields are left out.
 type NoiseScale struct {

@@ -79,7 +79,7 @@ type Step struct {
 	BatchEntropyTokens  int     // the target tokens BatchTokenEntropy counted (not written); 0 = not measured (left out)
 	MFU                 float64 // FLOPs of the positions computed (padding included) per second ÷ the FMA peak
 
-	// The batch's text vitals (internal/train/batchstats.go): bytes its
+	// The batch's text vitals (internal/stepvitals/batch.go): bytes its
 	// target tokens decode to per token, the share of those bytes that are
 	// neither letters nor whitespace (written when BatchTextMeasured: the
 	// run's vocabulary is known), and the longest run of one repeated

@@ -1,7 +1,7 @@
 package runlog
 
 // StepVitals are the per-step vitals of the process and of the step's
-// shape (internal/train/memvitals.go, stepfrac.go): memory, the step-time
+// shape (internal/stepvitals: memory.go, tails.go): memory, the step-time
 // tails over a window and the fractions of the step, the lm_head weight
 // norm and the optimizer state's finiteness. A zero (or nil) field was not
 // measured and is left out of the line.

@@ -55,7 +55,7 @@ type Options struct {
 	// Vocab is the run's tokenizer, for the batch's text vitals
 	// (batch_bytes_per_token, batch_nonletter_frac), row 0 of the first
 	// batch decoded in the log and debug.base64_data_*; nil = bytes when
-	// Tokenizer is "bytes", else unknown (batchstats.go).
+	// Tokenizer is "bytes", else unknown (batchstats.go; internal/stepvitals).
 	Vocab Vocabulary
 
 	// NewNet builds the network (default NewModelNet).
@@ -589,7 +589,7 @@ func (t *trainer) throughput(m *runlog.Step) {
 
 // emit completes step s's line (stepvitals) and writes it to metrics.jsonl.
 func (t *trainer) emit(s int, m *runlog.Step) error {
-	t.stepVitals(s, m) // memvitals.go
+	t.stepVitals(s, m) // memvitals.go: internal/stepvitals
 	return t.ml.Write(m)
 }
 
@@ -781,7 +781,7 @@ func (t *trainer) accumulate(s, dataIdx, lo, hi int, m *runlog.Step, qk *qkClipp
 		}
 	}
 	m.PadFraction = float64(a.pads) / float64(a.B*t.T)
-	// batch_token_entropy and the batch's data vitals, this rank's rows (batchstats.go)
+	// batch_token_entropy and the batch's data vitals, this rank's rows (stepvitals.Batch)
 	t.ent.Record(m)
 	m.TokensPerUpdate = int64(a.tokens)            // the positions the loss counted
 	if counted := sumInts(a.perSrc); counted > 0 { // a source that does not report rows gets no shares
