@@ -175,19 +175,15 @@ func (p *pipeline) readParts(ctx context.Context, u unit, out chan<- *item, m *u
 		if p.opts.StopAfter > 0 && p.readDocs.Load() >= p.opts.StopAfter {
 			return fmt.Errorf("prepare: stopped after %d documents (StopAfter)", p.readDocs.Load())
 		}
-		it := &item{seq: seq, src: u.Src, doc: d, inLen: d.RawLen(), html: d.NeedsExtract()}
+		it := newItem(seq, u.Src, d)
 		seq++
 		bytes += int64(it.inLen)
 		m.InDocs++
 		m.InBytes += int64(it.inLen)
-		p.readDocs.Add(1)
-		p.readBytes.Add(int64(it.inLen))
-		select {
-		case out <- it:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := p.send(ctx, out, it); err != nil {
+			return err
 		}
-		if (s.MaxDocs > 0 && seq >= s.MaxDocs) || (s.MaxBytes > 0 && bytes >= s.MaxBytes) {
+		if s.reachedLimit(seq, bytes) {
 			st.Truncated = true
 			break
 		}

@@ -110,6 +110,31 @@ func sinkAll(ctx context.Context, cancel func(), in <-chan *item, readErr *error
 	return nil
 }
 
+// newItem is document d, the seq-th read of source si, entering the
+// pipeline.
+func newItem(seq int64, si int, d document.Doc) *item {
+	return &item{seq: seq, src: si, doc: d, inLen: d.RawLen(), html: d.NeedsExtract()}
+}
+
+// send counts it as read and passes it to out; it returns the context's
+// error when the run stops first.
+func (p *pipeline) send(ctx context.Context, out chan<- *item, it *item) error {
+	p.readDocs.Add(1)
+	p.readBytes.Add(int64(it.inLen))
+	select {
+	case out <- it:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// reachedLimit reports whether n documents of bytes bytes read from s
+// reach its max_docs or max_bytes (the reader stops there, truncated).
+func (s Source) reachedLimit(n, bytes int64) bool {
+	return (s.MaxDocs > 0 && n >= s.MaxDocs) || (s.MaxBytes > 0 && bytes >= s.MaxBytes)
+}
+
 // exactStage counts rec (of source si) into the exact-dedup stage; dup
 // says it repeats the text of the document first, which makes it a reject.
 func (p *pipeline) exactStage(rec document.Doc, si int, first string, dup bool) *RejectRecord {

@@ -317,18 +317,14 @@ func (p *pipeline) read(ctx context.Context, out chan<- *item) error {
 			if p.opts.StopAfter > 0 && seq >= p.opts.StopAfter {
 				return fmt.Errorf("prepare: stopped after %d documents (StopAfter)", seq)
 			}
-			it := &item{seq: seq, src: si, doc: d, inLen: d.RawLen(), html: d.NeedsExtract()}
+			it := newItem(seq, si, d)
 			seq++
 			n++
 			bytes += int64(it.inLen)
-			p.readDocs.Add(1)
-			p.readBytes.Add(int64(it.inLen))
-			select {
-			case out <- it:
-			case <-ctx.Done():
-				return ctx.Err()
+			if err := p.send(ctx, out, it); err != nil {
+				return err
 			}
-			if (s.MaxDocs > 0 && n >= s.MaxDocs) || (s.MaxBytes > 0 && bytes >= s.MaxBytes) {
+			if s.reachedLimit(n, bytes) {
 				st.Truncated = true
 				break
 			}
