@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 	"github.com/kestrel-lm/kestrel/internal/generate"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/samples"
-	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
 // sampler is the trainer observer of [samples]: at every checkpoint it
@@ -120,7 +120,7 @@ func GenerateSamples(ckptDir, runDir string, c samples.Config) ([]runlog.Generat
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	m, l, err := train.LoadModel(ckptDir, c.EMA, slog.New(slog.DiscardHandler))
+	m, l, err := checkpoint.LoadModel(ckptDir, c.EMA, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, fmt.Errorf("samples: %w", err)
 	}
