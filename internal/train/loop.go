@@ -1215,7 +1215,7 @@ func fitWindow(w *optim.Window, capacity int) *optim.Window {
 // warmStart initialises from init.from with the configured mode.
 func (t *trainer) warmStart() (*checkpoint.WarmStartReport, error) {
 	o := t.o
-	l, err := resolveCheckpoint(o.Init.From, t.log)
+	l, err := checkpoint.Open(o.Init.From, t.log) // a checkpoint, run or "hf:DIR"
 	if err != nil {
 		return nil, fmt.Errorf("train: init.from: %w", err)
 	}
