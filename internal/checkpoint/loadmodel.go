@@ -93,3 +93,10 @@ func loadWeights(src *safetensors.File, m *model.Model, where string) error {
 	}
 	return nil
 }
+
+// ByteLevel says whether the state describes a byte-level run: tokenizer
+// "bytes", or none recorded with a 256-token model (checkpoints written
+// before state.json named the tokenizer).
+func (s State) ByteLevel() bool {
+	return s.Tokenizer == "bytes" || (s.Tokenizer == "" && s.Model.Vocab == 256)
+}

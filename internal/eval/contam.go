@@ -67,7 +67,7 @@ func checkCoverage(run string, st checkpoint.State, tasks []string, sets []evalc
 	var dec *shards.DecontamInfo
 	known := true
 	where := ""
-	if !openrun.ByteLevel(st) {
+	if !st.ByteLevel() {
 		dir, err := datadir.Expand(st.Tokenizer)
 		if err != nil {
 			return nil, fmt.Errorf("run %s: dataset %q: %w", run, st.Tokenizer, err)

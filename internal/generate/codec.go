@@ -49,7 +49,7 @@ func BytesCodec() Codec {
 // state.json's tokenizer is "bytes" (or empty with a 256-token model),
 // otherwise DatasetCodec.
 func CodecFor(run string, st checkpoint.State) (Codec, error) {
-	if st.Tokenizer == "bytes" || (st.Tokenizer == "" && st.Model.Vocab == 256) {
+	if st.ByteLevel() {
 		return BytesCodec(), nil
 	}
 	if st.Tokenizer == "" {

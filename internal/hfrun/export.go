@@ -112,7 +112,7 @@ func Export(ctx context.Context, o Options) (*Result, error) {
 // separator for separator = "bos", else the tokenizer's BOS (GPT-2 style
 // tokenizers use <|endoftext|> for both); PAD is EOS.
 func runTokenizer(ctx context.Context, run string, st checkpoint.State) ([]byte, hf.Tokens, bool, error) {
-	if st.Tokenizer == "bytes" || (st.Tokenizer == "" && st.Model.Vocab == 256) {
+	if st.ByteLevel() {
 		tok, err := tokenizer.Train(ctx, slices.Values([]string(nil)), tokenizer.TrainOptions{VocabSize: 256, Special: []string{}})
 		if err != nil {
 			return nil, hf.Tokens{}, true, err

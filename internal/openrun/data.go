@@ -24,19 +24,13 @@ func (d *Data) Close() {
 	}
 }
 
-// ByteLevel says whether a checkpoint's state describes a byte-level run
-// (tokenizer "bytes", or none with a 256-token model).
-func ByteLevel(st checkpoint.State) bool {
-	return st.Tokenizer == "bytes" || (st.Tokenizer == "" && st.Model.Vocab == 256)
-}
-
 // OpenData opens the data of the run directory run as its checkpoint state
 // st describes it: the dataset named by state.json's tokenizer, or for
 // byte-level runs the run's config.toml data.train / data.val (or the last
 // train.val_fraction of data.train), split by datasrc.OpenBytes as the run
 // was.
 func OpenData(run string, st checkpoint.State) (*Data, error) {
-	if !ByteLevel(st) {
+	if !st.ByteLevel() {
 		dir, err := datadir.Expand(st.Tokenizer)
 		if err != nil {
 			return nil, fmt.Errorf("run %s: dataset %q: %w", run, st.Tokenizer, err)

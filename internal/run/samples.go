@@ -130,7 +130,7 @@ func GenerateSamples(ckptDir, runDir string, c samples.Config) ([]runlog.Generat
 	}
 	prompts := c.Prompts
 	if len(prompts) == 0 {
-		prompts = samples.DefaultPrompts(l.State.Tokenizer == "bytes" || l.State.Tokenizer == "" && l.State.Model.Vocab == 256)
+		prompts = samples.DefaultPrompts(l.State.ByteLevel())
 	}
 	rel, err := filepath.Rel(runDir, l.Dir)
 	if err != nil || strings.HasPrefix(rel, "..") {
