@@ -47,6 +47,8 @@ test: lint build
 	  grep -q "verdict:" $$tmp/demo.log && test -s $$tmp/runs/demo-quick/report/report.md && \
 	  { grep -q "^| bench/hellaswag/acc_norm |" $$tmp/runs/demo-quick/report/report.md || \
 	    { echo "report.md lacks the benchmark table"; exit 1; }; } && \
+	  { grep -q '^\*\*Status:\*\* finished at step' $$tmp/runs/demo-quick/report/report.md && grep -q '^## Samples' $$tmp/runs/demo-quick/report/report.md || \
+	    { echo "report.md lacks the run's status or the samples of its checkpoints"; exit 1; }; } && \
 	  { [ -z "$(SHA)" ] || grep -q '"git_sha": "$(SHA)"' $$tmp/runs/demo-quick/manifest.json || \
 	    { echo "manifest.json lacks git_sha $(SHA)"; exit 1; }; } && \
 	  tail -22 $$tmp/demo.log

@@ -153,7 +153,7 @@ func Demo(ctx context.Context, o DemoOptions) error {
 			samples = append(samples, report.Sample{Prompt: s, Temperature: temp, TopK: demoTopK, EMA: true, Text: strings.TrimPrefix(text, s)})
 		}
 	}
-	sum, err := report.Write(report.Input{RunDir: o.Run, DatasetDir: o.Data, Samples: samples, UnigramLoss: unigram, Title: cfg.Run.Name})
+	sum, err := report.Write(report.Input{RunDir: o.Run, DatasetDir: o.Data, Samples: samples, UnigramLoss: unigram, Title: cfg.Run.Name, Status: endStatus(res, nil)})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
