@@ -8,11 +8,16 @@ import (
 // the points cut into blocks contiguous blocks, each left out in turn.
 // It returns the refits that succeeded (fewer than 2: nil).
 func Jackknife(pts []Point, blocks int) []Curve {
-	if blocks < 2 || len(pts) < blocks {
-		return nil
-	}
 	full, err := FitCurve(pts)
 	if err != nil {
+		return nil
+	}
+	return jackknife(pts, blocks, full.Alpha)
+}
+
+// jackknife is Jackknife given the full fit's α (the hint of each refit).
+func jackknife(pts []Point, blocks int, alpha float64) []Curve {
+	if blocks < 2 || len(pts) < blocks {
 		return nil
 	}
 	out := make([]Curve, 0, blocks)
@@ -20,7 +25,7 @@ func Jackknife(pts []Point, blocks int) []Curve {
 	for k := 0; k < blocks; k++ {
 		lo, hi := k*len(pts)/blocks, (k+1)*len(pts)/blocks
 		rest = append(append(rest[:0], pts[:lo]...), pts[hi:]...)
-		if f, err := fitNear(rest, full.Alpha); err == nil {
+		if f, err := fitNear(rest, alpha); err == nil {
 			out = append(out, f.Curve)
 		}
 	}
@@ -225,5 +230,5 @@ func (t *Tracker) refit() {
 		return // too few points yet: keep the previous fit, if any
 	}
 	t.fit = &f
-	t.jack = Jackknife(pts, t.cfg.Blocks)
+	t.jack = jackknife(pts, t.cfg.Blocks, f.Alpha) // f is the full fit: not again
 }
