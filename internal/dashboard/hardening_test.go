@@ -151,54 +151,6 @@ func TestRunFilesStayInsideRun(t *testing.T) {
 	}
 }
 
-// TestAllowedHost: the Host header must name the address the connection
-// arrived on (loopback names when it is loopback) with its port, or the
-// name the server listens on.
-func TestAllowedHost(t *testing.T) {
-	lo := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8077}
-	lo6 := &net.TCPAddr{IP: net.IPv6loopback, Port: 8077}
-	lan := &net.TCPAddr{IP: net.IPv4(192, 168, 1, 5), Port: 8077}
-	lo80 := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 80}
-	for _, tc := range []struct {
-		host  string
-		local *net.TCPAddr
-		names []string
-		ok    bool
-	}{
-		{"127.0.0.1:8077", lo, nil, true},
-		{"localhost:8077", lo, nil, true},
-		{"LocalHost.:8077", lo, nil, true},
-		{"[::1]:8077", lo, nil, true},
-		{"[::1]:8077", lo6, nil, true},
-		{"localhost:8077", lo6, nil, true},
-		{"localhost", lo80, nil, true},
-		{"127.0.0.1", lo80, nil, true},
-		{"localhost", lo, nil, false},         // port 80 implied
-		{"localhost:8078", lo, nil, false},    // wrong port
-		{"evil.example:8077", lo, nil, false}, // DNS rebinding
-		{"evil.example", lo80, nil, false},
-		{"localhost.evil.example:8077", lo, nil, false},
-		{"192.168.1.5:8077", lo, nil, false},
-		{"", lo, nil, false},
-		{":8077", lo, nil, false},
-		{"192.168.1.5:8077", lan, nil, true},
-		{"localhost:8077", lan, nil, false}, // the connection is not on loopback
-		{"127.0.0.1:8077", lan, nil, false},
-		{"gpu-box:8077", lan, nil, false},
-		{"gpu-box:8077", lan, []string{"gpu-box"}, true},
-		{"GPU-BOX.:8077", lan, []string{"gpu-box"}, true},
-		{"gpu-box:9000", lan, []string{"gpu-box"}, false},
-	} {
-		err := allowedHost(tc.host, tc.local, tc.names)
-		if (err == nil) != tc.ok {
-			t.Errorf("Host %q on %v (names %v): err %v, want allowed=%v", tc.host, tc.local, tc.names, err, tc.ok)
-		}
-		if err != nil && !strings.Contains(err.Error(), "DNS rebinding") {
-			t.Errorf("message does not say why: %v", err)
-		}
-	}
-}
-
 // TestHostHeaderRefused: a request reaching the server under another host
 // name (a rebound DNS name) gets 403 and a message naming the addresses
 // that work; the loopback names are served.

@@ -1,8 +1,6 @@
 package dashboard
 
 import (
-	"fmt"
-	"net"
 	"net/http"
 
 	"github.com/kestrel-lm/kestrel/internal/hostcheck"
@@ -15,13 +13,4 @@ import (
 // the listen address when it is a name (--addr myhost:8077).
 func (s *Server) checkHost(h http.Handler) http.Handler {
 	return hostcheck.Handler(h, "dashboard", s.hostNames)
-}
-
-// allowedHost checks a Host header against the local address of the
-// connection and the extra names the server answers to (hostcheck.Allowed).
-func allowedHost(host string, local net.Addr, names []string) error {
-	if err := hostcheck.Allowed(host, local, names); err != nil {
-		return fmt.Errorf("dashboard: %w", err)
-	}
-	return nil
 }

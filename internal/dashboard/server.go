@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/hostcheck"
 	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/monitor"
 )
@@ -651,9 +652,7 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(str
 	if err != nil {
 		return fmt.Errorf("dashboard: listen %s: %w", addr, err)
 	}
-	if host, _, err := net.SplitHostPort(addr); err == nil && host != "" && net.ParseIP(strings.Trim(host, "[]")) == nil {
-		s.hostNames = append(s.hostNames, host) // --addr myhost:8077: Host "myhost:8077" is this server
-	}
+	s.hostNames = append(s.hostNames, hostcheck.Names(addr)...) // --addr myhost:8077: Host "myhost:8077" is this server
 	// Write deadlines are per write (writeDeadlines), not a WriteTimeout,
 	// which would cut every event stream after the same time.
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}

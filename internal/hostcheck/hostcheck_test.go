@@ -25,16 +25,23 @@ func TestAllowed(t *testing.T) {
 		{"localhost:8077", lo, nil, true},
 		{"LocalHost.:8077", lo, nil, true},
 		{"[::1]:8077", lo, nil, true},
+		{"[::1]:8077", lo6, nil, true},
 		{"localhost:8077", lo6, nil, true},
 		{"localhost", lo80, nil, true},
+		{"127.0.0.1", lo80, nil, true},
 		{"localhost", lo, nil, false},         // port 80 implied
 		{"localhost:8078", lo, nil, false},    // wrong port
 		{"evil.example:8077", lo, nil, false}, // DNS rebinding
+		{"evil.example", lo80, nil, false},
 		{"localhost.evil.example:8077", lo, nil, false},
+		{"192.168.1.5:8077", lo, nil, false},
 		{"", lo, nil, false},
+		{":8077", lo, nil, false},
 		{"192.168.1.5:8077", lan, nil, true},
+		{"localhost:8077", lan, nil, false}, // the connection is not on loopback
 		{"127.0.0.1:8077", lan, nil, false},
 		{"gpu-box:8077", lan, nil, false},
+		{"gpu-box:8077", lan, []string{"gpu-box"}, true},
 		{"GPU-BOX.:8077", lan, []string{"gpu-box"}, true},
 		{"gpu-box:9000", lan, []string{"gpu-box"}, false},
 	} {
