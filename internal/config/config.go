@@ -15,10 +15,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kestrel-lm/kestrel/internal/rewind"
-
-	"github.com/kestrel-lm/kestrel/internal/faults"
-
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
@@ -27,9 +23,11 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/data/prepare"
 	"github.com/kestrel-lm/kestrel/internal/evalcfg"
+	"github.com/kestrel-lm/kestrel/internal/faults"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
+	"github.com/kestrel-lm/kestrel/internal/rewind"
 	"github.com/kestrel-lm/kestrel/internal/samples"
 	"github.com/kestrel-lm/kestrel/internal/tomlstrict"
 	"github.com/kestrel-lm/kestrel/internal/train"
