@@ -25,8 +25,7 @@ func writeOnTrack(b *strings.Builder, log *runlog.Log) {
 		_, steps, _ := log.Last("train_loss_raw") // the last step line
 		b.WriteString("The run's own fit of train loss against tokens, L = E + A·(t/t0)^(−α), fitted robustly to the stable phase after warm-up and projected to the planned end (loss.png draws loss_fit and loss_projection_final; a planned decay usually ends below the projection; docs/runbooks.md#off_track):\n\n")
 		b.WriteString("| projection made at step | projected final train loss | ± (jackknife SE) |\n|---|---|---|\n")
-		_, se, _ := log.Series("loss_projection_se", "step")
-		sxs, _, _ := log.Series("loss_projection_se", "step")
+		sxs, se, _ := log.Series("loss_projection_se", "step")
 		for _, f := range []float64{0.25, 0.5, 1} {
 			i := atOrAfter(ps, f*steps)
 			if i < 0 {
