@@ -24,16 +24,6 @@ func vitalsRun(t *testing.T, cfg Config, from, n int64, mutate func(s int64, v m
 	return got
 }
 
-func alertsOf(as []Alert, rule string) []Alert {
-	var out []Alert
-	for _, a := range as {
-		if a.Rule == rule {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
 func vitalsConfig() Config {
 	c := testConfig()
 	c.MemoryCreepWindow = 80
@@ -109,7 +99,7 @@ func TestMemoryCreep(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := alertsOf(vitalsRun(t, vitalsConfig(), tc.from, 200, tc.mutate), RuleMemoryCreep)
+			got := only(vitalsRun(t, vitalsConfig(), tc.from, 200, tc.mutate), RuleMemoryCreep)
 			if tc.fire != (len(got) > 0) {
 				t.Fatalf("fired %d memory_creep alerts, want fire=%v: %+v", len(got), tc.fire, got)
 			}
@@ -142,7 +132,7 @@ func TestMemoryCreepQuietAfterRollback(t *testing.T) {
 	}
 	got := feed(1, 150, 300*mib)
 	got = append(got, feed(101, 250, 700*mib)...) // rolled back to step 100, in the same process
-	if a := alertsOf(got, RuleMemoryCreep); len(a) > 0 {
+	if a := only(got, RuleMemoryCreep); len(a) > 0 {
 		t.Fatalf("memory_creep after a rollback: %+v", a)
 	}
 }
@@ -154,7 +144,7 @@ func TestOptStateNonFinite(t *testing.T) {
 		fire bool
 	}{{"finite", 1, false}, {"non-finite from step 150", 0, true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := alertsOf(vitalsRun(t, testConfig(), 1, 200, func(s int64, v map[string]float64) {
+			got := only(vitalsRun(t, testConfig(), 1, 200, func(s int64, v map[string]float64) {
 				v["opt_state_finite"] = 1
 				if s >= 150 {
 					v["opt_state_finite"] = tc.v
@@ -197,7 +187,7 @@ func TestCheckpointSizeJumpAndFailure(t *testing.T) {
 				}
 				got = append(got, m.Record(Event{Kind: EventCheckpoint, Step: int64(100 * (i + 1)), OK: true, Values: v})...)
 			}
-			a := alertsOf(got, tc.rule)
+			a := only(got, tc.rule)
 			if tc.fire != (len(a) > 0) {
 				t.Fatalf("alerts %+v, want %s fire=%v", got, tc.rule, tc.fire)
 			}
@@ -255,7 +245,7 @@ func TestLMHeadGrowth(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := alertsOf(vitalsRun(t, testConfig(), 1, 400, tc.run), RuleLMHeadGrowth)
+			got := only(vitalsRun(t, testConfig(), 1, 400, tc.run), RuleLMHeadGrowth)
 			if tc.fire != (len(got) > 0) {
 				t.Fatalf("alerts %+v, want fire=%v", got, tc.fire)
 			}
