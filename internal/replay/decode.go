@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kestrel-lm/kestrel/internal/generate"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/tokenizer"
 )
@@ -14,13 +15,7 @@ import (
 // (the manifest's tokenizer.json, the file the run's manifest hashes).
 func decoder(path string) (func([]int32) string, error) {
 	if path == "" || path == "bytes" {
-		return func(ids []int32) string {
-			b := make([]byte, len(ids))
-			for i, x := range ids {
-				b[i] = byte(x)
-			}
-			return string(b)
-		}, nil
+		return generate.BytesCodec().Decode, nil
 	}
 	tok, err := tokenizer.Load(path)
 	if err != nil {

@@ -32,10 +32,9 @@ import (
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
-	"github.com/kestrel-lm/kestrel/internal/rundir"
-
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/run"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
