@@ -25,15 +25,23 @@ func healthyRuns(t *testing.T) map[string][]map[string]float64 {
 	}
 	out := map[string][]map[string]float64{}
 	for name, r := range runs {
-		for _, row := range r.Rows {
-			v := map[string]float64{}
-			for i, c := range r.Columns {
-				if row[i] != nil {
-					v[c] = *row[i]
-				}
+		out[name] = rowValues(r.Columns, r.Rows)
+	}
+	return out
+}
+
+// rowValues turns the rows of a testdata table (null: absent) into one
+// map of values per row.
+func rowValues(columns []string, rows [][]*float64) []map[string]float64 {
+	out := make([]map[string]float64, 0, len(rows))
+	for _, row := range rows {
+		v := map[string]float64{}
+		for i, c := range columns {
+			if row[i] != nil {
+				v[c] = *row[i]
 			}
-			out[name] = append(out[name], v)
 		}
+		out = append(out, v)
 	}
 	return out
 }

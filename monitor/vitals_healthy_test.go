@@ -2,8 +2,6 @@ package monitor
 
 import (
 	"encoding/json"
-	"io"
-	"log/slog"
 	"os"
 	"testing"
 )
@@ -36,7 +34,7 @@ func TestHealthyRunsVitalsQuiet(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := DefaultConfig()
 			c.SQLite, c.TensorBoard = false, false
-			m, err := New(c, Options{RunDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			m, err := New(c, Options{RunDir: t.TempDir(), Logger: quietLogger()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,13 +44,7 @@ func TestHealthyRunsVitalsQuiet(t *testing.T) {
 			}
 			ck := 0
 			var got []Alert
-			for _, row := range r.Rows {
-				v := map[string]float64{}
-				for i, col := range r.Columns {
-					if row[i] != nil {
-						v[col] = *row[i]
-					}
-				}
+			for _, v := range rowValues(r.Columns, r.Rows) {
 				step := int64(v["step"])
 				delete(v, "step")
 				got = append(got, m.Observe(Sample{Step: step, Values: v})...)
