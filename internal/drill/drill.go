@@ -20,13 +20,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kestrel-lm/kestrel/internal/rewind"
-	"github.com/kestrel-lm/kestrel/internal/rundir"
-
-	"github.com/kestrel-lm/kestrel/internal/faults"
-
 	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/faults"
+	"github.com/kestrel-lm/kestrel/internal/rewind"
 	"github.com/kestrel-lm/kestrel/internal/run"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
