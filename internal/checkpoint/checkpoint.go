@@ -344,6 +344,11 @@ func Load(dir string) (*Loaded, error) {
 	if err := usable(dir); err != nil {
 		return nil, fmt.Errorf("%w (remove %s to load it anyway)", err, ConfirmFile)
 	}
+	return load(dir)
+}
+
+// load verifies and reads dir, whose confirmation.json usable accepted.
+func load(dir string) (*Loaded, error) {
 	if err := Verify(dir); err != nil {
 		return nil, err
 	}
@@ -417,10 +422,10 @@ func Latest(root string, log *slog.Logger) (*Loaded, error) {
 	}
 	var errs []error
 	for _, c := range list {
-		err := usable(c.Dir)
+		err := usable(c.Dir) // without Load's hint to remove confirmation.json
 		if err == nil {
 			var l *Loaded
-			if l, err = Load(c.Dir); err == nil {
+			if l, err = load(c.Dir); err == nil {
 				return l, nil
 			}
 		}

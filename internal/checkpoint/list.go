@@ -207,11 +207,7 @@ func Resolve(runDir, name string) (string, error) {
 			case name == "last-good" && c.Status != Confirmed:
 				continue
 			}
-			if err := usable(c.Dir); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if err := Verify(c.Dir); err != nil {
+			if err := verified(c.Dir); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -244,6 +240,15 @@ func Resolve(runDir, name string) (string, error) {
 	return "", fmt.Errorf("checkpoint %q: not last, last-good, step-N, nor a checkpoint directory (one holding %s)", name, SumsFile)
 }
 
+// verified is nil when dir did not fail its verification after the write
+// (usable) and its checksums verify now.
+func verified(dir string) error {
+	if err := usable(dir); err != nil {
+		return err
+	}
+	return Verify(dir)
+}
+
 // stepName reads "step-N" or "N" (N ≥ 0, decimal).
 func stepName(s string) (int, bool) {
 	s = strings.TrimPrefix(s, "step-")
@@ -269,11 +274,7 @@ func NewestValidAtOrBefore(runDir string, limit int) (string, error) {
 		if c.Step > limit {
 			continue
 		}
-		if err := usable(c.Dir); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if err := Verify(c.Dir); err != nil {
+		if err := verified(c.Dir); err != nil {
 			errs = append(errs, err)
 			continue
 		}
