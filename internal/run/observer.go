@@ -133,8 +133,9 @@ func (t *Observer) OnStep(sm *runlog.Step) error {
 	t.health.observe(sm, t.m.Alerts)
 	if !t.checked {
 		t.checked = true
-		t.checkManifest(int64(sm.Step))
-		t.checkStarts(int64(sm.Step)) // restart_storm (restarts.go)
+		cur, err := runlog.ReadManifest(t.runDir) // as the trainer rewrote it for this start
+		t.checkManifest(int64(sm.Step), cur, err)
+		t.checkStarts(int64(sm.Step), cur, err) // restart_storm (restarts.go)
 	}
 	s := stepSample(sm)
 	if t.Batch != nil {
@@ -216,13 +217,13 @@ func (t *Observer) OnCheckpoint(ev *runlog.Checkpoint) error {
 }
 
 // checkManifest compares the manifest of the run being resumed (read before
-// training rewrote it) with the one the trainer just wrote, field by typed
-// field; a difference is the SEV1 manifest_mismatch naming each field.
-func (t *Observer) checkManifest(step int64) {
+// training rewrote it) with the one the trainer just wrote (cur, or the
+// error reading it), field by typed field; a difference is the SEV1
+// manifest_mismatch naming each field.
+func (t *Observer) checkManifest(step int64, cur *runlog.Manifest, err error) {
 	if t.prevMan == nil {
 		return
 	}
-	cur, err := runlog.ReadManifest(t.runDir)
 	if err != nil {
 		t.log.Warn("monitor: resume check skipped", "err", err)
 		return
