@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/datasrc"
-
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 

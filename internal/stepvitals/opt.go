@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/model"
-
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )

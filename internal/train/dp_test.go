@@ -11,9 +11,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kestrel-lm/kestrel/internal/datasrc"
-
 	"github.com/kestrel-lm/kestrel/internal/comm"
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 )
 

@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
-
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 

@@ -9,10 +9,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kestrel-lm/kestrel/internal/rewind"
-
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
-
+	"github.com/kestrel-lm/kestrel/internal/rewind"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 

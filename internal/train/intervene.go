@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/kestrel-lm/kestrel/internal/faults"
-
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+	"github.com/kestrel-lm/kestrel/internal/faults"
 	"github.com/kestrel-lm/kestrel/internal/rewind"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )

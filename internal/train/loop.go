@@ -12,24 +12,19 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kestrel-lm/kestrel/internal/datasrc"
-	"github.com/kestrel-lm/kestrel/internal/rundir"
-
-	"github.com/kestrel-lm/kestrel/internal/faults"
-
-	"github.com/kestrel-lm/kestrel/internal/stepclock"
-
-	"github.com/kestrel-lm/kestrel/internal/rewind"
-
-	"github.com/kestrel-lm/kestrel/internal/checkpoint"
-
 	"github.com/kestrel-lm/kestrel/internal/batchsched"
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 	"github.com/kestrel-lm/kestrel/internal/comm"
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+	"github.com/kestrel-lm/kestrel/internal/faults"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/peak"
+	"github.com/kestrel-lm/kestrel/internal/rewind"
+	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/internal/stepclock"
 	"github.com/kestrel-lm/kestrel/internal/stepvitals"
 )
 

@@ -5,10 +5,9 @@ import (
 	"math"
 	"os"
 
-	"github.com/kestrel-lm/kestrel/internal/sysmem"
-
 	"github.com/kestrel-lm/kestrel/internal/batchsched"
 	"github.com/kestrel-lm/kestrel/internal/model"
+	"github.com/kestrel-lm/kestrel/internal/sysmem"
 )
 
 // SkipMemoryCheckEnv names the environment variable that turns the

@@ -4,7 +4,6 @@ import (
 	"log/slog"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
-
 	"github.com/kestrel-lm/kestrel/internal/model"
 )
 

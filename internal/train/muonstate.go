@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
-
 	"github.com/kestrel-lm/kestrel/internal/optim"
 )
 

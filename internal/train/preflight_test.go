@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/datasrc"
-
 	"github.com/kestrel-lm/kestrel/internal/model"
 )
 

@@ -13,9 +13,8 @@ import (
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
-	"github.com/kestrel-lm/kestrel/internal/stepvitals"
-
 	"github.com/kestrel-lm/kestrel/internal/model"
+	"github.com/kestrel-lm/kestrel/internal/stepvitals"
 )
 
 func TestRowEntropyTopK(t *testing.T) {

@@ -9,15 +9,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kestrel-lm/kestrel/internal/faults"
-
-	"github.com/kestrel-lm/kestrel/internal/rewind"
-
-	"github.com/kestrel-lm/kestrel/internal/checkpoint"
-
 	"github.com/kestrel-lm/kestrel/internal/batchsched"
+	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+	"github.com/kestrel-lm/kestrel/internal/faults"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
+	"github.com/kestrel-lm/kestrel/internal/rewind"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 

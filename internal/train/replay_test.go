@@ -6,13 +6,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kestrel-lm/kestrel/internal/datasrc"
-
-	"github.com/kestrel-lm/kestrel/internal/rewind"
-
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
-
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
 	"github.com/kestrel-lm/kestrel/internal/optim"
+	"github.com/kestrel-lm/kestrel/internal/rewind"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 

@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/rewind"
-
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 

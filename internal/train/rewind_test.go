@@ -8,12 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kestrel-lm/kestrel/internal/datasrc"
-
-	"github.com/kestrel-lm/kestrel/internal/rewind"
-
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
-
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+	"github.com/kestrel-lm/kestrel/internal/rewind"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 

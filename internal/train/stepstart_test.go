@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/datasrc"
-
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 

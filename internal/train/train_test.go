@@ -13,12 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kestrel-lm/kestrel/internal/datasrc"
-
-	"github.com/kestrel-lm/kestrel/internal/faults"
-
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
-
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
+	"github.com/kestrel-lm/kestrel/internal/faults"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/runlog"

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
-
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/safetensors"
 )
