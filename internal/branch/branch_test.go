@@ -7,9 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,8 +23,6 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/testrun"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
-
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // tinyRun is a byte-level run small enough to train 12 steps in a second.
 func tinyRun() config.Config {
@@ -77,7 +73,7 @@ func parentRun(t *testing.T) string {
 	t.Helper()
 	parentOnce.Do(func() {
 		parentDir = filepath.Join(testTmp, "parent")
-		_, parentErr = run.Train(context.Background(), tinyRun(), parentDir, run.Options{Logger: quiet()})
+		_, parentErr = run.Train(context.Background(), tinyRun(), parentDir, run.Options{Logger: testrun.Quiet()})
 	})
 	if parentErr != nil {
 		t.Fatal(parentErr)
@@ -173,22 +169,22 @@ func TestBranchReproducesParent(t *testing.T) {
 	parent := parentRun(t)
 	before := snapshot(t, parent)
 	out := filepath.Join(t.TempDir(), "canary")
-	b, err := Prepare(Options{Parent: parent, From: "step-4", Out: out, Steps: 6, Logger: quiet()})
+	b, err := Prepare(Options{Parent: parent, From: "step-4", Out: out, Steps: 6, Logger: testrun.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	res, err := run.Train(ctx, b.Config, b.Dir, run.Options{Logger: quiet(), Observers: []train.Observer{stopAt{7, cancel}}})
+	res, err := run.Train(ctx, b.Config, b.Dir, run.Options{Logger: testrun.Quiet(), Observers: []train.Observer{stopAt{7, cancel}}})
 	cancel()
 	if err != nil || !res.Interrupted || res.Step != 7 {
 		t.Fatalf("interrupted branch: res %+v, err %v", res, err)
 	}
 	// Rerunning the same kestrel branch continues it.
-	b2, err := Prepare(Options{Parent: parent, From: "step-4", Out: out, Steps: 6, Logger: quiet()})
+	b2, err := Prepare(Options{Parent: parent, From: "step-4", Out: out, Steps: 6, Logger: testrun.Quiet()})
 	if err != nil || !b2.Resumed || !strings.HasPrefix(b2.Describe(), "continuing branch") {
 		t.Fatalf("rerun of the interrupted branch: %+v, %v", b2, err)
 	}
-	if res, err = run.Train(context.Background(), b2.Config, b2.Dir, run.Options{Logger: quiet()}); err != nil || res.Step != 10 {
+	if res, err = run.Train(context.Background(), b2.Config, b2.Dir, run.Options{Logger: testrun.Quiet()}); err != nil || res.Step != 10 {
 		t.Fatalf("resumed branch: res %+v, err %v", res, err)
 	}
 	cfg, err := config.Load(filepath.Join(out, "config.toml"), nil) // as kestrel train --config BRANCH/config.toml --out BRANCH
@@ -228,7 +224,7 @@ func TestBranchReproducesParent(t *testing.T) {
 	}
 	// kestrel train on the finished branch: nothing to do, nothing written.
 	mid := snapshot(t, filepath.Join(out, "checkpoints"))
-	if res, err = run.Train(context.Background(), cfg, out, run.Options{Logger: quiet()}); err != nil || res.Step != 10 {
+	if res, err = run.Train(context.Background(), cfg, out, run.Options{Logger: testrun.Quiet()}); err != nil || res.Step != 10 {
 		t.Fatalf("rerun of a finished branch: res %+v, err %v", res, err)
 	}
 	if after := snapshot(t, filepath.Join(out, "checkpoints")); !sameSnap(mid, after) {
@@ -271,7 +267,7 @@ func TestBranchChangeAndRefusals(t *testing.T) {
 	if b.Config.Optim.LR != 1e-2 || b.Parent.UntilStep != 8 || strings.Join(b.Parent.Set, " ") != "optim.lr=1e-2" {
 		t.Fatalf("branch %+v, lr %g", b.Parent, b.Config.Optim.LR)
 	}
-	if _, err := run.Train(context.Background(), b.Config, b.Dir, run.Options{Logger: quiet()}); err != nil {
+	if _, err := run.Train(context.Background(), b.Config, b.Dir, run.Options{Logger: testrun.Quiet()}); err != nil {
 		t.Fatal(err)
 	}
 	pt, _ := stepLosses(t, parent)
@@ -342,7 +338,7 @@ func TestBranchChangeAndRefusals(t *testing.T) {
 		t.Errorf("the earlier branch's checkpoint is still there after the replacement: %v", err)
 	}
 	// An earlier branch a trainer holds is not replaced.
-	lk, err := runlock.Acquire(out, quiet())
+	lk, err := runlock.Acquire(out, testrun.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +382,7 @@ func TestBranchAfterRewind(t *testing.T) {
 	parent := filepath.Join(t.TempDir(), "rewound")
 	cfg := tinyRun()
 	cfg.Samples.Enabled = false // not what this test is about; it halves the time
-	if _, err := run.Train(context.Background(), cfg, parent, run.Options{Logger: quiet()}); err != nil {
+	if _, err := run.Train(context.Background(), cfg, parent, run.Options{Logger: testrun.Quiet()}); err != nil {
 		t.Fatal(err)
 	}
 	abandoned, _ := stepLosses(t, parent)
@@ -395,15 +391,15 @@ func TestBranchAfterRewind(t *testing.T) {
 	if _, err := rewind.Rewind(parent, ro); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run.Train(context.Background(), cfg, parent, run.Options{Logger: quiet()}); err != nil {
+	if _, err := run.Train(context.Background(), cfg, parent, run.Options{Logger: testrun.Quiet()}); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "b")
-	b, err := Prepare(Options{Parent: parent, From: "step-8", Out: out, Steps: 4, Logger: quiet()})
+	b, err := Prepare(Options{Parent: parent, From: "step-8", Out: out, Steps: 4, Logger: testrun.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run.Train(context.Background(), b.Config, b.Dir, run.Options{Logger: quiet()}); err != nil {
+	if _, err := run.Train(context.Background(), b.Config, b.Dir, run.Options{Logger: testrun.Quiet()}); err != nil {
 		t.Fatal(err)
 	}
 	pt, _ := stepLosses(t, parent)

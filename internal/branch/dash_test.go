@@ -16,6 +16,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/dashboard/browsertest"
 	"github.com/kestrel-lm/kestrel/internal/run"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
+	"github.com/kestrel-lm/kestrel/internal/testrun"
 )
 
 // TestDashboardCompare drives the dashboard in headless Chromium over a
@@ -33,11 +34,11 @@ func TestDashboardCompare(t *testing.T) {
 	if canary == "" {
 		parent = parentRun(t)
 		canary = filepath.Join(t.TempDir(), "canary")
-		b, err := Prepare(Options{Parent: parent, From: "step-4", Out: canary, Steps: 8, Set: []string{"optim.lr=1e-2"}, Logger: quiet()})
+		b, err := Prepare(Options{Parent: parent, From: "step-4", Out: canary, Steps: 8, Set: []string{"optim.lr=1e-2"}, Logger: testrun.Quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := run.Train(context.Background(), b.Config, b.Dir, run.Options{Logger: quiet()}); err != nil {
+		if _, err := run.Train(context.Background(), b.Config, b.Dir, run.Options{Logger: testrun.Quiet()}); err != nil {
 			t.Fatal(err)
 		}
 	} else {

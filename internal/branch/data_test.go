@@ -79,16 +79,16 @@ func TestBranchDataWeight(t *testing.T) {
 	root := t.TempDir()
 	cfg := datasetRun(t, filepath.Join(root, "data"))
 	parent := filepath.Join(root, "parent")
-	if _, err := run.Train(context.Background(), cfg, parent, run.Options{Logger: quiet()}); err != nil {
+	if _, err := run.Train(context.Background(), cfg, parent, run.Options{Logger: testrun.Quiet()}); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(root, "wiki")
-	b, err := Prepare(Options{Parent: parent, From: "step-4", Out: out, Steps: 4, Logger: quiet(),
+	b, err := Prepare(Options{Parent: parent, From: "step-4", Out: out, Steps: 4, Logger: testrun.Quiet(),
 		Set: []string{`data.stages=[{start_step = 5, weights = {books = 0.1, wiki = 0.9}}]`}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run.Train(context.Background(), b.Config, b.Dir, run.Options{Logger: quiet()}); err != nil {
+	if _, err := run.Train(context.Background(), b.Config, b.Dir, run.Options{Logger: testrun.Quiet()}); err != nil {
 		t.Fatal(err)
 	}
 	pw, bw := mixShare(t, parent, "wiki"), mixShare(t, out, "wiki")
@@ -111,7 +111,7 @@ func TestBranchDataWeight(t *testing.T) {
 		t.Errorf("config differences %+v; want data.stages only", c)
 	}
 	bad := filepath.Join(root, "bad")
-	_, err = Prepare(Options{Parent: parent, From: "step-4", Out: bad, Steps: 4, Logger: quiet(),
+	_, err = Prepare(Options{Parent: parent, From: "step-4", Out: bad, Steps: 4, Logger: testrun.Quiet(),
 		Set: []string{`data.stages=[{start_step = 5, weights = {nosuch = 1.0}}]`}})
 	if err == nil || !strings.Contains(err.Error(), `data.stages[0].weights: unknown source "nosuch"`) {
 		t.Errorf("a stage naming an unknown source: %v", err)
