@@ -26,6 +26,7 @@ type Clock struct {
 	cpu  float64
 	host hostCounters
 
+	paused     bool // between Pause and Resume
 	pausedAt   time.Time
 	pausedCPU  float64
 	pausedHost hostCounters
@@ -62,14 +63,24 @@ func (c *Clock) Lap(m *runlog.Step) {
 }
 
 // Pause marks the start of work that is not the next step's (an
-// evaluation, a checkpoint).
+// evaluation, a checkpoint); while paused it does nothing, so the caller
+// pauses only where such work is due (the counters cost tens of µs).
 func (c *Clock) Pause() {
+	if c.paused {
+		return
+	}
+	c.paused = true
 	c.pausedAt, c.pausedCPU, c.pausedHost = time.Now(), kernels.ProcessCPUSeconds(), readHostCounters()
 }
 
 // Resume ends a pause: the span of the next step line leaves out the wall
-// time, CPU time and counters spent since Pause.
+// time, CPU time and counters spent since Pause. Without a pause it does
+// nothing.
 func (c *Clock) Resume() {
+	if !c.paused {
+		return
+	}
+	c.paused = false
 	c.last = c.last.Add(time.Since(c.pausedAt))
 	if cpu := kernels.ProcessCPUSeconds(); cpu > 0 && c.pausedCPU > 0 {
 		c.cpu += cpu - c.pausedCPU

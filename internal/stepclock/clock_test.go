@@ -3,6 +3,7 @@ package stepclock
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseProcStatCPU(t *testing.T) {
@@ -65,5 +66,27 @@ func TestParseSchedstat(t *testing.T) {
 func BenchmarkReadHostCounters(b *testing.B) {
 	for b.Loop() {
 		readHostCounters()
+	}
+}
+
+// TestPauseOnlyOnce: a second Pause keeps the first one's start, and a
+// Resume without a Pause leaves the step's span alone.
+func TestPauseOnlyOnce(t *testing.T) {
+	c := New()
+	last := c.last
+	c.Resume()
+	if c.last != last {
+		t.Errorf("Resume without Pause moved the span's start from %v to %v", last, c.last)
+	}
+	c.Pause()
+	at := c.pausedAt
+	time.Sleep(time.Millisecond)
+	c.Pause()
+	if c.pausedAt != at {
+		t.Errorf("a second Pause moved its start from %v to %v", at, c.pausedAt)
+	}
+	c.Resume()
+	if !c.last.After(last) {
+		t.Errorf("Resume after a pause left the span's start at %v", c.last)
 	}
 }

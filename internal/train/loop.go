@@ -527,11 +527,10 @@ func (t *trainer) loop(ctx context.Context, res *Result) (*Result, error) {
 			return res, err
 		}
 		if lead {
-			clock.Pause() // until resume: eval_time and checkpoint_time, not the next step's time
-			if err := t.afterStep(ctx, s, m, timeUp, branchEnd, res); err != nil {
+			if err := t.afterStep(ctx, s, m, timeUp, branchEnd, res, clock); err != nil {
 				return res, err
 			}
-			clock.Resume()
+			clock.Resume() // after a pause for an evaluation or checkpoint
 		}
 		if timeUp {
 			res.TimeLimited = true
@@ -601,8 +600,10 @@ func (t *trainer) notify(s int, m *runlog.Step) error {
 
 // afterStep logs step s and runs the evaluation and the checkpoint due
 // after it: the final ones at the last step, a train.max_minutes stop
-// (timeUp) or a branch's end.
-func (t *trainer) afterStep(ctx context.Context, s int, m *runlog.Step, timeUp, branchEnd bool, res *Result) error {
+// (timeUp) or a branch's end. It pauses clock before either (the caller
+// resumes it), so that eval_time and checkpoint_time are not the next
+// step's time.
+func (t *trainer) afterStep(ctx context.Context, s int, m *runlog.Step, timeUp, branchEnd bool, res *Result, clock *stepclock.Clock) error {
 	o := t.o
 	if o.Train.LogEvery > 0 && (s%o.Train.LogEvery == 0 || s == 1) {
 		t.log.Info("step", "step", s, "loss", fmt.Sprintf("%.4f", m.TrainLossRaw), "loss_ema", fmt.Sprintf("%.4f", m.TrainLossEMA),
@@ -614,6 +615,7 @@ func (t *trainer) afterStep(ctx context.Context, s int, m *runlog.Step, timeUp, 
 			"step", s, "steps", o.Train.Steps, "max_minutes", o.Train.MaxMinutes)
 	}
 	if (o.Train.EvalEvery > 0 && s%o.Train.EvalEvery == 0) || s == o.Train.Steps || timeUp || branchEnd {
+		clock.Pause()
 		e, err := t.evaluate(ctx, s, m.TrainLossEMA, s == o.Train.Steps || timeUp)
 		if err != nil {
 			return err
@@ -635,6 +637,7 @@ func (t *trainer) afterStep(ctx context.Context, s int, m *runlog.Step, timeUp, 
 	if kind == "" {
 		return nil
 	}
+	clock.Pause()
 	if err := t.checkpoint(kind); err != nil {
 		return err
 	}
