@@ -82,7 +82,7 @@ func CheckSkipWindow(from, to, ckpt int) error {
 // step−1 plus the data steps skipped before it.
 func DataIndex(ivs []runlog.Intervention, step int) int {
 	p := Plan{ivs: ivs}
-	return step - 1 + p.DataOffset(step)
+	return p.DataIndex(step)
 }
 
 // RescueSkip is the skip window of a new rewind of a run whose
@@ -163,6 +163,10 @@ func (p *Plan) DataOffset(s int) int {
 	}
 	return off
 }
+
+// DataIndex is the 0-based data step whose batch step s trains on:
+// s−1 plus the data steps skipped before it (DataOffset).
+func (p *Plan) DataIndex(s int) int { return s - 1 + p.DataOffset(s) }
 
 // LRScale is the factor on the learning rate of step s: that of the newest
 // effective intervention before s, for its LRSteps steps after ToStep (0:

@@ -683,10 +683,9 @@ func (t *trainer) interrupt(res *Result, wall0 float64, start time.Time) (*Resul
 // micro-batches, take the learning rate, apply the update, record it.
 func (t *trainer) step(s int) (*runlog.Step, error) {
 	t.stepStart = time.Now()
-	idx := s - 1
 	// kestrel rewind --skip-steps: step s trains on the batch of data step
 	// dataIdx (its size included); the LR schedule still counts real steps.
-	dataIdx := idx + t.plan.DataOffset(s)
+	dataIdx := t.plan.DataIndex(s)
 	B := t.bsched.At(dataIdx)
 	mb := len(t.inputs) / t.T
 	lo, hi := t.dp.share(B) // this rank's rows (all of them in a single process)
@@ -1039,7 +1038,7 @@ func (t *trainer) valLoss(all bool) (float64, int, map[string]float64, error) {
 	if all {
 		want = 0
 	}
-	mix := newValMix(d, max(t.st.Step, 1)-1+t.plan.DataOffset(max(t.st.Step, 1)))
+	mix := newValMix(d, t.plan.DataIndex(max(t.st.Step, 1)))
 	per := map[string]float64{}
 	for src, name := range d.SourceNames() {
 		rows := d.ValRows(src)
