@@ -17,6 +17,7 @@ type GemmArgs struct {
 	Beta           float32
 	C              []float32
 	Ldc            int
+	BF16           bool // round A and B to bfloat16 first, as SgemmBF16 does
 }
 
 // pairMaxFlops bounds the products SgemmPair runs side by side (m·n·k of
@@ -69,6 +70,10 @@ func SgemmPair(x, y GemmArgs) {
 func (g *GemmArgs) Sgemm() { g.run(false) }
 
 func (g *GemmArgs) run(serial bool) {
+	if g.BF16 {
+		sgemmBF16(serial, g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha, g.A, g.Lda, g.B, g.Ldb, g.Beta, g.C, g.Ldc)
+		return
+	}
 	sgemm(serial, g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha, g.A, g.Lda, g.B, g.Ldb, g.Beta, g.C, g.Ldc)
 }
 
