@@ -57,6 +57,12 @@ type AdamW struct {
 	mbuf     []float32
 	ns       *nsWork
 
+	// NAdamW (optim.name = "nadamw", nadamw.go): the product μ_1⋯μ_t of
+	// the momentum schedule for t = nadamT, kept from one step to the next
+	// (recomputed from scratch when Steps moved otherwise).
+	nadamT    int
+	nadamProd float64
+
 	// M and V are the first and second moments, laid out like the params.
 	M, V []float32
 	// Steps counts applied updates (bias correction uses Steps+1).
@@ -287,6 +293,16 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	bc2 := 1 - math.Pow(b2, t)
 	ib1, ib2, eps := float32(1/bc1), float32(1/math.Sqrt(bc2)), float32(c.Eps)
 	k1 := adamConsts{gs: gs, b1: b1, c1: 1 - b1, b2: b2, c2: 1 - b2, ib1: ib1, ib2: ib2, eps: eps}
+	// The variants of the AdamW direction: NAdamW's Nesterov numerator
+	// (Go loops, nadamw.go) and AdamC's weight decay scaled by lr/optim.lr.
+	dir, commit, wdScale := adamDir, adamCommit, 1.0
+	switch c.Name {
+	case "nadamw":
+		dir, commit = nadamDirGo, nadamCommitGo
+		k1.cg, k1.cm = o.nadamCoeffs(o.Steps + 1)
+	case "adamc":
+		wdScale = lr / c.LR
+	}
 	// Pass 1: the norms of the update direction u and of θ. Nothing is
 	// written: a non-finite update norm must leave M, V and θ untouched,
 	// and the update-norm clipping needs the norm before any θ moves. Pass
@@ -323,9 +339,9 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 				case tel:
 					mode = dirTelSeg
 				}
-				kc.wd = sg.wd
+				kc.wd = sg.wd * wdScale
 				acc := [6]float64{un, pn}
-				adamDir(mode, grads[sg.lo:sg.hi], o.M[sg.lo:sg.hi], o.V[sg.lo:sg.hi], params[sg.lo:sg.hi], &kc, &acc)
+				dir(mode, grads[sg.lo:sg.hi], o.M[sg.lo:sg.hi], o.V[sg.lo:sg.hi], params[sg.lo:sg.hi], &kc, &acc)
 				un, pn = acc[0], acc[1]
 				switch mode {
 				case dirTel:
@@ -378,8 +394,8 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 					continue
 				}
 				kc := k2
-				kc.wd = sg.wd
-				adamCommit(grads[sg.lo:sg.hi], mm, o.V[sg.lo:sg.hi], pp, &kc)
+				kc.wd = sg.wd * wdScale
+				commit(grads[sg.lo:sg.hi], mm, o.V[sg.lo:sg.hi], pp, &kc)
 			}
 		}
 	})
@@ -398,6 +414,9 @@ type adamConsts struct {
 	wd             float64 // the segment's weight decay
 	step           float64 // lr · update-clipping scale (pass 2)
 	ib1, ib2, eps  float32 // 1/bc1, 1/√bc2, ε
+	// NAdamW only (the assembly does not read them): the coefficients of
+	// the gradient and of the new first moment in the numerator.
+	cg, cm float64
 }
 
 // The modes of pass 1 (adamDirGo): which sums it keeps.
