@@ -69,6 +69,13 @@ type AdamW struct {
 	Steps int
 	// UpdateNorms is the rolling window of unclipped update norms.
 	UpdateNorms *Window
+	// RebaseUpdateNorms, set after an optimizer swap that changes the
+	// update's scale (to or from Muon), rescales UpdateNorms at the next
+	// applied step by the ratio of that step's update norm to the window's
+	// mean, then clears itself: the window keeps its history's relative
+	// spread, in the new optimizer's scale, so update clipping holds from
+	// that step on without clipping it for the change of scale.
+	RebaseUpdateNorms bool
 	// Losses and GradNorms are the skip-step windows.
 	Losses, GradNorms *Window
 }
@@ -207,6 +214,9 @@ type Result struct {
 	UpdateToWeight float64 // lr·‖update‖ / ‖θ‖
 	Skipped        bool    // outlier step: nothing changed
 	SkipReason     string
+	// UpdateWindowRebase is the factor UpdateNorms was rescaled by at this
+	// step (RebaseUpdateNorms), else 0.
+	UpdateWindowRebase float64
 
 	// AdamMNorm and AdamVNorm are the L2 norms of the first and second
 	// moments after the step (a skipped step leaves them as they were);
@@ -363,6 +373,9 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	if tel {
 		o.gatherSpans()
 	}
+	if o.RebaseUpdateNorms {
+		r.UpdateWindowRebase = o.rebaseUpdateNorms(r.UpdateNorm)
+	}
 	us := 1.0
 	if c.ClipUpdateNorm {
 		if thr, ok := o.UpdateNorms.Threshold(c.UpdateSigma, c.UpdateMinSteps); ok {
@@ -404,6 +417,22 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 		r.AdamMNorm, r.AdamVNorm = o.momentNorms()
 	}
 	return r, nil
+}
+
+// rebaseUpdateNorms scales the update-norm window by un / its mean (see
+// RebaseUpdateNorms) and returns the factor; an empty window or a zero
+// mean or norm is left as it is (factor 1).
+func (o *AdamW) rebaseUpdateNorms(un float64) float64 {
+	o.RebaseUpdateNorms = false
+	mean, _ := o.UpdateNorms.MeanStd()
+	if o.UpdateNorms.Len() == 0 || !(mean > 0) || !(un > 0) {
+		return 1
+	}
+	f := un / mean
+	for i := range o.UpdateNorms.Vals {
+		o.UpdateNorms.Vals[i] *= f
+	}
+	return f
 }
 
 // adamConsts are the scalars of the per-element math of one step (the
