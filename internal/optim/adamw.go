@@ -304,11 +304,11 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	ib1, ib2, eps := float32(1/bc1), float32(1/math.Sqrt(bc2)), float32(c.Eps)
 	k1 := adamConsts{gs: gs, b1: b1, c1: 1 - b1, b2: b2, c2: 1 - b2, ib1: ib1, ib2: ib2, eps: eps}
 	// The variants of the AdamW direction: NAdamW's Nesterov numerator
-	// (Go loops, nadamw.go) and AdamC's weight decay scaled by lr/optim.lr.
+	// (nadamw.go) and AdamC's weight decay scaled by lr/optim.lr.
 	dir, commit, wdScale := adamDir, adamCommit, 1.0
 	switch c.Name {
 	case "nadamw":
-		dir, commit = nadamDirGo, nadamCommitGo
+		dir, commit = nadamDir, nadamCommit
 		k1.cg, k1.cm = o.nadamCoeffs(o.Steps + 1)
 	case "adamc":
 		wdScale = lr / c.LR
@@ -443,8 +443,8 @@ type adamConsts struct {
 	wd             float64 // the segment's weight decay
 	step           float64 // lr · update-clipping scale (pass 2)
 	ib1, ib2, eps  float32 // 1/bc1, 1/√bc2, ε
-	// NAdamW only (the assembly does not read them): the coefficients of
-	// the gradient and of the new first moment in the numerator.
+	// NAdamW only (its kernels read them at 72 and 80): the coefficients
+	// of the gradient and of the new first moment in the numerator.
 	cg, cm float64
 }
 

@@ -20,8 +20,9 @@ import "math"
 // The state is AdamW's (M, V, Steps): Π_t is a function of Steps, so a
 // checkpoint, a resume and a swap between adamw, nadamw and adamc carry it
 // unchanged. The numerator is rounded to float32 and divided in float32,
-// as AdamW's m·ib1; the per-element math runs as Go loops (AdamW's
-// AVX-512 kernels do not cover it).
+// as AdamW's m·ib1; the AVX-512 kernels (nadamDirAVX512,
+// nadamCommitAVX512) do the same operations in the same order as the Go
+// loops below, bit for bit.
 
 // nadamMu is μ_t of the momentum schedule.
 func nadamMu(b1, psi float64, t int) float64 {
