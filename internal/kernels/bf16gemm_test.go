@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // kernelBF16GoRef is a pure-Go bf16 micro-kernel (4×8 tile, small blocks)
@@ -209,5 +210,61 @@ func TestBF16ImplSelection(t *testing.T) {
 		t.Errorf("UseBF16Impl(ref): %v, impl %s", err, BF16Impl())
 	} else {
 		UseBF16Impl(p)
+	}
+}
+
+func TestPeakFLOPsBF16(t *testing.T) {
+	flops, secs, ok := PeakFLOPsBF16(2, 5*time.Millisecond)
+	if has, _ := bf16PeakLoop(); (has != nil) != ok {
+		t.Fatalf("PeakFLOPsBF16 ok = %v, but the probe is available: %v", ok, has != nil)
+	}
+	if !ok {
+		if flops != nil || secs != nil {
+			t.Fatalf("no bf16 probe, but results %v %v", flops, secs)
+		}
+		return
+	}
+	if len(flops) != 2 || len(secs) != 2 {
+		t.Fatalf("%d/%d results, want 2", len(flops), len(secs))
+	}
+	for i := range flops {
+		if !(flops[i] > 0) || secs[i] < 0.005 {
+			t.Errorf("thread %d: %v FLOPs in %vs", i, flops[i], secs[i])
+		}
+	}
+}
+
+// BenchmarkGemmBF16 times the float32 and the bf16 GEMM on the same large
+// square products (b.N alternating pairs would need one benchmark; run
+// with -count and compare medians). Reports GFLOP/s.
+func BenchmarkGemmBF16(b *testing.B) {
+	for _, threads := range []int{1, 2} {
+		for _, sz := range []int{1024, 2048} {
+			for _, impl := range append([]string{"fp32"}, BF16ImplsAvailable()...) {
+				b.Run(fmt.Sprintf("t%d/%d/%s", threads, sz, impl), func(b *testing.B) {
+					saved := Threads()
+					defer SetThreads(saved)
+					SetThreads(threads)
+					if impl != "fp32" {
+						prev, err := UseBF16Impl(impl)
+						if err != nil {
+							b.Fatal(err)
+						}
+						defer UseBF16Impl(prev)
+					}
+					r := rand.New(rand.NewSource(1))
+					x, y, c := randVec(r, sz*sz), randVec(r, sz*sz), make([]float32, sz*sz)
+					b.ResetTimer()
+					for range b.N {
+						if impl == "fp32" {
+							Sgemm(false, false, sz, sz, sz, 1, x, sz, y, sz, 0, c, sz)
+						} else {
+							SgemmBF16(false, false, sz, sz, sz, 1, x, sz, y, sz, 0, c, sz)
+						}
+					}
+					b.ReportMetric(2*float64(sz)*float64(sz)*float64(sz)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
 	}
 }
