@@ -489,7 +489,9 @@ func TestConfigErrors(t *testing.T) {
 		{"zero weights", func(c *Config) { c.Sources = []SourceConfig{{Name: "src0", Weight: 0}} }, Options{}, "weights sum to 0"},
 		{"stage order", func(c *Config) { c.Stages = []Stage{{StartStep: 5}, {StartStep: 5}} }, Options{}, "data.stages[1]: start_step"},
 		{"stage source", func(c *Config) { c.Stages = []Stage{{StartStep: 5, Weights: map[string]float64{"x": 1}}} }, Options{}, `data.stages[0].weights: unknown source "x"`},
-		{"ramp negative", func(c *Config) { c.Stages = []Stage{{StartStep: 5, RampSteps: -1, Weights: map[string]float64{"src0": 1}}} }, Options{}, "data.stages[0].ramp_steps = -1"},
+		{"ramp negative", func(c *Config) {
+			c.Stages = []Stage{{StartStep: 5, RampSteps: -1, Weights: map[string]float64{"src0": 1}}}
+		}, Options{}, "data.stages[0].ramp_steps = -1"},
 		{"ramp huge", func(c *Config) {
 			c.Stages = []Stage{{StartStep: 5, RampSteps: MaxRampSteps + 1, Weights: map[string]float64{"src0": 1}}}
 		}, Options{}, "data.stages[0].ramp_steps = 100001: want 0..100000"},
