@@ -265,8 +265,8 @@ func TestTrainOnLoaderRampResume(t *testing.T) {
 	}
 	for _, m := range metricLines(t, ref) { // the dashboard's target line is the ramp
 		step := int(m["step"].(float64))
-		if tgt, ok := m["source_mix_target/wiki"].(float64); !ok || tgt != l.MixWeights(step-1)[1] {
-			t.Fatalf("step %d: source_mix_target/wiki = %v, want %v", step, m["source_mix_target/wiki"], l.MixWeights(step-1)[1])
+		if tgt, ok := m["source_mix_target/wiki"].(float64); !ok || tgt != l.MixWeights(step - 1)[1] {
+			t.Fatalf("step %d: source_mix_target/wiki = %v, want %v", step, m["source_mix_target/wiki"], l.MixWeights(step - 1)[1])
 		}
 	}
 	if wantSh[3] >= 0.75 || wantSh[9] != 1 || wantSh[10] != 1 {
