@@ -1,14 +1,8 @@
 package main
 
 import (
-	"context"
-	"log/slog"
-	"path/filepath"
-
 	"github.com/spf13/cobra"
 
-	"github.com/kestrel-lm/kestrel/internal/config"
-	"github.com/kestrel-lm/kestrel/internal/run"
 	"github.com/kestrel-lm/kestrel/internal/sweep"
 )
 
@@ -27,22 +21,14 @@ func newSweepCmd() *cobra.Command {
 	f.IntVar(&o.Steps, "steps", 0, "train.steps of every run (0: the config's)")
 	f.StringVar(&o.Out, "out", "", "the sweep's directory, one run directory per point (default runs/sweep-<run.name>)")
 	f.IntVar(&o.Parallel, "parallel", 1, "points trained at a time: 1 in this process; P > 1 as kestrel train processes on one thread each")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		base, err := cf.load()
-		if err != nil {
+	cmd.RunE = func(cmd *cobra.Command, _ []string) (err error) {
+		if o.Base, err = cf.load(); err != nil {
 			return err
 		}
 		if o.Axes, err = sweep.ParseSet(set); err != nil {
 			return err
 		}
-		o.Base = base
-		if o.Out == "" {
-			o.Out = filepath.Join("runs", "sweep-"+base.Run.Name)
-		}
-		o.Train = func(ctx context.Context, cfg config.Config, dir string, log *slog.Logger) error {
-			_, err := run.Train(ctx, cfg, dir, run.Options{Stdout: cmd.ErrOrStderr(), Stderr: cmd.ErrOrStderr(), Logger: log})
-			return err
-		}
+		o.Stderr = cmd.ErrOrStderr()
 		res, err := sweep.Run(cmd.Context(), o)
 		if err != nil {
 			return err

@@ -13,12 +13,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/run"
 )
 
 // Axis is one --set of a sweep: a config field and the values it takes.
@@ -143,13 +145,15 @@ type Options struct {
 	Base  config.Config // the run config (file and fixed overrides resolved)
 	Axes  []Axis
 	Steps int    // train.steps of every run (0: the config's)
-	Out   string // the sweep's directory (one run directory per point)
+	Out   string // the sweep's directory, one run directory per point ("" = runs/sweep-<run.name>)
 	// Parallel > 1 runs that many points at a time, each a `kestrel train`
 	// process of Exec on one thread; 0 or 1 runs them here, one by one.
 	Parallel int
 	Exec     string // the kestrel binary for Parallel > 1 ("" = this executable)
-	// Train runs one point in this process (run.Train in kestrel sweep).
-	Train func(ctx context.Context, cfg config.Config, dir string, log *slog.Logger) error
+	// Train runs one point in this process (nil: run.Train, its result
+	// line and notices to Stderr).
+	Train  func(ctx context.Context, cfg config.Config, dir string, log *slog.Logger) error
+	Stderr io.Writer // nil: discarded
 	// Logger receives the sweep's progress lines (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -205,7 +209,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 		return nil, err
 	}
 	if o.Out == "" {
-		return nil, errors.New("sweep: no output directory")
+		o.Out = filepath.Join("runs", "sweep-"+o.Base.Run.Name)
 	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("sweep: %w", err)
@@ -242,7 +246,10 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 // runHere trains the points one by one in this process.
 func runHere(ctx context.Context, o Options, points []Point, cfgs []config.Config, started []bool, errs []error, log *slog.Logger) error {
 	if o.Train == nil {
-		return errors.New("sweep: no Train function")
+		o.Train = func(ctx context.Context, cfg config.Config, dir string, log *slog.Logger) error {
+			_, err := run.Train(ctx, cfg, dir, run.Options{Stdout: o.Stderr, Stderr: o.Stderr, Logger: log})
+			return err
+		}
 	}
 	for i, p := range points {
 		if ctx.Err() != nil {

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
-	"github.com/kestrel-lm/kestrel/internal/run"
 	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/testrun"
 )
@@ -126,11 +125,7 @@ func TestSweepTwoByTwo(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "sweep")
-	train := func(ctx context.Context, cfg config.Config, dir string, log *slog.Logger) error {
-		_, err := run.Train(ctx, cfg, dir, run.Options{Logger: testrun.Quiet()})
-		return err
-	}
-	res, err := Run(context.Background(), Options{Base: base, Axes: axes, Steps: 8, Out: out, Train: train, Logger: testrun.Quiet()})
+	res, err := Run(context.Background(), Options{Base: base, Axes: axes, Steps: 8, Out: out, Logger: testrun.Quiet()}) // run.Train
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +162,7 @@ func TestSweepTwoByTwo(t *testing.T) {
 		t.Errorf("table:\n%s", buf.String())
 	}
 	// The same sweep again trains nothing: every run is finished.
-	again, err := Run(context.Background(), Options{Base: base, Axes: axes, Steps: 8, Out: out, Train: train, Logger: testrun.Quiet()})
+	again, err := Run(context.Background(), Options{Base: base, Axes: axes, Steps: 8, Out: out, Logger: testrun.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
