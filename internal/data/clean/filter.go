@@ -44,8 +44,8 @@ type Filter struct {
 	cfg      Config
 	stop     map[string]struct{}
 	keepLang map[string]bool
-	pool  sync.Pool
-	rules []string
+	pool     sync.Pool
+	rules    []string
 }
 
 // New validates cfg and returns a Filter; errors name the offending field.
