@@ -201,8 +201,8 @@ func (c *Config) validate() error {
 		return err
 	}
 	if p := c.Compression; p.Enabled {
-		if p.MinRatio < 0 || p.MinRatio > 2 || p.MinRatio != p.MinRatio {
-			return fmt.Errorf("compression.min_ratio = %v: must be in [0, 2]", p.MinRatio)
+		if err := frac("compression.min_ratio", p.MinRatio); err != nil {
+			return err
 		}
 		if p.MinBytes < 0 {
 			return fmt.Errorf("compression.min_bytes = %d: must be >= 0", p.MinBytes)
