@@ -10,7 +10,7 @@ import (
 // ratio does not depend on the pooled writer's history.
 func TestCompressionRule(t *testing.T) {
 	art := strings.Repeat("-=", 2000) // one 4000-byte "word" of ASCII art
-	var prose string // ~2,500 bytes of Tiny Shakespeare
+	var prose string                  // ~2,500 bytes of Tiny Shakespeare
 	for _, d := range readLabelled(t) {
 		if strings.HasPrefix(d.ID, "tinyshakespeare/") {
 			prose = d.Text
