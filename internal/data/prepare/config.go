@@ -117,6 +117,10 @@ func (s Source) readOptions(c Config) corpus.Options {
 	}
 }
 
+// defaultFilters is a kind's filter set (a variable so tests can play a
+// binary whose defaults changed).
+var defaultFilters = clean.DefaultConfig
+
 // filterConfig is the source's filter set with its overrides applied.
 func (s Source) filterConfig() (clean.Config, bool, error) {
 	kind := s.Filter
@@ -133,7 +137,7 @@ func (s Source) filterConfig() (clean.Config, bool, error) {
 	if !known {
 		return clean.Config{}, false, fmt.Errorf("source %q: filter %q: want one of %v or none", s.Name, kind, clean.Kinds)
 	}
-	cfg := clean.DefaultConfig(kind)
+	cfg := defaultFilters(kind)
 	if err := tomlstrict.Overlay(s.Filters, fmt.Sprintf("source %q: filters", s.Name), &cfg); err != nil {
 		return cfg, false, err
 	}
