@@ -34,9 +34,15 @@ func TestFingerprintFollowsFilterSettings(t *testing.T) {
 		mod  func(c *Config)
 		def  func(c *clean.Config)
 	}{
-		{"langid.keep", func(c *Config) { c.Sources[0].Filters = map[string]any{"langid": map[string]any{"keep": []any{"en", "de"}}} }, nil},
-		{"langid.min_confidence", func(c *Config) { c.Sources[0].Filters = map[string]any{"langid": map[string]any{"min_confidence": 0.9}} }, nil},
-		{"compression.min_ratio", func(c *Config) { c.Sources[0].Filters = map[string]any{"compression": map[string]any{"min_ratio": 0.3}} }, nil},
+		{"langid.keep", func(c *Config) {
+			c.Sources[0].Filters = map[string]any{"langid": map[string]any{"keep": []any{"en", "de"}}}
+		}, nil},
+		{"langid.min_confidence", func(c *Config) {
+			c.Sources[0].Filters = map[string]any{"langid": map[string]any{"min_confidence": 0.9}}
+		}, nil},
+		{"compression.min_ratio", func(c *Config) {
+			c.Sources[0].Filters = map[string]any{"compression": map[string]any{"min_ratio": 0.3}}
+		}, nil},
 		{"default langid.min_chars", nil, func(c *clean.Config) { c.LangID.MinChars = 100 }},
 		{"default compression.enabled", nil, func(c *clean.Config) { c.Compression.Enabled = false }},
 	}
