@@ -53,8 +53,8 @@ type Source struct {
 	MaxDocs  int64 `toml:"max_docs" comment:"stop reading this source after this many documents (0 = all)"`
 	MaxBytes int64 `toml:"max_bytes" comment:"stop reading this source after this many text bytes (0 = all)"`
 
-	Filter  string         `toml:"filter" comment:"quality filter set: web | code | math | books | none"`
-	Filters map[string]any `toml:"filters" comment:"overrides on top of the filter set, as in internal/data/clean (e.g. filters.gopher_quality.min_words = 20)"`
+	Filter  string         `toml:"filter" comment:"quality filter set: web | code | math | books | none (web and books keep English by language ID and reject by compression ratio; code and math do neither)"`
+	Filters map[string]any `toml:"filters" comment:"overrides on top of the filter set, as in internal/data/clean (e.g. filters.gopher_quality.min_words = 20, filters.langid.keep = [\"en\", \"de\"], filters.langid.min_confidence = 0.5, filters.compression.min_ratio = 0.2)"`
 	Rewrite *bool          `toml:"rewrite" comment:"keep the text as rewritten by the filters (C4 line removal); default true"`
 }
 
