@@ -83,3 +83,34 @@ func TestCompressionRatioDeterministic(t *testing.T) {
 }
 
 func prose3() string { return enProse + frProse + deProse }
+
+// BenchmarkLangID and BenchmarkCompression measure the two rules alone on
+// the bench corpus (~4 KB Shakespeare chunks and the cc_en_head pages).
+func BenchmarkLangID(b *testing.B) {
+	docs := benchCorpus(b)
+	total := 0
+	for _, d := range docs {
+		total += len(d)
+	}
+	b.SetBytes(int64(total))
+	for b.Loop() {
+		for _, d := range docs {
+			DetectLang(head(d, DefaultConfig("web").LangID.MaxBytes))
+		}
+	}
+}
+
+func BenchmarkCompression(b *testing.B) {
+	docs := benchCorpus(b)
+	total := 0
+	for _, d := range docs {
+		total += len(d)
+	}
+	var s scratch
+	b.SetBytes(int64(total))
+	for b.Loop() {
+		for _, d := range docs {
+			s.compressionRatio(d)
+		}
+	}
+}
