@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 )
@@ -92,4 +93,29 @@ func (p Precision) MatmulBackwardStrided(dx, dw, dy []float32, ldy int, x, w []f
 	}
 	dX := kernels.GemmArgs{M: N, N: in, K: out, Alpha: 1, A: dy, Lda: ldy, B: w, Ldb: in, Beta: beta, C: dx, Ldc: in, BF16: true}
 	kernels.SgemmPair(dX, dW)
+}
+
+// BF16ReferenceEnv names the environment variable that, set to "1", lets
+// BF16 run on a CPU without bf16 hardware on the reference kernel (rounded
+// copies on the float32 GEMM: right results, float32 speed or less). It is
+// for tests, whose CPU is not known in advance; a run that sets it records
+// bf16_impl "reference" in its manifest.
+const BF16ReferenceEnv = "KESTREL_BF16_REFERENCE"
+
+// bf16Hardware is kernels.BF16Hardware; tests replace it.
+var bf16Hardware = kernels.BF16Hardware
+
+// Check reports whether this CPU may run products in precision p: FP32
+// always; BF16 when the CPU multiplies bf16 in hardware
+// (kernels.BF16Hardware) or the environment sets BF16ReferenceEnv=1. The
+// error names the missing CPU feature.
+func (p Precision) Check() error {
+	if p != BF16 {
+		return nil
+	}
+	ok, missing := bf16Hardware()
+	if ok || os.Getenv(BF16ReferenceEnv) == "1" {
+		return nil
+	}
+	return fmt.Errorf("precision bf16: this CPU lacks %s (no bf16 dot-product instruction); use precision \"fp32\" (%s=1 runs bf16 on the slow reference kernel, for tests)", missing, BF16ReferenceEnv)
 }
