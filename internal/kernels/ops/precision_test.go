@@ -104,3 +104,37 @@ func TestPrecisionMatmul(t *testing.T) {
 		}
 	}
 }
+
+// TestBF16RoundingOverflowsOnlyAtTheTop holds the argument of the metric
+// registry (monitor, loss_scale/overflow_rate) that BF16 needs no count of
+// its own non-finite values: rounding to bf16 makes ±Inf out of a finite
+// float32 only when |x| ≥ 0x7f7f8000 (3.3962e38, half a bf16 ulp above the
+// largest bf16), checked for every float32 of the top binade (the only one
+// where rounding can carry into the exponent's all-ones), and for a sample
+// of the binades below; NaN stays NaN, ±Inf stay ±Inf.
+func TestBF16RoundingOverflowsOnlyAtTheTop(t *testing.T) {
+	const edge = 0x7f7f8000
+	for u := uint32(0x7f000000); u < 0x7f800000; u++ {
+		for _, sign := range []uint32{0, 1 << 31} {
+			r := kernels.RoundBF16(math.Float32frombits(u | sign))
+			if inf := math.IsInf(float64(r), 0); inf != (u >= edge) {
+				t.Fatalf("RoundBF16(%#x) = %g: Inf %v, want %v", u|sign, r, inf, u >= edge)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 1 << 16 {
+		u := rng.Uint32() % 0x7f000000
+		if r := kernels.RoundBF16(math.Float32frombits(u)); math.IsInf(float64(r), 0) || math.IsNaN(float64(r)) {
+			t.Fatalf("RoundBF16(%#x) = %g", u, r)
+		}
+	}
+	for _, x := range []float32{float32(math.Inf(1)), float32(math.Inf(-1))} {
+		if r := kernels.RoundBF16(x); r != x {
+			t.Errorf("RoundBF16(%g) = %g", x, r)
+		}
+	}
+	if r := kernels.RoundBF16(float32(math.NaN())); !math.IsNaN(float64(r)) {
+		t.Errorf("RoundBF16(NaN) = %g", r)
+	}
+}
