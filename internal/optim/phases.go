@@ -206,7 +206,7 @@ func CheckPhasesKeepPast(old, new Config, done int) error {
 		case i >= len(n):
 			return fmt.Errorf("optim.phases: the entry at step %d (%s) is gone, but the steps up to the rewind point (step %d) trained with it; keep it and add phases after step %d", o[i].Step, o[i].Kind, done, done)
 		case !samePhase(o[i], n[i]):
-			return fmt.Errorf("optim.phases: the entry at step %d changed (%+v → %+v), but it started at or before the rewind point (step %d): it would change steps already trained; add a phase at step %d or later instead", o[i].Step, show(o[i]), show(n[i]), done, done+1)
+			return fmt.Errorf("optim.phases: the entry at step %d changed (the run's %v, now %v), but it starts at or before the rewind point (step %d): it would change steps already trained; add a phase at step %d or later instead", n[i].Step, show(o[i]), show(n[i]), done, done+1)
 		}
 	}
 	return nil
