@@ -6,7 +6,6 @@ import (
 	"testing"
 )
 
-
 // TestPhases: each phase kind at its first step, inside its ramp, at the
 // end of the ramp and after it, starting from the LR in force at the step
 // before (mid-decay, mid-warm-up, after another phase).
