@@ -10,6 +10,7 @@ type Point struct {
 	LR    float64 // learning rate before batch scaling and debug factors
 	Phase string  // warmup | rewarm | stable | decay | constant | stepN | hold
 	Cycle int     // index of the re-warmup cycle (0 before the first rewarm_at or rewarm phase)
+	Entry int     // 1-based index of the [[optim.phases]] entry in force (0: optim.schedule)
 }
 
 // Schedule maps a 0-based step index (the number of optimizer steps already
@@ -61,7 +62,9 @@ func (c Config) WarmupSteps(total int) int {
 // At returns the schedule at 0-based step index step.
 func (s *Schedule) At(step int) Point {
 	if k := s.phaseAt(step); k >= 0 {
-		return s.phases[k].at(s.cfg, step)
+		p := s.phases[k].at(s.cfg, step)
+		p.Entry = k + 1
+		return p
 	}
 	return s.baseAt(step)
 }

@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -57,6 +58,9 @@ func TestPhasesResumeBitExact(t *testing.T) {
 		want, _ := json.Marshal(p.LR)
 		if string(m["learning_rate"]) != string(want) || field[string](t, m, "lr_phase") != p.Phase || field[int](t, m, "lr_cycle") != p.Cycle {
 			t.Errorf("step %d: learning_rate %s %s cycle %s, want %s %s %d", i+1, m["learning_rate"], m["lr_phase"], m["lr_cycle"], want, p.Phase, p.Cycle)
+		}
+		if e, ok := m["lr_phase_entry"]; ok != (p.Entry > 0) || ok && string(e) != fmt.Sprint(p.Entry) {
+			t.Errorf("step %d: lr_phase_entry %q, want %d (0: absent)", i+1, e, p.Entry)
 		}
 		phases = append(phases, p.Phase)
 	}
