@@ -156,6 +156,7 @@ var catalog = []Metric{
 
 	// Data & distribution
 	{Name: "source_mix_share", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "share of this step's non-pad target tokens drawn from each source (what the mixture weights control)", Variants: []string{sourceVar}, Sampling: "step", Nano: true, VariantPanel: "mix", Plot: "mix.png"},
+	{Name: "source_mix_target", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "each source's mixture weight at this step: data.sources, then the data stage in force — inside a stage's ramp_steps the linear interpolation from the mixture before, the target source_mix_share follows and mixture_drift judges against", Variants: []string{sourceVar}, Sampling: "step", VariantPanel: "mix", Plot: "mix.png"},
 	{Name: "batch_token_entropy", Unit: "nats", Kind: Gauge, Category: CatData, Help: "unigram entropy of the batch's target tokens: a batch of garbage (random or repeated tokens) moves it far from the run's usual value (SEV1 batch_anomaly by batch_entropy_shift, SEV2 garbage_batch by its robust band)", Sampling: "step", Panel: "batch"},
 	{Name: "batch_bytes_per_token", Unit: "bytes/token", Kind: Gauge, Category: CatData, Help: "bytes the batch's target tokens decode to ÷ their number: text the tokenizer did not learn (base64, another script, binary) falls (SEV2 garbage_batch); 1 at byte level; left out when the run's vocabulary is not known", Sampling: "step", Panel: "batch"},
 	{Name: "batch_nonletter_frac", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "share of the batch's decoded target bytes that are neither letters (a UTF-8 letter or mark counts with all its bytes) nor whitespace: digits, punctuation, symbols, control and stray bytes; base64, markup and binary rise (SEV2 garbage_batch)", Sampling: "step", Panel: "nonletter"},
@@ -317,7 +318,7 @@ var panelGroups = []PanelGroup{
 		{ID: "moedrop", Title: "MoE drop rate and dead experts", Hint: "sustained > 0 is SEV1"},
 	}},
 	{Title: "Data", Panels: []Panel{
-		{ID: "mix", Title: "source mix share"},
+		{ID: "mix", Title: "source mix share", Hint: "realised share and target weight per source (a stage's ramp_steps move the target linearly)"},
 		{ID: "stall", Title: "dataloader stall fraction"},
 		{ID: "pad", Title: "pad fraction"},
 		{ID: "batch", Title: "batch token entropy (nats) and bytes per token", Hint: "each batch's vitals: garbage_batch judges them against the window"},
@@ -363,7 +364,7 @@ var plots = []Plot{
 	{File: "attention.png", Title: "max attention logit per layer", YLabel: "logit"},
 	{File: "entropy.png", Title: "attention entropy per layer", YLabel: "nats"},
 	{File: "moe.png", Title: "MoE routing: load-balance loss, load entropy, drop rate", YLabel: "unitless"},
-	{File: "mix.png", Title: "source mix share", YLabel: "share of sequences"},
+	{File: "mix.png", Title: "source mix share and target weight", YLabel: "share of sequences"},
 	{File: "bench.png", Title: "in-loop benchmarks: accuracy", YLabel: "accuracy"},
 	{File: "bpb.png", Title: "in-loop benchmarks: bits per byte", YLabel: "bits / byte"},
 	{File: "probe.png", Title: "frozen probe batch: loss and output entropy", YLabel: "nats"},

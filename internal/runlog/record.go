@@ -123,6 +123,10 @@ type Step struct {
 	// SourceMixShare is the share of this step's non-pad target tokens from
 	// each source, stored as "source_mix_share/<source>".
 	SourceMixShare map[string]float64
+	// SourceMixTarget is the mixture weight of each source at this step
+	// (the data stage in force, interpolated inside its ramp), stored as
+	// "source_mix_target/<source>".
+	SourceMixTarget map[string]float64
 	// Spans are the measured phases of the step in order (data_wait,
 	// forward and backward per micro-batch, then optimizer), for trace.json;
 	// they are not part of metrics.jsonl.
@@ -249,6 +253,9 @@ func (s *Step) fields(w fieldVisitor) {
 	flat := make(map[string]float64, len(s.PerLayer)+len(s.SourceMixShare))
 	for k, v := range s.SourceMixShare {
 		flat["source_mix_share/"+k] = v
+	}
+	for k, v := range s.SourceMixTarget {
+		flat["source_mix_target/"+k] = v
 	}
 	for k, v := range s.PerLayer {
 		flat[k] = v

@@ -787,6 +787,7 @@ func (t *trainer) accumulate(s, dataIdx, lo, hi int, m *runlog.Step, qk *qkClipp
 			m.SourceMixShare[t.srcNames[i]] = float64(c) / float64(counted)
 		}
 	}
+	m.SourceMixTarget = mixTarget(t.o.Data, t.srcNames, dataIdx)
 	if t.faults.NaN(s) {
 		a.loss = math.NaN()
 		t.net.Grads()[0] = float32(math.NaN())
