@@ -793,6 +793,7 @@ func (t *trainer) accumulate(s, dataIdx, lo, hi int, m *runlog.Step, qk *qkClipp
 			m.SourceMixShare[t.srcNames[i]] = float64(c) / float64(counted)
 		}
 	}
+	m.SourceMixTarget = mixTarget(t.o.Data, t.srcNames, dataIdx)
 	if t.faults.NaN(s) {
 		a.loss = math.NaN()
 		t.net.Grads()[0] = float32(math.NaN())
@@ -953,7 +954,7 @@ func (t *trainer) record(s int, m *runlog.Step, a *accumulated, r optim.Result, 
 	m.StepsSeen = s - st.SkippedUpdates
 	m.TrainLossRaw, m.ZLoss = a.loss, a.zl
 	m.TrainLossEMA = st.LossEMA / (1 - math.Pow(beta, float64(st.LossEMASteps)))
-	m.LearningRate, m.LRPhase, m.LRCycle = lr, pt.Phase, pt.Cycle
+	m.LearningRate, m.LRPhase, m.LRCycle, m.LRPhaseEntry = lr, pt.Phase, pt.Cycle, pt.Entry
 	m.GradGlobalNorm, m.GradClipped = r.GradNorm, r.GradClipped
 	m.UpdateNorm, m.UpdateNormPostClip, m.UpdateToWeight, m.ParamNorm = r.UpdateNorm, r.UpdateNormPost, r.UpdateToWeight, r.ParamNorm
 	if thr := r.UpdateClipAt; !math.IsInf(thr, 0) && !math.IsNaN(thr) {
