@@ -52,7 +52,10 @@ type Metric struct {
 }
 
 // notMixedPrecision is why kestrel does not emit the mixed-precision metrics.
-const notMixedPrecision = "kestrel trains in float32: there is no loss scale and no overflow"
+const notMixedPrecision = "kestrel trains in float32, or (train.precision = \"bf16\") with bf16 GEMM inputs and float32 weights, gradients, loss and accumulation: " +
+	"bf16 has float32's 8-bit exponent, so gradients need no loss scaling (fp16's 5-bit exponent is what underflows) and there is no loss scale and no overflow to report. " +
+	"Rounding to bf16 turns a finite value into ±Inf only at |x| ≥ 3.3962e38 (within 2⁻⁹ of float32's largest; ops TestBF16RoundingOverflowsOnlyAtTheTop), " +
+	"and such an Inf flows through its product into the loss or the gradients, where nan_inf_events counts the step (SEV0) as in float32: no separate bf16 count is kept"
 
 // Categories of seed 004, in the order of docs/metrics.md.
 const (
@@ -91,8 +94,9 @@ var catalog = []Metric{
 	{Name: "train_loss_ema", Unit: "nats/token", Kind: Gauge, Category: CatTraining, Help: "bias-corrected EMA of train_loss_raw (β = train.loss_ema_beta)", Sampling: "step", Nano: true, Panel: "train", Plot: "loss.png"},
 	{Name: "train_ppl", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "exp(train_loss_ema)", Sampling: "step", Nano: true},
 	{Name: "learning_rate", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "learning rate applied at this step (after schedule and debug multipliers)", Sampling: "step", Nano: true, Panel: "lr", Plot: "lr.png", Aliases: []string{"lr", "train/lr", "train/learning_rate", "epoch_learning_rate"}},
-	{Name: "lr_phase", Unit: "phase", Kind: Gauge, Category: CatTraining, Help: "where the schedule is: warmup, rewarm, stable, decay, constant or stepN (a string in metrics.jsonl; numeric sources may report warmup progress 0..1)", Sampling: "step", Nano: true},
+	{Name: "lr_phase", Unit: "phase", Kind: Gauge, Category: CatTraining, Help: "where the schedule is: warmup, rewarm, stable, decay, hold, constant or stepN (a string in metrics.jsonl; numeric sources may report warmup progress 0..1)", Sampling: "step", Nano: true},
 	{Name: "lr_cycle", Unit: "cycle", Kind: Gauge, Category: CatTraining, Help: "index of the LR schedule's re-warmup cycle (0 before the first rewarm)", Sampling: "step"},
+	{Name: "lr_phase_entry", Unit: "entry", Kind: Gauge, Category: CatTraining, Help: "1-based index of the [[optim.phases]] entry that sets the LR (absent or 0: optim.schedule); the dashboard marks each change", Sampling: "step"},
 	{Name: "tokens_per_update", Unit: "tokens/update", Kind: Gauge, Category: CatTraining, Help: "effective global batch in non-pad tokens over the accumulation window", Sampling: "step", Nano: true},
 	{Name: "grad_global_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "global L2 norm of the gradient before clipping", Sampling: "step", Nano: true, Panel: "grad", Plot: "norms.png", Aliases: []string{"grad_norm", "train/grad_norm", "gnorm", "norm"}},
 	{Name: "grad_clipped", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when gradient clipping was active this step", Sampling: "step"},
