@@ -78,9 +78,13 @@ type Options struct {
 // MixStage is one stage of a data mixture schedule: its weights per
 // source (normalised by the monitor; a source another stage names and
 // this one does not has weight 0) from StartStep, a metrics step counted
-// from 1, until the next stage starts.
+// from 1, until the next stage starts. With RampSteps = R > 1 the weights
+// at step StartStep+j (j < R−1) are the loader's linear ramp from the
+// stage before, (1−a)·before + a·Weights with a = (j+1)/R
+// (data.stages[].ramp_steps).
 type MixStage struct {
 	StartStep int64
+	RampSteps int64
 	Weights   map[string]float64
 }
 

@@ -52,7 +52,10 @@ type Metric struct {
 }
 
 // notMixedPrecision is why kestrel does not emit the mixed-precision metrics.
-const notMixedPrecision = "kestrel trains in float32: there is no loss scale and no overflow"
+const notMixedPrecision = "kestrel trains in float32, or (train.precision = \"bf16\") with bf16 GEMM inputs and float32 weights, gradients, loss and accumulation: " +
+	"bf16 has float32's 8-bit exponent, so gradients need no loss scaling (fp16's 5-bit exponent is what underflows) and there is no loss scale and no overflow to report. " +
+	"Rounding to bf16 turns a finite value into ±Inf only at |x| ≥ 3.3962e38 (within 2⁻⁹ of float32's largest; ops TestBF16RoundingOverflowsOnlyAtTheTop), " +
+	"and such an Inf flows through its product into the loss or the gradients, where nan_inf_events counts the step (SEV0) as in float32: no separate bf16 count is kept"
 
 // Categories of seed 004, in the order of docs/metrics.md.
 const (
@@ -91,8 +94,9 @@ var catalog = []Metric{
 	{Name: "train_loss_ema", Unit: "nats/token", Kind: Gauge, Category: CatTraining, Help: "bias-corrected EMA of train_loss_raw (β = train.loss_ema_beta)", Sampling: "step", Nano: true, Panel: "train", Plot: "loss.png"},
 	{Name: "train_ppl", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "exp(train_loss_ema)", Sampling: "step", Nano: true},
 	{Name: "learning_rate", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "learning rate applied at this step (after schedule and debug multipliers)", Sampling: "step", Nano: true, Panel: "lr", Plot: "lr.png", Aliases: []string{"lr", "train/lr", "train/learning_rate", "epoch_learning_rate"}},
-	{Name: "lr_phase", Unit: "phase", Kind: Gauge, Category: CatTraining, Help: "where the schedule is: warmup, rewarm, stable, decay, constant or stepN (a string in metrics.jsonl; numeric sources may report warmup progress 0..1)", Sampling: "step", Nano: true},
+	{Name: "lr_phase", Unit: "phase", Kind: Gauge, Category: CatTraining, Help: "where the schedule is: warmup, rewarm, stable, decay, hold, constant or stepN (a string in metrics.jsonl; numeric sources may report warmup progress 0..1)", Sampling: "step", Nano: true},
 	{Name: "lr_cycle", Unit: "cycle", Kind: Gauge, Category: CatTraining, Help: "index of the LR schedule's re-warmup cycle (0 before the first rewarm)", Sampling: "step"},
+	{Name: "lr_phase_entry", Unit: "entry", Kind: Gauge, Category: CatTraining, Help: "1-based index of the [[optim.phases]] entry that sets the LR (absent or 0: optim.schedule); the dashboard marks each change", Sampling: "step"},
 	{Name: "tokens_per_update", Unit: "tokens/update", Kind: Gauge, Category: CatTraining, Help: "effective global batch in non-pad tokens over the accumulation window", Sampling: "step", Nano: true},
 	{Name: "grad_global_norm", Unit: "unitless", Kind: Gauge, Category: CatTraining, Help: "global L2 norm of the gradient before clipping", Sampling: "step", Nano: true, Panel: "grad", Plot: "norms.png", Aliases: []string{"grad_norm", "train/grad_norm", "gnorm", "norm"}},
 	{Name: "grad_clipped", Unit: "bool", Kind: Gauge, Category: CatTraining, Help: "1 when gradient clipping was active this step", Sampling: "step"},
@@ -155,6 +159,7 @@ var catalog = []Metric{
 
 	// Data & distribution
 	{Name: "source_mix_share", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "share of this step's non-pad target tokens drawn from each source (what the mixture weights control)", Variants: []string{sourceVar}, Sampling: "step", Nano: true, VariantPanel: "mix", Plot: "mix.png"},
+	{Name: "source_mix_target", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "each source's mixture weight at this step: data.sources, then the data stage in force — inside a stage's ramp_steps the linear interpolation from the mixture before, the target source_mix_share follows and mixture_drift judges against", Variants: []string{sourceVar}, Sampling: "step", VariantPanel: "mix", Plot: "mix.png"},
 	{Name: "batch_token_entropy", Unit: "nats", Kind: Gauge, Category: CatData, Help: "unigram entropy of the batch's target tokens: a batch of garbage (random or repeated tokens) moves it far from the run's usual value (SEV1 batch_anomaly by batch_entropy_shift, SEV2 garbage_batch by its robust band)", Sampling: "step", Panel: "batch"},
 	{Name: "batch_bytes_per_token", Unit: "bytes/token", Kind: Gauge, Category: CatData, Help: "bytes the batch's target tokens decode to ÷ their number: text the tokenizer did not learn (base64, another script, binary) falls (SEV2 garbage_batch); 1 at byte level; left out when the run's vocabulary is not known", Sampling: "step", Panel: "batch"},
 	{Name: "batch_nonletter_frac", Unit: "fraction", Kind: Gauge, Category: CatData, Help: "share of the batch's decoded target bytes that are neither letters (a UTF-8 letter or mark counts with all its bytes) nor whitespace: digits, punctuation, symbols, control and stray bytes; base64, markup and binary rise (SEV2 garbage_batch)", Sampling: "step", Panel: "nonletter"},
@@ -316,7 +321,7 @@ var panelGroups = []PanelGroup{
 		{ID: "moedrop", Title: "MoE drop rate and dead experts", Hint: "sustained > 0 is SEV1"},
 	}},
 	{Title: "Data", Panels: []Panel{
-		{ID: "mix", Title: "source mix share"},
+		{ID: "mix", Title: "source mix share", Hint: "realised share and target weight per source (a stage's ramp_steps move the target linearly)"},
 		{ID: "stall", Title: "dataloader stall fraction"},
 		{ID: "pad", Title: "pad fraction"},
 		{ID: "batch", Title: "batch token entropy (nats) and bytes per token", Hint: "each batch's vitals: garbage_batch judges them against the window"},
@@ -362,7 +367,7 @@ var plots = []Plot{
 	{File: "attention.png", Title: "max attention logit per layer", YLabel: "logit"},
 	{File: "entropy.png", Title: "attention entropy per layer", YLabel: "nats"},
 	{File: "moe.png", Title: "MoE routing: load-balance loss, load entropy, drop rate", YLabel: "unitless"},
-	{File: "mix.png", Title: "source mix share", YLabel: "share of sequences"},
+	{File: "mix.png", Title: "source mix share and target weight", YLabel: "share of sequences"},
 	{File: "bench.png", Title: "in-loop benchmarks: accuracy", YLabel: "accuracy"},
 	{File: "bpb.png", Title: "in-loop benchmarks: bits per byte", YLabel: "bits / byte"},
 	{File: "probe.png", Title: "frozen probe batch: loss and output entropy", YLabel: "nats"},

@@ -24,7 +24,7 @@ func newSchedule(stages []MixStage) schedule {
 		if sum <= 0 {
 			continue
 		}
-		n := MixStage{StartStep: st.StartStep, Weights: map[string]float64{}}
+		n := MixStage{StartStep: st.StartStep, RampSteps: st.RampSteps, Weights: map[string]float64{}}
 		for name, w := range st.Weights {
 			if !finite(w) || w < 0 {
 				w = 0
@@ -39,7 +39,10 @@ func newSchedule(stages []MixStage) schedule {
 }
 
 // targetAt returns the weight of source src in the data stage in force at
-// step; ok is false when no stage has started yet or no stage names src.
+// step — inside a stage's ramp, the loader's interpolation between the
+// stage before and this one (MixStage.RampSteps); ok is false when no
+// stage has started yet, no stage names src, or step is in the ramp of a
+// first stage (the mixture before it is not known here).
 func (sc *schedule) targetAt(step int64, src string) (w float64, ok bool) {
 	if !sc.srcs[src] {
 		return 0, false
@@ -48,7 +51,26 @@ func (sc *schedule) targetAt(step int64, src string) (w float64, ok bool) {
 	if i < 0 {
 		return 0, false
 	}
-	return sc.stages[i].Weights[src], true // a source the stage does not name gets 0
+	st := &sc.stages[i]
+	to := st.Weights[src] // a source the stage does not name gets 0
+	if j := step - st.StartStep; st.RampSteps > 1 && j < st.RampSteps-1 {
+		if i == 0 {
+			return 0, false
+		}
+		a := float64(j+1) / float64(st.RampSteps)
+		return (1-a)*sc.stages[i-1].Weights[src] + a*to, true
+	}
+	return to, true
+}
+
+// rampOf is the ramp length of the data stage in force at step when step
+// lies inside that ramp, else 0.
+func (sc *schedule) rampOf(step int64) int64 {
+	i := sort.Search(len(sc.stages), func(i int) bool { return sc.stages[i].StartStep > step }) - 1
+	if i < 0 || step-sc.stages[i].StartStep >= sc.stages[i].RampSteps-1 {
+		return 0
+	}
+	return sc.stages[i].RampSteps
 }
 
 // stageStart is the first step of the data stage in force at step.

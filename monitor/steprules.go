@@ -90,6 +90,9 @@ func (f *mixRule) observe(s *Sample, out *[]Alert) {
 			msg := fmt.Sprintf("source %s: mean share %.3f over %d steps vs target %.3f", src, tgt+d, cfg.Window, tgt)
 			if len(sc.stages) > 1 {
 				msg = fmt.Sprintf("source %s: share differs by %+.3f (mean over %d steps) from the weights of the data stages in force (now %.3f, the stage from step %d)", src, d, cfg.Window, tgt, sc.stageStart(s.Step))
+				if r := sc.rampOf(s.Step); r > 0 {
+					msg = fmt.Sprintf("source %s: share differs by %+.3f (mean over %d steps) from the weights of the data stages in force (now %.3f, ramping over %d steps from step %d)", src, d, cfg.Window, tgt, r, sc.stageStart(s.Step))
+				}
 			}
 			f.ctx.fire(out, s, RuleMixDrift, name, tgt+d, tgt, msg)
 		}

@@ -15,6 +15,7 @@ func newBenchGemmCmd() *cobra.Command {
 		asJSON  bool
 		threads []int
 		seconds float64
+		dtypes  []string
 	)
 	cmd := &cobra.Command{
 		Use:   "gemm",
@@ -26,7 +27,7 @@ func newBenchGemmCmd() *cobra.Command {
 				fmt.Fprint(w, show.GEMMHeader())
 			}
 			return kernels.BenchGEMM(cmd.Context(), kernels.GEMMBenchOptions{
-				Threads: threads, Duration: time.Duration(seconds * float64(time.Second)),
+				Threads: threads, DTypes: dtypes, Duration: time.Duration(seconds * float64(time.Second)),
 				Product: func(b kernels.GEMMBench) { show.Emit(w, asJSON, show.GEMMFields(b), show.GEMMLine(b)) },
 				Peak:    func(p kernels.PeakBench) { show.Emit(w, asJSON, show.GEMMPeakFields(p), show.GEMMPeakLine(p)) },
 			})
@@ -34,6 +35,7 @@ func newBenchGemmCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per measurement")
 	cmd.Flags().IntSliceVar(&threads, "threads", []int{1, 2}, "comma-separated thread counts")
+	cmd.Flags().StringSliceVar(&dtypes, "dtype", []string{"fp32"}, "arithmetics to time, each product in each in turn: fp32 (Sgemm), bf16 (SgemmBF16, AVX512_BF16)")
 	cmd.Flags().Float64Var(&seconds, "seconds", 1, "time spent on each product")
 	return cmd
 }

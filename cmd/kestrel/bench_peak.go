@@ -16,6 +16,7 @@ func newBenchPeakCmd() *cobra.Command {
 		threads int
 		seconds float64
 		replace bool
+		dtype   string
 	)
 	cmd := &cobra.Command{
 		Use:   "peak",
@@ -29,7 +30,7 @@ func newBenchPeakCmd() *cobra.Command {
 				return fmt.Errorf("bench peak: --threads must be >= 0, got %d", threads)
 			}
 			r, err := peak.Bench(cmd.Context(), peak.BenchOptions{Threads: threads,
-				Duration: time.Duration(seconds * float64(time.Second)), Replace: replace})
+				Duration: time.Duration(seconds * float64(time.Second)), Replace: replace, DType: dtype})
 			if err != nil {
 				return fmt.Errorf("bench peak: %w", err)
 			}
@@ -43,6 +44,7 @@ func newBenchPeakCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	cmd.Flags().IntVar(&threads, "threads", 0, "threads to probe on (0 = the kernels' threads, GOMAXPROCS)")
 	cmd.Flags().Float64Var(&seconds, "seconds", 5, "total probing time")
+	cmd.Flags().StringVar(&dtype, "dtype", "fp32", "arithmetic to probe: fp32 (vector FMA) or bf16 (VDPBF16PS, AVX512_BF16)")
 	cmd.Flags().BoolVar(&replace, "replace", false, "store the measurement even when the cache holds a higher peak")
 	return cmd
 }

@@ -22,6 +22,8 @@ var GEMMBenchLayouts = []string{"NN", "NT", "TN"}
 // probed just before the product for the same thread count, by wall clock
 // (Peak) and by CPU time (PeakCPU).
 type GEMMBench struct {
+	DType                            string // "fp32" (Sgemm) or "bf16" (SgemmBF16; Peak is the bf16 peak)
+	Impl                             string // Impl() or BF16Impl()
 	Layout                           string
 	M, K, N, Threads                 int
 	GFLOPS, Peak, GFLOPSCPU, PeakCPU float64
@@ -31,6 +33,7 @@ type GEMMBench struct {
 // count: the medians (GFLOPS wall, GFLOPSCPU by CPU time) and the range of
 // the wall rates over Probes probes.
 type PeakBench struct {
+	DType                       string // "fp32": the FMA probe; "bf16": the VDPBF16PS probe
 	Threads                     int
 	GFLOPS, GFLOPSCPU, Min, Max float64
 	Probes                      int
@@ -41,6 +44,11 @@ type GEMMBenchOptions struct {
 	Threads  []int         // thread counts, each ≥ 1
 	Duration time.Duration // time spent on each product (> 0)
 	Shapes   [][3]int      // (m, k, n) products; nil = GEMMBenchShapes
+	// DTypes are the arithmetics timed, each product in each in turn
+	// (alternating, so they share the machine's load): "fp32" (Sgemm
+	// against the FMA peak) and "bf16" (SgemmBF16 against the VDPBF16PS
+	// peak; needs AVX512_BF16). nil = fp32 only.
+	DTypes []string
 	// Product receives each timed product; Peak the summary of the peak
 	// probes after the last product of a thread count. Either may be nil.
 	Product func(GEMMBench)
@@ -69,51 +77,91 @@ func BenchGEMM(ctx context.Context, opt GEMMBenchOptions) error {
 	if shapes == nil {
 		shapes = GEMMBenchShapes
 	}
+	dtypes := opt.DTypes
+	if len(dtypes) == 0 {
+		dtypes = []string{"fp32"}
+	}
+	for _, d := range dtypes {
+		switch d {
+		case "fp32":
+		case "bf16":
+			if ok, missing := BF16Hardware(); !ok {
+				return fmt.Errorf("bench gemm: --dtype bf16: this CPU has no %s, so there is no bf16 peak to compare with", missing)
+			}
+		default:
+			return fmt.Errorf("bench gemm: --dtype: %q is not fp32 or bf16", d)
+		}
+	}
 	peakDur := max(opt.Duration/4, 50*time.Millisecond)
 	saved := Threads()
 	defer SetThreads(saved)
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, t := range opt.Threads {
 		SetThreads(t)
-		var peaks, cpuPeaks []float64
+		peaks, cpuPeaks := map[string][]float64{}, map[string][]float64{}
 		for _, s := range shapes {
 			m, k, n := s[0], s[1], s[2]
 			a, b := benchRandVec(r, m*k), benchRandVec(r, k*n)
 			c := make([]float32, m*n)
 			for _, ly := range GEMMBenchLayouts {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				c0 := processCPUSeconds()
-				flops, secs := PeakFLOPs(t, peakDur)
-				cpu := processCPUSeconds() - c0
-				var peak, total float64
-				for i := range flops {
-					peak += flops[i] / secs[i] / 1e9
-					total += flops[i]
-				}
-				cpuPeak := total / cpu * float64(t) / 1e9
-				peaks, cpuPeaks = append(peaks, peak), append(cpuPeaks, cpuPeak)
-				g, gc := timeGemm(ly, m, k, n, t, a, b, c, opt.Duration)
-				if opt.Product != nil {
-					opt.Product(GEMMBench{Layout: ly, M: m, K: k, N: n, Threads: t, GFLOPS: g, Peak: peak, GFLOPSCPU: gc, PeakCPU: cpuPeak})
+				for _, dt := range dtypes {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+					peak, cpuPeak := benchPeak(dt, t, peakDur)
+					peaks[dt], cpuPeaks[dt] = append(peaks[dt], peak), append(cpuPeaks[dt], cpuPeak)
+					g, gc := timeGemm(dt == "bf16", ly, m, k, n, t, a, b, c, opt.Duration)
+					if opt.Product != nil {
+						opt.Product(GEMMBench{DType: dt, Impl: dtypeImpl(dt), Layout: ly, M: m, K: k, N: n, Threads: t,
+							GFLOPS: g, Peak: peak, GFLOPSCPU: gc, PeakCPU: cpuPeak})
+					}
 				}
 			}
 		}
-		sort.Float64s(peaks)
-		sort.Float64s(cpuPeaks)
-		if opt.Peak != nil {
-			opt.Peak(PeakBench{Threads: t, GFLOPS: peaks[len(peaks)/2], GFLOPSCPU: cpuPeaks[len(cpuPeaks)/2],
-				Min: peaks[0], Max: peaks[len(peaks)-1], Probes: len(peaks)})
+		for _, dt := range dtypes {
+			p, cp := peaks[dt], cpuPeaks[dt]
+			sort.Float64s(p)
+			sort.Float64s(cp)
+			if opt.Peak != nil {
+				opt.Peak(PeakBench{DType: dt, Threads: t, GFLOPS: p[len(p)/2], GFLOPSCPU: cp[len(cp)/2],
+					Min: p[0], Max: p[len(p)-1], Probes: len(p)})
+			}
 		}
 	}
 	return nil
 }
 
-// timeGemm runs one product repeatedly for about dur (at least three calls
+// benchPeak probes the peak of dtype ("fp32": FMA, "bf16": VDPBF16PS) on
+// threads threads for d and returns it by wall clock and by CPU time.
+func benchPeak(dtype string, threads int, d time.Duration) (wall, cpu float64) {
+	c0 := processCPUSeconds()
+	var flops, secs []float64
+	if dtype == "bf16" {
+		flops, secs, _ = PeakFLOPsBF16(threads, d)
+	} else {
+		flops, secs = PeakFLOPs(threads, d)
+	}
+	cpuSec := processCPUSeconds() - c0
+	var total float64
+	for i := range flops {
+		wall += flops[i] / secs[i] / 1e9
+		total += flops[i]
+	}
+	return wall, total / cpuSec * float64(threads) / 1e9
+}
+
+// dtypeImpl names the implementation that runs dtype's products.
+func dtypeImpl(dtype string) string {
+	if dtype == "bf16" {
+		return BF16Impl()
+	}
+	return Impl()
+}
+
+// timeGemm runs one product (SgemmBF16 when bf16, else Sgemm) repeatedly for about dur (at least three calls
 // after a warm-up) and returns the GFLOP/s of the median call and the
 // CPU-time rate over all calls (FLOPs ÷ process CPU seconds × threads).
-func timeGemm(layout string, m, k, n, threads int, a, b, c []float32, dur time.Duration) (wall, cpu float64) {
+func timeGemm(bf16 bool, layout string, m, k, n, threads int, a, b, c []float32, dur time.Duration) (wall, cpu float64) {
 	tA, tB := layout == "TN", layout == "NT"
 	lda, ldb := k, n
 	if tA {
@@ -122,13 +170,17 @@ func timeGemm(layout string, m, k, n, threads int, a, b, c []float32, dur time.D
 	if tB {
 		ldb = k
 	}
-	Sgemm(tA, tB, m, n, k, 1, a, lda, b, ldb, 0, c, n)
+	gemm := Sgemm
+	if bf16 {
+		gemm = SgemmBF16
+	}
+	gemm(tA, tB, m, n, k, 1, a, lda, b, ldb, 0, c, n)
 	var times []float64
 	flops := 2 * float64(m) * float64(n) * float64(k)
 	start, c0 := time.Now(), processCPUSeconds()
 	for len(times) < 3 || time.Since(start) < dur {
 		t0 := time.Now()
-		Sgemm(tA, tB, m, n, k, 1, a, lda, b, ldb, 0, c, n)
+		gemm(tA, tB, m, n, k, 1, a, lda, b, ldb, 0, c, n)
 		times = append(times, time.Since(t0).Seconds())
 	}
 	cpuSec := processCPUSeconds() - c0

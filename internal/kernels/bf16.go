@@ -57,10 +57,15 @@ func SgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 	sgemmBF16(false, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
-// sgemmBF16 is SgemmBF16, on the calling goroutine alone when serial. This
-// reference version rounds copies of the operands and runs the float32
+// sgemmBF16 is SgemmBF16, on the calling goroutine alone when serial: on
+// the bf16 micro-kernel selected at start-up (BF16Impl), else the
+// reference, which rounds copies of the operands and runs the float32
 // GEMM on them.
 func sgemmBF16(serial, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if kn := kernBF16; kn != nil {
+		sgemmK(kn, serial, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
 	if m <= 0 || n <= 0 || k <= 0 || alpha == 0 {
 		sgemm(serial, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return

@@ -48,6 +48,24 @@ type gemmKernel struct {
 	// (strip s at dst[s·ss], k step p at +p·kmajorStride(mr)), reporting
 	// false when it cannot (then the Go loop does it).
 	packAT func(dst, a []float32, lda, i0, p0, full, kc, ss int) bool
+	// bf16 marks a kernel whose packed operands hold pairs of bfloat16
+	// (bf16pack.go): one 32-bit slot holds two consecutive k, and the
+	// micro-kernel's k counts pairs (kdepth).
+	bf16 bool
+	// cvtRow, for a bf16 kernel, rounds src to bf16 pairs into dst
+	// (dst[i] holds src[2i] and src[2i+1]) as far as it can and returns
+	// how many elements of src it did (the Go loop does the rest).
+	cvtRow func(dst, src []float32) int
+}
+
+// kdepth is the number of micro-kernel steps (and packed rows of a strip)
+// for kc of k: kc, or for a bf16 kernel the pairs of k, (kc+1)/2 (the
+// second half of an odd k's last pair is zero).
+func (kn *gemmKernel) kdepth(kc int) int {
+	if kn.bf16 {
+		return (kc + 1) / 2
+	}
+	return kc
 }
 
 // gemmImpl names the implementation Sgemm dispatches to; kern is it.
@@ -160,7 +178,7 @@ func PaddedStride(n int) int {
 // variant (rowsFn, so no tile reads rows past m) and a row stride that
 // keeps a tile's rows apart in L1.
 func (g *gemmCtx) directA() bool {
-	if g.k.rowsFn == nil {
+	if g.k.rowsFn == nil || g.k.bf16 {
 		return false
 	}
 	if g.transA {
@@ -252,6 +270,11 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 
 // sgemm is Sgemm, on the calling goroutine alone when serial.
 func sgemm(serial, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemmK(kern, serial, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// sgemmK is sgemm on micro-kernel kn (a bf16 one for SgemmBF16).
+func sgemmK(kn *gemmKernel, serial, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if m <= 0 || n <= 0 {
 		return
 	}
@@ -263,7 +286,7 @@ func sgemm(serial, transA, transB bool, m, n, k int, alpha float32, a []float32,
 	checkOperand("A", transA, m, k, a, lda)
 	checkOperand("B", transB, k, n, b, ldb)
 	ctx := getCtx()
-	ctx.k = kern
+	ctx.k = kn
 	ctx.transA, ctx.transB = transA, transB
 	ctx.m, ctx.n, ctx.kk = m, n, k
 	ctx.alpha, ctx.beta = alpha, beta
@@ -381,7 +404,7 @@ func (g *gemmCtx) runPhases() (threads int) {
 				g.dispatch(threads, g.m, g.mcChunk)
 				continue
 			}
-			g.bPack = grow(g.bPack, strips*kn.nr*g.kcCur)
+			g.bPack = grow(g.bPack, strips*kn.nr*kn.kdepth(g.kcCur))
 			g.bPanel = g.bPack
 			g.phase = phasePackB
 			if strips*kn.nr*g.kcCur < serialPack {
@@ -422,7 +445,7 @@ func (g *gemmCtx) runAllSlices(threads int) {
 	kn := g.k
 	strips := (g.n + kn.nr - 1) / kn.nr
 	slices := (g.kk + kn.kc - 1) / kn.kc
-	g.bPack = grow(g.bPack, strips*kn.nr*g.kk)
+	g.bPack = grow(g.bPack, strips*kn.nr*kn.kdepth(g.kk))
 	g.bPanel = g.bPack
 	g.jc, g.ncCur = 0, g.n
 	g.phase = phasePackBAll
@@ -440,7 +463,7 @@ func (g *gemmCtx) runNSplit(threads int) {
 		_, g.aRS, g.aCS, g.aSS = g.directALayout(0, g.pc)
 	} else {
 		g.aPacked = true
-		g.bPack = grow(g.bPack, packASize(g.m, g.kcCur, kn.mr)) // holds packed A here
+		g.bPack = grow(g.bPack, packASize(g.m, kn.kdepth(g.kcCur), kn.mr)) // holds packed A here
 		t0 := profStart()
 		g.aRS, g.aCS, g.aSS = packA(kn, g.transA, g.a, g.lda, 0, g.pc, g.m, g.kcCur, g.bPack)
 		profAdd(&gprof.pack, t0, 1)
@@ -473,7 +496,7 @@ func (g *gemmCtx) runw(w, s, e int) {
 		for st := s; st < e; st++ {
 			j0 := st * kn.nr
 			cols := min(kn.nr, g.ncCur-j0)
-			packBStrip(kn, g.transB, g.b, g.ldb, g.pc, g.jc+j0, g.kcCur, cols, g.bPanel[st*kn.nr*g.kcCur:])
+			packBStrip(kn, g.transB, g.b, g.ldb, g.pc, g.jc+j0, g.kcCur, cols, g.bPanel[st*kn.nr*kn.kdepth(g.kcCur):])
 		}
 	case phaseMBlocks:
 		// rows s..e of C against the packed B panel
@@ -486,7 +509,7 @@ func (g *gemmCtx) runw(w, s, e int) {
 		}
 	case phasePackBAll:
 		// work item it = slice·strips + strip; slice sl starts at
-		// sl·strips·nr·kc (only the last slice is shallower).
+		// sl·strips·nr·kdepth(kc) (only the last slice is shallower).
 		t0 := profStart()
 		defer profAdd(&gprof.pack, t0, 1)
 		strips := (g.n + kn.nr - 1) / kn.nr
@@ -495,7 +518,7 @@ func (g *gemmCtx) runw(w, s, e int) {
 			pc := sl * kn.kc
 			kcs := min(kn.kc, g.kk-pc)
 			j0 := st * kn.nr
-			packBStrip(kn, g.transB, g.b, g.ldb, pc, j0, kcs, min(kn.nr, g.n-j0), g.bPack[sl*strips*kn.nr*kn.kc+st*kn.nr*kcs:])
+			packBStrip(kn, g.transB, g.b, g.ldb, pc, j0, kcs, min(kn.nr, g.n-j0), g.bPack[sl*strips*kn.nr*kn.kdepth(kn.kc)+st*kn.nr*kn.kdepth(kcs):])
 		}
 	case phaseMBlocksAll:
 		strips := (g.n + kn.nr - 1) / kn.nr
@@ -507,7 +530,7 @@ func (g *gemmCtx) runw(w, s, e int) {
 				if pc > 0 {
 					beta = 1
 				}
-				bp := g.bPack[(pc/kn.kc)*strips*kn.nr*kn.kc:]
+				bp := g.bPack[(pc/kn.kc)*strips*kn.nr*kn.kdepth(kn.kc):]
 				ap, rs, cs, ss := g.blockA(pt, i0, pc, mc, kcs)
 				t0 := profStart()
 				g.macro(pt, ap, rs, cs, ss, bp, i0, mc, 0, g.n, kcs, beta)
@@ -527,10 +550,11 @@ func (g *gemmCtx) runw(w, s, e int) {
 		} else {
 			t0 := profStart()
 			strips := (nc + kn.nr - 1) / kn.nr
-			pt.pack = grow(pt.pack, strips*kn.nr*g.kcCur)
+			kd := kn.kdepth(g.kcCur)
+			pt.pack = grow(pt.pack, strips*kn.nr*kd)
 			for st := 0; st < strips; st++ {
 				j0 := st * kn.nr
-				packBStrip(kn, g.transB, g.b, g.ldb, g.pc, s+j0, g.kcCur, min(kn.nr, nc-j0), pt.pack[st*kn.nr*g.kcCur:])
+				packBStrip(kn, g.transB, g.b, g.ldb, g.pc, s+j0, g.kcCur, min(kn.nr, nc-j0), pt.pack[st*kn.nr*kd:])
 			}
 			bp = pt.pack
 			profAdd(&gprof.pack, t0, 1)
@@ -549,7 +573,7 @@ func (g *gemmCtx) blockA(pt *gemmPerThread, i0, p0, mc, kc int) (ap []float32, r
 		return g.directALayout(i0, p0)
 	}
 	t0 := profStart()
-	pt.pack = grow(pt.pack, packASize(mc, kc, g.k.mr))
+	pt.pack = grow(pt.pack, packASize(mc, g.k.kdepth(kc), g.k.mr))
 	rs, cs, sstride = packA(g.k, g.transA, g.a, g.lda, i0, p0, mc, kc, pt.pack)
 	profAdd(&gprof.pack, t0, 1)
 	return pt.pack, rs, cs, sstride
@@ -563,6 +587,7 @@ func (g *gemmCtx) macro(pt *gemmPerThread, ap []float32, rs, cs, sstride int, bp
 	mr, nr := kn.mr, kn.nr
 	alpha := g.alpha
 	c, ldc := g.c, g.ldc
+	kc = kn.kdepth(kc) // micro-kernel steps from here on
 	for jr := 0; jr < nc; jr += nr {
 		cols := min(nr, nc-jr)
 		bs := bp[(jr/nr)*nr*kc:][:nr*kc]
@@ -636,6 +661,9 @@ func kmajorStride(mr int) int {
 // is a contiguous run of rows, so strips are stored k-major (rs = 1, cs =
 // kmajorStride(mr)).
 func packA(kn *gemmKernel, trans bool, a []float32, lda, i0, p0, mc, kc int, dst []float32) (rs, cs, sstride int) {
+	if kn.bf16 {
+		return packABF16(kn, trans, a, lda, i0, p0, mc, kc, dst)
+	}
 	mr := kn.mr
 	if !trans {
 		strips := (mc + mr - 1) / mr
@@ -685,6 +713,10 @@ func packA(kn *gemmKernel, trans bool, a []float32, lda, i0, p0, mc, kc int, dst
 // packBStrip packs rows p0..p0+kc, columns j0..j0+cols of op(B) into one
 // nr-wide strip: dst[p·nr + j] = op(B)[p0+p, j0+j], zero-padded past cols.
 func packBStrip(kn *gemmKernel, trans bool, b []float32, ldb, p0, j0, kc, cols int, dst []float32) {
+	if kn.bf16 {
+		packBStripBF16(kn, trans, b, ldb, p0, j0, kc, cols, dst)
+		return
+	}
 	nr := kn.nr
 	d := dst[:kc*nr]
 	if !trans {

@@ -26,12 +26,42 @@ func PeakGFLOPS(threads int, d time.Duration) float64 {
 // floating-point operations done and the wall seconds taken, so callers can
 // also relate them to CPU time.
 func PeakFLOPs(threads int, d time.Duration) (flops, secs []float64) {
-	if threads < 1 {
-		threads = 1
-	}
 	loop, perIter := fmaPeakLoop()
 	if loop == nil {
 		loop, perIter = scalarPeakLoop, scalarPeakFlops
+	}
+	return peakFLOPs(loop, perIter, threads, d)
+}
+
+// PeakGFLOPSBF16 is PeakGFLOPS for bf16: a loop of independent VDPBF16PS
+// (each 16 lanes × 2 products, 64 FLOP), the peak a bf16 GEMM's rate is
+// relative to. ok is false, and nothing is measured, on a CPU without
+// AVX512_BF16.
+func PeakGFLOPSBF16(threads int, d time.Duration) (gflops float64, ok bool) {
+	flops, secs, ok := PeakFLOPsBF16(threads, d)
+	for t := range flops {
+		gflops += flops[t] / secs[t] / 1e9
+	}
+	return gflops, ok
+}
+
+// PeakFLOPsBF16 is PeakFLOPs for the bf16 probe of PeakGFLOPSBF16 (ok
+// false without AVX512_BF16).
+func PeakFLOPsBF16(threads int, d time.Duration) (flops, secs []float64, ok bool) {
+	loop, perIter := bf16PeakLoop()
+	if loop == nil {
+		return nil, nil, false
+	}
+	flops, secs = peakFLOPs(loop, perIter, threads, d)
+	return flops, secs, true
+}
+
+// peakFLOPs runs loop (perIter FLOPs an iteration) on threads locked
+// threads for about d, started together, and returns each one's FLOPs and
+// seconds.
+func peakFLOPs(loop func(int), perIter, threads int, d time.Duration) (flops, secs []float64) {
+	if threads < 1 {
+		threads = 1
 	}
 	const iters = 1 << 14
 	var wg, ready sync.WaitGroup

@@ -17,14 +17,35 @@ type BenchOptions struct {
 	CacheDir string        // "" = Dir()
 	Replace  bool          // store the result even when the cache holds a higher peak
 	Now      func() time.Time
-	// Probe runs one probe in GFLOP/s (nil = kernels.PeakGFLOPS).
+	// Probe runs one probe in GFLOP/s (nil = kernels.PeakGFLOPS, or
+	// kernels.PeakGFLOPSBF16 for DType "bf16").
 	Probe func(threads int, each time.Duration) float64
+	// DType is the arithmetic probed: "" or "fp32", the FMA peak; "bf16",
+	// the VDPBF16PS peak, cached under BF16Key (a CPU without AVX512_BF16
+	// is an error naming the missing feature).
+	DType string
+}
+
+// BF16Key is the cache key of the bf16 peak (kestrel bench peak --dtype
+// bf16): CurrentKey with the bf16 GEMM implementation (kernels.BF16Impl)
+// as its implementation, so it never mixes with the FMA peak's.
+func BF16Key(threads int) Key {
+	k := CurrentKey(threads)
+	k.Impl = "bf16 " + kernels.BF16Impl()
+	return k
+}
+
+// bf16Probe is kernels.PeakGFLOPSBF16 as a Probe.
+func bf16Probe(threads int, each time.Duration) float64 {
+	g, _ := kernels.PeakGFLOPSBF16(threads, each)
+	return g
 }
 
 // BenchResult is a careful measurement of the peak and what the cache holds
 // afterwards.
 type BenchResult struct {
 	Key        Key
+	DType      string // BenchOptions.DType
 	Threads    int
 	Each       time.Duration
 	Probes     []float64 // GFLOP/s of each probe, in order
@@ -56,6 +77,20 @@ func Bench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 		each = 250 * time.Millisecond
 	}
 	probe, now := o.Probe, o.Now
+	key := CurrentKey(threads)
+	switch o.DType {
+	case "", "fp32":
+	case "bf16":
+		if ok, missing := kernels.BF16Hardware(); !ok && probe == nil {
+			return nil, fmt.Errorf("--dtype bf16: this CPU has no %s, so there is no bf16 peak to measure", missing)
+		}
+		key = BF16Key(threads)
+		if probe == nil {
+			probe = bf16Probe
+		}
+	default:
+		return nil, fmt.Errorf("--dtype: %q is not fp32 or bf16", o.DType)
+	}
 	if probe == nil {
 		probe = kernels.PeakGFLOPS
 	}
@@ -69,7 +104,7 @@ func Bench(ctx context.Context, o BenchOptions) (*BenchResult, error) {
 			return nil, err
 		}
 	}
-	r := &BenchResult{Key: CurrentKey(threads), Threads: threads, Each: each, CachePath: CachePath(dir)}
+	r := &BenchResult{Key: key, DType: o.DType, Threads: threads, Each: each, CachePath: CachePath(dir)}
 	c, err := Load(r.CachePath)
 	if err != nil {
 		r.CacheWarning = err.Error()

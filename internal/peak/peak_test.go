@@ -246,3 +246,35 @@ func TestMaxProbe(t *testing.T) {
 		t.Errorf("MaxProbe = %v", g)
 	}
 }
+
+// TestBenchBF16Key: the bf16 peak is cached under its own key (BF16Key),
+// beside the FMA peak, never over it; an unknown dtype is an error.
+func TestBenchBF16Key(t *testing.T) {
+	dir := t.TempDir()
+	val := 300.0
+	probe := func(int, time.Duration) float64 { return val }
+	o := BenchOptions{Threads: 1, Duration: 10 * time.Millisecond, Each: 10 * time.Millisecond, CacheDir: dir, Probe: probe,
+		Now: func() time.Time { return testNow }}
+	if _, err := Bench(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	val, o.DType = 150, "bf16"
+	r, err := Bench(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Key != BF16Key(1) || r.Key == CurrentKey(1) || !r.Stored || r.Previous != nil || r.Cached.GFLOPS != 150 {
+		t.Fatalf("bf16 bench = key %v stored %v previous %v cached %v; want its own key, stored fresh", r.Key, r.Stored, r.Previous, r.Cached)
+	}
+	c, err := Load(CachePath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp, bf := c.Peaks[CurrentKey(1).String()].GFLOPS, c.Peaks[BF16Key(1).String()].GFLOPS; fp != 300 || bf != 150 {
+		t.Errorf("cache holds fp32 %v and bf16 %v, want 300 and 150", fp, bf)
+	}
+	o.DType = "fp8"
+	if _, err := Bench(context.Background(), o); err == nil {
+		t.Error("dtype fp8 accepted")
+	}
+}

@@ -227,6 +227,71 @@ func TestTrainOnLoaderResume(t *testing.T) {
 	}
 }
 
+// TestTrainOnLoaderRampResume: a data stage ramping over 6 steps from step
+// 5 (its weights in force from step 10), with a train.batch_schedule change
+// at step 7 inside the ramp: the shares move from data.sources' towards the
+// stage's through the ramp, and a run crashed at step 9 and resumed from its
+// step-8 checkpoint (inside the ramp) logs exactly the losses and shares of
+// the uninterrupted run.
+func TestTrainOnLoaderRampResume(t *testing.T) {
+	ds := shippedByteDataset(t)
+	mc := model.DefaultConfig()
+	mc.DModel, mc.NLayers, mc.NHeads, mc.NKVHeads, mc.MLPHidden, mc.SeqLen, mc.DocMask = 16, 1, 2, 2, 32, 32, true
+	sched := [][]int{{1, 4}, {7, 6}}
+	stage := loader.Stage{StartStep: 5, RampSteps: 6, Weights: map[string]float64{"wiki": 1}}
+	shares := func(dir string) []float64 {
+		var out []float64
+		for _, m := range metricLines(t, dir) {
+			out = append(out, m["source_mix_share/wiki"].(float64))
+		}
+		return out
+	}
+	ref := filepath.Join(t.TempDir(), "ref")
+	o, l := loaderRunOpts(t, ref, ds, mc, 12, sched, stage)
+	if _, err := train.Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := stepLines(t, ref)
+	wantSh := shares(ref)
+	if len(want) != 12 {
+		t.Fatalf("%d step lines, want 12", len(want))
+	}
+	// step 4: data.sources (wiki 0.3); steps 5..9 ramp; step 10 on: wiki only
+	for step := 1; step <= 12; step++ {
+		w := l.MixWeights(step - 1)[1]
+		if step >= 5 && step < 10 && (w <= 0.3 || w >= 1) || step >= 10 && w != 1 || step < 5 && w != 0.3 {
+			t.Fatalf("step %d: MixWeights wiki %v", step, w)
+		}
+	}
+	for _, m := range metricLines(t, ref) { // the dashboard's target line is the ramp
+		step := int(m["step"].(float64))
+		if tgt, ok := m["source_mix_target/wiki"].(float64); !ok || tgt != l.MixWeights(step - 1)[1] {
+			t.Fatalf("step %d: source_mix_target/wiki = %v, want %v", step, m["source_mix_target/wiki"], l.MixWeights(step - 1)[1])
+		}
+	}
+	if wantSh[3] >= 0.75 || wantSh[9] != 1 || wantSh[10] != 1 {
+		t.Fatalf("wiki shares %v: want data.sources' before step 5 and 1 from step 10", wantSh)
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	o, _ = loaderRunOpts(t, dir, ds, mc, 12, sched, stage)
+	o.Observers = []train.Observer{stopAtStep{9}}
+	if _, err := train.Run(context.Background(), o); err == nil {
+		t.Fatal("want the simulated crash")
+	}
+	o, _ = loaderRunOpts(t, dir, ds, mc, 12, sched, stage) // a fresh loader, as after a restart
+	res, err := train.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Resumed {
+		t.Fatalf("run did not resume: %+v", res)
+	}
+	got, _ := stepLines(t, dir)
+	if !slices.Equal(got, want) || !slices.Equal(shares(dir), wantSh) {
+		t.Fatalf("losses or shares differ after a resume inside the ramp:\n got %v %v\nwant %v %v", got, shares(dir), want, wantSh)
+	}
+}
+
 // TestLoaderRef7mStall (with -ref7m-stall) trains ref7m (seq 256) on the
 // loader and logs the mean dataloader_stall_frac.
 func TestLoaderRef7mStall(t *testing.T) {

@@ -84,7 +84,7 @@ func NewObserver(cfg config.Config, runDir string, log *slog.Logger, man *runlog
 			}
 		}
 	}
-	opts.WarmupSteps = cfg.Optim.Warmup
+	opts.WarmupSteps = cfg.Optim.WarmupSteps(cfg.Train.Steps)
 	opts.MixStages = mixStages(cfg)
 	if cfg.Data.Kind == "dataset" && cfg.Data.Path != "" {
 		v, err := dataVitals(cfg.Data.Path)
@@ -342,8 +342,9 @@ func dataVitals(path string) (map[string]float64, error) {
 // mixStages is the data mixture schedule of the run for the
 // mixture-drift rule: data.sources from step 1 (absent when the sources are
 // not listed: the loader then weights every source by its train tokens),
-// then each data.stages entry from its start_step (metrics steps, like the
-// samples the monitor sees). The monitor normalises the weights.
+// then each data.stages entry from its start_step with its ramp_steps
+// (metrics steps, like the samples the monitor sees). The monitor
+// normalises the weights.
 func mixStages(cfg config.Config) []monitor.MixStage {
 	var out []monitor.MixStage
 	if len(cfg.Data.Sources) > 0 {
@@ -358,7 +359,7 @@ func mixStages(cfg config.Config) []monitor.MixStage {
 		for k, x := range st.Weights {
 			w[k] = x
 		}
-		out = append(out, monitor.MixStage{StartStep: int64(st.StartStep), Weights: w})
+		out = append(out, monitor.MixStage{StartStep: int64(st.StartStep), RampSteps: int64(st.RampSteps), Weights: w})
 	}
 	return out
 }

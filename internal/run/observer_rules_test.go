@@ -31,6 +31,10 @@ func TestMixStagesFromConfig(t *testing.T) {
 		t.Fatalf("mixStages = %+v, want %+v", got, want)
 	}
 	cfg := stagedRun()
+	cfg.Data.Stages[0].RampSteps = 50 // the ramp reaches the monitor
+	if got := mixStages(cfg); got[1].RampSteps != 50 {
+		t.Fatalf("ramp_steps 50: mixStages = %+v", got)
+	}
 	cfg.Data.Sources, cfg.Data.Stages = nil, nil
 	if got := mixStages(cfg); got != nil {
 		t.Errorf("no sources, no stages: %+v, want none", got)

@@ -31,8 +31,9 @@ type Step struct {
 	ZLoss        float64 // mean z-loss term of the batch
 
 	LearningRate float64 // the LR applied (after batch scaling and debug factors)
-	LRPhase      string  // warmup | rewarm | stable | decay | constant | stepN
+	LRPhase      string  // warmup | rewarm | stable | decay | hold | constant | stepN
 	LRCycle      int     // re-warmup cycle index
+	LRPhaseEntry int     // 1-based [[optim.phases]] entry in force; 0 (not written): optim.schedule
 	BatchSize    int     // global batch in sequences
 	MicroBatches int     // forward/backward passes accumulated
 
@@ -122,6 +123,10 @@ type Step struct {
 	// SourceMixShare is the share of this step's non-pad target tokens from
 	// each source, stored as "source_mix_share/<source>".
 	SourceMixShare map[string]float64
+	// SourceMixTarget is the mixture weight of each source at this step
+	// (the data stage in force, interpolated inside its ramp), stored as
+	// "source_mix_target/<source>".
+	SourceMixTarget map[string]float64
 	// Spans are the measured phases of the step in order (data_wait,
 	// forward and backward per micro-batch, then optimizer), for trace.json;
 	// they are not part of metrics.jsonl.
@@ -169,6 +174,9 @@ func (s *Step) fields(w fieldVisitor) {
 	w.float("learning_rate", s.LearningRate)
 	w.str("lr_phase", s.LRPhase)
 	w.int("lr_cycle", int64(s.LRCycle))
+	if s.LRPhaseEntry > 0 {
+		w.int("lr_phase_entry", int64(s.LRPhaseEntry))
+	}
 	w.int("batch_size", int64(s.BatchSize))
 	w.int("micro_batches", int64(s.MicroBatches))
 	w.float("grad_global_norm", s.GradGlobalNorm)
@@ -245,6 +253,9 @@ func (s *Step) fields(w fieldVisitor) {
 	flat := make(map[string]float64, len(s.PerLayer)+len(s.SourceMixShare))
 	for k, v := range s.SourceMixShare {
 		flat["source_mix_share/"+k] = v
+	}
+	for k, v := range s.SourceMixTarget {
+		flat["source_mix_target/"+k] = v
 	}
 	for k, v := range s.PerLayer {
 		flat[k] = v

@@ -140,3 +140,46 @@ func baseOpts() runOpts {
 	o.Train.Steps = 12
 	return o
 }
+
+// rampedSource ramps its mixture linearly over ramp steps from the 0-based
+// step index at, as the loader does for data.stages[].ramp_steps.
+type rampedSource struct {
+	datasrc.Source
+	at, ramp int
+}
+
+func (s rampedSource) MixWeights(step int) []float64 {
+	a := min(1, max(0, float64(step-s.at+1)/float64(s.ramp)))
+	return []float64{0.5 - 0.2*a, 0.5 + 0.2*a}
+}
+
+// A mixture ramp keeps the fit off while the weights move: nothing fitted
+// or judged from the ramp's first step until the settle steps after its
+// last (max(warm-up, 5% of the run, 10) = 25 steps; the fit follows
+// MixWeights' interpolated target step by step),
+// then the new mixture's own fit.
+func TestOnTrackRampRestarts(t *testing.T) {
+	o := baseOpts()
+	o.Train.Steps = 500
+	o.Optim.Schedule, o.Optim.Warmup = "constant", 10
+	o.Data = rampedSource{Source: o.Data, at: 200, ramp: 50} // steps 201..250 ramp; 250 is at the target
+	sched, err := optim.NewSchedule(o.Optim, o.Train.Steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := NewOnTrack(o.Optim, o.Train.Steps, o.Data, sched, batchsched.Constant(4), 32)
+	for s := 1; s <= 500; s++ {
+		m := &runlog.Step{Step: s, TokensSeen: int64(128 * s), TokensComputed: int64(128 * s), TrainLossRaw: 1 + 3/math.Sqrt(float64(s))}
+		m.TrainLossRaw += 0.5 * min(1, max(0, float64(s-200)/50)) // harder as the ramp goes
+		k.Observe(m)
+		fit, judge := k.Phase(s)
+		switch {
+		case s == 200 && (m.OnTrack == nil || math.IsNaN(m.OnTrack.Residual)):
+			t.Fatalf("step 200: %+v, want a judged fit before the ramp", m.OnTrack)
+		case s > 200 && s < 275 && (fit || judge || m.OnTrack != nil):
+			t.Fatalf("step %d, in or just after the ramp: fit %v judge %v reading %+v; want nothing", s, fit, judge, m.OnTrack)
+		case s == 500 && (m.OnTrack == nil || m.OnTrack.ResidualZ > 4):
+			t.Fatalf("step 500: %+v, want the new mixture's own fit, on track", m.OnTrack)
+		}
+	}
+}

@@ -8,6 +8,8 @@
 //	g ──stage of g, block b = local/K, offset o──▶ keyed permutation of the block's
 //	     K positions, each owned by a source (⌊w·K⌋ positions per source,
 //	     remainder to the heaviest) ──▶ (source s, j-th sequence of s)
+//	     (inside a stage's ramp_steps, each step is one block of its batch
+//	     with the interpolated weights; rampStages, rampCounts)
 //	j ──epoch e = j / slots(s)──▶ slot = PRP_{seed, s, e}(j mod slots(s))
 //	slot ──packing──▶ seq_len+1 tokens, segment ids, document ids
 package loader
@@ -32,7 +34,7 @@ type Config struct {
 	Packing       string         `toml:"packing" comment:"dataset mode: concat = seq_len+1 windows cut from each source's token stream, documents packed with segment ids; bos = every sequence starts at a document start, truncated or padded (padded targets are -1 and count toward pad_fraction)"`
 	MixBlock      int            `toml:"mix_block" comment:"dataset mode: sequences per mixing block; each block holds floor(w·K) sequences of every source, the remainder going to the heaviest (Levanter's block-wise mixing)"`
 	Sources       []SourceConfig `toml:"sources" comment:"dataset mode: mixture from step 0, as [{name, weight, max_epochs}]; empty = every source of the dataset, weighted by its train tokens"`
-	Stages        []Stage        `toml:"stages" comment:"dataset mode: later mixtures, as [{start_step, weights = {source = w}}]; sources not named get weight 0"`
+	Stages        []Stage        `toml:"stages" comment:"dataset mode: later mixtures, as [{start_step, weights = {source = w}, ramp_steps}]; sources not named get weight 0; ramp_steps = N > 1 moves the weights linearly from the mixture before over N steps, these weights in force from start_step+N−1, which must be before the next stage (0 or 1 = switch at start_step)"`
 	Prefetch      int            `toml:"prefetch" comment:"dataset mode: batches prepared ahead by a background goroutine (0 = none)"`
 	ValMaxSeqs    int            `toml:"val_max_seqs" comment:"dataset mode: validation sequences per source (0 = all)"`
 	Quarantine    string         `toml:"quarantine" comment:"dataset mode: quarantine overlay of documents and shards left out of training (see kestrel quarantine): empty = the dataset's quarantine.json when it exists; none = no overlay; else a file path. Changing it changes the data order from step 1 (docs/rescue.md)"`
@@ -45,11 +47,17 @@ type SourceConfig struct {
 	MaxEpochs float64 `toml:"max_epochs" comment:"refuse to read more than this many passes over the source (0 = no limit); every repetition is logged"`
 }
 
-// Stage switches the mixture at a step (e.g. a cooldown mix).
+// Stage switches the mixture at a step (e.g. a cooldown mix), at once or
+// over a linear ramp from the mixture before it.
 type Stage struct {
 	StartStep int                `toml:"start_step" comment:"first step of this mixture, a metrics step: numbered from 1 as the \"step\" of metrics.jsonl and the logs, like train.batch_schedule"`
 	Weights   map[string]float64 `toml:"weights" comment:"source = weight (normalised); sources not named get 0"`
+	RampSteps int                `toml:"ramp_steps" comment:"steps over which the weights move linearly from the mixture before (the previous stage's, or data.sources') to these: step start_step+j uses (1−a)·previous + a·weights with a = (j+1)/ramp_steps, each ramp step mixing its own batch; these weights are in force from start_step+ramp_steps−1 on, which must be before the next stage's start_step. 0 or 1 = switch at start_step"`
 }
+
+// MaxRampSteps bounds data.stages[].ramp_steps (the loader keeps a few
+// numbers per source for every ramp step).
+const MaxRampSteps = 100_000
 
 // DefaultConfig returns the defaults of the [data] section.
 func DefaultConfig() Config {
@@ -125,6 +133,13 @@ func (c Config) validate() error {
 			return fmt.Errorf("data.stages[%d]: start_step %d must be > %d (stages are in increasing step order after step 0)", i, st.StartStep, prev)
 		}
 		prev = st.StartStep
+		if st.RampSteps < 0 || st.RampSteps > MaxRampSteps {
+			return fmt.Errorf("data.stages[%d].ramp_steps = %d: want 0..%d", i, st.RampSteps, MaxRampSteps)
+		}
+		if i+1 < len(c.Stages) && st.RampSteps > 1 && st.StartStep+st.RampSteps-1 >= c.Stages[i+1].StartStep {
+			return fmt.Errorf("data.stages[%d].ramp_steps = %d: the ramp from step %d reaches its weights at step %d, not before data.stages[%d].start_step = %d (at most %d)",
+				i, st.RampSteps, st.StartStep, st.StartStep+st.RampSteps-1, i+1, c.Stages[i+1].StartStep, c.Stages[i+1].StartStep-st.StartStep)
+		}
 		for name, w := range st.Weights {
 			if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
 				return fmt.Errorf("data.stages[%d].weights.%s = %v: must be a finite number ≥ 0", i, name, w)

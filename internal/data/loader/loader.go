@@ -163,7 +163,7 @@ func New(ds *Dataset, cfg Config, opts Options) (*Loader, error) {
 			w0 = append(w0, sc.Weight)
 		}
 	}
-	stages := []mixStage{{startStep: 0}}
+	stages := []mixStage{{startStep: 0, k: cfg.MixBlock}}
 	if stages[0].weights, err = normalise(w0, "data.sources"); err != nil {
 		return nil, err
 	}
@@ -179,13 +179,13 @@ func New(ds *Dataset, cfg Config, opts Options) (*Loader, error) {
 		if st.StartStep <= l.base {
 			return nil, fmt.Errorf("data.stages[%d]: start_step %d must be after the first step %d (put the first mixture in data.sources)", i, st.StartStep, l.base)
 		}
-		ms := mixStage{startStep: st.StartStep - l.base}
+		ms := mixStage{startStep: st.StartStep - l.base, k: cfg.MixBlock, cfg: i + 1}
 		if ms.weights, err = normalise(w, fmt.Sprintf("data.stages[%d].weights", i)); err != nil {
 			return nil, err
 		}
-		stages = append(stages, ms)
+		stages = append(stages, rampStages(stages[len(stages)-1].weights, ms, st.RampSteps, l.sched)...)
 	}
-	if l.mix, err = newMixture(cfg.MixBlock, l.seed, l.spec, stages, l.sched); err != nil {
+	if l.mix, err = newMixture(l.seed, l.spec, stages, l.sched); err != nil {
 		return nil, fmt.Errorf("loader: %w", err)
 	}
 	for _, st := range l.mix.stages {
@@ -194,7 +194,7 @@ func New(ds *Dataset, cfg Config, opts Options) (*Loader, error) {
 				return nil, fmt.Errorf("loader: source %q has no %s sequence of seq_len+1 = %d tokens (train split: %d tokens, %d documents) but weight %.4g from step %d",
 					l.names[s], l.pk.mode, l.t+1, lenOf(l.train[s]), docsOf(l.train[s]), st.weights[s], st.startStep+l.base)
 			}
-			if c == 0 && st.weights[s] > 0 {
+			if c == 0 && st.weights[s] > 0 && !st.ramp {
 				l.log.Warn("data: source weight too small for the mixing block; it gets no sequences",
 					"source", l.names[s], "weight", st.weights[s], "mix_block", cfg.MixBlock, "stage_start_step", st.startStep+l.base)
 			}
@@ -217,6 +217,29 @@ func New(ds *Dataset, cfg Config, opts Options) (*Loader, error) {
 		go l.prefetcher()
 	}
 	return l, nil
+}
+
+// rampStages is the data stage to (its weights from its start step) as the
+// loader lays it out: with ramp ≤ 1 the stage itself; with ramp = R > 1,
+// R−1 ramp steps whose weights move linearly from prev — step start+j uses
+// (1−α)·prev + α·to.weights with α = (j+1)/R — each one block of its
+// step's batch, then the stage from start+R−1 on, where α reaches 1.
+func rampStages(prev []float64, to mixStage, ramp int, sched batchsched.Schedule) []mixStage {
+	if ramp <= 1 {
+		return []mixStage{to}
+	}
+	out := make([]mixStage, 0, ramp)
+	for j := 0; j < ramp-1; j++ {
+		a := float64(j+1) / float64(ramp)
+		w := make([]float64, len(prev))
+		for s := range w {
+			w[s] = (1-a)*prev[s] + a*to.weights[s]
+		}
+		step := to.startStep + j
+		out = append(out, mixStage{startStep: step, weights: w, k: sched.At(step), cfg: to.cfg, ramp: true})
+	}
+	to.startStep += ramp - 1
+	return append(out, to)
 }
 
 func lenOf(s TokenStream) int64 {

@@ -489,6 +489,15 @@ func TestConfigErrors(t *testing.T) {
 		{"zero weights", func(c *Config) { c.Sources = []SourceConfig{{Name: "src0", Weight: 0}} }, Options{}, "weights sum to 0"},
 		{"stage order", func(c *Config) { c.Stages = []Stage{{StartStep: 5}, {StartStep: 5}} }, Options{}, "data.stages[1]: start_step"},
 		{"stage source", func(c *Config) { c.Stages = []Stage{{StartStep: 5, Weights: map[string]float64{"x": 1}}} }, Options{}, `data.stages[0].weights: unknown source "x"`},
+		{"ramp negative", func(c *Config) {
+			c.Stages = []Stage{{StartStep: 5, RampSteps: -1, Weights: map[string]float64{"src0": 1}}}
+		}, Options{}, "data.stages[0].ramp_steps = -1"},
+		{"ramp huge", func(c *Config) {
+			c.Stages = []Stage{{StartStep: 5, RampSteps: MaxRampSteps + 1, Weights: map[string]float64{"src0": 1}}}
+		}, Options{}, "data.stages[0].ramp_steps = 100001: want 0..100000"},
+		{"ramp past next stage", func(c *Config) {
+			c.Stages = []Stage{{StartStep: 5, RampSteps: 11, Weights: map[string]float64{"src0": 1}}, {StartStep: 15, Weights: map[string]float64{"src0": 1}}}
+		}, Options{}, "data.stages[0].ramp_steps = 11: the ramp from step 5 reaches its weights at step 15, not before data.stages[1].start_step = 15 (at most 10)"},
 		{"tiny source", func(c *Config) {
 			c.Sources = []SourceConfig{{Name: "src0", Weight: 1}, {Name: "src1", Weight: 1}}
 		}, Options{SeqLen: 64}, `source "src1" has no concat sequence`},

@@ -226,7 +226,7 @@ func (l *Loader) Composition(name string, steps, blocks, maxLag int) (*Compositi
 		st := &l.mix.stages[l.mix.stageOf(l.sched.FirstSeq(step))]
 		out := make([]float64, n)
 		for s, cnt := range st.counts {
-			share := float64(cnt) / float64(l.mix.k)
+			share := float64(cnt) / float64(st.k)
 			if blocks <= 0 {
 				out[s] = share
 				continue

@@ -12,32 +12,40 @@ import (
 func GEMMFields(b kernels.GEMMBench) map[string]any {
 	return map[string]any{"op": "gemm", "layout": b.Layout, "m": b.M, "k": b.K, "n": b.N, "threads": b.Threads,
 		"gflops": round1(b.GFLOPS), "pct_peak": round1(100 * b.GFLOPS / b.Peak),
-		"gflops_cpu": round1(b.GFLOPSCPU), "pct_peak_cpu": round1(100 * b.GFLOPSCPU / b.PeakCPU), "impl": kernels.Impl()}
+		"gflops_cpu": round1(b.GFLOPSCPU), "pct_peak_cpu": round1(100 * b.GFLOPSCPU / b.PeakCPU), "impl": b.Impl, "dtype": b.DType}
 }
 
 // GEMMPeakFields are the peak probes of one thread count as `kestrel bench
 // gemm --json` prints them.
 func GEMMPeakFields(p kernels.PeakBench) map[string]any {
-	return map[string]any{"op": "peak", "threads": p.Threads, "gflops": round1(p.GFLOPS), "gflops_cpu": round1(p.GFLOPSCPU), "impl": kernels.Impl()}
+	impl := kernels.Impl()
+	if p.DType == "bf16" {
+		impl = kernels.BF16Impl()
+	}
+	return map[string]any{"op": "peak", "threads": p.Threads, "gflops": round1(p.GFLOPS), "gflops_cpu": round1(p.GFLOPSCPU), "impl": impl, "dtype": p.DType}
 }
 
 // GEMMHeader is the head of `kestrel bench gemm`'s text table.
 func GEMMHeader() string {
-	return fmt.Sprintf("SGEMM, implementation %s (CPU features %s)\n", kernels.Impl(), kernels.FeatureString()) +
-		fmt.Sprintf("%-6s %5s %5s %5s %7s %9s %9s %7s | %9s %9s %7s\n", "layout", "m", "k", "n", "threads",
+	return fmt.Sprintf("SGEMM, implementation %s; bf16 GEMM, implementation %s (CPU features %s)\n", kernels.Impl(), kernels.BF16Impl(), kernels.FeatureString()) +
+		fmt.Sprintf("%-6s %-5s %5s %5s %5s %7s %9s %9s %7s | %9s %9s %7s\n", "layout", "dtype", "m", "k", "n", "threads",
 			"GFLOP/s", "peak", "%peak", "cpu-rate", "cpu-peak", "%peak")
 }
 
 // GEMMLine is the measurement as a row of the text table.
 func GEMMLine(b kernels.GEMMBench) string {
-	return fmt.Sprintf("%-6s %5d %5d %5d %7d %9.1f %9.1f %6.1f%% | %9.1f %9.1f %6.1f%%",
-		b.Layout, b.M, b.K, b.N, b.Threads, b.GFLOPS, b.Peak, 100*b.GFLOPS/b.Peak, b.GFLOPSCPU, b.PeakCPU, 100*b.GFLOPSCPU/b.PeakCPU)
+	return fmt.Sprintf("%-6s %-5s %5d %5d %5d %7d %9.1f %9.1f %6.1f%% | %9.1f %9.1f %6.1f%%",
+		b.Layout, b.DType, b.M, b.K, b.N, b.Threads, b.GFLOPS, b.Peak, 100*b.GFLOPS/b.Peak, b.GFLOPSCPU, b.PeakCPU, 100*b.GFLOPSCPU/b.PeakCPU)
 }
 
 // GEMMPeakLine is the peak probes of one thread count as a line of text.
 func GEMMPeakLine(p kernels.PeakBench) string {
-	return fmt.Sprintf("FMA peak, %d thread(s): %.1f GFLOP/s wall (median of %d probes, min %.1f, max %.1f), %.1f by CPU time",
-		p.Threads, p.GFLOPS, p.Probes, p.Min, p.Max, p.GFLOPSCPU)
+	what := "FMA peak"
+	if p.DType == "bf16" {
+		what = "bf16 (VDPBF16PS) peak"
+	}
+	return fmt.Sprintf("%s, %d thread(s): %.1f GFLOP/s wall (median of %d probes, min %.1f, max %.1f), %.1f by CPU time",
+		what, p.Threads, p.GFLOPS, p.Probes, p.Min, p.Max, p.GFLOPSCPU)
 }
 
 // LoaderFields are the result as `kestrel bench loader --json` prints it,

@@ -27,8 +27,12 @@ func Peak(w io.Writer, r *peak.BenchResult) {
 	if r.CacheWarning != "" {
 		fmt.Fprintf(w, "warning: %s (replaced)\n", r.CacheWarning)
 	}
-	fmt.Fprintf(w, "FMA peak: %.1f GFLOP/s (max of %d probes of %v on %d threads; median %.1f, min %.1f)\n",
-		r.GFLOPS, len(r.Probes), r.Each, r.Threads, r.Median, r.Min)
+	what := "FMA peak"
+	if r.DType == "bf16" {
+		what = "bf16 (VDPBF16PS) peak"
+	}
+	fmt.Fprintf(w, "%s: %.1f GFLOP/s (max of %d probes of %v on %d threads; median %.1f, min %.1f)\n",
+		what, r.GFLOPS, len(r.Probes), r.Each, r.Threads, r.Median, r.Min)
 	fmt.Fprintf(w, "key:   %s\ncache: %s\n", r.Key, r.CachePath)
 	switch {
 	case r.Stored && r.Previous != nil:
