@@ -12,7 +12,7 @@ import (
 )
 
 func newRewindCmd() *cobra.Command {
-	o := rewind.Options{CheckSet: run.CheckRewindSet}
+	o := rewind.Options{CheckSet: run.CheckRewindSet, CheckPlan: run.CheckRewindPlan}
 	var skip string
 	cmd := &cobra.Command{
 		Use:   "rewind RUN --to STEP|last|last-good [--skip-steps A:B] [--lr-scale X --lr-steps N] [--set section.key=value …] [--reason TEXT]",

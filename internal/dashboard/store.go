@@ -128,8 +128,8 @@ func (d *runData) deriveEvents(rec *runlog.Record, step, tokens, wall float64) {
 	if val("clipped") == 1 {
 		ev("clipped", "update clipped", fmt.Sprintf("update norm %.4g", val("update_norm")))
 	}
+	d.lrPhaseEvent(rec, ev)
 	for _, f := range []struct{ field, kind, title string }{
-		{"lr_phase", "lr_phase", "LR phase"},
 		{"data_stage", "data_stage", "data stage"},
 		{"stage", "data_stage", "data stage"},
 	} {
@@ -163,6 +163,32 @@ func (d *runData) deriveEvents(rec *runlog.Record, step, tokens, wall float64) {
 		}
 		detail, _ := rec.Str("detail")
 		ev(k, title, detail)
+	}
+}
+
+// lrPhaseEvent marks a change of the LR phase: of lr_phase (warmup →
+// stable, decay → rewarm …) or of the [[optim.phases]] entry in force
+// (lr_phase_entry, absent = 0: optim.schedule), so that a phase that keeps
+// the name of the one before (a WSD-S whose spacing changes, a decay after
+// a decay) is marked too. One marker per step.
+func (d *runData) lrPhaseEvent(rec *runlog.Record, ev func(kind, title, detail string)) {
+	s, ok := rec.Str("lr_phase")
+	if !ok {
+		return
+	}
+	entry, ok := rec.Num("lr_phase_entry")
+	if !ok || math.IsNaN(entry) { // absent: optim.schedule
+		entry = 0
+	}
+	old, seen := d.lastStr["lr_phase"]
+	oldEntry := d.lastNum["lr_phase_entry"]
+	d.lastStr["lr_phase"], d.lastNum["lr_phase_entry"] = s, entry
+	switch {
+	case !seen:
+	case entry != oldEntry && entry > 0:
+		ev("lr_phase", fmt.Sprintf("LR phase: %s → %s", old, s), fmt.Sprintf("optim.phases[%d] takes over", int(entry)-1))
+	case entry != oldEntry || old != s:
+		ev("lr_phase", fmt.Sprintf("LR phase: %s → %s", old, s), "")
 	}
 }
 

@@ -272,10 +272,10 @@ func place(c *config.Config, m, fault string) moment {
 	case MomentFresh:
 		return moment{step: 10}
 	case MomentWarmup:
-		if c.Optim.Warmup < 4 {
-			return moment{na: fmt.Sprintf("warm-up of %d steps", c.Optim.Warmup)}
+		if w := c.Optim.WarmupSteps(L); w < 4 {
+			return moment{na: fmt.Sprintf("warm-up of %d steps", w)}
 		}
-		return moment{step: c.Optim.Warmup / 2}
+		return moment{step: c.Optim.WarmupSteps(L) / 2}
 	case MomentResume:
 		r := 2 * L / 5
 		return moment{step: r + 5, resume: r}

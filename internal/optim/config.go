@@ -18,8 +18,10 @@ type Config struct {
 	WeightDecay float64  `toml:"weight_decay" comment:"decoupled weight decay (applied to matrices only by default)"`
 	DecayKinds  []string `toml:"decay_kinds" comment:"tensor kinds that get weight decay (of: matrix, embedding, norm, bias); default matrices only"`
 	Schedule    string   `toml:"schedule" comment:"learning-rate schedule: cosine | wsd | wsd-s | multistep | constant"`
-	Warmup      int      `toml:"warmup_steps" comment:"linear warmup steps (from 0 to lr)"`
-	MaxGradNorm float64  `toml:"max_grad_norm" comment:"clip the global gradient norm to this value (0 = off)"`
+	Warmup      int      `toml:"warmup_steps" comment:"linear warmup steps (from 0 to lr); set it to 0 to use optim.warmup_fraction"`
+	// WarmupFraction is omitted when 0 so that configs without it keep their config_hash.
+	WarmupFraction float64 `toml:"warmup_fraction,omitempty" comment:"linear warmup as a fraction of train.steps, rounded to a step (Marin: 0.01); in force when > 0, and then optim.warmup_steps must be 0"`
+	MaxGradNorm    float64 `toml:"max_grad_norm" comment:"clip the global gradient norm to this value (0 = off)"`
 
 	DecayFraction    float64   `toml:"decay_fraction" comment:"wsd: fraction of each cycle's steps spent decaying at its end (Marin 32B: 0.4)"`
 	DecayShape       string    `toml:"decay_shape" comment:"wsd / wsd-s decay shape: linear | 1-sqrt | cosine"`
@@ -53,6 +55,8 @@ type Config struct {
 	MuonEps      float64  `toml:"muon_eps" comment:"muon: ε in X₀ = D/(‖D‖_F + ε)"`
 	MuonRMSScale float64  `toml:"muon_rms_scale" comment:"muon: the orthogonalised update is scaled by muon_rms_scale·√max(rows, cols) so its RMS matches AdamW's and AdamW learning rates carry over (Moonlight: 0.2)"`
 	MuonExclude  []string `toml:"muon_exclude" comment:"muon: matrix tensors updated by AdamW instead, by name or path.Match pattern (model.layers.*.mlp.gate.weight: the MoE routers); the output head by default"`
+
+	Phases []Phase `toml:"phases,omitempty" comment:"LR phases after optim.schedule, [[optim.phases]] entries in increasing step order (docs/schedules.md): from its step (1-based metrics step) on, each entry sets the LR starting from the LR in force at the step before — kind = rewarm (from = current | min_lr, peak, steps), decay (to, steps, shape), hold, or wsds (peak, to, shape, wsds_period, wsds_decay_steps: WSD-S whose spacing changes at the entry's step); settable mid-run with kestrel rewind --set optim.phases=[...]"`
 
 	Knobs []KnobStep `toml:"knobs,omitempty" comment:"step-indexed knob schedule, [[optim.knobs]] entries in increasing step order: from its step (1-based metrics step) on, each entry sets some of max_grad_norm, clip_update_norm, update_clip_sigma, skip_sigma, z_loss (model.z_loss), qk_clip_tau and lr_scale (a factor on the scheduled LR); knobs it leaves out keep their value (Marin 32B: step = 56400, max_grad_norm = 0.2)"`
 }
@@ -138,6 +142,11 @@ func (c Config) Validate() error {
 	if c.Warmup < 0 || c.RewarmSteps < 0 {
 		bad("optim.warmup_steps and optim.rewarm_steps must be >= 0")
 	}
+	if !(c.WarmupFraction >= 0 && c.WarmupFraction < 1) {
+		bad("optim.warmup_fraction must be in [0, 1), got %g", c.WarmupFraction)
+	} else if c.WarmupFraction > 0 && c.Warmup != 0 {
+		bad("optim.warmup_fraction (%g) and optim.warmup_steps (%d) are both set: exactly one warm-up is in force; set optim.warmup_steps = 0 to use the fraction", c.WarmupFraction, c.Warmup)
+	}
 	if c.MaxGradNorm < 0 {
 		bad("optim.max_grad_norm must be >= 0, got %g", c.MaxGradNorm)
 	}
@@ -175,6 +184,9 @@ func (c Config) Validate() error {
 		bad("optim.ema_beta must be in [0, 1), got %g", c.EMABeta)
 	}
 	if err := c.validateMuon(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.validatePhases(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.validateKnobs(); err != nil {

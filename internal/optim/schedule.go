@@ -8,17 +8,24 @@ import (
 // Point is the schedule's value at one step.
 type Point struct {
 	LR    float64 // learning rate before batch scaling and debug factors
-	Phase string  // warmup | rewarm | stable | decay | constant
-	Cycle int     // index of the re-warmup cycle (0 before the first rewarm_at)
+	Phase string  // warmup | rewarm | stable | decay | constant | stepN | hold
+	Cycle int     // index of the re-warmup cycle (0 before the first rewarm_at or rewarm phase)
+	Entry int     // 1-based index of the [[optim.phases]] entry in force (0: optim.schedule)
 }
 
 // Schedule maps a 0-based step index (the number of optimizer steps already
 // taken) to a learning rate. It is a pure function of the config and the
 // total step count, so resuming needs only the step.
+//
+// Up to the first [[optim.phases]] entry the LR is optim.schedule's (with
+// its warm-up and rewarm_at cycles); from each phase's step on, the phase
+// sets it, starting from the LR in force at the step before (phases.go).
 type Schedule struct {
 	cfg    Config
 	total  int
+	warmup int   // warm-up steps in force (optim.warmup_steps or warmup_fraction of total)
 	bounds []int // cycle starts: 0 then rewarm_at entries below total
+	phases []phaseStart
 }
 
 // NewSchedule builds the schedule for a run of total steps.
@@ -35,11 +42,35 @@ func NewSchedule(cfg Config, total int) (*Schedule, error) {
 			b = append(b, s)
 		}
 	}
-	return &Schedule{cfg: cfg, total: total, bounds: b}, nil
+	s := &Schedule{cfg: cfg, total: total, warmup: cfg.WarmupSteps(total), bounds: b}
+	if err := s.startPhases(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// WarmupSteps is the warm-up length in force for a run of total steps:
+// optim.warmup_fraction of total (rounded) when it is set, else
+// optim.warmup_steps (Validate refuses both set).
+func (c Config) WarmupSteps(total int) int {
+	if c.WarmupFraction > 0 {
+		return int(math.Round(c.WarmupFraction * float64(total)))
+	}
+	return c.Warmup
 }
 
 // At returns the schedule at 0-based step index step.
 func (s *Schedule) At(step int) Point {
+	if k := s.phaseAt(step); k >= 0 {
+		p := s.phases[k].at(s.cfg, step)
+		p.Entry = k + 1
+		return p
+	}
+	return s.baseAt(step)
+}
+
+// baseAt is optim.schedule's point at step, as if there were no phases.
+func (s *Schedule) baseAt(step int) Point {
 	c := s.cfg
 	cyc := 0
 	for i, b := range s.bounds {
@@ -54,7 +85,7 @@ func (s *Schedule) At(step int) Point {
 	}
 	L := end - start
 	t := step - start
-	W, warmName := c.Warmup, "warmup"
+	W, warmName := s.warmup, "warmup"
 	if cyc > 0 {
 		W, warmName = c.RewarmSteps, "rewarm"
 	}
@@ -80,11 +111,7 @@ func (s *Schedule) At(step int) Point {
 			p.Phase = "decay"
 		}
 	case "wsd-s":
-		q := (t - W) % c.WSDSPeriod
-		if ds := c.WSDSPeriod - c.WSDSDecaySteps; q >= ds {
-			p.LR = decay(c.DecayShape, peak, lo, frac(q-ds+1, c.WSDSDecaySteps))
-			p.Phase = "decay"
-		}
+		p.LR, p.Phase = wsds(c.DecayShape, peak, lo, t-W, c.WSDSPeriod, c.WSDSDecaySteps)
 	case "multistep":
 		for i, at := range c.MultistepAt {
 			if t >= int(math.Round(at*float64(L))) {
@@ -94,6 +121,16 @@ func (s *Schedule) At(step int) Point {
 		}
 	}
 	return p
+}
+
+// wsds is WSD-S t steps into its first period: the peak, except the last
+// decaySteps of every period, which decay from peak to lo.
+func wsds(shape string, peak, lo float64, t, period, decaySteps int) (float64, string) {
+	q := t % period
+	if ds := period - decaySteps; q >= ds {
+		return decay(shape, peak, lo, frac(q-ds+1, decaySteps)), "decay"
+	}
+	return peak, "stable"
 }
 
 func frac(a, b int) float64 {

@@ -55,7 +55,11 @@ type Options struct {
 	// config.toml, a value of its type and range) before anything changes.
 	SetFlags []string
 	CheckSet func(dir string, flags []string) (map[string]string, error)
-	Reason   string
+	// CheckPlan, when set, checks the planned intervention (its checkpoint
+	// step known) before anything changes: run.CheckRewindPlan refuses
+	// [[optim.phases]] that would change a step already trained.
+	CheckPlan func(dir string, iv runlog.Intervention) error
+	Reason    string
 	// By is recorded as the intervention's by ("auto" for an automatic
 	// rollback; empty for a person).
 	By string
@@ -220,6 +224,11 @@ func Rewind(dir string, o Options) (*runlog.Intervention, error) {
 	iv, err := planRewind(dir, o, now(), log)
 	if err != nil {
 		return nil, err
+	}
+	if o.CheckPlan != nil && len(iv.Set) > 0 {
+		if err := o.CheckPlan(dir, *iv); err != nil {
+			return nil, fmt.Errorf("rewind: %w", err)
+		}
 	}
 	if err := writePending(dir, iv); err != nil {
 		return nil, fmt.Errorf("rewind: %w", err)

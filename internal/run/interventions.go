@@ -16,6 +16,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/rundir"
 
 	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -171,11 +172,47 @@ func ApplyInterventions(cfg config.Config, dir string) (config.Config, []runlog.
 	}
 	eff := rewind.Effective(all)
 	for _, iv := range eff {
-		if cfg, err = CheckSet(iv.Set, cfg); err != nil {
+		if cfg, err = applySet(iv, cfg); err != nil {
 			return cfg, nil, fmt.Errorf("%s: %w", where(index[iv.ID]), err)
 		}
 	}
 	return cfg, eff, nil
+}
+
+// applySet is CheckSet of iv's overrides on cfg, the config in force up to
+// iv's checkpoint, and refuses [[optim.phases]] that would change the LR
+// of a step already trained (optim.CheckPhasesKeepPast, steps 1..ToStep).
+func applySet(iv runlog.Intervention, cfg config.Config) (config.Config, error) {
+	next, err := CheckSet(iv.Set, cfg)
+	if err != nil {
+		return cfg, err
+	}
+	if err := optim.CheckPhasesKeepPast(cfg.Optim, next.Optim, iv.ToStep); err != nil {
+		return cfg, fmt.Errorf("set optim.phases=%s: %w", iv.Set["optim.phases"], err)
+	}
+	return next, nil
+}
+
+// CheckRewindPlan checks a planned rewind's overrides against the run's
+// trajectory (rewind.Options.CheckPlan, called once the checkpoint is
+// known): the run's config.toml with the interventions that stay in force
+// and this one applied in order (applySet), so a phase that would change
+// a step before the checkpoint is refused before anything moves.
+func CheckRewindPlan(dir string, iv runlog.Intervention) error {
+	cfg, err := config.Load(rundir.Of(dir).Config(), nil)
+	if err != nil {
+		return fmt.Errorf("the run's config: %w", err)
+	}
+	all, err := runlog.ReadInterventions(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, e := range rewind.Effective(append(all, iv)) {
+		if cfg, err = applySet(e, cfg); err != nil {
+			return fmt.Errorf("intervention %s: %w", e.ID, err)
+		}
+	}
+	return nil
 }
 
 // recordLine is the 1-based line of interventions.jsonl at path that holds

@@ -84,7 +84,7 @@ func NewObserver(cfg config.Config, runDir string, log *slog.Logger, man *runlog
 			}
 		}
 	}
-	opts.WarmupSteps = cfg.Optim.Warmup
+	opts.WarmupSteps = cfg.Optim.WarmupSteps(cfg.Train.Steps)
 	opts.MixStages = mixStages(cfg)
 	if cfg.Data.Kind == "dataset" && cfg.Data.Path != "" {
 		v, err := dataVitals(cfg.Data.Path)

@@ -31,8 +31,9 @@ type Step struct {
 	ZLoss        float64 // mean z-loss term of the batch
 
 	LearningRate float64 // the LR applied (after batch scaling and debug factors)
-	LRPhase      string  // warmup | rewarm | stable | decay | constant | stepN
+	LRPhase      string  // warmup | rewarm | stable | decay | hold | constant | stepN
 	LRCycle      int     // re-warmup cycle index
+	LRPhaseEntry int     // 1-based [[optim.phases]] entry in force; 0 (not written): optim.schedule
 	BatchSize    int     // global batch in sequences
 	MicroBatches int     // forward/backward passes accumulated
 
@@ -173,6 +174,9 @@ func (s *Step) fields(w fieldVisitor) {
 	w.float("learning_rate", s.LearningRate)
 	w.str("lr_phase", s.LRPhase)
 	w.int("lr_cycle", int64(s.LRCycle))
+	if s.LRPhaseEntry > 0 {
+		w.int("lr_phase_entry", int64(s.LRPhaseEntry))
+	}
 	w.int("batch_size", int64(s.BatchSize))
 	w.int("micro_batches", int64(s.MicroBatches))
 	w.float("grad_global_norm", s.GradGlobalNorm)

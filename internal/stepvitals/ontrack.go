@@ -41,8 +41,8 @@ type OnTrack struct {
 	sched   *optim.Schedule
 	cosine  bool
 	start   int     // first step fitted and judged (1-based)
-	rewarm  []int   // 0-based step indices at which re-warm-up cycles start
-	settle  int     // steps after a re-warm-up's start neither fitted nor judged
+	rewarm  []int   // 0-based step indices at which re-warm-up cycles start (rewarm_at, then rewarm phases)
+	settle  []int   // steps after each re-warm-up's start neither fitted nor judged (twice its ramp)
 	planned []int64 // planned[i]: positions computed by steps 1..i (batch schedule × seq_len)
 
 	mix         datasrc.MixWeigher // the data stages; nil = one mixture
@@ -56,12 +56,16 @@ type OnTrack struct {
 // datasrc.MixWeigher).
 func NewOnTrack(oc optim.Config, steps int, data datasrc.Source, sched *optim.Schedule, bs batchsched.Schedule, T int) *OnTrack {
 	k := &OnTrack{tr: lossfit.NewTracker(lossfit.TrackerConfig{}), sched: sched, cosine: oc.Schedule == "cosine",
-		start: max(2*oc.Warmup, steps/20, 10), settle: 2 * oc.RewarmSteps,
-		stageSettle: max(oc.Warmup, steps/20, 10)}
+		start: max(2*oc.WarmupSteps(steps), steps/20, 10), stageSettle: max(oc.WarmupSteps(steps), steps/20, 10)}
 	k.mix, _ = data.(datasrc.MixWeigher)
 	for _, b := range oc.RewarmAt {
 		if b < steps {
-			k.rewarm = append(k.rewarm, b)
+			k.rewarm, k.settle = append(k.rewarm, b), append(k.settle, 2*oc.RewarmSteps)
+		}
+	}
+	for _, p := range oc.Phases { // [[optim.phases]] rewarms count cycles after rewarm_at's
+		if p.Kind == "rewarm" {
+			k.rewarm, k.settle = append(k.rewarm, p.Step-1), append(k.settle, 2*p.Steps)
 		}
 	}
 	k.planned = make([]int64, steps+1)
@@ -94,7 +98,7 @@ func (k *OnTrack) Phase(s int) (fit, judge bool) {
 	if p.Phase == "warmup" || p.Phase == "rewarm" {
 		return false, false
 	}
-	if p.Cycle > 0 && p.Cycle <= len(k.rewarm) && s-1-k.rewarm[p.Cycle-1] < k.settle {
+	if p.Cycle > 0 && p.Cycle <= len(k.rewarm) && s-1-k.rewarm[p.Cycle-1] < k.settle[p.Cycle-1] {
 		return false, false
 	}
 	switch p.Phase {

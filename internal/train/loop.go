@@ -948,7 +948,7 @@ func (t *trainer) record(s int, m *runlog.Step, a *accumulated, r optim.Result, 
 	m.StepsSeen = s - st.SkippedUpdates
 	m.TrainLossRaw, m.ZLoss = a.loss, a.zl
 	m.TrainLossEMA = st.LossEMA / (1 - math.Pow(beta, float64(st.LossEMASteps)))
-	m.LearningRate, m.LRPhase, m.LRCycle = lr, pt.Phase, pt.Cycle
+	m.LearningRate, m.LRPhase, m.LRCycle, m.LRPhaseEntry = lr, pt.Phase, pt.Cycle, pt.Entry
 	m.GradGlobalNorm, m.GradClipped = r.GradNorm, r.GradClipped
 	m.UpdateNorm, m.UpdateNormPostClip, m.UpdateToWeight, m.ParamNorm = r.UpdateNorm, r.UpdateNormPost, r.UpdateToWeight, r.ParamNorm
 	if thr := r.UpdateClipAt; !math.IsInf(thr, 0) && !math.IsNaN(thr) {
