@@ -79,3 +79,5 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.11.0 // indirect
 )
+
+replace github.com/markusmobius/go-dateparser => ./third_party/go-dateparser
