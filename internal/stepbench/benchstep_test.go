@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
+	"github.com/kestrel-lm/kestrel/internal/kernels/ops"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/peak"
 	"github.com/kestrel-lm/kestrel/internal/train"
@@ -138,5 +139,33 @@ func TestBenchStepBadOptions(t *testing.T) {
 		if err == nil || err.Error() != tc.want || len(rs) != 0 {
 			t.Errorf("%+v on %v: %d results, error %v; want %q", tc.opt, tc.threads, len(rs), err, tc.want)
 		}
+	}
+}
+
+// TestBenchStepBF16: --precision bf16 trains (on the reference kernel,
+// whatever the CPU) and reports its precision; MFU divides by the bf16
+// peak — twice the fp32 FMA peak of the same cache — and an unknown
+// precision is refused.
+func TestBenchStepBF16(t *testing.T) {
+	t.Setenv(ops.BF16ReferenceEnv, "1")
+	cacheDir := t.TempDir()
+	t.Setenv(peak.EnvCacheDir, cacheDir)
+	if _, _, err := peak.Record(peak.CachePath(cacheDir), peak.CurrentKey(kernels.Threads()),
+		peak.Entry{GFLOPS: 1e5, MeasuredAt: time.Now()}, false); err != nil {
+		t.Fatal(err)
+	}
+	cfg := model.Config{Vocab: 64, DModel: 16, NLayers: 1, NHeads: 2, NKVHeads: 2, MLPHidden: 32, SeqLen: 8, RopeTheta: 10000, NormEps: 1e-5, InitStd: 0.02}
+	r, err := BenchStep(context.Background(), StepBenchOptions{Model: cfg, Batch: 2, Steps: 3, Warmup: 1, Precision: "bf16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Precision != "bf16" || r.PeakGFLOPS != 2e5 || !strings.HasPrefix(r.PeakDtype, "bf16") || !(r.LossLast < r.LossFirst) {
+		t.Errorf("bf16: precision %q, peak %v (%q), loss %v → %v", r.Precision, r.PeakGFLOPS, r.PeakDtype, r.LossFirst, r.LossLast)
+	}
+	if got := r.TokensPerSec * r.FLOPsPerToken / 2e14; got != r.MFU {
+		t.Errorf("mfu %v, want %v (the bf16 peak)", r.MFU, got)
+	}
+	if _, err := BenchStep(context.Background(), StepBenchOptions{Model: cfg, Batch: 2, Steps: 1, Precision: "fp8"}); err == nil {
+		t.Error("precision fp8 accepted")
 	}
 }
