@@ -80,7 +80,7 @@ type StepBenchOptions struct {
 	Ops bool
 	// Precision is the products' arithmetic, as train.precision: "fp32"
 	// ("" too) or "bf16" (refused without bf16 hardware; MFU then divides
-	// by the bf16 peak, peak.ResolveFor).
+	// by the measured peak of the bf16 kernel, peak.ResolveFor).
 	Precision string
 }
 
@@ -156,7 +156,7 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 	if err != nil {
 		return StepBench{}, fmt.Errorf("bench step: optimizer: %w", err)
 	}
-	pk, pkDtype := peak.ResolveFor(peak.Options{Configured: opt.PeakGFLOPS, Threads: kernels.Threads()}, prec.String())
+	pk, pkDtype := peak.ResolveFor(peak.Options{Configured: opt.PeakGFLOPS, Threads: kernels.Threads()}, prec.String(), kernels.BF16Impl())
 	T := cfg.SeqLen
 	r := rand.New(rand.NewPCG(1, 2))
 	b := model.RandomBatch(cfg, opt.Batch, r)
