@@ -52,7 +52,10 @@ type Metric struct {
 }
 
 // notMixedPrecision is why kestrel does not emit the mixed-precision metrics.
-const notMixedPrecision = "kestrel trains in float32: there is no loss scale and no overflow"
+const notMixedPrecision = "kestrel trains in float32, or (train.precision = \"bf16\") with bf16 GEMM inputs and float32 weights, gradients, loss and accumulation: " +
+	"bf16 has float32's 8-bit exponent, so gradients need no loss scaling (fp16's 5-bit exponent is what underflows) and there is no loss scale and no overflow to report. " +
+	"Rounding to bf16 turns a finite value into ±Inf only at |x| ≥ 3.3962e38 (within 2⁻⁹ of float32's largest; ops TestBF16RoundingOverflowsOnlyAtTheTop), " +
+	"and such an Inf flows through its product into the loss or the gradients, where nan_inf_events counts the step (SEV0) as in float32: no separate bf16 count is kept"
 
 // Categories of seed 004, in the order of docs/metrics.md.
 const (

@@ -12,7 +12,7 @@ import (
 func newExportCmd() *cobra.Command {
 	var o hfrun.Options
 	cmd := &cobra.Command{
-		Use:   "export --run RUN [--checkpoint last|last-good|step-N|DIR] [--ema] --hf DIR [--force] [--overwrite]",
+		Use:   "export --run RUN [--checkpoint last|last-good|step-N|DIR] [--ema] --hf DIR [--dtype fp32|bf16] [--force] [--overwrite]",
 		Short: "write a run's checkpoint as a Hugging Face Llama/Qwen3 directory",
 		Long:  helpText("export"),
 		Args:  cobra.NoArgs,
@@ -38,6 +38,7 @@ func newExportCmd() *cobra.Command {
 	f.BoolVar(&o.EMA, "ema", false, "export the EMA weights")
 	f.StringVar(&o.Out, "hf", "", "Hugging Face directory to write (replaced only if it holds an earlier export: its kestrel-export.json)")
 	f.BoolVar(&o.Force, "force", false, "write a model Hugging Face cannot express (NoPE, MoE) anyway")
+	f.StringVar(&o.DType, "dtype", "fp32", "weights' dtype in model.safetensors: fp32 (F32) or bf16 (BF16, rounded to nearest even; torch_dtype \"bfloat16\")")
 	f.BoolVar(&o.Overwrite, "overwrite", false, "replace an existing --hf directory that is not an earlier export (never a file or a symbolic link)")
 	return cmd
 }

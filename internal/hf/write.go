@@ -32,6 +32,10 @@ type Export struct {
 	// Origin is what the export manifest records of where the weights
 	// came from.
 	Origin Origin
+	// DType is the weights' dtype in model.safetensors: safetensors.F32
+	// ("" too) or safetensors.BF16 (each weight rounded to the nearest
+	// bfloat16, config.json's torch_dtype "bfloat16"; half the bytes).
+	DType safetensors.DType
 }
 
 // ExportManifestFile is the manifest every export carries: kestrel's mark
@@ -51,10 +55,11 @@ type exportManifest struct {
 	Format string   `json:"format"` // "kestrel-hf-export"
 	Origin Origin   `json:"origin"`
 	Files  []string `json:"files"`
+	DType  string   `json:"dtype,omitempty"` // the weights' safetensors dtype
 }
 
 // Write installs dir atomically (a temporary directory renamed into
-// place) with config.json, model.safetensors (F32, with the "pt" format
+// place) with config.json, model.safetensors (F32 or, with e.DType, BF16; the "pt" format
 // metadata transformers requires), generation_config.json, tokenizer.json,
 // tokenizer_config.json, special_tokens_map.json, README.md and the export
 // manifest (ExportManifestFile). An existing dir is replaced only when it
@@ -67,20 +72,31 @@ func Write(dir string, e Export) error {
 	if err := CheckOut(dir, e.Overwrite); err != nil {
 		return err
 	}
+	conv, torchDType := safetensors.FromFloat32, "float32"
+	switch e.DType {
+	case "", safetensors.F32:
+		e.DType = safetensors.F32
+	case safetensors.BF16:
+		conv, torchDType = safetensors.FromFloat32BF16, "bfloat16"
+	default:
+		return fmt.Errorf("hf: export dtype %q: want F32 or BF16", e.DType)
+	}
 	ts := make([]safetensors.Tensor, len(e.Tensors))
 	for i, t := range e.Tensors {
 		if t.Offset+t.Size > len(e.Params) {
 			return fmt.Errorf("hf: tensor %s [%d, %d) outside the %d parameters", t.Name, t.Offset, t.Offset+t.Size, len(e.Params))
 		}
-		ts[i] = safetensors.FromFloat32(t.Name, t.Shape, e.Params[t.Offset:t.Offset+t.Size])
+		ts[i] = conv(t.Name, t.Shape, e.Params[t.Offset:t.Offset+t.Size])
 	}
+	hc := FromModel(e.Config, e.Tokens)
+	hc.TorchDType = torchDType
 	files := map[string]any{
-		ConfigFile:           FromModel(e.Config, e.Tokens),
+		ConfigFile:           hc,
 		GenerationFile:       generationConfig(e.Tokens),
 		TokenizerConfigFile:  tokenizerConfig(e.Tokens, e.Config.SeqLen),
 		SpecialTokensMapFile: specialTokensMap(e.Tokens),
 	}
-	files[ExportManifestFile] = exportManifest{Format: "kestrel-hf-export", Origin: e.Origin,
+	files[ExportManifestFile] = exportManifest{Format: "kestrel-hf-export", Origin: e.Origin, DType: string(e.DType),
 		Files: []string{CardFile, ConfigFile, GenerationFile, WeightsFile, SpecialTokensMapFile, TokenizerFile, TokenizerConfigFile}}
 	err := atomicfile.WriteDir(dir, func(tmp string) error {
 		if err := safetensors.WriteFile(filepath.Join(tmp, WeightsFile), ts, map[string]string{"format": "pt"}); err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/hf"
+	"github.com/kestrel-lm/kestrel/internal/safetensors"
 	"github.com/kestrel-lm/kestrel/tokenizer"
 )
 
@@ -32,7 +33,10 @@ type Options struct {
 	// Overwrite replaces an existing Out that is not an earlier export
 	// (a file or symbolic link never: hf.Write).
 	Overwrite bool
-	Log       *slog.Logger
+	// DType is the weights' dtype: "fp32" ("" too) or "bf16" (BF16
+	// safetensors, torch_dtype "bfloat16").
+	DType string
+	Log   *slog.Logger
 }
 
 // Result describes a finished export.
@@ -60,6 +64,10 @@ func (r *Result) Line(out string) string {
 
 // Export writes o.Run's checkpoint to o.Out.
 func Export(ctx context.Context, o Options) (*Result, error) {
+	dt, err := exportDType(o.DType)
+	if err != nil {
+		return nil, err
+	}
 	if err := hf.CheckOut(o.Out, o.Overwrite); err != nil {
 		return nil, err
 	}
@@ -93,11 +101,22 @@ func Export(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	err = hf.Write(o.Out, hf.Export{Config: m.Cfg, Tensors: m.Tensors(), Params: m.Params, Tokens: toks, Tokenizer: tokJSON, Card: card, Force: o.Force,
-		Overwrite: o.Overwrite, Origin: hf.Origin{Run: o.Run, Checkpoint: l.Dir, Step: l.State.Step, EMA: o.EMA}})
+		Overwrite: o.Overwrite, DType: dt, Origin: hf.Origin{Run: o.Run, Checkpoint: l.Dir, Step: l.State.Step, EMA: o.EMA}})
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	return res, nil
+}
+
+// exportDType maps --dtype to the safetensors dtype.
+func exportDType(s string) (safetensors.DType, error) {
+	switch s {
+	case "", "fp32":
+		return safetensors.F32, nil
+	case "bf16":
+		return safetensors.BF16, nil
+	}
+	return "", fmt.Errorf("export: --dtype %q: want fp32 or bf16", s)
 }
 
 // runTokenizer returns the tokenizer.json to ship and the special tokens.

@@ -179,8 +179,8 @@ const gemvRows = 4
 
 // linear is ops.MatmulForward (y = x·Wᵀ, + y when accumulate) for n rows.
 func (d *Decoder) linear(y, x, w []float32, n, in, out int, accumulate bool) {
-	if n > gemvRows {
-		ops.MatmulForward(y, x, w, n, in, out, accumulate)
+	if n > gemvRows || d.m.prec == ops.BF16 { // bf16: no float32 dot products
+		d.m.prec.MatmulForward(y, x, w, n, in, out, accumulate)
 		return
 	}
 	d.tLin = gemvTask{y: y, x: x, w: w, n: n, in: in, out: out, acc: accumulate}
@@ -240,7 +240,7 @@ func (t *decAttnTask) Run(s, e int) {
 	for h := s; h < e; h++ {
 		kv := h / group
 		S := d.scores[h*R*d.maxLen : h*R*d.maxLen+t.n*L]
-		kernels.Sgemm(false, true, t.n, L, hd, scale, d.qkv[h*hd:], m.qkvDim, t.k[kv*hd:], kvw, 0, S, L)
+		m.prec.Sgemm(false, true, t.n, L, hd, scale, d.qkv[h*hd:], m.qkvDim, t.k[kv*hd:], kvw, 0, S, L)
 		for r := 0; r < t.n; r++ {
 			row := S[r*L : (r+1)*L]
 			v := row[:t.p0+r+1]
@@ -260,6 +260,6 @@ func (t *decAttnTask) Run(s, e int) {
 			}
 			clear(row[t.p0+r+1:])
 		}
-		kernels.Sgemm(false, false, t.n, hd, L, 1, S, L, t.v[kv*hd:], kvw, 0, d.atty[h*hd:], m.attDim)
+		m.prec.Sgemm(false, false, t.n, hd, L, 1, S, L, t.v[kv*hd:], kvw, 0, d.atty[h*hd:], m.attDim)
 	}
 }

@@ -39,6 +39,7 @@ type Model struct {
 	vit      Vitals
 	attn     ops.Attention
 	lastB    int
+	prec     ops.Precision // the products' arithmetic (SetPrecision)
 
 	// long-lived tasks handed to the worker pool (pointers: no allocation)
 	tEmb  embedTask
@@ -624,7 +625,7 @@ func (m *Model) Logits(tokens []int32, dst []float32) error {
 	last := len(tokens) - 1
 	x := m.a.resid[c.NLayers][last*D : (last+1)*D]
 	ops.RMSNormForward(m.a.lnf, m.a.rstdf, x, m.p.lnf, D, float32(c.NormEps), 0, 1)
-	kernels.Sgemm(false, true, 1, c.Vocab, D, 1, m.a.lnf, D, m.p.lm, D, 0, dst, c.Vocab)
+	m.prec.Sgemm(false, true, 1, c.Vocab, D, 1, m.a.lnf, D, m.p.lm, D, 0, dst, c.Vocab)
 	return nil
 }
 
@@ -654,7 +655,7 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 		seg = b.SegIDs
 	}
 	m.attn = ops.Attention{D: ops.AttnDims{B: B, T: T, H: H, KVH: KV, HD: hd, Stride: m.qkvDim,
-		QOff: 0, KOff: H * hd, VOff: (H + KV) * hd, OutStride: m.attDim}, Seg: seg, Scratch: m.a.attnTmp}
+		QOff: 0, KOff: H * hd, VOff: (H + KV) * hd, OutStride: m.attDim}, Seg: seg, Scratch: m.a.attnTmp, Prec: m.prec}
 
 	for l := 0; l < c.NLayers; l++ {
 		w := &m.p.layers[l]
@@ -666,9 +667,9 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 		var raw, qnRstd, knRstd []float32
 		if c.QKNorm {
 			raw, qnRstd, knRstd = a.qkvRaw[l], a.qnRstd[l], a.knRstd[l]
-			ops.MatmulForward(raw, a.ln1[l], w.qkv, N, D, m.qkvDim, false)
+			m.prec.MatmulForward(raw, a.ln1[l], w.qkv, N, D, m.qkvDim, false)
 		} else {
-			ops.MatmulForward(qkv, a.ln1[l], w.qkv, N, D, m.qkvDim, false)
+			m.prec.MatmulForward(qkv, a.ln1[l], w.qkv, N, D, m.qkvDim, false)
 		}
 		m.te()
 		m.qkPrep(&m.tQK, l, qkv, raw, qnRstd, knRstd, N, T, 0)
@@ -680,7 +681,7 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 		}
 		m.copyRows(a.residMid[l], x, N, D)
 		m.tb(OpOProjGemm, l)
-		ops.MatmulForward(a.residMid[l], a.atty[l], w.wo, N, m.attDim, D, true)
+		m.prec.MatmulForward(a.residMid[l], a.atty[l], w.wo, N, m.attDim, D, true)
 		m.te()
 		m.te() // attention
 		m.tb(OpMLP, l)
@@ -691,13 +692,13 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 			m.moeForward(l, N, a.ln2[l], out, vitals)
 		} else {
 			m.tb(OpGateUpGemm, l)
-			ops.MatmulForward(a.gu[l], a.ln2[l], w.gu, N, D, 2*F, false)
+			m.prec.MatmulForward(a.gu[l], a.ln2[l], w.gu, N, D, 2*F, false)
 			m.te()
 			m.tSwi = swigluTask{h: a.h[l], sig: a.sig[l], gu: a.gu[l], F: F}
 			kernels.ParallelForTask(N, 16, &m.tSwi)
 			m.copyRows(out, a.residMid[l], N, D)
 			m.tb(OpDownGemm, l)
-			ops.MatmulForward(out, a.h[l], w.down, N, F, D, true)
+			m.prec.MatmulForward(out, a.h[l], w.down, N, F, D, true)
 			m.te()
 		}
 		m.te() // mlp
@@ -846,12 +847,12 @@ func (m *Model) backward(b *Batch) {
 			m.moeBackward(l, a.ln2[l], a.dresid, a.dln)
 		} else {
 			m.tb(opDownGemmBwd, l)
-			ops.MatmulBackward(a.dh, g.down, a.dresid, a.h[l], w.down, N, F, D, false)
+			m.prec.MatmulBackward(a.dh, g.down, a.dresid, a.h[l], w.down, N, F, D, false)
 			m.te()
 			m.tSwi = swigluTask{h: a.dh, sig: a.sig[l], gu: a.gu[l], dgu: a.dgu, F: F, back: true}
 			kernels.ParallelForTask(N, 16, &m.tSwi)
 			m.tb(opGateUpGemmBwd, l)
-			ops.MatmulBackward(a.dln, g.gu, a.dgu, a.ln2[l], w.gu, N, D, 2*F, false)
+			m.prec.MatmulBackward(a.dln, g.gu, a.dgu, a.ln2[l], w.gu, N, D, 2*F, false)
 			m.te()
 		}
 		m.rmsBackward(a.dresid, g.ln2, a.dln, a.residMid[l], w.ln2, a.rstd2[l], N, D)
@@ -859,7 +860,7 @@ func (m *Model) backward(b *Batch) {
 		// attention: residMid = resid[l] + o_proj(attn(qkv(ln1)))
 		m.tb(opAttentionBwd, l)
 		m.tb(opOProjGemmBwd, l)
-		ops.MatmulBackward(a.datty, g.wo, a.dresid, a.atty[l], w.wo, N, m.attDim, D, false)
+		m.prec.MatmulBackward(a.datty, g.wo, a.dresid, a.atty[l], w.wo, N, m.attDim, D, false)
 		m.te()
 		m.tb(opAttnCoreBwd, l)
 		m.attn.Backward(a.dqkv, a.datty, a.qkv[l], a.att[l], a.datt)
@@ -875,7 +876,7 @@ func (m *Model) backward(b *Batch) {
 			m.headNormBackward(a.dqkv, src, a.knRstd[l], w.kn, g.kn, N, H*hd, KV)
 		}
 		m.tb(opQKVGemmBwd, l)
-		ops.MatmulBackward(a.dln, g.qkv, a.dqkv, a.ln1[l], w.qkv, N, D, m.qkvDim, false)
+		m.prec.MatmulBackward(a.dln, g.qkv, a.dqkv, a.ln1[l], w.qkv, N, D, m.qkvDim, false)
 		m.te()
 		m.rmsBackward(a.dresid, g.ln1, a.dln, a.resid[l], w.ln1, a.rstd1[l], N, D)
 		m.te() // attention_backward
@@ -1053,3 +1054,14 @@ func (t *ceTask) Run(s, e int) {
 	}
 	ops.CrossEntropy(t.z, t.V, ld, t.targets, t.grad, t.lambda, t.loss, t.lse, s, e)
 }
+
+// SetPrecision sets the arithmetic of every matrix product of the model's
+// passes — training, LogProbs and the Decoder: ops.FP32 (the default) or
+// ops.BF16, where each product's inputs are rounded to bfloat16 and summed
+// in float32. The parameters, gradients, norms, softmax statistics and
+// loss stay float32 either way; the MoE router's product stays float32
+// (its logits choose the experts).
+func (m *Model) SetPrecision(p ops.Precision) { m.prec = p }
+
+// Precision is the arithmetic SetPrecision set.
+func (m *Model) Precision() ops.Precision { return m.prec }

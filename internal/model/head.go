@@ -91,7 +91,7 @@ func (m *Model) head(b *Batch) Stats {
 	// lnf = rmsnorm(x_L)·g_f;  logits = lnf·W_lmᵀ   [N × V]
 	m.rmsForward(a.lnf, a.rstdf, a.resid[c.NLayers], m.p.lnf, N, D, float32(c.NormEps))
 	m.tb(OpLMHeadGemm, -1)
-	ops.MatmulForward(a.logits, a.lnf, m.p.lm, N, D, V, false)
+	m.prec.MatmulForward(a.logits, a.lnf, m.p.lm, N, D, V, false)
 	m.te()
 	m.te() // lm_head
 	m.tb(OpCrossEntropy, -1)
@@ -136,7 +136,9 @@ func (m *Model) headTrain(b *Batch, scale float32) Stats {
 	var st Stats
 	var bwd time.Duration // in the lm_head_backward spans
 	rows := m.headChunk()
-	packed := headPackedFloats(c, N, rows) > 0 // W_lm packed once for every chunk (kernels.PackedB)
+	// W_lm packed once for every chunk (kernels.PackedB); bf16 runs the
+	// lm_head's products on SgemmBF16 unpacked
+	packed := m.prec == ops.FP32 && headPackedFloats(c, N, rows) > 0
 	for r0 := 0; r0 < N; r0 += rows {
 		r1 := min(N, r0+rows)
 		n := r1 - r0
@@ -152,7 +154,7 @@ func (m *Model) headTrain(b *Batch, scale float32) Stats {
 			}
 			kernels.SgemmPackedB(false, n, 1, lnf, D, &a.lmT, 0, z, ld) // z = lnf·W_lmᵀ
 		} else {
-			ops.MatmulForwardStrided(z, ld, lnf, m.p.lm, n, D, V, false)
+			m.prec.MatmulForwardStrided(z, ld, lnf, m.p.lm, n, D, V, false)
 		}
 		m.te()
 		m.te() // lm_head
@@ -174,7 +176,7 @@ func (m *Model) headTrain(b *Batch, scale float32) Stats {
 			kernels.SgemmPackedB(false, n, 1, z, ld, &a.lmN, 0, dln, D)         // dln = dz·W_lm
 			kernels.Sgemm(true, false, V, D, n, 1, z, ld, lnf, D, 1, m.g.lm, D) // dW_lm += dzᵀ·lnf
 		} else {
-			ops.MatmulBackwardStrided(dln, m.g.lm, z, ld, lnf, m.p.lm, n, D, V, false)
+			m.prec.MatmulBackwardStrided(dln, m.g.lm, z, ld, lnf, m.p.lm, n, D, V, false)
 		}
 		m.te()
 		m.te() // lm_head_backward

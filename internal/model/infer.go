@@ -148,7 +148,7 @@ func (m *Model) LogProbs(b *Batch, dst []float32) error {
 	seqs := min(b.B, max(1, inferRows/b.T))
 	s := &m.inf
 	s.ensure(c, seqs)
-	packed := headPacked(c)
+	packed := headPacked(c) && m.prec == ops.FP32 // bf16: the lm_head on SgemmBF16
 	if packed {
 		s.lmT.Pack(true, c.DModel, c.Vocab, m.p.lm, c.DModel) // op(B) = W_lmᵀ [D × V]
 	}
@@ -178,26 +178,26 @@ func (m *Model) inferBody(s *inferScratch, inputs, seg []int32, B, T int) {
 	s.tEmb = embedTask{out: x, tokens: inputs, wte: m.p.emb, C: D}
 	kernels.ParallelForTask(N, 64, &s.tEmb)
 	s.attn = ops.Attention{D: ops.AttnDims{B: B, T: T, H: H, KVH: KV, HD: hd, Stride: m.qkvDim,
-		QOff: 0, KOff: H * hd, VOff: (H + KV) * hd, OutStride: m.attDim}, Seg: seg, Scratch: s.attnTmp}
+		QOff: 0, KOff: H * hd, VOff: (H + KV) * hd, OutStride: m.attDim}, Seg: seg, Scratch: s.attnTmp, Prec: m.prec}
 
 	for l := 0; l < c.NLayers; l++ {
 		w := &m.p.layers[l]
 		// x ← x + o_proj(attn(qkv(rmsnorm(x))))
 		s.rms(s.ln, x, w.ln1, N, D, eps)
 		if c.QKNorm {
-			ops.MatmulForward(s.qkvRaw, s.ln, w.qkv, N, D, m.qkvDim, false)
+			m.prec.MatmulForward(s.qkvRaw, s.ln, w.qkv, N, D, m.qkvDim, false)
 		} else {
-			ops.MatmulForward(s.qkv, s.ln, w.qkv, N, D, m.qkvDim, false)
+			m.prec.MatmulForward(s.qkv, s.ln, w.qkv, N, D, m.qkvDim, false)
 		}
 		m.qkPrep(&s.tQK, l, s.qkv, s.qkvRaw, s.qnRstd, s.knRstd, N, T, 0)
 		s.attn.Forward(s.atty, nil, s.qkv, nil, nil) // no probabilities kept, no vitals
-		ops.MatmulForward(x, s.atty, w.wo, N, m.attDim, D, true)
+		m.prec.MatmulForward(x, s.atty, w.wo, N, m.attDim, D, true)
 		// x ← x + down(swiglu(gate_up(rmsnorm(x))))
 		s.rms(s.ln, x, w.ln2, N, D, eps)
-		ops.MatmulForward(s.gu, s.ln, w.gu, N, D, 2*F, false)
+		m.prec.MatmulForward(s.gu, s.ln, w.gu, N, D, 2*F, false)
 		s.tSwi = swigluTask{h: s.h, gu: s.gu, F: F} // σ not kept
 		kernels.ParallelForTask(N, 16, &s.tSwi)
-		ops.MatmulForward(x, s.h, w.down, N, F, D, true)
+		m.prec.MatmulForward(x, s.h, w.down, N, F, D, true)
 	}
 }
 
@@ -223,7 +223,7 @@ func (m *Model) inferHead(s *inferScratch, packed bool, targets []int32, dst []f
 		if packed { // s.lmT holds W_lmᵀ
 			kernels.SgemmPackedB(false, n, 1, s.hx, D, &s.lmT, 0, s.logits, V) // logits = hx·W_lmᵀ
 		} else {
-			ops.MatmulForward(s.logits, s.hx, m.p.lm, n, D, V, false)
+			m.prec.MatmulForward(s.logits, s.hx, m.p.lm, n, D, V, false)
 		}
 		// the training head's arithmetic (ForwardBackward's loss bit for
 		// bit) without its gradient pass; s.logits is scratch

@@ -450,19 +450,19 @@ func (m *Model) moeForward(l, N int, x, out []float32, vitals bool) {
 			continue
 		}
 		n := r1 - r0
-		ops.MatmulForward(st.gu[r0*2*Fe:r1*2*Fe], st.xe[r0*D:r1*D], w.gu[e], n, D, 2*Fe, false)
+		m.prec.MatmulForward(st.gu[r0*2*Fe:r1*2*Fe], st.xe[r0*D:r1*D], w.gu[e], n, D, 2*Fe, false)
 		m.moe.task = swigluTask{h: st.h[r0*Fe : r1*Fe], sig: st.sig[r0*Fe : r1*Fe], gu: st.gu[r0*2*Fe : r1*2*Fe], F: Fe}
 		kernels.ParallelForTask(n, 16, &m.moe.task)
-		ops.MatmulForward(st.y[r0*D:r1*D], st.h[r0*Fe:r1*Fe], w.down[e], n, Fe, D, false)
+		m.prec.MatmulForward(st.y[r0*D:r1*D], st.h[r0*Fe:r1*Fe], w.down[e], n, Fe, D, false)
 	}
 	if w.sgu != nil {
 		st.sgu = grow(st.sgu, N*2*Fe)
 		st.sh = grow(st.sh, N*Fe)
 		st.ssg = grow(st.ssg, N*Fe)
-		ops.MatmulForward(st.sgu, x, w.sgu, N, D, 2*Fe, false)
+		m.prec.MatmulForward(st.sgu, x, w.sgu, N, D, 2*Fe, false)
 		m.moe.task = swigluTask{h: st.sh, sig: st.ssg, gu: st.sgu, F: Fe}
 		kernels.ParallelForTask(N, 16, &m.moe.task)
-		ops.MatmulForward(out, st.sh, w.sdown, N, Fe, D, true)
+		m.prec.MatmulForward(out, st.sh, w.sdown, N, Fe, D, true)
 	}
 	// out_t += Σ_j g_tj·y_row(t,j), assignments in token then rank order
 	m.moe.scatter(out, st.y, st.gate[:N*K], st.row[:N*K], N, K, D)
@@ -516,20 +516,20 @@ func (m *Model) moeBackward(l int, x, dout, dx []float32) {
 			continue
 		}
 		n := r1 - r0
-		ops.MatmulBackward(s.dh[r0*Fe:r1*Fe], g.down[e], s.dy[r0*D:r1*D], st.h[r0*Fe:r1*Fe], w.down[e], n, Fe, D, false)
+		m.prec.MatmulBackward(s.dh[r0*Fe:r1*Fe], g.down[e], s.dy[r0*D:r1*D], st.h[r0*Fe:r1*Fe], w.down[e], n, Fe, D, false)
 		s.task = swigluTask{h: s.dh[r0*Fe : r1*Fe], sig: st.sig[r0*Fe : r1*Fe], gu: st.gu[r0*2*Fe : r1*2*Fe], dgu: s.dgu[r0*2*Fe : r1*2*Fe], F: Fe, back: true}
 		kernels.ParallelForTask(n, 16, &s.task)
-		ops.MatmulBackward(s.dxe[r0*D:r1*D], g.gu[e], s.dgu[r0*2*Fe:r1*2*Fe], st.xe[r0*D:r1*D], w.gu[e], n, D, 2*Fe, false)
+		m.prec.MatmulBackward(s.dxe[r0*D:r1*D], g.gu[e], s.dgu[r0*2*Fe:r1*2*Fe], st.xe[r0*D:r1*D], w.gu[e], n, D, 2*Fe, false)
 	}
 	clear(dx[:N*D])
 	s.scatter(dx, s.dxe, nil, st.row[:N*K], N, K, D)
 	if w.sgu != nil {
 		s.sdh = grow(s.sdh, N*Fe)
 		s.sdgu = grow(s.sdgu, N*2*Fe)
-		ops.MatmulBackward(s.sdh, g.sdown, dout, st.sh, w.sdown, N, Fe, D, false)
+		m.prec.MatmulBackward(s.sdh, g.sdown, dout, st.sh, w.sdown, N, Fe, D, false)
 		s.task = swigluTask{h: s.sdh, sig: st.ssg, gu: st.sgu, dgu: s.sdgu, F: Fe, back: true}
 		kernels.ParallelForTask(N, 16, &s.task)
-		ops.MatmulBackward(dx, g.sgu, s.sdgu, x, w.sgu, N, D, 2*Fe, true)
+		m.prec.MatmulBackward(dx, g.sgu, s.sdgu, x, w.sgu, N, D, 2*Fe, true)
 	}
 
 	// router

@@ -39,6 +39,14 @@ type Manifest struct {
 	PeakGFLOPS     float64 `json:"peak_gflops,omitempty"`
 	PeakSource     string  `json:"peak_source,omitempty"`
 	PeakMeasuredAt string  `json:"peak_measured_at,omitempty"`
+	// PeakDtype says what PeakGFLOPS is the peak of: "fp32 fma", or in a
+	// bf16 run the bf16 peak and how it was found (peak.ResolveFor).
+	PeakDtype string `json:"peak_dtype,omitempty"`
+	// Precision is train.precision ("fp32" or "bf16") and BF16Impl the bf16
+	// GEMM implementation of a bf16 run ("reference": rounded copies on the
+	// float32 kernels).
+	Precision string `json:"precision,omitempty"`
+	BF16Impl  string `json:"bf16_impl,omitempty"`
 	// The run's inputs.
 	ConfigHash string `json:"config_hash"` // sha256 of the resolved config.toml
 	// BaseConfigHash is the hash of the config before the overrides of

@@ -79,6 +79,29 @@ func FromFloat32(name string, shape []int, v []float32) Tensor {
 	return Tensor{Name: name, DType: F32, Shape: append([]int(nil), shape...), Data: b}
 }
 
+// FromFloat32BF16 makes a BF16 tensor from v, each value rounded to the
+// nearest bfloat16 (ties to even, as PyTorch's tensor.to(torch.bfloat16)
+// rounds): a NaN stays a NaN, ±Inf stay ±Inf, a finite value beyond the
+// largest bfloat16 becomes ±Inf.
+func FromFloat32BF16(name string, shape []int, v []float32) Tensor {
+	b := make([]byte, 2*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint16(b[2*i:], bf16Bits(x))
+	}
+	return Tensor{Name: name, DType: BF16, Shape: append([]int(nil), shape...), Data: b}
+}
+
+// bf16Bits is x rounded to the nearest bfloat16, ties to even (the same
+// rounding as kernels.BF16Bits; this package imports nothing of kestrel's).
+func bf16Bits(x float32) uint16 {
+	u := math.Float32bits(x)
+	if u&0x7fffffff > 0x7f800000 { // NaN: keep it a NaN after truncation
+		return uint16(u>>16) | 0x40
+	}
+	u += 0x7fff + (u>>16)&1
+	return uint16(u >> 16)
+}
+
 // Float32 decodes the tensor into float32 values; F32, F16, BF16 and F64
 // are accepted.
 func (t Tensor) Float32() ([]float32, error) {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/kestrel-lm/kestrel/internal/kernels/ops"
 )
 
 // Config is the [train] section of a run config.
@@ -22,6 +24,7 @@ type Config struct {
 	LossEMABeta    float64 `toml:"loss_ema_beta" comment:"β of the bias-corrected EMA reported as train_loss_ema"`
 	LogEvery       int     `toml:"log_every" comment:"print a progress line every N steps (metrics.jsonl gets every step regardless)"`
 	PeakGFLOPS     float64 `toml:"peak_gflops" comment:"peak GFLOP/s of this machine for mfu (0 = this machine's FMA peak on the kernel threads from the cache that kestrel bench peak writes, $KESTREL_CACHE_DIR or ~/.cache/kestrel/peak.json, else probed for ~1 s at start-up and cached; the manifest records peak_gflops and peak_source)"`
+	Precision      string  `toml:"precision" comment:"arithmetic of the matrix products: \"fp32\" (float32 throughout) or \"bf16\" (Marin's recipe: every GEMM of forward and backward — linear layers, attention, lm_head — takes bfloat16 inputs, rounded to nearest even, and sums in float32; weights, gradients, AdamW/Muon state and update, loss, log-sum-exp, softmax and norm statistics stay float32; needs a CPU with avx512_bf16, refused otherwise; mfu divides by the bf16 peak; docs/performance.md)"`
 	MaxMinutes     float64 `toml:"max_minutes" comment:"stop this invocation after this many minutes of wall-clock (checked after each step; at least one step runs) with a final evaluation and checkpoint, exit 0; rerunning resumes (0 = no limit)"`
 
 	// Data parallelism (docs/distributed.md).
@@ -30,7 +33,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults of the [train] section.
 func DefaultConfig() Config {
-	return Config{Steps: 2000, BatchSize: 12, EvalEvery: 250, EvalBatches: 20, ProbeSequences: 4, ValFraction: 0.1, LossEMABeta: 0.95, LogEvery: 50, CommTimeoutSeconds: 600}
+	return Config{Precision: "fp32", Steps: 2000, BatchSize: 12, EvalEvery: 250, EvalBatches: 20, ProbeSequences: 4, ValFraction: 0.1, LossEMABeta: 0.95, LogEvery: 50, CommTimeoutSeconds: 600}
 }
 
 // Validate reports inconsistent fields, naming them as in the config file.
@@ -57,6 +60,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.PeakGFLOPS >= 0) || math.IsInf(c.PeakGFLOPS, 0) {
 		errs = append(errs, fmt.Errorf("train.peak_gflops must be a finite number >= 0, got %g", c.PeakGFLOPS))
+	}
+	if _, err := ops.ParsePrecision(c.Precision); err != nil {
+		errs = append(errs, fmt.Errorf("train.precision: %w", err))
 	}
 	if c.MaxMinutes < 0 || math.IsNaN(c.MaxMinutes) || math.IsInf(c.MaxMinutes, 0) {
 		errs = append(errs, fmt.Errorf("train.max_minutes must be a finite number >= 0, got %g", c.MaxMinutes))

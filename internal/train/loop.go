@@ -17,6 +17,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/datasrc"
 	"github.com/kestrel-lm/kestrel/internal/faults"
+	"github.com/kestrel-lm/kestrel/internal/kernels/ops"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/peak"
@@ -167,6 +168,8 @@ type trainer struct {
 	start                   time.Time // when Run was called (train.max_minutes)
 	peakFLOPS               float64
 	peak                    peak.Peak // where peakFLOPS came from (manifest.json)
+	peakDtype               string    // what peak is the peak of (peak.ResolveFor)
+	prec                    ops.Precision
 	lastCkpt                string
 	lastCkptTime            time.Time
 	pendingCkptTime         float64
@@ -310,6 +313,9 @@ func (t *trainer) construct() error {
 	if t.net, err = newNet(o.Model, o.Seed); err != nil {
 		return fmt.Errorf("train: model: %w", err)
 	}
+	if t.prec, err = setPrecision(t.net, o.Train.Precision); err != nil {
+		return err
+	}
 	t.ts = t.net.Tensors()
 	if t.dp, err = newDataParallel(o.Comm, t.net, time.Duration(o.Train.CommTimeoutSeconds*float64(time.Second))); err != nil {
 		return err
@@ -444,7 +450,7 @@ func (t *trainer) open(res *Result) (done bool, err error) {
 	}
 	// The FMA peak mfu divides by: train.peak_gflops, else this machine's
 	// cached peak (checked by a short probe), else a probe now.
-	t.peak = peak.Resolve(peak.Options{Configured: o.Train.PeakGFLOPS, Logger: t.log})
+	t.peak, t.peakDtype = peak.ResolveFor(peak.Options{Configured: o.Train.PeakGFLOPS, Logger: t.log}, t.prec.String())
 	t.peakFLOPS = t.peak.FLOPS()
 	res.PeakGFLOPS, res.PeakSource, res.PeakProbeRatio = t.peak.GFLOPS, string(t.peak.Source), t.peak.ProbeRatio
 	if err := t.writeManifest(res); err != nil {

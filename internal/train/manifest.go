@@ -10,6 +10,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/buildinfo"
 	"github.com/kestrel-lm/kestrel/internal/kernels"
+	"github.com/kestrel-lm/kestrel/internal/kernels/ops"
 	"github.com/kestrel-lm/kestrel/internal/peak"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
@@ -45,6 +46,10 @@ func (t *trainer) writeManifest(res *Result) error {
 		man.MemoryEstimate = int64(est.Total())
 	}
 	man.PeakGFLOPS, man.PeakSource, man.PeakMeasuredAt = t.peak.GFLOPS, string(t.peak.Source), ""
+	man.Precision, man.PeakDtype, man.BF16Impl = t.prec.String(), t.peakDtype, ""
+	if t.prec == ops.BF16 {
+		man.BF16Impl = bf16Impl()
+	}
 	if t.peak.Source == peak.Cached {
 		man.PeakMeasuredAt = t.peak.MeasuredAt.UTC().Format(time.RFC3339)
 	}

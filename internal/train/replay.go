@@ -83,6 +83,9 @@ func NewReplayer(o Options, ckptDir string) (*Replayer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replay: model: %w", err)
 	}
+	if _, err := setPrecision(net, o.Train.Precision); err != nil { // the run's arithmetic, for the same losses
+		return nil, fmt.Errorf("replay: %w", err)
+	}
 	r := &Replayer{o: o, net: net, ts: net.Tensors(), ck: l, ivs: rewind.Effective(all)}
 	params := net.Params()
 	_, missing, mismatched, _, err := copyMatching(l.Model, "", r.ts, params)

@@ -16,6 +16,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 	"github.com/kestrel-lm/kestrel/internal/datasrc"
 	"github.com/kestrel-lm/kestrel/internal/faults"
+	"github.com/kestrel-lm/kestrel/internal/kernels/ops"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
@@ -137,7 +138,9 @@ func TestResumeBitExact(t *testing.T) {
 			o.Train.MicroBatch = 4
 			o.Optim.SqrtBatchScaling = true
 		}},
+		{"bf16", func(o *Options) { o.Train.Precision = "bf16" }}, // KESTREL_BF16_REFERENCE=1 below
 	}
+	t.Setenv(ops.BF16ReferenceEnv, "1")
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ref := filepath.Join(t.TempDir(), "ref")

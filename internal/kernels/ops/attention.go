@@ -43,6 +43,10 @@ type Attention struct {
 	// Scratch [B*H*T], optional: with it the unmasked softmax rows use the
 	// vectorised exponential.
 	Scratch []float32
+	// Prec is the products' arithmetic: BF16 runs them on kernels.SgemmBF16
+	// (never on the float32 tiles); the softmax and its statistics stay
+	// float32.
+	Prec Precision
 
 	sm  softmaxTask
 	smb softmaxBackTask
@@ -55,7 +59,7 @@ type Attention struct {
 // runs its AVX-512 micro-kernel (whose sums the tiles repeat bit for bit)
 // and the head width is a multiple of 32.
 func (a *Attention) tiles() bool {
-	return attnAVX512 && kernels.Impl() == "avx512" && a.D.HD%32 == 0
+	return a.Prec == FP32 && attnAVX512 && kernels.Impl() == "avx512" && a.D.HD%32 == 0
 }
 
 func (a *Attention) block() int {
@@ -144,7 +148,7 @@ func (k *attnFwdTask) Run(s, e int) {
 		S := k.scores(buf, bh)
 		for r0 := 0; r0 < T; r0 += bs {
 			r1 := min(r0+bs, T)
-			kernels.Sgemm(false, true, r1-r0, r1, hd, scale,
+			a.Prec.Sgemm(false, true, r1-r0, r1, hd, scale,
 				k.qkv[base+r0*d.Stride+d.QOff+h*hd:], d.Stride,
 				k.qkv[base+d.KOff+kv*hd:], d.Stride,
 				0, S[r0*T:], T)
@@ -152,7 +156,7 @@ func (k *attnFwdTask) Run(s, e int) {
 		a.sm.block(S, bh, a.docRuns(b))
 		for r0 := 0; r0 < T; r0 += bs {
 			r1 := min(r0+bs, T)
-			kernels.Sgemm(false, false, r1-r0, hd, r1, 1,
+			a.Prec.Sgemm(false, false, r1-r0, hd, r1, 1,
 				S[r0*T:], T,
 				k.qkv[base+d.VOff+kv*hd:], d.Stride,
 				0, k.out[(b*T+r0)*d.OutStride+h*hd:], d.OutStride)
@@ -193,7 +197,7 @@ func (k *attnBwdTask) Run(s, e int) {
 			// dP[r0:r1, 0:r1] = dO[r0:r1]·V[0:r1]ᵀ
 			for r0 := 0; r0 < T; r0 += bs {
 				r1 := min(r0+bs, T)
-				kernels.Sgemm(false, true, r1-r0, r1, hd, 1,
+				a.Prec.Sgemm(false, true, r1-r0, r1, hd, 1,
 					dO[r0*d.OutStride:], d.OutStride,
 					k.qkv[base+d.VOff+kv*hd:], d.Stride,
 					0, dS[r0*T:], T)
@@ -203,15 +207,15 @@ func (k *attnBwdTask) Run(s, e int) {
 				r1 := min(r0+bs, T)
 				m := r1 - r0
 				// dQ[r0:r1] = s·dS[r0:r1, 0:r1]·K[0:r1]
-				kernels.Sgemm(false, false, m, hd, r1, scale,
+				a.Prec.Sgemm(false, false, m, hd, r1, scale,
 					dS[r0*T:], T, k.qkv[base+d.KOff+kv*hd:], d.Stride,
 					0, k.dqkv[base+r0*d.Stride+d.QOff+h*hd:], d.Stride)
 				// dK[0:r1] += s·dS[r0:r1, 0:r1]ᵀ·Q[r0:r1]
-				kernels.Sgemm(true, false, r1, hd, m, scale,
+				a.Prec.Sgemm(true, false, r1, hd, m, scale,
 					dS[r0*T:], T, k.qkv[base+r0*d.Stride+d.QOff+h*hd:], d.Stride,
 					1, k.dqkv[base+d.KOff+kv*hd:], d.Stride)
 				// dV[0:r1] += P[r0:r1, 0:r1]ᵀ·dO[r0:r1]
-				kernels.Sgemm(true, false, r1, hd, m, 1,
+				a.Prec.Sgemm(true, false, r1, hd, m, 1,
 					P[r0*T:], T, dO[r0*d.OutStride:], d.OutStride,
 					1, k.dqkv[base+d.VOff+kv*hd:], d.Stride)
 			}
