@@ -13,7 +13,7 @@ func newRootCmd() *cobra.Command {
 		// ranks says so instead of running N copies (launch.go).
 		PersistentPreRunE: func(*cobra.Command, []string) error { return checkLaunch() },
 	}
-	root.AddCommand(newPrepareCmd(), newTokenizerCmd(), newDataCmd(), newTrainCmd(), newRewindCmd(), newBranchCmd(), newCompareCmd(), newReportCmd(), newSampleCmd(), newEvalCmd(), newScoreCmd(),
+	root.AddCommand(newPrepareCmd(), newTokenizerCmd(), newDataCmd(), newTrainCmd(), newRewindCmd(), newBranchCmd(), newSweepCmd(), newCompareCmd(), newReportCmd(), newSampleCmd(), newEvalCmd(), newScoreCmd(),
 		newCheckpointsCmd(), newIncidentsCmd(), newDrillCmd(), newReplayCmd(), newQuarantineCmd(), newWatchCmd(), newDashCmd(), newBenchCmd(), newDemoCmd(),
 		newConfigCmd(), newVersionCmd())
 	root.AddCommand(newExportCmd(), newImportCmd()) // Hugging Face interchange (export.go, import.go)

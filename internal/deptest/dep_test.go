@@ -35,6 +35,7 @@ var floors = map[string]int{
 	"internal/eval": 6, "internal/hfrun": 6, "internal/run": 6, "internal/testrun": 6,
 	// Floor 7.
 	"internal/replay": 7, "internal/modelbench": 7, "internal/drill": 7, "internal/branch": 7,
+	"internal/sweep": 7,
 	// Floor 8: the command's printers and flag glue (cmd/kestrel/internal).
 	"cmd/kestrel/internal/show": 8, "cmd/kestrel/internal/flagx": 8,
 	// Floor 9.

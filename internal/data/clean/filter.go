@@ -1,6 +1,7 @@
 package clean
 
 import (
+	"compress/flate"
 	"fmt"
 	"strconv"
 	"strings"
@@ -16,7 +17,9 @@ import (
 // Stage names, in the order Apply runs them.
 const (
 	StageInput            = "input"
+	StageLangID           = "langid"
 	StageGopherRepetition = "gopher_repetition"
+	StageCompression      = "compression"
 	StageGopherQuality    = "gopher_quality"
 	StageC4               = "c4"
 	StageFineWeb          = "fineweb"
@@ -38,10 +41,11 @@ func (v Verdict) Key() string { return v.Stage + "/" + v.Rule }
 
 // Filter applies a validated Config. It is safe for concurrent use.
 type Filter struct {
-	cfg   Config
-	stop  map[string]struct{}
-	pool  sync.Pool
-	rules []string
+	cfg      Config
+	stop     map[string]struct{}
+	keepLang map[string]bool
+	pool     sync.Pool
+	rules    []string
 }
 
 // New validates cfg and returns a Filter; errors name the offending field.
@@ -49,7 +53,7 @@ func New(cfg Config) (*Filter, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("clean config: %w", err)
 	}
-	f := &Filter{cfg: cfg, stop: lowerWords(cfg.GopherQuality.StopWords)}
+	f := &Filter{cfg: cfg, stop: lowerWords(cfg.GopherQuality.StopWords), keepLang: cfg.LangID.keepSet()}
 	f.pool.New = func() any { return &scratch{} }
 	f.rules = f.buildRules()
 	return f, nil
@@ -57,6 +61,9 @@ func New(cfg Config) (*Filter, error) {
 
 // Rules lists "stage/rule" for every rule of the enabled families (plus
 // "input/empty"), in Apply's order, so callers can report zero counts.
+// Language ID lists "langid/low_confidence" and "langid/und"; its other
+// rules are the detected languages' codes ("langid/fr"), which appear as
+// they are met.
 func (f *Filter) Rules() []string { return append([]string(nil), f.rules...) }
 
 func (f *Filter) buildRules() []string {
@@ -66,6 +73,9 @@ func (f *Filter) buildRules() []string {
 			r = append(r, stage+"/"+n)
 		}
 	}
+	if f.cfg.LangID.Enabled {
+		add(StageLangID, "low_confidence", Und)
+	}
 	if f.cfg.GopherRepetition.Enabled {
 		add(StageGopherRepetition, "dup_line_frac", "dup_line_char_frac", "dup_para_frac", "dup_para_char_frac")
 		for _, n := range f.cfg.GopherRepetition.TopNgramSizes {
@@ -74,6 +84,9 @@ func (f *Filter) buildRules() []string {
 		for _, n := range f.cfg.GopherRepetition.DupNgramSizes {
 			add(StageGopherRepetition, "dup_"+strconv.Itoa(n)+"gram")
 		}
+	}
+	if f.cfg.Compression.Enabled {
+		add(StageCompression, "ratio")
 	}
 	if f.cfg.GopherQuality.Enabled {
 		add(StageGopherQuality, "min_words", "max_words", "mean_word_length", "symbol_word_ratio",
@@ -102,18 +115,32 @@ func (f *Filter) Check(text string) Verdict {
 	return v
 }
 
-// Apply runs the stages in order — Gopher repetition, Gopher quality, C4
-// (which may remove lines), FineWeb, OLMo n-gram — and returns the possibly
-// rewritten text with the verdict. Rejected documents return "".
+// Apply runs the stages in order — language ID (first: it names the
+// language of a page every English-specific rule after it would reject for
+// another reason, and judges at most LangID.MaxBytes), Gopher repetition,
+// compression ratio (after the repetition rules, so it counts what they
+// missed), Gopher quality, C4 (which may remove lines), FineWeb, OLMo
+// n-gram — and returns the possibly rewritten text with the verdict.
+// Rejected documents return "".
 func (f *Filter) Apply(text string) (string, Verdict) {
 	s := f.pool.Get().(*scratch)
 	defer f.pool.Put(s)
 	if strings.TrimSpace(text) == "" {
 		return "", reject(StageInput, "empty", "no non-space characters")
 	}
+	if f.cfg.LangID.Enabled {
+		if v, bad := f.langID(text); bad {
+			return "", v
+		}
+	}
 	s.analyse(text)
 	if f.cfg.GopherRepetition.Enabled {
 		if v, bad := f.gopherRepetition(s, text); bad {
+			return "", v
+		}
+	}
+	if f.cfg.Compression.Enabled {
+		if v, bad := f.compression(s, text); bad {
 			return "", v
 		}
 	}
@@ -158,6 +185,8 @@ type scratch struct {
 	clen   []int    // clen[i] = total bytes of words[0:i]
 	grams  []uint64 // n-gram hashes, see gramHashes
 	tab    table
+	zw     *flate.Writer // the compression rule's writer, reused
+	zbuf   []byte        // its input buffer
 }
 
 type span struct{ a, b int32 }

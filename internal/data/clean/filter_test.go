@@ -55,6 +55,8 @@ func prose(n int, off int) string {
 func only(t *testing.T, mod func(c *Config)) *Filter {
 	t.Helper()
 	c := DefaultConfig("web")
+	c.LangID.Enabled = false
+	c.Compression.Enabled = false
 	c.GopherQuality.Enabled = false
 	c.GopherRepetition.Enabled = false
 	c.C4.Enabled = false

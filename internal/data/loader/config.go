@@ -8,6 +8,8 @@
 //	g ──stage of g, block b = local/K, offset o──▶ keyed permutation of the block's
 //	     K positions, each owned by a source (⌊w·K⌋ positions per source,
 //	     remainder to the heaviest) ──▶ (source s, j-th sequence of s)
+//	     (inside a stage's ramp_steps, each step is one block of its batch
+//	     with the interpolated weights; rampStages, rampCounts)
 //	j ──epoch e = j / slots(s)──▶ slot = PRP_{seed, s, e}(j mod slots(s))
 //	slot ──packing──▶ seq_len+1 tokens, segment ids, document ids
 package loader

@@ -108,44 +108,47 @@ func TestMixingBlocksIID(t *testing.T) {
 	}
 }
 
-// TestCompositionAcrossStages: a planned mixture change (a data stage) is
-// not drift. Deviations are measured from the weights in force, so the
-// default permutation stays near i.i.d. across the switch, while
-// deviations from the all-steps mean (computed here for contrast) see the
-// switch as a strong autocorrelation.
+// TestCompositionAcrossStages: a planned mixture change (a data stage,
+// switched at once or ramped over 200 steps) is not drift. Deviations are
+// measured from the weights in force (inside a ramp, each ramp step's own
+// counts), so the default permutation stays near i.i.d. across the switch
+// and through the ramp, while deviations from the all-steps mean (computed
+// here for contrast) see the change as a strong autocorrelation.
 func TestCompositionAcrossStages(t *testing.T) {
 	ds := synthDataset(400000, 400000)
-	cfg := testConfig()
-	cfg.Sources = []SourceConfig{{Name: "src0", Weight: 3}, {Name: "src1", Weight: 1}}
-	cfg.Stages = []Stage{{StartStep: 300, Weights: map[string]float64{"src0": 1, "src1": 3}}}
-	cfg.MixBlock = 1024 // many batches per mixing block, as in TestMixingBlocksIID
-	l := mustNew(t, ds, cfg, Options{SeqLen: 8, Schedule: ConstantBatch(32)})
-	const steps = 600
-	c, _, err := l.Composition("feistel-mix", steps, 0, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	worst := 0.0
-	for _, a := range c.ACF[1:] {
-		worst = max(worst, math.Abs(a))
-	}
-	// Lag-1 autocorrelation around the all-steps mean, for contrast.
-	var num, den float64
-	for b := 0; b < 2; b++ {
-		for s := 0; s < steps; s++ {
-			d := c.Shares[s][b] - c.Global[b]
-			den += d * d
-			if s+1 < steps {
-				num += d * (c.Shares[s+1][b] - c.Global[b])
+	for _, ramp := range []int{0, 200} {
+		cfg := testConfig()
+		cfg.Sources = []SourceConfig{{Name: "src0", Weight: 3}, {Name: "src1", Weight: 1}}
+		cfg.Stages = []Stage{{StartStep: 300, RampSteps: ramp, Weights: map[string]float64{"src0": 1, "src1": 3}}}
+		cfg.MixBlock = 1024 // many batches per mixing block, as in TestMixingBlocksIID
+		l := mustNew(t, ds, cfg, Options{SeqLen: 8, Schedule: ConstantBatch(32)})
+		const steps = 600
+		c, _, err := l.Composition("feistel-mix", steps, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst := 0.0
+		for _, a := range c.ACF[1:] {
+			worst = max(worst, math.Abs(a))
+		}
+		// Lag-1 autocorrelation around the all-steps mean, for contrast.
+		var num, den float64
+		for b := 0; b < 2; b++ {
+			for s := 0; s < steps; s++ {
+				d := c.Shares[s][b] - c.Global[b]
+				den += d * d
+				if s+1 < steps {
+					num += d * (c.Shares[s+1][b] - c.Global[b])
+				}
 			}
 		}
-	}
-	naive := num / den
-	t.Logf("max |acf| around the stage weights %.3f; lag-1 around the global mean %.3f", worst, naive)
-	if worst > 0.15 {
-		t.Errorf("max |acf| %.3f across a stage switch, want < 0.15", worst)
-	}
-	if naive < 0.5 {
-		t.Errorf("the stage switch should dominate the naive statistic (lag-1 %.3f)", naive)
+		naive := num / den
+		t.Logf("ramp_steps %d: max |acf| around the stage weights %.3f; lag-1 around the global mean %.3f", ramp, worst, naive)
+		if worst > 0.15 {
+			t.Errorf("ramp_steps %d: max |acf| %.3f across a stage change, want < 0.15", ramp, worst)
+		}
+		if naive < 0.5 {
+			t.Errorf("ramp_steps %d: the stage change should dominate the naive statistic (lag-1 %.3f)", ramp, naive)
+		}
 	}
 }

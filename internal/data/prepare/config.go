@@ -53,8 +53,8 @@ type Source struct {
 	MaxDocs  int64 `toml:"max_docs" comment:"stop reading this source after this many documents (0 = all)"`
 	MaxBytes int64 `toml:"max_bytes" comment:"stop reading this source after this many text bytes (0 = all)"`
 
-	Filter  string         `toml:"filter" comment:"quality filter set: web | code | math | books | none"`
-	Filters map[string]any `toml:"filters" comment:"overrides on top of the filter set, as in internal/data/clean (e.g. filters.gopher_quality.min_words = 20)"`
+	Filter  string         `toml:"filter" comment:"quality filter set: web | code | math | books | none (web and books keep English by language ID and reject by compression ratio; code and math do neither)"`
+	Filters map[string]any `toml:"filters" comment:"overrides on top of the filter set, as in internal/data/clean (e.g. filters.gopher_quality.min_words = 20, filters.langid.keep = [\"en\", \"de\"], filters.langid.min_confidence = 0.5, filters.compression.min_ratio = 0.2)"`
 	Rewrite *bool          `toml:"rewrite" comment:"keep the text as rewritten by the filters (C4 line removal); default true"`
 }
 
@@ -117,6 +117,10 @@ func (s Source) readOptions(c Config) corpus.Options {
 	}
 }
 
+// defaultFilters is a kind's filter set (a variable so tests can play a
+// binary whose defaults changed).
+var defaultFilters = clean.DefaultConfig
+
 // filterConfig is the source's filter set with its overrides applied.
 func (s Source) filterConfig() (clean.Config, bool, error) {
 	kind := s.Filter
@@ -133,7 +137,7 @@ func (s Source) filterConfig() (clean.Config, bool, error) {
 	if !known {
 		return clean.Config{}, false, fmt.Errorf("source %q: filter %q: want one of %v or none", s.Name, kind, clean.Kinds)
 	}
-	cfg := clean.DefaultConfig(kind)
+	cfg := defaultFilters(kind)
 	if err := tomlstrict.Overlay(s.Filters, fmt.Sprintf("source %q: filters", s.Name), &cfg); err != nil {
 		return cfg, false, err
 	}

@@ -47,6 +47,8 @@ func distConfig(t *testing.T) Config {
 	cfg.Tokenizer.TrainMaxBytes = 200 << 10
 	cfg.Tokenizer.Shards.ValFraction = 0.1
 	cfg.ShardBytes = 100 << 10 // several document shards per source
+	// Pages in ten languages under the web set: language ID runs on every rank.
+	cfg.Sources = append(cfg.Sources, Source{Name: "intl", Inputs: []string{"../clean/testdata/langid/labelled.jsonl"}, Format: "jsonl", Filter: "web"})
 	return cfg
 }
 
@@ -61,6 +63,9 @@ func TestDistMatchesSingle(t *testing.T) {
 	}
 	if ref.Rejects[datareport.StageExact+"/exact_duplicate"] == 0 || ref.Rejects[datareport.StageNear+"/minhash"] == 0 || ref.Rejects[datareport.StageDecontam+"/gsm8k"] == 0 {
 		t.Fatalf("fixture lacks a duplicate or contamination: %v", ref.Rejects)
+	}
+	if ref.Rejects["clean/langid/de"] != 6 || ref.Rejects["clean/langid/pl"] != 4 {
+		t.Fatalf("language-ID rejects %v: want 6 German and 4 Polish pages", ref.Rejects)
 	}
 	for _, n := range []int{2, 3} {
 		out := filepath.Join(t.TempDir(), "dist")

@@ -19,7 +19,8 @@ import (
 var binaryVersion = func() string { return buildinfo.Describe() + " " + buildinfo.ModulesHash() }
 
 // fingerprint hashes what the output of Run depends on: the resolved
-// config, the pipeline version, the binary's version (commit and linked
+// config, each source's resolved filter set (language ID and compression
+// ratio included), the pipeline version, the binary's version (commit and linked
 // modules), every input file's path, size and modification time, and —
 // when decontamination is on — the contents of every evaluation file it
 // protects against, so a changed eval file (a fixed item, a new version
@@ -33,6 +34,20 @@ func fingerprint(cfg Config, inputs [][]corpus.Input, strict bool) (string, erro
 	}
 	fmt.Fprintf(h, "v%d strict=%v\nbinary %s\n", pipelineVersion, strict, binaryVersion())
 	h.Write(b)
+	// Each source's filter set as resolved (its kind's defaults and its
+	// overrides), so a changed default re-prepares even under a binary
+	// whose version is unknown.
+	for i, s := range cfg.Sources {
+		fc, on, err := s.filterConfig()
+		if err != nil {
+			return "", fmt.Errorf("prepare: fingerprint: %w", err)
+		}
+		fb, err := toml.Marshal(fc)
+		if err != nil {
+			return "", fmt.Errorf("prepare: fingerprint: source %q filters: %w", s.Name, err)
+		}
+		fmt.Fprintf(h, "filters %d %v\n%s", i, on, fb)
+	}
 	for _, ins := range inputs {
 		for _, in := range ins {
 			err := filepath.WalkDir(in.Path, func(p string, d fs.DirEntry, err error) error {

@@ -23,7 +23,9 @@ import (
 )
 
 // pipelineVersion changes when the output of the same config would change.
-const pipelineVersion = 1
+// 2: the web and books filter sets gained language ID and the
+// compression-ratio rule.
+const pipelineVersion = 2
 
 // RunOptions are the per-invocation settings of Run.
 type RunOptions struct {
