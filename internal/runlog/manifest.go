@@ -120,6 +120,10 @@ type Start struct {
 	// QuarantineHash is the manifest's quarantine_hash at this start: the
 	// overlay the steps after Step were trained with.
 	QuarantineHash string `json:"quarantine_hash,omitempty"`
+	// OptimizerSwap is the optimizer swap this start made on its
+	// checkpoint's state ("adamw→muon at step 1000"; optim.name changed
+	// by an intervention or a branch), empty for none.
+	OptimizerSwap string `json:"optimizer_swap,omitempty"`
 }
 
 // WriteManifest writes m to dir/manifest.json atomically.

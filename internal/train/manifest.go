@@ -65,7 +65,7 @@ func (t *trainer) writeManifest(res *Result) error {
 			return fmt.Errorf("manifest: warm start: %w", err)
 		}
 	}
-	start := runlog.Start{Time: time.Now().UTC().Format(time.RFC3339), Step: t.st.Step, ConfigHash: t.o.ConfigHash, QuarantineHash: man.QuarantineHash}
+	start := runlog.Start{Time: time.Now().UTC().Format(time.RFC3339), Step: t.st.Step, ConfigHash: t.o.ConfigHash, QuarantineHash: man.QuarantineHash, OptimizerSwap: swapNote(t.swap, t.st.Step)}
 	if res.Resumed {
 		start.ResumedFrom = res.Checkpoint
 	}
