@@ -34,8 +34,10 @@ func (stopCancel) OnCheckpoint(*runlog.Checkpoint) error { return nil }
 // a tiny model on two shipped sources: warm-up 5% of the run, WSD-S
 // (period 8, decay 2) whose spacing changes at step 13 (period 5, decay
 // 1), a 1−sqrt cooldown from step 25 beside a data stage ramping over 5
-// steps (25..29) to wiki only, and a reheat from the LR in force at 35.
-func surgeryOpts(t *testing.T, dir string, ds *loader.Dataset) (train.Options, *loader.Loader) {
+// steps (25..29) to wiki only, and a reheat from the LR in force at 35;
+// optimizer is optim.name (the walkthrough swaps AdamW for AdamC on the
+// checkpoint of step 24, as kestrel rewind --set optim.name=adamc does).
+func surgeryOpts(t *testing.T, dir string, ds *loader.Dataset, optimizer string) (train.Options, *loader.Loader) {
 	mc := model.DefaultConfig()
 	mc.DModel, mc.NLayers, mc.NHeads, mc.NKVHeads, mc.MLPHidden, mc.SeqLen, mc.DocMask = 16, 1, 2, 2, 32, 32, true
 	o, l := loaderRunOpts(t, dir, ds, mc, 40, nil, loader.Stage{StartStep: 25, RampSteps: 5, Weights: map[string]float64{"wiki": 1}})
@@ -47,24 +49,40 @@ func surgeryOpts(t *testing.T, dir string, ds *loader.Dataset) (train.Options, *
 		{Step: 35, Kind: "rewarm", From: "current", Peak: ptrTo(5e-4), Steps: 3},
 	}
 	o.Checkpoint.Every, o.Checkpoint.Keep = 40, 50
+	o.Optim.Name = optimizer
 	return o, l
 }
 
 func ptrTo(v float64) *float64 { return &v }
 
-// TestSurgeryWalkthroughResume: the walkthrough's run stopped (Ctrl-C, a
+// TestSurgeryWalkthroughResume: the walkthrough's run — AdamW to step 24,
+// stopped there, AdamC from its checkpoint on — stopped (Ctrl-C, a
 // checkpoint at the step) just before, at and just after every change —
-// the WSD-S spacing (13), the cooldown and the start of the mixture ramp
-// (25), the end of the ramp (29), the reheat (35) — and resumed each time,
+// the WSD-S spacing (13), the cooldown, the start of the mixture ramp and
+// AdamC (25), the end of the ramp (29), the reheat (35) — and resumed each time,
 // then killed without a checkpoint and resumed from an earlier one, logs
 // exactly the losses, learning rates, phases and mixture shares of the
 // uninterrupted run; the LR and the mixture target move at each change.
 func TestSurgeryWalkthroughResume(t *testing.T) {
 	ds := shippedByteDataset(t)
 	ref := filepath.Join(t.TempDir(), "ref")
-	o, l := surgeryOpts(t, ref, ds)
+	ctx, cancel := context.WithCancel(context.Background())
+	o, _ := surgeryOpts(t, ref, ds, "adamw")
+	o.Observers = []train.Observer{stopCancel{24, cancel}}
+	if _, err := train.Run(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	o, l := surgeryOpts(t, ref, ds, "adamc")
 	if _, err := train.Run(context.Background(), o); err != nil {
 		t.Fatal(err)
+	}
+	man, err := runlog.ReadManifest(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(man.Starts); n != 2 || man.Starts[1].Step != 24 || man.Starts[1].OptimizerSwap == "" {
+		t.Fatalf("manifest starts %+v: want the second at step 24 swapping adamw for adamc", man.Starts)
 	}
 	sched, err := optim.NewSchedule(o.Optim, 40)
 	if err != nil {
@@ -115,19 +133,23 @@ func TestSurgeryWalkthroughResume(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "stopped")
 	for _, k := range []int{12, 13, 14, 24, 25, 26, 28, 29, 30, 34, 35, 36} {
 		ctx, cancel := context.WithCancel(context.Background())
-		o, _ := surgeryOpts(t, dir, ds) // a fresh loader, as after a restart
+		name := "adamc"
+		if k <= 24 {
+			name = "adamw"
+		}
+		o, _ := surgeryOpts(t, dir, ds, name) // a fresh loader, as after a restart
 		o.Observers = []train.Observer{stopCancel{k, cancel}}
 		if _, err := train.Run(ctx, o); err != nil {
 			t.Fatalf("stop at %d: %v", k, err)
 		}
 		cancel()
 	}
-	o, _ = surgeryOpts(t, dir, ds)
+	o, _ = surgeryOpts(t, dir, ds, "adamc")
 	o.Observers = []train.Observer{stopAtStep{39}} // killed: resumes from step 36's checkpoint
 	if _, err := train.Run(context.Background(), o); err == nil {
 		t.Fatal("want the simulated crash")
 	}
-	o, _ = surgeryOpts(t, dir, ds)
+	o, _ = surgeryOpts(t, dir, ds, "adamc")
 	if res, err := train.Run(context.Background(), o); err != nil || !res.Resumed {
 		t.Fatalf("resume: %+v, %v", res, err)
 	}
