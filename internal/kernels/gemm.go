@@ -56,14 +56,25 @@ type gemmKernel struct {
 	// (dst[i] holds src[2i] and src[2i+1]) as far as it can and returns
 	// how many elements of src it did (the Go loop does the rest).
 	cvtRow func(dst, src []float32) int
+	// kpad, for a bf16 kernel, pads the pairs of k to a multiple of kpad
+	// (zero pairs) in packed strips and micro-kernel steps (AMX: 16).
+	kpad int
+	// aRows: op(A) is always packed as row copies (rs = row stride, cs =
+	// 1), Aᵀ too (AMX tiles read rows of A contiguous in k).
+	aRows bool
 }
 
 // kdepth is the number of micro-kernel steps (and packed rows of a strip)
 // for kc of k: kc, or for a bf16 kernel the pairs of k, (kc+1)/2 (the
-// second half of an odd k's last pair is zero).
+// second half of an odd k's last pair is zero), rounded up to a multiple
+// of kpad.
 func (kn *gemmKernel) kdepth(kc int) int {
 	if kn.bf16 {
-		return (kc + 1) / 2
+		kp := (kc + 1) / 2
+		if kn.kpad > 1 {
+			kp = (kp + kn.kpad - 1) / kn.kpad * kn.kpad
+		}
+		return kp
 	}
 	return kc
 }
