@@ -21,6 +21,8 @@ TEXT ·sgemm32x32amx(SB), 0, $4096-64
 	SHLQ $4, R10
 	ADDQ R8, R10
 	MOVQ mode+56(FP), R12
+	VBROADCASTSS alpha+48(FP), Z30
+	VBROADCASTSS beta+52(FP), Z31
 	LEAQ ·amxTileCfg(SB), R11
 	BYTE $0xc4; BYTE $0xc2; BYTE $0x78; BYTE $0x49; BYTE $0x43; BYTE $0x00 // LDTILECFG [r11+0x0]
 	CMPQ R12, $1
@@ -55,18 +57,15 @@ sgemm32x32amx_loop:
 	BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x08; BYTE $0x40 // TILESTORED [r8+r9*1+0x40], tmm1
 	BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x54; BYTE $0x0a; BYTE $0x00 // TILESTORED [r10+r9*1+0x0], tmm2
 	BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x5c; BYTE $0x0a; BYTE $0x40 // TILESTORED [r10+r9*1+0x40], tmm3
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
-	RET
+	JMP sgemm32x32amx_done
 sgemm32x32amx_scaled:
 	MOVQ SP, R13
-	LEAQ 2048(SP), R11
 	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x44; BYTE $0x1d; BYTE $0x00 // TILESTORED [r13+rbx*1+0x0], tmm0
 	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x1d; BYTE $0x40 // TILESTORED [r13+rbx*1+0x40], tmm1
-	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x54; BYTE $0x1b; BYTE $0x00 // TILESTORED [r11+rbx*1+0x0], tmm2
-	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x5c; BYTE $0x1b; BYTE $0x40 // TILESTORED [r11+rbx*1+0x40], tmm3
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
-	VBROADCASTSS alpha+48(FP), Z30
-	VBROADCASTSS beta+52(FP), Z31
+	LEAQ 2048(SP), R13
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x54; BYTE $0x1d; BYTE $0x00 // TILESTORED [r13+rbx*1+0x0], tmm2
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x5c; BYTE $0x1d; BYTE $0x40 // TILESTORED [r13+rbx*1+0x40], tmm3
+	MOVQ SP, R13
 	MOVQ $32, CX
 	CMPQ R12, $3
 	JEQ sgemm32x32amx_beta0
@@ -81,8 +80,7 @@ sgemm32x32amx_rowb:
 	ADDQ R9, R8
 	DECQ CX
 	JNZ sgemm32x32amx_rowb
-	VZEROUPPER
-	RET
+	JMP sgemm32x32amx_done
 sgemm32x32amx_beta0:
 	VMULPS (R13), Z30, Z0
 	VMULPS 64(R13), Z30, Z1
@@ -92,6 +90,129 @@ sgemm32x32amx_beta0:
 	ADDQ R9, R8
 	DECQ CX
 	JNZ sgemm32x32amx_beta0
+sgemm32x32amx_done:
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
+	VZEROUPPER
+	RET
+
+// func sgemmBlockamx(na, nb, kp int, a *float32, lda, sa int, b *float32, sb int, c *float32, ldc int, alpha, beta float32, mode int)
+TEXT ·sgemmBlockamx(SB), 0, $4160-96
+	MOVQ lda+32(FP), AX
+	SHLQ $2, AX
+	MOVQ $128, BX
+	MOVQ ldc+72(FP), R9
+	SHLQ $2, R9
+	MOVQ mode+88(FP), R12
+	VBROADCASTSS alpha+80(FP), Z30
+	VBROADCASTSS beta+84(FP), Z31
+	MOVQ b+48(FP), R11
+	MOVQ R11, 4104(SP)
+	MOVQ c+64(FP), R11
+	MOVQ R11, 4112(SP)
+	MOVQ nb+8(FP), R11
+	MOVQ R11, 4136(SP)
+	LEAQ ·amxTileCfg(SB), R11
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x78; BYTE $0x49; BYTE $0x43; BYTE $0x00 // LDTILECFG [r11+0x0]
+sgemmBlockamx_col:
+	MOVQ a+24(FP), R11
+	MOVQ R11, 4096(SP)
+	MOVQ 4112(SP), R11
+	MOVQ R11, 4120(SP)
+	MOVQ na+0(FP), R11
+	MOVQ R11, 4128(SP)
+sgemmBlockamx_tile:
+	MOVQ 4096(SP), SI
+	MOVQ AX, DI
+	SHLQ $4, DI
+	ADDQ SI, DI
+	MOVQ 4104(SP), DX
+	MOVQ 4120(SP), R8
+	MOVQ R9, R10
+	SHLQ $4, R10
+	ADDQ R8, R10
+	MOVQ kp+16(FP), CX
+	SHRQ $4, CX
+	CMPQ R12, $1
+	JNE sgemmBlockamx_zero
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x44; BYTE $0x08; BYTE $0x00 // TILELOADD tmm0, [r8+r9*1+0x0]
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x4c; BYTE $0x08; BYTE $0x40 // TILELOADD tmm1, [r8+r9*1+0x40]
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x54; BYTE $0x0a; BYTE $0x00 // TILELOADD tmm2, [r10+r9*1+0x0]
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x5c; BYTE $0x0a; BYTE $0x40 // TILELOADD tmm3, [r10+r9*1+0x40]
+	JMP sgemmBlockamx_loop
+sgemmBlockamx_zero:
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // TILEZERO tmm0
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // TILEZERO tmm1
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd0 // TILEZERO tmm2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd8 // TILEZERO tmm3
+sgemmBlockamx_loop:
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x64; BYTE $0x06; BYTE $0x00 // TILELOADD tmm4, [rsi+rax*1+0x0]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x74; BYTE $0x1a; BYTE $0x00 // TILELOADD tmm6, [rdx+rbx*1+0x0]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x7c; BYTE $0x1a; BYTE $0x40 // TILELOADD tmm7, [rdx+rbx*1+0x40]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xc4 // TDPBF16PS tmm0, tmm4, tmm6
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xcc // TDPBF16PS tmm1, tmm4, tmm7
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x6c; BYTE $0x07; BYTE $0x00 // TILELOADD tmm5, [rdi+rax*1+0x0]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xd5 // TDPBF16PS tmm2, tmm5, tmm6
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xdd // TDPBF16PS tmm3, tmm5, tmm7
+	ADDQ $64, SI
+	ADDQ $64, DI
+	ADDQ $2048, DX
+	DECQ CX
+	JNZ sgemmBlockamx_loop
+	CMPQ R12, $2
+	JAE sgemmBlockamx_scaled
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x44; BYTE $0x08; BYTE $0x00 // TILESTORED [r8+r9*1+0x0], tmm0
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x08; BYTE $0x40 // TILESTORED [r8+r9*1+0x40], tmm1
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x54; BYTE $0x0a; BYTE $0x00 // TILESTORED [r10+r9*1+0x0], tmm2
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x5c; BYTE $0x0a; BYTE $0x40 // TILESTORED [r10+r9*1+0x40], tmm3
+	JMP sgemmBlockamx_done
+sgemmBlockamx_scaled:
+	MOVQ SP, R13
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x44; BYTE $0x1d; BYTE $0x00 // TILESTORED [r13+rbx*1+0x0], tmm0
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x1d; BYTE $0x40 // TILESTORED [r13+rbx*1+0x40], tmm1
+	LEAQ 2048(SP), R13
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x54; BYTE $0x1d; BYTE $0x00 // TILESTORED [r13+rbx*1+0x0], tmm2
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7a; BYTE $0x4b; BYTE $0x5c; BYTE $0x1d; BYTE $0x40 // TILESTORED [r13+rbx*1+0x40], tmm3
+	MOVQ SP, R13
+	MOVQ $32, CX
+	CMPQ R12, $3
+	JEQ sgemmBlockamx_beta0
+sgemmBlockamx_rowb:
+	VMULPS (R13), Z30, Z0
+	VMULPS 64(R13), Z30, Z1
+	VFMADD231PS (R8), Z31, Z0
+	VFMADD231PS 64(R8), Z31, Z1
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	ADDQ $128, R13
+	ADDQ R9, R8
+	DECQ CX
+	JNZ sgemmBlockamx_rowb
+	JMP sgemmBlockamx_done
+sgemmBlockamx_beta0:
+	VMULPS (R13), Z30, Z0
+	VMULPS 64(R13), Z30, Z1
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, 64(R8)
+	ADDQ $128, R13
+	ADDQ R9, R8
+	DECQ CX
+	JNZ sgemmBlockamx_beta0
+sgemmBlockamx_done:
+	MOVQ sa+40(FP), R11
+	SHLQ $2, R11
+	ADDQ R11, 4096(SP)
+	MOVQ R9, R11
+	SHLQ $5, R11
+	ADDQ R11, 4120(SP)
+	DECQ 4128(SP)
+	JNZ sgemmBlockamx_tile
+	MOVQ sb+56(FP), R11
+	SHLQ $2, R11
+	ADDQ R11, 4104(SP)
+	ADDQ $128, 4112(SP)
+	DECQ 4136(SP)
+	JNZ sgemmBlockamx_col
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
 	VZEROUPPER
 	RET
 
