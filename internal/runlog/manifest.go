@@ -43,8 +43,8 @@ type Manifest struct {
 	// bf16 run the bf16 peak and how it was found (peak.ResolveFor).
 	PeakDtype string `json:"peak_dtype,omitempty"`
 	// Precision is train.precision ("fp32" or "bf16") and BF16Impl the bf16
-	// GEMM implementation of a bf16 run ("reference": rounded copies on the
-	// float32 kernels).
+	// GEMM implementation of a bf16 run (kernels.BF16Impl: "avx512bf16",
+	// or "ref", rounded copies on the float32 kernels).
 	Precision string `json:"precision,omitempty"`
 	BF16Impl  string `json:"bf16_impl,omitempty"`
 	// The run's inputs.

@@ -451,7 +451,7 @@ func (t *trainer) open(res *Result) (done bool, err error) {
 	}
 	// The FMA peak mfu divides by: train.peak_gflops, else this machine's
 	// cached peak (checked by a short probe), else a probe now.
-	t.peak, t.peakDtype = peak.ResolveFor(peak.Options{Configured: o.Train.PeakGFLOPS, Logger: t.log}, t.prec.String())
+	t.peak, t.peakDtype = peak.ResolveFor(peak.Options{Configured: o.Train.PeakGFLOPS, Logger: t.log}, t.prec.String(), bf16Impl())
 	t.peakFLOPS = t.peak.FLOPS()
 	res.PeakGFLOPS, res.PeakSource, res.PeakProbeRatio = t.peak.GFLOPS, string(t.peak.Source), t.peak.ProbeRatio
 	if err := t.writeManifest(res); err != nil {
