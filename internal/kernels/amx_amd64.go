@@ -22,7 +22,8 @@ import (
 // each slice's reload and store of C (TILELOADD/TILESTORED) from memory
 // outweighs the tiles' compute; mc 128–512 made no clear difference.
 var kernelBF16AMX = &gemmKernel{name: "amx", bf16: true, kpad: 16, aRows: true, mr: 32, nr: 32, kc: 1024, mc: 256, nc: 4096,
-	fn: kernel32x32AMX, block: blockAMX, packBN: packBN32BF16, packBT: packBT32BF16, cvtRow: cvtRowBF16AVX512}
+	fn: kernel32x32AMX, block: blockAMX, packBN: packBN32BF16, packBT: packBT32BF16, cvtRow: cvtRowBF16AVX512,
+	packATRows: packATRowsBF16AVX512}
 
 // amxTileCfg is the tile configuration LDTILECFG loads: palette 1, all
 // eight tiles 16 rows of 64 bytes.

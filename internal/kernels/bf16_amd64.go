@@ -25,6 +25,9 @@ func cvtBF16avx512(dst, src *float32, n int)
 func packBN32bf16avx512(dst, src *float32, ldb, kp int, idx *uint16)
 
 //go:noescape
+func packATR16bf16avx512(dst, src *float32, lda, ld, mb, qb int, idx *uint16)
+
+//go:noescape
 func packAT14bf16avx512(dst, src *float32, lda, kp, strips, ss int, idx *uint16)
 
 // bf16Interleave is the VPERMW index that turns a vector of 16 bf16 of
@@ -131,6 +134,21 @@ func packAT14BF16(dst, a []float32, lda, i0, p0, full, kc, ss int) bool {
 		}
 	}
 	return true
+}
+
+// packATRowsBF16AVX512 is the packATRows of the AMX kernel: the whole
+// 16-row × 16-pair blocks (32 rows of A by 16 columns) with AVX-512, a
+// VCVTNE2PS2BF16 per pair row and a 16×16 transpose in registers.
+func packATRowsBF16AVX512(dst, a []float32, lda, i0, p0, mc, kc, ld int) (rows, pairs int) {
+	mb, qb := mc/16, kc/32
+	if mb == 0 || qb == 0 || ld < 16*qb {
+		return 0, 0
+	}
+	_ = dst[(16*mb-1)*ld+16*qb-1]
+	src := a[p0*lda+i0:]
+	_ = src[(32*qb-1)*lda+16*mb-1]
+	packATR16bf16avx512(&dst[0], &src[0], lda, ld, mb, qb, &bf16Interleave[0])
+	return 16 * mb, 16 * qb
 }
 
 // bf16KernelsAvailable lists the bf16 micro-kernels this CPU can run,

@@ -161,7 +161,7 @@ func TestBF16PackingMatchesGo(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
 	for _, kn := range ks {
 		plain := *kn
-		plain.packAT, plain.packBN, plain.packBT, plain.cvtRow = nil, nil, nil, nil
+		plain.packAT, plain.packATRows, plain.packBN, plain.packBT, plain.cvtRow = nil, nil, nil, nil, nil
 		for _, kc := range []int{1, 2, 31, 32, 33, 64, 77, 1024} {
 			for _, trans := range []bool{false, true} {
 				mc, cols := 2*kn.mr+3, kn.nr

@@ -43,7 +43,7 @@ func packABF16(kn *gemmKernel, trans bool, a []float32, lda, i0, p0, mc, kc int,
 	if !trans || kn.aRows {
 		ld := packedARows(kd)
 		if trans {
-			packATRowsBF16(a, lda, i0, p0, mc, kc, ld, dst)
+			packATRowsBF16(kn, a, lda, i0, p0, mc, kc, ld, dst)
 		} else {
 			for i := 0; i < mc; i++ {
 				cvtRowBF16(kn, dst[i*ld:i*ld+kp], a[(i0+i)*lda+p0:][:kc])
@@ -94,18 +94,26 @@ func packABF16(kn *gemmKernel, trans bool, a []float32, lda, i0, p0, mc, kc int,
 // packATRowsBF16 packs rows i0..i0+mc, depth p0..p0+kc of op(A) = Aᵀ as
 // rows of pairs ld words apart (pair q of row i at dst[i·ld+q]), for a
 // kernel that reads A by rows (aRows): a transpose, two rows of A (two
-// consecutive k) at a time.
-func packATRowsBF16(a []float32, lda, i0, p0, mc, kc, ld int, dst []float32) {
+// consecutive k) at a time; kn.packATRows does what it can first.
+func packATRowsBF16(kn *gemmKernel, a []float32, lda, i0, p0, mc, kc, ld int, dst []float32) {
+	rows, pairs := 0, 0
+	if kn.packATRows != nil {
+		rows, pairs = kn.packATRows(dst, a, lda, i0, p0, mc, kc, ld)
+	}
 	for q := 0; q < (kc+1)/2; q++ {
+		first := 0 // rows below rows are done up to pair pairs
+		if q < pairs {
+			first = rows
+		}
 		r0 := a[(p0+2*q)*lda+i0:][:mc]
 		if 2*q+1 < kc {
 			r1 := a[(p0+2*q+1)*lda+i0:][:mc]
-			for i, x := range r0 {
-				dst[i*ld+q] = bf16Pair(x, r1[i])
+			for i := first; i < mc; i++ {
+				dst[i*ld+q] = bf16Pair(r0[i], r1[i])
 			}
 		} else {
-			for i, x := range r0 {
-				dst[i*ld+q] = bf16Pair(x, 0)
+			for i := first; i < mc; i++ {
+				dst[i*ld+q] = bf16Pair(r0[i], 0)
 			}
 		}
 	}

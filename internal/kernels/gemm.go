@@ -48,6 +48,11 @@ type gemmKernel struct {
 	// (strip s at dst[s·ss], k step p at +p·kmajorStride(mr)), reporting
 	// false when it cannot (then the Go loop does it).
 	packAT func(dst, a []float32, lda, i0, p0, full, kc, ss int) bool
+	// packATRows, for a bf16 aRows kernel, packs op(A) = Aᵀ (rows i0..
+	// i0+mc, depth kc from p0) as rows of pairs ld words apart as far as
+	// it can: the first rows rows, their first pairs pairs (the Go loop
+	// does the rest).
+	packATRows func(dst, a []float32, lda, i0, p0, mc, kc, ld int) (rows, pairs int)
 	// bf16 marks a kernel whose packed operands hold pairs of bfloat16
 	// (bf16pack.go): one 32-bit slot holds two consecutive k, and the
 	// micro-kernel's k counts pairs (kdepth).

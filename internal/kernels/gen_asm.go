@@ -514,6 +514,7 @@ func genBF16() {
 	cvtBF16Row()
 	packBN32BF16()
 	packAT14BF16()
+	packATRowsBF16Gen()
 	if err := os.WriteFile("bf16_amd64.s", out.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}
@@ -716,6 +717,98 @@ func packAT14BF16() {
 	p("\tDECQ CX")
 	p("\tJNZ packAT14bf16avx512_row")
 	p("packAT14bf16avx512_done:")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// packATRowsBF16Gen emits
+//
+//	func packATR16bf16avx512(dst, src *float32, lda, ld, mb, qb int, idx *uint16)
+//
+// which packs op(A) = Aᵀ as rows of bf16 pairs for the AMX kernel (aRows):
+// for blocks bq < qb (16 pairs: 32 rows of src) and bi < mb (16 columns of
+// src), word q of dst row 16·bi+i (rows ld words apart, at dst[… + 16·bq])
+// holds src[(32·bq+2q)·lda + 16·bi+i] (low half) and src[(32·bq+2q+1)·lda +
+// 16·bi+i] (high half), rounded to nearest even. Each block: 16 row pairs
+// converted (VCVTNE2PS2BF16) and interleaved into pairs (VPERMW by idx), so
+// vector q holds pair q of the 16 rows; a 16×16 transpose of 32-bit words
+// in registers (VUNPCKLPS/VUNPCKHPS, VUNPCKLPD/VUNPCKHPD, two rounds of
+// VSHUFF32X4) turns them into the 16 rows' 64-byte pieces. idx is
+// reloaded per block, its register being one the transpose needs.
+func packATRowsBF16Gen() {
+	name := "packATR16bf16avx512"
+	p("")
+	p("// func %s(dst, src *float32, lda, ld, mb, qb int, idx *uint16)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+	p("\tMOVQ dst+0(FP), DI")
+	p("\tMOVQ src+8(FP), SI")
+	p("\tMOVQ lda+16(FP), AX")
+	p("\tSHLQ $2, AX")
+	p("\tMOVQ ld+24(FP), BX")
+	p("\tSHLQ $2, BX")
+	p("\tMOVQ mb+32(FP), DX")
+	p("\tMOVQ qb+40(FP), CX")
+	p("\tMOVQ idx+48(FP), R8")
+	p("\tTESTQ CX, CX")
+	p("\tJZ %s_done", name)
+	p("\tTESTQ DX, DX")
+	p("\tJZ %s_done", name)
+	p("%s_pairs:", name)
+	p("\tMOVQ SI, R12")
+	p("\tMOVQ DI, R13")
+	p("\tMOVQ DX, R11")
+	p("%s_rows:", name)
+	p("\tVMOVDQU16 (R8), Z31")
+	p("\tMOVQ R12, R9")
+	for q := 0; q < 16; q++ {
+		p("\tVMOVUPS (R9), Z16")
+		p("\tVMOVUPS (R9)(AX*1), Z17")
+		vcvtne2ps2bf16(q, 17, 16)
+		p("\tVPERMW Z%d, Z31, Z%d", q, q)
+		p("\tLEAQ (R9)(AX*2), R9")
+	}
+	// Vector q (Z0..Z15) holds pair q of rows i = 0..15; transpose.
+	for j := 0; j < 8; j++ { // T[2j], T[2j+1] in Z16+: rows 2j and 2j+1 interleaved
+		p("\tVUNPCKLPS Z%d, Z%d, Z%d", 2*j+1, 2*j, 16+2*j)
+		p("\tVUNPCKHPS Z%d, Z%d, Z%d", 2*j+1, 2*j, 16+2*j+1)
+	}
+	for j := 0; j < 4; j++ { // U[4j+e] in Z0+: rows 4j..4j+3, column 4l+e in lane l
+		t := 16 + 4*j
+		p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+2, t, 4*j)
+		p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+2, t, 4*j+1)
+		p("\tVUNPCKLPD Z%d, Z%d, Z%d", t+3, t+1, 4*j+2)
+		p("\tVUNPCKHPD Z%d, Z%d, Z%d", t+3, t+1, 4*j+3)
+	}
+	for e := 0; e < 4; e++ { // lanes 0,2 / 1,3 of U[e], U[4+e] and of U[8+e], U[12+e]
+		w := 16 + 4*e
+		p("\tVSHUFF32X4 $0x88, Z%d, Z%d, Z%d", 4+e, e, w)
+		p("\tVSHUFF32X4 $0xdd, Z%d, Z%d, Z%d", 4+e, e, w+1)
+		p("\tVSHUFF32X4 $0x88, Z%d, Z%d, Z%d", 12+e, 8+e, w+2)
+		p("\tVSHUFF32X4 $0xdd, Z%d, Z%d, Z%d", 12+e, 8+e, w+3)
+	}
+	for e := 0; e < 4; e++ { // row 4l+e of the output: lane l of U[e], U[4+e], U[8+e], U[12+e]
+		w := 16 + 4*e
+		p("\tVSHUFF32X4 $0x88, Z%d, Z%d, Z%d", w+2, w, e)
+		p("\tVSHUFF32X4 $0xdd, Z%d, Z%d, Z%d", w+2, w, 8+e)
+		p("\tVSHUFF32X4 $0x88, Z%d, Z%d, Z%d", w+3, w+1, 4+e)
+		p("\tVSHUFF32X4 $0xdd, Z%d, Z%d, Z%d", w+3, w+1, 12+e)
+	}
+	p("\tMOVQ R13, R10")
+	for i := 0; i < 16; i++ {
+		p("\tVMOVUPS Z%d, (R10)", i)
+		p("\tADDQ BX, R10")
+	}
+	p("\tMOVQ R10, R13") // the next 16 rows
+	p("\tADDQ $64, R12")
+	p("\tDECQ R11")
+	p("\tJNZ %s_rows", name)
+	p("\tMOVQ AX, R9")
+	p("\tSHLQ $5, R9")
+	p("\tADDQ R9, SI") // the next 32 rows of src
+	p("\tADDQ $64, DI")
+	p("\tDECQ CX")
+	p("\tJNZ %s_pairs", name)
+	p("%s_done:", name)
 	p("\tVZEROUPPER")
 	p("\tRET")
 }
