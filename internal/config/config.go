@@ -19,6 +19,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/dashboard"
+	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/data/clean"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/data/prepare"
@@ -102,6 +103,21 @@ func Load(path string, overrides []Override) (Config, error) {
 	}
 	if err := CheckFinite(cfg); err != nil {
 		return cfg, err
+	}
+	return cfg, nil
+}
+
+// Resolve returns cfg with every ${KESTREL_DATA} in its paths expanded to
+// the data directory (datadir.Resolve): the one place a config's paths are
+// resolved. cfg itself is left as given (its slices are copied, not
+// shared): it is the form a run writes to config.toml and hashes into
+// config_hash (Hash, WriteFile, Marshal), so a run directory moves between
+// machines; the returned config is the one the run's data, tokenizer,
+// warm-start, held-out and decontamination files are opened from. A
+// missing data directory is an error naming the key that needed it.
+func Resolve(cfg Config) (Config, error) {
+	if err := datadir.Resolve(&cfg); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return cfg, nil
 }
