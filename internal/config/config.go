@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -107,17 +108,32 @@ func Load(path string, overrides []Override) (Config, error) {
 	return cfg, nil
 }
 
-// Resolve returns cfg with every ${KESTREL_DATA} in its paths expanded to
-// the data directory (datadir.Resolve): the one place a config's paths are
+// RunSections are the sections a training run opens files from: its
+// data, its warm-start checkpoint and its held-out texts.
+var RunSections = []string{"data", "init", "eval"}
+
+// Resolve returns cfg with every ${KESTREL_DATA} in the paths of the
+// given sections (all of them when none is given) expanded to the data
+// directory (datadir.ResolveAt): the one place a config's paths are
 // resolved. cfg itself is left as given (its slices are copied, not
 // shared): it is the form a run writes to config.toml and hashes into
 // config_hash (Hash, WriteFile, Marshal), so a run directory moves between
-// machines; the returned config is the one the run's data, tokenizer,
-// warm-start, held-out and decontamination files are opened from. A
-// missing data directory is an error naming the key that needed it.
-func Resolve(cfg Config) (Config, error) {
-	if err := datadir.Resolve(&cfg); err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
+// machines; the returned config is the one files are opened from. A
+// missing data directory is an error naming the key that needed it; the
+// other sections keep their placeholders, so a run that reads nothing
+// from the data directory needs none (prepare's default decontamination
+// sets name it).
+func Resolve(cfg Config, sections ...string) (Config, error) {
+	v := reflect.ValueOf(&cfg).Elem()
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		name, ok := fieldPath(t.Field(i), "")
+		if !ok || len(sections) > 0 && !slices.Contains(sections, name) {
+			continue
+		}
+		if err := datadir.ResolveAt(v.Field(i).Addr().Interface(), name); err != nil {
+			return Config{}, fmt.Errorf("config: %w", err)
+		}
 	}
 	return cfg, nil
 }

@@ -109,3 +109,23 @@ func placeholderLines(text string) []string {
 	}
 	return out
 }
+
+// TestResolveOnlyAskedSections: sections not asked for keep their
+// placeholders and need no data directory (a run with absolute paths
+// trains without one, though prepare's default decontamination sets name
+// it).
+func TestResolveOnlyAskedSections(t *testing.T) {
+	t.Setenv(datadir.Env, filepath.Join(t.TempDir(), "gone"))
+	cfg := Default()
+	cfg.Data.Train = "/abs/input.txt"
+	res, err := Resolve(cfg, RunSections...)
+	if err != nil {
+		t.Fatalf("the run's sections hold no placeholder, yet: %v", err)
+	}
+	if got := res.Prepare.Decontam.Index.EvalSets[0].Paths[0]; !strings.HasPrefix(got, datadir.Placeholder) {
+		t.Errorf("prepare was not asked for, yet resolved to %q", got)
+	}
+	if _, err := Resolve(cfg); err == nil || !strings.Contains(err.Error(), "prepare.decontam") {
+		t.Errorf("resolving every section: err = %v, want one naming prepare.decontam", err)
+	}
+}

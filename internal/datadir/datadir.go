@@ -78,13 +78,17 @@ func Path(rel string) (string, error) {
 // arrays. The data directory is looked up once, and only when a path
 // holds the placeholder; when it cannot be found the error names the
 // first key that needed it (data.train: expand "${KESTREL_DATA}/…": …).
-func Resolve(v any) error {
+func Resolve(v any) error { return ResolveAt(v, "") }
+
+// ResolveAt is Resolve for a value that sits at key in a larger
+// document (a config section): errors name prefix.field.
+func ResolveAt(v any, key string) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("datadir: Resolve wants a non-nil pointer, got %T", v)
 	}
 	r := resolver{}
-	r.walk(rv.Elem(), "")
+	r.walk(rv.Elem(), key)
 	return r.err
 }
 

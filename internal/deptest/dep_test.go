@@ -138,3 +138,41 @@ func TestFloorsCatchUpwardImport(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// dataDirResolvers are the packages that may expand ${KESTREL_DATA}, each
+// where a raw form is loaded (issue 37: resolved once, at load); every
+// other package reads resolved paths.
+var dataDirResolvers = map[string]string{
+	"internal/config":            "config.Resolve: a config's paths (config.toml and config_hash keep the raw form)",
+	"internal/openrun":           "Config.Resolved: a finished run's config.toml, which openrun reads without config",
+	"internal/checkpoint":        "State.DatasetDir: the dataset a checkpoint's state.json names",
+	"internal/data/prepare":      "resolved: the [prepare] section, whose raw rendering the dataset fingerprint hashes",
+	"cmd/kestrel/internal/flagx": "DataPath(s): paths given on the command line",
+}
+
+// TestDataDirResolvedAtLoad: ${KESTREL_DATA} is expanded only where a raw
+// form is loaded (dataDirResolvers), not at each use.
+func TestDataDirResolvedAtLoad(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, module, err := ModuleRoot(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uses, err := Uses(root, module, "internal/datadir", []string{"Expand", "Resolve", "ResolveAt", "Placeholder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range slices.Sorted(maps.Keys(uses)) {
+		if _, ok := dataDirResolvers[pkg]; !ok {
+			t.Errorf("%s expands ${KESTREL_DATA} (%s): take the path resolved (config.Resolve, openrun's Config.Resolved, checkpoint.State.DatasetDir, flagx.DataPath)", pkg, strings.Join(uses[pkg], ", "))
+		}
+	}
+	for pkg, why := range dataDirResolvers {
+		if len(uses[pkg]) == 0 {
+			t.Errorf("%s is listed as a resolver (%s) but expands nothing: remove it from dataDirResolvers", pkg, why)
+		}
+	}
+}

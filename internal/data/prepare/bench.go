@@ -282,7 +282,11 @@ func Bench(ctx context.Context, files []string, workers int, out string, emit fu
 	var idx *decontam.Index
 	if err := measure("decontam_build", "n-gram index of gsm8k test, hellaswag, piqa (fixed cost)", func() error {
 		var err error
-		idx, err = decontam.Build(decontam.DefaultConfig())
+		dc := decontam.DefaultConfig()
+		if err := datadir.ResolveAt(&dc, "prepare.decontam.index"); err != nil {
+			return err
+		}
+		idx, err = decontam.Build(dc)
 		return err
 	}); err != nil {
 		return err

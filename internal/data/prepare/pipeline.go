@@ -66,7 +66,7 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*datareport.Report, 
 		return nil, errors.New("prepare: no output directory (--out)")
 	}
 	runStart := time.Now()
-	inputs, fp, err := resolveAll(cfg, opts.Strict)
+	cfg, inputs, fp, err := resolveAll(cfg, opts.Strict)
 	if err != nil {
 		return nil, err
 	}
@@ -523,7 +523,7 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 // decontamination reads). A dataset whose report.json is complete and
 // carries the same fingerprint is up to date.
 func Fingerprint(cfg Config, strict bool) (string, error) {
-	_, fp, err := resolveAll(cfg, strict)
+	_, _, fp, err := resolveAll(cfg, strict)
 	return fp, err
 }
 
