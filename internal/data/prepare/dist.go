@@ -156,7 +156,7 @@ func RunDist(ctx context.Context, cfg Config, opts DistOptions) (*datareport.Rep
 	tmp = string(tb)
 	if tmp == "" { // up to date
 		if c.Rank() == 0 {
-			sayUpToDate(opts.RunOptions, fp)
+			summarize(opts.RunOptions, current)
 		}
 		if current == nil {
 			current, err = datareport.Load(opts.Out)
@@ -242,9 +242,7 @@ func RunDist(ctx context.Context, cfg Config, opts DistOptions) (*datareport.Rep
 		if err := os.RemoveAll(opts.WorkDir); err != nil {
 			opts.Log.Warn("prepare: could not remove the work directory", "dir", opts.WorkDir, "err", err)
 		}
-		if opts.Summary != nil {
-			rep.WriteSummary(opts.Summary)
-		}
+		summarize(opts.RunOptions, rep)
 		return rep, nil
 	}
 	return datareport.Load(opts.Out)
