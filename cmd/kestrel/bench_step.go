@@ -12,7 +12,7 @@ import (
 func newBenchStepCmd() *cobra.Command {
 	var (
 		asJSON, ops          bool
-		preset               string
+		preset, precision    string
 		steps, batch, warmup int
 		threads              []int
 		cf                   *configFlags
@@ -38,6 +38,9 @@ func newBenchStepCmd() *cobra.Command {
 				opt.Batch = batch
 			}
 			opt.Ops = ops
+			if precision != "" {
+				opt.Precision = precision
+			}
 			rs, err := stepbench.BenchStepThreads(cmd.Context(), opt, threads)
 			if e := show.StepBench(cmd.OutOrStdout(), rs, p.Name, asJSON); e != nil {
 				return e
@@ -52,6 +55,7 @@ func newBenchStepCmd() *cobra.Command {
 	cmd.Flags().IntVar(&warmup, "warmup", 1, "untimed steps first (arena allocation, page faults)")
 	cmd.Flags().IntSliceVar(&threads, "threads", nil, "worker thread counts, e.g. 1,2 (empty = GOMAXPROCS)")
 	cmd.Flags().IntVar(&batch, "batch", 0, "sequences per step (0 = the preset's or the config's)")
+	cmd.Flags().StringVar(&precision, "precision", "", "the products' arithmetic: fp32 or bf16 (empty = the config's train.precision, else fp32); bf16's MFU divides by the bf16 peak")
 	cmd.Flags().BoolVar(&ops, "ops", false, "also print where the step's time goes: self time, share and GFLOP/s per op")
 	return cmd
 }

@@ -37,6 +37,7 @@ func newEvalCmd() *cobra.Command {
 	f.StringVar(&opt.Run, "run", "", "run directory")
 	f.StringVar(&opt.Checkpoint, "checkpoint", "last", "last, last-good, step-N or a checkpoint directory")
 	f.BoolVar(&opt.EMA, "ema", false, "evaluate the EMA weights")
+	f.StringVar(&opt.Precision, "precision", "fp32", "the forward's products: fp32, or bf16 (bf16 inputs, float32 sums; needs avx512_bf16)")
 	f.StringSliceVar(&opt.Tasks, "tasks", []string{"hellaswag", "piqa", "bpb"}, "tasks: hellaswag, piqa, bpb, gsm8k-nll, memorization, bpb-val, heldout (the run's [eval] heldout sets; docs/eval.md)")
 	f.StringArrayVar(&heldout, "heldout", nil, "a held-out text to score as bits per byte, NAME=PATH (repeatable; adds the task heldout; replaces the run's set of that name)")
 	f.IntVar(&opt.HeldoutBytes, "heldout-bytes", -1, "bytes scored per held-out set (0 = the whole file; -1 = the run's eval.heldout_bytes, as the loop scored them)")

@@ -36,6 +36,7 @@ func newSampleCmd() *cobra.Command {
 	f.IntVar(&opt.TopK, "top-k", 200, "keep only the k most likely tokens (0 = all)")
 	f.Float64Var(&opt.TopP, "top-p", 1.0, "keep the smallest set of tokens whose probability reaches p")
 	f.BoolVar(&opt.EMA, "ema", false, "sample from the EMA weights")
+	f.StringVar(&opt.Precision, "precision", "fp32", "the forward's products: fp32, or bf16 (bf16 inputs, float32 sums; needs avx512_bf16)")
 	f.IntVar(&opt.Tokens, "tokens", 500, "tokens to generate")
 	f.Uint64Var(&opt.Seed, "seed", 1, "sampling seed")
 	return cmd

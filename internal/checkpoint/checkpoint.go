@@ -96,10 +96,15 @@ type State struct {
 	// Health is the checkpoint's health when it was written (see Health);
 	// nil in checkpoints written before it was recorded: unknown.
 	Health *Health `json:"health,omitempty"`
-	// Optimizer is "muon" when the optimizer state is Muon's (optim.name =
-	// "muon": the matrices' momentum in exp_avg, their exp_avg_sq zero),
-	// empty for AdamW (see checkOptimizer).
+	// Optimizer is the optim.name the optimizer state was written under:
+	// "muon" (the matrices' momentum in exp_avg, their exp_avg_sq zero),
+	// "nadamw" or "adamc" (AdamW's m and v), empty for AdamW. A start under
+	// another optim.name swaps the state (internal/train/optswap.go).
 	Optimizer string `json:"optimizer,omitempty"`
+	// UpdateNormsRebase: the update-norm window is still to be rescaled to
+	// the new optimizer's scale at the next applied step (an optimizer swap
+	// to or from Muon whose first step was not yet taken).
+	UpdateNormsRebase bool `json:"update_norm_window_rebase,omitempty"`
 }
 
 // Payload is what one checkpoint holds.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 	"github.com/kestrel-lm/kestrel/internal/evalcfg"
+	"github.com/kestrel-lm/kestrel/internal/kernels/ops"
 	"github.com/kestrel-lm/kestrel/internal/openrun"
 	"github.com/kestrel-lm/kestrel/internal/rundir"
 
@@ -51,6 +52,9 @@ type Options struct {
 	// HeldoutBytes bounds the bytes scored per held-out set (0 = the whole
 	// file; < 0 = the run's eval.heldout_bytes, as the loop scored them).
 	HeldoutBytes int
+	// Precision is the forward's arithmetic: "fp32" ("" too) or "bf16"
+	// (every product on bf16 inputs, float32 sums; model.SetPrecision).
+	Precision string
 }
 
 // BPBResult is the bits per byte of one text.
@@ -121,10 +125,15 @@ func Run(opt Options) (*Result, error) {
 	if status == nil {
 		status = io.Discard
 	}
+	prec, err := ops.Resolve(opt.Precision)
+	if err != nil {
+		return nil, fmt.Errorf("eval: --precision: %w", err)
+	}
 	s, l, err := Load(opt.Run, opt.Checkpoint, opt.EMA, status)
 	if err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
+	s.Model.SetPrecision(prec)
 	s.Batch = opt.Batch
 	var dump *bufio.Writer
 	if opt.Dump != "" {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+	"github.com/kestrel-lm/kestrel/internal/kernels/ops"
 	"github.com/kestrel-lm/kestrel/internal/model"
 )
 
@@ -30,6 +31,9 @@ type Options struct {
 	Tokens      int     // tokens to generate
 	EMA         bool    // sample from the EMA weights
 	Seed        uint64  // sampling seed
+	// Precision is the forward's arithmetic: "fp32" ("" too) or "bf16"
+	// (every product on bf16 inputs, float32 sums; model.SetPrecision).
+	Precision string
 	// Stream, when set, receives the prompt and then the continuation as
 	// it is generated (kestrel sample); Status receives the "sampling …"
 	// line and the checkpoint loader's log.
@@ -58,6 +62,10 @@ func Generate(run string, opt Options) (string, error) {
 	if err := opt.Validate(); err != nil {
 		return "", err
 	}
+	prec, err := ops.Resolve(opt.Precision)
+	if err != nil {
+		return "", fmt.Errorf("--precision: %w", err)
+	}
 	status := opt.Status
 	if status == nil {
 		status = io.Discard
@@ -66,6 +74,7 @@ func Generate(run string, opt Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	m.SetPrecision(prec)
 	codec, err := CodecFor(run, l.State)
 	if err != nil {
 		return "", err

@@ -136,16 +136,24 @@ func packAT14BF16(dst, a []float32, lda, i0, p0, full, kc, ss int) bool {
 // bf16KernelsAvailable lists the bf16 micro-kernels this CPU can run,
 // best first.
 func bf16KernelsAvailable() []*gemmKernel {
-	if hasAVX512BF16() {
+	switch {
+	case hasAMX():
+		return []*gemmKernel{kernelBF16AMX, kernelBF16AVX512}
+	case hasAVX512BF16():
 		return []*gemmKernel{kernelBF16AVX512}
 	}
 	return nil
 }
 
-// bf16PeakLoop returns the VDPBF16PS probe and its FLOPs per iteration
+// bf16PeakLoop returns the peak probe of the selected bf16 implementation
+// and its FLOPs per iteration: with AMX selected the TDPBF16PS loop (4
+// instructions × 16×16 outputs × 32 products × 2), else the VDPBF16PS one
 // (16 instructions × 16 lanes × 2 products × 2), or nil without
 // AVX512_BF16.
 func bf16PeakLoop() (loop func(n int), flopsPerIter int) {
+	if kernBF16 == kernelBF16AMX {
+		return tdpbf16Loopamx, 4 * 16 * 16 * 32 * 2
+	}
 	if hasAVX512BF16() {
 		return dpbf16Loopavx512, 16 * 16 * 4
 	}

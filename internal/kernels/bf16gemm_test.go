@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,22 +101,25 @@ func checkGemmBF16(t *testing.T, r *rand.Rand, tc gemmCase) {
 
 // TestSgemmBF16Impls checks every bf16 implementation against the rounded
 // float64 product: every layout, odd and even k (one pair short, a single
-// element, across kc slices of both the test kernel and the AVX512_BF16
-// one), ragged m and n, strides, alpha, beta = 0 over NaN and beta ≠ 0,
+// element, across kc slices of the test kernel, the AVX512_BF16 one and
+// the AMX one, whose k is padded to 32), ragged m and n (AMX: partial
+// 32×32 tiles), strides, alpha and beta through each of the AMX kernel's
+// four store paths, beta = 0 over NaN,
 // on one thread and on two (with the parallel paths forced: row blocks,
 // column split, all slices at once).
 func TestSgemmBF16Impls(t *testing.T) {
-	shapes := [][3]int{{1, 1, 1}, {3, 5, 2}, {14, 32, 3}, {15, 33, 17}, {29, 65, 64}, {20, 200, 31}, {60, 70, 1101}, {170, 40, 2050}}
+	shapes := [][3]int{{1, 1, 1}, {3, 5, 2}, {14, 32, 3}, {15, 33, 17}, {29, 65, 64}, {20, 200, 31}, {60, 70, 1101}, {170, 40, 2050},
+		{96, 64, 40}, {64, 96, 513}, {32, 32, 32}, {65, 33, 1025}}
+	// alpha and beta by shape: the AMX kernel has a path for each of
+	// (1, 0), (1, 1), (alpha, beta) and (alpha, 0).
+	ab := [][2]float32{{1, 0}, {-0.5, 1.5}, {1, 1}, {2, 0}}
 	forEachBF16Impl(t, func(t *testing.T) {
 		for _, threads := range []int{1, 2} {
 			setTestThreads(t, threads)
 			r := rand.New(rand.NewSource(7))
 			for si, s := range shapes {
 				for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
-					tc := gemmCase{tA: tr[0], tB: tr[1], m: s[0], n: s[1], k: s[2], alpha: 1, beta: 0, pad: si % 3}
-					if si%2 == 1 {
-						tc.alpha, tc.beta = -0.5, 1.5
-					}
+					tc := gemmCase{tA: tr[0], tB: tr[1], m: s[0], n: s[1], k: s[2], alpha: ab[si%4][0], beta: ab[si%4][1], pad: si % 3}
 					checkGemmBF16(t, r, tc)
 				}
 			}
@@ -163,7 +167,7 @@ func TestBF16PackingMatchesGo(t *testing.T) {
 				mc, cols := 2*kn.mr+3, kn.nr
 				x := randVec(r, (kc+mc+cols)*(kc+mc+cols+5))
 				ld := kc + mc + cols + 5
-				kp := (kc + 1) / 2
+				kp := kn.kdepth(kc)
 				pa, pb := make([]float32, packASize(mc, kp, kn.mr)), make([]float32, packASize(mc, kp, kn.mr))
 				rs1, cs1, ss1 := packA(kn, trans, x, ld, 1, 2, mc, kc, pa)
 				rs2, cs2, ss2 := packA(&plain, trans, x, ld, 1, 2, mc, kc, pb)
@@ -191,7 +195,15 @@ func TestBF16ImplSelection(t *testing.T) {
 		return
 	}
 	best := BF16ImplsAvailable()[0]
-	for _, c := range []struct{ env, want string }{{"ref", "ref"}, {"", best}, {"avx512bf16", best}, {"nonesuch", best}} {
+	cases := []struct{ env, want string }{{"ref", "ref"}, {"", best}, {"nonesuch", best}}
+	for _, name := range []string{"amx", "avx512bf16"} {
+		want := best // a name this CPU cannot run falls back to the best
+		if slices.Contains(BF16ImplsAvailable(), name) {
+			want = name
+		}
+		cases = append(cases, struct{ env, want string }{name, want})
+	}
+	for _, c := range cases {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestBF16ImplSelection$")
 		cmd.Env = append(os.Environ(), "KESTREL_BF16_CHILD=1", "KESTREL_GEMM_BF16="+c.env)
 		out, err := cmd.CombinedOutput()

@@ -38,15 +38,22 @@ func cvtRowBF16(kn *gemmKernel, dst, src []float32) {
 // kmajorStride(mr)), each pair step taking two rows of A. Rows past mc in
 // the last strip are zero.
 func packABF16(kn *gemmKernel, trans bool, a []float32, lda, i0, p0, mc, kc int, dst []float32) (rs, cs, sstride int) {
-	mr, kp := kn.mr, (kc+1)/2
+	mr, kp, kd := kn.mr, (kc+1)/2, kn.kdepth(kc)
 	strips := (mc + mr - 1) / mr
-	if !trans {
-		ld := packedARows(kp)
+	if !trans || kn.aRows {
+		ld := packedARows(kd)
+		if trans {
+			packATRowsBF16(a, lda, i0, p0, mc, kc, ld, dst)
+		} else {
+			for i := 0; i < mc; i++ {
+				cvtRowBF16(kn, dst[i*ld:i*ld+kp], a[(i0+i)*lda+p0:][:kc])
+			}
+		}
 		for i := 0; i < mc; i++ {
-			cvtRowBF16(kn, dst[i*ld:i*ld+kp], a[(i0+i)*lda+p0:][:kc])
+			clear(dst[i*ld+kp : i*ld+kd])
 		}
 		for i := mc; i < strips*mr; i++ {
-			clear(dst[i*ld : i*ld+kp])
+			clear(dst[i*ld : i*ld+kd])
 		}
 		return ld, 1, mr * ld
 	}
@@ -84,11 +91,32 @@ func packABF16(kn *gemmKernel, trans bool, a []float32, lda, i0, p0, mc, kc int,
 	return 1, cs, ss
 }
 
+// packATRowsBF16 packs rows i0..i0+mc, depth p0..p0+kc of op(A) = Aᵀ as
+// rows of pairs ld words apart (pair q of row i at dst[i·ld+q]), for a
+// kernel that reads A by rows (aRows): a transpose, two rows of A (two
+// consecutive k) at a time.
+func packATRowsBF16(a []float32, lda, i0, p0, mc, kc, ld int, dst []float32) {
+	for q := 0; q < (kc+1)/2; q++ {
+		r0 := a[(p0+2*q)*lda+i0:][:mc]
+		if 2*q+1 < kc {
+			r1 := a[(p0+2*q+1)*lda+i0:][:mc]
+			for i, x := range r0 {
+				dst[i*ld+q] = bf16Pair(x, r1[i])
+			}
+		} else {
+			for i, x := range r0 {
+				dst[i*ld+q] = bf16Pair(x, 0)
+			}
+		}
+	}
+}
+
 // packBStripBF16 is packBStrip for a bf16 kernel: dst[q·nr + j] holds
 // op(B)[p0+2q, j0+j] and op(B)[p0+2q+1, j0+j] for q < (kc+1)/2, zero past
-// cols (and past kc).
+// cols (and past kc, up to kdepth(kc) pairs).
 func packBStripBF16(kn *gemmKernel, trans bool, b []float32, ldb, p0, j0, kc, cols int, dst []float32) {
 	nr, kp := kn.nr, (kc+1)/2
+	clear(dst[kp*nr : kn.kdepth(kc)*nr])
 	d := dst[:kp*nr]
 	if !trans {
 		full := kc / 2 // whole pairs

@@ -56,14 +56,30 @@ type gemmKernel struct {
 	// (dst[i] holds src[2i] and src[2i+1]) as far as it can and returns
 	// how many elements of src it did (the Go loop does the rest).
 	cvtRow func(dst, src []float32) int
+	// kpad, for a bf16 kernel, pads the pairs of k to a multiple of kpad
+	// (zero pairs) in packed strips and micro-kernel steps (AMX: 16).
+	kpad int
+	// block, when set, computes every full mr×nr tile of a macro block in
+	// one call (na strips of A sstride apart, nb strips of B, C tile (i,
+	// j) at c[i·mr·ldc + j·nr]), as fn would tile by tile; macro then does
+	// only the ragged edges (AMX: one tile configuration per block).
+	block func(na, nb, k int, ap []float32, rs, sstride int, bp, c []float32, ldc int, alpha, beta float32)
+	// aRows: op(A) is always packed as row copies (rs = row stride, cs =
+	// 1), Aᵀ too (AMX tiles read rows of A contiguous in k).
+	aRows bool
 }
 
 // kdepth is the number of micro-kernel steps (and packed rows of a strip)
 // for kc of k: kc, or for a bf16 kernel the pairs of k, (kc+1)/2 (the
-// second half of an odd k's last pair is zero).
+// second half of an odd k's last pair is zero), rounded up to a multiple
+// of kpad.
 func (kn *gemmKernel) kdepth(kc int) int {
 	if kn.bf16 {
-		return (kc + 1) / 2
+		kp := (kc + 1) / 2
+		if kn.kpad > 1 {
+			kp = (kp + kn.kpad - 1) / kn.kpad * kn.kpad
+		}
+		return kp
 	}
 	return kc
 }
@@ -588,6 +604,11 @@ func (g *gemmCtx) macro(pt *gemmPerThread, ap []float32, rs, cs, sstride int, bp
 	alpha := g.alpha
 	c, ldc := g.c, g.ldc
 	kc = kn.kdepth(kc) // micro-kernel steps from here on
+	fullDone := false
+	if na, nb := mc/mr, nc/nr; kn.block != nil && na > 0 && nb > 0 && !(g.stream && beta == 0) {
+		kn.block(na, nb, kc, ap, rs, sstride, bp, c[i0*ldc+j0:], ldc, alpha, beta)
+		fullDone = true
+	}
 	for jr := 0; jr < nc; jr += nr {
 		cols := min(nr, nc-jr)
 		bs := bp[(jr/nr)*nr*kc:][:nr*kc]
@@ -596,6 +617,9 @@ func (g *gemmCtx) macro(pt *gemmPerThread, ap []float32, rs, cs, sstride int, bp
 			as := ap[(ir/mr)*sstride:]
 			off := (i0+ir)*ldc + j0 + jr
 			if cols == nr {
+				if rows == mr && fullDone {
+					continue
+				}
 				if rows == mr {
 					if g.stream && beta == 0 {
 						kn.fnNT(kc, as, rs, cs, bs, c[off:], ldc, alpha, beta)

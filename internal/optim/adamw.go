@@ -57,12 +57,25 @@ type AdamW struct {
 	mbuf     []float32
 	ns       *nsWork
 
+	// NAdamW (optim.name = "nadamw", nadamw.go): the product μ_1⋯μ_t of
+	// the momentum schedule for t = nadamT, kept from one step to the next
+	// (recomputed from scratch when Steps moved otherwise).
+	nadamT    int
+	nadamProd float64
+
 	// M and V are the first and second moments, laid out like the params.
 	M, V []float32
 	// Steps counts applied updates (bias correction uses Steps+1).
 	Steps int
 	// UpdateNorms is the rolling window of unclipped update norms.
 	UpdateNorms *Window
+	// RebaseUpdateNorms, set after an optimizer swap that changes the
+	// update's scale (to or from Muon), rescales UpdateNorms at the next
+	// applied step by the ratio of that step's update norm to the window's
+	// mean, then clears itself: the window keeps its history's relative
+	// spread, in the new optimizer's scale, so update clipping holds from
+	// that step on without clipping it for the change of scale.
+	RebaseUpdateNorms bool
 	// Losses and GradNorms are the skip-step windows.
 	Losses, GradNorms *Window
 }
@@ -201,6 +214,9 @@ type Result struct {
 	UpdateToWeight float64 // lr·‖update‖ / ‖θ‖
 	Skipped        bool    // outlier step: nothing changed
 	SkipReason     string
+	// UpdateWindowRebase is the factor UpdateNorms was rescaled by at this
+	// step (RebaseUpdateNorms), else 0.
+	UpdateWindowRebase float64
 
 	// AdamMNorm and AdamVNorm are the L2 norms of the first and second
 	// moments after the step (a skipped step leaves them as they were);
@@ -287,6 +303,16 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	bc2 := 1 - math.Pow(b2, t)
 	ib1, ib2, eps := float32(1/bc1), float32(1/math.Sqrt(bc2)), float32(c.Eps)
 	k1 := adamConsts{gs: gs, b1: b1, c1: 1 - b1, b2: b2, c2: 1 - b2, ib1: ib1, ib2: ib2, eps: eps}
+	// The variants of the AdamW direction: NAdamW's Nesterov numerator
+	// (nadamw.go) and AdamC's weight decay scaled by lr/optim.lr.
+	dir, commit, wdScale := adamDir, adamCommit, 1.0
+	switch c.Name {
+	case "nadamw":
+		dir, commit = nadamDir, nadamCommit
+		k1.cg, k1.cm = o.nadamCoeffs(o.Steps + 1)
+	case "adamc":
+		wdScale = lr / c.LR
+	}
 	// Pass 1: the norms of the update direction u and of θ. Nothing is
 	// written: a non-finite update norm must leave M, V and θ untouched,
 	// and the update-norm clipping needs the norm before any θ moves. Pass
@@ -323,9 +349,9 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 				case tel:
 					mode = dirTelSeg
 				}
-				kc.wd = sg.wd
+				kc.wd = sg.wd * wdScale
 				acc := [6]float64{un, pn}
-				adamDir(mode, grads[sg.lo:sg.hi], o.M[sg.lo:sg.hi], o.V[sg.lo:sg.hi], params[sg.lo:sg.hi], &kc, &acc)
+				dir(mode, grads[sg.lo:sg.hi], o.M[sg.lo:sg.hi], o.V[sg.lo:sg.hi], params[sg.lo:sg.hi], &kc, &acc)
 				un, pn = acc[0], acc[1]
 				switch mode {
 				case dirTel:
@@ -346,6 +372,9 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	}
 	if tel {
 		o.gatherSpans()
+	}
+	if o.RebaseUpdateNorms {
+		r.UpdateWindowRebase = o.rebaseUpdateNorms(r.UpdateNorm)
 	}
 	us := 1.0
 	if c.ClipUpdateNorm {
@@ -378,8 +407,8 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 					continue
 				}
 				kc := k2
-				kc.wd = sg.wd
-				adamCommit(grads[sg.lo:sg.hi], mm, o.V[sg.lo:sg.hi], pp, &kc)
+				kc.wd = sg.wd * wdScale
+				commit(grads[sg.lo:sg.hi], mm, o.V[sg.lo:sg.hi], pp, &kc)
 			}
 		}
 	})
@@ -390,6 +419,22 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	return r, nil
 }
 
+// rebaseUpdateNorms scales the update-norm window by un / its mean (see
+// RebaseUpdateNorms) and returns the factor; an empty window or a zero
+// mean or norm is left as it is (factor 1).
+func (o *AdamW) rebaseUpdateNorms(un float64) float64 {
+	o.RebaseUpdateNorms = false
+	mean, _ := o.UpdateNorms.MeanStd()
+	if o.UpdateNorms.Len() == 0 || !(mean > 0) || !(un > 0) {
+		return 1
+	}
+	f := un / mean
+	for i := range o.UpdateNorms.Vals {
+		o.UpdateNorms.Vals[i] *= f
+	}
+	return f
+}
+
 // adamConsts are the scalars of the per-element math of one step (the
 // assembly kernels read them at fixed offsets: keep the field order).
 type adamConsts struct {
@@ -398,6 +443,9 @@ type adamConsts struct {
 	wd             float64 // the segment's weight decay
 	step           float64 // lr · update-clipping scale (pass 2)
 	ib1, ib2, eps  float32 // 1/bc1, 1/√bc2, ε
+	// NAdamW only (its kernels read them at 72 and 80): the coefficients
+	// of the gradient and of the new first moment in the numerator.
+	cg, cm float64
 }
 
 // The modes of pass 1 (adamDirGo): which sums it keeps.

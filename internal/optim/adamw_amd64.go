@@ -15,6 +15,12 @@ func adamDirAVX512(mode int, gr, m, v, p *float32, n int, k *adamConsts, acc *[6
 func adamCommitAVX512(gr, m, v, p *float32, n int, k *adamConsts)
 
 //go:noescape
+func nadamDirAVX512(mode int, gr, m, v, p *float32, n int, k *adamConsts, acc *[6]float64)
+
+//go:noescape
+func nadamCommitAVX512(gr, m, v, p *float32, n int, k *adamConsts)
+
+//go:noescape
 func sumSqAVX512(x *float32, n int, acc float64) float64
 
 //go:noescape
@@ -79,4 +85,29 @@ func adamCommit(g, m, v, p []float32, k *adamConsts) {
 	_, _, _ = m[len(g)-1], v[len(g)-1], p[len(g)-1]
 	adamCommitAVX512(&g[0], &m[0], &v[0], &p[0], n, k)
 	adamCommitGo(g[n:], m[n:], v[n:], p[n:], k)
+}
+
+// nadamDir is pass 1 of a NAdamW step over one segment (see nadamDirGo).
+func nadamDir(mode int, g, m, v, p []float32, k *adamConsts, acc *[6]float64) {
+	n := len(g) &^ 7
+	if !useAVX512 || n == 0 {
+		nadamDirGo(mode, g, m, v, p, k, acc)
+		return
+	}
+	_, _, _ = m[len(g)-1], v[len(g)-1], p[len(g)-1]
+	nadamDirAVX512(mode, &g[0], &m[0], &v[0], &p[0], n, k, acc)
+	nadamDirGo(mode, g[n:], m[n:], v[n:], p[n:], k, acc)
+}
+
+// nadamCommit is pass 2 of a NAdamW step over one segment (see
+// nadamCommitGo).
+func nadamCommit(g, m, v, p []float32, k *adamConsts) {
+	n := len(g) &^ 7
+	if !useAVX512 || n == 0 {
+		nadamCommitGo(g, m, v, p, k)
+		return
+	}
+	_, _, _ = m[len(g)-1], v[len(g)-1], p[len(g)-1]
+	nadamCommitAVX512(&g[0], &m[0], &v[0], &p[0], n, k)
+	nadamCommitGo(g[n:], m[n:], v[n:], p[n:], k)
 }

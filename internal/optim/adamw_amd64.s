@@ -14,7 +14,7 @@
 // Every kernel ends with VZEROUPPER (docs: the dirty-upper-state trap).
 
 // adamConsts (adamw.go): gs 0, b1 8, c1 16, b2 24, c2 32, wd 40, step 48
-// (float64), ib1 56, ib2 60, eps 64 (float32).
+// (float64), ib1 56, ib2 60, eps 64 (float32), cg 72, cm 80 (float64).
 
 // Broadcast the constants: Z16 gs, Z17 b1, Z18 c1 = 1−b1, Z19 b2,
 // Z20 c2 = 1−b2, Z21 wd; Y22 ib1, Y23 ib2, Y24 eps.
@@ -54,6 +54,37 @@
 	VMULPS Y23, Y10, Y10; \
 	VADDPS Y24, Y10, Y10; \
 	VMULPS Y22, Y7, Y11; \
+	VDIVPS Y10, Y11, Y11; \
+	VCVTPS2PD Y11, Z11; \
+	VCVTPS2PD (R9), Z12; \
+	VMULPD Z21, Z12, Z13; \
+	VADDPD Z13, Z11, Z11
+
+// DIR8N(cm, cg) is DIR8 for NAdamW (nadamU in nadamw.go): the numerator
+// float32(cm·float64(m) + cg·g) in place of m·ib1 (cm, cg: the broadcast
+// constants at 80 and 72 of adamConsts).
+#define DIR8N(cm, cg) \
+	VCVTPS2PD (SI), Z6; \
+	VMULPD Z16, Z6, Z6; \
+	VCVTPS2PD (DI), Z7; \
+	VMULPD Z17, Z7, Z7; \
+	VMULPD Z18, Z6, Z8; \
+	VADDPD Z8, Z7, Z7; \
+	VCVTPD2PS Z7, Y7; \
+	VCVTPS2PD (R8), Z9; \
+	VMULPD Z19, Z9, Z9; \
+	VMULPD Z20, Z6, Z10; \
+	VMULPD Z6, Z10, Z10; \
+	VADDPD Z10, Z9, Z9; \
+	VCVTPD2PS Z9, Y9; \
+	VSQRTPS Y9, Y10; \
+	VMULPS Y23, Y10, Y10; \
+	VADDPS Y24, Y10, Y10; \
+	VCVTPS2PD Y7, Z11; \
+	VMULPD cm, Z11, Z11; \
+	VMULPD cg, Z6, Z13; \
+	VADDPD Z13, Z11, Z11; \
+	VCVTPD2PS Z11, Y11; \
 	VDIVPS Y10, Y11, Y11; \
 	VCVTPS2PD Y11, Z11; \
 	VCVTPS2PD (R9), Z12; \
@@ -239,6 +270,109 @@ TEXT ·adamCommitAVX512(SB), NOSPLIT, $0-48
 
 commit:
 	DIR8
+	VMOVUPS Y7, (DI)
+	VMOVUPS Y9, (R8)
+	VCVTPD2PS Z11, Y13
+	VCVTPS2PD Y13, Z13
+	VMULPD Z25, Z13, Z13
+	VSUBPD Z13, Z12, Z12
+	VCVTPD2PS Z12, Y12
+	VMOVUPS Y12, (R9)
+	NEXT8
+	JNZ  commit
+	VZEROUPPER
+	RET
+
+// NAdamW twins of the two kernels above (DIR8N instead of DIR8).
+// func nadamDirAVX512(mode int, gr, m, v, p *float32, n int, k *adamConsts, acc *[6]float64)
+// acc: un, pn, su, sp, sm, sv. mode 0 adds to un, pn; mode 1 also to sm,
+// sv; mode 2 to all six (su, sp take the same terms as un, pn).
+TEXT ·nadamDirAVX512(SB), NOSPLIT, $0-64
+	MOVQ gr+8(FP), SI
+	MOVQ m+16(FP), DI
+	MOVQ v+24(FP), R8
+	MOVQ p+32(FP), R9
+	MOVQ n+40(FP), CX
+	MOVQ k+48(FP), DX
+	MOVQ acc+56(FP), BX
+	LOADK(DX)
+	VBROADCASTSD 80(DX), Z25
+	VBROADCASTSD 72(DX), Z31
+	VMOVSD 0(BX), X0
+	VMOVSD 8(BX), X1
+	VMOVSD 16(BX), X4
+	VMOVSD 24(BX), X5
+	VMOVSD 32(BX), X2
+	VMOVSD 40(BX), X3
+	MOVQ mode+0(FP), AX
+	CMPQ AX, $1
+	JEQ  tel
+	CMPQ AX, $2
+	JEQ  telseg
+
+norms:
+	DIR8N(Z25, Z31)
+	VMULPD Z11, Z11, Z11
+	VMULPD Z12, Z12, Z12
+	LANES8(Z11, Y11, X11, X0)
+	LANES8(Z12, Y12, X12, X1)
+	NEXT8
+	JNZ  norms
+	JMP  done
+
+tel:
+	// Y0 = (un, pn, sm, sv)
+	VMOVUPD 0(BX), X0
+	VINSERTF128 $1, 32(BX), Y0, Y0
+
+tel8:
+	DIR8N(Z25, Z31)
+	SQ4
+	TSUM4
+	NEXT8
+	JNZ  tel8
+	VMOVUPD X0, 0(BX)
+	VEXTRACTF128 $1, Y0, 32(BX)
+	VZEROUPPER
+	RET
+
+telseg:
+	DIR8N(Z25, Z31)
+	SQ4
+	LANES8X2(Z11, Y11, X11, X0, X4)
+	LANES8X2(Z12, Y12, X12, X1, X5)
+	LANES8(Z7, Y7, X7, X2)
+	LANES8(Z9, Y9, X9, X3)
+	NEXT8
+	JNZ  telseg
+
+done:
+	VMOVSD X0, 0(BX)
+	VMOVSD X1, 8(BX)
+	VMOVSD X4, 16(BX)
+	VMOVSD X5, 24(BX)
+	VMOVSD X2, 32(BX)
+	VMOVSD X3, 40(BX)
+	VZEROUPPER
+	RET
+
+// func nadamCommitAVX512(gr, m, v, p *float32, n int, k *adamConsts)
+// Pass 2, elementwise, with DIR8's m', v' and u (pass 1's values):
+//   m = m',  v = v',  θ = float32(float64(θ) − step·float64(float32(u)))
+TEXT ·nadamCommitAVX512(SB), NOSPLIT, $0-48
+	MOVQ gr+0(FP), SI
+	MOVQ m+8(FP), DI
+	MOVQ v+16(FP), R8
+	MOVQ p+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ k+40(FP), DX
+	LOADK(DX)
+	VBROADCASTSD 48(DX), Z25
+	VBROADCASTSD 80(DX), Z29
+	VBROADCASTSD 72(DX), Z31
+
+commit:
+	DIR8N(Z29, Z31)
 	VMOVUPS Y7, (DI)
 	VMOVUPS Y9, (R8)
 	VCVTPD2PS Z11, Y13

@@ -123,6 +123,8 @@ func TestAdamWAssemblyBitIdentical(t *testing.T) {
 	wdAll := func(c *Config) { c.WeightDecay, c.DecayKinds = 0.1, []string{"matrix", "norm", "embedding", "bias"} }
 	noWD := func(c *Config) { c.WeightDecay = 0 }
 	muonOn := func(c *Config) { c.Name = "muon" }
+	adamcOn := func(c *Config) { c.Name, c.LR = "adamc", 3e-2 } // the steps' lr 1e-2: weight decay × 1/3
+	nadamOn := func(c *Config) { c.Name, c.NAdamMomentumDecay = "nadamw", 0.3 }
 
 	cases := []struct {
 		name       string
@@ -144,6 +146,10 @@ func TestAdamWAssemblyBitIdentical(t *testing.T) {
 		{name: "shifted chunks, skipped step", spans: shifted, n: nShifted, knobs: []knob{skip}, lo: -3, hi: -2, lossSpike: 5, wantSkip: true},
 		{name: "huge and tiny magnitudes", spans: big, n: nBig, knobs: []knob{wdAll}, lo: -30, hi: 25},
 		{name: "denormal moments", spans: tiny, n: nTiny, lo: -44, hi: -38},
+		{name: "adamc, chunks, weight decay everywhere", spans: big, n: nBig, knobs: []knob{adamcOn, wdAll, updClip}, lo: -4, hi: -2, zero: []int{1}, wantUpdate: true},
+		{name: "nadamw, tiny spans, grad and update clipping", spans: tiny, n: nTiny, knobs: []knob{nadamOn, gradClip, updClip}, lo: -3, hi: 0, wantClip: true, wantUpdate: true},
+		{name: "nadamw, chunks, weight decay everywhere", spans: big, n: nBig, knobs: []knob{nadamOn, wdAll, updClip}, lo: -4, hi: -2, zero: []int{1}, wantUpdate: true},
+		{name: "nadamw, shifted chunks, skipped step", spans: shifted, n: nShifted, knobs: []knob{nadamOn, skip}, lo: -3, hi: -2, lossSpike: 5, wantSkip: true},
 		{name: "muon mixed in", spans: muon, n: nMuon, knobs: []knob{muonOn, gradClip, updClip}, lo: -3, hi: -1, zero: []int{0}, wantClip: true},
 		{name: "NaN parameter", spans: tiny, n: nTiny, lo: -3, hi: -1, nanParam: true},
 	}

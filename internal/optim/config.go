@@ -48,13 +48,14 @@ type Config struct {
 	QKClipTau float64 `toml:"qk_clip_tau" comment:"QK-Clip (Kimi K2 MuonClip) threshold τ on the max pre-softmax attention logit s·q·k (the max_attn_logit vital): after each applied step, every head whose max logit over the step's micro-batches exceeded τ has its q_proj/k_proj rows scaled by √(τ/max) each (only its q_proj rows, by τ/max, when its key head is shared under GQA; with model.qk_norm the layer's q_norm and k_norm gains by √(τ/max) over its worst head), so its logit drops to τ; skipped steps clip nothing; Adam moments and the weight EMA are left as they are; qk_clipped_heads counts the heads per step (0 = off; Kimi K2: 100)"`
 
 	// Muon (see muon.go); optim.name = "adamw" leaves everything as it was.
-	Name         string   `toml:"name" comment:"optimizer: adamw | muon (Muon for 2-D weight matrices, AdamW for embeddings, norms, biases, lm_head and optim.muon_exclude; the lr, warmup, schedule, weight decay, clipping and skip-step settings apply to both groups)"`
-	MuonMomentum float64  `toml:"muon_momentum" comment:"muon: momentum μ of the buffer B ← μ·B + G"`
-	MuonNesterov bool     `toml:"muon_nesterov" comment:"muon: orthogonalise G + μ·B (Nesterov) instead of B"`
-	MuonNSSteps  int      `toml:"muon_ns_steps" comment:"muon: quintic Newton–Schulz iterations (3.4445, −4.7750, 2.0315)"`
-	MuonEps      float64  `toml:"muon_eps" comment:"muon: ε in X₀ = D/(‖D‖_F + ε)"`
-	MuonRMSScale float64  `toml:"muon_rms_scale" comment:"muon: the orthogonalised update is scaled by muon_rms_scale·√max(rows, cols) so its RMS matches AdamW's and AdamW learning rates carry over (Moonlight: 0.2)"`
-	MuonExclude  []string `toml:"muon_exclude" comment:"muon: matrix tensors updated by AdamW instead, by name or path.Match pattern (model.layers.*.mlp.gate.weight: the MoE routers); the output head by default"`
+	Name               string   `toml:"name" comment:"optimizer: adamw | nadamw | adamc | muon. nadamw: Nesterov-momentum Adam (PyTorch's NAdam with decoupled_weight_decay=True, momentum schedule μ_t = β1·(1 − 0.5·0.96^(t·nadam_momentum_decay))); adamc: AdamW whose weight decay follows the LR schedule, λ_t = weight_decay·lr_t/lr (Defazio 2025, corrected weight decay; Marin 32B's cooldowns); muon: Muon for 2-D weight matrices, AdamW for embeddings, norms, biases, lm_head and optim.muon_exclude. The lr, warmup, schedule, weight decay, clipping and skip-step settings apply to all. kestrel rewind --set optim.name=… swaps the optimizer on a checkpoint (docs/muon.md)"`
+	NAdamMomentumDecay float64  `toml:"nadam_momentum_decay" comment:"nadamw: ψ of the momentum schedule μ_t = β1·(1 − 0.5·0.96^(t·ψ)) (PyTorch's momentum_decay; 0 = constant μ = β1/2)"`
+	MuonMomentum       float64  `toml:"muon_momentum" comment:"muon: momentum μ of the buffer B ← μ·B + G"`
+	MuonNesterov       bool     `toml:"muon_nesterov" comment:"muon: orthogonalise G + μ·B (Nesterov) instead of B"`
+	MuonNSSteps        int      `toml:"muon_ns_steps" comment:"muon: quintic Newton–Schulz iterations (3.4445, −4.7750, 2.0315)"`
+	MuonEps            float64  `toml:"muon_eps" comment:"muon: ε in X₀ = D/(‖D‖_F + ε)"`
+	MuonRMSScale       float64  `toml:"muon_rms_scale" comment:"muon: the orthogonalised update is scaled by muon_rms_scale·√max(rows, cols) so its RMS matches AdamW's and AdamW learning rates carry over (Moonlight: 0.2)"`
+	MuonExclude        []string `toml:"muon_exclude" comment:"muon: matrix tensors updated by AdamW instead, by name or path.Match pattern (model.layers.*.mlp.gate.weight: the MoE routers); the output head by default"`
 
 	Phases []Phase `toml:"phases,omitempty" comment:"LR phases after optim.schedule, [[optim.phases]] entries in increasing step order (docs/schedules.md): from its step (1-based metrics step) on, each entry sets the LR starting from the LR in force at the step before — kind = rewarm (from = current | min_lr, peak, steps), decay (to, steps, shape), hold, or wsds (peak, to, shape, wsds_period, wsds_decay_steps: WSD-S whose spacing changes at the entry's step); settable mid-run with kestrel rewind --set optim.phases=[...]"`
 
@@ -64,39 +65,40 @@ type Config struct {
 // DefaultConfig returns the defaults of the [optim] section.
 func DefaultConfig() Config {
 	return Config{
-		LR:               1e-3,
-		MinLR:            1e-4,
-		Beta1:            0.9,
-		Beta2:            0.99,
-		Eps:              1e-8,
-		WeightDecay:      0.1,
-		DecayKinds:       []string{"matrix"},
-		Schedule:         "cosine",
-		Warmup:           100,
-		MaxGradNorm:      1.0,
-		DecayFraction:    0.2,
-		DecayShape:       "linear",
-		WSDSPeriod:       1000,
-		WSDSDecaySteps:   100,
-		MultistepAt:      []float64{0.8, 0.9},
-		MultistepFactors: []float64{0.316, 0.1},
-		RewarmSteps:      100,
-		ClipUpdateNorm:   true,
-		UpdateSigma:      2.0,
-		UpdateWindow:     128,
-		UpdateMinSteps:   64,
-		SkipBadSteps:     true,
-		SkipSigma:        6.0,
-		SkipWindow:       128,
-		SkipMinSteps:     64,
-		EMABeta:          0.995,
-		Name:             "adamw",
-		MuonMomentum:     0.95,
-		MuonNesterov:     true,
-		MuonNSSteps:      5,
-		MuonEps:          1e-7,
-		MuonRMSScale:     0.2,
-		MuonExclude:      []string{"lm_head.weight"},
+		LR:                 1e-3,
+		MinLR:              1e-4,
+		Beta1:              0.9,
+		Beta2:              0.99,
+		Eps:                1e-8,
+		WeightDecay:        0.1,
+		DecayKinds:         []string{"matrix"},
+		Schedule:           "cosine",
+		Warmup:             100,
+		MaxGradNorm:        1.0,
+		DecayFraction:      0.2,
+		DecayShape:         "linear",
+		WSDSPeriod:         1000,
+		WSDSDecaySteps:     100,
+		MultistepAt:        []float64{0.8, 0.9},
+		MultistepFactors:   []float64{0.316, 0.1},
+		RewarmSteps:        100,
+		ClipUpdateNorm:     true,
+		UpdateSigma:        2.0,
+		UpdateWindow:       128,
+		UpdateMinSteps:     64,
+		SkipBadSteps:       true,
+		SkipSigma:          6.0,
+		SkipWindow:         128,
+		SkipMinSteps:       64,
+		EMABeta:            0.995,
+		Name:               "adamw",
+		NAdamMomentumDecay: 4e-3,
+		MuonMomentum:       0.95,
+		MuonNesterov:       true,
+		MuonNSSteps:        5,
+		MuonEps:            1e-7,
+		MuonRMSScale:       0.2,
+		MuonExclude:        []string{"lm_head.weight"},
 	}
 }
 
@@ -179,6 +181,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.QKClipTau >= 0) || math.IsInf(c.QKClipTau, 0) {
 		bad("optim.qk_clip_tau must be a finite number >= 0 (0 = off), got %g", c.QKClipTau)
+	}
+	if !(c.NAdamMomentumDecay >= 0) || math.IsInf(c.NAdamMomentumDecay, 0) {
+		bad("optim.nadam_momentum_decay must be a finite number >= 0, got %g", c.NAdamMomentumDecay)
 	}
 	if c.EMABeta < 0 || c.EMABeta >= 1 {
 		bad("optim.ema_beta must be in [0, 1), got %g", c.EMABeta)

@@ -205,11 +205,11 @@ func (c Config) validateMuon() error {
 	var errs []error
 	bad := func(f string, args ...any) { errs = append(errs, fmt.Errorf(f, args...)) }
 	switch c.Name {
-	case "", "adamw": // "" is a Config literal's zero value: AdamW
+	case "", "adamw", "nadamw", "adamc": // "" is a Config literal's zero value: AdamW
 		return nil
 	case "muon":
 	default:
-		return fmt.Errorf("optim.name: unknown optimizer %q (want adamw or muon)", c.Name)
+		return fmt.Errorf("optim.name: unknown optimizer %q (want adamw, nadamw, adamc or muon)", c.Name)
 	}
 	if !(c.MuonMomentum >= 0 && c.MuonMomentum < 1) {
 		bad("optim.muon_momentum must be in [0, 1), got %g", c.MuonMomentum)

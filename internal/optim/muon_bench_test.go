@@ -86,3 +86,51 @@ func median(x []float64) float64 {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// BenchmarkAdamVariants times optimizer steps of AdamW, NAdamW and AdamC
+// in alternating triples on the same layouts and reports the median time
+// of each and the medians of the per-triple ratios to AdamW: NAdamW runs
+// Go loops where AdamW runs AVX-512 kernels, AdamC runs AdamW's kernels.
+func BenchmarkAdamVariants(b *testing.B) {
+	for _, lay := range []struct {
+		name              string
+		vocab, d, f, nLay int
+	}{{"shakespeare", 256, 128, 384, 4}, {"d256", 4096, 256, 768, 4}, {"d512", 8192, 512, 1536, 4}} {
+		b.Run(lay.name, func(b *testing.B) {
+			spans, n := layoutSpans(lay.vocab, lay.d, lay.f, lay.nLay)
+			names := []string{"adamw", "nadamw", "adamc"}
+			opts := make([]*AdamW, len(names))
+			ps := make([][]float32, len(names))
+			for i, name := range names {
+				cfg := DefaultConfig()
+				cfg.Name = name
+				o, err := NewAdamW(cfg, n, spans)
+				if err != nil {
+					b.Fatal(err)
+				}
+				opts[i], ps[i] = o, seeded(n, 1, 0.02)
+			}
+			g := seeded(n, 2, 1)
+			ts := make([][]float64, len(names))
+			ratios := make([][]float64, len(names))
+			for range b.N {
+				d := make([]float64, len(names))
+				for i := range opts {
+					t0 := time.Now()
+					if _, err := opts[i].Step(ps[i], g, 1, 1e-4); err != nil {
+						b.Fatal(err)
+					}
+					d[i] = time.Since(t0).Seconds()
+					ts[i] = append(ts[i], d[i])
+					ratios[i] = append(ratios[i], d[i]/d[0])
+				}
+			}
+			for i, name := range names {
+				b.ReportMetric(median(ts[i])*1e3, name+"-ms")
+				if i > 0 {
+					b.ReportMetric(median(ratios[i]), name+"/adamw")
+				}
+			}
+		})
+	}
+}

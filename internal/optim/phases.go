@@ -201,6 +201,10 @@ func CheckPhasesKeepPast(old, new Config, done int) error {
 	o, n := past(old.Phases), past(new.Phases)
 	for i := range max(len(o), len(n)) {
 		switch {
+		case i < len(o) && i < len(n) && n[i].Step < o[i].Step:
+			return fmt.Errorf("optim.phases: the entry at step %d starts at or before the rewind point (step %d): it would change steps already trained; start it at step %d or later", n[i].Step, done, done+1)
+		case i < len(o) && i < len(n) && n[i].Step > o[i].Step:
+			return fmt.Errorf("optim.phases: the entry at step %d (%s) is gone, but the steps up to the rewind point (step %d) trained with it; keep it and add phases after step %d", o[i].Step, o[i].Kind, done, done)
 		case i >= len(o):
 			return fmt.Errorf("optim.phases: the entry at step %d starts at or before the rewind point (step %d): it would change steps already trained; start it at step %d or later", n[i].Step, done, done+1)
 		case i >= len(n):

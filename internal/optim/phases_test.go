@@ -200,7 +200,8 @@ func TestCheckPhasesKeepPast(t *testing.T) {
 		{"append-past", []Phase{{Step: 50, Kind: "decay", Steps: 10}, {Step: 100, Kind: "hold"}}, 100, "the entry at step 100 starts at or before the rewind point (step 100)"},
 		{"change-past", []Phase{{Step: 50, Kind: "decay", Steps: 20}}, 50, "the entry at step 50 changed"},
 		{"remove-past", nil, 70, "the entry at step 50 (decay) is gone"},
-		{"insert-before", []Phase{{Step: 30, Kind: "hold"}, {Step: 50, Kind: "decay", Steps: 10}}, 70, "the entry at step 30"},
+		{"insert-before", []Phase{{Step: 30, Kind: "hold"}, {Step: 50, Kind: "decay", Steps: 10}}, 70, "the entry at step 30 starts at or before the rewind point (step 70)"},
+		{"replace-past", []Phase{{Step: 60, Kind: "hold"}}, 70, "the entry at step 50 (decay) is gone"},
 	} {
 		nw := old
 		nw.Phases = c.phases

@@ -34,9 +34,15 @@ func telemetryInputs(n, step int) (g []float32) {
 // both moments add up to the global norms (to float rounding), and the
 // moment norms equal a direct computation over M and V.
 func TestSpanSquaresAddUp(t *testing.T) {
+	for _, name := range []string{"adamw", "nadamw", "adamc"} {
+		t.Run(name, func(t *testing.T) { spanSquaresAddUp(t, name) })
+	}
+}
+
+func spanSquaresAddUp(t *testing.T, name string) {
 	n, spans := telemetrySpans()
 	c := DefaultConfig()
-	c.WeightDecay = 0.1
+	c.WeightDecay, c.Name = 0.1, name
 	o, err := NewAdamW(c, n, spans)
 	if err != nil {
 		t.Fatal(err)
@@ -89,9 +95,16 @@ func TestSpanSquaresAddUp(t *testing.T) {
 // to the step without it, and the span squares do not depend on the number
 // of threads.
 func TestTelemetryKeepsStepBitIdentical(t *testing.T) {
+	for _, name := range []string{"adamw", "nadamw", "adamc"} {
+		t.Run(name, func(t *testing.T) { telemetryKeepsStepBitIdentical(t, name) })
+	}
+}
+
+func telemetryKeepsStepBitIdentical(t *testing.T, name string) {
 	defer kernels.SetThreads(kernels.Threads())
 	n, spans := telemetrySpans()
 	c := DefaultConfig()
+	c.Name = name
 	c.ClipUpdateNorm, c.UpdateMinSteps, c.UpdateSigma = true, 2, 1e-3 // the update norm feeds the step
 	c.MaxGradNorm = 0.5                                               // and the gradient clipped at times
 	type run struct {

@@ -125,6 +125,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now stamps new measurements (nil = time.Now).
 	Now func() time.Time
+	// BF16 resolves the bf16 peak instead of the FMA peak: cached under
+	// BF16Key, probed by kernels.PeakGFLOPSBF16 (ResolveFor sets it).
+	BF16 bool
 }
 
 // Peak is the resolved peak of a run.
@@ -163,6 +166,9 @@ func Resolve(o Options) Peak {
 	}
 	if probe == nil {
 		probe = MaxProbe
+		if o.BF16 {
+			probe = maxProbeBF16
+		}
 	}
 	if now == nil {
 		now = time.Now
@@ -172,6 +178,9 @@ func Resolve(o Options) Peak {
 		threads = kernels.Threads()
 	}
 	key := CurrentKey(threads)
+	if o.BF16 {
+		key = BF16Key(threads)
+	}
 	p := Peak{Key: key}
 	dir := o.CacheDir
 	if dir == "" {

@@ -36,7 +36,6 @@ var settableKeys = []string{"init.necromancy"}
 var fixedKeys = map[string]string{
 	"train.val_fraction":    "it chooses the validation split (bytes mode), so val_loss after the change would not compare with val_loss before it",
 	"train.probe_sequences": "the probe batch is frozen in probe.json when the run starts",
-	"optim.name":            "the checkpoints hold the optimizer state of the optimizer they were written with",
 }
 
 // settableSection returns the section of cfg an intervention may change

@@ -28,7 +28,10 @@ func TestParseSetRanges(t *testing.T) {
 		{[]string{"checkpoint.keep=0"}, "checkpoint.keep must be >= 1"},
 		{[]string{"train.val_fraction=0.5"}, "train.val_fraction cannot change mid-run"},
 		{[]string{"train.probe_sequences=8"}, "train.probe_sequences cannot change mid-run"},
-		{[]string{"optim.name=muon"}, "optim.name cannot change mid-run"},
+		{[]string{"optim.name=muon"}, ""}, // an optimizer swap on the checkpoint (internal/train/optswap.go)
+		{[]string{"optim.name=nadamw"}, ""},
+		{[]string{"optim.name=lion"}, `optim.name: unknown optimizer "lion"`},
+		{[]string{"optim.nadam_momentum_decay=-1"}, "optim.nadam_momentum_decay must be a finite number >= 0"},
 		{[]string{"run.seed=7"}, "section [run] cannot change mid-run"},
 		{[]string{"train.loss_ema_beta=1.5"}, "train.loss_ema_beta must be in [0, 1)"},
 		{[]string{"optim.max_grad_norm=-1"}, "optim.max_grad_norm"},

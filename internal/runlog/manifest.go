@@ -43,8 +43,8 @@ type Manifest struct {
 	// bf16 run the bf16 peak and how it was found (peak.ResolveFor).
 	PeakDtype string `json:"peak_dtype,omitempty"`
 	// Precision is train.precision ("fp32" or "bf16") and BF16Impl the bf16
-	// GEMM implementation of a bf16 run ("reference": rounded copies on the
-	// float32 kernels).
+	// GEMM implementation of a bf16 run (kernels.BF16Impl: "avx512bf16",
+	// or "ref", rounded copies on the float32 kernels).
 	Precision string `json:"precision,omitempty"`
 	BF16Impl  string `json:"bf16_impl,omitempty"`
 	// The run's inputs.
@@ -120,6 +120,10 @@ type Start struct {
 	// QuarantineHash is the manifest's quarantine_hash at this start: the
 	// overlay the steps after Step were trained with.
 	QuarantineHash string `json:"quarantine_hash,omitempty"`
+	// OptimizerSwap is the optimizer swap this start made on its
+	// checkpoint's state ("adamw→muon at step 1000"; optim.name changed
+	// by an intervention or a branch), empty for none.
+	OptimizerSwap string `json:"optimizer_swap,omitempty"`
 }
 
 // WriteManifest writes m to dir/manifest.json atomically.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
+	"github.com/kestrel-lm/kestrel/internal/kernels/ops"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/peak"
@@ -77,6 +78,10 @@ type StepBenchOptions struct {
 	// macro-kernel work item), zero_grads and the optimizer — well under
 	// 1% of a step.
 	Ops bool
+	// Precision is the products' arithmetic, as train.precision: "fp32"
+	// ("" too) or "bf16" (refused without bf16 hardware; MFU then divides
+	// by the measured peak of the bf16 kernel, peak.ResolveFor).
+	Precision string
 }
 
 // validate checks the options BenchStep needs before any model is built.
@@ -98,6 +103,8 @@ type StepBench struct {
 	PeakRSSMB    float64 // the process's peak resident set
 	PeakGFLOPS   float64 // the peak MFU relates to
 	PeakSource   string  // where it came from: configured, cached or probed
+	PeakDtype    string  // what the peak is the peak of (fp32 fma, bf16 …)
+	Precision    string  // the products' arithmetic: fp32 or bf16
 	// PeakProbeGFLOPS is what this run's start-up probe of the FMA peak
 	// read (0 when the peak was configured): on a shared machine it says
 	// how far below its best the cores ran this time, which MFU, divided by
@@ -132,10 +139,15 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	kernels.ResetPeakRSS()
+	prec, err := ops.Resolve(opt.Precision)
+	if err != nil {
+		return StepBench{}, fmt.Errorf("bench step: --precision: %w", err)
+	}
 	m, err := model.New(cfg, 1)
 	if err != nil {
 		return StepBench{}, fmt.Errorf("bench step: %w", err)
 	}
+	m.SetPrecision(prec)
 	var spans []optim.Span
 	for _, t := range m.Tensors() {
 		spans = append(spans, optim.Span{Name: t.Name, Offset: t.Offset, Size: t.Size, Kind: t.Kind})
@@ -144,7 +156,7 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 	if err != nil {
 		return StepBench{}, fmt.Errorf("bench step: optimizer: %w", err)
 	}
-	pk := peak.Resolve(peak.Options{Configured: opt.PeakGFLOPS, Threads: kernels.Threads()})
+	pk, pkDtype := peak.ResolveFor(peak.Options{Configured: opt.PeakGFLOPS, Threads: kernels.Threads()}, prec.String(), kernels.BF16Impl())
 	T := cfg.SeqLen
 	r := rand.New(rand.NewPCG(1, 2))
 	b := model.RandomBatch(cfg, opt.Batch, r)
@@ -202,7 +214,7 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 		TokensPerSec: tps, MFU: tps * m.FLOPsPerToken() / pk.FLOPS(), StepSec: med,
 		PeakRSSMB: kernels.PeakRSSMB(), PeakGFLOPS: pk.GFLOPS, PeakSource: string(pk.Source), PeakProbeGFLOPS: pk.Probe,
 		Threads: kernels.Threads(), Batch: opt.Batch, Seq: T, Steps: opt.Steps, Params: m.NumParams(), FLOPsPerToken: m.FLOPsPerToken(),
-		ArenaBytes: m.ArenaBytes(), LossFirst: first, LossLast: last, Ops: ops,
+		ArenaBytes: m.ArenaBytes(), LossFirst: first, LossLast: last, Ops: ops, PeakDtype: pkDtype, Precision: prec.String(),
 	}, nil
 }
 
@@ -210,7 +222,7 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 // section, train.micro_batch sequences per step (else train.batch_size) and
 // train.peak_gflops.
 func StepBenchFromRun(m model.Config, t train.Config, steps, warmup int) StepBenchOptions {
-	o := StepBenchOptions{Model: m, Batch: t.BatchSize, Steps: steps, Warmup: warmup, PeakGFLOPS: t.PeakGFLOPS}
+	o := StepBenchOptions{Model: m, Batch: t.BatchSize, Steps: steps, Warmup: warmup, PeakGFLOPS: t.PeakGFLOPS, Precision: t.Precision}
 	if t.MicroBatch > 0 {
 		o.Batch = t.MicroBatch
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
+	"github.com/kestrel-lm/kestrel/internal/kernels/ops"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/peak"
 	"github.com/kestrel-lm/kestrel/internal/train"
@@ -138,5 +139,40 @@ func TestBenchStepBadOptions(t *testing.T) {
 		if err == nil || err.Error() != tc.want || len(rs) != 0 {
 			t.Errorf("%+v on %v: %d results, error %v; want %q", tc.opt, tc.threads, len(rs), err, tc.want)
 		}
+	}
+}
+
+// TestBenchStepBF16: --precision bf16 trains (on the reference kernel when
+// the CPU has no bf16) and reports its precision; MFU divides by the bf16
+// kernel's peak from its own cache entry (peak.BF16Key), or on the
+// reference kernel by the FMA peak it runs on; an unknown precision is
+// refused.
+func TestBenchStepBF16(t *testing.T) {
+	t.Setenv(ops.BF16ReferenceEnv, "1")
+	cacheDir := t.TempDir()
+	t.Setenv(peak.EnvCacheDir, cacheDir)
+	const fma, bf16 = 3e5, 1e5 // GFLOP/s: above any probe, so neither is raised
+	for k, g := range map[peak.Key]float64{peak.CurrentKey(kernels.Threads()): fma, peak.BF16Key(kernels.Threads()): bf16} {
+		if _, _, err := peak.Record(peak.CachePath(cacheDir), k, peak.Entry{GFLOPS: g, MeasuredAt: time.Now()}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := bf16
+	if kernels.BF16Impl() == "ref" {
+		want = fma
+	}
+	cfg := model.Config{Vocab: 64, DModel: 16, NLayers: 1, NHeads: 2, NKVHeads: 2, MLPHidden: 32, SeqLen: 8, RopeTheta: 10000, NormEps: 1e-5, InitStd: 0.02}
+	r, err := BenchStep(context.Background(), StepBenchOptions{Model: cfg, Batch: 2, Steps: 3, Warmup: 1, Precision: "bf16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Precision != "bf16" || r.PeakGFLOPS != want || !strings.HasPrefix(r.PeakDtype, "bf16") || !(r.LossLast < r.LossFirst) {
+		t.Errorf("bf16 on %s: precision %q, peak %v (%q), want %v; loss %v → %v", kernels.BF16Impl(), r.Precision, r.PeakGFLOPS, r.PeakDtype, want, r.LossFirst, r.LossLast)
+	}
+	if got := r.TokensPerSec * r.FLOPsPerToken / (want * 1e9); got != r.MFU {
+		t.Errorf("mfu %v, want %v (the bf16 peak)", r.MFU, got)
+	}
+	if _, err := BenchStep(context.Background(), StepBenchOptions{Model: cfg, Batch: 2, Steps: 1, Precision: "fp8"}); err == nil {
+		t.Error("precision fp8 accepted")
 	}
 }

@@ -177,6 +177,7 @@ type trainer struct {
 	probe                   *probeBatch // nil: no probes
 	qk                      *qkClipper  // nil: QK-Clip off (optim.qk_clip_tau = 0)
 	plan                    rewind.Plan // interventions.jsonl: data offset and LR scale per step
+	swap                    string      // this start's optimizer swap, "adamw→muon" (optswap.go); "" for none
 
 	lastEval *runlog.Eval // latest evaluation of this invocation (for checkpoint health)
 
@@ -450,7 +451,7 @@ func (t *trainer) open(res *Result) (done bool, err error) {
 	}
 	// The FMA peak mfu divides by: train.peak_gflops, else this machine's
 	// cached peak (checked by a short probe), else a probe now.
-	t.peak, t.peakDtype = peak.ResolveFor(peak.Options{Configured: o.Train.PeakGFLOPS, Logger: t.log}, t.prec.String())
+	t.peak, t.peakDtype = peak.ResolveFor(peak.Options{Configured: o.Train.PeakGFLOPS, Logger: t.log}, t.prec.String(), bf16Impl())
 	t.peakFLOPS = t.peak.FLOPS()
 	res.PeakGFLOPS, res.PeakSource, res.PeakProbeRatio = t.peak.GFLOPS, string(t.peak.Source), t.peak.ProbeRatio
 	if err := t.writeManifest(res); err != nil {
@@ -1099,6 +1100,7 @@ func (t *trainer) checkpoint(kind string) error {
 	t.st.Created = checkpoint.Now()
 	t.st.AdamSteps = t.opt.Steps
 	t.st.Optimizer = stateOptimizer(t.o.Optim)
+	t.st.UpdateNormsRebase = t.opt.RebaseUpdateNorms
 	t.st.UpdateNorms, t.st.Losses, t.st.GradNorms = t.opt.UpdateNorms, t.opt.Losses, t.opt.GradNorms
 	t.st.Health = checkpointHealth(t.o.Observers, t.st.Step, t.lastEval)
 	// The checkpoint's own probe (and output_kl_to_prev), measured before
@@ -1149,9 +1151,6 @@ func (t *trainer) resume(l *checkpoint.Loaded) error {
 	if t.ema != nil {
 		ema = t.ema.W
 	}
-	if err := checkOptimizer(l.Dir, l.State, t.o.Optim); err != nil {
-		return fmt.Errorf("train: resume: %w", err)
-	}
 	if err := restoreExact(l, t.ts, t.net.Params(), t.opt.M, t.opt.V, ema); err != nil {
 		return fmt.Errorf("train: resume: %w", err)
 	}
@@ -1164,6 +1163,7 @@ func (t *trainer) resume(l *checkpoint.Loaded) error {
 			"checkpoint_hash", short(l.State.ConfigHash), "config_hash", short(t.o.ConfigHash))
 	}
 	t.restoreState(l.State)
+	t.swap = t.swapOptimizer(l.Dir, l.State) // optswap.go
 	t.lastCkpt = l.Dir
 	t.log.Info("resumed", "dir", l.Dir, "step", l.State.Step, "tokens_seen", l.State.TokensSeen)
 	return nil
@@ -1187,6 +1187,7 @@ func (t *trainer) restoreState(s checkpoint.State) {
 		t.st.GradClipWindow = []bool{}
 	}
 	t.opt.Steps = s.AdamSteps
+	t.opt.RebaseUpdateNorms = s.UpdateNormsRebase
 	t.restoreWindows(s)
 }
 
@@ -1239,9 +1240,6 @@ func (t *trainer) warmStart() (*checkpoint.WarmStartReport, error) {
 		copy(t.ema.W, params)
 	}
 	if o.Init.Mode != "weights" {
-		if err := checkOptimizer(l.Dir, l.State, o.Optim); err != nil {
-			return nil, fmt.Errorf("train: warm-start (init.mode = %q): %w", o.Init.Mode, err)
-		}
 		for _, part := range []struct {
 			suffix string
 			dst    []float32
@@ -1276,6 +1274,9 @@ func (t *trainer) warmStart() (*checkpoint.WarmStartReport, error) {
 			}
 		}
 		t.restoreState(l.State)
+	}
+	if o.Init.Mode != "weights" {
+		t.swap = t.swapOptimizer(l.Dir, l.State)
 	}
 	t.necromancy(l.State, l.Dir)
 	t.st.WarmStart = rep

@@ -48,7 +48,7 @@ func (t *trainer) writeManifest(res *Result) error {
 	man.PeakGFLOPS, man.PeakSource, man.PeakMeasuredAt = t.peak.GFLOPS, string(t.peak.Source), ""
 	man.Precision, man.PeakDtype, man.BF16Impl = t.prec.String(), t.peakDtype, ""
 	if t.prec == ops.BF16 {
-		man.BF16Impl = bf16Impl()
+		man.BF16Impl = kernels.BF16Impl()
 	}
 	if t.peak.Source == peak.Cached {
 		man.PeakMeasuredAt = t.peak.MeasuredAt.UTC().Format(time.RFC3339)
@@ -65,7 +65,7 @@ func (t *trainer) writeManifest(res *Result) error {
 			return fmt.Errorf("manifest: warm start: %w", err)
 		}
 	}
-	start := runlog.Start{Time: time.Now().UTC().Format(time.RFC3339), Step: t.st.Step, ConfigHash: t.o.ConfigHash, QuarantineHash: man.QuarantineHash}
+	start := runlog.Start{Time: time.Now().UTC().Format(time.RFC3339), Step: t.st.Step, ConfigHash: t.o.ConfigHash, QuarantineHash: man.QuarantineHash, OptimizerSwap: swapNote(t.swap, t.st.Step)}
 	if res.Resumed {
 		start.ResumedFrom = res.Checkpoint
 	}

@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 
+	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/kernels/ops"
 )
 
@@ -38,6 +39,6 @@ func setPrecision(net Net, name string) (ops.Precision, error) {
 	return p, nil
 }
 
-// bf16Impl names the bf16 GEMM implementation for the manifest: "reference"
-// (rounded copies on the float32 kernels) until the kernels name theirs.
-func bf16Impl() string { return "reference" }
+// bf16Impl names the bf16 GEMM implementation bf16 products run on
+// (kernels.BF16Impl), for the peak mfu divides by and the manifest.
+func bf16Impl() string { return kernels.BF16Impl() }

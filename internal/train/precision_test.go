@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/kernels/ops"
 )
 
@@ -79,7 +80,7 @@ func TestBF16RunThroughMonitor(t *testing.T) {
 			t.Errorf("step %d: bf16 loss %g vs fp32 %g", i+1, b16.losses[i], f32.losses[i])
 		}
 	}
-	if b16.man["precision"] != "bf16" || b16.man["bf16_impl"] != "reference" || !strings.HasPrefix(b16.man["peak_dtype"].(string), "bf16") {
+	if b16.man["precision"] != "bf16" || b16.man["bf16_impl"] != kernels.BF16Impl() || !strings.HasPrefix(b16.man["peak_dtype"].(string), "bf16") {
 		t.Errorf("bf16 manifest: precision %v bf16_impl %v peak_dtype %v", b16.man["precision"], b16.man["bf16_impl"], b16.man["peak_dtype"])
 	}
 	if f32.man["precision"] != "fp32" || f32.man["bf16_impl"] != nil || f32.man["peak_dtype"] != "fp32 fma" {

@@ -119,3 +119,13 @@ func (p Precision) Check() error {
 	}
 	return fmt.Errorf("precision bf16: this CPU lacks %s (no bf16 dot-product instruction); use precision \"fp32\" (%s=1 runs bf16 on the slow reference kernel, for tests)", missing, BF16ReferenceEnv)
 }
+
+// Resolve reads a precision's spelling (ParsePrecision) and checks that
+// this CPU may run it (Check): what a command's --precision flag needs.
+func Resolve(name string) (Precision, error) {
+	p, err := ParsePrecision(name)
+	if err != nil {
+		return p, err
+	}
+	return p, p.Check()
+}

@@ -51,6 +51,7 @@ func StepFields(r stepbench.StepBench, preset string) map[string]any {
 		"peak_probe_gflops": round3(r.PeakProbeGFLOPS),
 		"arena_mb":          round3(float64(r.ArenaBytes) / (1 << 20)), "gemm": kernels.Impl(),
 		"loss_first": round3(r.LossFirst), "loss_last": round3(r.LossLast), "gomaxprocs": runtime.GOMAXPROCS(0),
+		"precision": r.Precision, "peak_dtype": r.PeakDtype,
 	}
 	if r.Ops != nil {
 		bd := r.Bounds()
