@@ -233,4 +233,3 @@ func (r *Report) RejectRules() []string {
 	})
 	return keys
 }
-
