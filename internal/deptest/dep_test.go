@@ -3,6 +3,7 @@ package deptest
 import (
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -173,6 +174,34 @@ func TestDataDirResolvedAtLoad(t *testing.T) {
 	for pkg, why := range dataDirResolvers {
 		if len(uses[pkg]) == 0 {
 			t.Errorf("%s is listed as a resolver (%s) but expands nothing: remove it from dataDirResolvers", pkg, why)
+		}
+	}
+}
+
+// TestArchitectureNamesEveryPackage ties the floor table to §0 of
+// docs/architecture.md: every package of the table has its paragraph
+// there (named in backquotes by its path), and every internal or cmd
+// package path §0 names is in the table (cmd/kestrel/internal, the
+// printers' folder, aside).
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	b, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start, end := strings.Index(doc, "## 0."), strings.Index(doc, "## 1.")
+	if start < 0 || end < start {
+		t.Fatalf("docs/architecture.md: no §0 before §1")
+	}
+	sec := doc[start:end]
+	for _, pkg := range slices.Sorted(maps.Keys(floors)) {
+		if !strings.Contains(sec, "`"+pkg+"`") {
+			t.Errorf("%s (floor %d) has no paragraph in docs/architecture.md §0", pkg, floors[pkg])
+		}
+	}
+	for _, m := range regexp.MustCompile("`((?:internal|cmd)/[a-z0-9_/]+)`").FindAllStringSubmatch(sec, -1) {
+		if _, ok := floors[m[1]]; !ok && m[1] != "cmd/kestrel/internal" {
+			t.Errorf("docs/architecture.md §0 names %s, which is not in the floor table", m[1])
 		}
 	}
 }
