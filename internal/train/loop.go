@@ -795,6 +795,9 @@ func (t *trainer) accumulate(s, dataIdx, lo, hi int, m *runlog.Step, qk *qkClipp
 		}
 	}
 	m.SourceMixTarget = mixTarget(t.o.Data, t.srcNames, dataIdx)
+	if ms, ok := t.o.Data.(datasrc.MixStager); ok {
+		m.DataStageEntry, m.DataStageRamp = ms.MixStage(dataIdx)
+	}
 	if t.faults.NaN(s) {
 		a.loss = math.NaN()
 		t.net.Grads()[0] = float32(math.NaN())
