@@ -44,7 +44,7 @@ func newBenchPeakCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	cmd.Flags().IntVar(&threads, "threads", 0, "threads to probe on (0 = the kernels' threads, GOMAXPROCS)")
 	cmd.Flags().Float64Var(&seconds, "seconds", 5, "total probing time")
-	cmd.Flags().StringVar(&dtype, "dtype", "fp32", "arithmetic to probe: fp32 (vector FMA) or bf16 (VDPBF16PS, AVX512_BF16)")
+	cmd.Flags().StringVar(&dtype, "dtype", "fp32", "arithmetic to probe: fp32 (vector FMA) or bf16 (the selected bf16 GEMM's instruction: TDPBF16PS with AMX, else VDPBF16PS)")
 	cmd.Flags().BoolVar(&replace, "replace", false, "store the measurement even when the cache holds a higher peak")
 	return cmd
 }

@@ -8,9 +8,11 @@ import (
 )
 
 // The bf16 GEMM implementation SgemmBF16 runs, chosen at start-up like the
-// float32 one: the best the CPU supports ("avx512bf16": VDPBF16PS), else
-// "ref" (bf16-rounded copies on the float32 kernels: the right result at
-// float32 speed). KESTREL_GEMM_BF16=avx512bf16|ref selects one; a name the
+// float32 one: the best the CPU supports ("amx": AMX-BF16 tiles, where
+// the CPU has them and the OS granted the tile state; "avx512bf16":
+// VDPBF16PS), else "ref" (bf16-rounded copies on the float32 kernels: the
+// right result at float32 speed). KESTREL_GEMM_BF16=amx|avx512bf16|ref
+// selects one; a name the
 // CPU cannot run falls back to the best, with a warning.
 var (
 	kernBF16 *gemmKernel // nil: the reference
@@ -63,8 +65,8 @@ func implName(k *gemmKernel) string {
 	return k.name
 }
 
-// BF16Impl names the bf16 GEMM implementation SgemmBF16 runs:
-// "avx512bf16" (VDPBF16PS micro-kernel) or "ref" (rounded copies on the
+// BF16Impl names the bf16 GEMM implementation SgemmBF16 runs: "amx"
+// (AMX-BF16 tiles), "avx512bf16" (VDPBF16PS micro-kernel) or "ref" (rounded copies on the
 // float32 kernels), for the run manifest.
 func BF16Impl() string { return bf16Impl }
 
@@ -96,4 +98,14 @@ func UseBF16Impl(name string) (prev string, err error) {
 		}
 	}
 	return bf16Impl, fmt.Errorf("kernels: bf16 GEMM implementation %q is not available here (have %v)", name, BF16ImplsAvailable())
+}
+
+// BF16PeakInstruction names the instruction whose throughput the bf16
+// peak probe measures for the selected implementation: "TDPBF16PS" for
+// amx, else "VDPBF16PS".
+func BF16PeakInstruction() string {
+	if bf16Impl == "amx" {
+		return "TDPBF16PS"
+	}
+	return "VDPBF16PS"
 }

@@ -558,9 +558,16 @@ func (e *EMA) Update(params []float32) {
 	b := e.Beta
 	// Element-wise, so the result does not depend on how the range is split.
 	kernels.ParallelFor(len(params), 1<<15, func(lo, hi int) {
-		w := e.W[lo:hi]
-		for i, p := range params[lo:hi] {
-			w[i] = float32(b*float64(w[i]) + (1-b)*float64(p))
-		}
+		emaUpdate(e.W[lo:hi], params[lo:hi], b, 1-b)
 	})
+}
+
+// emaGo is the EMA update's loop: w[i] = float32(b·w[i] + c·p[i]), each
+// product rounded to float64 before the sum (the conversions keep a
+// GOAMD64=v3 build from fusing them), as the AVX-512 kernel computes it.
+func emaGo(w, p []float32, b, c float64) {
+	p = p[:len(w)]
+	for i, x := range p {
+		w[i] = float32(float64(b*float64(w[i])) + float64(c*float64(x)))
+	}
 }

@@ -138,3 +138,58 @@ func TestParseSet(t *testing.T) {
 		}
 	}
 }
+
+// TestRewindSetOptimizerSwap: `rewind --to 8 --set optim.name=muon` on an
+// AdamW run swaps the optimizer at the checkpoint: the intervention is
+// recorded, the steps up to the rewind point are unchanged and the ones
+// after it differ, the manifest's start records the swap, the resolved
+// config and the checkpoints after it name Muon, and no manifest_mismatch
+// fires.
+func TestRewindSetOptimizerSwap(t *testing.T) {
+	t.Setenv("KESTREL_DATA", "/work/shared/data")
+	cfg := tinyRun(12)
+	cfg.Checkpoint.Every, cfg.Checkpoint.Keep = 4, 5
+	cfg.Monitor.SQLite, cfg.Monitor.TensorBoard, cfg.Monitor.TraceSteps = false, false, 0
+	dir := filepath.Join(t.TempDir(), "run")
+	if _, err := Train(context.Background(), cfg, dir, Options{Logger: quietLog(), Stdout: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	orig := stepLosses(t, filepath.Join(dir, "metrics.jsonl"))
+	iv, err := rewind.Rewind(dir, rewind.Options{To: "8", Reason: "swap to Muon", SetFlags: []string{"optim.name=muon"}, CheckSet: CheckRewindSet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if iv.Set["optim.name"] != "muon" {
+		t.Fatalf("intervention %+v", iv)
+	}
+	if _, err := Train(context.Background(), cfg, dir, Options{Logger: quietLog(), Stdout: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	got := stepLosses(t, filepath.Join(dir, "metrics.jsonl"))
+	for s := 1; s <= 9; s++ { // step 9's loss is taken before its update
+		if got[s] != orig[s] {
+			t.Errorf("step %d: loss %s, was %s: the swap acted before the rewind point", s, got[s], orig[s])
+		}
+	}
+	if got[10] == orig[10] || got[12] == orig[12] {
+		t.Errorf("steps 10, 12: losses %s %s unchanged: the swap did not take effect", got[10], got[12])
+	}
+	if a := manifestAlerts(t, dir); len(a) > 0 {
+		t.Errorf("the recorded swap raised %+v", a)
+	}
+	man, err := runlog.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := man.Starts[len(man.Starts)-1]; last.OptimizerSwap != "adamw→muon at step 8" {
+		t.Errorf("manifest's last start %+v, want optimizer_swap adamw→muon at step 8", last)
+	}
+	resolved, err := config.Load(filepath.Join(dir, "config.toml"), nil)
+	if err != nil || resolved.Optim.Name != "muon" {
+		t.Errorf("config.toml optim.name %q, %v", resolved.Optim.Name, err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "checkpoints", "step-00000012", "state.json"))
+	if err != nil || !strings.Contains(string(b), `"optimizer": "muon"`) && !strings.Contains(string(b), `"optimizer":"muon"`) {
+		t.Errorf("checkpoint at 12's state.json names no Muon optimizer (%v)", err)
+	}
+}

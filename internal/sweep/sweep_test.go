@@ -154,6 +154,9 @@ func TestSweepTwoByTwo(t *testing.T) {
 	if len(finals) != 4 {
 		t.Errorf("final vals %v: the four runs should differ", finals)
 	}
+	if err := Failed(res); err != nil {
+		t.Error(err)
+	}
 	var buf bytes.Buffer
 	if err := WriteTable(&buf, res); err != nil {
 		t.Fatal(err)
@@ -193,5 +196,65 @@ func TestSweepInterrupted(t *testing.T) {
 	}
 	if !slices.Equal(ran, []string{"lr=1e-3"}) || len(res) != 1 || res[0].Status() != "interrupted" {
 		t.Errorf("ran %q, results %+v: want only lr=1e-3, interrupted", ran, res)
+	}
+}
+
+// TestSweepParallelProcesses: --parallel runs each point as `kestrel train
+// --config <out>/.configs/<point>.toml --out <out>/<point>` on one thread
+// (a stand-in script here records its arguments and GOMAXPROCS and writes
+// the metrics a run would), a failing process is a failed row with its log
+// named, and the others are read back.
+func TestSweepParallelProcesses(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "kestrel")
+	script := `#!/bin/sh
+# train --config CFG --out DIR
+cfg=$3; out=$5
+mkdir -p "$out"
+echo "$GOMAXPROCS $*" > "$out/args"
+case "$cfg" in *lr=9*) echo "boom" >&2; exit 3;; esac
+printf '{"step":1,"train_loss_raw":5}\n{"step":2,"val_loss":2.5}\n{"step":4,"val_loss":2.25}\n' > "$out/metrics.jsonl"
+`
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	axes, err := ParseSet([]string{"optim.lr=1e-3,9e-3,2e-3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "sweep")
+	res, err := Run(context.Background(), Options{Base: testrun.Bytes(), Axes: axes, Steps: 4, Out: out, Parallel: 2, Exec: bin, Logger: testrun.Quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 3 {
+		t.Fatalf("%d results, want 3", len(res))
+	}
+	for _, r := range res {
+		failed := r.Name == "lr=9e-3"
+		if failed != (r.Status() == "failed") || (failed && !strings.Contains(r.Err.Error(), r.Name+".log")) {
+			t.Errorf("%s: status %s err %v", r.Name, r.Status(), r.Err)
+		}
+		args, err := os.ReadFile(filepath.Join(out, r.Name, "args"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "1 train --config " + filepath.Join(out, ".configs", r.Name+".toml") + " --out " + filepath.Join(out, r.Name)
+		if strings.TrimSpace(string(args)) != want {
+			t.Errorf("%s: ran %q, want %q", r.Name, args, want)
+		}
+		cfg, err := config.Load(filepath.Join(out, ".configs", r.Name+".toml"), nil)
+		if err != nil || cfg.Train.Steps != 4 {
+			t.Errorf("%s: config steps %d, err %v", r.Name, cfg.Train.Steps, err)
+		}
+		if !failed && (r.FinalVal != 2.25 || r.BestVal != 2.25 || r.BestStep != 4 || r.LastStep != 4) {
+			t.Errorf("%s: %+v", r.Name, r)
+		}
+	}
+	if err := Failed(res); err == nil || !strings.Contains(err.Error(), "1 of 3 runs failed: lr=9e-3") {
+		t.Errorf("Failed: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "lr=9e-3.log")); !strings.Contains(string(b), "boom") {
+		t.Errorf("the failing run's log holds %q", b)
 	}
 }

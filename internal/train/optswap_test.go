@@ -168,3 +168,30 @@ func TestOptimizerSwapResumeBitExact(t *testing.T) {
 		})
 	}
 }
+
+// TestWarmStartSwapsOptimizer: a warm-start that takes the optimizer state
+// (init.mode = weights+optimizer) from a Muon checkpoint into an AdamW run
+// swaps it (it was refused before swaps existed) and records it.
+func TestWarmStartSwapsOptimizer(t *testing.T) {
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	so := baseOpts(src)
+	so.Optim.Name, so.Train.Steps = "muon", 4
+	if _, err := Run(context.Background(), so); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(root, "dst")
+	o := baseOpts(dst)
+	o.Train.Steps = 3
+	o.Init.From, o.Init.Mode = filepath.Join(src, "checkpoints", checkpoint.Name(4)), "weights+optimizer"
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	man, err := runlog.ReadManifest(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := man.Starts[0].OptimizerSwap; got != "muon→adamw at step 0" {
+		t.Errorf("manifest start's optimizer_swap %q, want muon→adamw at step 0", got)
+	}
+}

@@ -42,7 +42,7 @@ func GEMMLine(b kernels.GEMMBench) string {
 func GEMMPeakLine(p kernels.PeakBench) string {
 	what := "FMA peak"
 	if p.DType == "bf16" {
-		what = "bf16 (VDPBF16PS) peak"
+		what = "bf16 (" + kernels.BF16PeakInstruction() + ") peak"
 	}
 	return fmt.Sprintf("%s, %d thread(s): %.1f GFLOP/s wall (median of %d probes, min %.1f, max %.1f), %.1f by CPU time",
 		what, p.Threads, p.GFLOPS, p.Probes, p.Min, p.Max, p.GFLOPSCPU)

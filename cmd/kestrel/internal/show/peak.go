@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/peak"
 )
 
@@ -29,7 +30,7 @@ func Peak(w io.Writer, r *peak.BenchResult) {
 	}
 	what := "FMA peak"
 	if r.DType == "bf16" {
-		what = "bf16 (VDPBF16PS) peak"
+		what = "bf16 (" + kernels.BF16PeakInstruction() + ") peak"
 	}
 	fmt.Fprintf(w, "%s: %.1f GFLOP/s (max of %d probes of %v on %d threads; median %.1f, min %.1f)\n",
 		what, r.GFLOPS, len(r.Probes), r.Each, r.Threads, r.Median, r.Min)
