@@ -1102,7 +1102,7 @@ func (t *trainer) checkpoint(kind string) error {
 	t.st.Kind = kind
 	t.st.Created = checkpoint.Now()
 	t.st.AdamSteps = t.opt.Steps
-	t.st.Optimizer = stateOptimizer(t.o.Optim)
+	t.st.Optimizer = stateOptimizer(t.opt.Name())
 	t.st.UpdateNormsRebase = t.opt.RebaseUpdateNorms
 	t.st.UpdateNorms, t.st.Losses, t.st.GradNorms = t.opt.UpdateNorms, t.opt.Losses, t.opt.GradNorms
 	t.st.Health = checkpointHealth(t.o.Observers, t.st.Step, t.lastEval)
