@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/data/prepare"
 )
 
@@ -25,7 +26,7 @@ func newBenchPrepareCmd() *cobra.Command {
 	f.BoolVar(&asJSON, "json", false, "print JSON lines")
 	f.StringVar(&keep, "dir", "", "generate into this directory and keep it (default: a temporary directory, removed)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		return prepare.RunBench(cmd.Context(), cmd.OutOrStdout(), prepare.BenchRun{MB: mb, Workers: workers, Dir: keep, JSON: asJSON})
+		return prepare.RunBench(cmd.Context(), prepare.BenchRun{MB: mb, Workers: workers, Dir: keep}, func(r prepare.BenchResult) { show.PrepareBench(cmd.OutOrStdout(), asJSON, r) })
 	}
 	return cmd
 }

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/flagx"
 	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/tokbench"
 )
 
@@ -27,11 +27,15 @@ func newBenchTokenizeCmd() *cobra.Command {
 			if !cmd.Flags().Changed("tokenizer") && enc != "r50k_base" {
 				tokPath = "${KESTREL_DATA}/tiktoken/" + enc + ".tiktoken"
 			}
-			p, err := datadir.Expand(tokPath)
+			p, err := flagx.DataPath(tokPath)
 			if err != nil {
 				return err
 			}
-			docs, _, err := tokbench.ReadDocs(inputs)
+			ins, err := flagx.DataPaths(inputs...)
+			if err != nil {
+				return err
+			}
+			docs, _, err := tokbench.ReadDocs(ins)
 			if err != nil {
 				return fmt.Errorf("bench tokenize: %w", err)
 			}

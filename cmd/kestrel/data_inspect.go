@@ -3,9 +3,9 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/flagx"
 	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 )
 
 func newDataInspectCmd() *cobra.Command {
@@ -21,7 +21,7 @@ func newDataInspectCmd() *cobra.Command {
 		Long:  helpText("data-inspect"),
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := datadir.Expand(args[0])
+			dir, err := flagx.DataPath(args[0])
 			if err != nil {
 				return err
 			}

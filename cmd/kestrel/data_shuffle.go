@@ -3,7 +3,9 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/flagx"
 	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
+	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/loader/shufflereport"
 )
 
@@ -40,6 +42,12 @@ func newDataShuffleReportCmd() *cobra.Command {
 			return err
 		}
 		ro.Inputs = []string{cf.path}
+		if cfg, err = config.Resolve(cfg, "data"); err != nil {
+			return err
+		}
+		if dataset, err = flagx.DataPath(dataset); err != nil {
+			return err
+		}
 		if err := ro.ForRun(perms, by, cfg.Data, cfg.Model.SeqLen, cfg.Run.Seed, dataset, synthetic); err != nil {
 			return err
 		}

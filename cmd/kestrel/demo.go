@@ -3,6 +3,8 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
+	"github.com/kestrel-lm/kestrel/internal/data/datareport"
 	"github.com/kestrel-lm/kestrel/internal/run"
 )
 
@@ -24,8 +26,14 @@ func newDemoCmd() *cobra.Command {
 	cmd.Flags().StringVar(&dataOut, "data-out", "", "dataset directory (default datasets/demo, or datasets/demo-quick with --quick)")
 	cmd.Flags().StringVar(&runOut, "out", "", "run directory (default runs/demo, or runs/demo-quick with --quick)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		return run.Demo(cmd.Context(), run.DemoOptions{Quick: quick, ConfigFile: cf.path, Overrides: cf.overrides,
-			Data: dataOut, Run: runOut, Dash: dash, ForcePrepare: forcePrep, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()})
+		out := cmd.OutOrStdout()
+		res, err := run.Demo(cmd.Context(), run.DemoOptions{Quick: quick, ConfigFile: cf.path, Overrides: cf.overrides,
+			Data: dataOut, Run: runOut, Dash: dash, ForcePrepare: forcePrep, Stdout: out, Stderr: cmd.ErrOrStderr(),
+			Prepared: func(r *datareport.Report) { show.PrepareSummary(out, r) }})
+		if err != nil {
+			return err
+		}
+		return show.DemoSummary(out, res)
 	}
 	return cmd
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
+	"github.com/kestrel-lm/kestrel/internal/data/datareport"
 	"github.com/kestrel-lm/kestrel/internal/data/prepare"
 )
 
@@ -40,7 +42,7 @@ func newPrepareCmd() *cobra.Command {
 		}
 		ro := prepare.RunOptions{
 			Out: out, Strict: strict, Force: force,
-			Summary: cmd.OutOrStdout(), Progress: os.Stderr, Log: slog.Default(),
+			Summary: func(r *datareport.Report) { show.PrepareSummary(cmd.OutOrStdout(), r) }, Progress: os.Stderr, Log: slog.Default(),
 		}
 		_, err = prepare.RunLaunched(cmd.Context(), cfg.Prepare, prepare.DistOptions{RunOptions: ro, WorkDir: workDir, UnitBytes: int64(unitMB * (1 << 20)), Timeout: commTimeout})
 		return err

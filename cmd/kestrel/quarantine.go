@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/flagx"
 	"github.com/kestrel-lm/kestrel/internal/replay"
 )
 
@@ -16,7 +17,10 @@ func newQuarantineCmd() *cobra.Command {
 		Long:  helpText("quarantine"),
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req.Dataset = args[0]
+			var err error
+			if req.Dataset, err = flagx.DataPath(args[0]); err != nil {
+				return err
+			}
 			path, added, total, err := replay.Quarantine(req)
 			if err != nil {
 				return err

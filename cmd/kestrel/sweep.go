@@ -33,7 +33,10 @@ func newSweepCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return sweep.WriteTable(cmd.OutOrStdout(), res)
+		if err := sweep.WriteTable(cmd.OutOrStdout(), res); err != nil {
+			return err
+		}
+		return sweep.Failed(res)
 	}
 	return cmd
 }

@@ -15,7 +15,7 @@ import (
 // the printing of what the libraries return (its internal packages, as
 // cmd/go/internal/<cmd>: show for tables and summaries, flagx for flag
 // glue) — each file under 180 non-test lines, all of them together (the
-// command and its internal packages) under 2,900, and no exported names
+// command and its internal packages) under 3,200, and no exported names
 // in package main (library logic belongs in the packages, see
 // docs/architecture.md §0; long help texts are prose in help/*.txt).
 func TestCommandStaysThin(t *testing.T) {
@@ -71,9 +71,12 @@ func TestCommandStaysThin(t *testing.T) {
 	// to 1,600, kestrel branch and kestrel compare to 1,700. The printers
 	// and flag glue that had gone down into 16 library packages came back
 	// up into cmd/kestrel/internal (issue 37): 2,831 lines with them, the
-	// budget that plus a small margin.
-	if lines >= 2900 {
-		t.Errorf("cmd/kestrel with its internal packages has %d non-test lines; keep it under 2,900 by moving logic into the library packages", lines)
+	// budget that plus a small margin. The last printers below (kestrel
+	// prepare's summary, bench prepare's lines, demo's summary) and the
+	// command side's ${KESTREL_DATA} resolution (flagx.DataPaths) came up
+	// too: 2,894 → 3,139 lines, the budget 3,200.
+	if lines >= 3200 {
+		t.Errorf("cmd/kestrel with its internal packages has %d non-test lines; keep it under 3,200 by moving logic into the library packages", lines)
 	}
 }
 

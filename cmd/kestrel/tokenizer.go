@@ -5,9 +5,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/flagx"
 	"github.com/kestrel-lm/kestrel/cmd/kestrel/internal/show"
 	"github.com/kestrel-lm/kestrel/internal/data/texts"
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/tokenizer"
 )
 
@@ -37,7 +37,7 @@ func (t *tokFlags) load() (*tokenizer.Tokenizer, error) {
 	if t.path == "" {
 		return nil, fmt.Errorf("--tokenizer is required")
 	}
-	p, err := datadir.Expand(t.path)
+	p, err := flagx.DataPath(t.path)
 	if err != nil {
 		return nil, err
 	}
@@ -66,6 +66,10 @@ func newTokTrainCmd() *cobra.Command {
 			}
 			if !quiet {
 				opts.Progress = cmd.ErrOrStderr()
+			}
+			inputs, err := flagx.DataPaths(inputs...)
+			if err != nil {
+				return err
 			}
 			tok, err := texts.TrainTokenizer(cmd.Context(), inputs, opts, out)
 			if err != nil {
@@ -151,6 +155,9 @@ func newTokStatsCmd() *cobra.Command {
 			}
 			tok, err := tf.load()
 			if err != nil {
+				return err
+			}
+			if args, err = flagx.DataPaths(args...); err != nil {
 				return err
 			}
 			var readErr error

@@ -95,12 +95,9 @@ func Prepare(o Options) (*Branch, error) {
 	if b, err := resumable(o, parent, sums, st.Step); b != nil || err != nil {
 		return b, err
 	}
-	out, err := checkOut(o.Out, parent)
+	out, err := open(cfg, o.Out, parent, o.Logger)
 	if err != nil {
 		return nil, err
-	}
-	if err := checkTrainable(cfg, out, o.Logger); err != nil {
-		return nil, fmt.Errorf("branch: the branch's config: %w", err)
 	}
 	ph, _ := config.Hash(base)
 	b := &Branch{Dir: out, Config: cfg, Parent: runlog.Parent{
@@ -201,30 +198,46 @@ func applySet(flags []string, cfg config.Config) (config.Config, error) {
 	return cfg, config.CheckFinite(cfg)
 }
 
-// checkTrainable opens the branch's data source and runs the trainer's
-// preflight (memory, validation data) on the config before anything is
-// written, so a change the data loader refuses (an unknown source in
-// data.stages) is refused here, naming the field.
-func checkTrainable(cfg config.Config, dir string, log *slog.Logger) error {
+// open is the branch directory's opening (run.Opening, the ritual of
+// every run directory) before anything is written: the output rule
+// (checkOut), the branch's data source and the trainer's preflight
+// (memory, validation data) on its config, so a change the data loader
+// refuses (an unknown source in data.stages) is refused here, naming the
+// field; then the lock of an earlier branch (probeLock). It returns the
+// branch directory's absolute path; the data source is closed again.
+func open(cfg config.Config, out, parent string, log *slog.Logger) (string, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	to, err := run.TrainOptions(cfg, dir, log)
+	var abs string
+	to, err := run.Opening{
+		Check: func() (err error) {
+			abs, err = checkOut(out, parent)
+			return err
+		},
+		Options: func() (train.Options, error) {
+			to, err := run.TrainOptions(cfg, abs, log)
+			if err != nil {
+				return to, fmt.Errorf("branch: the branch's config: %w", err)
+			}
+			to.Fresh = false
+			return to, nil
+		},
+		PreflightContext: "branch: the branch's config",
+		Lock:             func(train.Options) error { return probeLock(abs, out) },
+	}.Open()
 	if err != nil {
-		return err
+		return "", err
 	}
-	defer func() {
-		if c, ok := to.Data.(io.Closer); ok {
-			_ = c.Close()
-		}
-	}()
-	to.Fresh = false
-	return train.Preflight(to)
+	if c, ok := to.Data.(io.Closer); ok {
+		_ = c.Close()
+	}
+	return abs, nil
 }
 
 // checkOut applies the output rule to the branch directory: it is new,
-// empty or an earlier branch (holding branch.json) that no trainer holds;
-// never the parent, inside it, or a directory holding it.
+// empty or an earlier branch (holding branch.json); never the parent,
+// inside it, or a directory holding it.
 func checkOut(out, parent string) (string, error) {
 	if out == "" {
 		return "", errors.New("branch: --out is required (a new directory, or an earlier branch to replace)")
@@ -240,16 +253,24 @@ func checkOut(out, parent string) (string, error) {
 	if err := g.Check(); err != nil {
 		return "", fmt.Errorf("branch: --out: %w", err)
 	}
-	if fileguard.HasMarker(abs, runlog.BranchFile) { // an earlier branch: not while a trainer holds it
-		lk, err := runlock.Acquire(abs, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err != nil {
-			return "", fmt.Errorf("branch: --out %s: an earlier branch, not replaced: %w", out, err)
-		}
-		if err := lk.Release(); err != nil {
-			return "", fmt.Errorf("branch: --out %s: %w", out, err)
-		}
-	}
 	return abs, nil
+}
+
+// probeLock refuses an earlier branch in abs that a trainer holds: its
+// lock is taken and released at once (the branch is installed atomically
+// afterwards, and kestrel branch's training takes it again).
+func probeLock(abs, out string) error {
+	if !fileguard.HasMarker(abs, runlog.BranchFile) {
+		return nil
+	}
+	lk, err := runlock.Acquire(abs, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return fmt.Errorf("branch: --out %s: an earlier branch, not replaced: %w", out, err)
+	}
+	if err := lk.Release(); err != nil {
+		return fmt.Errorf("branch: --out %s: %w", out, err)
+	}
+	return nil
 }
 
 // Describe is the line kestrel branch prints before training.

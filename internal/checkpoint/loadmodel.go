@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/hf"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/rundir"
@@ -92,6 +93,19 @@ func loadWeights(src *safetensors.File, m *model.Model, where string) error {
 		return fmt.Errorf("%s does not match the model in %s (missing %v, mismatched %v)", where, StateFile, missing, mismatched)
 	}
 	return nil
+}
+
+// DatasetDir is the directory of the prepared dataset the state names
+// (its Tokenizer: data.path as the run's config gave it, ${KESTREL_DATA}
+// kept so a run moves between machines), resolved: the one place a
+// checkpoint's dataset path is resolved, for every reader of a finished
+// run (openrun, eval, generate, hfrun). The error names the field.
+func (s State) DatasetDir() (string, error) {
+	dir, err := datadir.Expand(s.Tokenizer)
+	if err != nil {
+		return "", fmt.Errorf("%s tokenizer (the dataset) %q: %w", StateFile, s.Tokenizer, err)
+	}
+	return dir, nil
 }
 
 // ByteLevel says whether the state describes a byte-level run: tokenizer

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/data/clean"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/data/prepare"
+	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/evalcfg"
 	"github.com/kestrel-lm/kestrel/internal/faults"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
@@ -102,6 +104,36 @@ func Load(path string, overrides []Override) (Config, error) {
 	}
 	if err := CheckFinite(cfg); err != nil {
 		return cfg, err
+	}
+	return cfg, nil
+}
+
+// RunSections are the sections a training run opens files from: its
+// data, its warm-start checkpoint and its held-out texts.
+var RunSections = []string{"data", "init", "eval"}
+
+// Resolve returns cfg with every ${KESTREL_DATA} in the paths of the
+// given sections (all of them when none is given) expanded to the data
+// directory (datadir.ResolveAt): the one place a config's paths are
+// resolved. cfg itself is left as given (its slices are copied, not
+// shared): it is the form a run writes to config.toml and hashes into
+// config_hash (Hash, WriteFile, Marshal), so a run directory moves between
+// machines; the returned config is the one files are opened from. A
+// missing data directory is an error naming the key that needed it; the
+// other sections keep their placeholders, so a run that reads nothing
+// from the data directory needs none (prepare's default decontamination
+// sets name it).
+func Resolve(cfg Config, sections ...string) (Config, error) {
+	v := reflect.ValueOf(&cfg).Elem()
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		name, ok := fieldPath(t.Field(i), "")
+		if !ok || len(sections) > 0 && !slices.Contains(sections, name) {
+			continue
+		}
+		if err := datadir.ResolveAt(v.Field(i).Addr().Interface(), name); err != nil {
+			return Config{}, fmt.Errorf("config: %w", err)
+		}
 	}
 	return cfg, nil
 }

@@ -37,6 +37,7 @@ type runData struct {
 	events  []Event
 	lastStr map[string]string  // last value of string fields, for change events
 	lastNum map[string]float64 // last value of watched numeric fields
+	lastMix rowMix             // the last step line's mixture target (datastage.go)
 
 	alertsOffset  int64 // bytes of alerts.jsonl, or the last alerts rowid of a store
 	alerts        []Event
@@ -64,6 +65,7 @@ func newRunData(dir string) *runData {
 		d.events = nil
 		clear(d.lastStr)
 		clear(d.lastNum)
+		d.lastMix = rowMix{}
 	}
 	return d
 }
@@ -129,6 +131,7 @@ func (d *runData) deriveEvents(rec *runlog.Record, step, tokens, wall float64) {
 		ev("clipped", "update clipped", fmt.Sprintf("update norm %.4g", val("update_norm")))
 	}
 	d.lrPhaseEvent(rec, ev)
+	d.dataStageEvent(rec, step, ev)
 	for _, f := range []struct{ field, kind, title string }{
 		{"data_stage", "data_stage", "data stage"},
 		{"stage", "data_stage", "data stage"},

@@ -67,3 +67,15 @@ func DescribeBatch(d Source, step int) (desc string, ok bool, err error) {
 type MixWeigher interface {
 	MixWeights(step int) []float64
 }
+
+// MixStager is an optional Source method set: which data stage is in force
+// at the 0-based step index step (as in Fill) — entry 0 for the first
+// mixture (data.sources), i+1 for data.stages[i] — and, inside that
+// stage's ramp (its interpolated steps, before its own weights are in
+// force), the ramp's progress a = (j+1)/ramp_steps of its j-th step; ramp
+// is 0 outside a ramp. The trainer logs them (data_stage_entry,
+// data_stage_ramp), so the dashboard marks each stage's start and the end
+// of its ramp. The dataset loader implements it.
+type MixStager interface {
+	MixStage(step int) (entry int, ramp float64)
+}

@@ -3,6 +3,7 @@ package deptest
 import (
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -136,5 +137,71 @@ func TestFloorsCatchUpwardImport(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// dataDirResolvers are the packages that may expand ${KESTREL_DATA}, each
+// where a raw form is loaded (issue 37: resolved once, at load); every
+// other package reads resolved paths.
+var dataDirResolvers = map[string]string{
+	"internal/config":            "config.Resolve: a config's paths (config.toml and config_hash keep the raw form)",
+	"internal/openrun":           "Config.Resolved: a finished run's config.toml, which openrun reads without config",
+	"internal/checkpoint":        "State.DatasetDir: the dataset a checkpoint's state.json names",
+	"internal/data/prepare":      "resolved: the [prepare] section, whose raw rendering the dataset fingerprint hashes",
+	"cmd/kestrel/internal/flagx": "DataPath(s): paths given on the command line",
+}
+
+// TestDataDirResolvedAtLoad: ${KESTREL_DATA} is expanded only where a raw
+// form is loaded (dataDirResolvers), not at each use.
+func TestDataDirResolvedAtLoad(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, module, err := ModuleRoot(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uses, err := Uses(root, module, "internal/datadir", []string{"Expand", "Resolve", "ResolveAt", "Placeholder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range slices.Sorted(maps.Keys(uses)) {
+		if _, ok := dataDirResolvers[pkg]; !ok {
+			t.Errorf("%s expands ${KESTREL_DATA} (%s): take the path resolved (config.Resolve, openrun's Config.Resolved, checkpoint.State.DatasetDir, flagx.DataPath)", pkg, strings.Join(uses[pkg], ", "))
+		}
+	}
+	for pkg, why := range dataDirResolvers {
+		if len(uses[pkg]) == 0 {
+			t.Errorf("%s is listed as a resolver (%s) but expands nothing: remove it from dataDirResolvers", pkg, why)
+		}
+	}
+}
+
+// TestArchitectureNamesEveryPackage ties the floor table to §0 of
+// docs/architecture.md: every package of the table has its paragraph
+// there (named in backquotes by its path), and every internal or cmd
+// package path §0 names is in the table (cmd/kestrel/internal, the
+// printers' folder, aside).
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	b, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start, end := strings.Index(doc, "## 0."), strings.Index(doc, "## 1.")
+	if start < 0 || end < start {
+		t.Fatalf("docs/architecture.md: no §0 before §1")
+	}
+	sec := doc[start:end]
+	for _, pkg := range slices.Sorted(maps.Keys(floors)) {
+		if !strings.Contains(sec, "`"+pkg+"`") {
+			t.Errorf("%s (floor %d) has no paragraph in docs/architecture.md §0", pkg, floors[pkg])
+		}
+	}
+	for _, m := range regexp.MustCompile("`((?:internal|cmd)/[a-z0-9_/]+)`").FindAllStringSubmatch(sec, -1) {
+		if _, ok := floors[m[1]]; !ok && m[1] != "cmd/kestrel/internal" {
+			t.Errorf("docs/architecture.md §0 names %s, which is not in the floor table", m[1])
+		}
 	}
 }

@@ -3,6 +3,7 @@ package deptest
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -130,5 +131,32 @@ func TestLoad(t *testing.T) {
 	}
 	if _, err := Load(root, module); err == nil || !strings.Contains(err.Error(), bad+":2:") {
 		t.Errorf("a file that does not parse: %v; want an error naming %s:2", err, bad)
+	}
+}
+
+// TestUsesFindsRenamedImport: Uses finds a reference through a renamed
+// import, skips test files and names file and line.
+func TestUsesFindsRenamedImport(t *testing.T) {
+	root := t.TempDir()
+	write := func(rel, body string) {
+		t.Helper()
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module example.com/m\n")
+	write("a/a.go", "package a\n\nimport dd \"example.com/m/dir\"\n\nvar _, _ = dd.Expand(\"x\")\nvar _ = dd.Root\n")
+	write("a/a_test.go", "package a\n\nimport \"example.com/m/dir\"\n\nvar _, _ = dir.Expand(\"x\")\n")
+	write("b/b.go", "package b\n\nfunc Expand(string) {}\n\nfunc f() { Expand(\"x\") }\n")
+	got, err := Uses(root, "example.com/m", "dir", []string{"Expand"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string][]string{"a": {"a.go:5 dd.Expand"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Uses = %v, want %v", got, want)
 	}
 }

@@ -80,6 +80,9 @@ func TestDrillStall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(rep.Rows) != 2 {
+		t.Fatalf("%d rows, want the clean branch and the stall", len(rep.Rows))
+	}
 	r := rep.Rows[1]
 	if !r.Detected || r.Rule != "stalled" || r.Latency != 0 || r.Outcome != "ran through" {
 		t.Errorf("stall row %+v: want a SEV1 stalled at its step, and the run through", r)

@@ -13,7 +13,6 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/rundir"
 
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
 
@@ -68,9 +67,9 @@ func checkCoverage(run string, st checkpoint.State, tasks []string, sets []evalc
 	known := true
 	where := ""
 	if !st.ByteLevel() {
-		dir, err := datadir.Expand(st.Tokenizer)
+		dir, err := st.DatasetDir()
 		if err != nil {
-			return nil, fmt.Errorf("run %s: dataset %q: %w", run, st.Tokenizer, err)
+			return nil, fmt.Errorf("run %s: %w", run, err)
 		}
 		pv, err := DatasetProvenance(dir) // the record the run manifest's decontam/* come from
 		if err != nil {
@@ -89,6 +88,9 @@ func checkCoverage(run string, st checkpoint.State, tasks []string, sets []evalc
 		cp := rundir.Of(run).Config()
 		where = "byte-level data of " + cp
 		cfg, err := openrun.ReadConfig(cp)
+		if err == nil {
+			cfg, err = cfg.Resolved()
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			known = false
 		} else if err != nil {
@@ -98,11 +100,7 @@ func checkCoverage(run string, st checkpoint.State, tasks []string, sets []evalc
 			if p == "" {
 				continue
 			}
-			e, err := datadir.Expand(p)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", cp, err)
-			}
-			inputs = append(inputs, e)
+			inputs = append(inputs, p)
 		}
 	}
 	var out []Coverage
@@ -123,11 +121,9 @@ func checkCoverage(run string, st checkpoint.State, tasks []string, sets []evalc
 		out = append(out, c)
 	}
 	for _, h := range sets {
-		p, err := datadir.Expand(h.Path)
-		if err != nil {
-			return nil, fmt.Errorf("heldout %s: %w", h.Name, err)
-		}
+		p := h.Path // resolved (the run's config.toml through openrun, a flag through flagx)
 		c := Coverage{Task: "heldout/" + h.Name, File: p}
+		var err error
 		if c.Status, c.Detail, err = coverageOf(p, inputs, dec, known, where, true); err != nil {
 			return nil, fmt.Errorf("heldout %s: %w", h.Name, err)
 		}

@@ -13,7 +13,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/evalcfg"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
 )
@@ -31,11 +30,7 @@ const HeldoutTask = "heldout"
 func CheckHeldout(sets []evalcfg.HeldoutSet) (map[string]string, error) {
 	out := map[string]string{}
 	for i, h := range sets {
-		p, err := datadir.Expand(h.Path)
-		if err != nil {
-			return nil, fmt.Errorf("eval.heldout[%d] (%s).path: %w", i, h.Name, err)
-		}
-		sum, err := checkText(p)
+		sum, err := checkText(h.Path) // resolved by config.Resolve, openrun or flagx
 		if err != nil {
 			return nil, fmt.Errorf("eval.heldout[%d] (%s): %w", i, h.Name, err)
 		}
@@ -124,10 +119,7 @@ func (s *Scorer) Heldout(sets []evalcfg.HeldoutSet, maxBytes int) ([]BPBResult, 
 	var out []BPBResult
 	for _, h := range sets {
 		t0 := time.Now()
-		p, err := datadir.Expand(h.Path)
-		if err != nil {
-			return nil, fmt.Errorf("heldout %s: %w", h.Name, err)
-		}
+		p := h.Path // resolved by config.Resolve, openrun or flagx
 		text, err := headText(p, maxBytes)
 		if err != nil {
 			return nil, fmt.Errorf("heldout %s: %w", h.Name, err)

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
@@ -26,16 +25,12 @@ const (
 )
 
 // DatasetProvenance reads the provenance kestrel prepare recorded in the
-// manifest.json of the dataset at path (${KESTREL_DATA} expands): what it
+// manifest.json of the dataset at path (resolved): what it
 // was built from and decontaminated against. A dataset built before
 // kestrel recorded provenance returns nil and no error. CheckCoverage and
 // the run manifest (DecontamRecord) read it here, so they agree.
 func DatasetProvenance(path string) (*shards.Provenance, error) {
-	dir, err := datadir.Expand(path)
-	if err != nil {
-		return nil, fmt.Errorf("dataset %q: %w", path, err)
-	}
-	mp := filepath.Join(dir, "manifest.json")
+	mp := filepath.Join(path, "manifest.json")
 	b, err := fileguard.ReadFile(mp, maxDatasetManifestBytes)
 	if err != nil {
 		return nil, err

@@ -329,6 +329,9 @@ func heldoutOf(opt *Options) ([]evalcfg.HeldoutSet, map[string]string, error) {
 	}
 	cp := rundir.Of(opt.Run).Config()
 	cfg, err := openrun.ReadConfig(cp)
+	if err == nil {
+		cfg, err = cfg.Resolved()
+	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("heldout: the run's config: %w", err)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/tokenizer"
 )
 
@@ -65,9 +64,9 @@ func CodecFor(run string, st checkpoint.State) (Codec, error) {
 // for separator = "eos", which precedes every document but the first; the
 // beginning token for "bos").
 func DatasetCodec(run string, st checkpoint.State) (Codec, error) {
-	dir, err := datadir.Expand(st.Tokenizer)
+	dir, err := st.DatasetDir()
 	if err != nil {
-		return Codec{}, fmt.Errorf("run %s: tokenizer %q: %w", run, st.Tokenizer, err)
+		return Codec{}, fmt.Errorf("run %s: %w", run, err)
 	}
 	tokPath := filepath.Join(dir, "tokenizer.json")
 	if _, err := os.Stat(tokPath); err != nil {

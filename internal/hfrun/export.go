@@ -17,7 +17,6 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/hf"
 	"github.com/kestrel-lm/kestrel/internal/safetensors"
 	"github.com/kestrel-lm/kestrel/tokenizer"
@@ -142,9 +141,9 @@ func runTokenizer(ctx context.Context, run string, st checkpoint.State) ([]byte,
 	if st.Tokenizer == "" {
 		return nil, hf.Tokens{}, false, fmt.Errorf("run %s: state.json names no tokenizer and model.vocab is %d, not 256 (bytes)", run, st.Model.Vocab)
 	}
-	ds, err := datadir.Expand(st.Tokenizer)
+	ds, err := st.DatasetDir()
 	if err != nil {
-		return nil, hf.Tokens{}, false, fmt.Errorf("run %s: tokenizer %q: %w", run, st.Tokenizer, err)
+		return nil, hf.Tokens{}, false, fmt.Errorf("run %s: %w", run, err)
 	}
 	path := filepath.Join(ds, hf.TokenizerFile)
 	tok, err := tokenizer.Load(path)

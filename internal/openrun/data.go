@@ -5,7 +5,6 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/datasrc"
 	"github.com/kestrel-lm/kestrel/internal/rundir"
 )
@@ -31,9 +30,9 @@ func (d *Data) Close() {
 // was.
 func OpenData(run string, st checkpoint.State) (*Data, error) {
 	if !st.ByteLevel() {
-		dir, err := datadir.Expand(st.Tokenizer)
+		dir, err := st.DatasetDir()
 		if err != nil {
-			return nil, fmt.Errorf("run %s: dataset %q: %w", run, st.Tokenizer, err)
+			return nil, fmt.Errorf("run %s: %w", run, err)
 		}
 		ds, err := shards.Open(dir)
 		if err != nil {
@@ -43,19 +42,13 @@ func OpenData(run string, st checkpoint.State) (*Data, error) {
 	}
 	cp := rundir.Of(run).Config()
 	cfg, err := ReadConfig(cp)
+	if err == nil {
+		cfg, err = cfg.Resolved()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("run %s (byte-level): %w", run, err)
 	}
-	tp, err := datadir.Expand(cfg.Data.Train)
-	if err != nil {
-		return nil, fmt.Errorf("%s: data.train: %w", cp, err)
-	}
-	vp := cfg.Data.Val
-	if vp != "" {
-		if vp, err = datadir.Expand(vp); err != nil {
-			return nil, fmt.Errorf("%s: data.val: %w", cp, err)
-		}
-	}
+	tp, vp := cfg.Data.Train, cfg.Data.Val
 	// The same split as the run trained on.
 	src, err := datasrc.OpenBytes(tp, vp, cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
 	if err != nil {

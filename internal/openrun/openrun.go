@@ -7,11 +7,13 @@
 package openrun
 
 import (
+	"fmt"
 	"log/slog"
 	"slices"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
+	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/evalcfg"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/generate"
@@ -77,6 +79,18 @@ func ReadConfig(path string) (Config, error) {
 		return len(key) > 0 && slices.Contains(strictSections, key[0])
 	})
 	return cfg, err
+}
+
+// Resolved returns c with ${KESTREL_DATA} expanded in its paths
+// (datadir.Resolve): the one place a finished run's config.toml paths are
+// resolved, for the readers that open its files (OpenData, eval's
+// coverage and held-out sets). c, as read, keeps them as the run wrote
+// them (the model card shows them so). The error names the key.
+func (c Config) Resolved() (Config, error) {
+	if err := datadir.Resolve(&c); err != nil {
+		return Config{}, fmt.Errorf("config.toml: %w", err)
+	}
+	return c, nil
 }
 
 // Run is a run directory opened for reading.

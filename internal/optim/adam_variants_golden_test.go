@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"slices"
 	"testing"
 )
 
@@ -171,6 +172,57 @@ func TestAdamVariantsResumeBitExact(t *testing.T) {
 			if bits32(b.M, ref.M) >= 0 || bits32(b.V, ref.V) >= 0 || b.Steps != ref.Steps {
 				t.Errorf("%s resumed after %d steps: moments or step count differ", name, k)
 			}
+		}
+	}
+}
+
+// TestRebaseUpdateNorms: after RebaseUpdateNorms the next applied step
+// rescales the update-norm window by its update norm over the window's
+// mean (reported in Result.UpdateWindowRebase), so a step 10× the old
+// scale is not clipped while the window's relative spread is kept, and the
+// flag clears; a skipped step leaves it pending; without the flag the same
+// step is clipped.
+func TestRebaseUpdateNorms(t *testing.T) {
+	for _, rebase := range []bool{true, false} {
+		c := quietCfg()
+		c.ClipUpdateNorm, c.UpdateWindow, c.UpdateMinSteps, c.UpdateSigma = true, 8, 2, 2
+		c.SkipBadSteps, c.SkipWindow, c.SkipMinSteps, c.SkipSigma = true, 8, 2, 3
+		o, err := NewAdamW(c, 4, []Span{{Name: "w", Size: 4, Kind: "norm"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []float64{0.9, 1.1, 1.0, 1.0} { // the old optimizer's norms: mean 1, σ ≈ 0.07
+			o.UpdateNorms.Push(v)
+			o.Losses.Push(2)
+			o.GradNorms.Push(1)
+		}
+		o.Losses.Push(2.01)
+		o.RebaseUpdateNorms = rebase
+		p := []float32{1, 1, 1, 1}
+		// A skipped step (loss far above the window) first: the rebase waits.
+		if r, _ := o.Step(p, []float32{1, 1, 1, 1}, 50, 1); !r.Skipped || r.UpdateWindowRebase != 0 || o.RebaseUpdateNorms != rebase {
+			t.Fatalf("rebase %v: skipped step %+v, pending %v", rebase, r, o.RebaseUpdateNorms)
+		}
+		// Fresh moments: the update is sign(g) per element, norm 2, twice the window's scale.
+		r, err := o.Step(p, []float32{1, -1, 1, -1}, 2, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rebase {
+			if !r.UpdateClipped || r.UpdateWindowRebase != 0 {
+				t.Errorf("without rebase: clipped %v, rebase %g; want the step clipped", r.UpdateClipped, r.UpdateWindowRebase)
+			}
+			continue
+		}
+		f := r.UpdateNorm / 1.0
+		if r.UpdateClipped || math.Abs(r.UpdateWindowRebase-f) > 1e-12 || o.RebaseUpdateNorms {
+			t.Errorf("rebase: clipped %v, factor %g (want %g), still pending %v", r.UpdateClipped, r.UpdateWindowRebase, f, o.RebaseUpdateNorms)
+		}
+		if math.IsInf(r.UpdateClipAt, 0) || r.UpdateClipAt <= r.UpdateNorm {
+			t.Errorf("rebase: threshold %g for norm %g: want one in force, above the step", r.UpdateClipAt, r.UpdateNorm)
+		}
+		if want := []float64{0.9 * f, 1.1 * f, f, f, r.UpdateNorm}; !slices.EqualFunc(o.UpdateNorms.Vals, want, func(a, b float64) bool { return math.Abs(a-b) <= 1e-12*b }) {
+			t.Errorf("rebased window %v, want %v", o.UpdateNorms.Vals, want)
 		}
 	}
 }

@@ -59,7 +59,7 @@ type Config struct {
 
 	Phases []Phase `toml:"phases,omitempty" comment:"LR phases after optim.schedule, [[optim.phases]] entries in increasing step order (docs/schedules.md): from its step (1-based metrics step) on, each entry sets the LR starting from the LR in force at the step before — kind = rewarm (from = current | min_lr, peak, steps), decay (to, steps, shape), hold, or wsds (peak, to, shape, wsds_period, wsds_decay_steps: WSD-S whose spacing changes at the entry's step); settable mid-run with kestrel rewind --set optim.phases=[...]"`
 
-	Knobs []KnobStep `toml:"knobs,omitempty" comment:"step-indexed knob schedule, [[optim.knobs]] entries in increasing step order: from its step (1-based metrics step) on, each entry sets some of max_grad_norm, clip_update_norm, update_clip_sigma, skip_sigma, z_loss (model.z_loss), qk_clip_tau and lr_scale (a factor on the scheduled LR); knobs it leaves out keep their value (Marin 32B: step = 56400, max_grad_norm = 0.2)"`
+	Knobs []KnobStep `toml:"knobs,omitempty" comment:"step-indexed knob schedule, [[optim.knobs]] entries in increasing step order: from its step (1-based metrics step) on, each entry sets some of max_grad_norm, clip_update_norm, update_clip_sigma, skip_sigma, z_loss (model.z_loss), qk_clip_tau, lr_scale (a factor on the scheduled LR) and name (adamw | nadamw | adamc); knobs it leaves out keep their value (Marin 32B: step = 56400, max_grad_norm = 0.2)"`
 }
 
 // DefaultConfig returns the defaults of the [optim] section.

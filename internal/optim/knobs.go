@@ -18,6 +18,7 @@ type KnobStep struct {
 	ZLoss          *float64 `toml:"z_loss,omitempty" comment:"model.z_loss (z-loss weight) from this step on"`
 	QKClipTau      *float64 `toml:"qk_clip_tau,omitempty" comment:"optim.qk_clip_tau from this step on (0 = off)"`
 	LRScale        *float64 `toml:"lr_scale,omitempty" comment:"factor on the scheduled learning rate from this step on (1 = none)"`
+	Name           *string  `toml:"name,omitempty" comment:"optim.name from this step on, among adamw | nadamw | adamc (they share m, v and the step count, so the state carries over; Marin 32B: adamc in the decay); a swap to or from muon is a rewind or a branch (kestrel rewind --set optim.name)"`
 }
 
 // Knobs are the values of the schedulable knobs in force at one step.
@@ -29,13 +30,14 @@ type Knobs struct {
 	ZLoss          float64
 	QKClipTau      float64
 	LRScale        float64
+	Name           string // optim.name in force ("" = adamw)
 }
 
 // BaseKnobs are the knobs of c before any schedule entry, with zLoss the
 // model's z-loss weight (model.z_loss).
 func (c Config) BaseKnobs(zLoss float64) Knobs {
 	return Knobs{MaxGradNorm: c.MaxGradNorm, ClipUpdateNorm: c.ClipUpdateNorm, UpdateSigma: c.UpdateSigma,
-		SkipSigma: c.SkipSigma, ZLoss: zLoss, QKClipTau: c.QKClipTau, LRScale: 1}
+		SkipSigma: c.SkipSigma, ZLoss: zLoss, QKClipTau: c.QKClipTau, LRScale: 1, Name: c.Name}
 }
 
 // KnobsAt returns the knobs in force at the 1-based step s: BaseKnobs
@@ -55,6 +57,9 @@ func (c Config) KnobsAt(s int, zLoss float64) Knobs {
 		set(&k.ZLoss, e.ZLoss)
 		set(&k.QKClipTau, e.QKClipTau)
 		set(&k.LRScale, e.LRScale)
+		if e.Name != nil {
+			k.Name = *e.Name
+		}
 	}
 	return k
 }
@@ -115,9 +120,17 @@ func (c Config) validateKnobs() error {
 		if e.SkipSigma != nil && !skipOn {
 			bad(i, "skip_sigma", "is set but optim.skip_bad_steps is false: it would change nothing")
 		}
+		if e.Name != nil {
+			switch {
+			case c.Name == "muon":
+				bad(i, "name", "= %q: optim.name is muon; a swap from Muon is a rewind or a branch (kestrel rewind --set optim.name)", *e.Name)
+			case *e.Name != "adamw" && *e.Name != "nadamw" && *e.Name != "adamc":
+				bad(i, "name", "= %q: want adamw, nadamw or adamc (a swap to muon is a rewind or a branch: kestrel rewind --set optim.name=muon)", *e.Name)
+			}
+		}
 		if e.MaxGradNorm == nil && e.ClipUpdateNorm == nil && e.UpdateSigma == nil && e.SkipSigma == nil &&
-			e.ZLoss == nil && e.QKClipTau == nil && e.LRScale == nil {
-			bad(i, "step", "(%d): the entry sets no knob (max_grad_norm, clip_update_norm, update_clip_sigma, skip_sigma, z_loss, qk_clip_tau, lr_scale)", e.Step)
+			e.ZLoss == nil && e.QKClipTau == nil && e.LRScale == nil && e.Name == nil {
+			bad(i, "step", "(%d): the entry sets no knob (max_grad_norm, clip_update_norm, update_clip_sigma, skip_sigma, z_loss, qk_clip_tau, lr_scale, name)", e.Step)
 		}
 	}
 	if clipOn && !c.ClipUpdateNorm && (c.UpdateSigma <= 0 || c.UpdateWindow < 2 || c.UpdateMinSteps < 2 || c.UpdateMinSteps > c.UpdateWindow) {
@@ -127,8 +140,16 @@ func (c Config) validateKnobs() error {
 }
 
 // SetKnobs sets the optimizer's knobs for the coming steps (see KnobsAt):
-// max_grad_norm, update clipping on/off and its σ, and the skip-step σ.
+// max_grad_norm, update clipping on/off and its σ, the skip-step σ and the
+// optimizer among adamw, nadamw and adamc (validateKnobs keeps Muon out).
 // The other fields of k are the trainer's (z-loss, QK-Clip τ, LR scale).
 func (o *AdamW) SetKnobs(k Knobs) {
 	o.cfg.MaxGradNorm, o.cfg.ClipUpdateNorm, o.cfg.UpdateSigma, o.cfg.SkipSigma = k.MaxGradNorm, k.ClipUpdateNorm, k.UpdateSigma, k.SkipSigma
+	if o.muon == nil && k.Name != "muon" {
+		o.cfg.Name = k.Name
+	}
 }
+
+// Name is the optimizer in force (optim.name, or the knob's): "adamw" (or
+// "", a Config literal's AdamW), "nadamw", "adamc" or "muon".
+func (o *AdamW) Name() string { return o.cfg.Name }

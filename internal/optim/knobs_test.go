@@ -8,6 +8,7 @@ import (
 
 func fp(v float64) *float64 { return &v }
 func bp(v bool) *bool       { return &v }
+func sp(v string) *string   { return &v }
 
 // TestKnobsAt: later entries override earlier ones from their step on;
 // knobs an entry leaves unset keep their value; no schedule is the config.
@@ -21,6 +22,7 @@ func TestKnobsAt(t *testing.T) {
 		{Step: 10, MaxGradNorm: fp(0.2)},
 		{Step: 20, ClipUpdateNorm: bp(false), LRScale: fp(0.5)},
 		{Step: 30, MaxGradNorm: fp(0.5), QKClipTau: fp(100), ZLoss: fp(0)},
+		{Step: 40, Name: sp("adamc")},
 	}
 	tests := []struct {
 		step int
@@ -28,9 +30,10 @@ func TestKnobsAt(t *testing.T) {
 	}{
 		{1, base},
 		{9, base},
-		{10, Knobs{MaxGradNorm: 0.2, ClipUpdateNorm: true, UpdateSigma: 2, SkipSigma: 6, ZLoss: 1e-4, LRScale: 1}},
-		{25, Knobs{MaxGradNorm: 0.2, ClipUpdateNorm: false, UpdateSigma: 2, SkipSigma: 6, ZLoss: 1e-4, LRScale: 0.5}},
-		{30, Knobs{MaxGradNorm: 0.5, ClipUpdateNorm: false, UpdateSigma: 2, SkipSigma: 6, ZLoss: 0, QKClipTau: 100, LRScale: 0.5}},
+		{10, Knobs{MaxGradNorm: 0.2, ClipUpdateNorm: true, UpdateSigma: 2, SkipSigma: 6, ZLoss: 1e-4, LRScale: 1, Name: "adamw"}},
+		{25, Knobs{MaxGradNorm: 0.2, ClipUpdateNorm: false, UpdateSigma: 2, SkipSigma: 6, ZLoss: 1e-4, LRScale: 0.5, Name: "adamw"}},
+		{30, Knobs{MaxGradNorm: 0.5, ClipUpdateNorm: false, UpdateSigma: 2, SkipSigma: 6, ZLoss: 0, QKClipTau: 100, LRScale: 0.5, Name: "adamw"}},
+		{40, Knobs{MaxGradNorm: 0.5, ClipUpdateNorm: false, UpdateSigma: 2, SkipSigma: 6, ZLoss: 0, QKClipTau: 100, LRScale: 0.5, Name: "adamc"}},
 	}
 	for _, tt := range tests {
 		if got := c.KnobsAt(tt.step, 1e-4); got != tt.want {
@@ -52,6 +55,10 @@ func TestKnobsValidate(t *testing.T) {
 	}{
 		{"ok", []KnobStep{{Step: 1, MaxGradNorm: fp(0)}, {Step: 56400, MaxGradNorm: fp(0.2)}, {Step: 72200, ClipUpdateNorm: bp(true), UpdateSigma: fp(3)}}, nil, ""},
 		{"step 0", []KnobStep{{Step: 0, MaxGradNorm: fp(0.2)}}, nil, "optim.knobs[0].step must be >= 1"},
+		{"adamc in the decay", []KnobStep{{Step: 800, Name: sp("adamc")}}, nil, ""},
+		{"name muon", []KnobStep{{Step: 8, Name: sp("muon")}}, nil, `optim.knobs[0].name = "muon": want adamw, nadamw or adamc`},
+		{"name unknown", []KnobStep{{Step: 8, Name: sp("lion")}}, nil, `optim.knobs[0].name = "lion"`},
+		{"from muon", []KnobStep{{Step: 8, Name: sp("adamw")}}, func(c *Config) { c.Name = "muon" }, "optim.knobs[0].name = \"adamw\": optim.name is muon"},
 		{"not increasing", []KnobStep{{Step: 10, MaxGradNorm: fp(0.2)}, {Step: 10, LRScale: fp(2)}}, nil, "optim.knobs[1].step must be after optim.knobs[0].step (10)"},
 		{"decreasing", []KnobStep{{Step: 10, MaxGradNorm: fp(0.2)}, {Step: 5, LRScale: fp(2)}}, nil, "optim.knobs[1].step must be after"},
 		{"nan", []KnobStep{{Step: 3, MaxGradNorm: fp(math.NaN())}}, nil, "optim.knobs[0].max_grad_norm must be a finite number >= 0, got NaN"},

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/runlock"
 )
@@ -56,10 +55,7 @@ func Quarantine(req QuarantineRequest) (path string, added, total int, err error
 	if req.Reason == "" {
 		return "", 0, 0, errors.New("quarantine: --reason is required (it is recorded with every entry)")
 	}
-	dir, err := datadir.Expand(req.Dataset)
-	if err != nil {
-		return "", 0, 0, fmt.Errorf("quarantine: %w", err)
-	}
+	dir := req.Dataset // resolved by the command (flagx.DataPath)
 	if err := checkDataset(req.Dataset, dir); err != nil {
 		return "", 0, 0, err
 	}

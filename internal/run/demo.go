@@ -5,15 +5,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kestrel-lm/kestrel/configs"
 	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/data/datareport"
 	"github.com/kestrel-lm/kestrel/internal/data/prepare"
 	"github.com/kestrel-lm/kestrel/internal/generate"
 	"github.com/kestrel-lm/kestrel/internal/report"
@@ -31,6 +30,16 @@ type DemoOptions struct {
 	ForcePrepare bool // rebuild the dataset even when it is up to date
 	Stdout       io.Writer
 	Stderr       io.Writer
+	// Prepared hears the report of the dataset the first step built (the
+	// command prints it: show.PrepareSummary); nil = none.
+	Prepared func(*datareport.Report)
+}
+
+// DemoResult is where a finished demo left everything: the dataset, the
+// run and its report (kestrel demo prints it: show.DemoSummary).
+type DemoResult struct {
+	Data, Run string
+	Report    *report.Summary
 }
 
 // demoTopK is the top-k of the report's samples.
@@ -76,11 +85,12 @@ func DemoConfig(quick bool, path string, overrides []config.Override) (config.Co
 
 // Demo runs the whole pipeline with the demo config: prepare the dataset
 // (reused when it is up to date), train (resuming when the run has a
-// checkpoint), sample, write the run report, and print where everything is.
+// checkpoint), sample, write the run report; it prints its progress and returns where
+// everything is (kestrel demo prints that: show.DemoSummary).
 // Its outputs follow the output rule: o.Run a new, empty or kestrel run
 // directory (CheckRunDir, before anything is prepared), o.Data a new,
 // empty or prepared dataset directory (prepare's rule).
-func Demo(ctx context.Context, o DemoOptions) error {
+func Demo(ctx context.Context, o DemoOptions) (*DemoResult, error) {
 	name := "demo"
 	if o.Quick {
 		name = "demo-quick"
@@ -93,12 +103,12 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	}
 	cfg, err := DemoConfig(o.Quick, o.ConfigFile, o.Overrides)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The run directory's output rule before the (long) prepare; the
 	// dataset's is prepare's own (internal/fileguard through prepare.Run).
 	if err := CheckRunDir(o.Run, false); err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return nil, fmt.Errorf("demo: %w", err)
 	}
 	cfg.Run.Name, cfg.Data.Path = name, o.Data
 	out := o.Stdout
@@ -112,21 +122,21 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	step(1, "prepare the mixed corpus → "+o.Data)
 	upToDate, err := prepare.UpToDate(cfg.Prepare, o.Data, false)
 	if err != nil {
-		return fmt.Errorf("demo: prepare: %w", err)
+		return nil, fmt.Errorf("demo: prepare: %w", err)
 	}
 	if upToDate && !o.ForcePrepare {
 		fmt.Fprintf(out, "dataset %s is up to date (same config and inputs): reused\n", o.Data)
 	} else if _, err := prepare.Run(ctx, cfg.Prepare, prepare.RunOptions{
-		Out: o.Data, Force: o.ForcePrepare, Summary: out, Progress: os.Stderr, Log: slog.Default(),
+		Out: o.Data, Force: o.ForcePrepare, Summary: o.Prepared, Progress: os.Stderr, Log: slog.Default(),
 	}); err != nil {
-		return fmt.Errorf("demo: prepare: %w", err)
+		return nil, fmt.Errorf("demo: prepare: %w", err)
 	}
 	if ctx.Err() != nil {
-		return fmt.Errorf("demo: interrupted during prepare; run it again to continue")
+		return nil, fmt.Errorf("demo: interrupted during prepare; run it again to continue")
 	}
 	unigram, err := report.UnigramBaseline(o.Data)
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return nil, fmt.Errorf("demo: %w", err)
 	}
 	fmt.Fprintf(out, "unigram baseline of the data: %.3f nats/token (a model must beat this to use context)\n", unigram)
 
@@ -135,10 +145,10 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	fmt.Fprintf(out, "watch it live: kestrel dash %s   (or rerun with --dash)\n", o.Run)
 	res, err := Train(ctx, cfg, o.Run, Options{Dash: o.Dash, Stdout: out, Stderr: o.Stderr})
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return nil, fmt.Errorf("demo: %w", err)
 	}
 	if res.Interrupted {
-		return fmt.Errorf("demo: interrupted at step %d; run the same command again to continue", res.Step)
+		return nil, fmt.Errorf("demo: interrupted at step %d; run the same command again to continue", res.Step)
 	}
 
 	// 3. Samples and report.
@@ -148,48 +158,20 @@ func Demo(ctx context.Context, o DemoOptions) error {
 		for _, temp := range []float64{0.6, 1.0} {
 			text, err := generate.Generate(o.Run, generate.Options{Prompt: s, Temperature: temp, TopK: demoTopK, TopP: 1, Tokens: 60, EMA: true, Seed: 1})
 			if err != nil {
-				return fmt.Errorf("demo: sample: %w", err)
+				return nil, fmt.Errorf("demo: sample: %w", err)
 			}
 			samples = append(samples, report.Sample{Prompt: s, Temperature: temp, TopK: demoTopK, EMA: true, Text: strings.TrimPrefix(text, s)})
 		}
 	}
 	sum, err := report.Write(report.Input{RunDir: o.Run, DatasetDir: o.Data, Samples: samples, UnigramLoss: unigram, Title: cfg.Run.Name, Status: endStatus(res, nil)})
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return nil, fmt.Errorf("demo: %w", err)
 	}
 
 	// 4. Where everything is.
 	step(4, "done in "+time.Since(t0).Round(time.Second).String())
-	printDemoSummary(out, sum, o)
 	if !sum.Healthy {
 		slog.Warn("demo: the report flags problems; read it", "report", sum.Path)
 	}
-	return nil
-}
-
-func printDemoSummary(out io.Writer, sum *report.Summary, o DemoOptions) {
-	fmt.Fprintf(out, "verdict: %s\n", map[bool]string{true: "healthy", false: "needs a look"}[sum.Healthy])
-	for _, v := range sum.Verdicts {
-		fmt.Fprintf(out, "  %s\n", v)
-	}
-	if !math.IsNaN(sum.FinalVal) {
-		fmt.Fprintf(out, "held-out loss %.3f (EMA weights %.3f) vs unigram baseline %.3f nats/token\n", sum.FinalVal, sum.FinalValEMA, sum.Unigram)
-	}
-	fmt.Fprintf(out, `
-dataset   %[1]s   (report.json, rejects/, shards/, manifest.json)
-run       %[2]s   (metrics.jsonl, metrics.sqlite, alerts.jsonl, trace.json, checkpoints/)
-report    %[3]s
-
-look further:
-`, o.Data, o.Run, sum.Path)
-	tw := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
-	for _, l := range [][2]string{
-		{"kestrel dash " + o.Run, "live panel in the browser"},
-		{"kestrel data inspect " + o.Data + " --n 2", "decode sample documents back to text"},
-		{"kestrel sample --run " + o.Run + ` --prompt "ROMEO:" --ema`, "generate text with the EMA weights"},
-		{"kestrel watch " + o.Run, "the alert rules over the run's metrics"},
-	} {
-		fmt.Fprintf(tw, "  %s\t%s\n", l[0], l[1])
-	}
-	tw.Flush()
+	return &DemoResult{Data: o.Data, Run: o.Run, Report: sum}, nil
 }

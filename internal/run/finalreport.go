@@ -14,7 +14,6 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/datareport"
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/datasrc"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/report"
@@ -84,14 +83,15 @@ func WriteReport(dir string, o ReportOptions) (*report.Summary, error) {
 // reportData is the dataset directory of a dataset run ("" for a
 // byte-level run) and the unigram baseline of the run's data (NaN when
 // it cannot be had cheaply).
-func reportData(cfg config.Config, log *slog.Logger) (string, float64) {
+func reportData(raw config.Config, log *slog.Logger) (string, float64) {
+	cfg, err := config.Resolve(raw, "data")
+	if err != nil {
+		log.Warn("report: no unigram baseline", "err", err)
+		return "", nan()
+	}
 	switch cfg.Data.Kind {
 	case "dataset":
-		ds, err := datadir.Expand(cfg.Data.Path)
-		if err != nil {
-			log.Warn("report: data.path", "err", err)
-			return "", nan()
-		}
+		ds := cfg.Data.Path
 		if r, err := datareport.Load(ds); err == nil && r.Tokens != nil && r.Tokens.TotalTokens > maxUnigramTokens {
 			return ds, nan() // reading every token would take longer than the report is worth
 		}
@@ -101,15 +101,7 @@ func reportData(cfg config.Config, log *slog.Logger) (string, float64) {
 		}
 		return ds, u
 	case "bytes":
-		tr, err := datadir.Expand(cfg.Data.Train)
-		va := cfg.Data.Val
-		if err == nil && va != "" {
-			va, err = datadir.Expand(va)
-		}
-		var src *datasrc.BytesSource
-		if err == nil {
-			src, err = datasrc.OpenBytes(tr, va, cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
-		}
+		src, err := datasrc.OpenBytes(cfg.Data.Train, cfg.Data.Val, cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
 		if err != nil {
 			log.Warn("report: no unigram baseline", "err", err)
 			return "", nan()

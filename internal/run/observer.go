@@ -17,7 +17,6 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/buildinfo"
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/data/datareport"
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/train"
 	"github.com/kestrel-lm/kestrel/monitor"
@@ -87,7 +86,7 @@ func NewObserver(cfg config.Config, runDir string, log *slog.Logger, man *runlog
 	opts.WarmupSteps = cfg.Optim.WarmupSteps(cfg.Train.Steps)
 	opts.MixStages = mixStages(cfg)
 	if cfg.Data.Kind == "dataset" && cfg.Data.Path != "" {
-		v, err := dataVitals(cfg.Data.Path)
+		v, err := dataVitals(cfg)
 		if err != nil {
 			log.Warn("monitor: data vitals", "err", err)
 		}
@@ -312,16 +311,16 @@ func traceOps(mc monitor.Config) func(step int) bool {
 	return func(step int) bool { return step >= from && step < until }
 }
 
-// dataVitals are the run-start data metrics of a prepared dataset, from its
+// dataVitals are the run-start data metrics of cfg's prepared dataset, from its
 // report.json: near_dup_rate, train_val_overlap (the largest over the
 // decontamination sets; absent when the data was not decontaminated) and
 // bytes_per_token.
-func dataVitals(path string) (map[string]float64, error) {
-	dir, err := datadir.Expand(path)
+func dataVitals(cfg config.Config) (map[string]float64, error) {
+	rc, err := config.Resolve(cfg, "data")
 	if err != nil {
 		return nil, err
 	}
-	r, err := datareport.Load(dir)
+	r, err := datareport.Load(rc.Data.Path)
 	if err != nil {
 		return nil, err
 	}

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
@@ -59,5 +61,56 @@ func TestOpenDirRitual(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(foreign, "notes.txt")); err != nil || string(b) != "mine" {
 		t.Errorf("the foreign directory was touched: %q %v", b, err)
+	}
+}
+
+// closingSource is a data source that records its Close; the embedded
+// nil interface panics on any other use, which the ritual never makes.
+type closingSource struct {
+	datasrc.Source
+	closed bool
+}
+
+func (c *closingSource) Close() error { c.closed = true; return nil }
+
+// TestOpeningOrder: Opening runs check, options, preflight, lock in that
+// order, stops at the first refusal, names a preflight refusal by its
+// context, and closes the options' data source when it refuses after
+// opening it (kestrel branch opens its directory through the same
+// ritual).
+func TestOpeningOrder(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name      string
+		checkErr  error
+		wantSteps string
+		wantClose bool
+	}{
+		{"check refuses", boom, "check", false},
+		{"preflight refuses", nil, "check options", true},
+	} {
+		var steps []string
+		src := &closingSource{}
+		_, err := Opening{
+			Check: func() error { steps = append(steps, "check"); return tc.checkErr },
+			Options: func() (train.Options, error) {
+				steps = append(steps, "options")
+				return train.Options{Data: src}, nil // no model: the preflight refuses
+			},
+			PreflightContext: "branch: the branch's config",
+			Lock:             func(train.Options) error { steps = append(steps, "lock"); return nil },
+		}.Open()
+		if got := strings.Join(steps, " "); got != tc.wantSteps {
+			t.Errorf("%s: steps %q, want %q", tc.name, got, tc.wantSteps)
+		}
+		if err == nil {
+			t.Fatalf("%s: no error", tc.name)
+		}
+		if tc.checkErr == nil && !strings.HasPrefix(err.Error(), "branch: the branch's config: ") {
+			t.Errorf("%s: %v, want the preflight's context first", tc.name, err)
+		}
+		if src.closed != tc.wantClose {
+			t.Errorf("%s: data closed %v, want %v", tc.name, src.closed, tc.wantClose)
+		}
 	}
 }

@@ -81,7 +81,7 @@ func TestTrainRefusesForeignOut(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), "train: --out: "+out) {
 			t.Errorf("train --out %s: %v; want a refusal naming it", out, err)
 		}
-		err = Demo(context.Background(), DemoOptions{Quick: true, Run: out, Data: filepath.Join(root, "ds")})
+		_, err = Demo(context.Background(), DemoOptions{Quick: true, Run: out, Data: filepath.Join(root, "ds")})
 		if err == nil || !strings.HasPrefix(err.Error(), "demo: --out: "+out) {
 			t.Errorf("demo --out %s: %v; want a refusal naming it", out, err)
 		}
@@ -109,7 +109,7 @@ func TestDemoRefusesForeignDataOut(t *testing.T) {
 	user := filepath.Join(root, "mine")
 	os.Mkdir(user, 0o755)
 	os.WriteFile(filepath.Join(user, "notes.txt"), []byte("mine"), 0o644)
-	err := Demo(context.Background(), DemoOptions{Quick: true, Run: filepath.Join(root, "run"), Data: user})
+	_, err := Demo(context.Background(), DemoOptions{Quick: true, Run: filepath.Join(root, "run"), Data: user})
 	if err == nil || !strings.Contains(err.Error(), user) || !strings.Contains(err.Error(), "not a dataset kestrel wrote") {
 		t.Fatalf("demo --data-out %s: %v; want a refusal naming it", user, err)
 	}

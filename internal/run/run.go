@@ -31,7 +31,6 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/config"
 	"github.com/kestrel-lm/kestrel/internal/dashboard"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/eval"
 	"github.com/kestrel-lm/kestrel/internal/runlock"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
@@ -133,9 +132,15 @@ type attemptState struct {
 	lk       *runlock.Lock
 	log      *slog.Logger
 	stopDash func()
+	pending  *opening // rank 0's opening by leadStart, for the attempt that follows (dp.go)
 }
 
 func (st *attemptState) close() {
+	if p := st.pending; p != nil { // a data-parallel start refused after leadStart
+		if c, ok := p.to.Data.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}
 	if st.stopDash != nil {
 		st.stopDash()
 	}
@@ -146,12 +151,25 @@ func (st *attemptState) close() {
 	}
 }
 
-// attempt runs train.Run once. When it returns an observer and an error,
-// the observer is still open: the caller decides on a rollback and calls
-// Finish. Otherwise the run has ended (err nil: the result line printed).
-// ecfg is the config trained with (the interventions' overrides applied).
-func (st *attemptState) attempt(ctx context.Context, cfg config.Config, dir string, opts Options) (res *train.Result, ob *Observer, ecfg config.Config, log *slog.Logger, err error) {
-	var ivs []runlog.Intervention
+// opening is what one opening of the run directory made: the trainer's
+// options, the config with the interventions' overrides (cfg, raw) and
+// resolved (rcfg), and the interventions.
+type opening struct {
+	to        train.Options
+	cfg, rcfg config.Config
+	ivs       []runlog.Intervention
+}
+
+// open opens the run directory for an attempt (openDir with the attempt's
+// options), or hands over the opening a data-parallel leadStart made just
+// before (st.pending), so rank 0 builds its options and opens its data
+// once.
+func (st *attemptState) open(cfg config.Config, dir string, opts Options) (opening, error) {
+	if p := st.pending; p != nil {
+		st.pending = nil
+		return *p, nil
+	}
+	op := opening{cfg: cfg}
 	to, err := st.openDir(dir, opts.Fresh, func() (train.Options, error) {
 		// The config the user gave, before the overrides that interventions
 		// (kestrel rewind --set) recorded: the manifest compares this one
@@ -160,27 +178,42 @@ func (st *attemptState) attempt(ctx context.Context, cfg config.Config, dir stri
 		if err != nil {
 			return train.Options{}, err
 		}
-		if cfg, ivs, err = ApplyInterventions(cfg, dir); err != nil {
+		if op.cfg, op.ivs, err = ApplyInterventions(cfg, dir); err != nil {
 			return train.Options{}, fmt.Errorf("train: %w", err)
 		}
-		to, err := TrainOptions(cfg, dir, opts.Logger)
+		if op.rcfg, err = config.Resolve(op.cfg, config.RunSections...); err != nil {
+			return train.Options{}, err
+		}
+		to, err := trainOptions(op.cfg, op.rcfg, dir, opts.Logger)
 		if err != nil {
 			return to, err
 		}
-		if len(ivs) > 0 {
+		if len(op.ivs) > 0 {
 			to.Manifest.BaseConfigHash = baseHash
-			for _, iv := range ivs {
+			for _, iv := range op.ivs {
 				to.Manifest.Interventions = append(to.Manifest.Interventions, iv.ID)
 			}
 		}
 		return to, nil
 	})
+	op.to = to
+	return op, err
+}
+
+// attempt runs train.Run once. When it returns an observer and an error,
+// the observer is still open: the caller decides on a rollback and calls
+// Finish. Otherwise the run has ended (err nil: the result line printed).
+// ecfg is the config trained with (the interventions' overrides applied).
+func (st *attemptState) attempt(ctx context.Context, cfg config.Config, dir string, opts Options) (res *train.Result, ob *Observer, ecfg config.Config, log *slog.Logger, err error) {
+	op, err := st.open(cfg, dir, opts)
 	if err != nil {
-		return nil, nil, cfg, nil, err
+		return nil, nil, op.cfg, nil, err
 	}
+	to, ivs, rcfg := op.to, op.ivs, op.rcfg
+	cfg = op.cfg
 	to.Lock = st.lk
 	if cfg.Data.Kind == "dataset" {
-		keepDataReport(cfg.Data.Path, dir, to.Logger)
+		keepDataReport(rcfg.Data.Path, dir, to.Logger)
 	}
 	ob, err = NewObserver(cfg, dir, to.Logger, &to.Manifest)
 	if err != nil {
@@ -233,11 +266,25 @@ func (st *attemptState) attempt(ctx context.Context, cfg config.Config, dir stri
 	return res, nil, cfg, to.Logger, nil
 }
 
-// TrainOptions assembles the trainer's options from the resolved config:
-// the config sections, the data source and the run manifest's inputs. The
-// monitor (and other observers) attach through Options.Observers.
-func TrainOptions(cfg config.Config, dir string, logger *slog.Logger) (train.Options, error) {
-	hash, err := config.Hash(cfg)
+// TrainOptions assembles the trainer's options from the config as given
+// (raw: config.toml and config_hash keep its ${KESTREL_DATA}) and its
+// paths resolved once by config.Resolve: the config sections, the data
+// source and the run manifest's inputs. The monitor (and other observers)
+// attach through Options.Observers.
+func TrainOptions(raw config.Config, dir string, logger *slog.Logger) (train.Options, error) {
+	cfg, err := config.Resolve(raw, config.RunSections...)
+	if err != nil {
+		return train.Options{}, err
+	}
+	return trainOptions(raw, cfg, dir, logger)
+}
+
+// trainOptions is TrainOptions with the config resolved: raw is what the
+// run writes and hashes, and what state.json names its dataset by
+// (checkpoint.State.DatasetDir resolves it again where it is read); cfg,
+// raw with its paths resolved, is what the run opens.
+func trainOptions(raw, cfg config.Config, dir string, logger *slog.Logger) (train.Options, error) {
+	hash, err := config.Hash(raw)
 	if err != nil {
 		return train.Options{}, err
 	}
@@ -255,7 +302,7 @@ func TrainOptions(cfg config.Config, dir string, logger *slog.Logger) (train.Opt
 		Debug:      cfg.Debug,
 		ConfigHash: hash,
 		WriteConfig: func(path string) error {
-			return config.WriteFile(path, cfg)
+			return config.WriteFile(path, raw)
 		},
 		Logger: logger,
 	}
@@ -267,26 +314,12 @@ func TrainOptions(cfg config.Config, dir string, logger *slog.Logger) (train.Opt
 	} else if opts.Manifest.Parent != nil {
 		opts.StopAt = opts.Manifest.Parent.UntilStep
 	}
-	if opts.Init.From != "" {
-		if opts.Init.From, err = datadir.Expand(opts.Init.From); err != nil {
-			return opts, fmt.Errorf("init.from: %w", err)
-		}
-	}
 	switch cfg.Data.Kind {
 	case "bytes":
 		if cfg.Model.Vocab < 256 {
 			return opts, fmt.Errorf("data.kind = \"bytes\" needs model.vocab >= 256, got %d", cfg.Model.Vocab)
 		}
-		tr, err := datadir.Expand(cfg.Data.Train)
-		if err != nil {
-			return opts, fmt.Errorf("data.train: %w", err)
-		}
-		va := cfg.Data.Val
-		if va != "" {
-			if va, err = datadir.Expand(va); err != nil {
-				return opts, fmt.Errorf("data.val: %w", err)
-			}
-		}
+		tr, va := cfg.Data.Train, cfg.Data.Val
 		src, err := datasrc.OpenBytes(tr, va, cfg.Train.ValFraction, cfg.Model.SeqLen, cfg.Run.Seed)
 		if err != nil {
 			return opts, err
@@ -309,8 +342,8 @@ func TrainOptions(cfg config.Config, dir string, logger *slog.Logger) (train.Opt
 			return opts, err
 		}
 		opts.Data = l
-		opts.Tokenizer = cfg.Data.Path
-		opts.Manifest.Data = &runlog.DataInfo{Kind: "dataset", Path: cfg.Data.Path}
+		opts.Tokenizer = raw.Data.Path // state.json's name of the dataset, as the user gave it
+		opts.Manifest.Data = &runlog.DataInfo{Kind: "dataset", Path: raw.Data.Path}
 		if err := datasetHashes(&opts.Manifest, cfg.Data.Path); err != nil {
 			l.Close()
 			return opts, err
@@ -379,18 +412,15 @@ func benchOptions(opts *train.Options, cfg config.Config, dir string) error {
 // datasetHashes records the hash of the dataset's manifest (which lists
 // every shard's sha256 and the build fingerprint, so a dataset rebuilt with
 // any other setting hashes differently) and of its tokenizer.
-func datasetHashes(m *runlog.Manifest, path string) error {
-	dir, err := datadir.Expand(path)
-	if err != nil {
-		return fmt.Errorf("data.path: %w", err)
-	}
+func datasetHashes(m *runlog.Manifest, dir string) error {
+	var err error
 	if m.DatasetHash, err = runlog.HashFile(filepath.Join(dir, "manifest.json")); err != nil {
-		return fmt.Errorf("dataset %s: %w", path, err)
+		return fmt.Errorf("dataset %s: %w", dir, err)
 	}
 	tok := filepath.Join(dir, "tokenizer.json")
 	m.Tokenizer = tok
 	if m.TokenizerHash, err = runlog.HashFile(tok); err != nil {
-		return fmt.Errorf("dataset %s: %w", path, err)
+		return fmt.Errorf("dataset %s: %w", dir, err)
 	}
 	return nil
 }
@@ -471,12 +501,9 @@ const DataReportFile = rundir.DataReportName
 // keepDataReport copies the dataset's report.json into the run directory.
 // A dataset without one (built by another tool) is not an error.
 func keepDataReport(dataset, dir string, log *slog.Logger) {
-	src, err := datadir.Expand(dataset)
+	b, err := os.ReadFile(filepath.Join(dataset, "report.json"))
 	if err == nil {
-		var b []byte
-		if b, err = os.ReadFile(filepath.Join(src, "report.json")); err == nil {
-			err = atomicfile.WriteFile(filepath.Join(dir, DataReportFile), b)
-		}
+		err = atomicfile.WriteFile(filepath.Join(dir, DataReportFile), b)
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		log.Warn("run: the dataset report is not kept in the run", "err", err)

@@ -3,10 +3,14 @@ package run
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/kestrel-lm/kestrel/internal/dashboard"
 	"github.com/kestrel-lm/kestrel/internal/data/loader"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
@@ -91,7 +95,7 @@ func TestSurgeryWalkthroughResume(t *testing.T) {
 	trace := func(dir string) []string {
 		var out []string
 		for _, m := range metricLines(t, dir) {
-			b, _ := json.Marshal([]any{m["step"], m["train_loss_raw"], m["learning_rate"], m["lr_phase"], m["source_mix_share/wiki"], m["source_mix_target/wiki"]})
+			b, _ := json.Marshal([]any{m["step"], m["train_loss_raw"], m["learning_rate"], m["lr_phase"], m["source_mix_share/wiki"], m["source_mix_target/wiki"], m["data_stage_entry"], m["data_stage_ramp"]})
 			out = append(out, string(b))
 		}
 		return out
@@ -107,6 +111,10 @@ func TestSurgeryWalkthroughResume(t *testing.T) {
 		}
 		if tgt := m["source_mix_target/wiki"].(float64); tgt != l.MixWeights(i)[1] {
 			t.Errorf("step %d: source_mix_target/wiki %v, want %v", s, tgt, l.MixWeights(i)[1])
+		}
+		entry, ramp := l.MixStage(i)
+		if e, _ := m["data_stage_entry"].(float64); int(e) != entry || m["data_stage_ramp"] != nil != (ramp > 0) || ramp > 0 && m["data_stage_ramp"] != ramp {
+			t.Errorf("step %d: data_stage_entry %v, data_stage_ramp %v; want %d, %v", s, m["data_stage_entry"], m["data_stage_ramp"], entry, ramp)
 		}
 	}
 	for _, c := range []struct {
@@ -156,4 +164,41 @@ func TestSurgeryWalkthroughResume(t *testing.T) {
 	if got := trace(dir); !slices.Equal(got, want) {
 		t.Errorf("the walkthrough differs after resumes across its changes:\n got %v\nwant %v", got, want)
 	}
+	wantMarks := []string{
+		"25 data stage 1 starts: ramping to {shakespeare 0, wiki 1} over 5 steps",
+		"29 data stage 1 ramp done",
+	}
+	for _, run := range []string{ref, dir} {
+		if got := dataStageMarkers(t, run); !slices.Equal(got, wantMarks) {
+			t.Errorf("%s: the dashboard's data-stage markers %q, want %q", filepath.Base(run), got, wantMarks)
+		}
+	}
+}
+
+// dataStageMarkers are the data-stage markers the dashboard serves for a
+// run (/api/events), as "step title".
+func dataStageMarkers(t *testing.T, runDir string) []string {
+	t.Helper()
+	srv, err := dashboard.New("", []string{runDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	resp, err := http.Get(ts.URL + "/api/events?run=" + filepath.Base(runDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var evs []dashboard.Event
+	if err := json.NewDecoder(resp.Body).Decode(&evs); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs {
+		if e.Kind == "data_stage" {
+			out = append(out, fmt.Sprintf("%g %s", e.Step, e.Title))
+		}
+	}
+	return out
 }

@@ -127,6 +127,12 @@ type Step struct {
 	// (the data stage in force, interpolated inside its ramp), stored as
 	// "source_mix_target/<source>".
 	SourceMixTarget map[string]float64
+	// DataStageEntry is the data stage in force at this step: i+1 for
+	// data.stages[i], 0 (not written) for data.sources.
+	DataStageEntry int
+	// DataStageRamp is the progress (j+1)/ramp_steps of the stage's ramp
+	// at its j-th interpolated step; 0 (not written) outside a ramp.
+	DataStageRamp float64
 	// Spans are the measured phases of the step in order (data_wait,
 	// forward and backward per micro-batch, then optimizer), for trace.json;
 	// they are not part of metrics.jsonl.
@@ -250,6 +256,12 @@ func (s *Step) fields(w fieldVisitor) {
 	s.OnTrack.fields(w)
 	s.NoiseScale.fields(w)
 	s.Vitals.fields(w)
+	if s.DataStageEntry > 0 {
+		w.int("data_stage_entry", int64(s.DataStageEntry))
+	}
+	if s.DataStageRamp > 0 {
+		w.float("data_stage_ramp", s.DataStageRamp)
+	}
 	flat := make(map[string]float64, len(s.PerLayer)+len(s.SourceMixShare))
 	for k, v := range s.SourceMixShare {
 		flat["source_mix_share/"+k] = v

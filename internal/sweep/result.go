@@ -143,3 +143,18 @@ func bestText(r Result) string {
 	}
 	return fmt.Sprintf("%.4f (%d)", r.BestVal, r.BestStep)
 }
+
+// Failed is nil when no run failed, else an error counting the failed runs
+// (kestrel sweep exits non-zero with it, after the table).
+func Failed(rs []Result) error {
+	var names []string
+	for _, r := range rs {
+		if r.Err != nil {
+			names = append(names, r.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return fmt.Errorf("sweep: %d of %d runs failed: %s", len(names), len(rs), strings.Join(names, ", "))
+}

@@ -154,6 +154,9 @@ func TestSweepTwoByTwo(t *testing.T) {
 	if len(finals) != 4 {
 		t.Errorf("final vals %v: the four runs should differ", finals)
 	}
+	if err := Failed(res); err != nil {
+		t.Error(err)
+	}
 	var buf bytes.Buffer
 	if err := WriteTable(&buf, res); err != nil {
 		t.Fatal(err)
@@ -247,6 +250,9 @@ printf '{"step":1,"train_loss_raw":5}\n{"step":2,"val_loss":2.5}\n{"step":4,"val
 		if !failed && (r.FinalVal != 2.25 || r.BestVal != 2.25 || r.BestStep != 4 || r.LastStep != 4) {
 			t.Errorf("%s: %+v", r.Name, r)
 		}
+	}
+	if err := Failed(res); err == nil || !strings.Contains(err.Error(), "1 of 3 runs failed: lr=9e-3") {
+		t.Errorf("Failed: %v", err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(out, "lr=9e-3.log")); !strings.Contains(string(b), "boom") {
 		t.Errorf("the failing run's log holds %q", b)

@@ -49,7 +49,7 @@ func Bytes() config.Config {
 // ValText writes the first 16 KiB of Tiny Shakespeare to dir/val.txt (a
 // validation text whose full evaluation stays fast) and returns its path.
 func ValText(dir string) (string, error) {
-	src, err := datadir.Expand(Shakespeare)
+	src, err := datadir.Path("tinyshakespeare/input.txt")
 	if err != nil {
 		return "", err
 	}

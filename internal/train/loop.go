@@ -795,6 +795,9 @@ func (t *trainer) accumulate(s, dataIdx, lo, hi int, m *runlog.Step, qk *qkClipp
 		}
 	}
 	m.SourceMixTarget = mixTarget(t.o.Data, t.srcNames, dataIdx)
+	if ms, ok := t.o.Data.(datasrc.MixStager); ok {
+		m.DataStageEntry, m.DataStageRamp = ms.MixStage(dataIdx)
+	}
 	if t.faults.NaN(s) {
 		a.loss = math.NaN()
 		t.net.Grads()[0] = float32(math.NaN())
@@ -1099,7 +1102,7 @@ func (t *trainer) checkpoint(kind string) error {
 	t.st.Kind = kind
 	t.st.Created = checkpoint.Now()
 	t.st.AdamSteps = t.opt.Steps
-	t.st.Optimizer = stateOptimizer(t.o.Optim)
+	t.st.Optimizer = stateOptimizer(t.opt.Name())
 	t.st.UpdateNormsRebase = t.opt.RebaseUpdateNorms
 	t.st.UpdateNorms, t.st.Losses, t.st.GradNorms = t.opt.UpdateNorms, t.opt.Losses, t.opt.GradNorms
 	t.st.Health = checkpointHealth(t.o.Observers, t.st.Step, t.lastEval)

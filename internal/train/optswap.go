@@ -5,17 +5,16 @@ import (
 	"slices"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
-	"github.com/kestrel-lm/kestrel/internal/optim"
 )
 
-// stateOptimizer is what checkpoint.State.Optimizer records for c: the
-// optimizer's name, but "" for AdamW (checkpoints of AdamW runs stay as
-// they were).
-func stateOptimizer(c optim.Config) string {
-	if c.Name == "adamw" {
+// stateOptimizer is what checkpoint.State.Optimizer records for the
+// optimizer name in force: the name, but "" for AdamW (checkpoints of
+// AdamW runs stay as they were).
+func stateOptimizer(name string) string {
+	if name == "adamw" {
 		return ""
 	}
-	return c.Name
+	return name
 }
 
 // optimName is the optimizer a checkpoint's state was written with.
@@ -48,7 +47,9 @@ func optimName(state string) string {
 // update norm (optim.AdamW.RebaseUpdateNorms), so update clipping and
 // skip-step hold from the first step, as necromancy's seeded windows do.
 func (t *trainer) swapOptimizer(dir string, s checkpoint.State) string {
-	from, to := optimName(s.Optimizer), optimName(stateOptimizer(t.o.Optim))
+	// The optimizer in force at the step training restarts from (optim.name,
+	// or an [[optim.knobs]] entry's name up to that step).
+	from, to := optimName(s.Optimizer), optimName(stateOptimizer(t.o.Optim.KnobsAt(t.st.Step, 0).Name))
 	if from == to {
 		return ""
 	}

@@ -195,3 +195,63 @@ func TestWarmStartSwapsOptimizer(t *testing.T) {
 		t.Errorf("manifest start's optimizer_swap %q, want muon→adamw at step 0", got)
 	}
 }
+
+// TestKnobOptimizerSwap: an [[optim.knobs]] entry with name = "nadamw" at
+// step 7 swaps AdamW for NAdamW there (they share their state): the
+// losses up to it are AdamW's, the ones after differ; the checkpoint at 8
+// records nadamw; a crash at 10 and a resume from 8 match the
+// uninterrupted run bit for bit, and the resume is no swap.
+func TestKnobOptimizerSwap(t *testing.T) {
+	root := t.TempDir()
+	plain := filepath.Join(root, "plain")
+	if _, err := Run(context.Background(), baseOpts(plain)); err != nil {
+		t.Fatal(err)
+	}
+	name := "nadamw"
+	opts := func(dir string) Options {
+		o := baseOpts(dir)
+		o.Optim.Knobs = []optim.KnobStep{{Step: 7, Name: &name}}
+		return o
+	}
+	ref := filepath.Join(root, "ref")
+	if _, err := Run(context.Background(), opts(ref)); err != nil {
+		t.Fatal(err)
+	}
+	a, b := lossSeq(t, plain), lossSeq(t, ref)
+	if !slices.Equal(a[:7], b[:7]) || slices.Equal(a[7:], b[7:]) {
+		t.Errorf("losses: adamw %v, nadamw from step 7 %v: want the first 7 equal, the rest not", a, b)
+	}
+	dir := filepath.Join(root, "crashed")
+	o := opts(dir)
+	o.Observers = []Observer{stopAt{step: 10}}
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "simulated crash") {
+		t.Fatalf("want crash, got %v", err)
+	}
+	if _, err := Run(context.Background(), opts(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if got := lossSeq(t, dir); !slices.Equal(got, b) {
+		t.Errorf("losses after the resume differ:\n got %v\nwant %v", got, b)
+	}
+	for _, f := range []string{checkpoint.ModelFile, checkpoint.OptimizerFile, checkpoint.EMAFile} {
+		if fileSum(t, filepath.Join(ref, "checkpoints", checkpoint.Name(12)), f) != fileSum(t, filepath.Join(dir, "checkpoints", checkpoint.Name(12)), f) {
+			t.Errorf("%s differs between the uninterrupted and the resumed run", f)
+		}
+	}
+	l, err := checkpoint.Load(filepath.Join(ref, "checkpoints", checkpoint.Name(8)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.State.Optimizer != "nadamw" {
+		t.Errorf("checkpoint at 8 records optimizer %q, want nadamw", l.State.Optimizer)
+	}
+	man, err := runlog.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range man.Starts {
+		if s.OptimizerSwap != "" {
+			t.Errorf("start %+v records a swap: the knob's optimizer was in force at the checkpoint", s)
+		}
+	}
+}

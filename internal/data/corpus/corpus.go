@@ -18,7 +18,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/kestrel-lm/kestrel/internal/data/document"
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 )
 
 // Problem is one malformed-input event.
@@ -136,17 +135,15 @@ type Input struct {
 	Root string
 }
 
-// Resolve expands ${KESTREL_DATA}, ${GOROOT} and globs in patterns and
+// Resolve expands ${GOROOT} and globs in patterns (their ${KESTREL_DATA}
+// already resolved, by config.Resolve or prepare's resolution) and
 // returns the matching inputs in a deterministic order. A pattern that
 // matches nothing is an error naming it.
 func Resolve(patterns []string) ([]Input, error) {
 	var out []Input
 	seen := map[string]bool{}
 	for _, pat := range patterns {
-		p, err := datadir.Expand(pat)
-		if err != nil {
-			return nil, err
-		}
+		p := pat
 		if strings.Contains(p, "${GOROOT}") {
 			root := os.Getenv("GOROOT")
 			if root == "" {

@@ -44,10 +44,11 @@ func readAll(t *testing.T, inputs []Input, opts Options) result {
 
 func shipped(t *testing.T, pattern string) []Input {
 	t.Helper()
-	if _, err := datadir.Root(); err != nil {
+	root, err := datadir.Root()
+	if err != nil {
 		t.Fatalf("shipped data: %v", err)
 	}
-	in, err := Resolve([]string{"${KESTREL_DATA}/" + pattern})
+	in, err := Resolve([]string{filepath.Join(root, pattern)})
 	if err != nil {
 		t.Fatal(err)
 	}

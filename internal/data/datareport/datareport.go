@@ -8,12 +8,10 @@ package datareport
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 )
 
 // FileName is the report's name inside a dataset directory.
@@ -220,86 +218,6 @@ func Load(dir string) (*Report, error) {
 	return Parse(b, path)
 }
 
-// WriteSummary prints the human summary of a report.
-func (r *Report) WriteSummary(w io.Writer) {
-	mb := func(b int64) string { return fmt.Sprintf("%.2f MB", float64(b)/1e6) }
-	fmt.Fprintf(w, "kestrel prepare → %s\n", r.Out)
-	fmt.Fprintf(w, "\n%-8s %-12s %10s %12s %10s %12s\n", "source", "stage", "docs in", "bytes in", "docs out", "bytes out")
-	for _, s := range r.Sources {
-		for _, st := range Stages {
-			c := s.Stages[st]
-			if c == nil || c.In.Docs == 0 {
-				continue
-			}
-			fmt.Fprintf(w, "%-8s %-12s %10d %12s %10d %12s\n", s.Name, st, c.In.Docs, mb(c.In.Bytes), c.Out.Docs, mb(c.Out.Bytes))
-		}
-		fmt.Fprintf(w, "%-8s %-12s %10s %12s %10d %12s   (p50 %d B/doc, p90 %d)\n", s.Name, "kept", "", "", s.Kept.Docs, mb(s.Kept.Bytes), s.BytesPerDoc.P50, s.BytesPerDoc.P90)
-		if s.Truncated {
-			fmt.Fprintf(w, "%-8s (stopped at max_docs/max_bytes)\n", s.Name)
-		}
-	}
-	fmt.Fprintf(w, "\ntotal kept: %d docs, %s; bytes/doc p10 %d p50 %d p90 %d p99 %d max %d\n", r.Kept.Docs, mb(r.Kept.Bytes),
-		r.BytesPerDoc.P10, r.BytesPerDoc.P50, r.BytesPerDoc.P90, r.BytesPerDoc.P99, r.BytesPerDoc.Max)
-	if len(r.Rejects) > 0 {
-		fmt.Fprintf(w, "\nrejects by rule:\n")
-		keys := r.RejectRules()
-		for _, k := range keys {
-			fmt.Fprintf(w, "  %-50s %8d\n", k, r.Rejects[k])
-		}
-	}
-	if r.Problems.Total > 0 {
-		fmt.Fprintf(w, "\nmalformed input: %d (skipped or repaired)", r.Problems.Total)
-		if r.Problems.FilesSkipped > 0 {
-			fmt.Fprintf(w, "; %d input files not read to the end", r.Problems.FilesSkipped)
-		}
-		fmt.Fprintln(w)
-		for _, p := range firstN(r.Problems.List, 5) {
-			fmt.Fprintf(w, "  %s\n", p)
-		}
-	}
-	fmt.Fprintf(w, "\nexact_dup_rate %.4f  near_dup_rate %.4f  (%d near-duplicate clusters)\n", r.ExactDupRate, r.NearDupRate, r.NearClusters)
-	for i, h := range firstN2(r.Hotspots, 3) {
-		fmt.Fprintf(w, "  hotspot %d: %d docs, kept %s: %q\n", i+1, h.Size, h.KeptID, truncate(h.Sample, 100))
-	}
-	if len(r.TrainValOverlap) > 0 {
-		fmt.Fprintf(w, "\ntrain_val_overlap:\n")
-		sets := make([]string, 0, len(r.TrainValOverlap))
-		for k := range r.TrainValOverlap {
-			sets = append(sets, k)
-		}
-		sort.Strings(sets)
-		for _, k := range sets {
-			o := r.Overlap[k]
-			if o == nil {
-				fmt.Fprintf(w, "  %-12s %.5f (0 docs)\n", k, r.TrainValOverlap[k])
-				continue
-			}
-			fmt.Fprintf(w, "  %-12s %.5f (%d docs, %d eval items, e.g. %s)\n", k, r.TrainValOverlap[k], o.Docs, o.Items, strings.Join(firstN(o.ItemIDs, 3), ", "))
-		}
-	}
-	if t := r.Tokens; t != nil {
-		fmt.Fprintf(w, "\ntokens: %d (vocab %d, %s tokenizer) → %s\n", t.TotalTokens, t.VocabSize, t.Mode, t.Manifest)
-	}
-	fmt.Fprintf(w, "\ntime: %.1fs\n", r.TimingsS["total"])
-}
-
-func firstN2(h []Hotspot, n int) []Hotspot {
-	if len(h) > n {
-		return h[:n]
-	}
-	return h
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !isRuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
 // RejectRules lists the "stage/rule" keys of Rejects, most documents first
 // (ties by name).
 func (r *Report) RejectRules() []string {
@@ -315,12 +233,3 @@ func (r *Report) RejectRules() []string {
 	})
 	return keys
 }
-
-func firstN(s []string, n int) []string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

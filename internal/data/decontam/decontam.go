@@ -21,7 +21,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/zeebo/xxh3"
 
 	"github.com/kestrel-lm/kestrel/internal/data/ngram"
@@ -151,11 +150,8 @@ func Build(cfg Config) (*Index, error) {
 		st := &x.stats[si]
 		st.Name = set.Name
 		for _, p := range set.Paths {
-			path, err := datadir.Expand(p)
-			if err != nil {
-				return nil, fmt.Errorf("eval set %s: %w", set.Name, err)
-			}
-			err = readJSONL(path, set, func(line int, segs []string) error {
+			path := p // resolved by the caller (prepare)
+			err := readJSONL(path, set, func(line int, segs []string) error {
 				it := int32(len(x.items))
 				x.items = append(x.items, item{si, filepath.Base(path) + ":" + fmt.Sprint(line)})
 				st.Items++

@@ -28,7 +28,10 @@ func defaultIndex(t testing.TB) *Index {
 		runtime.GC()
 		runtime.ReadMemStats(&m0)
 		start := time.Now()
-		defIndex, defErr = Build(DefaultConfig())
+		dc := DefaultConfig()
+		if defErr = datadir.Resolve(&dc); defErr == nil {
+			defIndex, defErr = Build(dc)
+		}
 		runtime.GC()
 		runtime.ReadMemStats(&m1)
 		if defErr == nil {

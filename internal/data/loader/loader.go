@@ -236,7 +236,7 @@ func rampStages(prev []float64, to mixStage, ramp int, sched batchsched.Schedule
 			w[s] = (1-a)*prev[s] + a*to.weights[s]
 		}
 		step := to.startStep + j
-		out = append(out, mixStage{startStep: step, weights: w, k: sched.At(step), cfg: to.cfg, ramp: true})
+		out = append(out, mixStage{startStep: step, weights: w, k: sched.At(step), cfg: to.cfg, ramp: true, rampAt: a})
 	}
 	to.startStep += ramp - 1
 	return append(out, to)

@@ -19,6 +19,7 @@ type mixStage struct {
 	k         int       // sequences per block: data.mix_block, or the ramp step's batch
 	cfg       int       // the config stage: 0 = data.sources, i+1 = data.stages[i] (the block permutation's key)
 	ramp      bool      // one step of a ramp: its counts come from rampCounts, its blocks key "mix-ramp"
+	rampAt    float64   // in a ramp step, the ramp's progress (j+1)/ramp_steps (MixStage)
 	counts    []int     // positions per block, per source (sum = k)
 	cum       []int     // cum[s] = Σ counts[<s]
 	owner     []int32   // owner[pos] = the source whose range holds block position pos (nil in a ramp step: built in table)

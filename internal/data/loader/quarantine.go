@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 )
 
 // QuarantineFile is the quarantine overlay beside a prepared dataset's
@@ -62,8 +61,9 @@ type QuarantineEntry struct {
 	Time   string `json:"time"` // RFC 3339, UTC
 }
 
-// QuarantinePath resolves data.quarantine for a dataset config: the path of
-// the overlay the loader applies, or "" when there is none.
+// QuarantinePath resolves data.quarantine for a dataset config (its paths
+// resolved by config.Resolve): the path of the overlay the loader
+// applies, or "" when there is none.
 func QuarantinePath(cfg Config) (string, error) {
 	switch cfg.Quarantine {
 	case QuarantineNone:
@@ -72,11 +72,7 @@ func QuarantinePath(cfg Config) (string, error) {
 		if cfg.Path == "" {
 			return "", nil
 		}
-		dir, err := datadir.Expand(cfg.Path)
-		if err != nil {
-			return "", fmt.Errorf("data.path: %w", err)
-		}
-		p := filepath.Join(dir, QuarantineFile)
+		p := filepath.Join(cfg.Path, QuarantineFile)
 		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
 			return "", nil
 		} else if err != nil {
@@ -84,10 +80,7 @@ func QuarantinePath(cfg Config) (string, error) {
 		}
 		return p, nil
 	}
-	p, err := datadir.Expand(cfg.Quarantine)
-	if err != nil {
-		return "", fmt.Errorf("data.quarantine: %w", err)
-	}
+	p := cfg.Quarantine
 	if _, err := os.Stat(p); err != nil {
 		return "", fmt.Errorf("data.quarantine: %w", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -282,7 +281,11 @@ func Bench(ctx context.Context, files []string, workers int, out string, emit fu
 	var idx *decontam.Index
 	if err := measure("decontam_build", "n-gram index of gsm8k test, hellaswag, piqa (fixed cost)", func() error {
 		var err error
-		idx, err = decontam.Build(decontam.DefaultConfig())
+		dc := decontam.DefaultConfig()
+		if err := datadir.ResolveAt(&dc, "prepare.decontam.index"); err != nil {
+			return err
+		}
+		idx, err = decontam.Build(dc)
 		return err
 	}); err != nil {
 		return err
@@ -316,17 +319,16 @@ func Bench(ctx context.Context, files []string, workers int, out string, emit fu
 
 // BenchRun says how `kestrel bench prepare` runs: a generated corpus of MB
 // megabytes (in Dir, kept, or in a temporary directory, removed), the
-// stages on Workers goroutines (0 = GOMAXPROCS), results as JSON lines or
-// text.
+// stages on Workers goroutines (0 = GOMAXPROCS).
 type BenchRun struct {
 	MB, Workers int
 	Dir         string
-	JSON        bool
 }
 
-// RunBench generates the benchmark corpus, runs Bench over it and prints
-// every result to w.
-func RunBench(ctx context.Context, w io.Writer, o BenchRun) error {
+// RunBench generates the benchmark corpus, runs Bench over it and hands
+// every result to emit: first the corpus (stage "generate", its files and
+// planted duplicates in Note), then each stage's, then the summary.
+func RunBench(ctx context.Context, o BenchRun, emit func(BenchResult)) error {
 	if o.MB < 1 {
 		return fmt.Errorf("bench prepare: --mb must be >= 1")
 	}
@@ -345,20 +347,6 @@ func RunBench(ctx context.Context, w io.Writer, o BenchRun) error {
 	if err != nil {
 		return fmt.Errorf("bench prepare: generate corpus: %w", err)
 	}
-	enc := json.NewEncoder(w)
-	if o.JSON {
-		enc.Encode(BenchResult{Op: "prepare", Stage: "generate", MB: float64(o.MB), Note: fmt.Sprintf("%d files, planted %d exact and %d near duplicates", len(files), exact, near)})
-	} else {
-		fmt.Fprintf(w, "corpus: %d MB in %d files, planted %d exact and %d near duplicates\n", o.MB, len(files), exact, near)
-	}
-	return Bench(ctx, files, o.Workers, filepath.Join(dir, "out"), func(r BenchResult) {
-		switch {
-		case o.JSON:
-			enc.Encode(r)
-		case r.Stage == "summary":
-			fmt.Fprintf(w, "%s\n", r.Note)
-		default:
-			fmt.Fprintf(w, "%-15s %8.1f MB/s  %7.2fs  peak RSS %7.1f MB  %s\n", r.Stage, r.MBPerS, r.Seconds, r.PeakRSSMB, r.Note)
-		}
-	})
+	emit(BenchResult{Op: "prepare", Stage: "generate", MB: float64(o.MB), Note: fmt.Sprintf("%d files, planted %d exact and %d near duplicates", len(files), exact, near)})
+	return Bench(ctx, files, o.Workers, filepath.Join(dir, "out"), emit)
 }

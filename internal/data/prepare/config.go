@@ -182,4 +182,15 @@ func (c Config) validate() error {
 	return nil
 }
 
-func expand(p string) (string, error) { return datadir.Expand(p) }
+// resolved is cfg with ${KESTREL_DATA} expanded in every path
+// (datadir.ResolveAt): prepare's one resolution, at the start of a run
+// (resolveAll). Its callers hand it the [prepare] section as the user gave
+// it, whose rendering the dataset's fingerprint hashes, so a dataset stays
+// up to date when the data directory moves; everything else reads the
+// resolved paths.
+func resolved(cfg Config) (Config, error) {
+	if err := datadir.ResolveAt(&cfg, "prepare"); err != nil {
+		return Config{}, fmt.Errorf("prepare: %w", err)
+	}
+	return cfg, nil
+}

@@ -114,7 +114,7 @@ func RunDist(ctx context.Context, cfg Config, opts DistOptions) (*datareport.Rep
 		comm.SetTimeout(c, opts.Timeout)
 	}
 	runStart := time.Now()
-	inputs, fp, err := resolveAll(cfg, opts.Strict)
+	cfg, inputs, fp, err := resolveAll(cfg, opts.Strict)
 	if err := agree(c, "resolve inputs", err); err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func RunDist(ctx context.Context, cfg Config, opts DistOptions) (*datareport.Rep
 	tmp = string(tb)
 	if tmp == "" { // up to date
 		if c.Rank() == 0 {
-			sayUpToDate(opts.RunOptions, fp)
+			summarize(opts.RunOptions, current)
 		}
 		if current == nil {
 			current, err = datareport.Load(opts.Out)
@@ -242,9 +242,7 @@ func RunDist(ctx context.Context, cfg Config, opts DistOptions) (*datareport.Rep
 		if err := os.RemoveAll(opts.WorkDir); err != nil {
 			opts.Log.Warn("prepare: could not remove the work directory", "dir", opts.WorkDir, "err", err)
 		}
-		if opts.Summary != nil {
-			rep.WriteSummary(opts.Summary)
-		}
+		summarize(opts.RunOptions, rep)
 		return rep, nil
 	}
 	return datareport.Load(opts.Out)
@@ -295,11 +293,7 @@ func decontamFingerprint(cfg decontam.Config, d *decontaminator) (string, error)
 	h := sha256.New()
 	for _, set := range cfg.EvalSets {
 		for _, path := range set.Paths {
-			e, err := expand(path)
-			if err != nil {
-				return "", fmt.Errorf("eval set %s: %w", set.Name, err)
-			}
-			fh, err := runlog.HashFile(e)
+			fh, err := runlog.HashFile(path)
 			if err != nil {
 				return "", fmt.Errorf("eval set %s: %w", set.Name, err)
 			}
@@ -312,21 +306,26 @@ func decontamFingerprint(cfg decontam.Config, d *decontaminator) (string, error)
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// resolveAll resolves every source's inputs and fingerprints the run.
-func resolveAll(cfg Config, strict bool) ([][]corpus.Input, string, error) {
-	if err := cfg.validate(); err != nil {
-		return nil, "", err
+// resolveAll resolves the config as given (raw) and every source's
+// inputs, and fingerprints the run; cfg is raw with its paths resolved,
+// the config the run reads from.
+func resolveAll(raw Config, strict bool) (cfg Config, inputs [][]corpus.Input, fp string, err error) {
+	if err := raw.validate(); err != nil {
+		return raw, nil, "", err
 	}
-	inputs := make([][]corpus.Input, len(cfg.Sources))
+	if cfg, err = resolved(raw); err != nil {
+		return raw, nil, "", err
+	}
+	inputs = make([][]corpus.Input, len(cfg.Sources))
 	for i, s := range cfg.Sources {
 		in, err := corpus.Resolve(s.Inputs)
 		if err != nil {
-			return nil, "", fmt.Errorf("source %q: %w", s.Name, err)
+			return cfg, nil, "", fmt.Errorf("source %q: %w", s.Name, err)
 		}
 		inputs[i] = in
 	}
-	fp, err := fingerprint(cfg, inputs, strict)
-	return inputs, fp, err
+	fp, err = fingerprint(raw, cfg, inputs, strict)
+	return cfg, inputs, fp, err
 }
 
 // agree is the error check every rank makes between phases: each rank

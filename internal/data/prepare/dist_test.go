@@ -267,11 +267,11 @@ func TestDistDeadRank(t *testing.T) {
 func TestDistDecontamIndexesMustAgree(t *testing.T) {
 	cfg := distConfig(t)
 	cfg.Tokenizer.Mode = "none"
-	set := cfg.Decontam.Index.EvalSets[0]
-	src, err := expand(set.Paths[0])
+	rc, err := resolved(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	src := rc.Decontam.Index.EvalSets[0].Paths[0]
 	data, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)

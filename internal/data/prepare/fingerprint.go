@@ -26,9 +26,12 @@ var binaryVersion = func() string { return buildinfo.Describe() + " " + buildinf
 // protects against, so a changed eval file (a fixed item, a new version
 // of the benchmark) makes prepare decontaminate again even when its size
 // and time look the same.
-func fingerprint(cfg Config, inputs [][]corpus.Input, strict bool) (string, error) {
+// raw is the config as given (its paths as the user wrote them, so a moved
+// data directory fingerprints the same), cfg the same with its paths
+// resolved, which the eval files are read from.
+func fingerprint(raw, cfg Config, inputs [][]corpus.Input, strict bool) (string, error) {
 	h := sha256.New()
-	b, err := toml.Marshal(cfg)
+	b, err := toml.Marshal(raw)
 	if err != nil {
 		return "", fmt.Errorf("prepare: fingerprint: %w", err)
 	}
@@ -72,10 +75,7 @@ func fingerprint(cfg Config, inputs [][]corpus.Input, strict bool) (string, erro
 	if cfg.Decontam.Enabled {
 		for _, set := range cfg.Decontam.Index.EvalSets {
 			for _, path := range set.Paths {
-				e, err := expand(path)
-				if err != nil {
-					return "", fmt.Errorf("prepare: fingerprint: prepare.decontam eval set %s: %w", set.Name, err)
-				}
+				e := path
 				fh, err := runlog.HashFile(e)
 				if err != nil {
 					return "", fmt.Errorf("prepare: fingerprint: prepare.decontam eval set %s: %w", set.Name, err)

@@ -19,7 +19,11 @@ func TestFingerprintFollowsFilterSettings(t *testing.T) {
 	}
 	fp := func(c Config) string {
 		t.Helper()
-		s, err := fingerprint(c, nil, false)
+		rc, err := resolved(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := fingerprint(c, rc, nil, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,11 +29,11 @@ const pipelineVersion = 2
 
 // RunOptions are the per-invocation settings of Run.
 type RunOptions struct {
-	Out      string    // dataset directory to create
-	Strict   bool      // malformed input is an error
-	Force    bool      // rebuild even when Out is up to date
-	Summary  io.Writer // human summary (nil = none)
-	Progress io.Writer // progress bar target when it is a terminal (nil = none)
+	Out      string                   // dataset directory to create
+	Strict   bool                     // malformed input is an error
+	Force    bool                     // rebuild even when Out is up to date
+	Summary  func(*datareport.Report) // hears the report at the end (rank 0): built, or found up to date (UpToDate); the command prints it (nil = none)
+	Progress io.Writer                // progress bar target when it is a terminal (nil = none)
 	Log      *slog.Logger
 	// StopAfter, when > 0, makes the run fail after that many documents
 	// (tests use it to prove a failed run leaves no dataset behind).
@@ -66,7 +66,7 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*datareport.Report, 
 		return nil, errors.New("prepare: no output directory (--out)")
 	}
 	runStart := time.Now()
-	inputs, fp, err := resolveAll(cfg, opts.Strict)
+	cfg, inputs, fp, err := resolveAll(cfg, opts.Strict)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*datareport.Report, 
 		return nil, err
 	}
 	if old := upToDate(opts, fp); old != nil {
-		sayUpToDate(opts, fp)
+		summarize(opts, old)
 		return old, nil
 	}
 	if err := checkOut(opts.Out); err != nil {
@@ -109,9 +109,7 @@ func Run(ctx context.Context, cfg Config, opts RunOptions) (*datareport.Report, 
 	if err := dir.Install(out); err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
-	if opts.Summary != nil {
-		rep.WriteSummary(opts.Summary)
-	}
+	summarize(opts, rep)
 	return rep, nil
 }
 
@@ -146,14 +144,14 @@ func upToDate(opts RunOptions, fp string) *datareport.Report {
 	if err != nil || !old.Complete || old.Fingerprint != fp {
 		return nil
 	}
-	old.UpToDate = true
+	old.UpToDate, old.Out = true, opts.Out
 	return old
 }
 
-// sayUpToDate tells the summary that opts.Out needs no rebuild.
-func sayUpToDate(opts RunOptions, fp string) {
-	if opts.Summary != nil {
-		fmt.Fprintf(opts.Summary, "%s is up to date (fingerprint %s); use --force to rebuild\n", opts.Out, fp[:12])
+// summarize hands the run's report to opts.Summary, if any.
+func summarize(opts RunOptions, rep *datareport.Report) {
+	if opts.Summary != nil && rep != nil {
+		opts.Summary(rep)
 	}
 }
 
@@ -523,7 +521,7 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 // decontamination reads). A dataset whose report.json is complete and
 // carries the same fingerprint is up to date.
 func Fingerprint(cfg Config, strict bool) (string, error) {
-	_, fp, err := resolveAll(cfg, strict)
+	_, _, fp, err := resolveAll(cfg, strict)
 	return fp, err
 }
 

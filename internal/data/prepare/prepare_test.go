@@ -165,12 +165,14 @@ func TestPrepareEndToEnd(t *testing.T) {
 	fx := writeFixture(t)
 	cfg := testConfig(fx)
 	out := filepath.Join(t.TempDir(), "ds")
-	var sum strings.Builder
-	rep, err := Run(context.Background(), cfg, RunOptions{Out: out, Summary: &sum})
+	var heard []*datareport.Report
+	rep, err := Run(context.Background(), cfg, RunOptions{Out: out, Summary: func(r *datareport.Report) { heard = append(heard, r) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("summary:\n%s", sum.String())
+	if len(heard) != 1 || heard[0] != rep {
+		t.Errorf("the summary heard %d reports, want the one returned", len(heard))
+	}
 
 	// Rejects, by stage, with reasons.
 	rejects := map[string]RejectRecord{}
@@ -280,8 +282,8 @@ func TestPrepareEndToEnd(t *testing.T) {
 	if web == nil || web.Files != 3 || web.Stages[datareport.StageRead].In.Docs != int64(len(fx.docs)-1+20) {
 		t.Errorf("web source report %+v", web)
 	}
-	if !strings.Contains(sum.String(), "near_dup_rate") || !strings.Contains(sum.String(), "gsm8k") {
-		t.Errorf("summary lacks near_dup_rate / gsm8k")
+	if _, ok := rep.TrainValOverlap["gsm8k"]; !ok { // the summary's train_val_overlap (show.PrepareSummary)
+		t.Errorf("report lacks the train_val_overlap of gsm8k: %v", rep.TrainValOverlap)
 	}
 	onDisk, err := datareport.Load(out)
 	if err != nil || !onDisk.Complete || onDisk.Fingerprint != rep.Fingerprint {

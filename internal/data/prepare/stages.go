@@ -199,9 +199,7 @@ func (p *pipeline) tokenizerFor(ctx context.Context, paths []string) (*tokenizer
 	var err error
 	switch tc.Mode {
 	case "load":
-		if tokPath, err = expand(tc.Path); err != nil {
-			return nil, "", err
-		}
+		tokPath = tc.Path
 		if tok, err = tokenizer.Load(tokPath); err != nil {
 			return nil, "", fmt.Errorf("prepare.tokenizer.path: %w", err)
 		}
@@ -260,15 +258,11 @@ func (p *pipeline) provenance() (*shards.Provenance, error) {
 	for _, set := range dc.Index.EvalSets {
 		info := shards.EvalSetInfo{Name: set.Name}
 		for _, path := range set.Paths {
-			e, err := expand(path)
+			h, err := runlog.HashFile(path)
 			if err != nil {
 				return nil, fmt.Errorf("prepare.decontam eval set %s: %w", set.Name, err)
 			}
-			h, err := runlog.HashFile(e)
-			if err != nil {
-				return nil, fmt.Errorf("prepare.decontam eval set %s: %w", set.Name, err)
-			}
-			info.Files = append(info.Files, shards.FileHash{Path: e, SHA256: h})
+			info.Files = append(info.Files, shards.FileHash{Path: path, SHA256: h})
 		}
 		pv.Decontam.EvalSets = append(pv.Decontam.EvalSets, info)
 	}

@@ -18,13 +18,12 @@ import (
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/data/shards"
-	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/tokenizer"
 )
 
-// Read yields the texts of the inputs (files, globs or directories, with
-// ${KESTREL_DATA} expanded): a JSONL file gives the
+// Read yields the texts of the inputs (files, globs or directories, their
+// ${KESTREL_DATA} resolved by the command's flags): a JSONL file gives the
 // "text" field of each record (or every string field when there is none);
 // .gz files are decompressed; other files are read in chunks of whole lines
 // (about 1 MiB); a directory with manifest.json is a prepared dataset whose
@@ -37,11 +36,7 @@ func Read(inputs []string, errp *error) iter.Seq[string] {
 	return func(yield func(string) bool) {
 		var files []string
 		for _, in := range inputs {
-			p, err := datadir.Expand(in)
-			if err != nil {
-				*errp = err
-				return
-			}
+			p := in
 			matches, _ := filepath.Glob(p)
 			if len(matches) == 0 {
 				matches = []string{p}

@@ -12,9 +12,29 @@ import (
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/comm"
+	"github.com/kestrel-lm/kestrel/internal/datadir"
 	"github.com/kestrel-lm/kestrel/internal/evalcfg"
 	"github.com/kestrel-lm/kestrel/internal/rewind"
 )
+
+// DataPaths returns paths given on the command line with ${KESTREL_DATA}
+// expanded (datadir.Expand): the command side's one resolution of the
+// placeholder, as config.Resolve is a config's; the libraries take
+// resolved paths.
+func DataPaths(paths ...string) ([]string, error) {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		e, err := datadir.Expand(p)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+// DataPath is DataPaths for one path.
+func DataPath(p string) (string, error) { return datadir.Expand(p) }
 
 // StepRange parses a range of training steps given to flag as "A:B"
 // (inclusive) or "A" (one step); "" is no range (0, 0). The error names the
@@ -64,5 +84,10 @@ func Heldout(s string) (evalcfg.HeldoutSet, error) {
 	if err := (evalcfg.Config{Heldout: []evalcfg.HeldoutSet{h}}).Validate(0); err != nil {
 		return h, fmt.Errorf("--heldout %q: %w", s, err)
 	}
+	p, err := DataPath(h.Path)
+	if err != nil {
+		return h, fmt.Errorf("--heldout %q: %w", s, err)
+	}
+	h.Path = p
 	return h, nil
 }

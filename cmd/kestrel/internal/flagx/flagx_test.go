@@ -65,14 +65,17 @@ func TestEndRank(t *testing.T) {
 	}
 }
 
-// TestHeldout: NAME=PATH, the path keeping any '='; a missing '=',
-// an empty or bad name and an empty path are refused naming the flag.
+// TestHeldout: NAME=PATH, the path keeping any '=' and its
+// ${KESTREL_DATA} resolved; a missing '=', an empty or bad name and an
+// empty path are refused naming the flag.
 func TestHeldout(t *testing.T) {
+	data := t.TempDir()
+	t.Setenv("KESTREL_DATA", data)
 	for _, tc := range []struct {
 		in, name, path, err string
 	}{
 		{"legal=/data/legal.txt", "legal", "/data/legal.txt", ""},
-		{"code.v2=${KESTREL_DATA}/a=b.txt", "code.v2", "${KESTREL_DATA}/a=b.txt", ""},
+		{"code.v2=${KESTREL_DATA}/a=b.txt", "code.v2", data + "/a=b.txt", ""},
 		{"/data/legal.txt", "", "", "want NAME=PATH"},
 		{"=/data/legal.txt", "", "", "name: empty"},
 		{"a b=/x", "", "", `name = "a b"`},

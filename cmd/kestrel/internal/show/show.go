@@ -32,3 +32,19 @@ func Emit(w io.Writer, asJSON bool, fields any, line string) error {
 	_, err := fmt.Fprintln(w, line)
 	return err
 }
+
+// errWriter keeps the first write error of a printer that writes many
+// lines, so the printer checks once at its end.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
