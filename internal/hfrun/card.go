@@ -91,8 +91,8 @@ func Card(run string, l *checkpoint.Loaded, res *Result) (string, error) {
 	b.WriteString("\n## Training\n\n| | |\n|---|---|\n")
 	row("tokens trained", "%d", st.TokensSeen)
 	row("steps", "%d", st.Step)
-	if cfg, err := openrun.ReadConfig(rundir.Of(run).Config()); err == nil {
-		d := cfg.Data
+	if r, err := openrun.Open(run); err == nil {
+		d := r.Config.Data
 		switch {
 		case d.Kind == "bytes":
 			row("data", "bytes of `%s` (byte-level, vocabulary 256)", d.Train)

@@ -89,21 +89,15 @@ func agreeToStart(c comm.Comm, dir string, err error) error {
 // leadStart is rank 0's part of a data-parallel start-up, before any rank
 // trains: the opening ritual attempt goes through (openDir: the output
 // rule, the interventions, completing a half-done rewind; the options and
-// the data; Preflight; the run directory's lock, kept in st for attempt).
+// the data; Preflight; the run directory's lock, kept in st), whose
+// opening st keeps for the attempt that follows (st.pending), so the
+// options are built and the data opened once.
 func (st *attemptState) leadStart(cfg config.Config, dir string, opts Options) error {
-	to, err := st.openDir(dir, opts.Fresh, func() (train.Options, error) {
-		ecfg, _, err := ApplyInterventions(cfg, dir)
-		if err != nil {
-			return train.Options{}, fmt.Errorf("train: %w", err)
-		}
-		return TrainOptions(ecfg, dir, opts.Logger)
-	})
+	op, err := st.open(cfg, dir, opts)
 	if err != nil {
 		return err
 	}
-	if c, ok := to.Data.(io.Closer); ok {
-		_ = c.Close()
-	}
+	st.pending = &op
 	return nil
 }
 

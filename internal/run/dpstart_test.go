@@ -133,3 +133,30 @@ func TestDPStartRefusals(t *testing.T) {
 		t.Errorf("the agreed run wrote no final checkpoint: %v", err)
 	}
 }
+
+// TestLeadStartOpensOnce: rank 0's start-up opening (options built, data
+// opened, directory locked) is the one its first attempt trains with, not
+// a second build; a start refused after it closes its data with the lock.
+func TestLeadStartOpensOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	st := attemptState{}
+	if err := st.leadStart(dpConfigs(1)[0], dir, Options{Logger: quietLog()}); err != nil {
+		t.Fatal(err)
+	}
+	if st.pending == nil || st.pending.to.Data == nil || st.lk == nil {
+		t.Fatalf("leadStart kept no opening (%+v) or no lock", st.pending)
+	}
+	data := st.pending.to.Data
+	op, err := st.open(dpConfigs(1)[0], dir, Options{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op.to.Data != data || st.pending != nil {
+		t.Errorf("the attempt built its options again (data %p, leadStart's %p; pending %v)", op.to.Data, data, st.pending)
+	}
+	st.pending = &op // as if the start were refused now: close releases both
+	st.close()
+	if _, err := os.Stat(filepath.Join(dir, runlock.FileName)); !os.IsNotExist(err) {
+		t.Errorf("the lock is still there after close: %v", err)
+	}
+}

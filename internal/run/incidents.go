@@ -1,7 +1,7 @@
 package run
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -274,25 +274,23 @@ func readHistory(path string, before, keep int) ([]monitor.Sample, error) {
 		}
 		tail = true
 	}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	rec := runlog.NewRecord()
 	var out []monitor.Sample
 	steps := 0
-	for sc.Scan() {
+	_, err = runlog.EachLine(f, func(line []byte) { // metrics.jsonl's own reader: a line over its bound skipped, not the end
 		if tail { // the first line read from the middle of the file is cut
 			tail = false
-			continue
+			return
 		}
-		if runlog.ParseLine(sc.Bytes(), rec) != nil {
-			continue
+		if runlog.ParseLine(bytes.TrimSpace(line), rec) != nil {
+			return
 		}
 		if ev, ok := rec.Str("event"); ok && ev != "" {
-			continue // checkpoints and stops are not samples
+			return // checkpoints and stops are not samples
 		}
 		st, ok := rec.Num("step")
 		if !ok || int(st) >= before {
-			continue
+			return
 		}
 		s := monitor.Sample{Step: int64(st), Values: map[string]float64{}}
 		rec.Each(func(name string, v float64) {
@@ -308,8 +306,8 @@ func readHistory(path string, before, keep int) ([]monitor.Sample, error) {
 			steps++
 		}
 		out = append(out, s)
-	}
-	if err := sc.Err(); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	// keep the last `keep` step lines and every evaluation

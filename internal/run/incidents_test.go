@@ -97,3 +97,29 @@ func TestReadHistoryTail(t *testing.T) {
 		}
 	}
 }
+
+// TestReadHistoryLongLine: a line longer than the old scanner's 4 MiB
+// bound (a step with many per-head vitals, or a corrupt line) is read like
+// any other through runlog.EachLine instead of ending the read, which left
+// the monitor's windows empty after a resume.
+func TestReadHistoryLongLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "metrics.jsonl")
+	var b []byte
+	for s := 1; s <= 10; s++ {
+		note := "x"
+		if s == 5 {
+			note = strings.Repeat("y", 5<<20)
+		}
+		b = fmt.Appendf(b, `{"step":%d,"train_loss_raw":%d.5,"note":"%s"}`+"\n", s, s, note)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hist, err := readHistory(path, 100, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hist) != 10 || hist[4].Step != 5 || hist[9].Values["train_loss_raw"] != 10.5 {
+		t.Fatalf("%d samples (%+v), want the 10 steps", len(hist), hist)
+	}
+}

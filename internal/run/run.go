@@ -132,9 +132,15 @@ type attemptState struct {
 	lk       *runlock.Lock
 	log      *slog.Logger
 	stopDash func()
+	pending  *opening // rank 0's opening by leadStart, for the attempt that follows (dp.go)
 }
 
 func (st *attemptState) close() {
+	if p := st.pending; p != nil { // a data-parallel start refused after leadStart
+		if c, ok := p.to.Data.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}
 	if st.stopDash != nil {
 		st.stopDash()
 	}
@@ -145,13 +151,25 @@ func (st *attemptState) close() {
 	}
 }
 
-// attempt runs train.Run once. When it returns an observer and an error,
-// the observer is still open: the caller decides on a rollback and calls
-// Finish. Otherwise the run has ended (err nil: the result line printed).
-// ecfg is the config trained with (the interventions' overrides applied).
-func (st *attemptState) attempt(ctx context.Context, cfg config.Config, dir string, opts Options) (res *train.Result, ob *Observer, ecfg config.Config, log *slog.Logger, err error) {
-	var ivs []runlog.Intervention
-	var rcfg config.Config // cfg with its paths resolved (config.Resolve)
+// opening is what one opening of the run directory made: the trainer's
+// options, the config with the interventions' overrides (cfg, raw) and
+// resolved (rcfg), and the interventions.
+type opening struct {
+	to        train.Options
+	cfg, rcfg config.Config
+	ivs       []runlog.Intervention
+}
+
+// open opens the run directory for an attempt (openDir with the attempt's
+// options), or hands over the opening a data-parallel leadStart made just
+// before (st.pending), so rank 0 builds its options and opens its data
+// once.
+func (st *attemptState) open(cfg config.Config, dir string, opts Options) (opening, error) {
+	if p := st.pending; p != nil {
+		st.pending = nil
+		return *p, nil
+	}
+	op := opening{cfg: cfg}
 	to, err := st.openDir(dir, opts.Fresh, func() (train.Options, error) {
 		// The config the user gave, before the overrides that interventions
 		// (kestrel rewind --set) recorded: the manifest compares this one
@@ -160,27 +178,39 @@ func (st *attemptState) attempt(ctx context.Context, cfg config.Config, dir stri
 		if err != nil {
 			return train.Options{}, err
 		}
-		if cfg, ivs, err = ApplyInterventions(cfg, dir); err != nil {
+		if op.cfg, op.ivs, err = ApplyInterventions(cfg, dir); err != nil {
 			return train.Options{}, fmt.Errorf("train: %w", err)
 		}
-		if rcfg, err = config.Resolve(cfg, config.RunSections...); err != nil {
+		if op.rcfg, err = config.Resolve(op.cfg, config.RunSections...); err != nil {
 			return train.Options{}, err
 		}
-		to, err := trainOptions(cfg, rcfg, dir, opts.Logger)
+		to, err := trainOptions(op.cfg, op.rcfg, dir, opts.Logger)
 		if err != nil {
 			return to, err
 		}
-		if len(ivs) > 0 {
+		if len(op.ivs) > 0 {
 			to.Manifest.BaseConfigHash = baseHash
-			for _, iv := range ivs {
+			for _, iv := range op.ivs {
 				to.Manifest.Interventions = append(to.Manifest.Interventions, iv.ID)
 			}
 		}
 		return to, nil
 	})
+	op.to = to
+	return op, err
+}
+
+// attempt runs train.Run once. When it returns an observer and an error,
+// the observer is still open: the caller decides on a rollback and calls
+// Finish. Otherwise the run has ended (err nil: the result line printed).
+// ecfg is the config trained with (the interventions' overrides applied).
+func (st *attemptState) attempt(ctx context.Context, cfg config.Config, dir string, opts Options) (res *train.Result, ob *Observer, ecfg config.Config, log *slog.Logger, err error) {
+	op, err := st.open(cfg, dir, opts)
 	if err != nil {
-		return nil, nil, cfg, nil, err
+		return nil, nil, op.cfg, nil, err
 	}
+	to, ivs, rcfg := op.to, op.ivs, op.rcfg
+	cfg = op.cfg
 	to.Lock = st.lk
 	if cfg.Data.Kind == "dataset" {
 		keepDataReport(rcfg.Data.Path, dir, to.Logger)
