@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 )
@@ -242,22 +241,31 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return r, fmt.Errorf("loss is %v: %w", loss, ErrNonFinite)
 	}
-	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
-		for c := c0; c < c1; c++ {
-			if c+8 <= c1 && !slices.Contains(o.full[c:c+8], false) {
-				// Eight whole chunks at once: eight independent sums, each
-				// in element order (a whole chunk's segments run in order
-				// over it).
+	// Groups of eight chunks, one group per task: the whole chunks of a
+	// group are summed side by side (eight independent sums, each in
+	// element order), a group of fewer padded with its first chunk (the
+	// padding lanes are dropped). Per task ranges of single chunks never
+	// held eight at the small sizes (55 chunks on 2 threads: 7 a task).
+	nc := len(o.chunks)
+	kernels.ParallelFor((nc+7)/8, 1, func(g0, g1 int) {
+		c1 := min(8*g1, nc)
+		for c := 8 * g0; c < c1; c++ {
+			k := 0
+			for k < 8 && c+k < c1 && o.full[c+k] {
+				k++
+			}
+			if k >= 2 {
+				// A whole chunk's segments run in order over it.
 				var x [8][]float32
 				for i := range x {
-					x[i] = grads[(c+i)*chunkSize : (c+i+1)*chunkSize]
+					x[i] = grads[(c+i%k)*chunkSize : (c+i%k+1)*chunkSize]
 				}
 				var acc [8]float64
 				if sumSquares8(&x, &acc) {
-					for i, s := range acc {
-						o.part[3*(c+i)] = s
+					for i := range k {
+						o.part[3*(c+i)] = acc[i]
 					}
-					c += 7
+					c += k - 1
 					continue
 				}
 			}
