@@ -110,7 +110,8 @@ def blas_in_use(torch):
 
 
 def kestrel_peak(threads):
-    """kestrel's cached FMA peak for this thread count (max over CPU keys), or None."""
+    """kestrel's cached FMA peak for this thread count (max over CPU keys), or None.
+    The cache also holds bf16 peaks (impl "bf16 …", AMX ~15× the FMA): not these."""
     base = os.environ.get("KESTREL_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kestrel")
     try:
@@ -118,7 +119,8 @@ def kestrel_peak(threads):
             peaks = json.load(f).get("peaks", {})
     except (OSError, ValueError):
         return None
-    vals = [p["gflops"] for p in peaks.values() if p.get("key", {}).get("threads") == threads]
+    vals = [p["gflops"] for p in peaks.values() if p.get("key", {}).get("threads") == threads
+            and not str(p.get("key", {}).get("impl", "")).startswith("bf16")]
     return max(vals) if vals else None
 
 
