@@ -99,7 +99,8 @@ type State struct {
 	// Optimizer is the optim.name the optimizer state was written under:
 	// "muon" (the matrices' momentum in exp_avg, their exp_avg_sq zero),
 	// "nadamw" or "adamc" (AdamW's m and v), empty for AdamW. A start under
-	// another optim.name swaps the state (internal/train/optswap.go).
+	// another optim.name swaps the state (optim.AdamW.SwapState). See
+	// OptimizerName and StateOptimizer.
 	Optimizer string `json:"optimizer,omitempty"`
 	// UpdateNormsRebase: the update-norm window is still to be rescaled to
 	// the new optimizer's scale at the next applied step (an optimizer swap
@@ -701,3 +702,22 @@ func HFConfig(c model.Config) map[string]any {
 }
 
 func Now() string { return time.Now().UTC().Format(time.RFC3339) }
+
+// StateOptimizer is what State.Optimizer records for the optimizer name in
+// force: the name, but "" for AdamW (checkpoints of AdamW runs stay as they
+// were before other optimizers existed).
+func StateOptimizer(name string) string {
+	if name == "adamw" {
+		return ""
+	}
+	return name
+}
+
+// OptimizerName is the optim.name a checkpoint's State.Optimizer stands
+// for.
+func OptimizerName(state string) string {
+	if state == "" {
+		return "adamw"
+	}
+	return state
+}

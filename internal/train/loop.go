@@ -17,6 +17,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/comm"
 	"github.com/kestrel-lm/kestrel/internal/datasrc"
 	"github.com/kestrel-lm/kestrel/internal/faults"
+	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/kernels/ops"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
@@ -451,7 +452,7 @@ func (t *trainer) open(res *Result) (done bool, err error) {
 	}
 	// The FMA peak mfu divides by: train.peak_gflops, else this machine's
 	// cached peak (checked by a short probe), else a probe now.
-	t.peak, t.peakDtype = peak.ResolveFor(peak.Options{Configured: o.Train.PeakGFLOPS, Logger: t.log}, t.prec.String(), bf16Impl())
+	t.peak, t.peakDtype = peak.ResolveFor(peak.Options{Configured: o.Train.PeakGFLOPS, Logger: t.log}, t.prec.String(), kernels.BF16Impl())
 	t.peakFLOPS = t.peak.FLOPS()
 	res.PeakGFLOPS, res.PeakSource, res.PeakProbeRatio = t.peak.GFLOPS, string(t.peak.Source), t.peak.ProbeRatio
 	if err := t.writeManifest(res); err != nil {
@@ -794,10 +795,8 @@ func (t *trainer) accumulate(s, dataIdx, lo, hi int, m *runlog.Step, qk *qkClipp
 			m.SourceMixShare[t.srcNames[i]] = float64(c) / float64(counted)
 		}
 	}
-	m.SourceMixTarget = mixTarget(t.o.Data, t.srcNames, dataIdx)
-	if ms, ok := t.o.Data.(datasrc.MixStager); ok {
-		m.DataStageEntry, m.DataStageRamp = ms.MixStage(dataIdx)
-	}
+	mix := datasrc.MixAt(t.o.Data, t.srcNames, dataIdx)
+	m.SourceMixTarget, m.DataStageEntry, m.DataStageRamp = mix.Target, mix.Entry, mix.Ramp
 	if t.faults.NaN(s) {
 		a.loss = math.NaN()
 		t.net.Grads()[0] = float32(math.NaN())
@@ -1102,7 +1101,7 @@ func (t *trainer) checkpoint(kind string) error {
 	t.st.Kind = kind
 	t.st.Created = checkpoint.Now()
 	t.st.AdamSteps = t.opt.Steps
-	t.st.Optimizer = stateOptimizer(t.opt.Name())
+	t.st.Optimizer = checkpoint.StateOptimizer(t.opt.Name())
 	t.st.UpdateNormsRebase = t.opt.RebaseUpdateNorms
 	t.st.UpdateNorms, t.st.Losses, t.st.GradNorms = t.opt.UpdateNorms, t.opt.Losses, t.opt.GradNorms
 	t.st.Health = checkpointHealth(t.o.Observers, t.st.Step, t.lastEval)

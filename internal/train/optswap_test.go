@@ -148,7 +148,7 @@ func TestOptimizerSwapResumeBitExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if optimName(l.State.Optimizer) != c.to || l.State.UpdateNormsRebase {
+			if checkpoint.OptimizerName(l.State.Optimizer) != c.to || l.State.UpdateNormsRebase {
 				t.Errorf("checkpoint at 8: optimizer %q, rebase pending %v; want %s, false", l.State.Optimizer, l.State.UpdateNormsRebase, c.to)
 			}
 			man, err := runlog.ReadManifest(ref)

@@ -3,7 +3,6 @@ package train
 import (
 	"fmt"
 
-	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/kernels/ops"
 )
 
@@ -38,7 +37,3 @@ func setPrecision(net Net, name string) (ops.Precision, error) {
 	ps.SetPrecision(p)
 	return p, nil
 }
-
-// bf16Impl names the bf16 GEMM implementation bf16 products run on
-// (kernels.BF16Impl), for the peak mfu divides by and the manifest.
-func bf16Impl() string { return kernels.BF16Impl() }

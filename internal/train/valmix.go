@@ -63,23 +63,3 @@ func (v *valMix) loss() (float64, int) {
 	}
 	return sum / tok, int(tok)
 }
-
-// mixTarget is source_mix_target of data step index dataIdx: the mixture
-// weights the data source draws that step with (inside a data stage's
-// ramp, the interpolated ones), by source name; nil when d does not report
-// weights.
-func mixTarget(d datasrc.Source, names []string, dataIdx int) map[string]float64 {
-	mw, ok := d.(datasrc.MixWeigher)
-	if !ok {
-		return nil
-	}
-	w := mw.MixWeights(dataIdx)
-	if len(w) != len(names) {
-		return nil
-	}
-	out := make(map[string]float64, len(w))
-	for i, x := range w {
-		out[names[i]] = x
-	}
-	return out
-}
