@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/datasrc"
+	"github.com/kestrel-lm/kestrel/internal/kernels/ops"
 	"github.com/kestrel-lm/kestrel/internal/rundir"
 
 	"github.com/kestrel-lm/kestrel/internal/rewind"
@@ -226,7 +227,8 @@ func (st *attemptState) attempt(ctx context.Context, cfg config.Config, dir stri
 		}
 	}
 	to.Observers = append(to.Observers, ob, lockWatch{st.lk})
-	if sp := newSampler(cfg.Samples, dir, to.Logger); sp != nil { // [samples] at each checkpoint (samples.go)
+	prec, _ := ops.ParsePrecision(cfg.Train.Precision)                  // checked with the config; the trainer refuses what it cannot run
+	if sp := newSampler(cfg.Samples, prec, dir, to.Logger); sp != nil { // [samples] at each checkpoint (samples.go)
 		to.Observers = append(to.Observers, sp)
 	}
 	to.Observers = append(to.Observers, opts.Observers...)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
 	"github.com/kestrel-lm/kestrel/internal/generate"
+	"github.com/kestrel-lm/kestrel/internal/kernels/ops"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/samples"
 )
@@ -25,6 +26,7 @@ import (
 // lines).
 type sampler struct {
 	cfg     samples.Config
+	prec    ops.Precision // the run's train.precision: samples run the forward the run trains with
 	dir     string
 	log     *slog.Logger
 	started bool
@@ -32,14 +34,16 @@ type sampler struct {
 }
 
 // newSampler returns the [samples] observer of a run, nil when it is off.
-func newSampler(c samples.Config, dir string, log *slog.Logger) *sampler {
+// prec is the run's train.precision (the trainer refuses one it cannot
+// run before any checkpoint is written).
+func newSampler(c samples.Config, prec ops.Precision, dir string, log *slog.Logger) *sampler {
 	if !c.Enabled {
 		return nil
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &sampler{cfg: c, dir: dir, log: log, last: -1}
+	return &sampler{cfg: c, prec: prec, dir: dir, log: log, last: -1}
 }
 
 // OnStep implements train.Observer: the first step of an attempt cuts
@@ -66,7 +70,7 @@ func (s *sampler) OnCheckpoint(ev *runlog.Checkpoint) error {
 		return nil // this checkpoint's weights were sampled already
 	}
 	t0 := time.Now()
-	gs, err := GenerateSamples(ev.Dir, s.dir, s.cfg)
+	gs, err := GenerateSamples(ev.Dir, s.dir, s.cfg, s.prec)
 	if err == nil {
 		err = runlog.AppendGenerations(s.dir, gs)
 	}
@@ -115,8 +119,9 @@ func (s *sampler) cut(step int) {
 // GenerateSamples loads the checkpoint at ckptDir once (raw or EMA
 // weights) and continues each prompt of c greedily and then sampled
 // (internal/generate's KV-cache loop). The records name the checkpoint
-// relative to runDir.
-func GenerateSamples(ckptDir, runDir string, c samples.Config) ([]runlog.Generation, error) {
+// relative to runDir. The forward runs in precision prec (a bf16 run's
+// samples are generated as it trains: bf16 products, float32 sums).
+func GenerateSamples(ckptDir, runDir string, c samples.Config, prec ops.Precision) ([]runlog.Generation, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -124,6 +129,7 @@ func GenerateSamples(ckptDir, runDir string, c samples.Config) ([]runlog.Generat
 	if err != nil {
 		return nil, fmt.Errorf("samples: %w", err)
 	}
+	m.SetPrecision(prec)
 	codec, err := generate.CodecFor(ckptDir, l.State)
 	if err != nil {
 		return nil, fmt.Errorf("samples: %w", err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/generate"
+	"github.com/kestrel-lm/kestrel/internal/kernels/ops"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 	"github.com/kestrel-lm/kestrel/internal/samples"
 )
@@ -34,7 +35,7 @@ func TestGenerateSamples(t *testing.T) {
 	run, ckpt := tinyBytesCheckpoint(t)
 	cfg := samples.DefaultConfig()
 	cfg.Tokens = 12
-	gs, err := GenerateSamples(ckpt, run, cfg)
+	gs, err := GenerateSamples(ckpt, run, cfg, ops.FP32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestGenerateSamples(t *testing.T) {
 	if gs[2].Prompt+gs[2].Text != want {
 		t.Errorf("greedy %q, kestrel sample gives %q", gs[2].Prompt+gs[2].Text, want)
 	}
-	again, err := GenerateSamples(ckpt, run, cfg)
+	again, err := GenerateSamples(ckpt, run, cfg, ops.FP32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestGenerateSamples(t *testing.T) {
 		}
 	}
 	cfg.EMA, cfg.Prompts = true, []string{"To be"}
-	ema, err := GenerateSamples(ckpt, run, cfg)
+	ema, err := GenerateSamples(ckpt, run, cfg, ops.FP32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestGenerateSamples(t *testing.T) {
 		t.Errorf("EMA records: %+v", ema)
 	}
 	cfg.Tokens = 0
-	if _, err := GenerateSamples(ckpt, run, cfg); err == nil {
+	if _, err := GenerateSamples(ckpt, run, cfg, ops.FP32); err == nil {
 		t.Error("an invalid config generated")
 	}
 }
@@ -96,5 +97,34 @@ func TestTrainRefusesBadSamples(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); err == nil {
 		t.Error("the run directory was created")
+	}
+}
+
+// TestGenerateSamplesBF16: a bf16 run's samples are generated with the
+// bf16 forward, as kestrel sample --precision bf16 generates them (the
+// reference kernel where the CPU lacks bf16 hardware).
+func TestGenerateSamplesBF16(t *testing.T) {
+	t.Setenv("KESTREL_BF16_REFERENCE", "1")
+	run, ckpt := tinyBytesCheckpoint(t)
+	cfg := samples.DefaultConfig()
+	cfg.Tokens, cfg.Prompts = 60, []string{"ROMEO:"}
+	gs, err := GenerateSamples(ckpt, run, cfg, ops.BF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, err := GenerateSamples(ckpt, run, cfg, ops.FP32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range gs {
+		o := generate.Options{Prompt: g.Prompt, TopP: 1, Tokens: cfg.Tokens, Seed: cfg.Seed, Temperature: g.Temperature, TopK: g.TopK, Precision: "bf16"}
+		want, err := generate.Generate(ckpt, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Prompt+g.Text != want {
+			t.Errorf("%s: bf16 sample %q, kestrel sample --precision bf16 gives %q", g.Mode, g.Prompt+g.Text, want)
+		}
+		t.Logf("%s: same text as fp32: %v", g.Mode, g.Text == fp[i].Text)
 	}
 }

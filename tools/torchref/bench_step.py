@@ -28,6 +28,12 @@ machine is shared and noisy, so compare ratios.
 
 Usage: /usr/bin/python3 tools/torchref/bench_step.py [--preset ref7m | --config RUN.toml]
        [--threads 1,2] [--steps 5] [--warmup 1] [--batch N] [--peak-gflops G]
+       [--precision fp32|bf16]
+
+--precision bf16 runs the forward (and so its backward) under PyTorch's
+bf16 autocast, parameters and AdamW in fp32: the anchor issue 36 compares
+kestrel's bf16 step with. Autocast's bf16 products go to oneDNN (MKL-DNN),
+not OpenBLAS; the JSON's "precision" says which ran.
 """
 import argparse
 import json
@@ -104,7 +110,8 @@ def blas_in_use(torch):
 
 
 def kestrel_peak(threads):
-    """kestrel's cached FMA peak for this thread count (max over CPU keys), or None."""
+    """kestrel's cached FMA peak for this thread count (max over CPU keys), or None.
+    The cache also holds bf16 peaks (impl "bf16 …", AMX ~15× the FMA): not these."""
     base = os.environ.get("KESTREL_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kestrel")
     try:
@@ -112,7 +119,8 @@ def kestrel_peak(threads):
             peaks = json.load(f).get("peaks", {})
     except (OSError, ValueError):
         return None
-    vals = [p["gflops"] for p in peaks.values() if p.get("key", {}).get("threads") == threads]
+    vals = [p["gflops"] for p in peaks.values() if p.get("key", {}).get("threads") == threads
+            and not str(p.get("key", {}).get("impl", "")).startswith("bf16")]
     return max(vals) if vals else None
 
 
@@ -219,7 +227,8 @@ def run_one(a, threads):
     for i in range(a.warmup + a.steps):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = m(idx, tgt)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+            loss = m(idx, tgt)
         loss.backward()
         opt.step()
         el = time.perf_counter() - t0
@@ -234,7 +243,7 @@ def run_one(a, threads):
     peak, src = (a.peak_gflops, "configured") if a.peak_gflops else (kestrel_peak(threads), "kestrel-cache")
     out = {"op": "step", "preset": name + "-torch", "tokens_per_sec": round(tps, 3),
            "mfu": round(tps * fpt / (peak * 1e9), 3) if peak else None, "step_ms": round(med * 1000, 3),
-           "peak_rss_mb": round(vm_hwm_mb(), 3), "threads": threads, "batch": batch, "seq": T,
+           "peak_rss_mb": round(vm_hwm_mb(), 3), "threads": threads, "precision": a.precision, "batch": batch, "seq": T,
            "flops_per_token": fpt, "peak_gflops": round(peak, 3) if peak else None, "peak_source": src if peak else "none",
            "torch": torch.__version__, "blas": kind, "blas_libs": libs, "blas_info": info,
            "loss_last": round(loss.item(), 3)}
@@ -250,6 +259,9 @@ def main():
     ap.add_argument("--threads", default="1", help="thread counts, e.g. 1,2 (each in its own process)")
     ap.add_argument("--batch", type=int, default=0, help="sequences per step (0 = the preset's or config's)")
     ap.add_argument("--peak-gflops", type=float, default=0, help="peak for MFU (0 = kestrel's cached peak)")
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                    help="bf16: forward under torch.autocast('cpu', dtype=torch.bfloat16) (as kestrel's --precision bf16); "
+                         "MFU still divides by the fp32 FMA peak")
     ap.add_argument("--allow-any-blas", action="store_true", help="report even when torch is not on OpenBLAS")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
