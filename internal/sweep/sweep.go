@@ -36,7 +36,7 @@ type Point struct {
 }
 
 // ParseSet parses --set flags of the form section.key=v1,v2,… into axes.
-// Values split at commas outside brackets and quotes (optim.betas=[0.9,0.95]
+// Values split at commas outside brackets and quotes (optim.multistep_at=[0.8,0.9]
 // is one value). An unknown field, a field set twice, an empty value list or
 // an empty value is refused naming the flag.
 func ParseSet(flags []string) ([]Axis, error) {
