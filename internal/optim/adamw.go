@@ -318,6 +318,7 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	case "nadamw":
 		dir, commit = nadamDir, nadamCommit
 		k1.cg, k1.cm = o.nadamCoeffs(o.Steps + 1)
+		k1.nesterov = true
 	case "adamc":
 		wdScale = lr / c.LR
 	}
@@ -454,6 +455,9 @@ type adamConsts struct {
 	// NAdamW only (its kernels read them at 72 and 80): the coefficients
 	// of the gradient and of the new first moment in the numerator.
 	cg, cm float64
+	// nesterov selects NAdamW's element update (nadamU) in the Go loops
+	// (adamDirGo, adamCommitGo); the assembly has a kernel per variant.
+	nesterov bool
 }
 
 // The modes of pass 1 (adamDirGo): which sums it keeps.
@@ -490,7 +494,7 @@ func adamDirGo(mode int, gr, mm, vv, pp []float32, k *adamConsts, acc *[6]float6
 	un, pn, su, sp, sm, sv := acc[0], acc[1], acc[2], acc[3], acc[4], acc[5]
 	mm, vv, pp = mm[:len(gr)], vv[:len(gr)], pp[:len(gr)]
 	for j := range gr {
-		m, v, u := adamU(gr[j], mm[j], vv[j], pp[j], k)
+		m, v, u := elemU(gr[j], mm[j], vv[j], pp[j], k)
 		p := float64(pp[j])
 		un += float64(u * u)
 		pn += float64(p * p)
@@ -523,6 +527,15 @@ func adamU(g32, m32, v32, p32 float32, k *adamConsts) (m, v float32, u float64) 
 	return m, v, u
 }
 
+// elemU is one element's new moments and update direction under the
+// variant k holds: NAdamW's (nadamU) or AdamW's and AdamC's (adamU).
+func elemU(g, m, v, p float32, k *adamConsts) (float32, float32, float64) {
+	if k.nesterov {
+		return nadamU(g, m, v, p, k)
+	}
+	return adamU(g, m, v, p, k)
+}
+
 // adamCommitGo is pass 2 over one segment, elementwise, with m', v' and u
 // as pass 1 computed them (adamU):
 //
@@ -531,7 +544,7 @@ func adamCommitGo(gr, mm, vv, pp []float32, k *adamConsts) {
 	step := k.step
 	mm, vv, pp = mm[:len(gr)], vv[:len(gr)], pp[:len(gr)]
 	for j := range gr {
-		m, v, u := adamU(gr[j], mm[j], vv[j], pp[j], k)
+		m, v, u := elemU(gr[j], mm[j], vv[j], pp[j], k)
 		mm[j], vv[j] = m, v
 		pp[j] = float32(float64(pp[j]) - float64(step*float64(float32(u))))
 	}

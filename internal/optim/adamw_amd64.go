@@ -87,27 +87,27 @@ func adamCommit(g, m, v, p []float32, k *adamConsts) {
 	adamCommitGo(g[n:], m[n:], v[n:], p[n:], k)
 }
 
-// nadamDir is pass 1 of a NAdamW step over one segment (see nadamDirGo).
+// nadamDir is pass 1 of a NAdamW step over one segment (see adamDirGo, with k.nesterov).
 func nadamDir(mode int, g, m, v, p []float32, k *adamConsts, acc *[6]float64) {
 	n := len(g) &^ 7
 	if !useAVX512 || n == 0 {
-		nadamDirGo(mode, g, m, v, p, k, acc)
+		adamDirGo(mode, g, m, v, p, k, acc)
 		return
 	}
 	_, _, _ = m[len(g)-1], v[len(g)-1], p[len(g)-1]
 	nadamDirAVX512(mode, &g[0], &m[0], &v[0], &p[0], n, k, acc)
-	nadamDirGo(mode, g[n:], m[n:], v[n:], p[n:], k, acc)
+	adamDirGo(mode, g[n:], m[n:], v[n:], p[n:], k, acc)
 }
 
 // nadamCommit is pass 2 of a NAdamW step over one segment (see
-// nadamCommitGo).
+// adamCommitGo, with k.nesterov).
 func nadamCommit(g, m, v, p []float32, k *adamConsts) {
 	n := len(g) &^ 7
 	if !useAVX512 || n == 0 {
-		nadamCommitGo(g, m, v, p, k)
+		adamCommitGo(g, m, v, p, k)
 		return
 	}
 	_, _, _ = m[len(g)-1], v[len(g)-1], p[len(g)-1]
 	nadamCommitAVX512(&g[0], &m[0], &v[0], &p[0], n, k)
-	nadamCommitGo(g[n:], m[n:], v[n:], p[n:], k)
+	adamCommitGo(g[n:], m[n:], v[n:], p[n:], k)
 }

@@ -16,7 +16,7 @@ func adamDir(mode int, g, m, v, p []float32, k *adamConsts, acc *[6]float64) {
 func adamCommit(g, m, v, p []float32, k *adamConsts) { adamCommitGo(g, m, v, p, k) }
 
 func nadamDir(mode int, g, m, v, p []float32, k *adamConsts, acc *[6]float64) {
-	nadamDirGo(mode, g, m, v, p, k, acc)
+	adamDirGo(mode, g, m, v, p, k, acc)
 }
 
-func nadamCommit(g, m, v, p []float32, k *adamConsts) { nadamCommitGo(g, m, v, p, k) }
+func nadamCommit(g, m, v, p []float32, k *adamConsts) { adamCommitGo(g, m, v, p, k) }

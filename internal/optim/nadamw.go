@@ -61,37 +61,3 @@ func nadamU(g32, m32, v32, p32 float32, k *adamConsts) (m, v float32, u float64)
 	u = float64(num/(float32(sqrt32(v)*k.ib2)+k.eps)) + float64(k.wd*float64(p32))
 	return m, v, u
 }
-
-// nadamDirGo is pass 1 of a NAdamW step over one segment: adamDirGo with
-// nadamU, the same sums in the same modes.
-func nadamDirGo(mode int, gr, mm, vv, pp []float32, k *adamConsts, acc *[6]float64) {
-	un, pn, su, sp, sm, sv := acc[0], acc[1], acc[2], acc[3], acc[4], acc[5]
-	mm, vv, pp = mm[:len(gr)], vv[:len(gr)], pp[:len(gr)]
-	for j := range gr {
-		m, v, u := nadamU(gr[j], mm[j], vv[j], pp[j], k)
-		p := float64(pp[j])
-		un += float64(u * u)
-		pn += float64(p * p)
-		if mode == dirTelSeg {
-			su += float64(u * u)
-			sp += float64(p * p)
-		}
-		if mode != dirNorms {
-			sm += float64(float64(m) * float64(m))
-			sv += float64(float64(v) * float64(v))
-		}
-	}
-	acc[0], acc[1], acc[2], acc[3], acc[4], acc[5] = un, pn, su, sp, sm, sv
-}
-
-// nadamCommitGo is pass 2 of a NAdamW step over one segment (adamCommitGo
-// with nadamU).
-func nadamCommitGo(gr, mm, vv, pp []float32, k *adamConsts) {
-	step := k.step
-	mm, vv, pp = mm[:len(gr)], vv[:len(gr)], pp[:len(gr)]
-	for j := range gr {
-		m, v, u := nadamU(gr[j], mm[j], vv[j], pp[j], k)
-		mm[j], vv[j] = m, v
-		pp[j] = float32(float64(pp[j]) - float64(step*float64(float32(u))))
-	}
-}
