@@ -13,19 +13,15 @@ import (
 type adamVariantsGolden struct {
 	Torch string `json:"torch"`
 	Cases []struct {
-		Name          string  `json:"name"`
-		Optimizer     string  `json:"optimizer"`
-		WeightDecay   float64 `json:"weight_decay"`
-		MaxGradNorm   float64 `json:"max_grad_norm"`
-		PeakLR        float64 `json:"peak_lr"`
-		MomentumDecay float64 `json:"momentum_decay"`
-		Tensors       []struct {
-			Name  string `json:"name"`
-			Kind  string `json:"kind"`
-			Shape []int  `json:"shape"`
-		} `json:"tensors"`
-		Init  []float32 `json:"init"`
-		Steps []struct {
+		Name          string         `json:"name"`
+		Optimizer     string         `json:"optimizer"`
+		WeightDecay   float64        `json:"weight_decay"`
+		MaxGradNorm   float64        `json:"max_grad_norm"`
+		PeakLR        float64        `json:"peak_lr"`
+		MomentumDecay float64        `json:"momentum_decay"`
+		Tensors       []goldenTensor `json:"tensors"`
+		Init          []float32      `json:"init"`
+		Steps         []struct {
 			LR     float64   `json:"lr"`
 			Grads  []float32 `json:"grads"`
 			Params []float32 `json:"params"`
@@ -60,16 +56,7 @@ func TestAdamVariantsGoldenTorch(t *testing.T) {
 			cfg.WeightDecay, cfg.MaxGradNorm = c.WeightDecay, c.MaxGradNorm
 			cfg.Beta1, cfg.Beta2, cfg.Eps = 0.9, 0.99, 1e-8
 			cfg.ClipUpdateNorm, cfg.SkipBadSteps = false, false
-			var spans []Span
-			off := 0
-			for _, x := range c.Tensors {
-				n := 1
-				for _, s := range x.Shape {
-					n *= s
-				}
-				spans = append(spans, Span{Name: x.Name, Offset: off, Size: n, Kind: x.Kind, Shape: x.Shape})
-				off += n
-			}
+			spans, off := goldenSpans(c.Tensors)
 			o, err := NewAdamW(cfg, off, spans)
 			if err != nil {
 				t.Fatal(err)

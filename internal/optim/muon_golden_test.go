@@ -12,20 +12,16 @@ import (
 type muonGolden struct {
 	Torch string `json:"torch"`
 	Cases []struct {
-		Name        string   `json:"name"`
-		Momentum    float64  `json:"momentum"`
-		Nesterov    bool     `json:"nesterov"`
-		NSSteps     int      `json:"ns_steps"`
-		WeightDecay float64  `json:"weight_decay"`
-		MaxGradNorm float64  `json:"max_grad_norm"`
-		Exclude     []string `json:"exclude"`
-		Tensors     []struct {
-			Name  string `json:"name"`
-			Kind  string `json:"kind"`
-			Shape []int  `json:"shape"`
-		} `json:"tensors"`
-		Init  []float32 `json:"init"`
-		Steps []struct {
+		Name        string         `json:"name"`
+		Momentum    float64        `json:"momentum"`
+		Nesterov    bool           `json:"nesterov"`
+		NSSteps     int            `json:"ns_steps"`
+		WeightDecay float64        `json:"weight_decay"`
+		MaxGradNorm float64        `json:"max_grad_norm"`
+		Exclude     []string       `json:"exclude"`
+		Tensors     []goldenTensor `json:"tensors"`
+		Init        []float32      `json:"init"`
+		Steps       []struct {
 			LR     float64   `json:"lr"`
 			Grads  []float32 `json:"grads"`
 			Params []float32 `json:"params"`
@@ -81,16 +77,7 @@ func TestMuonGoldenTorch(t *testing.T) {
 			cfg.WeightDecay, cfg.MaxGradNorm = c.WeightDecay, c.MaxGradNorm
 			cfg.Beta1, cfg.Beta2, cfg.Eps = 0.9, 0.99, 1e-8
 			cfg.ClipUpdateNorm, cfg.SkipBadSteps = false, false
-			var spans []Span
-			off := 0
-			for _, x := range c.Tensors {
-				n := 1
-				for _, s := range x.Shape {
-					n *= s
-				}
-				spans = append(spans, Span{Name: x.Name, Offset: off, Size: n, Kind: x.Kind, Shape: x.Shape})
-				off += n
-			}
+			spans, off := goldenSpans(c.Tensors)
 			o, err := NewAdamW(cfg, off, spans)
 			if err != nil {
 				t.Fatal(err)
@@ -136,4 +123,26 @@ func TestNewtonSchulzGoldenTorch(t *testing.T) {
 		}
 		t.Logf("%d×%d: max |Δ| vs torch = %.3g", c.Rows, c.Cols, d)
 	}
+}
+
+// goldenTensor is a tensor of a PyTorch golden (tools/torchref), laid out
+// one after another in the flat parameter vector.
+type goldenTensor struct {
+	Name  string `json:"name"`
+	Kind  string `json:"kind"`
+	Shape []int  `json:"shape"`
+}
+
+// goldenSpans lays ts out one after another: their spans and the total
+// size.
+func goldenSpans(ts []goldenTensor) (spans []Span, size int) {
+	for _, x := range ts {
+		n := 1
+		for _, s := range x.Shape {
+			n *= s
+		}
+		spans = append(spans, Span{Name: x.Name, Offset: size, Size: n, Kind: x.Kind, Shape: x.Shape})
+		size += n
+	}
+	return spans, size
 }
