@@ -54,23 +54,7 @@ func forEachBF16Impl(t *testing.T, f func(t *testing.T)) {
 // NaN when beta == 0 (it must not be read) and its padding must not change.
 func checkGemmBF16(t *testing.T, r *rand.Rand, tc gemmCase) {
 	t.Helper()
-	ar, ac := tc.m, tc.k
-	if tc.tA {
-		ar, ac = tc.k, tc.m
-	}
-	br, bc := tc.k, tc.n
-	if tc.tB {
-		br, bc = tc.n, tc.k
-	}
-	lda, ldb, ldc := ac+tc.pad, bc+tc.pad, tc.n+tc.pad
-	a := randVec(r, max(ar*lda, 1))
-	b := randVec(r, max(br*ldb, 1))
-	c := randVec(r, tc.m*ldc)
-	if tc.beta == 0 {
-		for i := range c {
-			c[i] = float32(math.NaN())
-		}
-	}
+	a, b, c, lda, ldb, ldc := gemmOperands(r, tc)
 	c0 := append([]float32(nil), c...)
 	ra, rb := make([]float32, len(a)), make([]float32, len(b))
 	RoundBF16Slice(ra, a)

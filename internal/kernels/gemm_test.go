@@ -60,23 +60,7 @@ func (tc gemmCase) String() string {
 // C must stay untouched.
 func checkGemm(t *testing.T, r *rand.Rand, tc gemmCase) {
 	t.Helper()
-	ar, ac := tc.m, tc.k
-	if tc.tA {
-		ar, ac = tc.k, tc.m
-	}
-	br, bc := tc.k, tc.n
-	if tc.tB {
-		br, bc = tc.n, tc.k
-	}
-	lda, ldb, ldc := ac+tc.pad, bc+tc.pad, tc.n+tc.pad
-	a := randVec(r, max(ar*lda, 1))
-	b := randVec(r, max(br*ldb, 1))
-	c := randVec(r, tc.m*ldc)
-	if tc.beta == 0 {
-		for i := range c {
-			c[i] = float32(math.NaN())
-		}
-	}
+	a, b, c, lda, ldb, ldc := gemmOperands(r, tc)
 	c0 := append([]float32(nil), c...)
 	want, mag := refGemm(tc.tA, tc.tB, tc.m, tc.n, tc.k, tc.alpha, a, lda, b, ldb, tc.beta, c0, ldc)
 	Sgemm(tc.tA, tc.tB, tc.m, tc.n, tc.k, tc.alpha, a, lda, b, ldb, tc.beta, c, ldc)
@@ -376,4 +360,28 @@ func TestUseImplAndGemmKC(t *testing.T) {
 	if got := ImplsAvailable(); got[len(got)-1] != "go" {
 		t.Fatalf("ImplsAvailable %v: the pure-Go kernel must come last", got)
 	}
+}
+
+// gemmOperands draws tc's random A, B and C with their strides (rows
+// tc.pad floats longer than the matrix); C is all NaN when tc.beta == 0,
+// since the product must not read it then.
+func gemmOperands(r *rand.Rand, tc gemmCase) (a, b, c []float32, lda, ldb, ldc int) {
+	ar, ac := tc.m, tc.k
+	if tc.tA {
+		ar, ac = tc.k, tc.m
+	}
+	br, bc := tc.k, tc.n
+	if tc.tB {
+		br, bc = tc.n, tc.k
+	}
+	lda, ldb, ldc = ac+tc.pad, bc+tc.pad, tc.n+tc.pad
+	a = randVec(r, max(ar*lda, 1))
+	b = randVec(r, max(br*ldb, 1))
+	c = randVec(r, tc.m*ldc)
+	if tc.beta == 0 {
+		for i := range c {
+			c[i] = float32(math.NaN())
+		}
+	}
+	return a, b, c, lda, ldb, ldc
 }
