@@ -249,6 +249,7 @@ func (k *softmaxTask) block(S []float32, bh int, docs []int32) {
 	}
 	runs := k.scratch != nil && (seg == nil || docs != nil)
 	lo := 0 // first allowed key of row t when runs
+	var ent entropyRows
 	for r := bh * T; r < (bh+1)*T; r++ {
 		t := r % T
 		row := S[t*T : (t+1)*T]
@@ -269,7 +270,7 @@ func (k *softmaxTask) block(S []float32, bh int, docs []int32) {
 			if k.rowEnt != nil {
 				ps := kernels.Dot(ex, v)
 				k.rowMax[r] = mx
-				k.rowEnt[r] = mx + float32(math.Log(float64(sum))) - ps*inv
+				ent.add(k.rowMax, k.rowEnt, r, sum, ps*inv)
 			}
 			scaleTo(v, ex, inv)
 			clear(row[:lo])
@@ -314,6 +315,43 @@ func (k *softmaxTask) block(S []float32, bh int, docs []int32) {
 			k.rowEnt[r] = lse - ps*inv
 		}
 	}
+	ent.flush(k.rowMax, k.rowEnt)
+}
+
+// entropyRows gathers the entropies of up to 8 softmax rows, rowEnt[r] =
+// rowMax[r] + ln(sum) − Σp·s, to take their logs eight at a time (log8;
+// math.Log one row at a time cost as much as the row's exponentials at
+// T = 64): the same float32 expression, so the same bits.
+type entropyRows struct {
+	n    int
+	rows [8]int
+	sum  [8]float64
+	ps   [8]float32 // Σ p·s (ps·inv, rounded)
+	ln   [8]float64
+}
+
+// add queues row r (its rowMax already written); a full batch is written.
+func (e *entropyRows) add(rowMax, rowEnt []float32, r int, sum, ps float32) {
+	e.rows[e.n], e.sum[e.n], e.ps[e.n] = r, float64(sum), ps
+	e.n++
+	if e.n == 8 {
+		e.flush(rowMax, rowEnt)
+	}
+}
+
+// flush writes the queued rows' entropies.
+func (e *entropyRows) flush(rowMax, rowEnt []float32) {
+	if e.n == 0 {
+		return
+	}
+	for i := e.n; i < 8; i++ {
+		e.sum[i] = 1
+	}
+	log8(&e.sum, &e.ln)
+	for i, r := range e.rows[:e.n] {
+		rowEnt[r] = rowMax[r] + float32(e.ln[i]) - e.ps[i]
+	}
+	e.n = 0
 }
 
 // nonDecreasing reports whether seg[i] ≤ seg[i+1] everywhere.

@@ -39,6 +39,10 @@ func TestAttentionBitIdentical(t *testing.T) {
 		{2, 9, 2, 2, 32, true, true, 0},
 		{2, 90, 2, 1, 96, true, true, 0},
 		{1, 129, 2, 2, 128, false, true, 0},
+		{6, 64, 4, 4, 32, false, true, 0}, // shakespeare-char as the model runs it
+		{3, 64, 4, 2, 32, true, true, 0},  // short context, grouped-query heads, documents
+		{2, 37, 4, 4, 32, true, true, 0},  // T not a multiple of a tile
+		{2, 64, 2, 2, 64, false, true, 0},
 	}
 	if testing.Short() {
 		cases = cases[:4]
