@@ -46,7 +46,6 @@ type Model struct {
 	tRMS  rmsFwdTask
 	tRMSB rmsBwdTask
 	tHNB  headNormBwdTask
-	tRope ropeTask
 	tCopy copyColsTask
 	tSwi  swigluTask
 	tCE   ceTask
@@ -863,11 +862,12 @@ func (m *Model) backward(b *Batch) {
 		m.prec.MatmulBackward(a.datty, g.wo, a.dresid, a.atty[l], w.wo, N, m.attDim, D, false)
 		m.te()
 		m.tb(opAttnCoreBwd, l)
-		m.attn.Backward(a.dqkv, a.datty, a.qkv[l], a.att[l], a.datt)
+		// RoPE's backward runs inside, per (b, kv-head) group (ops.Attention.RoPECos)
+		m.attn.RoPECos, m.attn.RoPESin = nil, nil
 		if m.ropeLayer(l) {
-			m.tRope = ropeTask{x: a.dqkv, cos: m.cos, sin: m.sin, T: T, stride: m.qkvDim, nh: H + KV, hd: hd, back: true}
-			kernels.ParallelForTask(N, 16, &m.tRope)
+			m.attn.RoPECos, m.attn.RoPESin = m.cos, m.sin
 		}
+		m.attn.Backward(a.dqkv, a.datty, a.qkv[l], a.att[l], a.datt)
 		m.te()
 		src := a.qkv[l]
 		if c.QKNorm {
@@ -985,20 +985,6 @@ func (t *headNormBwdTask) Run(s, e int) {
 		clear(p)
 		r0, r1 := chunkRows(c, t.N)
 		ops.HeadRMSNormBackward(t.d, t.src, t.rstd, t.w, p, t.stride, t.off, t.nh, t.hd, r0, r1)
-	}
-}
-
-type ropeTask struct {
-	x, cos, sin       []float32
-	T, stride, nh, hd int
-	back              bool
-}
-
-func (t *ropeTask) Run(s, e int) {
-	if t.back {
-		ops.RoPEBackward(t.x, t.cos, t.sin, t.T, t.stride, 0, t.nh, t.hd, s, e)
-	} else {
-		ops.RoPEForward(t.x, t.cos, t.sin, t.T, t.stride, 0, t.nh, t.hd, s, e)
 	}
 }
 

@@ -47,6 +47,13 @@ type Attention struct {
 	// (never on the float32 tiles); the softmax and its statistics stay
 	// float32.
 	Prec Precision
+	// RoPECos, RoPESin [T, HD/2], optional: the rotation RoPEForward
+	// applied to the query and key heads before Forward (positions n mod
+	// T). With them, Backward returns the gradient before the rotation:
+	// RoPEBackward on each (b, kv-head) group's dQ and dK rows as its task
+	// ends, while they are in cache (the same bits as a RoPEBackward pass
+	// over dqkv after Backward, without that pass).
+	RoPECos, RoPESin []float32
 
 	sm  softmaxTask
 	smb softmaxBackTask
@@ -93,7 +100,7 @@ func (a *Attention) Forward(out, att, qkv, rowMax, rowEnt []float32) {
 // v heads given dout; datt is scratch of the size of att (left holding dS
 // on and below the diagonal; what it holds above is unspecified). The
 // (b, kv-head) groups run in parallel (their query heads accumulate into
-// one dK, dV).
+// one dK, dV). With RoPECos, dQ and dK are rotated back (see RoPECos).
 func (a *Attention) Backward(dqkv, dout, qkv, att, datt []float32) {
 	a.bwd = attnBwdTask{a: a, dqkv: dqkv, dout: dout, qkv: qkv, att: att, datt: datt}
 	a.smb = softmaxBackTask{datt: datt, att: att, T: a.D.T}
@@ -220,7 +227,21 @@ func (k *attnBwdTask) Run(s, e int) {
 					1, k.dqkv[base+d.VOff+kv*hd:], d.Stride)
 			}
 		}
+		a.ropeBack(k.dqkv, b, kv)
 	}
+}
+
+// ropeBack applies RoPEBackward to the dQ heads of group (b, kv) and its
+// dK head, over sequence b's rows (none without RoPECos).
+func (a *Attention) ropeBack(dqkv []float32, b, kv int) {
+	if a.RoPECos == nil {
+		return
+	}
+	d := a.D
+	group := d.H / d.KVH
+	r0, r1 := b*d.T, (b+1)*d.T
+	RoPEBackward(dqkv, a.RoPECos, a.RoPESin, d.T, d.Stride, d.QOff+kv*group*d.HD, group, d.HD, r0, r1)
+	RoPEBackward(dqkv, a.RoPECos, a.RoPESin, d.T, d.Stride, d.KOff+kv*d.HD, 1, d.HD, r0, r1)
 }
 
 // softmaxTask: masked softmax over attention rows r = (b·H+h)·T+t, in place,
