@@ -493,10 +493,7 @@ func (t *decAttnTask) Run(s, e int) {
 				v[j] = ex
 				sum += ex
 			}
-			inv := 1 / sum
-			for j := range v {
-				v[j] *= inv
-			}
+			kernels.Scale(1/sum, v) // v[j] *= 1/sum, vectorised (the same products)
 			clear(row[en.p0+q0+r+1:])
 		}
 		m.prec.Sgemm(false, false, nq, hd, L, 1, S, L, t.v[base:], kvw, 0, d.atty[orow*m.attDim+h*hd:], m.attDim)
