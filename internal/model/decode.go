@@ -85,15 +85,15 @@ type BatchDecoder struct {
 	n      []int       // tokens in each sequence's cache
 	k, v   [][]float32 // [layer][seq·maxLen·n_kv_heads·head_dim]
 
-	x, ln, qkvRaw, qkv, atty, gu, h, sig []float32 // [rows, ·]
-	rstd, qnRstd, knRstd                 []float32
-	scores                               []float32 // [rows·n_heads·maxLen]
-	lnf, logits                          []float32 // [seqs in a pass, D], [·, vocab]
-	tok                                  []int32   // a pass's tokens [rows]
-	rowPos, rowSeq                       []int     // absolute position and sequence of each row
-	ents                                 []decEntry
-	rem                                  [][]int32 // tokens of an Append not yet run, per sequence
-	taken                                []bool    // sequences in the pass being planned
+	x, ln, qkvRaw, qkv, atty, gu, h []float32 // [rows, ·]
+	rstd, qnRstd, knRstd            []float32
+	scores                          []float32 // [rows·n_heads·maxLen]
+	lnf, logits                     []float32 // [seqs in a pass, D], [·, vocab]
+	tok                             []int32   // a pass's tokens [rows]
+	rowPos, rowSeq                  []int     // absolute position and sequence of each row
+	ents                            []decEntry
+	rem                             [][]int32 // tokens of an Append not yet run, per sequence
+	taken                           []bool    // sequences in the pass being planned
 
 	tEmb  embedTask
 	tRMS  rmsFwdTask
@@ -130,7 +130,7 @@ func (m *Model) NewBatchDecoder(seqs, maxLen int) (*BatchDecoder, error) {
 	d := &BatchDecoder{m: m, maxLen: maxLen, rows: rows, n: make([]int, seqs),
 		x: make([]float32, rows*D), ln: make([]float32, rows*D), qkv: make([]float32, rows*m.qkvDim),
 		atty: make([]float32, rows*m.attDim), gu: make([]float32, rows*2*F), h: make([]float32, rows*F),
-		sig: make([]float32, rows*F), rstd: make([]float32, rows), scores: make([]float32, rows*H*maxLen),
+		rstd: make([]float32, rows), scores: make([]float32, rows*H*maxLen),
 		lnf: make([]float32, outs*D), logits: make([]float32, outs*c.Vocab),
 		tok: make([]int32, rows), rowPos: make([]int, rows), rowSeq: make([]int, rows),
 		ents: make([]decEntry, 0, outs), rem: make([][]int32, seqs), taken: make([]bool, seqs),
@@ -342,7 +342,7 @@ func (d *BatchDecoder) mlpTail(w *layerW, n, ns int) {
 	d.linear(d.x, d.atty, w.wo, n, ns, m.attDim, D, true)
 	d.rms(d.ln, d.x, w.ln2, n, D, float32(c.NormEps))
 	d.linear(d.gu, d.ln, w.gu, n, ns, D, 2*F, false)
-	d.tSwi = swigluTask{h: d.h, sig: d.sig, gu: d.gu, F: F}
+	d.tSwi = swigluTask{h: d.h, gu: d.gu, F: F} // σ not kept (the same h)
 	kernels.ParallelForTask(n, 16, &d.tSwi)
 	d.linear(d.x, d.h, w.down, n, ns, F, D, true)
 }
@@ -483,9 +483,11 @@ func (t *decAttnTask) Run(s, e int) {
 		for r := 0; r < nq; r++ {
 			row := S[r*L : (r+1)*L]
 			v := row[:en.p0+q0+r+1]
-			mx := v[0]
-			for _, x := range v {
-				mx = max(mx, x)
+			mx := v[0] // max(mx, x) without the builtin's NaN and ±0 cases: the same probabilities
+			for _, x := range v[1:] {
+				if x > mx {
+					mx = x
+				}
 			}
 			var sum float32
 			for j, x := range v {
