@@ -241,41 +241,7 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return r, fmt.Errorf("loss is %v: %w", loss, ErrNonFinite)
 	}
-	// Groups of eight chunks, one group per task: the whole chunks of a
-	// group are summed side by side (eight independent sums, each in
-	// element order), a group of fewer padded with its first chunk (the
-	// padding lanes are dropped). Per task ranges of single chunks never
-	// held eight at the small sizes (55 chunks on 2 threads: 7 a task).
-	nc := len(o.chunks)
-	kernels.ParallelFor((nc+7)/8, 1, func(g0, g1 int) {
-		c1 := min(8*g1, nc)
-		for c := 8 * g0; c < c1; c++ {
-			k := 0
-			for k < 8 && c+k < c1 && o.full[c+k] {
-				k++
-			}
-			if k >= 2 {
-				// A whole chunk's segments run in order over it.
-				var x [8][]float32
-				for i := range x {
-					x[i] = grads[(c+i%k)*chunkSize : (c+i%k+1)*chunkSize]
-				}
-				var acc [8]float64
-				if sumSquares8(&x, &acc) {
-					for i := range k {
-						o.part[3*(c+i)] = acc[i]
-					}
-					c += k - 1
-					continue
-				}
-			}
-			var g2 float64
-			for _, sg := range o.chunks[c] {
-				g2 = sumSquares(grads[sg.lo:sg.hi], g2)
-			}
-			o.part[3*c] = g2
-		}
-	})
+	o.gradNormPass(grads)
 	r.GradNorm = math.Sqrt(o.sumParts(0))
 	if math.IsNaN(r.GradNorm) || math.IsInf(r.GradNorm, 0) {
 		return r, fmt.Errorf("gradient norm is %v: %w", r.GradNorm, ErrNonFinite)
@@ -338,43 +304,7 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 		// first; pass 1 below only sums their squares.
 		o.muonDirections(params, grads, gs)
 	}
-	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
-		for c := c0; c < c1; c++ {
-			var un, pn float64
-			for k, sg := range o.chunks[c] {
-				if sg.muon {
-					su, sp, sm := o.muonSums(sg, params)
-					un += su
-					pn += sp
-					if tel {
-						o.segPart[4*sg.idx], o.segPart[4*sg.idx+1], o.segPart[4*sg.idx+2], o.segPart[4*sg.idx+3] = su, sp, sm, 0
-					}
-					continue
-				}
-				mode, kc := dirNorms, k1
-				switch {
-				case tel && k == 0:
-					mode = dirTel
-				case tel:
-					mode = dirTelSeg
-				}
-				kc.wd = sg.wd * wdScale
-				acc := [6]float64{un, pn}
-				dir(mode, grads[sg.lo:sg.hi], o.M[sg.lo:sg.hi], o.V[sg.lo:sg.hi], params[sg.lo:sg.hi], &kc, &acc)
-				un, pn = acc[0], acc[1]
-				switch mode {
-				case dirTel:
-					// The chunk's first segment (most chunks hold one): un
-					// and pn started at 0, so they are the segment's own
-					// sums.
-					o.segPart[4*sg.idx], o.segPart[4*sg.idx+1], o.segPart[4*sg.idx+2], o.segPart[4*sg.idx+3] = un, pn, acc[4], acc[5]
-				case dirTelSeg:
-					o.segPart[4*sg.idx], o.segPart[4*sg.idx+1], o.segPart[4*sg.idx+2], o.segPart[4*sg.idx+3] = acc[2], acc[3], acc[4], acc[5]
-				}
-			}
-			o.part[3*c+1], o.part[3*c+2] = un, pn
-		}
-	})
+	o.dirPass(params, grads, &k1, dir, wdScale)
 	r.UpdateNorm, r.ParamNorm = math.Sqrt(o.sumParts(1)), math.Sqrt(o.sumParts(2))
 	if math.IsNaN(r.UpdateNorm) || math.IsInf(r.UpdateNorm, 0) {
 		return r, fmt.Errorf("update norm is %v: %w", r.UpdateNorm, ErrNonFinite)
@@ -404,23 +334,7 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	step := lr * us
 	k2 := k1
 	k2.step = step
-	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
-		for c := c0; c < c1; c++ {
-			for _, sg := range o.chunks[c] {
-				mm, pp := o.M[sg.lo:sg.hi], params[sg.lo:sg.hi]
-				if sg.muon {
-					copy(mm, o.mbuf[sg.lo:sg.hi])
-					for j, u := range o.u[sg.lo:sg.hi] {
-						pp[j] = float32(float64(pp[j]) - step*float64(u))
-					}
-					continue
-				}
-				kc := k2
-				kc.wd = sg.wd * wdScale
-				commit(grads[sg.lo:sg.hi], mm, o.V[sg.lo:sg.hi], pp, &kc)
-			}
-		}
-	})
+	o.commitPass(params, grads, &k2, commit, wdScale)
 	o.Steps++
 	if tel {
 		r.AdamMNorm, r.AdamVNorm = o.momentNorms()
@@ -592,3 +506,124 @@ func emaGo(w, p []float32, b, c float64) {
 		w[i] = float32(float64(b*float64(w[i])) + float64(c*float64(x)))
 	}
 }
+
+// gradNormPass puts each chunk's sum of squared gradients into column 0
+// of the per-chunk partial sums.
+func (o *AdamW) gradNormPass(grads []float32) {
+	// Groups of eight chunks, one group per task: the whole chunks of a
+	// group are summed side by side (eight independent sums, each in
+	// element order), a group of fewer padded with its first chunk (the
+	// padding lanes are dropped). Per task ranges of single chunks never
+	// held eight at the small sizes (55 chunks on 2 threads: 7 a task).
+	nc := len(o.chunks)
+	kernels.ParallelFor((nc+7)/8, 1, func(g0, g1 int) {
+		c1 := min(8*g1, nc)
+		for c := 8 * g0; c < c1; c++ {
+			k := 0
+			for k < 8 && c+k < c1 && o.full[c+k] {
+				k++
+			}
+			if k >= 2 {
+				// A whole chunk's segments run in order over it.
+				var x [8][]float32
+				for i := range x {
+					x[i] = grads[(c+i%k)*chunkSize : (c+i%k+1)*chunkSize]
+				}
+				var acc [8]float64
+				if sumSquares8(&x, &acc) {
+					for i := range k {
+						o.part[3*(c+i)] = acc[i]
+					}
+					c += k - 1
+					continue
+				}
+			}
+			var g2 float64
+			for _, sg := range o.chunks[c] {
+				g2 = sumSquares(grads[sg.lo:sg.hi], g2)
+			}
+			o.part[3*c] = g2
+		}
+	})
+}
+
+// dirPass is pass 1: each chunk's sums of squares of the update direction
+// and of θ into columns 1 and 2 of the partial sums, and (telemetry on)
+// each segment's squares into segPart. Nothing is written to M, V or θ.
+func (o *AdamW) dirPass(params, grads []float32, k1 *adamConsts, dir dirFunc, wdScale float64) {
+	tel := !o.noTelemetry
+	if d4 := dir4Kernel(k1); d4 != nil {
+		// Four chunks side by side (dirGroup), a group per task.
+		kernels.ParallelFor((len(o.chunks)+3)/4, 1, func(g0, g1 int) {
+			for g := g0; g < g1; g++ {
+				o.dirGroup(4*g, params, grads, k1, d4, wdScale, tel)
+			}
+		})
+		return
+	}
+	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
+		for c := c0; c < c1; c++ {
+			var un, pn float64
+			for k, sg := range o.chunks[c] {
+				if sg.muon {
+					su, sp, sm := o.muonSums(sg, params)
+					un += su
+					pn += sp
+					if tel {
+						o.segPart[4*sg.idx], o.segPart[4*sg.idx+1], o.segPart[4*sg.idx+2], o.segPart[4*sg.idx+3] = su, sp, sm, 0
+					}
+					continue
+				}
+				mode, kc := dirNorms, *k1
+				switch {
+				case tel && k == 0:
+					mode = dirTel
+				case tel:
+					mode = dirTelSeg
+				}
+				kc.wd = sg.wd * wdScale
+				acc := [6]float64{un, pn}
+				dir(mode, grads[sg.lo:sg.hi], o.M[sg.lo:sg.hi], o.V[sg.lo:sg.hi], params[sg.lo:sg.hi], &kc, &acc)
+				un, pn = acc[0], acc[1]
+				switch mode {
+				case dirTel:
+					// The chunk's first segment (most chunks hold one): un
+					// and pn started at 0, so they are the segment's own
+					// sums.
+					o.segPart[4*sg.idx], o.segPart[4*sg.idx+1], o.segPart[4*sg.idx+2], o.segPart[4*sg.idx+3] = un, pn, acc[4], acc[5]
+				case dirTelSeg:
+					o.segPart[4*sg.idx], o.segPart[4*sg.idx+1], o.segPart[4*sg.idx+2], o.segPart[4*sg.idx+3] = acc[2], acc[3], acc[4], acc[5]
+				}
+			}
+			o.part[3*c+1], o.part[3*c+2] = un, pn
+		}
+	})
+}
+
+// commitPass is pass 2: the new moments and parameters.
+func (o *AdamW) commitPass(params, grads []float32, k2 *adamConsts, commit commitFunc, wdScale float64) {
+	step := k2.step
+	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
+		for c := c0; c < c1; c++ {
+			for _, sg := range o.chunks[c] {
+				mm, pp := o.M[sg.lo:sg.hi], params[sg.lo:sg.hi]
+				if sg.muon {
+					copy(mm, o.mbuf[sg.lo:sg.hi])
+					for j, u := range o.u[sg.lo:sg.hi] {
+						pp[j] = float32(float64(pp[j]) - step*float64(u))
+					}
+					continue
+				}
+				kc := *k2
+				kc.wd = sg.wd * wdScale
+				commit(grads[sg.lo:sg.hi], mm, o.V[sg.lo:sg.hi], pp, &kc)
+			}
+		}
+	})
+}
+
+// dirFunc and commitFunc are the per-segment kernels of pass 1 and pass 2.
+type (
+	dirFunc    func(mode int, g, m, v, p []float32, k *adamConsts, acc *[6]float64)
+	commitFunc func(g, m, v, p []float32, k *adamConsts)
+)

@@ -21,6 +21,12 @@ func nadamDirAVX512(mode int, gr, m, v, p *float32, n int, k *adamConsts, acc *[
 func nadamCommitAVX512(gr, m, v, p *float32, n int, k *adamConsts)
 
 //go:noescape
+func adamDir4AVX512(s *[4]dirStream, n int, k *adamConsts)
+
+//go:noescape
+func nadamDir4AVX512(s *[4]dirStream, n int, k *adamConsts)
+
+//go:noescape
 func sumSqAVX512(x *float32, n int, acc float64) float64
 
 //go:noescape
@@ -29,6 +35,10 @@ func sumSq8AVX512(x *[8]*float32, n int, acc *[8]float64)
 // useAVX512 selects the assembly path (the tests switch it off to compare
 // with the Go loops).
 var useAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
+
+// useDir4 selects the four-stream kernels of pass 1 (the benchmarks
+// switch it off to time the one-stream kernels beside them).
+var useDir4 = true
 
 // sumSquares returns acc + Σ float64(x[j])², added in element order.
 func sumSquares(x []float32, acc float64) float64 {
@@ -110,4 +120,16 @@ func nadamCommit(g, m, v, p []float32, k *adamConsts) {
 	_, _, _ = m[len(g)-1], v[len(g)-1], p[len(g)-1]
 	nadamCommitAVX512(&g[0], &m[0], &v[0], &p[0], n, k)
 	adamCommitGo(g[n:], m[n:], v[n:], p[n:], k)
+}
+
+// dir4Kernel returns the four-stream kernel of pass 1 for the variant k
+// holds (see dirGroup), or nil without AVX-512.
+func dir4Kernel(k *adamConsts) dir4Func {
+	switch {
+	case !useAVX512 || !useDir4:
+		return nil
+	case k.nesterov:
+		return nadamDir4AVX512
+	}
+	return adamDir4AVX512
 }

@@ -20,3 +20,5 @@ func nadamDir(mode int, g, m, v, p []float32, k *adamConsts, acc *[6]float64) {
 }
 
 func nadamCommit(g, m, v, p []float32, k *adamConsts) { adamCommitGo(g, m, v, p, k) }
+
+func dir4Kernel(k *adamConsts) dir4Func { return nil }
