@@ -21,10 +21,13 @@ func nadamDirAVX512(mode int, gr, m, v, p *float32, n int, k *adamConsts, acc *[
 func nadamCommitAVX512(gr, m, v, p *float32, n int, k *adamConsts)
 
 //go:noescape
-func adamDir4AVX512(s *[4]dirStream, n int, k *adamConsts)
+func adamDirStoreAVX512(mode int, gr, m, v, p *float32, n int, k *adamConsts, acc *[6]float64, out *[3]*float32)
 
 //go:noescape
-func nadamDir4AVX512(s *[4]dirStream, n int, k *adamConsts)
+func nadamDirStoreAVX512(mode int, gr, m, v, p *float32, n int, k *adamConsts, acc *[6]float64, out *[3]*float32)
+
+//go:noescape
+func thetaAVX512(p, u *float32, n int, step float64)
 
 //go:noescape
 func sumSqAVX512(x *float32, n int, acc float64) float64
@@ -35,10 +38,6 @@ func sumSq8AVX512(x *[8]*float32, n int, acc *[8]float64)
 // useAVX512 selects the assembly path (the tests switch it off to compare
 // with the Go loops).
 var useAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
-
-// useDir4 selects the four-stream kernels of pass 1 (the benchmarks
-// switch it off to time the one-stream kernels beside them).
-var useDir4 = true
 
 // sumSquares returns acc + Σ float64(x[j])², added in element order.
 func sumSquares(x []float32, acc float64) float64 {
@@ -122,14 +121,31 @@ func nadamCommit(g, m, v, p []float32, k *adamConsts) {
 	adamCommitGo(g[n:], m[n:], v[n:], p[n:], k)
 }
 
-// dir4Kernel returns the four-stream kernel of pass 1 for the variant k
-// holds (see dirGroup), or nil without AVX-512.
-func dir4Kernel(k *adamConsts) dir4Func {
-	switch {
-	case !useAVX512 || !useDir4:
-		return nil
-	case k.nesterov:
-		return nadamDir4AVX512
+// adamDirStore is the storing pass 1 over one segment (adamDirStoreGo).
+func adamDirStore(mode int, g, m, v, p, m2, v2, u []float32, k *adamConsts, acc *[6]float64) {
+	n := len(g) &^ 7
+	if !useAVX512 || n == 0 {
+		adamDirStoreGo(mode, g, m, v, p, m2, v2, u, k, acc)
+		return
 	}
-	return adamDir4AVX512
+	_, _, _, _, _, _ = m[len(g)-1], v[len(g)-1], p[len(g)-1], m2[len(g)-1], v2[len(g)-1], u[len(g)-1]
+	out := [3]*float32{&m2[0], &v2[0], &u[0]}
+	if k.nesterov {
+		nadamDirStoreAVX512(mode, &g[0], &m[0], &v[0], &p[0], n, k, acc, &out)
+	} else {
+		adamDirStoreAVX512(mode, &g[0], &m[0], &v[0], &p[0], n, k, acc, &out)
+	}
+	adamDirStoreGo(mode, g[n:], m[n:], v[n:], p[n:], m2[n:], v2[n:], u[n:], k, acc)
+}
+
+// thetaUpdate sets p[i] = float32(float64(p[i]) − step·float64(u[i])).
+func thetaUpdate(p, u []float32, step float64) {
+	u = u[:len(p)]
+	n := len(p) &^ 7
+	if !useAVX512 || n == 0 {
+		thetaGo(p, u, step)
+		return
+	}
+	thetaAVX512(&p[0], &u[0], n, step)
+	thetaGo(p[n:], u[n:], step)
 }

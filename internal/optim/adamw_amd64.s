@@ -185,6 +185,55 @@
 	VADDPD Y6, Y0, Y0; \
 	VADDPD Y8, Y0, Y0
 
+// TSUM4X2(ya, yb) is TSUM4 into ya = (un, pn, sm, sv) and, the same
+// terms, into yb = (su, sp, ·, ·): a later segment's own sums beside the
+// chunk's, in vector lanes as TSUM4 (it replaced LANES8X2 and LANES8,
+// which did the same adds one lane at a time at three times the cost).
+#define TSUM4X2(ya, yb) \
+	VUNPCKLPD Z12, Z11, Z14; \
+	VUNPCKHPD Z12, Z11, Z15; \
+	VUNPCKLPD Z9, Z7, Z29; \
+	VUNPCKHPD Z9, Z7, Z30; \
+	VSHUFF64X2 $0, Y29, Y14, Y6; \
+	VSHUFF64X2 $0, Y30, Y15, Y8; \
+	VADDPD Y6, ya, ya; \
+	VADDPD Y6, yb, yb; \
+	VADDPD Y8, ya, ya; \
+	VADDPD Y8, yb, yb; \
+	VSHUFF64X2 $3, Y29, Y14, Y6; \
+	VSHUFF64X2 $3, Y30, Y15, Y8; \
+	VADDPD Y6, ya, ya; \
+	VADDPD Y6, yb, yb; \
+	VADDPD Y8, ya, ya; \
+	VADDPD Y8, yb, yb; \
+	VEXTRACTF64X4 $1, Z14, Y14; \
+	VEXTRACTF64X4 $1, Z29, Y29; \
+	VEXTRACTF64X4 $1, Z15, Y15; \
+	VEXTRACTF64X4 $1, Z30, Y30; \
+	VSHUFF64X2 $0, Y29, Y14, Y6; \
+	VSHUFF64X2 $0, Y30, Y15, Y8; \
+	VADDPD Y6, ya, ya; \
+	VADDPD Y6, yb, yb; \
+	VADDPD Y8, ya, ya; \
+	VADDPD Y8, yb, yb; \
+	VSHUFF64X2 $3, Y29, Y14, Y6; \
+	VSHUFF64X2 $3, Y30, Y15, Y8; \
+	VADDPD Y6, ya, ya; \
+	VADDPD Y6, yb, yb; \
+	VADDPD Y8, ya, ya; \
+	VADDPD Y8, yb, yb
+
+// STORE3 writes m' (Y7), v' (Y9) and float32(u) (Z11) at R10, R11, R12
+// (before SQ4 squares them in place) and advances the three by 8 float32.
+#define STORE3 \
+	VMOVUPS Y7, (R10); \
+	VMOVUPS Y9, (R11); \
+	VCVTPD2PS Z11, Y13; \
+	VMOVUPS Y13, (R12); \
+	ADDQ $32, R10; \
+	ADDQ $32, R11; \
+	ADDQ $32, R12
+
 // func adamDirAVX512(mode int, gr, m, v, p *float32, n int, k *adamConsts, acc *[6]float64)
 // acc: un, pn, su, sp, sm, sv. mode 0 adds to un, pn; mode 1 also to sm,
 // sv; mode 2 to all six (su, sp take the same terms as un, pn).
@@ -236,14 +285,22 @@ tel8:
 	RET
 
 telseg:
+	// Y0 = (un, pn, sm, sv), Y4 = (su, sp, 0, 0)
+	VMOVUPD 0(BX), X0
+	VINSERTF128 $1, 32(BX), Y0, Y0
+	VMOVUPD 16(BX), X4
+
+telseg8:
 	DIR8
 	SQ4
-	LANES8X2(Z11, Y11, X11, X0, X4)
-	LANES8X2(Z12, Y12, X12, X1, X5)
-	LANES8(Z7, Y7, X7, X2)
-	LANES8(Z9, Y9, X9, X3)
+	TSUM4X2(Y0, Y4)
 	NEXT8
-	JNZ  telseg
+	JNZ  telseg8
+	VMOVUPD X0, 0(BX)
+	VEXTRACTF128 $1, Y0, 32(BX)
+	VMOVUPD X4, 16(BX)
+	VZEROUPPER
+	RET
 
 done:
 	VMOVSD X0, 0(BX)
@@ -337,14 +394,22 @@ tel8:
 	RET
 
 telseg:
+	// Y0 = (un, pn, sm, sv), Y4 = (su, sp, 0, 0)
+	VMOVUPD 0(BX), X0
+	VINSERTF128 $1, 32(BX), Y0, Y0
+	VMOVUPD 16(BX), X4
+
+telseg8:
 	DIR8N(Z25, Z31)
 	SQ4
-	LANES8X2(Z11, Y11, X11, X0, X4)
-	LANES8X2(Z12, Y12, X12, X1, X5)
-	LANES8(Z7, Y7, X7, X2)
-	LANES8(Z9, Y9, X9, X3)
+	TSUM4X2(Y0, Y4)
 	NEXT8
-	JNZ  telseg
+	JNZ  telseg8
+	VMOVUPD X0, 0(BX)
+	VEXTRACTF128 $1, Y0, 32(BX)
+	VMOVUPD X4, 16(BX)
+	VZEROUPPER
+	RET
 
 done:
 	VMOVSD X0, 0(BX)
@@ -490,197 +555,121 @@ sq8:
 	VZEROUPPER
 	RET
 
-// The four-stream kernels of pass 1 (adamDir4AVX512, nadamDir4AVX512):
-// four segments of n elements each (one per chunk of a group of four,
-// see dirGroup in adamw.go) side by side, so that four independent
-// float64 sum chains are in flight instead of one. Each stream's sums are
-// still added in its element order, by the same operations as DIR8/DIR8N,
-// SQ4 and TSUM4, so every sum has the bits of the one-stream kernels.
-//
-// A stream (dirStream in adamw.go) at base register b: g 0, m 8, v 16,
-// θ 24 (pointers, advanced by the shared index AX), wd 32, then its sums
-// un, pn, sm, sv at 40 and su, sp (and two unused lanes) at 72.
 
-// DIR8X is DIR8 for the stream at b, its element AX/4 on (pointers SI,
-// DI, R8, R9 loaded from the stream, wd broadcast into Z21).
-#define DIR8X(b) \
-	MOVQ 0(b), SI; \
-	MOVQ 8(b), DI; \
-	MOVQ 16(b), R8; \
-	MOVQ 24(b), R9; \
-	VBROADCASTSD 32(b), Z21; \
-	VCVTPS2PD (SI)(AX*1), Z6; \
-	VMULPD Z16, Z6, Z6; \
-	VCVTPS2PD (DI)(AX*1), Z7; \
-	VMULPD Z17, Z7, Z7; \
-	VMULPD Z18, Z6, Z8; \
-	VADDPD Z8, Z7, Z7; \
-	VCVTPD2PS Z7, Y7; \
-	VCVTPS2PD (R8)(AX*1), Z9; \
-	VMULPD Z19, Z9, Z9; \
-	VMULPD Z20, Z6, Z10; \
-	VMULPD Z6, Z10, Z10; \
-	VADDPD Z10, Z9, Z9; \
-	VCVTPD2PS Z9, Y9; \
-	VSQRTPS Y9, Y10; \
-	VMULPS Y23, Y10, Y10; \
-	VADDPS Y24, Y10, Y10; \
-	VMULPS Y22, Y7, Y11; \
-	VDIVPS Y10, Y11, Y11; \
-	VCVTPS2PD Y11, Z11; \
-	VCVTPS2PD (R9)(AX*1), Z12; \
-	VMULPD Z21, Z12, Z13; \
-	VADDPD Z13, Z11, Z11
+// The storing kernels of pass 1 (adamDirStoreAVX512, nadamDirStoreAVX512):
+// the sums of adamDirAVX512 (mode 2: telseg; else tel), and m', v' and
+// float32(u) of every element written to out[0], out[1], out[2].
+// func adamDirStoreAVX512(mode int, gr, m, v, p *float32, n int, k *adamConsts, acc *[6]float64, out *[3]*float32)
+TEXT ·adamDirStoreAVX512(SB), NOSPLIT, $0-72
+	MOVQ gr+8(FP), SI
+	MOVQ m+16(FP), DI
+	MOVQ v+24(FP), R8
+	MOVQ p+32(FP), R9
+	MOVQ n+40(FP), CX
+	MOVQ k+48(FP), DX
+	MOVQ acc+56(FP), BX
+	MOVQ out+64(FP), AX
+	MOVQ 0(AX), R10
+	MOVQ 8(AX), R11
+	MOVQ 16(AX), R12
+	LOADK(DX)
+	VMOVUPD 0(BX), X0
+	VINSERTF128 $1, 32(BX), Y0, Y0
+	VMOVUPD 16(BX), X4
+	MOVQ mode+0(FP), AX
+	CMPQ AX, $2
+	JEQ  telseg
 
-// DIR8NX is DIR8N(Z25, Z31) for the stream at b (see DIR8X).
-#define DIR8NX(b) \
-	MOVQ 0(b), SI; \
-	MOVQ 8(b), DI; \
-	MOVQ 16(b), R8; \
-	MOVQ 24(b), R9; \
-	VBROADCASTSD 32(b), Z21; \
-	VCVTPS2PD (SI)(AX*1), Z6; \
-	VMULPD Z16, Z6, Z6; \
-	VCVTPS2PD (DI)(AX*1), Z7; \
-	VMULPD Z17, Z7, Z7; \
-	VMULPD Z18, Z6, Z8; \
-	VADDPD Z8, Z7, Z7; \
-	VCVTPD2PS Z7, Y7; \
-	VCVTPS2PD (R8)(AX*1), Z9; \
-	VMULPD Z19, Z9, Z9; \
-	VMULPD Z20, Z6, Z10; \
-	VMULPD Z6, Z10, Z10; \
-	VADDPD Z10, Z9, Z9; \
-	VCVTPD2PS Z9, Y9; \
-	VSQRTPS Y9, Y10; \
-	VMULPS Y23, Y10, Y10; \
-	VADDPS Y24, Y10, Y10; \
-	VCVTPS2PD Y7, Z11; \
-	VMULPD Z25, Z11, Z11; \
-	VMULPD Z31, Z6, Z13; \
-	VADDPD Z13, Z11, Z11; \
-	VCVTPD2PS Z11, Y11; \
-	VDIVPS Y10, Y11, Y11; \
-	VCVTPS2PD Y11, Z11; \
-	VCVTPS2PD (R9)(AX*1), Z12; \
-	VMULPD Z21, Z12, Z13; \
-	VADDPD Z13, Z11, Z11
+tel:
+	DIR8
+	STORE3
+	SQ4
+	TSUM4
+	NEXT8
+	JNZ  tel
+	JMP  done
 
-// TSUM4X2(ya, yb) is TSUM4 into ya = (un, pn, sm, sv) and, the same
-// terms, into yb = (su, sp, ·, ·): a later segment's own sums beside the
-// chunk's (a chunk's first segment: su, sp equal un, pn).
-#define TSUM4X2(ya, yb) \
-	VUNPCKLPD Z12, Z11, Z14; \
-	VUNPCKHPD Z12, Z11, Z15; \
-	VUNPCKLPD Z9, Z7, Z29; \
-	VUNPCKHPD Z9, Z7, Z30; \
-	VSHUFF64X2 $0, Y29, Y14, Y6; \
-	VSHUFF64X2 $0, Y30, Y15, Y8; \
-	VADDPD Y6, ya, ya; \
-	VADDPD Y6, yb, yb; \
-	VADDPD Y8, ya, ya; \
-	VADDPD Y8, yb, yb; \
-	VSHUFF64X2 $3, Y29, Y14, Y6; \
-	VSHUFF64X2 $3, Y30, Y15, Y8; \
-	VADDPD Y6, ya, ya; \
-	VADDPD Y6, yb, yb; \
-	VADDPD Y8, ya, ya; \
-	VADDPD Y8, yb, yb; \
-	VEXTRACTF64X4 $1, Z14, Y14; \
-	VEXTRACTF64X4 $1, Z29, Y29; \
-	VEXTRACTF64X4 $1, Z15, Y15; \
-	VEXTRACTF64X4 $1, Z30, Y30; \
-	VSHUFF64X2 $0, Y29, Y14, Y6; \
-	VSHUFF64X2 $0, Y30, Y15, Y8; \
-	VADDPD Y6, ya, ya; \
-	VADDPD Y6, yb, yb; \
-	VADDPD Y8, ya, ya; \
-	VADDPD Y8, yb, yb; \
-	VSHUFF64X2 $3, Y29, Y14, Y6; \
-	VSHUFF64X2 $3, Y30, Y15, Y8; \
-	VADDPD Y6, ya, ya; \
-	VADDPD Y6, yb, yb; \
-	VADDPD Y8, ya, ya; \
-	VADDPD Y8, yb, yb
+telseg:
+	DIR8
+	STORE3
+	SQ4
+	TSUM4X2(Y0, Y4)
+	NEXT8
+	JNZ  telseg
 
-// DIR4PRO (with BX = s, CX = n, DX = k) loads the streams' sums (stream i at BX + 104·i: BX, R10, R11,
-// R12) into Y0/Y1, Y2/Y3, Y4/Y5, Y26/Y27 and zeroes the index AX;
-// DIR4EPI stores them back.
-#define DIR4PRO \
-	LEAQ 104(BX), R10; \
-	LEAQ 208(BX), R11; \
-	LEAQ 312(BX), R12; \
-	LOADK(DX); \
-	VMOVUPD 40(BX), Y0; \
-	VMOVUPD 72(BX), Y1; \
-	VMOVUPD 40(R10), Y2; \
-	VMOVUPD 72(R10), Y3; \
-	VMOVUPD 40(R11), Y4; \
-	VMOVUPD 72(R11), Y5; \
-	VMOVUPD 40(R12), Y26; \
-	VMOVUPD 72(R12), Y27; \
-	XORQ AX, AX
-
-#define DIR4EPI \
-	VMOVUPD Y0, 40(BX); \
-	VMOVUPD Y1, 72(BX); \
-	VMOVUPD Y2, 40(R10); \
-	VMOVUPD Y3, 72(R10); \
-	VMOVUPD Y4, 40(R11); \
-	VMOVUPD Y5, 72(R11); \
-	VMOVUPD Y26, 40(R12); \
-	VMOVUPD Y27, 72(R12); \
-	VZEROUPPER; \
+done:
+	VMOVUPD X0, 0(BX)
+	VEXTRACTF128 $1, Y0, 32(BX)
+	VMOVUPD X4, 16(BX)
+	VZEROUPPER
 	RET
 
-// func adamDir4AVX512(s *[4]dirStream, n int, k *adamConsts)
-TEXT ·adamDir4AVX512(SB), NOSPLIT, $0-24
-	MOVQ s+0(FP), BX
-	MOVQ n+8(FP), CX
-	MOVQ k+16(FP), DX
-	DIR4PRO
-
-adam4:
-	DIR8X(BX)
-	SQ4
-	TSUM4X2(Y0, Y1)
-	DIR8X(R10)
-	SQ4
-	TSUM4X2(Y2, Y3)
-	DIR8X(R11)
-	SQ4
-	TSUM4X2(Y4, Y5)
-	DIR8X(R12)
-	SQ4
-	TSUM4X2(Y26, Y27)
-	ADDQ $32, AX
-	SUBQ $8, CX
-	JNZ  adam4
-	DIR4EPI
-
-// func nadamDir4AVX512(s *[4]dirStream, n int, k *adamConsts)
-TEXT ·nadamDir4AVX512(SB), NOSPLIT, $0-24
-	MOVQ s+0(FP), BX
-	MOVQ n+8(FP), CX
-	MOVQ k+16(FP), DX
-	DIR4PRO
+// func nadamDirStoreAVX512(mode int, gr, m, v, p *float32, n int, k *adamConsts, acc *[6]float64, out *[3]*float32)
+TEXT ·nadamDirStoreAVX512(SB), NOSPLIT, $0-72
+	MOVQ gr+8(FP), SI
+	MOVQ m+16(FP), DI
+	MOVQ v+24(FP), R8
+	MOVQ p+32(FP), R9
+	MOVQ n+40(FP), CX
+	MOVQ k+48(FP), DX
+	MOVQ acc+56(FP), BX
+	MOVQ out+64(FP), AX
+	MOVQ 0(AX), R10
+	MOVQ 8(AX), R11
+	MOVQ 16(AX), R12
+	LOADK(DX)
 	VBROADCASTSD 80(DX), Z25
 	VBROADCASTSD 72(DX), Z31
+	VMOVUPD 0(BX), X0
+	VINSERTF128 $1, 32(BX), Y0, Y0
+	VMOVUPD 16(BX), X4
+	MOVQ mode+0(FP), AX
+	CMPQ AX, $2
+	JEQ  telseg
 
-nadam4:
-	DIR8NX(BX)
+tel:
+	DIR8N(Z25, Z31)
+	STORE3
 	SQ4
-	TSUM4X2(Y0, Y1)
-	DIR8NX(R10)
+	TSUM4
+	NEXT8
+	JNZ  tel
+	JMP  done
+
+telseg:
+	DIR8N(Z25, Z31)
+	STORE3
 	SQ4
-	TSUM4X2(Y2, Y3)
-	DIR8NX(R11)
-	SQ4
-	TSUM4X2(Y4, Y5)
-	DIR8NX(R12)
-	SQ4
-	TSUM4X2(Y26, Y27)
-	ADDQ $32, AX
-	SUBQ $8, CX
-	JNZ  nadam4
-	DIR4EPI
+	TSUM4X2(Y0, Y4)
+	NEXT8
+	JNZ  telseg
+
+done:
+	VMOVUPD X0, 0(BX)
+	VEXTRACTF128 $1, Y0, 32(BX)
+	VMOVUPD X4, 16(BX)
+	VZEROUPPER
+	RET
+
+// func thetaAVX512(p, u *float32, n int, step float64)
+// p[i] = float32(float64(p[i]) − step·float64(u[i])) for i < n, n a
+// positive multiple of 8 (thetaGo; pass 2 of the double-buffered step).
+TEXT ·thetaAVX512(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), DI
+	MOVQ u+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSD step+24(FP), Z1
+
+theta:
+	VCVTPS2PD (SI), Z2
+	VMULPD    Z1, Z2, Z2
+	VCVTPS2PD (DI), Z3
+	VSUBPD    Z2, Z3, Z3
+	VCVTPD2PS Z3, Y3
+	VMOVUPS   Y3, (DI)
+	ADDQ      $32, DI
+	ADDQ      $32, SI
+	SUBQ      $8, CX
+	JNZ       theta
+	VZEROUPPER
+	RET

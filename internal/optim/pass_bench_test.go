@@ -48,7 +48,9 @@ func BenchmarkAdamWPasses(b *testing.B) {
 		fn   func()
 	}{
 		{"gradnorm", func() { o.gradNormPass(g) }},
-		{"dir", func() { o.dirPass(p, g, &k, adamDir, 1) }},
+		{"dir", func() { o.dirPass(p, g, &k, adamDir, 1, false) }},
+		{"dir-store", func() { o.dirPass(p, g, &k, adamDir, 1, o.storing(len(p), &k)) }},
+		{"theta", func() { o.commitStore(p, 1e-9) }},
 		{"commit", func() { o.commitPass(p, g, &k, adamCommit, 1) }},
 		{"ema", func() { ema.Update(p) }},
 		{"step", func() {
