@@ -175,8 +175,9 @@ func spanGaps(n int, spans []Span) [][2]int {
 }
 
 // storeMaxParams bounds the double-buffered step (see Step): above it the
-// three scratch buffers (m2, v2, u) are not worth their memory.
-const storeMaxParams = 1 << 24
+// three scratch buffers (m2, v2, u) are not worth their memory (a
+// variable: the tests set it to 0 to run the other path).
+var storeMaxParams = 1 << 24
 
 // storing reports whether this step runs the storing pass 1 and the
 // swapping pass 2, and makes their buffers: AdamW, AdamC and NAdamW (not
