@@ -48,3 +48,45 @@ func BenchmarkPeak(b *testing.B) {
 		})
 	}
 }
+
+// smallLinears are the linear layers of the nanoGPT-sized model
+// (configs/shakespeare-char.toml: d 128, SwiGLU hidden 384, vocab 256) at
+// one micro-batch of 6×64 rows: name, in, out.
+var smallLinears = []struct {
+	name    string
+	in, out int
+}{{"qkv", 128, 384}, {"o", 128, 128}, {"gu", 128, 768}, {"down", 384, 128}, {"lm", 128, 256}}
+
+// BenchmarkSgemmSmall reports GFLOP/s for the products of the small
+// model's linear layers at M = 384 rows: the forward y = x·Wᵀ (NT), the
+// input gradient dx = dy·W (NN), the weight gradient dW += dyᵀ·x (TN) and
+// the backward pair (SgemmPair of the last two), on 1 and 2 threads.
+func BenchmarkSgemmSmall(b *testing.B) {
+	defer SetThreads(Threads())
+	const rows = 384
+	r := rand.New(rand.NewSource(1))
+	for _, l := range smallLinears {
+		x, w, y := randVec(r, rows*l.in), randVec(r, l.out*l.in), randVec(r, rows*l.out)
+		dx, dw := make([]float32, rows*l.in), make([]float32, l.out*l.in)
+		fwd := GemmArgs{TransB: true, M: rows, N: l.out, K: l.in, Alpha: 1, A: x, Lda: l.in, B: w, Ldb: l.in, C: y, Ldc: l.out}
+		dX := GemmArgs{M: rows, N: l.in, K: l.out, Alpha: 1, A: y, Lda: l.out, B: w, Ldb: l.in, C: dx, Ldc: l.in}
+		dW := GemmArgs{TransA: true, M: l.out, N: l.in, K: rows, Alpha: 1, A: y, Lda: l.out, B: x, Ldb: l.in, Beta: 1, C: dw, Ldc: l.in}
+		flops := 2 * float64(rows) * float64(l.in) * float64(l.out)
+		cases := []struct {
+			name  string
+			f     func()
+			flops float64
+		}{{"fwd", fwd.Sgemm, flops}, {"dX", dX.Sgemm, flops}, {"dW", dW.Sgemm, flops}, {"bwd", func() { SgemmPair(dX, dW) }, 2 * flops}}
+		for _, c := range cases {
+			for _, threads := range []int{1, 2} {
+				b.Run(fmt.Sprintf("%s/%s/t%d", l.name, c.name, threads), func(b *testing.B) {
+					SetThreads(threads)
+					for i := 0; i < b.N; i++ {
+						c.f()
+					}
+					b.ReportMetric(c.flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
+}

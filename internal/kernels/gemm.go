@@ -387,6 +387,9 @@ func (g *gemmCtx) runPhases() (threads int) {
 	// n-split when op(A) fits in one mc block and gives fewer row tiles than
 	// threads to share, while op(B) has columns to spare.
 	nsplit := threads > 1 && g.m <= kn.mc && (g.m+kn.mr-1)/kn.mr < 2*threads && g.n >= 2*kn.nr*threads
+	if threads > 1 && g.pb == nil && g.kk <= kn.kc && g.directA() && g.n >= 2*kn.nr*threads && g.m*g.kk <= nsplitMaxA {
+		nsplit = true // one slice, op(A) read in place: see nsplitMaxA
+	}
 	if g.pb != nil {
 		// B packed before the call (SgemmPackedB): share out columns when
 		// op(A), read in place, is small enough to stay in cache, so that
@@ -394,10 +397,7 @@ func (g *gemmCtx) runPhases() (threads int) {
 		nsplit = threads > 1 && g.n >= 2*kn.nr*threads && g.directA() && g.m*min(kn.kc, g.kk) <= packedBNSplitA
 	}
 	if threads > 1 && !nsplit {
-		// About four row blocks per thread, whole tiles, at most mc.
-		c := (g.m + 4*threads - 1) / (4 * threads)
-		c = (c + kn.mr - 1) / kn.mr * kn.mr
-		g.mcChunk = max(kn.mr, min(c, kn.mc))
+		g.mcChunk = rowChunk(g.m, kn.mr, kn.mc, threads)
 	} else {
 		g.mcChunk = kn.mc
 	}
@@ -438,6 +438,51 @@ func (g *gemmCtx) runPhases() (threads int) {
 		}
 	}
 	return threads
+}
+
+// nsplitMaxA is the largest op(A) (m·k floats, 1 MiB) at which a product
+// of one kc slice whose op(A) is read in place (directA) shares out the
+// columns of C instead of its rows, whatever m: each thread then packs the
+// strips of op(B) it multiplies and reads them from its own L1/L2, in one
+// pool job, where the row split packs the panel of op(B) in one job (half
+// of it by the other thread, so read from the other core's cache) and
+// computes in a second. op(A) is read by every chunk, from L2. These are
+// the forward products y = x·Wᵀ of a small model (M = 384 rows, K = 128 or
+// 384). Measured on the 2-core AVX-512 machine (28 Nov 2026, go test
+// -bench 'SgemmSmall/.*/fwd/t2', alternating, a quiet minute of a shared
+// machine): qkv (N 384, K 128) 336–357 against 262–321 GFLOP/s, gate_up
+// (N 768) 320–328 against 294–305, down (N 128, K 384) 316–339 against
+// 282–323. Each tile gets the same micro-kernel call either way, so the
+// result is bit-identical.
+var nsplitMaxA = 1 << 18
+
+// rowChunk is the rows of C per work item when threads share out the row
+// blocks (the m-split): whole mr-row tiles, at most mc rows, in as many
+// chunks as keep the threads' shares of tiles even — the fewest tiles the
+// busiest thread computes, claiming chunks in turn — and among those the
+// count nearest 4·threads (spare chunks let a thread that another process
+// slows down take fewer). Rounding m/(4·threads) up to whole tiles, as
+// before 28 Nov 2026, gave the 28 tiles of m = 384 (mr 14) 7 chunks of 4:
+// 16 tiles on one thread and 12 on the other. Which tiles a chunk holds
+// does not change any element's sum, so the result is the same bit for bit.
+func rowChunk(m, mr, mc, threads int) int {
+	tiles := (m + mr - 1) / mr
+	best, bestSpan, bestDist := 1, 0, 0
+	for t := 1; t <= max(1, mc/mr); t++ {
+		chunks := (tiles + t - 1) / t
+		span := (chunks + threads - 1) / threads * t // tiles on the busiest thread
+		if last := tiles - (chunks-1)*t; chunks%threads == 1 && chunks > 1 {
+			span = max(span-t+last, (chunks-1)/threads*t) // its last chunk is the short one
+		}
+		dist := max(chunks-4*threads, 4*threads-chunks)
+		if t == 1 || span < bestSpan || span == bestSpan && dist < bestDist {
+			best, bestSpan, bestDist = t, span, dist
+		}
+		if chunks == 1 {
+			break
+		}
+	}
+	return best * mr
 }
 
 // allSlicesMaxM and allSlicesMaxB bound the products runAllSlices takes:

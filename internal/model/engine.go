@@ -46,8 +46,6 @@ type Model struct {
 	tRMS  rmsFwdTask
 	tRMSB rmsBwdTask
 	tHNB  headNormBwdTask
-	tRope ropeTask
-	tCopy copyColsTask
 	tSwi  swigluTask
 	tCE   ceTask
 	tVit  residVitTask
@@ -661,7 +659,8 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 		w := &m.p.layers[l]
 		x := a.resid[l]
 		m.tb(OpAttention, l)
-		m.rmsForward(a.ln1[l], a.rstd1[l], x, w.ln1, N, D, eps)
+		// residMid starts as a copy of x (o_proj adds into it), made by the norm's pass
+		m.rmsForwardCopy(a.ln1[l], a.rstd1[l], x, w.ln1, a.residMid[l], N, D, eps)
 		qkv := a.qkv[l]
 		m.tb(OpQKVGemm, l)
 		var raw, qnRstd, knRstd []float32
@@ -679,16 +678,15 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 		if vitals {
 			m.attnVitals(l, B, T)
 		}
-		m.copyRows(a.residMid[l], x, N, D)
 		m.tb(OpOProjGemm, l)
 		m.prec.MatmulForward(a.residMid[l], a.atty[l], w.wo, N, m.attDim, D, true)
 		m.te()
 		m.te() // attention
 		m.tb(OpMLP, l)
-		m.rmsForward(a.ln2[l], a.rstd2[l], a.residMid[l], w.ln2, N, D, eps)
 		out := a.resid[l+1]
+		// out starts as a copy of residMid (the MLP adds into it)
+		m.rmsForwardCopy(a.ln2[l], a.rstd2[l], a.residMid[l], w.ln2, out, N, D, eps)
 		if w.moe != nil {
-			m.copyRows(out, a.residMid[l], N, D)
 			m.moeForward(l, N, a.ln2[l], out, vitals)
 		} else {
 			m.tb(OpGateUpGemm, l)
@@ -696,7 +694,6 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 			m.te()
 			m.tSwi = swigluTask{h: a.h[l], sig: a.sig[l], gu: a.gu[l], F: F}
 			kernels.ParallelForTask(N, 16, &m.tSwi)
-			m.copyRows(out, a.residMid[l], N, D)
 			m.tb(OpDownGemm, l)
 			m.prec.MatmulForward(out, a.h[l], w.down, N, F, D, true)
 			m.te()
@@ -709,7 +706,14 @@ func (m *Model) forwardBody(b *Batch, vitals bool) {
 }
 
 func (m *Model) rmsForward(out, rstd, inp, w []float32, N, C int, eps float32) {
-	m.tRMS = rmsFwdTask{out: out, rstd: rstd, inp: inp, w: w, C: C, eps: eps}
+	m.rmsForwardCopy(out, rstd, inp, w, nil, N, C, eps)
+}
+
+// rmsForwardCopy is rmsForward that also copies inp's rows to cp (nil:
+// none) in the same parallel pass, while they are in cache: the residual
+// stream a GEMM then adds into, without a pass of its own.
+func (m *Model) rmsForwardCopy(out, rstd, inp, w, cp []float32, N, C int, eps float32) {
+	m.tRMS = rmsFwdTask{out: out, rstd: rstd, inp: inp, w: w, cp: cp, C: C, eps: eps}
 	kernels.ParallelForTask(N, 32, &m.tRMS)
 }
 
@@ -863,11 +867,12 @@ func (m *Model) backward(b *Batch) {
 		m.prec.MatmulBackward(a.datty, g.wo, a.dresid, a.atty[l], w.wo, N, m.attDim, D, false)
 		m.te()
 		m.tb(opAttnCoreBwd, l)
-		m.attn.Backward(a.dqkv, a.datty, a.qkv[l], a.att[l], a.datt)
+		// RoPE's backward runs inside, per (b, kv-head) group (ops.Attention.RoPECos)
+		m.attn.RoPECos, m.attn.RoPESin = nil, nil
 		if m.ropeLayer(l) {
-			m.tRope = ropeTask{x: a.dqkv, cos: m.cos, sin: m.sin, T: T, stride: m.qkvDim, nh: H + KV, hd: hd, back: true}
-			kernels.ParallelForTask(N, 16, &m.tRope)
+			m.attn.RoPECos, m.attn.RoPESin = m.cos, m.sin
 		}
+		m.attn.Backward(a.dqkv, a.datty, a.qkv[l], a.att[l], a.datt)
 		m.te()
 		src := a.qkv[l]
 		if c.QKNorm {
@@ -905,12 +910,17 @@ type embedTask struct {
 func (t *embedTask) Run(s, e int) { ops.EmbeddingForward(t.out, t.tokens, t.wte, t.C, s, e) }
 
 type rmsFwdTask struct {
-	out, rstd, inp, w []float32
-	C                 int
-	eps               float32
+	out, rstd, inp, w, cp []float32
+	C                     int
+	eps                   float32
 }
 
-func (t *rmsFwdTask) Run(s, e int) { ops.RMSNormForward(t.out, t.rstd, t.inp, t.w, t.C, t.eps, s, e) }
+func (t *rmsFwdTask) Run(s, e int) {
+	ops.RMSNormForward(t.out, t.rstd, t.inp, t.w, t.C, t.eps, s, e)
+	if t.cp != nil {
+		copy(t.cp[s*t.C:e*t.C], t.inp[s*t.C:e*t.C])
+	}
+}
 
 // chunkRows is the row range of chunk c of normChunks over N rows.
 func chunkRows(c, N int) (int, int) { return c * N / normChunks, (c + 1) * N / normChunks }
@@ -985,39 +995,6 @@ func (t *headNormBwdTask) Run(s, e int) {
 		clear(p)
 		r0, r1 := chunkRows(c, t.N)
 		ops.HeadRMSNormBackward(t.d, t.src, t.rstd, t.w, p, t.stride, t.off, t.nh, t.hd, r0, r1)
-	}
-}
-
-type ropeTask struct {
-	x, cos, sin       []float32
-	T, stride, nh, hd int
-	back              bool
-}
-
-func (t *ropeTask) Run(s, e int) {
-	if t.back {
-		ops.RoPEBackward(t.x, t.cos, t.sin, t.T, t.stride, 0, t.nh, t.hd, s, e)
-	} else {
-		ops.RoPEForward(t.x, t.cos, t.sin, t.T, t.stride, 0, t.nh, t.hd, s, e)
-	}
-}
-
-// copyRows copies the first N rows of D floats from src to dst on the
-// worker pool (the residual stream, copied where a GEMM then adds into it).
-func (m *Model) copyRows(dst, src []float32, N, D int) {
-	m.tCopy = copyColsTask{dst: dst, src: src, stride: D, n: D}
-	kernels.ParallelForTask(N, 64, &m.tCopy)
-}
-
-type copyColsTask struct {
-	dst, src       []float32
-	stride, off, n int
-}
-
-func (t *copyColsTask) Run(s, e int) {
-	for r := s; r < e; r++ {
-		o := r*t.stride + t.off
-		copy(t.dst[o:o+t.n], t.src[o:o+t.n])
 	}
 }
 

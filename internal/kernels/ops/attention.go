@@ -47,6 +47,13 @@ type Attention struct {
 	// (never on the float32 tiles); the softmax and its statistics stay
 	// float32.
 	Prec Precision
+	// RoPECos, RoPESin [T, HD/2], optional: the rotation RoPEForward
+	// applied to the query and key heads before Forward (positions n mod
+	// T). With them, Backward returns the gradient before the rotation:
+	// RoPEBackward on each (b, kv-head) group's dQ and dK rows as its task
+	// ends, while they are in cache (the same bits as a RoPEBackward pass
+	// over dqkv after Backward, without that pass).
+	RoPECos, RoPESin []float32
 
 	sm  softmaxTask
 	smb softmaxBackTask
@@ -93,7 +100,7 @@ func (a *Attention) Forward(out, att, qkv, rowMax, rowEnt []float32) {
 // v heads given dout; datt is scratch of the size of att (left holding dS
 // on and below the diagonal; what it holds above is unspecified). The
 // (b, kv-head) groups run in parallel (their query heads accumulate into
-// one dK, dV).
+// one dK, dV). With RoPECos, dQ and dK are rotated back (see RoPECos).
 func (a *Attention) Backward(dqkv, dout, qkv, att, datt []float32) {
 	a.bwd = attnBwdTask{a: a, dqkv: dqkv, dout: dout, qkv: qkv, att: att, datt: datt}
 	a.smb = softmaxBackTask{datt: datt, att: att, T: a.D.T}
@@ -220,7 +227,21 @@ func (k *attnBwdTask) Run(s, e int) {
 					1, k.dqkv[base+d.VOff+kv*hd:], d.Stride)
 			}
 		}
+		a.ropeBack(k.dqkv, b, kv)
 	}
+}
+
+// ropeBack applies RoPEBackward to the dQ heads of group (b, kv) and its
+// dK head, over sequence b's rows (none without RoPECos).
+func (a *Attention) ropeBack(dqkv []float32, b, kv int) {
+	if a.RoPECos == nil {
+		return
+	}
+	d := a.D
+	group := d.H / d.KVH
+	r0, r1 := b*d.T, (b+1)*d.T
+	RoPEBackward(dqkv, a.RoPECos, a.RoPESin, d.T, d.Stride, d.QOff+kv*group*d.HD, group, d.HD, r0, r1)
+	RoPEBackward(dqkv, a.RoPECos, a.RoPESin, d.T, d.Stride, d.KOff+kv*d.HD, 1, d.HD, r0, r1)
 }
 
 // softmaxTask: masked softmax over attention rows r = (b·H+h)·T+t, in place,
@@ -249,6 +270,7 @@ func (k *softmaxTask) block(S []float32, bh int, docs []int32) {
 	}
 	runs := k.scratch != nil && (seg == nil || docs != nil)
 	lo := 0 // first allowed key of row t when runs
+	var ent entropyRows
 	for r := bh * T; r < (bh+1)*T; r++ {
 		t := r % T
 		row := S[t*T : (t+1)*T]
@@ -269,7 +291,7 @@ func (k *softmaxTask) block(S []float32, bh int, docs []int32) {
 			if k.rowEnt != nil {
 				ps := kernels.Dot(ex, v)
 				k.rowMax[r] = mx
-				k.rowEnt[r] = mx + float32(math.Log(float64(sum))) - ps*inv
+				ent.add(k.rowMax, k.rowEnt, r, sum, ps*inv)
 			}
 			scaleTo(v, ex, inv)
 			clear(row[:lo])
@@ -314,6 +336,43 @@ func (k *softmaxTask) block(S []float32, bh int, docs []int32) {
 			k.rowEnt[r] = lse - ps*inv
 		}
 	}
+	ent.flush(k.rowMax, k.rowEnt)
+}
+
+// entropyRows gathers the entropies of up to 8 softmax rows, rowEnt[r] =
+// rowMax[r] + ln(sum) − Σp·s, to take their logs eight at a time (log8;
+// math.Log one row at a time cost as much as the row's exponentials at
+// T = 64): the same float32 expression, so the same bits.
+type entropyRows struct {
+	n    int
+	rows [8]int
+	sum  [8]float64
+	ps   [8]float32 // Σ p·s (ps·inv, rounded)
+	ln   [8]float64
+}
+
+// add queues row r (its rowMax already written); a full batch is written.
+func (e *entropyRows) add(rowMax, rowEnt []float32, r int, sum, ps float32) {
+	e.rows[e.n], e.sum[e.n], e.ps[e.n] = r, float64(sum), ps
+	e.n++
+	if e.n == 8 {
+		e.flush(rowMax, rowEnt)
+	}
+}
+
+// flush writes the queued rows' entropies.
+func (e *entropyRows) flush(rowMax, rowEnt []float32) {
+	if e.n == 0 {
+		return
+	}
+	for i := e.n; i < 8; i++ {
+		e.sum[i] = 1
+	}
+	log8(&e.sum, &e.ln)
+	for i, r := range e.rows[:e.n] {
+		rowEnt[r] = rowMax[r] + float32(e.ln[i]) - e.ps[i]
+	}
+	e.n = 0
 }
 
 // nonDecreasing reports whether seg[i] ≤ seg[i+1] everywhere.

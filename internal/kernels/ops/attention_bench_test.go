@@ -80,3 +80,8 @@ func BenchmarkAttentionRef7m(b *testing.B) { benchAttention(b, 8, 256, 4, 4, 64)
 // BenchmarkAttention124m is BenchmarkAttentionRef7m on the 124m preset's
 // shapes (4 sequences of 256 tokens, 12 heads of 64).
 func BenchmarkAttention124m(b *testing.B) { benchAttention(b, 4, 256, 12, 12, 64) }
+
+// BenchmarkAttentionShakespeare is BenchmarkAttentionRef7m on the
+// shakespeare-char shapes (6 sequences of 64 tokens, 4 heads of 32): the
+// short-context case, where the work around the products dominates.
+func BenchmarkAttentionShakespeare(b *testing.B) { benchAttention(b, 6, 64, 4, 4, 32) }

@@ -39,6 +39,10 @@ func TestAttentionBitIdentical(t *testing.T) {
 		{2, 9, 2, 2, 32, true, true, 0},
 		{2, 90, 2, 1, 96, true, true, 0},
 		{1, 129, 2, 2, 128, false, true, 0},
+		{6, 64, 4, 4, 32, false, true, 0}, // shakespeare-char as the model runs it
+		{3, 64, 4, 2, 32, true, true, 0},  // short context, grouped-query heads, documents
+		{2, 37, 4, 4, 32, true, true, 0},  // T not a multiple of a tile
+		{2, 64, 2, 2, 64, false, true, 0},
 	}
 	if testing.Short() {
 		cases = cases[:4]
@@ -152,4 +156,41 @@ func sameForwardNoAtt(t *testing.T, x *attnBench, out, rowMax, rowEnt []float32)
 	o = nanVec(len(out))
 	x.a.Forward(o, nil, x.qkv, nil, nil)
 	sameBitsAll(t, "out (att nil, no vitals)", o, out)
+}
+
+// TestAttentionRoPEBackwardFused: Backward with RoPECos set equals
+// Backward followed by a RoPEBackward pass over every query and key head
+// of dqkv (the model's order before the fusion) bit for bit: on the tile
+// path and the Sgemm path (HD 16), grouped-query heads, document masks,
+// T not a multiple of a tile, 1 and 2 threads.
+func TestAttentionRoPEBackwardFused(t *testing.T) {
+	saved := kernels.Threads()
+	t.Cleanup(func() { kernels.SetThreads(saved) })
+	for i, c := range []struct {
+		B, T, H, KVH, HD int
+		seg              bool
+	}{
+		{6, 64, 4, 4, 32, false},
+		{3, 64, 4, 2, 32, true},
+		{2, 37, 4, 1, 32, true},
+		{2, 70, 2, 2, 16, false},
+		{1, 1, 2, 1, 32, false},
+	} {
+		for _, threads := range []int{1, 2} {
+			kernels.SetThreads(threads)
+			name := fmt.Sprintf("B%d_T%d_H%d_KV%d_HD%d_seg%v_threads%d", c.B, c.T, c.H, c.KVH, c.HD, c.seg, threads)
+			x := newAttnBench(c.B, c.T, c.H, c.KVH, c.HD, uint64(40+i), c.seg, true)
+			cos, sin := make([]float32, c.T*c.HD/2), make([]float32, c.T*c.HD/2)
+			RoPETables(cos, sin, c.T, c.HD, 10000)
+			x.a.Forward(x.out, x.att, x.qkv, x.rowMax, x.rowEnt)
+			want := nanVec(len(x.dqkv))
+			x.a.Backward(want, x.dout, x.qkv, x.att, x.datt)
+			RoPEBackward(want, cos, sin, c.T, x.Stride, 0, c.H+c.KVH, c.HD, 0, c.B*c.T)
+			got := nanVec(len(x.dqkv))
+			x.a.RoPECos, x.a.RoPESin = cos, sin
+			x.a.Backward(got, x.dout, x.qkv, x.att, x.datt)
+			x.a.RoPECos, x.a.RoPESin = nil, nil
+			sameBitsAll(t, name+" dqkv", got, want)
+		}
+	}
 }

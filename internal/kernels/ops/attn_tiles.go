@@ -301,6 +301,7 @@ func (k *attnBwdTask) runTiles(s, e int) {
 			causalTransTimes(T, hd, bs, scale, dS, k.qkv[base+d.QOff+h*hd:], d.Stride, dK, d.Stride, first, docs)
 			causalTransTimes(T, hd, bs, 1, P, dO, d.OutStride, dV, d.Stride, first, docs)
 		}
+		a.ropeBack(k.dqkv, b, kv)
 	}
 	putBuf(buf)
 }

@@ -1,5 +1,7 @@
 package ops
 
+import "math"
+
 // The scalar row loops the vector kernels (elem_amd64.s) must match bit for
 // bit; the wrappers maxRow, firstMaxRow, scaleTo, rmsnormScale, dsRow,
 // ropeRow, swigluFwdRow and swigluBackRow pick between them.
@@ -75,5 +77,12 @@ func rmsBackApplyGo(dx, dy, x, w []float32, r, m float32, inPlace bool) {
 		} else {
 			dx[j] += g
 		}
+	}
+}
+
+// log8Go is log8 one math.Log at a time.
+func log8Go(x, out *[8]float64) {
+	for i, v := range x {
+		out[i] = math.Log(v)
 	}
 }

@@ -143,13 +143,15 @@ func TestDSRowVectorMatchesGo(t *testing.T) {
 
 // TestExpShiftSum512MatchesAVX2: the 16-lane exponential-sum gives the
 // 8-lane kernel's terms and sum bit for bit, for lengths with and without
-// a last block of 8 and a Go tail.
+// a last block of 8 and a tail (masked there, Go in the 8-lane path),
+// and for rows shorter than 8 (all tail), as the attention softmax's rows
+// at short context are.
 func TestExpShiftSum512MatchesAVX2(t *testing.T) {
 	if !useExpAVX512 {
 		t.Skip("no AVX-512")
 	}
 	r := rand.New(rand.NewPCG(12, 5))
-	for _, n := range []int{8, 15, 16, 17, 24, 40, 255, 256, 8192, 8199} {
+	for _, n := range []int{1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 23, 24, 31, 33, 40, 63, 64, 255, 256, 8192, 8199} {
 		src := make([]float32, n)
 		for i := range src {
 			src[i] = float32(r.NormFloat64() * 8)
@@ -160,8 +162,17 @@ func TestExpShiftSum512MatchesAVX2(t *testing.T) {
 			old := useExpAVX512
 			useExpAVX512 = wide
 			defer func() { useExpAVX512 = old }()
-			d := make([]float32, n)
-			return d, expShiftSum(d, src, mx)
+			d := make([]float32, n+16)
+			for i := n; i < len(d); i++ {
+				d[i] = 7 // past the row: never written (the masked tail)
+			}
+			s := expShiftSum(d[:n], src, mx)
+			for i := n; i < len(d); i++ {
+				if d[i] != 7 {
+					t.Fatalf("n=%d wide=%v: dst[%d] = %v written past the row", n, wide, i, d[i])
+				}
+			}
+			return d[:n], s
 		}
 		d16, s16 := run(true)
 		d8, s8 := run(false)
@@ -198,4 +209,33 @@ func TestRMSNormBackwardGoMatchesRowByRow(t *testing.T) {
 	useElemAVX2 = false
 	defer func() { useElemAVX2 = old }()
 	checkRMSBackwardMatchesRef(t)
+}
+
+// TestExpShiftSumShortRowsMatchGo: rows of 1–7 terms, which expShiftSum
+// ran in Go before the masked AVX-512 tail, give expShiftSumGo's terms
+// and sum bit for bit over many random rows (shifts down to the clamp,
+// a NaN and infinities among the inputs): the tail's unfused arithmetic
+// is the Go loop's, not the FMA blocks'.
+func TestExpShiftSumShortRowsMatchGo(t *testing.T) {
+	if !useExpAVX512 {
+		t.Skip("no AVX-512")
+	}
+	r := rand.New(rand.NewPCG(21, 3))
+	special := []float32{-500, float32(math.Inf(-1)), float32(math.NaN()), 0, float32(math.Copysign(0, -1)), 1e-40}
+	for trial := 0; trial < 4000; trial++ {
+		n := 1 + trial%7
+		src := make([]float32, n)
+		for i := range src {
+			src[i] = float32(r.NormFloat64() * math.Exp(r.NormFloat64()*2))
+			if r.IntN(12) == 0 {
+				src[i] = special[r.IntN(len(special))]
+			}
+		}
+		mx := firstMaxRowGo(src)
+		got, want := make([]float32, n), make([]float32, n)
+		gs := expShiftSumAVX512All(got, src, mx)
+		ws := expShiftSumGo(want, src, mx)
+		sameBits(t, "short-row exp terms", n, got, want)
+		sameBits(t, "short-row exp sum", n, []float32{gs}, []float32{ws})
+	}
 }

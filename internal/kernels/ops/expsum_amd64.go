@@ -16,6 +16,16 @@ var useExpAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 //go:noescape
 func expShiftSumAVX512(dst, src []float32, mx float32) float32
 
+// expShiftSumAVX512All is expShiftSum over the whole of src on AVX-512
+// (expsum_amd64.s): expShiftSumAVX512's blocks, then the last len(src)
+// mod 8 terms in one masked block with expShiftSumGo's unfused
+// arithmetic, summed in order and added last as
+// expShiftSumGo's sum of them is: bit-identical to expShiftSum's AVX2 +
+// Go tail, without a scalar exponential.
+//
+//go:noescape
+func expShiftSumAVX512All(dst, src []float32, mx float32) float32
+
 // useExpAVX512 selects the 16-lane kernels (tests switch it off to compare).
 var useExpAVX512 = useExpAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL
 
@@ -24,6 +34,9 @@ var useExpAVX512 = useExpAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cp
 // when the CPU has one (the same bits; the tail and other CPUs use
 // expShiftSumGo).
 func expShiftSum(dst, src []float32, mx float32) float32 {
+	if useExpAVX512 && len(src) > 0 {
+		return expShiftSumAVX512All(dst[:len(src)], src, mx)
+	}
 	if !useExpAVX2 || len(src) < 8 {
 		return expShiftSumGo(dst, src, mx)
 	}

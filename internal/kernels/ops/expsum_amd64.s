@@ -342,6 +342,113 @@ done16:
 	MOVSS X13, ret+56(FP)
 	RET
 
+// EXP16GO is EXP16 as expShiftSumGo computes it: every product and sum
+// rounded on its own (no fused multiply-add; the Go compiler fuses none
+// for GOAMD64=v1), in the Go expression's order (clobbers Z1–Z3, Z5).
+// Its clamp before it takes max(d, expMin) with a NaN d kept, as Go's max.
+#define EXP16GO \
+	VMULPS Z17, Z1, Z2; \
+	VADDPS Z18, Z2, Z2; \
+	VSUBPS Z18, Z2, Z3; \
+	VMULPS Z19, Z3, Z5; \
+	VSUBPS Z5, Z1, Z1; \
+	VMULPS Z20, Z3, Z5; \
+	VSUBPS Z5, Z1, Z1; \
+	VMULPS Z21, Z1, Z4; \
+	VADDPS Z22, Z4, Z4; \
+	VMULPS Z1, Z4, Z4; \
+	VADDPS Z23, Z4, Z4; \
+	VMULPS Z1, Z4, Z4; \
+	VADDPS Z24, Z4, Z4; \
+	VMULPS Z1, Z4, Z4; \
+	VADDPS Z25, Z4, Z4; \
+	VMULPS Z1, Z4, Z4; \
+	VADDPS Z26, Z4, Z4; \
+	VMULPS Z1, Z4, Z4; \
+	VADDPS Z27, Z4, Z4; \
+	VMULPS Z1, Z4, Z4; \
+	VADDPS Z27, Z4, Z4; \
+	VPSLLD $23, Z2, Z2; \
+	VPADDD Z27, Z2, Z2; \
+	VMULPS Z2, Z4, Z4
+
+// func expShiftSumAVX512All(dst, src []float32, mx float32) float32
+// expShiftSumAVX512 over the whole of src: its blocks of 16 and 8, then
+// the last len(src) mod 8 terms in one masked block (EXP16GO: the terms
+// of expShiftSumGo, which are not always the FMA blocks') summed one after another
+// from +0 and added to the blocks' sum last, as expShiftSum adds the Go
+// tail's sum: bit-identical to it. The tail's loads and stores are masked
+// (its lines were just read or written: the slow masked store of a line
+// not in cache does not arise here). Short rows (the attention softmax at
+// short context) then make no scalar exponential at all.
+TEXT ·expShiftSumAVX512All(SB), NOSPLIT, $0-60
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ src_len+32(FP), DX
+	MOVQ DX, R8
+	SHRQ $3, DX
+	MOVQ DX, CX
+	SHRQ $1, CX
+	VBROADCASTSS mx+48(FP), Z0
+	EXP16CONSTS
+	VXORPS Y13, Y13, Y13
+	TESTQ CX, CX
+	JZ all8
+
+all16:
+	VMOVUPS (SI), Z1
+	EXPSHIFT16
+	VMOVUPS Z4, (DI)
+	VADDPS Y4, Y13, Y13
+	VEXTRACTF32X8 $1, Z4, Y5
+	VADDPS Y5, Y13, Y13
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ all16
+
+all8:
+	TESTQ $1, DX
+	JZ allred
+	VMOVUPS (SI), Y1
+	EXPSHIFT16
+	VMOVUPS Y4, (DI)
+	VADDPS Y4, Y13, Y13
+	ADDQ $32, SI
+	ADDQ $32, DI
+
+allred:
+	VEXTRACTF128 $1, Y13, X1
+	VADDPS X1, X13, X13
+	VHADDPS X13, X13, X13
+	VHADDPS X13, X13, X13
+	ANDQ $7, R8
+	JZ alldone
+	MOVQ R8, CX
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K1
+	VMOVUPS.Z (SI), K1, Z1
+	VSUBPS Z0, Z1, Z1
+	VMAXPS Z1, Z16, Z1
+	EXP16GO
+	VMOVUPS Z4, K1, (DI)
+	VXORPS X6, X6, X6
+
+alltail:
+	// the terms from the register (a load would wait on the masked store)
+	VADDSS X4, X6, X6
+	VALIGND $1, Z4, Z4, Z4
+	DECQ R8
+	JNZ alltail
+	VADDSS X6, X13, X13
+
+alldone:
+	VZEROUPPER
+	MOVSS X13, ret+56(FP)
+	RET
+
 // func sigmoidAVX512(dst, src []float32)
 // sigmoidAVX2 over len(src) rounded down to a multiple of 8, 16 lanes at
 // a time (a last block of 8 in the low half): the same instructions per
