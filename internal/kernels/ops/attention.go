@@ -269,6 +269,10 @@ func (k *softmaxTask) block(S []float32, bh int, docs []int32) {
 		seg = k.seg[b*T : (b+1)*T]
 	}
 	runs := k.scratch != nil && (seg == nil || docs != nil)
+	if runs && useSoftmax512 && T <= 64 {
+		k.blockFused(S, bh, seg)
+		return
+	}
 	lo := 0 // first allowed key of row t when runs
 	var ent entropyRows
 	for r := bh * T; r < (bh+1)*T; r++ {
@@ -282,20 +286,11 @@ func (k *softmaxTask) block(S []float32, bh int, docs []int32) {
 			}
 		}
 		if runs {
-			// e^(s−max) into scratch, entropy from Σ e·s, then normalise
-			v := row[lo : t+1]
-			mx := maxRow(v)
-			ex := k.scratch[bh*T+lo : bh*T+t+1]
-			sum := expShiftSum(ex, v, mx)
-			inv := 1 / sum
+			mx, sum, ps := k.runRow(row, lo, t, bh)
 			if k.rowEnt != nil {
-				ps := kernels.Dot(ex, v)
 				k.rowMax[r] = mx
-				ent.add(k.rowMax, k.rowEnt, r, sum, ps*inv)
+				ent.add(k.rowMax, k.rowEnt, r, sum, ps)
 			}
-			scaleTo(v, ex, inv)
-			clear(row[:lo])
-			clear(row[t+1:])
 			continue
 		}
 		mx := row[t]
@@ -337,6 +332,67 @@ func (k *softmaxTask) block(S []float32, bh int, docs []int32) {
 		}
 	}
 	ent.flush(k.rowMax, k.rowEnt)
+}
+
+// runRow is the softmax of row t (its T scores) over its keys j ∈ [lo, t]
+// with the vectorised exponential: e^(s−max) into scratch, the entropy's
+// Σ e·s (only with rowEnt), then the row normalised and 0 outside [lo, t].
+// It returns the maximum, Σ e and Σ e·s / Σ e.
+func (k *softmaxTask) runRow(row []float32, lo, t, bh int) (mx, sum, ps float32) {
+	T := k.T
+	v := row[lo : t+1]
+	mx = maxRow(v)
+	ex := k.scratch[bh*T+lo : bh*T+t+1]
+	sum = expShiftSum(ex, v, mx)
+	inv := 1 / sum
+	if k.rowEnt != nil {
+		ps = kernels.Dot(ex, v) * inv
+	}
+	scaleTo(v, ex, inv)
+	clear(row[:lo])
+	clear(row[t+1:])
+	return mx, sum, ps
+}
+
+// softmaxRowStats holds what softmaxRows512 returns per row of a block.
+type softmaxRowStats struct {
+	mx, sum, ps [64]float32
+}
+
+// blockFused is block's runs path for T ≤ 64 on softmaxRows512: the rows
+// in one routine, a row it leaves (a NaN, or a maximum of ±0 or ±Inf)
+// through runRow, then the entropies eight rows at a time.
+func (k *softmaxTask) blockFused(S []float32, bh int, seg []int32) {
+	T := k.T
+	var los [64]int32
+	if seg != nil {
+		lo := 0
+		for t := 1; t < T; t++ {
+			if seg[t] != seg[t-1] {
+				lo = t
+			}
+			los[t] = int32(lo)
+		}
+	}
+	var st softmaxRowStats
+	ent := k.rowEnt != nil
+	for t := 0; t < T; {
+		t = softmaxRowsFused(S, T, t, &los, &st, ent)
+		if t < T {
+			st.mx[t], st.sum[t], st.ps[t] = k.runRow(S[t*T:(t+1)*T], int(los[t]), t, bh)
+			t++
+		}
+	}
+	if !ent {
+		return
+	}
+	var e entropyRows
+	for t := 0; t < T; t++ {
+		r := bh*T + t
+		k.rowMax[r] = st.mx[t]
+		e.add(k.rowMax, k.rowEnt, r, st.sum[t], st.ps[t])
+	}
+	e.flush(k.rowMax, k.rowEnt)
 }
 
 // entropyRows gathers the entropies of up to 8 softmax rows, rowEnt[r] =
