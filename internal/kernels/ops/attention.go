@@ -453,6 +453,10 @@ type softmaxBackTask struct {
 
 func (k *softmaxBackTask) Run(s, e int) {
 	T := k.T
+	if useSoftmax512 && T <= 64 && s%T == 0 && e-s == T {
+		k.blockFused(s)
+		return
+	}
 	var sums [8]float32
 	r := s
 	for r < e {
@@ -479,6 +483,37 @@ func (k *softmaxBackTask) Run(s, e int) {
 		}
 		r += 8
 	}
+}
+
+// blockFused is Run over the T ≤ 64 rows of one (b, h) pair from row s:
+// the rows' Σ P⊙dP as Run sums them (dotRows8 side by side, dot1), then
+// dS and the zeros of every row in one AVX-512 routine (dsRows512: the
+// same subtraction and product per element as dsRow).
+func (k *softmaxBackTask) blockFused(s int) {
+	T := k.T
+	var dots [64]float32
+	var sums [8]float32
+	for t := 0; t < T; {
+		r := s + t
+		if t+8 > T {
+			dots[t] = k.dot1(r, t)
+			t++
+			continue
+		}
+		n := t + 1
+		dotRows8(k.att[r*T:], k.datt[r*T:], T, n, &sums)
+		for i := 1; i < 8; i++ {
+			o := (r+i)*T + n
+			dot := sums[i]
+			for j := 0; j < i; j++ {
+				dot += k.att[o+j] * k.datt[o+j]
+			}
+			sums[i] = dot
+		}
+		copy(dots[t:t+8], sums[:])
+		t += 8
+	}
+	dsRowsFused(k.datt[s*T:s*T+T*T], k.att[s*T:s*T+T*T], T, &dots, k.zeros)
 }
 
 // dot1 is Σ_j≤t P⊙dP of row r.

@@ -50,3 +50,19 @@ func softmaxRowsFused(S []float32, T, t0 int, los *[64]int32, st *softmaxRowStat
 	_ = S[T*T-1]
 	return softmaxRows512(&S[0], T, t0, T, &los[0], &st.mx[0], &st.sum[0], &st.ps[0], e)
 }
+
+// dsRows512 writes, for the rows t < rows of the T×T blocks datt and att
+// (T ≤ 64), datt[t][j] = att[t][j]·(datt[t][j] − dots[t]) for j ≤ t (a
+// rounded subtraction, then a rounded product: dsRow's arithmetic) and
+// +0 for t < j < min(T, t+1+zeros) (zeros = 0: to T), one routine for
+// all the rows (softmax_amd64.s).
+//
+//go:noescape
+func dsRows512(datt, att *float32, T, rows int, dots *float32, zeros int)
+
+// dsRowsFused runs dsRows512 over the T rows of datt and att (T×T each).
+func dsRowsFused(datt, att []float32, T int, dots *[64]float32, zeros int) {
+	_ = datt[T*T-1]
+	_ = att[T*T-1]
+	dsRows512(&datt[0], &att[0], T, T, &dots[0], zeros)
+}

@@ -91,3 +91,42 @@ func TestSoftmaxRowsFusedMatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftmaxBackFusedMatchesGo runs softmaxBackTask.Run over whole
+// (b, h) blocks with the fused rows (blockFused: dsRows512) and without
+// (row by row: dotRows8, dot1, dsRow, clear) and requires dS equal bit
+// for bit, past the diagonal included: every T from 1 to 65, both zero
+// widths (all of a row past its diagonal, and the tiles' maxTileRows), a
+// block that starts at a row other than 0.
+func TestSoftmaxBackFusedMatchesGo(t *testing.T) {
+	if !useSoftmax512 {
+		t.Skip("no AVX-512")
+	}
+	r := rand.New(rand.NewPCG(5, 11))
+	for T := 1; T <= 65; T++ {
+		for _, zeros := range []int{0, maxTileRows} {
+			const H = 2
+			att := make([]float32, H*T*T)
+			dp := make([]float32, H*T*T)
+			for i := range att {
+				att[i] = float32(r.Float64())
+				dp[i] = float32(r.NormFloat64())
+				if r.IntN(13) == 0 {
+					dp[i] = float32(math.NaN())
+				}
+			}
+			run := func(fused bool) []float32 {
+				saved := useSoftmax512
+				useSoftmax512 = fused
+				defer func() { useSoftmax512 = saved }()
+				d := append([]float32(nil), dp...)
+				k := softmaxBackTask{datt: d, att: att, T: T, zeros: zeros}
+				k.Run(T, 2*T) // the second pair's block
+				return d
+			}
+			t.Run(fmt.Sprintf("T%d_zeros%d", T, zeros), func(t *testing.T) {
+				sameBitsAll(t, "dS", run(true), run(false))
+			})
+		}
+	}
+}
