@@ -386,13 +386,23 @@ func (k *softmaxTask) blockFused(S []float32, bh int, seg []int32) {
 	if !ent {
 		return
 	}
-	var e entropyRows
-	for t := 0; t < T; t++ {
-		r := bh*T + t
-		k.rowMax[r] = st.mx[t]
-		e.add(k.rowMax, k.rowEnt, r, st.sum[t], st.ps[t])
+	// entropyRows' expression, eight rows a log8
+	mx, en := k.rowMax[bh*T:(bh+1)*T], k.rowEnt[bh*T:(bh+1)*T]
+	copy(mx, st.mx[:T])
+	var sum, ln [8]float64
+	for t0 := 0; t0 < T; t0 += 8 {
+		n := min(8, T-t0)
+		for i := range 8 {
+			sum[i] = 1
+			if i < n {
+				sum[i] = float64(st.sum[t0+i])
+			}
+		}
+		log8(&sum, &ln)
+		for i := range n {
+			en[t0+i] = mx[t0+i] + float32(ln[i]) - st.ps[t0+i]
+		}
 	}
-	e.flush(k.rowMax, k.rowEnt)
 }
 
 // entropyRows gathers the entropies of up to 8 softmax rows, rowEnt[r] =
