@@ -51,58 +51,69 @@ func Overlap(got, want []int32) (exact bool, frac float64) {
 
 // Greedy decodes n tokens after each prefix, always taking the most likely
 // token (ids below the codec's vocabulary when it names one; ties to the
-// lowest id), with the model's KV-cache decoder: the prefix is read once,
-// then one token per step. A context longer than seq_len keeps its last
-// seq_len tokens (the cache is refilled with them).
+// lowest id). All prefixes decode in lockstep through one batched KV-cache
+// decoder (model.BatchDecoder), each as if alone: its prefix is read once,
+// then one token per step; a context longer than seq_len keeps its last
+// seq_len tokens (that sequence's cache is refilled with them).
 func (s *Scorer) Greedy(prefixes [][]int32, n int) ([][]int32, error) {
 	out := make([][]int32, len(prefixes))
+	if len(prefixes) == 0 {
+		return out, nil
+	}
 	V, SL := s.Model.Cfg.Vocab, s.Model.Cfg.SeqLen
 	limit := V
 	if s.Codec.Vocab > 0 {
 		limit = min(V, s.Codec.Vocab)
 	}
-	d, err := s.Model.NewDecoder(SL)
-	if err != nil {
-		return nil, err
-	}
-	logits := make([]float32, V)
+	ctx := make([][]int32, len(prefixes))  // each prefix and its continuation
+	feed := make([][]int32, len(prefixes)) // the tokens of the next Append
 	for i, p := range prefixes {
 		if len(p) == 0 {
 			return nil, fmt.Errorf("prefix %d is empty", i)
 		}
+		ctx[i] = append(make([]int32, 0, len(p)+n), p...)
+		feed[i] = ctx[i][max(0, len(p)-SL):]
+	}
+	d, err := s.Model.NewBatchDecoder(len(prefixes), SL)
+	if err != nil {
+		return nil, err
+	}
+	logits := make([]float32, len(prefixes)*V)
+	for k := range n {
 		if s.Ctx != nil && s.Ctx.Err() != nil {
 			return nil, s.Ctx.Err()
 		}
-		ctx := append([]int32(nil), p...)
-		d.Reset()
-		if err := d.Append(ctx[max(0, len(ctx)-SL):], logits); err != nil {
-			return nil, fmt.Errorf("greedy: prefix %d: %w", i, err)
+		if err := d.Append(feed, logits); err != nil {
+			return nil, fmt.Errorf("greedy: token %d: %w", k, err)
 		}
-		for k := range n {
-			best, arg := float32(math.Inf(-1)), 0
-			for v := range limit {
-				if logits[v] > best {
-					best, arg = logits[v], v
-				}
-			}
-			ctx = append(ctx, int32(arg))
-			if k == n-1 {
-				break
-			}
-			var err error
-			if d.Len() < d.Cap() {
-				err = d.Append(ctx[len(ctx)-1:], logits)
+		for i := range ctx {
+			ctx[i] = append(ctx[i], argmax(logits[i*V:i*V+limit]))
+		}
+		for i, c := range ctx {
+			if d.Len(i) < d.Cap() {
+				feed[i] = c[len(c)-1:]
 			} else { // full: the last seq_len tokens
-				d.Reset()
-				err = d.Append(ctx[len(ctx)-SL:], logits)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("greedy: prefix %d: %w", i, err)
+				d.Reset(i)
+				feed[i] = c[len(c)-SL:]
 			}
 		}
-		out[i] = ctx[len(p):]
+	}
+	for i, p := range prefixes {
+		out[i] = ctx[i][len(p):]
 	}
 	return out, nil
+}
+
+// argmax is the index of the largest value (the first of equal ones; 0
+// when none is above −Inf).
+func argmax(v []float32) int32 {
+	best, arg := float32(math.Inf(-1)), 0
+	for i, x := range v {
+		if x > best {
+			best, arg = x, i
+		}
+	}
+	return int32(arg)
 }
 
 // Memorize greedy-decodes len(doc) − prefix tokens after the first prefix

@@ -101,12 +101,16 @@ func sameResult(a, b Result) bool {
 // TestAdamWAssemblyBitIdentical runs the same steps through the AVX-512
 // kernels and through the Go loops and requires every output bit to
 // agree: params, M, V, each Result field and the span squares, step after
-// step, with telemetry on and off, at 1 and 3 threads.
+// step, with telemetry on and off, at 1, 2 and 3 threads, through the
+// double-buffered step (pass 1 stores m', v', u; pass 2 swaps) and the
+// other one (pass 2 computes them again). The Go loops are the step as it
+// was before either: one chunk at a time, sums in element order.
 func TestAdamWAssemblyBitIdentical(t *testing.T) {
 	if !useAVX512 {
 		t.Skip("no AVX-512 on this CPU: only the Go loops run")
 	}
 	defer func(v bool) { useAVX512 = v }(useAVX512)
+	defer func(v int) { storeMaxParams = v }(storeMaxParams)
 	defer kernels.SetThreads(kernels.Threads())
 
 	tiny, nTiny := asmLayout(0, 1, 3, 7, 0, 8, 9, 15, 17, 0, 31, 100, 257, 2)
@@ -158,8 +162,12 @@ func TestAdamWAssemblyBitIdentical(t *testing.T) {
 		for _, k := range tc.knobs {
 			k(&cfg)
 		}
-		run := func(asm, tel bool, threads int) stepTrace {
+		run := func(asm, tel, store bool, threads int) stepTrace {
 			useAVX512 = asm
+			storeMaxParams = 0
+			if store {
+				storeMaxParams = 1 << 24
+			}
 			kernels.SetThreads(threads)
 			o, err := NewAdamW(cfg, tc.n, tc.spans)
 			if err != nil {
@@ -196,7 +204,7 @@ func TestAdamWAssemblyBitIdentical(t *testing.T) {
 			return tr
 		}
 		for _, tel := range []bool{true, false} {
-			want := run(false, tel, 1)
+			want := run(false, tel, false, 1)
 			var clipped, updClipped, skipped bool
 			for _, r := range want.rs {
 				clipped, updClipped, skipped = clipped || r.GradClipped, updClipped || r.UpdateClipped, skipped || r.Skipped
@@ -208,9 +216,12 @@ func TestAdamWAssemblyBitIdentical(t *testing.T) {
 			if tc.nanParam != (want.errs[0] != "<nil>") {
 				t.Errorf("%s: first step's error %s", tc.name, want.errs[0])
 			}
-			for _, threads := range []int{1, 3} {
-				got := run(true, tel, threads)
-				where := fmt.Sprintf("%s (telemetry %v, %d threads)", tc.name, tel, threads)
+			for _, at := range []struct {
+				threads int
+				store   bool
+			}{{1, true}, {2, true}, {3, false}} {
+				got := run(true, tel, at.store, at.threads)
+				where := fmt.Sprintf("%s (telemetry %v, %d threads, storing %v)", tc.name, tel, at.threads, at.store)
 				for s := range want.rs {
 					if !sameResult(got.rs[s], want.rs[s]) || got.errs[s] != want.errs[s] {
 						t.Errorf("%s step %d: assembly %+v (%s), Go %+v (%s)", where, s, got.rs[s], got.errs[s], want.rs[s], want.errs[s])
