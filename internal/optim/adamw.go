@@ -178,6 +178,17 @@ func spanGaps(n int, spans []Span) [][2]int {
 // variable: the tests set it to 0 to run the other path).
 var storeMaxParams = 1 << 24
 
+// StateBuffers is how many float32 buffers of the parameters' size an
+// optimizer for n parameters holds at most: M and V and the update
+// scratch (3), and up to storeMaxParams the second M and V of the
+// double-buffered step (5).
+func StateBuffers(n int) int {
+	if n <= storeMaxParams {
+		return 5
+	}
+	return 3
+}
+
 // storing reports whether this step runs the storing pass 1 and the
 // swapping pass 2, and makes their buffers: AdamW, AdamC and NAdamW (not
 // Muon), at most storeMaxParams parameters, the four-stream kernels there.
