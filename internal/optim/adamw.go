@@ -35,10 +35,9 @@ type AdamW struct {
 	chunks [][]seg   // the spans cut into fixed chunks for parallel passes
 	part   []float64 // per-chunk partial sums (3 per chunk)
 	full   []bool    // per chunk: its segments cover it whole, in order
-	// u is the scratch of Muon's update directions (not state), laid out
-	// like the params; nil without Muon: an AdamW direction is computed
-	// in pass 1 for the norms and again in pass 2 to apply it, which costs
-	// less than writing and reading it back (see Step).
+	// u is the scratch of the update directions (not state), laid out like
+	// the params: Muon's, and float32(u) of the storing pass 1 (see Step);
+	// nil until either runs.
 	u []float32
 
 	// m2 and v2 are the other half of the double-buffered moments of the
@@ -178,6 +177,17 @@ func spanGaps(n int, spans []Span) [][2]int {
 // three scratch buffers (m2, v2, u) are not worth their memory (a
 // variable: the tests set it to 0 to run the other path).
 var storeMaxParams = 1 << 24
+
+// StateBuffers is how many float32 buffers of the parameters' size an
+// optimizer for n parameters holds at most: M and V and the update
+// scratch (3), and up to storeMaxParams the second M and V of the
+// double-buffered step (5).
+func StateBuffers(n int) int {
+	if n <= storeMaxParams {
+		return 5
+	}
+	return 3
+}
 
 // storing reports whether this step runs the storing pass 1 and the
 // swapping pass 2, and makes their buffers: AdamW, AdamC and NAdamW (not
@@ -363,13 +373,17 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	case "adamc":
 		wdScale = lr / c.LR
 	}
-	// Pass 1: the norms of the update direction u and of θ. Nothing is
-	// written: a non-finite update norm must leave M, V and θ untouched,
-	// and the update-norm clipping needs the norm before any θ moves. Pass
-	// 2 computes each AdamW u again, by the same operations (so to the same
-	// bits), instead of reading it back from a scratch buffer: the step is
-	// bound by memory, and the buffer's write and read were a fifth of its
-	// traffic.
+	// Pass 1: the norms of the update direction u and of θ. M, V and θ
+	// are not written: a non-finite update norm must leave them untouched,
+	// and the update-norm clipping needs the norm before any θ moves. Up to
+	// storeMaxParams parameters (AdamW, AdamC, NAdamW on AVX-512), pass 1
+	// stores m', v' and float32(u) into m2, v2 and u, and pass 2 swaps M, V
+	// with m2, v2 and moves θ by lr·u (commitStore): the step is bound by
+	// the vector ports there, and pass 2's second computation of u (a
+	// division and a square root per parameter) cost more than the three
+	// buffers' traffic. Above it, and with Muon, pass 2 computes each AdamW
+	// u again by the same operations (so to the same bits): there the step
+	// is bound by memory.
 	tel := !o.noTelemetry
 	if o.muon != nil {
 		if len(o.u) != len(params) {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
@@ -138,6 +139,7 @@ func TestAdamWAssemblyBitIdentical(t *testing.T) {
 		lo, hi     float64 // gradient magnitudes 10^lo … 10^hi
 		zero       []int   // spans with zero gradients on even steps
 		nanParam   bool    // a NaN parameter: every step refused
+		refuseAt   int     // step refusing on an Inf gradient, the next on an Inf θ (then restored); 0: none
 		lossSpike  int     // the step (0-based) whose loss is 100, else 2
 		wantClip   bool    // the gradient is clipped at some step
 		wantUpdate bool    // the update is clipped at some step
@@ -156,6 +158,7 @@ func TestAdamWAssemblyBitIdentical(t *testing.T) {
 		{name: "nadamw, shifted chunks, skipped step", spans: shifted, n: nShifted, knobs: []knob{nadamOn, skip}, lo: -3, hi: -2, lossSpike: 5, wantSkip: true},
 		{name: "muon mixed in", spans: muon, n: nMuon, knobs: []knob{muonOn, gradClip, updClip}, lo: -3, hi: -1, zero: []int{0}, wantClip: true},
 		{name: "NaN parameter", spans: tiny, n: nTiny, lo: -3, hi: -1, nanParam: true},
+		{name: "refused steps mid-run, shifted chunks", spans: shifted, n: nShifted, knobs: []knob{gradClip}, lo: -3, hi: -1, refuseAt: 2, wantClip: true},
 	}
 	for _, tc := range cases {
 		cfg := base
@@ -194,7 +197,17 @@ func TestAdamWAssemblyBitIdentical(t *testing.T) {
 				if tc.lossSpike > 0 && step == tc.lossSpike {
 					loss = 100
 				}
+				at, keep := tc.spans[0].Offset+8*chunkSize/3, float32(0) // inside an assembly block
+				switch {
+				case tc.refuseAt > 0 && step == tc.refuseAt:
+					g[at] = float32(math.Inf(1))
+				case tc.refuseAt > 0 && step == tc.refuseAt+1:
+					keep, p[at] = p[at], float32(math.Inf(-1))
+				}
 				r, err := o.Step(p, g, loss, 1e-2)
+				if tc.refuseAt > 0 && step == tc.refuseAt+1 {
+					p[at] = keep
+				}
 				tr.rs = append(tr.rs, r)
 				tr.errs = append(tr.errs, fmt.Sprint(err))
 				tr.sq = append(tr.sq, append([]SpanSquares(nil), o.SpanSquares()...))
@@ -215,6 +228,9 @@ func TestAdamWAssemblyBitIdentical(t *testing.T) {
 			}
 			if tc.nanParam != (want.errs[0] != "<nil>") {
 				t.Errorf("%s: first step's error %s", tc.name, want.errs[0])
+			}
+			if k := tc.refuseAt; k > 0 && (!strings.Contains(want.errs[k], "gradient norm") || !strings.Contains(want.errs[k+1], "update norm") || want.errs[k+2] != "<nil>") {
+				t.Errorf("%s: steps %d…%d: errors %q, want a gradient-norm and an update-norm refusal, then a step", tc.name, k, k+2, want.errs[k:k+3])
 			}
 			for _, at := range []struct {
 				threads int
