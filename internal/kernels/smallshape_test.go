@@ -172,3 +172,41 @@ func TestSgemmConcurrentSmallProducts(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSmallForwardOnePoolJob: on two threads each forward product of the
+// small model (y = x·Wᵀ, x read in place, one kc slice) runs as one pool
+// job — the column split, each thread packing its own strips of Wᵀ — where
+// the row split ran two (pack the panel of Wᵀ, then the row blocks), and
+// its result equals the row split's bit for bit.
+func TestSmallForwardOnePoolJob(t *testing.T) {
+	if kern.rowsFn == nil {
+		t.Skip("no in-place op(A) for this kernel")
+	}
+	setTestThreads(t, 2)
+	savedF, savedA := serialFlops, nsplitMaxA
+	t.Cleanup(func() { nsplitMaxA = savedA })
+	serialFlops = savedF // the products are above it, as in the model
+	r := rand.New(rand.NewSource(5))
+	for _, l := range smallLinears {
+		const rows = 384
+		x, w := randVec(r, rows*l.in), randVec(r, l.out*l.in)
+		var got [2][]float32
+		for i, maxA := range []int{savedA, 0} {
+			nsplitMaxA = maxA
+			y := make([]float32, rows*l.out)
+			p := currentPool()
+			before := p.epoch
+			Sgemm(false, true, rows, l.out, l.in, 1, x, l.in, w, l.in, 0, y, l.out)
+			jobs := p.epoch - before
+			if maxA > 0 && jobs != 1 {
+				t.Errorf("%s forward (%d×%d×%d): %d pool jobs, want 1", l.name, rows, l.out, l.in, jobs)
+			}
+			got[i] = y
+		}
+		for j := range got[0] {
+			if math.Float32bits(got[0][j]) != math.Float32bits(got[1][j]) {
+				t.Fatalf("%s forward: y[%d] = %v with the column split, %v with the row split", l.name, j, got[0][j], got[1][j])
+			}
+		}
+	}
+}

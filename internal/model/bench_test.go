@@ -73,3 +73,37 @@ func BenchmarkHeadRef7m(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkForwardBackwardShakespeare times one shakespeare-char
+// micro-batch (6×64 tokens, d 128, 4 layers of 4 heads of 32, SwiGLU 384,
+// vocab 256, tied): the small-model case of issue 39, where attention at
+// short context and the elementwise passes are a fifth of the step. It
+// reports the process's CPU time per micro-batch over the threads beside
+// the wall time (on a shared machine less disturbed by other processes).
+func BenchmarkForwardBackwardShakespeare(b *testing.B) {
+	kernels.SetThreads(runtime.GOMAXPROCS(0))
+	cfg := Config{Vocab: 256, DModel: 128, NLayers: 4, NHeads: 4, NKVHeads: 4, MLPHidden: 384,
+		SeqLen: 64, RopeTheta: 10000, NormEps: 1e-5, InitStd: 0.02, Tied: true}
+	m, err := New(cfg, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const B = 6
+	r := rand.New(rand.NewPCG(1, 1))
+	bt := &Batch{B: B, T: cfg.SeqLen, Inputs: make([]int32, B*cfg.SeqLen), Targets: make([]int32, B*cfg.SeqLen)}
+	for i := range bt.Inputs {
+		bt.Inputs[i] = int32(r.IntN(cfg.Vocab))
+		bt.Targets[i] = int32(r.IntN(cfg.Vocab))
+	}
+	m.ForwardBackward(bt, 1)
+	b.ResetTimer()
+	cpu0 := kernels.ProcessCPUSeconds()
+	for i := 0; i < b.N; i++ {
+		m.ZeroGrads()
+		if _, err := m.ForwardBackward(bt, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/op")
+	b.ReportMetric((kernels.ProcessCPUSeconds()-cpu0)*1e3/float64(b.N)/float64(kernels.Threads()), "cpu-ms/op")
+}

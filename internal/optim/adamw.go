@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 )
@@ -34,11 +35,18 @@ type AdamW struct {
 	chunks [][]seg   // the spans cut into fixed chunks for parallel passes
 	part   []float64 // per-chunk partial sums (3 per chunk)
 	full   []bool    // per chunk: its segments cover it whole, in order
-	// u is the scratch of Muon's update directions (not state), laid out
-	// like the params; nil without Muon: an AdamW direction is computed
-	// in pass 1 for the norms and again in pass 2 to apply it, which costs
-	// less than writing and reading it back (see Step).
+	// u is the scratch of the update directions (not state), laid out like
+	// the params: Muon's, and float32(u) of the storing pass 1 (see Step);
+	// nil until either runs.
 	u []float32
+
+	// m2 and v2 are the other half of the double-buffered moments of the
+	// storing pass 1 (see Step): pass 1 writes the new moments into them
+	// (and float32(u) into u), pass 2 swaps them with M and V. gaps are
+	// the parameter ranges outside every span, whose moments pass 2 copies
+	// before the swap.
+	m2, v2 []float32
+	gaps   [][2]int
 
 	// Per-span telemetry: segPart holds each segment's sums of squares
 	// (update, param, m, v; 4 per segment), added per span in segment order
@@ -143,7 +151,84 @@ func NewAdamW(cfg Config, n int, spans []Span) (*AdamW, error) {
 	}
 	o.segPart = make([]float64, 4*o.nseg)
 	o.sq = make([]SpanSquares, len(spans))
+	o.gaps = spanGaps(n, spans)
 	return o, nil
+}
+
+// spanGaps returns the ranges of [0, n) outside every span.
+func spanGaps(n int, spans []Span) [][2]int {
+	in := slices.Clone(spans)
+	slices.SortFunc(in, func(a, b Span) int { return a.Offset - b.Offset })
+	var gaps [][2]int
+	next := 0
+	for _, s := range in {
+		if s.Offset > next {
+			gaps = append(gaps, [2]int{next, s.Offset})
+		}
+		next = max(next, s.Offset+s.Size)
+	}
+	if next < n {
+		gaps = append(gaps, [2]int{next, n})
+	}
+	return gaps
+}
+
+// storeMaxParams bounds the double-buffered step (see Step): above it the
+// three scratch buffers (m2, v2, u) are not worth their memory (a
+// variable: the tests set it to 0 to run the other path).
+var storeMaxParams = 1 << 24
+
+// StateBuffers is how many float32 buffers of the parameters' size an
+// optimizer for n parameters holds at most: M and V and the update
+// scratch (3), and up to storeMaxParams the second M and V of the
+// double-buffered step (5).
+func StateBuffers(n int) int {
+	if n <= storeMaxParams {
+		return 5
+	}
+	return 3
+}
+
+// storing reports whether this step runs the storing pass 1 and the
+// swapping pass 2, and makes their buffers: AdamW, AdamC and NAdamW (not
+// Muon), at most storeMaxParams parameters, the four-stream kernels there.
+func (o *AdamW) storing(n int, k *adamConsts) bool {
+	if o.muon != nil || n > storeMaxParams || len(o.M) != n || !useAVX512 {
+		return false
+	}
+	if len(o.m2) != n {
+		o.m2, o.v2, o.u = kernels.MakeBuffer(n), kernels.MakeBuffer(n), kernels.MakeBuffer(n)
+	}
+	return true
+}
+
+// commitStore is pass 2 after a storing pass 1: the new moments are in
+// m2 and v2 (those outside every span copied over), so M, V and m2, v2
+// swap; θ moves by step·u.
+func (o *AdamW) commitStore(params []float32, step float64) {
+	for _, g := range o.gaps {
+		copy(o.m2[g[0]:g[1]], o.M[g[0]:g[1]])
+		copy(o.v2[g[0]:g[1]], o.V[g[0]:g[1]])
+	}
+	o.M, o.m2 = o.m2, o.M
+	o.V, o.v2 = o.v2, o.V
+	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
+		for c := c0; c < c1; c++ {
+			for _, sg := range o.chunks[c] {
+				thetaUpdate(params[sg.lo:sg.hi], o.u[sg.lo:sg.hi], step)
+			}
+		}
+	})
+}
+
+// thetaGo is pass 2's θ update after a storing pass 1:
+// p[i] = float32(float64(p[i]) − step·float64(u[i])), as adamCommitGo
+// computes it from float32(u).
+func thetaGo(p, u []float32, step float64) {
+	u = u[:len(p)]
+	for i, x := range u {
+		p[i] = float32(float64(p[i]) - float64(step*float64(x)))
+	}
 }
 
 const chunkSize = 1 << 14
@@ -241,41 +326,7 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return r, fmt.Errorf("loss is %v: %w", loss, ErrNonFinite)
 	}
-	// Groups of eight chunks, one group per task: the whole chunks of a
-	// group are summed side by side (eight independent sums, each in
-	// element order), a group of fewer padded with its first chunk (the
-	// padding lanes are dropped). Per task ranges of single chunks never
-	// held eight at the small sizes (55 chunks on 2 threads: 7 a task).
-	nc := len(o.chunks)
-	kernels.ParallelFor((nc+7)/8, 1, func(g0, g1 int) {
-		c1 := min(8*g1, nc)
-		for c := 8 * g0; c < c1; c++ {
-			k := 0
-			for k < 8 && c+k < c1 && o.full[c+k] {
-				k++
-			}
-			if k >= 2 {
-				// A whole chunk's segments run in order over it.
-				var x [8][]float32
-				for i := range x {
-					x[i] = grads[(c+i%k)*chunkSize : (c+i%k+1)*chunkSize]
-				}
-				var acc [8]float64
-				if sumSquares8(&x, &acc) {
-					for i := range k {
-						o.part[3*(c+i)] = acc[i]
-					}
-					c += k - 1
-					continue
-				}
-			}
-			var g2 float64
-			for _, sg := range o.chunks[c] {
-				g2 = sumSquares(grads[sg.lo:sg.hi], g2)
-			}
-			o.part[3*c] = g2
-		}
-	})
+	o.gradNormPass(grads)
 	r.GradNorm = math.Sqrt(o.sumParts(0))
 	if math.IsNaN(r.GradNorm) || math.IsInf(r.GradNorm, 0) {
 		return r, fmt.Errorf("gradient norm is %v: %w", r.GradNorm, ErrNonFinite)
@@ -322,13 +373,17 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	case "adamc":
 		wdScale = lr / c.LR
 	}
-	// Pass 1: the norms of the update direction u and of θ. Nothing is
-	// written: a non-finite update norm must leave M, V and θ untouched,
-	// and the update-norm clipping needs the norm before any θ moves. Pass
-	// 2 computes each AdamW u again, by the same operations (so to the same
-	// bits), instead of reading it back from a scratch buffer: the step is
-	// bound by memory, and the buffer's write and read were a fifth of its
-	// traffic.
+	// Pass 1: the norms of the update direction u and of θ. M, V and θ
+	// are not written: a non-finite update norm must leave them untouched,
+	// and the update-norm clipping needs the norm before any θ moves. Up to
+	// storeMaxParams parameters (AdamW, AdamC, NAdamW on AVX-512), pass 1
+	// stores m', v' and float32(u) into m2, v2 and u, and pass 2 swaps M, V
+	// with m2, v2 and moves θ by lr·u (commitStore): the step is bound by
+	// the vector ports there, and pass 2's second computation of u (a
+	// division and a square root per parameter) cost more than the three
+	// buffers' traffic. Above it, and with Muon, pass 2 computes each AdamW
+	// u again by the same operations (so to the same bits): there the step
+	// is bound by memory.
 	tel := !o.noTelemetry
 	if o.muon != nil {
 		if len(o.u) != len(params) {
@@ -338,43 +393,8 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 		// first; pass 1 below only sums their squares.
 		o.muonDirections(params, grads, gs)
 	}
-	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
-		for c := c0; c < c1; c++ {
-			var un, pn float64
-			for k, sg := range o.chunks[c] {
-				if sg.muon {
-					su, sp, sm := o.muonSums(sg, params)
-					un += su
-					pn += sp
-					if tel {
-						o.segPart[4*sg.idx], o.segPart[4*sg.idx+1], o.segPart[4*sg.idx+2], o.segPart[4*sg.idx+3] = su, sp, sm, 0
-					}
-					continue
-				}
-				mode, kc := dirNorms, k1
-				switch {
-				case tel && k == 0:
-					mode = dirTel
-				case tel:
-					mode = dirTelSeg
-				}
-				kc.wd = sg.wd * wdScale
-				acc := [6]float64{un, pn}
-				dir(mode, grads[sg.lo:sg.hi], o.M[sg.lo:sg.hi], o.V[sg.lo:sg.hi], params[sg.lo:sg.hi], &kc, &acc)
-				un, pn = acc[0], acc[1]
-				switch mode {
-				case dirTel:
-					// The chunk's first segment (most chunks hold one): un
-					// and pn started at 0, so they are the segment's own
-					// sums.
-					o.segPart[4*sg.idx], o.segPart[4*sg.idx+1], o.segPart[4*sg.idx+2], o.segPart[4*sg.idx+3] = un, pn, acc[4], acc[5]
-				case dirTelSeg:
-					o.segPart[4*sg.idx], o.segPart[4*sg.idx+1], o.segPart[4*sg.idx+2], o.segPart[4*sg.idx+3] = acc[2], acc[3], acc[4], acc[5]
-				}
-			}
-			o.part[3*c+1], o.part[3*c+2] = un, pn
-		}
-	})
+	store := o.storing(len(params), &k1)
+	o.dirPass(params, grads, &k1, dir, wdScale, store)
 	r.UpdateNorm, r.ParamNorm = math.Sqrt(o.sumParts(1)), math.Sqrt(o.sumParts(2))
 	if math.IsNaN(r.UpdateNorm) || math.IsInf(r.UpdateNorm, 0) {
 		return r, fmt.Errorf("update norm is %v: %w", r.UpdateNorm, ErrNonFinite)
@@ -404,23 +424,11 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	step := lr * us
 	k2 := k1
 	k2.step = step
-	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
-		for c := c0; c < c1; c++ {
-			for _, sg := range o.chunks[c] {
-				mm, pp := o.M[sg.lo:sg.hi], params[sg.lo:sg.hi]
-				if sg.muon {
-					copy(mm, o.mbuf[sg.lo:sg.hi])
-					for j, u := range o.u[sg.lo:sg.hi] {
-						pp[j] = float32(float64(pp[j]) - step*float64(u))
-					}
-					continue
-				}
-				kc := k2
-				kc.wd = sg.wd * wdScale
-				commit(grads[sg.lo:sg.hi], mm, o.V[sg.lo:sg.hi], pp, &kc)
-			}
-		}
-	})
+	if store {
+		o.commitStore(params, step)
+	} else {
+		o.commitPass(params, grads, &k2, commit, wdScale)
+	}
 	o.Steps++
 	if tel {
 		r.AdamMNorm, r.AdamVNorm = o.momentNorms()
@@ -514,6 +522,17 @@ func adamDirGo(mode int, gr, mm, vv, pp []float32, k *adamConsts, acc *[6]float6
 	acc[0], acc[1], acc[2], acc[3], acc[4], acc[5] = un, pn, su, sp, sm, sv
 }
 
+// adamDirStoreGo is adamDirGo that also writes each element's m', v' and
+// float32(u) to m2, v2 and u (the storing pass 1, see Step).
+func adamDirStoreGo(mode int, gr, mm, vv, pp, m2, v2, u []float32, k *adamConsts, acc *[6]float64) {
+	adamDirGo(mode, gr, mm, vv, pp, k, acc)
+	mm, vv, pp, m2, v2, u = mm[:len(gr)], vv[:len(gr)], pp[:len(gr)], m2[:len(gr)], v2[:len(gr)], u[:len(gr)]
+	for j := range gr {
+		m, v, x := elemU(gr[j], mm[j], vv[j], pp[j], k)
+		m2[j], v2[j], u[j] = m, v, float32(x)
+	}
+}
+
 // adamU is one element's new moments and update direction (see
 // adamDirGo): m' and v' as pass 2 stores them, and u in float64 before
 // pass 2 rounds it to float32. m̂/(√v̂+ε) with v̂ = v/bc2 is computed as
@@ -592,3 +611,120 @@ func emaGo(w, p []float32, b, c float64) {
 		w[i] = float32(float64(b*float64(w[i])) + float64(c*float64(x)))
 	}
 }
+
+// gradNormPass puts each chunk's sum of squared gradients into column 0
+// of the per-chunk partial sums.
+func (o *AdamW) gradNormPass(grads []float32) {
+	// Groups of eight chunks, one group per task: the whole chunks of a
+	// group are summed side by side (eight independent sums, each in
+	// element order), a group of fewer padded with its first chunk (the
+	// padding lanes are dropped). Per task ranges of single chunks never
+	// held eight at the small sizes (55 chunks on 2 threads: 7 a task).
+	nc := len(o.chunks)
+	kernels.ParallelFor((nc+7)/8, 1, func(g0, g1 int) {
+		c1 := min(8*g1, nc)
+		for c := 8 * g0; c < c1; c++ {
+			k := 0
+			for k < 8 && c+k < c1 && o.full[c+k] {
+				k++
+			}
+			if k >= 2 {
+				// A whole chunk's segments run in order over it.
+				var x [8][]float32
+				for i := range x {
+					x[i] = grads[(c+i%k)*chunkSize : (c+i%k+1)*chunkSize]
+				}
+				var acc [8]float64
+				if sumSquares8(&x, &acc) {
+					for i := range k {
+						o.part[3*(c+i)] = acc[i]
+					}
+					c += k - 1
+					continue
+				}
+			}
+			var g2 float64
+			for _, sg := range o.chunks[c] {
+				g2 = sumSquares(grads[sg.lo:sg.hi], g2)
+			}
+			o.part[3*c] = g2
+		}
+	})
+}
+
+// dirPass is pass 1: each chunk's sums of squares of the update direction
+// and of θ into columns 1 and 2 of the partial sums, and (telemetry on)
+// each segment's squares into segPart. Nothing is written to M, V or θ.
+func (o *AdamW) dirPass(params, grads []float32, k1 *adamConsts, dir dirFunc, wdScale float64, store bool) {
+	tel := !o.noTelemetry
+	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
+		for c := c0; c < c1; c++ {
+			var un, pn float64
+			for k, sg := range o.chunks[c] {
+				if sg.muon {
+					su, sp, sm := o.muonSums(sg, params)
+					un += su
+					pn += sp
+					if tel {
+						o.segPart[4*sg.idx], o.segPart[4*sg.idx+1], o.segPart[4*sg.idx+2], o.segPart[4*sg.idx+3] = su, sp, sm, 0
+					}
+					continue
+				}
+				mode, kc := dirNorms, *k1
+				switch {
+				case tel && k == 0:
+					mode = dirTel
+				case tel:
+					mode = dirTelSeg
+				}
+				kc.wd = sg.wd * wdScale
+				acc := [6]float64{un, pn}
+				if store {
+					lo, hi := sg.lo, sg.hi
+					adamDirStore(mode, grads[lo:hi], o.M[lo:hi], o.V[lo:hi], params[lo:hi], o.m2[lo:hi], o.v2[lo:hi], o.u[lo:hi], &kc, &acc)
+				} else {
+					dir(mode, grads[sg.lo:sg.hi], o.M[sg.lo:sg.hi], o.V[sg.lo:sg.hi], params[sg.lo:sg.hi], &kc, &acc)
+				}
+				un, pn = acc[0], acc[1]
+				switch mode {
+				case dirTel:
+					// The chunk's first segment (most chunks hold one): un
+					// and pn started at 0, so they are the segment's own
+					// sums.
+					o.segPart[4*sg.idx], o.segPart[4*sg.idx+1], o.segPart[4*sg.idx+2], o.segPart[4*sg.idx+3] = un, pn, acc[4], acc[5]
+				case dirTelSeg:
+					o.segPart[4*sg.idx], o.segPart[4*sg.idx+1], o.segPart[4*sg.idx+2], o.segPart[4*sg.idx+3] = acc[2], acc[3], acc[4], acc[5]
+				}
+			}
+			o.part[3*c+1], o.part[3*c+2] = un, pn
+		}
+	})
+}
+
+// commitPass is pass 2: the new moments and parameters.
+func (o *AdamW) commitPass(params, grads []float32, k2 *adamConsts, commit commitFunc, wdScale float64) {
+	step := k2.step
+	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
+		for c := c0; c < c1; c++ {
+			for _, sg := range o.chunks[c] {
+				mm, pp := o.M[sg.lo:sg.hi], params[sg.lo:sg.hi]
+				if sg.muon {
+					copy(mm, o.mbuf[sg.lo:sg.hi])
+					for j, u := range o.u[sg.lo:sg.hi] {
+						pp[j] = float32(float64(pp[j]) - step*float64(u))
+					}
+					continue
+				}
+				kc := *k2
+				kc.wd = sg.wd * wdScale
+				commit(grads[sg.lo:sg.hi], mm, o.V[sg.lo:sg.hi], pp, &kc)
+			}
+		}
+	})
+}
+
+// dirFunc and commitFunc are the per-segment kernels of pass 1 and pass 2.
+type (
+	dirFunc    func(mode int, g, m, v, p []float32, k *adamConsts, acc *[6]float64)
+	commitFunc func(g, m, v, p []float32, k *adamConsts)
+)

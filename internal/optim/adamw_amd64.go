@@ -21,6 +21,15 @@ func nadamDirAVX512(mode int, gr, m, v, p *float32, n int, k *adamConsts, acc *[
 func nadamCommitAVX512(gr, m, v, p *float32, n int, k *adamConsts)
 
 //go:noescape
+func adamDirStoreAVX512(mode int, gr, m, v, p *float32, n int, k *adamConsts, acc *[6]float64, out *[3]*float32)
+
+//go:noescape
+func nadamDirStoreAVX512(mode int, gr, m, v, p *float32, n int, k *adamConsts, acc *[6]float64, out *[3]*float32)
+
+//go:noescape
+func thetaAVX512(p, u *float32, n int, step float64)
+
+//go:noescape
 func sumSqAVX512(x *float32, n int, acc float64) float64
 
 //go:noescape
@@ -110,4 +119,33 @@ func nadamCommit(g, m, v, p []float32, k *adamConsts) {
 	_, _, _ = m[len(g)-1], v[len(g)-1], p[len(g)-1]
 	nadamCommitAVX512(&g[0], &m[0], &v[0], &p[0], n, k)
 	adamCommitGo(g[n:], m[n:], v[n:], p[n:], k)
+}
+
+// adamDirStore is the storing pass 1 over one segment (adamDirStoreGo).
+func adamDirStore(mode int, g, m, v, p, m2, v2, u []float32, k *adamConsts, acc *[6]float64) {
+	n := len(g) &^ 7
+	if !useAVX512 || n == 0 {
+		adamDirStoreGo(mode, g, m, v, p, m2, v2, u, k, acc)
+		return
+	}
+	_, _, _, _, _, _ = m[len(g)-1], v[len(g)-1], p[len(g)-1], m2[len(g)-1], v2[len(g)-1], u[len(g)-1]
+	out := [3]*float32{&m2[0], &v2[0], &u[0]}
+	if k.nesterov {
+		nadamDirStoreAVX512(mode, &g[0], &m[0], &v[0], &p[0], n, k, acc, &out)
+	} else {
+		adamDirStoreAVX512(mode, &g[0], &m[0], &v[0], &p[0], n, k, acc, &out)
+	}
+	adamDirStoreGo(mode, g[n:], m[n:], v[n:], p[n:], m2[n:], v2[n:], u[n:], k, acc)
+}
+
+// thetaUpdate sets p[i] = float32(float64(p[i]) − step·float64(u[i])).
+func thetaUpdate(p, u []float32, step float64) {
+	u = u[:len(p)]
+	n := len(p) &^ 7
+	if !useAVX512 || n == 0 {
+		thetaGo(p, u, step)
+		return
+	}
+	thetaAVX512(&p[0], &u[0], n, step)
+	thetaGo(p[n:], u[n:], step)
 }

@@ -185,6 +185,55 @@
 	VADDPD Y6, Y0, Y0; \
 	VADDPD Y8, Y0, Y0
 
+// TSUM4X2(ya, yb) is TSUM4 into ya = (un, pn, sm, sv) and, the same
+// terms, into yb = (su, sp, ·, ·): a later segment's own sums beside the
+// chunk's, in vector lanes as TSUM4 (it replaced LANES8X2 and LANES8,
+// which did the same adds one lane at a time at three times the cost).
+#define TSUM4X2(ya, yb) \
+	VUNPCKLPD Z12, Z11, Z14; \
+	VUNPCKHPD Z12, Z11, Z15; \
+	VUNPCKLPD Z9, Z7, Z29; \
+	VUNPCKHPD Z9, Z7, Z30; \
+	VSHUFF64X2 $0, Y29, Y14, Y6; \
+	VSHUFF64X2 $0, Y30, Y15, Y8; \
+	VADDPD Y6, ya, ya; \
+	VADDPD Y6, yb, yb; \
+	VADDPD Y8, ya, ya; \
+	VADDPD Y8, yb, yb; \
+	VSHUFF64X2 $3, Y29, Y14, Y6; \
+	VSHUFF64X2 $3, Y30, Y15, Y8; \
+	VADDPD Y6, ya, ya; \
+	VADDPD Y6, yb, yb; \
+	VADDPD Y8, ya, ya; \
+	VADDPD Y8, yb, yb; \
+	VEXTRACTF64X4 $1, Z14, Y14; \
+	VEXTRACTF64X4 $1, Z29, Y29; \
+	VEXTRACTF64X4 $1, Z15, Y15; \
+	VEXTRACTF64X4 $1, Z30, Y30; \
+	VSHUFF64X2 $0, Y29, Y14, Y6; \
+	VSHUFF64X2 $0, Y30, Y15, Y8; \
+	VADDPD Y6, ya, ya; \
+	VADDPD Y6, yb, yb; \
+	VADDPD Y8, ya, ya; \
+	VADDPD Y8, yb, yb; \
+	VSHUFF64X2 $3, Y29, Y14, Y6; \
+	VSHUFF64X2 $3, Y30, Y15, Y8; \
+	VADDPD Y6, ya, ya; \
+	VADDPD Y6, yb, yb; \
+	VADDPD Y8, ya, ya; \
+	VADDPD Y8, yb, yb
+
+// STORE3 writes m' (Y7), v' (Y9) and float32(u) (Z11) at R10, R11, R12
+// (before SQ4 squares them in place) and advances the three by 8 float32.
+#define STORE3 \
+	VMOVUPS Y7, (R10); \
+	VMOVUPS Y9, (R11); \
+	VCVTPD2PS Z11, Y13; \
+	VMOVUPS Y13, (R12); \
+	ADDQ $32, R10; \
+	ADDQ $32, R11; \
+	ADDQ $32, R12
+
 // func adamDirAVX512(mode int, gr, m, v, p *float32, n int, k *adamConsts, acc *[6]float64)
 // acc: un, pn, su, sp, sm, sv. mode 0 adds to un, pn; mode 1 also to sm,
 // sv; mode 2 to all six (su, sp take the same terms as un, pn).
@@ -236,14 +285,22 @@ tel8:
 	RET
 
 telseg:
+	// Y0 = (un, pn, sm, sv), Y4 = (su, sp, 0, 0)
+	VMOVUPD 0(BX), X0
+	VINSERTF128 $1, 32(BX), Y0, Y0
+	VMOVUPD 16(BX), X4
+
+telseg8:
 	DIR8
 	SQ4
-	LANES8X2(Z11, Y11, X11, X0, X4)
-	LANES8X2(Z12, Y12, X12, X1, X5)
-	LANES8(Z7, Y7, X7, X2)
-	LANES8(Z9, Y9, X9, X3)
+	TSUM4X2(Y0, Y4)
 	NEXT8
-	JNZ  telseg
+	JNZ  telseg8
+	VMOVUPD X0, 0(BX)
+	VEXTRACTF128 $1, Y0, 32(BX)
+	VMOVUPD X4, 16(BX)
+	VZEROUPPER
+	RET
 
 done:
 	VMOVSD X0, 0(BX)
@@ -337,14 +394,22 @@ tel8:
 	RET
 
 telseg:
+	// Y0 = (un, pn, sm, sv), Y4 = (su, sp, 0, 0)
+	VMOVUPD 0(BX), X0
+	VINSERTF128 $1, 32(BX), Y0, Y0
+	VMOVUPD 16(BX), X4
+
+telseg8:
 	DIR8N(Z25, Z31)
 	SQ4
-	LANES8X2(Z11, Y11, X11, X0, X4)
-	LANES8X2(Z12, Y12, X12, X1, X5)
-	LANES8(Z7, Y7, X7, X2)
-	LANES8(Z9, Y9, X9, X3)
+	TSUM4X2(Y0, Y4)
 	NEXT8
-	JNZ  telseg
+	JNZ  telseg8
+	VMOVUPD X0, 0(BX)
+	VEXTRACTF128 $1, Y0, 32(BX)
+	VMOVUPD X4, 16(BX)
+	VZEROUPPER
+	RET
 
 done:
 	VMOVSD X0, 0(BX)
@@ -487,5 +552,124 @@ sq8:
 	SUBQ $8, CX
 	JNZ  sq8
 	VMOVUPD Z0, 0(BX)
+	VZEROUPPER
+	RET
+
+
+// The storing kernels of pass 1 (adamDirStoreAVX512, nadamDirStoreAVX512):
+// the sums of adamDirAVX512 (mode 2: telseg; else tel), and m', v' and
+// float32(u) of every element written to out[0], out[1], out[2].
+// func adamDirStoreAVX512(mode int, gr, m, v, p *float32, n int, k *adamConsts, acc *[6]float64, out *[3]*float32)
+TEXT ·adamDirStoreAVX512(SB), NOSPLIT, $0-72
+	MOVQ gr+8(FP), SI
+	MOVQ m+16(FP), DI
+	MOVQ v+24(FP), R8
+	MOVQ p+32(FP), R9
+	MOVQ n+40(FP), CX
+	MOVQ k+48(FP), DX
+	MOVQ acc+56(FP), BX
+	MOVQ out+64(FP), AX
+	MOVQ 0(AX), R10
+	MOVQ 8(AX), R11
+	MOVQ 16(AX), R12
+	LOADK(DX)
+	VMOVUPD 0(BX), X0
+	VINSERTF128 $1, 32(BX), Y0, Y0
+	VMOVUPD 16(BX), X4
+	MOVQ mode+0(FP), AX
+	CMPQ AX, $2
+	JEQ  telseg
+
+tel:
+	DIR8
+	STORE3
+	SQ4
+	TSUM4
+	NEXT8
+	JNZ  tel
+	JMP  done
+
+telseg:
+	DIR8
+	STORE3
+	SQ4
+	TSUM4X2(Y0, Y4)
+	NEXT8
+	JNZ  telseg
+
+done:
+	VMOVUPD X0, 0(BX)
+	VEXTRACTF128 $1, Y0, 32(BX)
+	VMOVUPD X4, 16(BX)
+	VZEROUPPER
+	RET
+
+// func nadamDirStoreAVX512(mode int, gr, m, v, p *float32, n int, k *adamConsts, acc *[6]float64, out *[3]*float32)
+TEXT ·nadamDirStoreAVX512(SB), NOSPLIT, $0-72
+	MOVQ gr+8(FP), SI
+	MOVQ m+16(FP), DI
+	MOVQ v+24(FP), R8
+	MOVQ p+32(FP), R9
+	MOVQ n+40(FP), CX
+	MOVQ k+48(FP), DX
+	MOVQ acc+56(FP), BX
+	MOVQ out+64(FP), AX
+	MOVQ 0(AX), R10
+	MOVQ 8(AX), R11
+	MOVQ 16(AX), R12
+	LOADK(DX)
+	VBROADCASTSD 80(DX), Z25
+	VBROADCASTSD 72(DX), Z31
+	VMOVUPD 0(BX), X0
+	VINSERTF128 $1, 32(BX), Y0, Y0
+	VMOVUPD 16(BX), X4
+	MOVQ mode+0(FP), AX
+	CMPQ AX, $2
+	JEQ  telseg
+
+tel:
+	DIR8N(Z25, Z31)
+	STORE3
+	SQ4
+	TSUM4
+	NEXT8
+	JNZ  tel
+	JMP  done
+
+telseg:
+	DIR8N(Z25, Z31)
+	STORE3
+	SQ4
+	TSUM4X2(Y0, Y4)
+	NEXT8
+	JNZ  telseg
+
+done:
+	VMOVUPD X0, 0(BX)
+	VEXTRACTF128 $1, Y0, 32(BX)
+	VMOVUPD X4, 16(BX)
+	VZEROUPPER
+	RET
+
+// func thetaAVX512(p, u *float32, n int, step float64)
+// p[i] = float32(float64(p[i]) − step·float64(u[i])) for i < n, n a
+// positive multiple of 8 (thetaGo; pass 2 of the double-buffered step).
+TEXT ·thetaAVX512(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), DI
+	MOVQ u+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSD step+24(FP), Z1
+
+theta:
+	VCVTPS2PD (SI), Z2
+	VMULPD    Z1, Z2, Z2
+	VCVTPS2PD (DI), Z3
+	VSUBPD    Z2, Z3, Z3
+	VCVTPD2PS Z3, Y3
+	VMOVUPS   Y3, (DI)
+	ADDQ      $32, DI
+	ADDQ      $32, SI
+	SUBQ      $8, CX
+	JNZ       theta
 	VZEROUPPER
 	RET

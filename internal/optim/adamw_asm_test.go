@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/kernels"
@@ -101,12 +102,16 @@ func sameResult(a, b Result) bool {
 // TestAdamWAssemblyBitIdentical runs the same steps through the AVX-512
 // kernels and through the Go loops and requires every output bit to
 // agree: params, M, V, each Result field and the span squares, step after
-// step, with telemetry on and off, at 1 and 3 threads.
+// step, with telemetry on and off, at 1, 2 and 3 threads, through the
+// double-buffered step (pass 1 stores m', v', u; pass 2 swaps) and the
+// other one (pass 2 computes them again). The Go loops are the step as it
+// was before either: one chunk at a time, sums in element order.
 func TestAdamWAssemblyBitIdentical(t *testing.T) {
 	if !useAVX512 {
 		t.Skip("no AVX-512 on this CPU: only the Go loops run")
 	}
 	defer func(v bool) { useAVX512 = v }(useAVX512)
+	defer func(v int) { storeMaxParams = v }(storeMaxParams)
 	defer kernels.SetThreads(kernels.Threads())
 
 	tiny, nTiny := asmLayout(0, 1, 3, 7, 0, 8, 9, 15, 17, 0, 31, 100, 257, 2)
@@ -134,6 +139,7 @@ func TestAdamWAssemblyBitIdentical(t *testing.T) {
 		lo, hi     float64 // gradient magnitudes 10^lo … 10^hi
 		zero       []int   // spans with zero gradients on even steps
 		nanParam   bool    // a NaN parameter: every step refused
+		refuseAt   int     // step refusing on an Inf gradient, the next on an Inf θ (then restored); 0: none
 		lossSpike  int     // the step (0-based) whose loss is 100, else 2
 		wantClip   bool    // the gradient is clipped at some step
 		wantUpdate bool    // the update is clipped at some step
@@ -152,14 +158,19 @@ func TestAdamWAssemblyBitIdentical(t *testing.T) {
 		{name: "nadamw, shifted chunks, skipped step", spans: shifted, n: nShifted, knobs: []knob{nadamOn, skip}, lo: -3, hi: -2, lossSpike: 5, wantSkip: true},
 		{name: "muon mixed in", spans: muon, n: nMuon, knobs: []knob{muonOn, gradClip, updClip}, lo: -3, hi: -1, zero: []int{0}, wantClip: true},
 		{name: "NaN parameter", spans: tiny, n: nTiny, lo: -3, hi: -1, nanParam: true},
+		{name: "refused steps mid-run, shifted chunks", spans: shifted, n: nShifted, knobs: []knob{gradClip}, lo: -3, hi: -1, refuseAt: 2, wantClip: true},
 	}
 	for _, tc := range cases {
 		cfg := base
 		for _, k := range tc.knobs {
 			k(&cfg)
 		}
-		run := func(asm, tel bool, threads int) stepTrace {
+		run := func(asm, tel, store bool, threads int) stepTrace {
 			useAVX512 = asm
+			storeMaxParams = 0
+			if store {
+				storeMaxParams = 1 << 24
+			}
 			kernels.SetThreads(threads)
 			o, err := NewAdamW(cfg, tc.n, tc.spans)
 			if err != nil {
@@ -186,7 +197,17 @@ func TestAdamWAssemblyBitIdentical(t *testing.T) {
 				if tc.lossSpike > 0 && step == tc.lossSpike {
 					loss = 100
 				}
+				at, keep := tc.spans[0].Offset+8*chunkSize/3, float32(0) // inside an assembly block
+				switch {
+				case tc.refuseAt > 0 && step == tc.refuseAt:
+					g[at] = float32(math.Inf(1))
+				case tc.refuseAt > 0 && step == tc.refuseAt+1:
+					keep, p[at] = p[at], float32(math.Inf(-1))
+				}
 				r, err := o.Step(p, g, loss, 1e-2)
+				if tc.refuseAt > 0 && step == tc.refuseAt+1 {
+					p[at] = keep
+				}
 				tr.rs = append(tr.rs, r)
 				tr.errs = append(tr.errs, fmt.Sprint(err))
 				tr.sq = append(tr.sq, append([]SpanSquares(nil), o.SpanSquares()...))
@@ -196,7 +217,7 @@ func TestAdamWAssemblyBitIdentical(t *testing.T) {
 			return tr
 		}
 		for _, tel := range []bool{true, false} {
-			want := run(false, tel, 1)
+			want := run(false, tel, false, 1)
 			var clipped, updClipped, skipped bool
 			for _, r := range want.rs {
 				clipped, updClipped, skipped = clipped || r.GradClipped, updClipped || r.UpdateClipped, skipped || r.Skipped
@@ -208,9 +229,15 @@ func TestAdamWAssemblyBitIdentical(t *testing.T) {
 			if tc.nanParam != (want.errs[0] != "<nil>") {
 				t.Errorf("%s: first step's error %s", tc.name, want.errs[0])
 			}
-			for _, threads := range []int{1, 3} {
-				got := run(true, tel, threads)
-				where := fmt.Sprintf("%s (telemetry %v, %d threads)", tc.name, tel, threads)
+			if k := tc.refuseAt; k > 0 && (!strings.Contains(want.errs[k], "gradient norm") || !strings.Contains(want.errs[k+1], "update norm") || want.errs[k+2] != "<nil>") {
+				t.Errorf("%s: steps %d…%d: errors %q, want a gradient-norm and an update-norm refusal, then a step", tc.name, k, k+2, want.errs[k:k+3])
+			}
+			for _, at := range []struct {
+				threads int
+				store   bool
+			}{{1, true}, {2, true}, {3, false}} {
+				got := run(true, tel, at.store, at.threads)
+				where := fmt.Sprintf("%s (telemetry %v, %d threads, storing %v)", tc.name, tel, at.threads, at.store)
 				for s := range want.rs {
 					if !sameResult(got.rs[s], want.rs[s]) || got.errs[s] != want.errs[s] {
 						t.Errorf("%s step %d: assembly %+v (%s), Go %+v (%s)", where, s, got.rs[s], got.errs[s], want.rs[s], want.errs[s])

@@ -20,3 +20,9 @@ func nadamDir(mode int, g, m, v, p []float32, k *adamConsts, acc *[6]float64) {
 }
 
 func nadamCommit(g, m, v, p []float32, k *adamConsts) { adamCommitGo(g, m, v, p, k) }
+
+func adamDirStore(mode int, g, m, v, p, m2, v2, u []float32, k *adamConsts, acc *[6]float64) {
+	adamDirStoreGo(mode, g, m, v, p, m2, v2, u, k, acc)
+}
+
+func thetaUpdate(p, u []float32, step float64) { thetaGo(p, u, step) }

@@ -280,3 +280,30 @@ func TestWindow(t *testing.T) {
 		t.Error("active below min")
 	}
 }
+
+// TestStateBuffers: the memory estimate's buffer count covers what a step
+// allocates (M, V, and storing: m2, v2, u), at the edges of storeMaxParams.
+func TestStateBuffers(t *testing.T) {
+	for _, tc := range []struct{ n, want int }{{1, 5}, {storeMaxParams, 5}, {storeMaxParams + 1, 3}} {
+		if got := StateBuffers(tc.n); got != tc.want {
+			t.Errorf("StateBuffers(%d) = %d, want %d", tc.n, got, tc.want)
+		}
+	}
+	const n = 100
+	o, err := NewAdamW(DefaultConfig(), n, []Span{{Name: "w", Size: n, Kind: "matrix"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Step(make([]float32, n), make([]float32, n), 1, 1e-3); err != nil {
+		t.Fatal(err)
+	}
+	held := 0
+	for _, b := range [][]float32{o.M, o.V, o.m2, o.v2, o.u} {
+		if len(b) == n {
+			held++
+		}
+	}
+	if held > StateBuffers(n) || useAVX512 && held != 5 {
+		t.Errorf("%d buffers of %d parameters held, StateBuffers says %d", held, n, StateBuffers(n))
+	}
+}

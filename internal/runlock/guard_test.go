@@ -182,3 +182,101 @@ func TestLockFile(t *testing.T) {
 		t.Error("the link's target was created")
 	}
 }
+
+// TestCheckSkipsReadOnlyWhenSettled: once the lock file's modification
+// time lies settled before a read that found this process, Check skips
+// the read while the size and time stay (the trainer's per-step check);
+// a rewrite after that read (a new time) or of another size is read and
+// reported, and a file written recently is read at every Check.
+func TestCheckSkipsReadOnlyWhenSettled(t *testing.T) {
+	old := time.Now().Add(-time.Hour)
+	for _, c := range []struct {
+		name    string
+		mtime   time.Time // the lock file's time before the first Check
+		rewrite func(t *testing.T, path string, pid int)
+		cached  bool   // the first Check remembers the file
+		want    string // "" = the second Check passes
+	}{
+		{"recent file, rewritten same size and time", time.Now(), func(t *testing.T, path string, pid int) {
+			writeSameTime(t, path, holderJSON(otherPID(pid), hostname(t)))
+		}, false, "now names"},
+		{"settled file, rewritten now", old, func(t *testing.T, path string, pid int) {
+			if err := os.WriteFile(path, []byte(holderJSON(otherPID(pid), hostname(t))), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, true, "now names"},
+		{"settled file, truncated, time kept", old, func(t *testing.T, path string, pid int) {
+			writeSameTime(t, path, "")
+		}, true, "no longer names"},
+		{"settled file untouched", old, func(*testing.T, string, int) {}, true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lk, err := Acquire(t.TempDir(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lk.Release()
+			if err := os.Chtimes(lk.Path(), c.mtime, c.mtime); err != nil {
+				t.Fatal(err)
+			}
+			if err := lk.Check(); err != nil {
+				t.Fatalf("first Check: %v", err)
+			}
+			if lk.read.ok != c.cached {
+				t.Errorf("after the first Check: remembered %v, want %v", lk.read.ok, c.cached)
+			}
+			c.rewrite(t, lk.Path(), os.Getpid())
+			err = lk.Check()
+			var le *LostError
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("second Check: %v", err)
+			case c.want != "" && (!errors.As(err, &le) || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("second Check = %v; want a LostError saying %q", err, c.want)
+			}
+		})
+	}
+}
+
+// writeSameTime rewrites path with content and puts its modification time
+// back.
+func writeSameTime(t *testing.T, path, content string) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// otherPID is a pid of as many digits as pid, not pid.
+func otherPID(pid int) int {
+	if pid%10 == 9 {
+		return pid - 1
+	}
+	return pid + 1
+}
+
+// BenchmarkCheck is the trainer's per-step lock check on a lock file
+// taken an hour ago (its read skipped: two stat calls).
+func BenchmarkCheck(b *testing.B) {
+	lk, err := Acquire(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lk.Release()
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(lk.Path(), old, old); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := lk.Check(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -77,7 +77,23 @@ type Lock struct {
 	f       *os.File
 	flocked bool
 	holder  Holder
+
+	// read is the size and modification time of the lock file when Check
+	// last read it and found this process; a later Check skips the read
+	// while both are the same and the modification time was older than
+	// settled at that read (checkRead).
+	read struct {
+		ok    bool
+		size  int64
+		mtime time.Time
+	}
 }
+
+// settled is how long before a read a lock file's modification time must
+// lie for an unchanged size and time to vouch for unchanged content: file
+// times are coarse (a jiffy on Linux, up to 2 s on some file systems), so
+// a rewrite of the same size within that window could keep both.
+const settled = 2 * time.Second
 
 // Dir returns the (absolute) run directory the lock holds.
 func (l *Lock) Dir() string { return l.dir }
@@ -325,7 +341,9 @@ func (e *LostError) Error() string {
 // names this process. A lock file removed or replaced by hand (or by
 // another tool) is reported as a *LostError, so the holder notices the loss
 // instead of sharing the directory with a second trainer. Check costs two
-// stat calls and a small read; the trainer calls it at every step.
+// stat calls, and a small read while the file's size or modification time
+// differ from the last read's or that time is recent (settled); the
+// trainer calls it at every step.
 func (l *Lock) Check() error {
 	if l == nil {
 		return &LostError{Reason: "no lock was taken"}
@@ -346,12 +364,26 @@ func (l *Lock) Check() error {
 	case !os.SameFile(fi, pi):
 		return &LostError{Path: l.path, Reason: "the lock file was replaced by another file"}
 	}
+	return l.checkRead(fi, time.Now())
+}
+
+// checkRead reads the holder from the lock file (whose stat is fi, taken
+// at now) unless the file is as the last read found it: the same size and
+// modification time, that time settled before the read.
+func (l *Lock) checkRead(fi os.FileInfo, now time.Time) error {
+	if r := l.read; r.ok && fi.Size() == r.size && fi.ModTime().Equal(r.mtime) {
+		return nil
+	}
+	l.read.ok = false
 	h, err := readHolder(l.f)
 	if err != nil {
 		return &LostError{Path: l.path, Reason: fmt.Sprintf("the lock file no longer names this process (%v)", err)}
 	}
 	if h.PID != l.holder.PID || h.Host != l.holder.Host {
 		return &LostError{Path: l.path, Reason: "the lock file now names " + h.String()}
+	}
+	if mt := fi.ModTime(); now.Sub(mt) >= settled {
+		l.read.ok, l.read.size, l.read.mtime = true, fi.Size(), mt
 	}
 	return nil
 }

@@ -22,9 +22,10 @@ import (
 // eval_time and checkpoint_time: the step after an evaluation is timed
 // like any other.
 type Clock struct {
-	last time.Time
-	cpu  float64
-	host hostCounters
+	files counterFiles // the /proc files behind the witnesses, kept open
+	last  time.Time
+	cpu   float64
+	host  hostCounters
 
 	paused     bool // between Pause and Resume
 	pausedAt   time.Time
@@ -32,10 +33,16 @@ type Clock struct {
 	pausedHost hostCounters
 }
 
-// New starts a clock at the current moment.
+// New starts a clock at the current moment. Close it when the run ends.
 func New() *Clock {
-	return &Clock{last: time.Now(), cpu: kernels.ProcessCPUSeconds(), host: readHostCounters()}
+	c := &Clock{}
+	c.last, c.cpu, c.host = time.Now(), kernels.ProcessCPUSeconds(), c.files.read()
+	return c
 }
+
+// Close closes the files the clock reads; a closed clock reopens them if
+// it is used again.
+func (c *Clock) Close() { c.files.close() }
 
 // Lap closes the span of step line m and starts the next.
 func (c *Clock) Lap(m *runlog.Step) {
@@ -45,7 +52,7 @@ func (c *Clock) Lap(m *runlog.Step) {
 	if cpu := kernels.ProcessCPUSeconds(); cpu > 0 {
 		m.CPUTime, c.cpu = cpu-c.cpu, cpu
 	}
-	h := readHostCounters()
+	h := c.files.read()
 	if h.statOK && c.host.statOK && h.total >= c.host.total && h.steal >= c.host.steal {
 		m.StealMeasured = true
 		if h.total > c.host.total { // else no clock tick fell in the span: no steal seen
@@ -64,13 +71,13 @@ func (c *Clock) Lap(m *runlog.Step) {
 
 // Pause marks the start of work that is not the next step's (an
 // evaluation, a checkpoint); while paused it does nothing, so the caller
-// pauses only where such work is due (the counters cost tens of µs).
+// pauses only where such work is due (the counters cost ~10–20 µs).
 func (c *Clock) Pause() {
 	if c.paused {
 		return
 	}
 	c.paused = true
-	c.pausedAt, c.pausedCPU, c.pausedHost = time.Now(), kernels.ProcessCPUSeconds(), readHostCounters()
+	c.pausedAt, c.pausedCPU, c.pausedHost = time.Now(), kernels.ProcessCPUSeconds(), c.files.read()
 }
 
 // Resume ends a pause: the span of the next step line leaves out the wall
@@ -85,7 +92,7 @@ func (c *Clock) Resume() {
 	if cpu := kernels.ProcessCPUSeconds(); cpu > 0 && c.pausedCPU > 0 {
 		c.cpu += cpu - c.pausedCPU
 	}
-	h := readHostCounters()
+	h := c.files.read()
 	if h.statOK && c.pausedHost.statOK && c.host.statOK {
 		c.host.steal += h.steal - c.pausedHost.steal
 		c.host.total += h.total - c.pausedHost.total

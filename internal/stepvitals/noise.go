@@ -28,7 +28,8 @@ const noiseBeta = 0.98
 // 2·S_k·S_(k−1) + |S_(k−1)|², from S_k, the copy of S_(k−1) kept since the
 // pass before, and for the last pass the optimizer's |S|²: with two
 // micro-batches one read-and-copy after the first pass and one dot product
-// after the second. Averaging every micro-batch matters:
+// after the second, each pass split by blocks over the kernels' pool.
+// Averaging every micro-batch matters:
 // late in training |G|² is a small difference of large norms, and with two
 // micro-batches the estimate is then the dot product of their gradients.
 // A step with a single micro-batch (train.micro_batch ≥ the batch)
@@ -49,6 +50,8 @@ type NoiseScale struct {
 	lastCross float64
 	lastW     float64
 	lastRows  int // 0 = no last pass pending
+
+	sums blockSums // the passes' block partials, reused from step to step
 }
 
 // NewNoiseScale is an estimator with no estimate yet.
@@ -76,16 +79,16 @@ func (ns *NoiseScale) Micro(grads []float32, k, rows int, w float64, last bool) 
 		ns.prev = make([]float32, len(grads))
 	}
 	if k > 0 && last {
-		ns.lastCross, ns.lastW, ns.lastRows = dot(grads, ns.prev), w, rows
+		ns.lastCross, ns.lastW, ns.lastRows = ns.dot(grads, ns.prev), w, rows
 		return
 	}
 	var cur, d2 float64
 	if k == 0 {
-		cur = sqCopy(ns.prev, grads)
+		cur = ns.sqCopy(ns.prev, grads)
 		d2 = cur
 	} else {
-		cross := dot(grads, ns.prev)
-		cur = sqCopy(ns.prev, grads)
+		cross := ns.dot(grads, ns.prev)
+		cur = ns.sqCopy(ns.prev, grads)
 		d2 = cur - 2*cross + ns.prevSq
 	}
 	ns.prevSq = cur
@@ -107,38 +110,73 @@ func (ns *NoiseScale) add(d2, w float64, rows int) {
 // stays at a block's scale.
 const block = 4096
 
-// sqCopy copies src into dst and returns Σ src² in one pass.
-func sqCopy(dst, src []float32) float64 {
-	var total float64
-	for i := 0; i < len(src); i += block {
-		c, d := src[i:min(i+block, len(src))], dst[i:min(i+block, len(src))]
-		var s0, s1, s2, s3 float32
-		j := 0
-		for ; j+4 <= len(c); j += 4 {
-			a0, a1, a2, a3 := c[j], c[j+1], c[j+2], c[j+3]
-			d[j], d[j+1], d[j+2], d[j+3] = a0, a1, a2, a3
-			s0 += a0 * a0
-			s1 += a1 * a1
-			s2 += a2 * a2
-			s3 += a3 * a3
+// blockGrain is the fewest blocks one thread of the kernels' pool takes:
+// a gradient of fewer than 2·blockGrain blocks (128K values) is read on
+// the caller's thread.
+const blockGrain = 8
+
+// blockSums runs one pass over a gradient in blocks on the kernels' pool:
+// each block's float64 partial goes to its own slot of parts, and the
+// caller sums the slots in block order, so the total is the one-thread
+// sum bit for bit whatever the threads (TestNoiseSumsMatchOneThread).
+type blockSums struct {
+	dst, src []float32 // sqCopy: src copied into dst; dot: src·dst
+	copy     bool
+	parts    []float64
+}
+
+// Run computes the partials of blocks [start, end).
+func (b *blockSums) Run(start, end int) {
+	for k := start; k < end; k++ {
+		lo, hi := k*block, min((k+1)*block, len(b.src))
+		if b.copy {
+			b.parts[k] = sqCopyBlock(b.dst[lo:hi], b.src[lo:hi])
+		} else {
+			b.parts[k] = float64(kernels.Dot(b.src[lo:hi], b.dst[lo:]))
 		}
-		for ; j < len(c); j++ {
-			d[j] = c[j]
-			s0 += c[j] * c[j]
-		}
-		total += float64(s0) + float64(s1) + float64(s2) + float64(s3)
 	}
+}
+
+// run sums the pass over src in block order.
+func (b *blockSums) run(dst, src []float32, copy bool) float64 {
+	n := (len(src) + block - 1) / block
+	if cap(b.parts) < n {
+		b.parts = make([]float64, n)
+	}
+	b.dst, b.src, b.copy, b.parts = dst, src, copy, b.parts[:n]
+	kernels.ParallelForTask(n, blockGrain, b)
+	var total float64
+	for _, p := range b.parts {
+		total += p
+	}
+	b.dst, b.src = nil, nil // hold no gradient between steps
 	return total
 }
 
+// sqCopy copies src into dst and returns Σ src² in one pass.
+func (ns *NoiseScale) sqCopy(dst, src []float32) float64 { return ns.sums.run(dst, src, true) }
+
 // dot is Σ a·b (b at least as long as a).
-func dot(a, b []float32) float64 {
-	var total float64
-	for i := 0; i < len(a); i += block {
-		c := a[i:min(i+block, len(a))]
-		total += float64(kernels.Dot(c, b[i:]))
+func (ns *NoiseScale) dot(a, b []float32) float64 { return ns.sums.run(b, a, false) }
+
+// sqCopyBlock copies src into dst (as long) and returns Σ src²: four
+// float32 lanes, summed in float64.
+func sqCopyBlock(d, c []float32) float64 {
+	var s0, s1, s2, s3 float32
+	j := 0
+	for ; j+4 <= len(c); j += 4 {
+		a0, a1, a2, a3 := c[j], c[j+1], c[j+2], c[j+3]
+		d[j], d[j+1], d[j+2], d[j+3] = a0, a1, a2, a3
+		s0 += a0 * a0
+		s1 += a1 * a1
+		s2 += a2 * a2
+		s3 += a3 * a3
 	}
-	return total
+	for ; j < len(c); j++ {
+		d[j] = c[j]
+		s0 += c[j] * c[j]
+	}
+	return float64(s0) + float64(s1) + float64(s2) + float64(s3)
 }
 
 // Finish takes the step's full-batch gradient norm (before clipping) over

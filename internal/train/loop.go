@@ -492,6 +492,7 @@ func (t *trainer) loop(ctx context.Context, res *Result) (*Result, error) {
 	runStart := time.Now()
 	wall0 := t.st.WallTime
 	clock := stepclock.New() // step_time, cpu_time and the contention witnesses, evaluations and checkpoints left out
+	defer clock.Close()
 	if lead {
 		t.mem = stepvitals.NewMemory()
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kestrel-lm/kestrel/internal/batchsched"
 	"github.com/kestrel-lm/kestrel/internal/model"
+	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/sysmem"
 )
 
@@ -23,7 +24,7 @@ const SkipMemoryCheckEnv = "KESTREL_SKIP_MEMORY_CHECK"
 type Memory struct {
 	Params      int // the weights, float32
 	Grads       int // their gradients
-	Optimizer   int // AdamW's m and v and its update scratch, 3 × Params (4 × with optim.name = "muon")
+	Optimizer   int // AdamW's m and v and its update scratch, 3 × Params; 5 × up to 16 M parameters (the second m and v of the double-buffered step, optim.StateBuffers)
 	EMA         int // the EMA weights (0 with optim.ema_beta = 0)
 	Activations int // the model's activation arena for Sequences sequences, and the RoPE tables
 	Checkpoint  int // transient: weights, m, v and EMA weights encoded while a checkpoint is written, 4 × Params
@@ -88,7 +89,7 @@ func EstimateMemory(mc model.Config, tc Config, ema bool) (Memory, error) {
 		return Memory{}, err
 	}
 	p := 4 * n // NumParams < 2^50 (model.Validate's bounds): no overflow
-	m := Memory{Params: p, Grads: p, Optimizer: 3 * p, Activations: act, Checkpoint: 4 * p, Runtime: runtimeBytes, Sequences: seqs}
+	m := Memory{Params: p, Grads: p, Optimizer: optim.StateBuffers(n) * p, Activations: act, Checkpoint: 4 * p, Runtime: runtimeBytes, Sequences: seqs}
 	if ema {
 		m.EMA, m.EMAEval = p, p
 	}

@@ -269,6 +269,10 @@ func (k *softmaxTask) block(S []float32, bh int, docs []int32) {
 		seg = k.seg[b*T : (b+1)*T]
 	}
 	runs := k.scratch != nil && (seg == nil || docs != nil)
+	if runs && useSoftmax512 && T <= 64 {
+		k.blockFused(S, bh, seg)
+		return
+	}
 	lo := 0 // first allowed key of row t when runs
 	var ent entropyRows
 	for r := bh * T; r < (bh+1)*T; r++ {
@@ -282,20 +286,11 @@ func (k *softmaxTask) block(S []float32, bh int, docs []int32) {
 			}
 		}
 		if runs {
-			// e^(s−max) into scratch, entropy from Σ e·s, then normalise
-			v := row[lo : t+1]
-			mx := maxRow(v)
-			ex := k.scratch[bh*T+lo : bh*T+t+1]
-			sum := expShiftSum(ex, v, mx)
-			inv := 1 / sum
+			mx, sum, ps := k.runRow(row, lo, t, bh)
 			if k.rowEnt != nil {
-				ps := kernels.Dot(ex, v)
 				k.rowMax[r] = mx
-				ent.add(k.rowMax, k.rowEnt, r, sum, ps*inv)
+				ent.add(k.rowMax, k.rowEnt, r, sum, ps)
 			}
-			scaleTo(v, ex, inv)
-			clear(row[:lo])
-			clear(row[t+1:])
 			continue
 		}
 		mx := row[t]
@@ -337,6 +332,77 @@ func (k *softmaxTask) block(S []float32, bh int, docs []int32) {
 		}
 	}
 	ent.flush(k.rowMax, k.rowEnt)
+}
+
+// runRow is the softmax of row t (its T scores) over its keys j ∈ [lo, t]
+// with the vectorised exponential: e^(s−max) into scratch, the entropy's
+// Σ e·s (only with rowEnt), then the row normalised and 0 outside [lo, t].
+// It returns the maximum, Σ e and Σ e·s / Σ e.
+func (k *softmaxTask) runRow(row []float32, lo, t, bh int) (mx, sum, ps float32) {
+	T := k.T
+	v := row[lo : t+1]
+	mx = maxRow(v)
+	ex := k.scratch[bh*T+lo : bh*T+t+1]
+	sum = expShiftSum(ex, v, mx)
+	inv := 1 / sum
+	if k.rowEnt != nil {
+		ps = kernels.Dot(ex, v) * inv
+	}
+	scaleTo(v, ex, inv)
+	clear(row[:lo])
+	clear(row[t+1:])
+	return mx, sum, ps
+}
+
+// softmaxRowStats holds what softmaxRows512 returns per row of a block.
+type softmaxRowStats struct {
+	mx, sum, ps [64]float32
+}
+
+// blockFused is block's runs path for T ≤ 64 on softmaxRows512: the rows
+// in one routine, a row it leaves (a NaN, or a maximum of ±0 or ±Inf)
+// through runRow, then the entropies eight rows at a time.
+func (k *softmaxTask) blockFused(S []float32, bh int, seg []int32) {
+	T := k.T
+	var los [64]int32
+	if seg != nil {
+		lo := 0
+		for t := 1; t < T; t++ {
+			if seg[t] != seg[t-1] {
+				lo = t
+			}
+			los[t] = int32(lo)
+		}
+	}
+	var st softmaxRowStats
+	ent := k.rowEnt != nil
+	for t := 0; t < T; {
+		t = softmaxRowsFused(S, T, t, &los, &st, ent)
+		if t < T {
+			st.mx[t], st.sum[t], st.ps[t] = k.runRow(S[t*T:(t+1)*T], int(los[t]), t, bh)
+			t++
+		}
+	}
+	if !ent {
+		return
+	}
+	// entropyRows' expression, eight rows a log8
+	mx, en := k.rowMax[bh*T:(bh+1)*T], k.rowEnt[bh*T:(bh+1)*T]
+	copy(mx, st.mx[:T])
+	var sum, ln [8]float64
+	for t0 := 0; t0 < T; t0 += 8 {
+		n := min(8, T-t0)
+		for i := range 8 {
+			sum[i] = 1
+			if i < n {
+				sum[i] = float64(st.sum[t0+i])
+			}
+		}
+		log8(&sum, &ln)
+		for i := range n {
+			en[t0+i] = mx[t0+i] + float32(ln[i]) - st.ps[t0+i]
+		}
+	}
 }
 
 // entropyRows gathers the entropies of up to 8 softmax rows, rowEnt[r] =
@@ -397,6 +463,10 @@ type softmaxBackTask struct {
 
 func (k *softmaxBackTask) Run(s, e int) {
 	T := k.T
+	if useSoftmax512 && T <= 64 && s%T == 0 && e-s == T {
+		k.blockFused(s)
+		return
+	}
 	var sums [8]float32
 	r := s
 	for r < e {
@@ -423,6 +493,37 @@ func (k *softmaxBackTask) Run(s, e int) {
 		}
 		r += 8
 	}
+}
+
+// blockFused is Run over the T ≤ 64 rows of one (b, h) pair from row s:
+// the rows' Σ P⊙dP as Run sums them (dotRows8 side by side, dot1), then
+// dS and the zeros of every row in one AVX-512 routine (dsRows512: the
+// same subtraction and product per element as dsRow).
+func (k *softmaxBackTask) blockFused(s int) {
+	T := k.T
+	var dots [64]float32
+	var sums [8]float32
+	for t := 0; t < T; {
+		r := s + t
+		if t+8 > T {
+			dots[t] = k.dot1(r, t)
+			t++
+			continue
+		}
+		n := t + 1
+		dotRows8(k.att[r*T:], k.datt[r*T:], T, n, &sums)
+		for i := 1; i < 8; i++ {
+			o := (r+i)*T + n
+			dot := sums[i]
+			for j := 0; j < i; j++ {
+				dot += k.att[o+j] * k.datt[o+j]
+			}
+			sums[i] = dot
+		}
+		copy(dots[t:t+8], sums[:])
+		t += 8
+	}
+	dsRowsFused(k.datt[s*T:s*T+T*T], k.att[s*T:s*T+T*T], T, &dots, k.zeros)
 }
 
 // dot1 is Σ_j≤t P⊙dP of row r.

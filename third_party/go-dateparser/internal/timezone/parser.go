@@ -3,8 +3,9 @@ package timezone
 // PopTzOffset extracts timezone data from str then return the
 // str with the timezone code removed.
 func PopTzOffset(str string) (string, OffsetData) {
-	if rxSearchIgnoreCase.MatchString(str) {
-		for _, offsetData := range timezoneOffsets {
+	tz := tables()
+	if tz.rxSearchIgnoreCase.MatchString(str) {
+		for _, offsetData := range tz.offsets {
 			idxs := offsetData.Regex.FindStringIndex(str)
 			if len(idxs) == 0 {
 				continue
@@ -20,5 +21,5 @@ func PopTzOffset(str string) (string, OffsetData) {
 
 // WordIsTz check if the specified word is a timezone code.
 func WordIsTz(word string) bool {
-	return rxSearch.MatchString(word)
+	return tables().rxSearch.MatchString(word)
 }

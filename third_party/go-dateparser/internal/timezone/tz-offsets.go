@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/markusmobius/go-dateparser/internal/regexp"
 )
@@ -18,7 +19,21 @@ func (tod OffsetData) IsZero() bool {
 	return tod.Name == "" && tod.Regex == nil && tod.Offset == 0
 }
 
-var timezoneOffsets, rxSearch, rxSearchIgnoreCase = func() ([]OffsetData, *regexp.Regexp, *regexp.Regexp) {
+// tzData builds the offsets and the search regexes on first use
+// (kestrel: upstream built them in a package-level var at init, ~10 ms and
+// 5 MB of allocations at the start of every kestrel process; see
+// third_party/README.md).
+var tables = sync.OnceValue(func() tzTables {
+	offsets, rx, rxi := buildTzTables()
+	return tzTables{offsets, rx, rxi}
+})
+
+type tzTables struct {
+	offsets                      []OffsetData
+	rxSearch, rxSearchIgnoreCase *regexp.Regexp
+}
+
+func buildTzTables() ([]OffsetData, *regexp.Regexp, *regexp.Regexp) {
 	// Process timezone info list
 	offsets := []OffsetData{}
 	regexPatterns := map[string]struct{}{}
@@ -75,4 +90,4 @@ var timezoneOffsets, rxSearch, rxSearchIgnoreCase = func() ([]OffsetData, *regex
 	rxSearch := regexp.MustCompile(strSearchPatterns)
 	rxSearchIgnoreCase := regexp.MustCompile("(?i)" + strSearchPatterns)
 	return offsets, rxSearch, rxSearchIgnoreCase
-}()
+}
