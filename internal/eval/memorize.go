@@ -49,17 +49,38 @@ func Overlap(got, want []int32) (exact bool, frac float64) {
 	return same == len(want), float64(same) / float64(len(want))
 }
 
+// greedyCacheFloats bounds the KV caches of one Greedy decoder (128 MiB):
+// more prefixes than fit decode in groups, one after another.
+var greedyCacheFloats = 1 << 25
+
 // Greedy decodes n tokens after each prefix, always taking the most likely
 // token (ids below the codec's vocabulary when it names one; ties to the
-// lowest id). All prefixes decode in lockstep through one batched KV-cache
-// decoder (model.BatchDecoder), each as if alone: its prefix is read once,
-// then one token per step; a context longer than seq_len keeps its last
-// seq_len tokens (that sequence's cache is refilled with them).
+// lowest id). The prefixes decode in lockstep through one batched KV-cache
+// decoder (model.BatchDecoder; as many at a time as greedyCacheFloats
+// allows), each as if alone: its prefix is read once, then one token per
+// step; a context longer than seq_len keeps its last seq_len tokens (that
+// sequence's cache is refilled with them).
 func (s *Scorer) Greedy(prefixes [][]int32, n int) ([][]int32, error) {
-	out := make([][]int32, len(prefixes))
-	if len(prefixes) == 0 {
-		return out, nil
+	for i, p := range prefixes {
+		if len(p) == 0 {
+			return nil, fmt.Errorf("prefix %d is empty", i)
+		}
 	}
+	out := make([][]int32, 0, len(prefixes))
+	group := max(1, greedyCacheFloats/s.Model.DecoderCacheFloats(s.Model.Cfg.SeqLen))
+	for g := 0; g < len(prefixes); g += group {
+		got, err := s.greedyLockstep(prefixes[g:min(g+group, len(prefixes))], n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
+}
+
+// greedyLockstep is Greedy for prefixes decoded together in one decoder.
+func (s *Scorer) greedyLockstep(prefixes [][]int32, n int) ([][]int32, error) {
+	out := make([][]int32, len(prefixes))
 	V, SL := s.Model.Cfg.Vocab, s.Model.Cfg.SeqLen
 	limit := V
 	if s.Codec.Vocab > 0 {
@@ -68,9 +89,6 @@ func (s *Scorer) Greedy(prefixes [][]int32, n int) ([][]int32, error) {
 	ctx := make([][]int32, len(prefixes))  // each prefix and its continuation
 	feed := make([][]int32, len(prefixes)) // the tokens of the next Append
 	for i, p := range prefixes {
-		if len(p) == 0 {
-			return nil, fmt.Errorf("prefix %d is empty", i)
-		}
 		ctx[i] = append(make([]int32, 0, len(p)+n), p...)
 		feed[i] = ctx[i][max(0, len(p)-SL):]
 	}

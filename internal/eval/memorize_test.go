@@ -270,3 +270,19 @@ func TestGreedyCancelled(t *testing.T) {
 		t.Fatalf("stopped after %d of 3 checks", 3-ctx.n)
 	}
 }
+
+// TestGreedyGroups: prefixes beyond what one decoder's cache budget holds
+// decode group after group, with the same tokens; an empty prefix is an
+// error naming it.
+func TestGreedyGroups(t *testing.T) {
+	m := greedyModel(t, 32, true, 0.5)
+	defer func(f int) { greedyCacheFloats = f }(greedyCacheFloats)
+	greedyCacheFloats = 3*m.DecoderCacheFloats(m.Cfg.SeqLen) + 1 // groups of 3
+	s := &Scorer{Model: m, Codec: generate.BytesCodec()}
+	pre := randPrefixes(rand.New(rand.NewPCG(8, 8)), m.Cfg.Vocab, 1, 5, 20, 31, 32, 33, 70)
+	checkGreedy(t, s, pre, 14)
+	pre[5] = nil
+	if _, err := s.Greedy(pre, 3); err == nil || !strings.Contains(err.Error(), "prefix 5 is empty") {
+		t.Fatalf("empty prefix: %v", err)
+	}
+}

@@ -150,6 +150,12 @@ func (m *Model) NewBatchDecoder(seqs, maxLen int) (*BatchDecoder, error) {
 	return d, nil
 }
 
+// DecoderCacheFloats is the size in float32s of one sequence's cache in a
+// decoder of length maxLen: the keys and values of every layer.
+func (m *Model) DecoderCacheFloats(maxLen int) int {
+	return 2 * m.Cfg.NLayers * maxLen * m.Cfg.NKVHeads * m.hd
+}
+
 // Reset empties sequence i's cache (its next Append starts at position 0).
 func (d *BatchDecoder) Reset(i int) { d.n[i], d.hist[i] = 0, d.hist[i][:0] }
 
