@@ -40,6 +40,9 @@ type Model struct {
 	attn     ops.Attention
 	lastB    int
 	prec     ops.Precision // the products' arithmetic (SetPrecision)
+	// startAcc: the next ForwardBackward writes Grads (StartAccumulation);
+	// gw: the pass under way writes them (gradBeta, gradhook.go)
+	startAcc, gw bool
 
 	// long-lived tasks handed to the worker pool (pointers: no allocation)
 	tEmb  embedTask
@@ -260,10 +263,23 @@ func (m *Model) NumParams() int { return len(m.Params) }
 // ZeroGrads clears the gradient buffer.
 // It also starts a step's accumulation window: MoE routing statistics
 // (load-balancing loss, vitals, the routing-bias update) sum the
-// micro-batches from here.
+// micro-batches from here. StartAccumulation does the same without the
+// clear.
 func (m *Model) ZeroGrads() {
 	clear(m.Grads)
 	m.moeResetStep()
+	m.startAcc = false
+}
+
+// StartAccumulation starts a step's accumulation window as ZeroGrads does,
+// without clearing Grads: the next ForwardBackward writes every gradient
+// (scale·∂objective/∂θ, whatever Grads held) and the ones after it add, so
+// after k passes Grads holds what ZeroGrads and k passes leave (up to the
+// sign of exact zeros). Until that pass runs Grads is stale: a caller that
+// may run no pass reads it only after ZeroGrads.
+func (m *Model) StartAccumulation() {
+	m.moeResetStep()
+	m.startAcc = true
 }
 
 // Vitals returns the health numbers of the last Forward or ForwardBackward.
@@ -555,6 +571,7 @@ func (m *Model) ForwardBackward(b *Batch, scale float32) (Stats, error) {
 	}
 	t0 := time.Now()
 	m.moe.scale = scale
+	m.gw = m.startAcc // this pass writes Grads (StartAccumulation)
 	m.forwardBody(b, true)
 	aux := m.moeAux()
 	// the head ends with lm_head gradient GEMMs, whose time (st.BackwardTime)
@@ -563,6 +580,7 @@ func (m *Model) ForwardBackward(b *Batch, scale float32) (Stats, error) {
 	st.MoEAux = aux
 	t1 := time.Now()
 	m.backward(b)
+	m.startAcc, m.gw = false, false
 	headBwd := st.BackwardTime
 	st.ForwardTime, st.BackwardTime = t1.Sub(t0)-headBwd, time.Since(t1)+headBwd
 	return st, nil
@@ -722,11 +740,19 @@ func (m *Model) rmsForwardCopy(out, rstd, inp, w, cp []float32, N, C int, eps fl
 func (m *Model) rmsBackward(dinp, dw, dout, inp, w, rstd []float32, N, C int) {
 	m.tRMSB = rmsBwdTask{dinp: dinp, dout: dout, inp: inp, w: w, rstd: rstd, C: C, N: N, partial: m.a.partial}
 	kernels.ParallelForTask(normChunks, 1, &m.tRMSB)
-	sumPartials(dw, m.a.partial, C)
+	sumPartials(dw, m.a.partial, C, m.gw)
 }
 
-func sumPartials(dw, partial []float32, C int) {
-	for c := 0; c < normChunks; c++ {
+// sumPartials adds the normChunks partials of C floats into dw in chunk
+// order, or with write sets dw to their sum (the first partial copied:
+// the same sums as adding onto zeros, up to the sign of exact zeros).
+func sumPartials(dw, partial []float32, C int, write bool) {
+	c0 := 0
+	if write {
+		copy(dw[:C], partial[:C])
+		c0 = 1
+	}
+	for c := c0; c < normChunks; c++ {
 		p := partial[c*C : (c+1)*C]
 		for j, v := range p {
 			dw[j] += v
@@ -851,12 +877,12 @@ func (m *Model) backward(b *Batch) {
 			m.moeBackward(l, a.ln2[l], a.dresid, a.dln)
 		} else {
 			m.tb(opDownGemmBwd, l)
-			m.prec.MatmulBackward(a.dh, g.down, a.dresid, a.h[l], w.down, N, F, D, false)
+			m.prec.MatmulBackwardBeta(a.dh, g.down, a.dresid, a.h[l], w.down, N, F, D, false, m.gradBeta())
 			m.te()
 			m.tSwi = swigluTask{h: a.dh, sig: a.sig[l], gu: a.gu[l], dgu: a.dgu, F: F, back: true}
 			kernels.ParallelForTask(N, 16, &m.tSwi)
 			m.tb(opGateUpGemmBwd, l)
-			m.prec.MatmulBackward(a.dln, g.gu, a.dgu, a.ln2[l], w.gu, N, D, 2*F, false)
+			m.prec.MatmulBackwardBeta(a.dln, g.gu, a.dgu, a.ln2[l], w.gu, N, D, 2*F, false, m.gradBeta())
 			m.te()
 		}
 		m.rmsBackward(a.dresid, g.ln2, a.dln, a.residMid[l], w.ln2, a.rstd2[l], N, D)
@@ -864,7 +890,7 @@ func (m *Model) backward(b *Batch) {
 		// attention: residMid = resid[l] + o_proj(attn(qkv(ln1)))
 		m.tb(opAttentionBwd, l)
 		m.tb(opOProjGemmBwd, l)
-		m.prec.MatmulBackward(a.datty, g.wo, a.dresid, a.atty[l], w.wo, N, m.attDim, D, false)
+		m.prec.MatmulBackwardBeta(a.datty, g.wo, a.dresid, a.atty[l], w.wo, N, m.attDim, D, false, m.gradBeta())
 		m.te()
 		m.tb(opAttnCoreBwd, l)
 		// RoPE's backward runs inside, per (b, kv-head) group (ops.Attention.RoPECos)
@@ -881,13 +907,16 @@ func (m *Model) backward(b *Batch) {
 			m.headNormBackward(a.dqkv, src, a.knRstd[l], w.kn, g.kn, N, H*hd, KV)
 		}
 		m.tb(opQKVGemmBwd, l)
-		m.prec.MatmulBackward(a.dln, g.qkv, a.dqkv, a.ln1[l], w.qkv, N, D, m.qkvDim, false)
+		m.prec.MatmulBackwardBeta(a.dln, g.qkv, a.dqkv, a.ln1[l], w.qkv, N, D, m.qkvDim, false, m.gradBeta())
 		m.te()
 		m.rmsBackward(a.dresid, g.ln1, a.dln, a.resid[l], w.ln1, a.rstd1[l], N, D)
 		m.te() // attention_backward
 		m.gradsDone(l)
 	}
 	m.tb(opEmbeddingBwd, -1)
+	if m.gw && !c.Tied { // a scatter: rows of tokens not in the batch get nothing (tied: the lm_head GEMM wrote them)
+		clear(m.g.emb)
+	}
 	ops.EmbeddingBackward(m.g.emb, a.dresid[:N*D], b.Inputs, D)
 	m.te()
 	m.gradsDone(gradPartEmbed)
@@ -896,7 +925,7 @@ func (m *Model) backward(b *Batch) {
 func (m *Model) headNormBackward(d, src, rstd, w, dw []float32, N, off, nh int) {
 	m.tHNB = headNormBwdTask{d: d, src: src, rstd: rstd, w: w, stride: m.qkvDim, off: off, nh: nh, hd: m.hd, N: N, partial: m.a.partial}
 	kernels.ParallelForTask(normChunks, 1, &m.tHNB)
-	sumPartials(dw, m.a.partial, m.hd)
+	sumPartials(dw, m.a.partial, m.hd, m.gw)
 }
 
 // ---------------------------------------------------------------- tasks

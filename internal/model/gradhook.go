@@ -46,3 +46,14 @@ func (m *Model) GradRange(part int) (lo, hi int) {
 	b := m.tensors[m.byName[last]]
 	return a.Offset, b.Offset + b.Size
 }
+
+// gradBeta is the beta of this pass's weight-gradient GEMMs: 0 on the
+// first pass after StartAccumulation (each writer writes its gradient,
+// reading nothing of the previous step), 1 otherwise (it adds). Every
+// other writer of Grads follows m.gw the same way.
+func (m *Model) gradBeta() float32 {
+	if m.gw {
+		return 0
+	}
+	return 1
+}

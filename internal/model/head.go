@@ -167,16 +167,20 @@ func (m *Model) headTrain(b *Batch, scale float32) Stats {
 			st = m.headStats(b, wsum, count)
 		}
 		tb := time.Now()
+		beta := float32(1) // the first chunk of a pass that writes Grads writes dW_lm (gradBeta)
+		if r0 == 0 {
+			beta = m.gradBeta()
+		}
 		m.tb(opLMHeadBwd, -1)
 		m.tb(opLMHeadGemmBwd, -1)
 		if packed {
 			if r0 == 0 {
 				a.lmN.Pack(false, V, D, m.p.lm, D) // op(B) = W_lm [V × D]
 			}
-			kernels.SgemmPackedB(false, n, 1, z, ld, &a.lmN, 0, dln, D)         // dln = dz·W_lm
-			kernels.Sgemm(true, false, V, D, n, 1, z, ld, lnf, D, 1, m.g.lm, D) // dW_lm += dzᵀ·lnf
+			kernels.SgemmPackedB(false, n, 1, z, ld, &a.lmN, 0, dln, D)            // dln = dz·W_lm
+			kernels.Sgemm(true, false, V, D, n, 1, z, ld, lnf, D, beta, m.g.lm, D) // dW_lm += dzᵀ·lnf
 		} else {
-			m.prec.MatmulBackwardStrided(dln, m.g.lm, z, ld, lnf, m.p.lm, n, D, V, false)
+			m.prec.MatmulBackwardStridedBeta(dln, m.g.lm, z, ld, lnf, m.p.lm, n, D, V, false, beta)
 		}
 		m.te()
 		m.te() // lm_head_backward

@@ -510,26 +510,33 @@ func (m *Model) moeBackward(l int, x, dout, dx []float32) {
 	// dy_r = g_a·dout_t and ∂g_a = dout_t·y_r for each kept assignment a
 	s.tRows = rowsTask{op: rowsGateBack, dy: s.dy, dgate: s.dgate[:N*K], dout: dout, y: st.y, gate: st.gate[:N*K], idx: st.row[:N*K], K: K, C: D}
 	kernels.ParallelForTask(N*K, 16, &s.tRows)
+	if m.gw && g.bias != nil { // the routing bias has a gradient slot no pass writes
+		clear(g.bias)
+	}
 	for e := 0; e < E; e++ {
 		r0, r1 := st.off[e], st.off[e+1]
 		if r1 == r0 {
+			if m.gw { // an idle expert's gradient is zero, not the previous step's
+				clear(g.down[e])
+				clear(g.gu[e])
+			}
 			continue
 		}
 		n := r1 - r0
-		m.prec.MatmulBackward(s.dh[r0*Fe:r1*Fe], g.down[e], s.dy[r0*D:r1*D], st.h[r0*Fe:r1*Fe], w.down[e], n, Fe, D, false)
+		m.prec.MatmulBackwardBeta(s.dh[r0*Fe:r1*Fe], g.down[e], s.dy[r0*D:r1*D], st.h[r0*Fe:r1*Fe], w.down[e], n, Fe, D, false, m.gradBeta())
 		s.task = swigluTask{h: s.dh[r0*Fe : r1*Fe], sig: st.sig[r0*Fe : r1*Fe], gu: st.gu[r0*2*Fe : r1*2*Fe], dgu: s.dgu[r0*2*Fe : r1*2*Fe], F: Fe, back: true}
 		kernels.ParallelForTask(n, 16, &s.task)
-		m.prec.MatmulBackward(s.dxe[r0*D:r1*D], g.gu[e], s.dgu[r0*2*Fe:r1*2*Fe], st.xe[r0*D:r1*D], w.gu[e], n, D, 2*Fe, false)
+		m.prec.MatmulBackwardBeta(s.dxe[r0*D:r1*D], g.gu[e], s.dgu[r0*2*Fe:r1*2*Fe], st.xe[r0*D:r1*D], w.gu[e], n, D, 2*Fe, false, m.gradBeta())
 	}
 	clear(dx[:N*D])
 	s.scatter(dx, s.dxe, nil, st.row[:N*K], N, K, D)
 	if w.sgu != nil {
 		s.sdh = grow(s.sdh, N*Fe)
 		s.sdgu = grow(s.sdgu, N*2*Fe)
-		m.prec.MatmulBackward(s.sdh, g.sdown, dout, st.sh, w.sdown, N, Fe, D, false)
+		m.prec.MatmulBackwardBeta(s.sdh, g.sdown, dout, st.sh, w.sdown, N, Fe, D, false, m.gradBeta())
 		s.task = swigluTask{h: s.sdh, sig: st.ssg, gu: st.sgu, dgu: s.sdgu, F: Fe, back: true}
 		kernels.ParallelForTask(N, 16, &s.task)
-		m.prec.MatmulBackward(dx, g.sgu, s.sdgu, x, w.sgu, N, D, 2*Fe, true)
+		m.prec.MatmulBackwardBeta(dx, g.sgu, s.sdgu, x, w.sgu, N, D, 2*Fe, true, m.gradBeta())
 	}
 
 	// router
@@ -573,7 +580,7 @@ func (m *Model) moeBackward(l int, x, dout, dx []float32) {
 			dz[i] = v*(dp[i]-pdp) + zt*v
 		}
 	}
-	ops.MatmulBackward(dx, g.router, s.dz, x, w.router, N, D, E, true)
+	ops.MatmulBackwardStridedBeta(dx, g.router, s.dz, E, x, w.router, N, D, E, true, m.gradBeta())
 
 	// the step's accumulators, then the vitals over them
 	for i := 0; i < E; i++ {

@@ -21,7 +21,7 @@ type EvalOptions struct {
 }
 
 // EvalResult is what Eval measured. Every round times one training step
-// (ZeroGrads, ForwardBackward, AdamW: BenchStep's step), one Forward (the
+// (StartAccumulation, ForwardBackward, AdamW: BenchStep's step), one Forward (the
 // evaluation path before LogProbs: full activations, logits at every
 // position) and one LogProbs on the same random batch, one after the other.
 type EvalResult struct {
@@ -74,7 +74,7 @@ func Eval(ctx context.Context, opt EvalOptions) (EvalResult, error) {
 			return EvalResult{}, err
 		}
 		t0 := time.Now()
-		m.ZeroGrads()
+		m.StartAccumulation()
 		st, err := m.ForwardBackward(b, 1)
 		if err != nil {
 			return EvalResult{}, fmt.Errorf("bench eval: %w", err)

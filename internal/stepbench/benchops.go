@@ -10,7 +10,7 @@ import (
 
 // Names of the step's parts outside the model's op spans in OpTime.
 const (
-	OpZeroGrads = "zero_grads" // Model.ZeroGrads before the pass
+	OpZeroGrads = "zero_grads" // Model.StartAccumulation before the pass (was ZeroGrads, a clear)
 	OpOptimizer = "optimizer"  // the AdamW step
 	OpOther     = "other"      // the rest of the step: time outside every span
 )

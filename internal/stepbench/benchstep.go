@@ -177,7 +177,7 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 			m.Trace = timer
 		}
 		t0 := time.Now()
-		m.ZeroGrads()
+		m.StartAccumulation()
 		t1 := time.Now()
 		st, err := m.ForwardBackward(b, 1)
 		if err != nil {

@@ -766,7 +766,11 @@ func (t *trainer) accumulate(s, dataIdx, lo, hi int, m *runlog.Step, qk *qkClipp
 	o := t.o
 	a := &accumulated{B: m.BatchSize, perSrc: make([]int, len(t.srcNames))}
 	t.ent.Begin(vocabFor(&o), o.Model.Vocab, t.T)
-	t.net.ZeroGrads()
+	if m.MicroBatches > 0 { // the first pass writes the gradient
+		t.net.StartAccumulation()
+	} else { // a rank without rows this step all-reduces zeros
+		t.net.ZeroGrads()
+	}
 	t.dp.beginStep()
 	t.noise.Begin()
 	mb := len(t.inputs) / t.T

@@ -31,6 +31,7 @@ func (n modelNet) Params() []float32       { return n.m.Params }
 func (n modelNet) Grads() []float32        { return n.m.Grads }
 func (n modelNet) Tensors() []model.Tensor { return n.m.Tensors() }
 func (n modelNet) ZeroGrads()              { n.m.ZeroGrads() }
+func (n modelNet) StartAccumulation()      { n.m.StartAccumulation() }
 func (n modelNet) ForwardBackward(b *model.Batch, scale float32) (model.Stats, error) {
 	return n.m.ForwardBackward(b, scale)
 }

@@ -8,8 +8,13 @@ type Net interface {
 	Params() []float32
 	Grads() []float32
 	Tensors() []model.Tensor
+	// ZeroGrads clears Grads and starts a step's accumulation.
 	ZeroGrads()
-	// ForwardBackward adds scale·∂loss/∂θ to Grads.
+	// StartAccumulation starts a step's accumulation without the clear:
+	// the next ForwardBackward writes Grads, the ones after it add.
+	StartAccumulation()
+	// ForwardBackward adds scale·∂loss/∂θ to Grads (writes it, right
+	// after StartAccumulation).
 	ForwardBackward(b *model.Batch, scale float32) (model.Stats, error)
 	Forward(b *model.Batch) (model.Stats, error)
 	// Vitals reports the health numbers of the last forward pass (nil if none).

@@ -148,7 +148,7 @@ func (r *Replayer) Step(s int) (StepReplay, error) {
 		mm.Cfg.ZLoss = o.Optim.KnobsAt(s, o.Model.ZLoss).ZLoss
 		defer func() { mm.Cfg.ZLoss = zl }()
 	}
-	r.net.ZeroGrads()
+	r.net.StartAccumulation() // nMicro ≥ 1: the first pass writes the gradient
 	for k := 0; k < nMicro; k++ {
 		r0 := k * r.mb
 		n := min(r.mb, B-r0)

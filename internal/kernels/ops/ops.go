@@ -378,7 +378,14 @@ func MatmulBackward(dx, dw, dy, x, w []float32, N, in, out int, accumulate bool)
 // MatmulBackwardStrided is MatmulBackward with the rows of dy ldy ≥ out
 // floats apart.
 func MatmulBackwardStrided(dx, dw, dy []float32, ldy int, x, w []float32, N, in, out int, accumulate bool) {
-	dW := kernels.GemmArgs{TransA: true, M: out, N: in, K: N, Alpha: 1, A: dy, Lda: ldy, B: x, Ldb: in, Beta: 1, C: dw, Ldc: in}
+	MatmulBackwardStridedBeta(dx, dw, dy, ldy, x, w, N, in, out, accumulate, 1)
+}
+
+// MatmulBackwardStridedBeta is MatmulBackwardStrided with the weight
+// gradient dW = dyᵀ·x + wBeta·dW: wBeta 1 adds (MatmulBackwardStrided),
+// 0 writes dW without reading it (the first pass of an accumulation).
+func MatmulBackwardStridedBeta(dx, dw, dy []float32, ldy int, x, w []float32, N, in, out int, accumulate bool, wBeta float32) {
+	dW := kernels.GemmArgs{TransA: true, M: out, N: in, K: N, Alpha: 1, A: dy, Lda: ldy, B: x, Ldb: in, Beta: wBeta, C: dw, Ldc: in}
 	if dx == nil {
 		dW.Sgemm()
 		return

@@ -73,16 +73,27 @@ func (p Precision) MatmulForwardStrided(y []float32, ldy int, x, w []float32, N,
 // input gradient dy·W and the weight gradient dyᵀ·x take bf16 inputs; dw
 // accumulates in float32.
 func (p Precision) MatmulBackward(dx, dw, dy, x, w []float32, N, in, out int, accumulate bool) {
-	p.MatmulBackwardStrided(dx, dw, dy, out, x, w, N, in, out, accumulate)
+	p.MatmulBackwardStridedBeta(dx, dw, dy, out, x, w, N, in, out, accumulate, 1)
+}
+
+// MatmulBackwardBeta is MatmulBackward with dW = dyᵀ·x + wBeta·dW (0:
+// written without being read; 1: added), in this precision.
+func (p Precision) MatmulBackwardBeta(dx, dw, dy, x, w []float32, N, in, out int, accumulate bool, wBeta float32) {
+	p.MatmulBackwardStridedBeta(dx, dw, dy, out, x, w, N, in, out, accumulate, wBeta)
 }
 
 // MatmulBackwardStrided is MatmulBackwardStrided in this precision.
 func (p Precision) MatmulBackwardStrided(dx, dw, dy []float32, ldy int, x, w []float32, N, in, out int, accumulate bool) {
+	p.MatmulBackwardStridedBeta(dx, dw, dy, ldy, x, w, N, in, out, accumulate, 1)
+}
+
+// MatmulBackwardStridedBeta is MatmulBackwardStridedBeta in this precision.
+func (p Precision) MatmulBackwardStridedBeta(dx, dw, dy []float32, ldy int, x, w []float32, N, in, out int, accumulate bool, wBeta float32) {
 	if p != BF16 {
-		MatmulBackwardStrided(dx, dw, dy, ldy, x, w, N, in, out, accumulate)
+		MatmulBackwardStridedBeta(dx, dw, dy, ldy, x, w, N, in, out, accumulate, wBeta)
 		return
 	}
-	dW := kernels.GemmArgs{TransA: true, M: out, N: in, K: N, Alpha: 1, A: dy, Lda: ldy, B: x, Ldb: in, Beta: 1, C: dw, Ldc: in, BF16: true}
+	dW := kernels.GemmArgs{TransA: true, M: out, N: in, K: N, Alpha: 1, A: dy, Lda: ldy, B: x, Ldb: in, Beta: wBeta, C: dw, Ldc: in, BF16: true}
 	if dx == nil {
 		dW.Sgemm()
 		return
