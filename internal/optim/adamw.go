@@ -701,6 +701,11 @@ func (o *AdamW) gradNormPass(grads []float32) {
 func (o *AdamW) dirPass(params, grads []float32, k1 *adamConsts, dir dirFunc, wdScale float64, store bool) {
 	tel := !o.noTelemetry
 	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
+		// One kc and acc per task, not per segment: passed by pointer to
+		// a func value (dir), they escape to the heap (182 allocations a
+		// step on the shakespeare-char layout when they were per segment).
+		var kc adamConsts
+		var acc [6]float64
 		for c := c0; c < c1; c++ {
 			var un, pn float64
 			for k, sg := range o.chunks[c] {
@@ -713,7 +718,8 @@ func (o *AdamW) dirPass(params, grads []float32, k1 *adamConsts, dir dirFunc, wd
 					}
 					continue
 				}
-				mode, kc := dirNorms, *k1
+				mode := dirNorms
+				kc = *k1
 				switch {
 				case tel && k == 0:
 					mode = dirTel
@@ -721,7 +727,7 @@ func (o *AdamW) dirPass(params, grads []float32, k1 *adamConsts, dir dirFunc, wd
 					mode = dirTelSeg
 				}
 				kc.wd = sg.wd * wdScale
-				acc := [6]float64{un, pn}
+				acc = [6]float64{un, pn}
 				if store {
 					lo, hi := sg.lo, sg.hi
 					adamDirStore(mode, grads[lo:hi], o.M[lo:hi], o.V[lo:hi], params[lo:hi], o.m2[lo:hi], o.v2[lo:hi], o.u[lo:hi], &kc, &acc)
@@ -748,6 +754,7 @@ func (o *AdamW) dirPass(params, grads []float32, k1 *adamConsts, dir dirFunc, wd
 func (o *AdamW) commitPass(params, grads []float32, k2 *adamConsts, commit commitFunc, wdScale float64) {
 	step := k2.step
 	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
+		var kc adamConsts // one a task: it escapes (see dirPass)
 		for c := c0; c < c1; c++ {
 			for _, sg := range o.chunks[c] {
 				mm, pp := o.M[sg.lo:sg.hi], params[sg.lo:sg.hi]
@@ -758,7 +765,7 @@ func (o *AdamW) commitPass(params, grads []float32, k2 *adamConsts, commit commi
 					}
 					continue
 				}
-				kc := *k2
+				kc = *k2
 				kc.wd = sg.wd * wdScale
 				commit(grads[sg.lo:sg.hi], mm, o.V[sg.lo:sg.hi], pp, &kc)
 			}

@@ -169,3 +169,25 @@ func TestThetaEMATies(t *testing.T) {
 		}
 	}
 }
+
+// TestStepAllocations: a step on the shakespeare-char layout (91
+// segments in 55 chunks) allocates a few closures per pass, not per
+// segment (it was 187 a step: each segment's constants and sums escaped
+// to the heap), on the storing path with the EMA folded and on the
+// recomputing one.
+func TestStepAllocations(t *testing.T) {
+	defer func(v int) { storeMaxParams = v }(storeMaxParams)
+	o, p, g := shakespeareOptim(t)
+	ema := NewEMA(0.995, p)
+	for _, store := range []int{1 << 24, 0} {
+		storeMaxParams = store
+		n := testing.AllocsPerRun(10, func() {
+			if _, err := o.StepEMA(p, g, 1, 1e-6, ema); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if n > 40 {
+			t.Errorf("storing up to %d parameters: %v allocations a step, want ≤ 40", store, n)
+		}
+	}
+}
