@@ -204,18 +204,34 @@ func (o *AdamW) storing(n int, k *adamConsts) bool {
 
 // commitStore is pass 2 after a storing pass 1: the new moments are in
 // m2 and v2 (those outside every span copied over), so M, V and m2, v2
-// swap; θ moves by step·u.
-func (o *AdamW) commitStore(params []float32, step float64) {
+// swap; θ moves by step·u. With ema (not nil) the same pass folds the new
+// θ into the average, as ema.Update would after it (the parameters
+// outside every span too): one read of θ instead of two.
+func (o *AdamW) commitStore(params []float32, step float64, ema *EMA) {
 	for _, g := range o.gaps {
 		copy(o.m2[g[0]:g[1]], o.M[g[0]:g[1]])
 		copy(o.v2[g[0]:g[1]], o.V[g[0]:g[1]])
 	}
 	o.M, o.m2 = o.m2, o.M
 	o.V, o.v2 = o.v2, o.V
+	if ema == nil {
+		kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
+			for c := c0; c < c1; c++ {
+				for _, sg := range o.chunks[c] {
+					thetaUpdate(params[sg.lo:sg.hi], o.u[sg.lo:sg.hi], step)
+				}
+			}
+		})
+		return
+	}
+	b, w := ema.Beta, ema.W
+	for _, g := range o.gaps {
+		emaUpdate(w[g[0]:g[1]], params[g[0]:g[1]], b, 1-b)
+	}
 	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
 		for c := c0; c < c1; c++ {
 			for _, sg := range o.chunks[c] {
-				thetaUpdate(params[sg.lo:sg.hi], o.u[sg.lo:sg.hi], step)
+				thetaEMAUpdate(params[sg.lo:sg.hi], o.u[sg.lo:sg.hi], w[sg.lo:sg.hi], step, b, 1-b)
 			}
 		}
 	})
@@ -229,6 +245,13 @@ func thetaGo(p, u []float32, step float64) {
 	for i, x := range u {
 		p[i] = float32(float64(p[i]) - float64(step*float64(x)))
 	}
+}
+
+// thetaEMAGo is thetaGo and then emaGo(w, p, b, c) over the same
+// elements: the θ pass with the EMA folded in (thetaEMAAVX512's twin).
+func thetaEMAGo(p, u, w []float32, step, b, c float64) {
+	thetaGo(p, u, step)
+	emaGo(w, p, b, c)
 }
 
 const chunkSize = 1 << 14
@@ -306,6 +329,12 @@ type Result struct {
 	// moments after the step (a skipped step leaves them as they were);
 	// per-span parts are in SpanSquares. Zero with telemetry off.
 	AdamMNorm, AdamVNorm float64
+
+	// EMAFolded reports that StepEMA updated its EMA in the step's θ
+	// pass; when false (a skipped or refused step, or a step without the
+	// double-buffered pass: Muon, more than storeMaxParams parameters, no
+	// AVX-512) the EMA was not touched.
+	EMAFolded bool
 }
 
 // GradNorm is the global L2 norm of g, accumulated in float64 in order.
@@ -321,6 +350,16 @@ func GradNorm(g []float32) float64 {
 // the step's loss. On ErrNonFinite nothing is changed. A skipped step
 // changes neither params nor moments (only the skip windows see it).
 func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) {
+	return o.StepEMA(params, grads, loss, lr, nil)
+}
+
+// StepEMA is Step that, where it can, also folds the updated params into
+// ema (when not nil) in the pass that moves them, to the same bits as
+// ema.Update(params) after Step: Result.EMAFolded says whether it did (if
+// not, and the step was applied, the caller updates ema itself). The
+// caller passes ema only when nothing changes the params between the step
+// and the EMA (QK-Clip and the MoE router bias do).
+func (o *AdamW) StepEMA(params, grads []float32, loss, lr float64, ema *EMA) (Result, error) {
 	var r Result
 	r.UpdateClipAt = math.Inf(1)
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
@@ -425,7 +464,11 @@ func (o *AdamW) Step(params, grads []float32, loss, lr float64) (Result, error) 
 	k2 := k1
 	k2.step = step
 	if store {
-		o.commitStore(params, step)
+		if ema != nil && len(ema.W) != len(params) {
+			ema = nil // not this optimizer's average: left to the caller
+		}
+		o.commitStore(params, step, ema)
+		r.EMAFolded = ema != nil
 	} else {
 		o.commitPass(params, grads, &k2, commit, wdScale)
 	}

@@ -30,6 +30,9 @@ func nadamDirStoreAVX512(mode int, gr, m, v, p *float32, n int, k *adamConsts, a
 func thetaAVX512(p, u *float32, n int, step float64)
 
 //go:noescape
+func thetaEMAAVX512(p, u, w *float32, n int, step, b, c float64)
+
+//go:noescape
 func sumSqAVX512(x *float32, n int, acc float64) float64
 
 //go:noescape
@@ -148,4 +151,17 @@ func thetaUpdate(p, u []float32, step float64) {
 	}
 	thetaAVX512(&p[0], &u[0], n, step)
 	thetaGo(p[n:], u[n:], step)
+}
+
+// thetaEMAUpdate is thetaUpdate followed by the EMA update of w from the
+// new p (thetaEMAGo), in one pass.
+func thetaEMAUpdate(p, u, w []float32, step, b, c float64) {
+	u, w = u[:len(p)], w[:len(p)]
+	n := len(p) &^ 7
+	if !useAVX512 || n == 0 {
+		thetaEMAGo(p, u, w, step, b, c)
+		return
+	}
+	thetaEMAAVX512(&p[0], &u[0], &w[0], n, step, b, c)
+	thetaEMAGo(p[n:], u[n:], w[n:], step, b, c)
 }

@@ -673,3 +673,40 @@ theta:
 	JNZ       theta
 	VZEROUPPER
 	RET
+
+// func thetaEMAAVX512(p, u, w *float32, n int, step, b, c float64)
+// p[i] = float32(float64(p[i]) − step·float64(u[i])) as thetaAVX512, then
+// w[i] = float32(b·float64(w[i]) + c·float64(p[i])) with the new p[i] as
+// emaAVX512 computes it (the products and the sum in float64, each
+// rounded, no FMA): pass 2 of the double-buffered step with the EMA of
+// the weights folded in (thetaEMAGo). n is a positive multiple of 8.
+TEXT ·thetaEMAAVX512(SB), NOSPLIT, $0-56
+	MOVQ         p+0(FP), DI
+	MOVQ         u+8(FP), SI
+	MOVQ         w+16(FP), R8
+	MOVQ         n+24(FP), CX
+	VBROADCASTSD step+32(FP), Z1
+	VBROADCASTSD b+40(FP), Z5
+	VBROADCASTSD c+48(FP), Z6
+
+thetaema:
+	VCVTPS2PD (SI), Z2
+	VMULPD    Z1, Z2, Z2
+	VCVTPS2PD (DI), Z3
+	VSUBPD    Z2, Z3, Z3
+	VCVTPD2PS Z3, Y3
+	VMOVUPS   Y3, (DI)
+	VCVTPS2PD (R8), Z4
+	VMULPD    Z5, Z4, Z4
+	VCVTPS2PD Y3, Z3
+	VMULPD    Z6, Z3, Z3
+	VADDPD    Z3, Z4, Z4
+	VCVTPD2PS Z4, Y4
+	VMOVUPS   Y4, (R8)
+	ADDQ      $32, DI
+	ADDQ      $32, SI
+	ADDQ      $32, R8
+	SUBQ      $8, CX
+	JNZ       thetaema
+	VZEROUPPER
+	RET

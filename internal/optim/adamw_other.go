@@ -26,3 +26,5 @@ func adamDirStore(mode int, g, m, v, p, m2, v2, u []float32, k *adamConsts, acc 
 }
 
 func thetaUpdate(p, u []float32, step float64) { thetaGo(p, u, step) }
+
+func thetaEMAUpdate(p, u, w []float32, step, b, c float64) { thetaEMAGo(p, u, w, step, b, c) }

@@ -50,7 +50,8 @@ func BenchmarkAdamWPasses(b *testing.B) {
 		{"gradnorm", func() { o.gradNormPass(g) }},
 		{"dir", func() { o.dirPass(p, g, &k, adamDir, 1, false) }},
 		{"dir-store", func() { o.dirPass(p, g, &k, adamDir, 1, o.storing(len(p), &k)) }},
-		{"theta", func() { o.commitStore(p, 1e-9) }},
+		{"theta", func() { o.commitStore(p, 1e-9, nil) }},
+		{"theta-ema", func() { o.commitStore(p, 1e-9, ema) }},
 		{"commit", func() { o.commitPass(p, g, &k, adamCommit, 1) }},
 		{"ema", func() { ema.Update(p) }},
 		{"step", func() {

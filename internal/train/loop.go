@@ -899,7 +899,7 @@ func (t *trainer) learningRate(s, dataIdx int, kn optim.Knobs) (float64, optim.P
 func (t *trainer) apply(s int, m *runlog.Step, a *accumulated, lr float64, qk *qkClipper) (optim.Result, error) {
 	t0 := time.Now()
 	params := t.net.Params()
-	r, err := t.opt.Step(params, t.net.Grads(), a.loss, lr)
+	r, err := t.opt.StepEMA(params, t.net.Grads(), a.loss, lr, t.foldEMA(qk))
 	if err != nil {
 		if errors.Is(err, optim.ErrNonFinite) {
 			if t.ml != nil { // rank 0 (every rank stops here: they hold the same gradient)
@@ -919,13 +919,30 @@ func (t *trainer) apply(s int, m *runlog.Step, a *accumulated, lr float64, qk *q
 	}
 	updateRouterBias(t.net, r.Skipped) // MoE, moe_balance = bias (moe.go)
 	t.noise.Finish(r.GradNorm, a.B, float64(a.tokens)/float64(a.B), r.Skipped, m)
-	if !r.Skipped && t.ema != nil {
+	if !r.Skipped && t.ema != nil && !r.EMAFolded {
 		t.ema.Update(params)
 	}
 	m.OptimizerTime = time.Since(t0).Seconds()
 	m.Spans = append(m.Spans, runlog.Span{Name: "optimizer", Start: t0, Dur: time.Since(t0)})
 	return r, nil
 }
+
+// foldEMA is the EMA for the optimizer to update in its θ pass
+// (optim.AdamW.StepEMA), nil where it must be a pass of its own after
+// the step: no EMA, QK-Clip on at this step or the MoE router bias (both
+// change the params between the step and the EMA).
+func (t *trainer) foldEMA(qk *qkClipper) *optim.EMA {
+	if qk != nil || !foldEMA {
+		return nil
+	}
+	if mm := Model(t.net); mm != nil && mm.Cfg.MoEEvery > 0 && mm.Cfg.MoEBalance == "bias" {
+		return nil
+	}
+	return t.ema
+}
+
+// foldEMA switches the folded EMA update off (tests: the separate pass).
+var foldEMA = true
 
 // record advances the run's state by step s (counters, the loss EMA, the
 // grad-clip window) and fills the rest of its line: losses, LR, norms,
