@@ -242,17 +242,7 @@ func (m *Monitor) Observe(s Sample) []Alert {
 		s.Time = time.Now()
 	}
 	m.derive(&s)
-	// Keep a private copy for incident bundles.
-	cp := s
-	cp.Values = make(map[string]float64, len(s.Values))
-	for k, v := range s.Values {
-		cp.Values[k] = v
-	}
-	cp.Histograms = nil
-	m.recent = append(m.recent, cp)
-	if len(m.recent) > m.cfg.IncidentSteps {
-		m.recent = m.recent[len(m.recent)-m.cfg.IncidentSteps:]
-	}
+	m.keepRecent(s)
 	for _, sk := range m.sinks {
 		m.keep(sk.WriteSample(&s))
 	}
@@ -275,6 +265,33 @@ func (m *Monitor) Observe(s Sample) []Alert {
 	alerts = append(alerts, m.spikeAlerts(&s, det, dec)...)
 	alerts = append(alerts, m.liveObserve(&s)...)
 	return m.emit(alerts, s.Time)
+}
+
+// keepRecent keeps a private copy of s for incident bundles (the last
+// IncidentSteps samples, oldest first); once they are that many, the copy
+// reuses the map of the sample it evicts, so a step allocates nothing here.
+func (m *Monitor) keepRecent(s Sample) {
+	var vals map[string]float64
+	if n := len(m.recent); n > 0 && n >= m.cfg.IncidentSteps {
+		vals = m.recent[0].Values
+		clear(vals)
+		copy(m.recent, m.recent[1:])
+		clear(m.recent[n-1:]) // the evicted sample's batch and phases are not held
+		m.recent = m.recent[:n-1]
+	}
+	if vals == nil {
+		vals = make(map[string]float64, len(s.Values))
+	}
+	for k, v := range s.Values {
+		vals[k] = v
+	}
+	cp := s
+	cp.Values = vals
+	cp.Histograms = nil
+	m.recent = append(m.recent, cp)
+	if len(m.recent) > m.cfg.IncidentSteps {
+		m.recent = m.recent[len(m.recent)-m.cfg.IncidentSteps:]
+	}
 }
 
 // Seed replays the history of a run that restarts (a resume, a rewind, an

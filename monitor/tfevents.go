@@ -13,6 +13,11 @@ import (
 type TFEventsWriter struct {
 	w       *tfevents.Writer
 	flushed time.Time
+
+	// Reused from sample to sample (WriteSample runs on the monitor's lock).
+	names    []string
+	scalars  []tfevents.Scalar
+	variants map[string][]float64
 }
 
 // NewTFEventsWriter creates events.out.tfevents.<unix>.<host> in dir and
@@ -32,15 +37,22 @@ func (t *TFEventsWriter) Path() string { return t.w.Path() }
 // sample's histograms, and, for each metric reported per layer/head, a
 // histogram over its variants (tag "<name>/by_variant").
 func (t *TFEventsWriter) WriteSample(s *Sample) error {
-	e := tfevents.Event{WallTime: unix(s.Time), Step: s.Step}
-	names := make([]string, 0, len(s.Values))
+	e := tfevents.Event{WallTime: unix(s.Time), Step: s.Step, Scalars: t.scalars[:0]}
+	names := t.names[:0]
 	for k, v := range s.Values {
 		if finite(v) {
 			names = append(names, k)
 		}
 	}
 	sort.Strings(names)
-	variants := map[string][]float64{}
+	t.names = names
+	if t.variants == nil {
+		t.variants = map[string][]float64{}
+	}
+	variants := t.variants
+	for k, xs := range variants { // keep each slice's storage; a name not seen this sample stays empty
+		variants[k] = xs[:0]
+	}
 	for _, k := range names {
 		e.Scalars = append(e.Scalars, tfevents.Scalar{Tag: k, Value: float32(s.Values[k])})
 		if i := strings.IndexByte(k, '/'); i > 0 && strings.HasPrefix(k[i+1:], "layer") {
@@ -70,6 +82,7 @@ func (t *TFEventsWriter) WriteSample(s *Sample) error {
 			e.Histos = append(e.Histos, tfevents.Histogram(k+"/by_variant", xs, 16))
 		}
 	}
+	t.scalars = e.Scalars[:0]
 	if err := t.w.Write(e); err != nil {
 		return err
 	}

@@ -88,3 +88,102 @@ func TestSgemmPairZeroAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per pair, want 0", a)
 	}
 }
+
+// TestSgemmPairRowSharing: with row sharing (the thread done with its own
+// product takes row chunks of the other's), each product of a pair equals
+// Sgemm on one thread bit for bit, for every layout, ragged edges (rows
+// not a multiple of the tile, columns not of the strip), several kc
+// slices, alpha and beta (beta 0 over a C of NaNs, beta 1 adding, where a
+// chunk computed twice or skipped shows), on 1–3 threads, and with the
+// pool busy (the pair then runs on the caller alone).
+func TestSgemmPairRowSharing(t *testing.T) {
+	savedMin := pairMinFlops
+	t.Cleanup(func() { pairMinFlops = savedMin })
+	pairMinFlops = 1
+	r := rand.New(rand.NewSource(17))
+	nan := float32(math.NaN())
+	type prod struct {
+		tA, tB      bool
+		m, n, k     int
+		alpha, beta float32
+	}
+	mk := func(p prod) GemmArgs {
+		lda, ldb := p.k, p.n
+		if p.tA {
+			lda = p.m
+		}
+		if p.tB {
+			ldb = p.k
+		}
+		c := randVec(r, p.m*p.n)
+		if p.beta == 0 {
+			for i := range c {
+				c[i] = nan
+			}
+		}
+		return GemmArgs{TransA: p.tA, TransB: p.tB, M: p.m, N: p.n, K: p.k, Alpha: p.alpha, A: randVec(r, p.m*p.k), Lda: lda, B: randVec(r, p.k*p.n), Ldb: ldb, Beta: p.beta, C: c, Ldc: p.n}
+	}
+	cases := []struct {
+		name string
+		x, y prod
+	}{
+		{"backward qkv NN+TN", prod{false, false, 384, 128, 384, 1, 1}, prod{true, false, 384, 128, 384, 1, 1}},
+		{"gate_up dx two kc slices", prod{false, false, 384, 128, 768, 1, 0}, prod{true, false, 768, 128, 384, 1, 1}},
+		{"ragged NT+TT", prod{false, true, 101, 77, 53, 0.5, 0}, prod{true, true, 59, 45, 130, -2, 1}},
+		{"unequal costs", prod{false, false, 30, 40, 20, 1, 1}, prod{true, false, 395, 130, 600, 1.5, 0.25}},
+		{"one row", prod{false, false, 1, 200, 300, 1, 0}, prod{false, true, 211, 33, 70, 1, 1}},
+	}
+	for _, tc := range cases {
+		x0, y0 := mk(tc.x), mk(tc.y)
+		setTestThreads(t, 1)
+		want := [2][]float32{}
+		for i, g := range []GemmArgs{x0, y0} {
+			g.C = append([]float32(nil), g.C...)
+			g.Sgemm()
+			want[i] = g.C
+		}
+		for _, threads := range []int{1, 2, 3} {
+			for _, busy := range []bool{false, true} {
+				setTestThreads(t, threads)
+				x, y := x0, y0
+				x.C, y.C = append([]float32(nil), x0.C...), append([]float32(nil), y0.C...)
+				if busy {
+					p := currentPool()
+					p.mu.Lock()
+					SgemmPair(x, y)
+					p.mu.Unlock()
+				} else {
+					SgemmPair(x, y)
+				}
+				for i, got := range [2][]float32{x.C, y.C} {
+					for j := range got {
+						if math.Float32bits(got[j]) != math.Float32bits(want[i][j]) {
+							t.Fatalf("%s, %d threads, pool busy %v: product %d C[%d] = %v, one thread gives %v", tc.name, threads, busy, i, j, got[j], want[i][j])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSgemmPairTakesOtherRows: when one product of a pair is much cheaper,
+// its thread goes on to row chunks of the other product instead of
+// waiting for it (before row sharing each product ran whole on one
+// thread, and none were taken).
+func TestSgemmPairTakesOtherRows(t *testing.T) {
+	setTestThreads(t, 2)
+	savedMin := pairMinFlops
+	t.Cleanup(func() { pairMinFlops = savedMin })
+	pairMinFlops = 1
+	r := rand.New(rand.NewSource(23))
+	x := GemmArgs{M: 28, N: 32, K: 32, Alpha: 1, A: randVec(r, 28*32), Lda: 32, B: randVec(r, 32*32), Ldb: 32, C: make([]float32, 28*32), Ldc: 32}
+	y := GemmArgs{M: 384, N: 128, K: 384, Alpha: 1, A: randVec(r, 384*384), Lda: 384, B: randVec(r, 384*128), Ldb: 128, C: make([]float32, 384*128), Ldc: 128}
+	before := pairStolen.Load()
+	for i := 0; i < 20 && pairStolen.Load() == before; i++ {
+		SgemmPair(x, y)
+	}
+	if pairStolen.Load() == before {
+		t.Fatal("in 20 pairs of a 28×32×32 and a 384×128×384 product, no row chunk of the larger was taken by the other thread")
+	}
+}

@@ -4,8 +4,9 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -272,7 +273,7 @@ func (s *Store) commit(bs []storeBatch) error {
 // appendValuesJSON writes rows' names and values as one JSON object, sorted
 // by name, in the one number encoding.
 func appendValuesJSON(b []byte, rows []metricRow) []byte {
-	sort.Slice(rows, func(i, j int) bool { return rows[i].name < rows[j].name })
+	slices.SortFunc(rows, func(a, b metricRow) int { return strings.Compare(a.name, b.name) }) // names are unique: the order sort.Slice gave
 	b = append(b, '{')
 	for i, r := range rows {
 		if i > 0 {

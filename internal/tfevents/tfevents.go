@@ -144,15 +144,13 @@ func Marshal(e Event) []byte {
 		b = protowire.AppendString(b, e.FileVersion)
 	}
 	if len(e.Scalars) > 0 || len(e.Histos) > 0 {
-		var sum []byte
+		n := 0
 		for _, s := range e.Scalars {
-			var v []byte
-			v = protowire.AppendTag(v, 1, protowire.BytesType)
-			v = protowire.AppendString(v, s.Tag)
-			v = protowire.AppendTag(v, 2, protowire.Fixed32Type)
-			v = protowire.AppendFixed32(v, math.Float32bits(s.Value))
-			sum = protowire.AppendTag(sum, 1, protowire.BytesType)
-			sum = protowire.AppendBytes(sum, v)
+			n += scalarSize(s)
+		}
+		sum := make([]byte, 0, n)
+		for _, s := range e.Scalars {
+			sum = appendScalar(sum, s)
 		}
 		for _, h := range e.Histos {
 			var hp []byte
@@ -174,6 +172,29 @@ func Marshal(e Event) []byte {
 		b = protowire.AppendBytes(b, sum)
 	}
 	return b
+}
+
+// appendScalar appends the Summary.Value of scalar s (field 1: tag,
+// field 2: simple_value) as field 1 of a Summary, its length computed
+// instead of encoding the value into a temporary slice first.
+func appendScalar(b []byte, s Scalar) []byte {
+	n := scalarValueSize(s)
+	b = protowire.AppendTag(b, 1, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(n))
+	b = protowire.AppendTag(b, 1, protowire.BytesType)
+	b = protowire.AppendString(b, s.Tag)
+	b = protowire.AppendTag(b, 2, protowire.Fixed32Type)
+	return protowire.AppendFixed32(b, math.Float32bits(s.Value))
+}
+
+// scalarValueSize is the encoded size of scalar s's Summary.Value.
+func scalarValueSize(s Scalar) int {
+	return protowire.SizeTag(1) + protowire.SizeBytes(len(s.Tag)) + protowire.SizeTag(2) + protowire.SizeFixed32()
+}
+
+// scalarSize is what appendScalar appends for s.
+func scalarSize(s Scalar) int {
+	return protowire.SizeTag(1) + protowire.SizeBytes(scalarValueSize(s))
 }
 
 func appendPacked(b []byte, num protowire.Number, xs []float64) []byte {
