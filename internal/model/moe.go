@@ -133,6 +133,10 @@ func (c Config) IsMoELayer(l int) bool {
 // moeBias reports whether MoE layers carry the DeepSeek-V3 routing bias.
 func (c Config) moeBias() bool { return c.MoEBalance == "bias" }
 
+// RouterBiasMoves reports whether UpdateRouterBias changes parameters after
+// each applied step (moe_balance = bias with MoE layers).
+func (c Config) RouterBiasMoves() bool { return c.MoEEvery > 0 && c.moeBias() }
+
 func (c Config) validateMoE() []error {
 	if c.MoEEvery == 0 {
 		return nil

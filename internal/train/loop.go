@@ -927,22 +927,16 @@ func (t *trainer) apply(s int, m *runlog.Step, a *accumulated, lr float64, qk *q
 	return r, nil
 }
 
-// foldEMA is the EMA for the optimizer to update in its θ pass
-// (optim.AdamW.StepEMA), nil where it must be a pass of its own after
-// the step: no EMA, QK-Clip on at this step or the MoE router bias (both
-// change the params between the step and the EMA).
+// foldEMA is the EMA for StepEMA's θ pass: none where QK-Clip (on at
+// this step) or the MoE router bias move the params after the step.
 func (t *trainer) foldEMA(qk *qkClipper) *optim.EMA {
-	if qk != nil || !foldEMA {
-		return nil
-	}
-	if mm := Model(t.net); mm != nil && mm.Cfg.MoEEvery > 0 && mm.Cfg.MoEBalance == "bias" {
+	if mm := Model(t.net); qk != nil || !foldEMA || mm != nil && mm.Cfg.RouterBiasMoves() {
 		return nil
 	}
 	return t.ema
 }
 
-// foldEMA switches the folded EMA update off (tests: the separate pass).
-var foldEMA = true
+var foldEMA = true // false: the EMA's own pass after every step (tests)
 
 // record advances the run's state by step s (counters, the loss EMA, the
 // grad-clip window) and fills the rest of its line: losses, LR, norms,
