@@ -1064,7 +1064,7 @@ func (t *trainer) valLoss(all bool) (float64, int, map[string]float64, error) {
 	if all {
 		want = 0
 	}
-	mix := newValMix(d, t.plan.DataIndex(max(t.st.Step, 1)))
+	mix := datasrc.NewValMix(d, t.plan.DataIndex(max(t.st.Step, 1)))
 	per := map[string]float64{}
 	for src, name := range d.SourceNames() {
 		rows := d.ValRows(src)
@@ -1099,9 +1099,9 @@ func (t *trainer) valLoss(all bool) (float64, int, map[string]float64, error) {
 		if stok > 0 {
 			per[name] = ssum / float64(stok)
 		}
-		mix.add(src, ssum, stok)
+		mix.Add(src, ssum, stok)
 	}
-	loss, total := mix.loss()
+	loss, total := mix.Loss()
 	if total == 0 {
 		return math.NaN(), 0, per, errors.New("no validation tokens (empty validation split?)")
 	}

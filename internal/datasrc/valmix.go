@@ -1,30 +1,26 @@
-package train
+package datasrc
 
-import (
-	"math"
+import "math"
 
-	"github.com/kestrel-lm/kestrel/internal/datasrc"
-)
-
-// valMix aggregates the per-source validation sums into val_loss: the
+// ValMix aggregates the per-source validation sums into val_loss: the
 // weighted mean of the per-source losses of the sources with weight > 0 in
 // the stage in force (the trained mixture, weighted as the trainer draws
 // them), their tokens as val_tokens. A source of weight 0 (a held-out
 // domain) is left out of val_loss — it is reported only as its
 // slice_val_loss — so a domain the run never trains on cannot make val_loss
 // "worse than uniform". Without weights (a source that does not implement
-// datasrc.MixWeigher), or when no trained source has validation tokens, val_loss is
+// MixWeigher), or when no trained source has validation tokens, val_loss is
 // the token-weighted mean over every source.
-type valMix struct {
+type ValMix struct {
 	w          []float64 // nil: token-weighted over every source
 	sums, toks []float64
 }
 
-// newValMix starts the aggregation for data step index dataIdx.
-func newValMix(d datasrc.Source, dataIdx int) *valMix {
+// NewValMix starts the aggregation for data step index dataIdx.
+func NewValMix(d Source, dataIdx int) *ValMix {
 	n := len(d.SourceNames())
-	v := &valMix{sums: make([]float64, n), toks: make([]float64, n)}
-	if mw, ok := d.(datasrc.MixWeigher); ok {
+	v := &ValMix{sums: make([]float64, n), toks: make([]float64, n)}
+	if mw, ok := d.(MixWeigher); ok {
 		if w := mw.MixWeights(dataIdx); len(w) == n {
 			v.w = w
 		}
@@ -32,14 +28,14 @@ func newValMix(d datasrc.Source, dataIdx int) *valMix {
 	return v
 }
 
-// add records source src's summed loss over its tok validation tokens.
-func (v *valMix) add(src int, sum float64, tok int) {
+// Add records source src's summed loss over its tok validation tokens.
+func (v *ValMix) Add(src int, sum float64, tok int) {
 	v.sums[src] += sum
 	v.toks[src] += float64(tok)
 }
 
-// loss is val_loss and the tokens it counts.
-func (v *valMix) loss() (float64, int) {
+// Loss is val_loss and the tokens it counts.
+func (v *ValMix) Loss() (float64, int) {
 	if v.w != nil {
 		var num, den, tok float64
 		for s, w := range v.w {
