@@ -1053,7 +1053,7 @@ func (t *trainer) evaluate(ctx context.Context, s int, trainEMA float64, all boo
 	return e, nil
 }
 
-// valLoss is the validation loss of the trained mixture (valmix.go: the
+// valLoss is the validation loss of the trained mixture (datasrc.ValMix: the
 // sources of weight > 0 at the current step, weighted as the mixture draws
 // them), and per source: eval_batches × the first batch of rows spread
 // evenly over each source's split, or every row when all is set.
