@@ -60,8 +60,7 @@ var smallLinears = []struct {
 // BenchmarkSgemmSmall reports GFLOP/s for the products of the small
 // model's linear layers at M = 384 rows: the forward y = x·Wᵀ (NT), the
 // input gradient dx = dy·W (NN), the weight gradient dW += dyᵀ·x (TN) and
-// the backward pair (SgemmPair of the last two; bwdwhole: without row
-// sharing, each product whole on one thread), on 1 and 2 threads.
+// the backward pair (SgemmPair of the last two), on 1 and 2 threads.
 func BenchmarkSgemmSmall(b *testing.B) {
 	defer SetThreads(Threads())
 	const rows = 384
@@ -77,12 +76,7 @@ func BenchmarkSgemmSmall(b *testing.B) {
 			name  string
 			f     func()
 			flops float64
-		}{{"fwd", fwd.Sgemm, flops}, {"dX", dX.Sgemm, flops}, {"dW", dW.Sgemm, flops}, {"bwd", func() { SgemmPair(dX, dW) }, 2 * flops},
-			{"bwdwhole", func() { // before row sharing: each product whole on one thread
-				pairShareRows = false
-				SgemmPair(dX, dW)
-				pairShareRows = true
-			}, 2 * flops}}
+		}{{"fwd", fwd.Sgemm, flops}, {"dX", dX.Sgemm, flops}, {"dW", dW.Sgemm, flops}, {"bwd", func() { SgemmPair(dX, dW) }, 2 * flops}}
 		for _, c := range cases {
 			for _, threads := range []int{1, 2} {
 				b.Run(fmt.Sprintf("%s/%s/t%d", l.name, c.name, threads), func(b *testing.B) {

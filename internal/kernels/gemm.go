@@ -304,14 +304,6 @@ func sgemmK(kn *gemmKernel, serial, transA, transB bool, m, n, k int, alpha floa
 		scaleC(m, n, beta, c, ldc)
 		return
 	}
-	ctx := newCtx(kn, serial, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-	ctx.run()
-	putCtx(ctx)
-}
-
-// newCtx checks op(A) and op(B) (C is checked by the caller) and returns a
-// context holding the product's operands.
-func newCtx(kn *gemmKernel, serial, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) *gemmCtx {
 	checkOperand("A", transA, m, k, a, lda)
 	checkOperand("B", transB, k, n, b, ldb)
 	ctx := getCtx()
@@ -323,7 +315,8 @@ func newCtx(kn *gemmKernel, serial, transA, transB bool, m, n, k int, alpha floa
 	ctx.lda, ctx.ldb, ctx.ldc = lda, ldb, ldc
 	ctx.serial = serial
 	ctx.stream = streamC(ctx)
-	return ctx
+	ctx.run()
+	putCtx(ctx)
 }
 
 // streamMinFloats is the smallest C (m·n floats) written with streaming
@@ -581,9 +574,35 @@ func (g *gemmCtx) runw(w, s, e int) {
 			profAdd(&gprof.kernel, t0, 1)
 		}
 	case phasePackBAll:
-		g.packAllSlices(s, e)
+		// work item it = slice·strips + strip; slice sl starts at
+		// sl·strips·nr·kdepth(kc) (only the last slice is shallower).
+		t0 := profStart()
+		defer profAdd(&gprof.pack, t0, 1)
+		strips := (g.n + kn.nr - 1) / kn.nr
+		for it := s; it < e; it++ {
+			sl, st := it/strips, it%strips
+			pc := sl * kn.kc
+			kcs := min(kn.kc, g.kk-pc)
+			j0 := st * kn.nr
+			packBStrip(kn, g.transB, g.b, g.ldb, pc, j0, kcs, min(kn.nr, g.n-j0), g.bPack[sl*strips*kn.nr*kn.kdepth(kn.kc)+st*kn.nr*kn.kdepth(kcs):])
+		}
 	case phaseMBlocksAll:
-		g.blocksAllSlices(pt, s, e)
+		strips := (g.n + kn.nr - 1) / kn.nr
+		for i0 := s; i0 < e; i0 += g.mcChunk {
+			mc := min(g.mcChunk, e-i0)
+			for pc := 0; pc < g.kk; pc += kn.kc {
+				kcs := min(kn.kc, g.kk-pc)
+				beta := g.beta
+				if pc > 0 {
+					beta = 1
+				}
+				bp := g.bPack[(pc/kn.kc)*strips*kn.nr*kn.kdepth(kn.kc):]
+				ap, rs, cs, ss := g.blockA(pt, i0, pc, mc, kcs)
+				t0 := profStart()
+				g.macro(pt, ap, rs, cs, ss, bp, i0, mc, 0, g.n, kcs, beta)
+				profAdd(&gprof.kernel, t0, 1)
+			}
+		}
 	case phaseNBlocks:
 		// columns s..e of C against the packed A (all of op(A)'s rows)
 		nc := e - s
@@ -609,48 +628,6 @@ func (g *gemmCtx) runw(w, s, e int) {
 		t0 := profStart()
 		g.macro(pt, ap, g.aRS, g.aCS, g.aSS, bp, 0, g.m, s, nc, g.kcCur, g.betaCur)
 		profAdd(&gprof.kernel, t0, 1)
-	}
-}
-
-// packAllSlices packs work items [s,e) of all of op(B) (every kc slice,
-// one nc panel; runAllSlices): item it = slice·strips + strip, slice sl
-// starting at sl·strips·nr·kdepth(kc) of bPack (only the last slice is
-// shallower).
-func (g *gemmCtx) packAllSlices(s, e int) {
-	kn := g.k
-	t0 := profStart()
-	defer profAdd(&gprof.pack, t0, 1)
-	strips := (g.n + kn.nr - 1) / kn.nr
-	for it := s; it < e; it++ {
-		sl, st := it/strips, it%strips
-		pc := sl * kn.kc
-		kcs := min(kn.kc, g.kk-pc)
-		j0 := st * kn.nr
-		packBStrip(kn, g.transB, g.b, g.ldb, pc, j0, kcs, min(kn.nr, g.n-j0), g.bPack[sl*strips*kn.nr*kn.kdepth(kn.kc)+st*kn.nr*kn.kdepth(kcs):])
-	}
-}
-
-// blocksAllSlices computes rows [s,e) of C (in blocks of mcChunk rows)
-// through every kc slice in order against all of op(B) packed by
-// packAllSlices: beta on the first slice, 1 after, as run's slice-by-slice
-// loop.
-func (g *gemmCtx) blocksAllSlices(pt *gemmPerThread, s, e int) {
-	kn := g.k
-	strips := (g.n + kn.nr - 1) / kn.nr
-	for i0 := s; i0 < e; i0 += g.mcChunk {
-		mc := min(g.mcChunk, e-i0)
-		for pc := 0; pc < g.kk; pc += kn.kc {
-			kcs := min(kn.kc, g.kk-pc)
-			beta := g.beta
-			if pc > 0 {
-				beta = 1
-			}
-			bp := g.bPack[(pc/kn.kc)*strips*kn.nr*kn.kdepth(kn.kc):]
-			ap, rs, cs, ss := g.blockA(pt, i0, pc, mc, kcs)
-			t0 := profStart()
-			g.macro(pt, ap, rs, cs, ss, bp, i0, mc, 0, g.n, kcs, beta)
-			profAdd(&gprof.kernel, t0, 1)
-		}
 	}
 }
 

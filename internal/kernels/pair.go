@@ -48,10 +48,6 @@ func SgemmPair(x, y GemmArgs) {
 		y.run(false)
 		return
 	}
-	if pairShareRows && pairStealable(&x) && pairStealable(&y) {
-		sgemmPairShared(&x, &y)
-		return
-	}
 	t := getPairTask()
 	t.g[0], t.g[1] = x, y
 	// Profiled, each product adds its own wall time (one thread each);
