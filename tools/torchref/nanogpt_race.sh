@@ -11,6 +11,10 @@
 # data/shakespeare_char/input.txt (copy $KESTREL_DATA/tinyshakespeare/
 # input.txt there and run its prepare.py with /usr/bin/python3) and
 # torch on OpenBLAS (tools/torchref/README.md).
+# PyTorch runs with its default threads: on the 2-core VM that is one
+# ATen/OpenMP thread plus OpenBLAS's pthreads, its fastest setting there
+# (100.8 s; 117 s with OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1, 244 s with
+# both at 2: docs/performance.md, "Where issue 39 stands").
 set -uo pipefail
 what=${1:?nano or kestrel}
 t0=$(date +%s.%N)
