@@ -14,6 +14,18 @@ func ref7m() Config {
 		SeqLen: 256, RopeTheta: 10000, NormEps: 1e-5, InitStd: 0.02}
 }
 
+// benchBatch is B sequences of cfg.SeqLen random tokens and targets
+// (seeded: the same batch every run).
+func benchBatch(cfg Config, B int) *Batch {
+	r := rand.New(rand.NewPCG(1, 1))
+	bt := &Batch{B: B, T: cfg.SeqLen, Inputs: make([]int32, B*cfg.SeqLen), Targets: make([]int32, B*cfg.SeqLen)}
+	for i := range bt.Inputs {
+		bt.Inputs[i] = int32(r.IntN(cfg.Vocab))
+		bt.Targets[i] = int32(r.IntN(cfg.Vocab))
+	}
+	return bt
+}
+
 // BenchmarkForwardBackwardRef7m times one ref7m micro-batch of 8×256 tokens
 // (the full bench is `kestrel bench step`).
 func BenchmarkForwardBackwardRef7m(b *testing.B) {
@@ -23,12 +35,7 @@ func BenchmarkForwardBackwardRef7m(b *testing.B) {
 		b.Fatal(err)
 	}
 	const B = 8
-	r := rand.New(rand.NewPCG(1, 1))
-	bt := &Batch{B: B, T: cfg.SeqLen, Inputs: make([]int32, B*cfg.SeqLen), Targets: make([]int32, B*cfg.SeqLen)}
-	for i := range bt.Inputs {
-		bt.Inputs[i] = int32(r.IntN(cfg.Vocab))
-		bt.Targets[i] = int32(r.IntN(cfg.Vocab))
-	}
+	bt := benchBatch(cfg, B)
 	m.ForwardBackward(bt, 1)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -48,12 +55,7 @@ func BenchmarkForwardBackwardRef7m(b *testing.B) {
 func BenchmarkHeadRef7m(b *testing.B) {
 	cfg := ref7m()
 	const B = 8
-	r := rand.New(rand.NewPCG(1, 1))
-	bt := &Batch{B: B, T: cfg.SeqLen, Inputs: make([]int32, B*cfg.SeqLen), Targets: make([]int32, B*cfg.SeqLen)}
-	for i := range bt.Inputs {
-		bt.Inputs[i] = int32(r.IntN(cfg.Vocab))
-		bt.Targets[i] = int32(r.IntN(cfg.Vocab))
-	}
+	bt := benchBatch(cfg, B)
 	for _, rows := range []int{512, 1024, 2048} {
 		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
 			kernels.SetThreads(runtime.GOMAXPROCS(0))
@@ -89,12 +91,7 @@ func BenchmarkForwardBackwardShakespeare(b *testing.B) {
 		b.Fatal(err)
 	}
 	const B = 6
-	r := rand.New(rand.NewPCG(1, 1))
-	bt := &Batch{B: B, T: cfg.SeqLen, Inputs: make([]int32, B*cfg.SeqLen), Targets: make([]int32, B*cfg.SeqLen)}
-	for i := range bt.Inputs {
-		bt.Inputs[i] = int32(r.IntN(cfg.Vocab))
-		bt.Targets[i] = int32(r.IntN(cfg.Vocab))
-	}
+	bt := benchBatch(cfg, B)
 	m.ForwardBackward(bt, 1)
 	b.ResetTimer()
 	cpu0 := kernels.ProcessCPUSeconds()

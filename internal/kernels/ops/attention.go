@@ -476,22 +476,27 @@ func (k *softmaxBackTask) Run(s, e int) {
 			r++
 			continue
 		}
-		// rows t..t+7 have t+1..t+8 entries: the shared t+1 side by
-		// side, then the tails
-		n := t + 1
-		dotRows8(k.att[r*T:], k.datt[r*T:], T, n, &sums)
-		for i := 1; i < 8; i++ {
-			o := (r+i)*T + n
-			dot := sums[i]
-			for j := 0; j < i; j++ {
-				dot += k.att[o+j] * k.datt[o+j]
-			}
-			sums[i] = dot
-		}
+		k.dots8(r, t, &sums)
 		for i := range 8 {
 			k.row(r+i, t+i, sums[i])
 		}
 		r += 8
+	}
+}
+
+// dots8 is Σ P⊙dP of rows r … r+7 (causal positions t … t+7, so t+1 …
+// t+8 entries): the shared first t+1 side by side (dotRows8), then each
+// row's tail added in order.
+func (k *softmaxBackTask) dots8(r, t int, sums *[8]float32) {
+	T, n := k.T, t+1
+	dotRows8(k.att[r*T:], k.datt[r*T:], T, n, sums)
+	for i := 1; i < 8; i++ {
+		o := (r+i)*T + n
+		dot := sums[i]
+		for j := 0; j < i; j++ {
+			dot += k.att[o+j] * k.datt[o+j]
+		}
+		sums[i] = dot
 	}
 }
 
@@ -510,16 +515,7 @@ func (k *softmaxBackTask) blockFused(s int) {
 			t++
 			continue
 		}
-		n := t + 1
-		dotRows8(k.att[r*T:], k.datt[r*T:], T, n, &sums)
-		for i := 1; i < 8; i++ {
-			o := (r+i)*T + n
-			dot := sums[i]
-			for j := 0; j < i; j++ {
-				dot += k.att[o+j] * k.datt[o+j]
-			}
-			sums[i] = dot
-		}
+		k.dots8(r, t, &sums)
 		copy(dots[t:t+8], sums[:])
 		t += 8
 	}
