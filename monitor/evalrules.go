@@ -2,9 +2,9 @@ package monitor
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -140,13 +140,7 @@ func (f *sliceRule) observeEval(s *Sample, all []evalPoint, out *[]Alert) {
 	if n <= 0 {
 		return
 	}
-	latest := all[len(all)-1]
-	srcs := make([]string, 0, len(latest.slices))
-	for src := range latest.slices {
-		srcs = append(srcs, src)
-	}
-	sort.Strings(srcs)
-	for _, src := range srcs {
+	for _, src := range slices.Sorted(maps.Keys(all[len(all)-1].slices)) {
 		es := lastEvals(all, n+1, func(e evalPoint) bool { _, ok := e.slices[src]; return ok })
 		if es == nil || !rising(es, func(e evalPoint) float64 { return e.slices[src] }) {
 			continue
@@ -187,13 +181,7 @@ func (f *benchRule) observeEval(s *Sample, all []evalPoint, out *[]Alert) {
 	if n <= 0 {
 		return
 	}
-	latest := all[len(all)-1]
-	names := make([]string, 0, len(latest.bench))
-	for k := range latest.bench {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(all[len(all)-1].bench)) {
 		// the last n+1 evaluations that measured it, oldest first
 		var es []evalPoint
 		for i := len(all) - 1; i >= 0 && len(es) <= n; i-- {

@@ -385,7 +385,14 @@ func MatmulBackwardStrided(dx, dw, dy []float32, ldy int, x, w []float32, N, in,
 // gradient dW = dyᵀ·x + wBeta·dW: wBeta 1 adds (MatmulBackwardStrided),
 // 0 writes dW without reading it (the first pass of an accumulation).
 func MatmulBackwardStridedBeta(dx, dw, dy []float32, ldy int, x, w []float32, N, in, out int, accumulate bool, wBeta float32) {
-	dW := kernels.GemmArgs{TransA: true, M: out, N: in, K: N, Alpha: 1, A: dy, Lda: ldy, B: x, Ldb: in, Beta: wBeta, C: dw, Ldc: in}
+	matmulBackward(dx, dw, dy, ldy, x, w, N, in, out, accumulate, wBeta, false)
+}
+
+// matmulBackward is MatmulBackwardStridedBeta, its products on bf16 inputs
+// when bf16 is set (Precision BF16): dW alone when dx is nil, else dX and
+// dW side by side (SgemmPair).
+func matmulBackward(dx, dw, dy []float32, ldy int, x, w []float32, N, in, out int, accumulate bool, wBeta float32, bf16 bool) {
+	dW := kernels.GemmArgs{TransA: true, M: out, N: in, K: N, Alpha: 1, A: dy, Lda: ldy, B: x, Ldb: in, Beta: wBeta, C: dw, Ldc: in, BF16: bf16}
 	if dx == nil {
 		dW.Sgemm()
 		return
@@ -394,7 +401,7 @@ func MatmulBackwardStridedBeta(dx, dw, dy []float32, ldy int, x, w []float32, N,
 	if accumulate {
 		beta = 1
 	}
-	dX := kernels.GemmArgs{M: N, N: in, K: out, Alpha: 1, A: dy, Lda: ldy, B: w, Ldb: in, Beta: beta, C: dx, Ldc: in}
+	dX := kernels.GemmArgs{M: N, N: in, K: out, Alpha: 1, A: dy, Lda: ldy, B: w, Ldb: in, Beta: beta, C: dx, Ldc: in, BF16: bf16}
 	kernels.SgemmPair(dX, dW)
 }
 

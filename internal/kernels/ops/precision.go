@@ -89,21 +89,7 @@ func (p Precision) MatmulBackwardStrided(dx, dw, dy []float32, ldy int, x, w []f
 
 // MatmulBackwardStridedBeta is MatmulBackwardStridedBeta in this precision.
 func (p Precision) MatmulBackwardStridedBeta(dx, dw, dy []float32, ldy int, x, w []float32, N, in, out int, accumulate bool, wBeta float32) {
-	if p != BF16 {
-		MatmulBackwardStridedBeta(dx, dw, dy, ldy, x, w, N, in, out, accumulate, wBeta)
-		return
-	}
-	dW := kernels.GemmArgs{TransA: true, M: out, N: in, K: N, Alpha: 1, A: dy, Lda: ldy, B: x, Ldb: in, Beta: wBeta, C: dw, Ldc: in, BF16: true}
-	if dx == nil {
-		dW.Sgemm()
-		return
-	}
-	var beta float32
-	if accumulate {
-		beta = 1
-	}
-	dX := kernels.GemmArgs{M: N, N: in, K: out, Alpha: 1, A: dy, Lda: ldy, B: w, Ldb: in, Beta: beta, C: dx, Ldc: in, BF16: true}
-	kernels.SgemmPair(dX, dW)
+	matmulBackward(dx, dw, dy, ldy, x, w, N, in, out, accumulate, wBeta, p == BF16)
 }
 
 // BF16ReferenceEnv names the environment variable that, set to "1", lets
