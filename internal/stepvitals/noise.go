@@ -95,6 +95,18 @@ func (ns *NoiseScale) Micro(grads []float32, k, rows int, w float64, last bool) 
 	ns.add(d2, w, rows)
 }
 
+// Direct counts a gradient measured directly instead of from the
+// accumulated one: d2 = |w·g|² of rows sequences whose gradient g was
+// scaled by w = rows/B (train.parallel_micro_batches: each replica's
+// gradient before the replicas are summed, over the micro-batches that
+// replica ran, so rows is theirs together).
+func (ns *NoiseScale) Direct(d2, w float64, rows int) {
+	if ns == nil || rows <= 0 || w <= 0 || ns.skipped {
+		return
+	}
+	ns.add(d2, w, rows)
+}
+
 // add counts one micro-batch whose scaled gradient w·g has |w·g|² = d2.
 func (ns *NoiseScale) add(d2, w float64, rows int) {
 	if math.IsNaN(d2) || math.IsInf(d2, 0) {

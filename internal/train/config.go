@@ -27,13 +27,16 @@ type Config struct {
 	Precision      string  `toml:"precision" comment:"arithmetic of the matrix products: \"fp32\" (float32 throughout) or \"bf16\" (Marin's recipe: every GEMM of forward and backward — linear layers, attention, lm_head — takes bfloat16 inputs, rounded to nearest even, and sums in float32; weights, gradients, AdamW/Muon state and update, loss, log-sum-exp, softmax and norm statistics stay float32; needs a CPU with avx512_bf16, refused otherwise; mfu divides by the bf16 peak; docs/performance.md)"`
 	MaxMinutes     float64 `toml:"max_minutes" comment:"stop this invocation after this many minutes of wall-clock (checked after each step; at least one step runs) with a final evaluation and checkpoint, exit 0; rerunning resumes (0 = no limit)"`
 
+	// Micro-batches side by side (internal/replicas, docs/performance.md).
+	ParallelMicroBatches int `toml:"parallel_micro_batches" comment:"run a step's micro-batches side by side on this many model replicas, each pass on one thread of the kernels' pool (replica r takes micro-batches r, r+P, …; the replicas' gradients are summed replica 0 + 1 + … in that fixed order, so the result does not depend on the threads, but it differs from 1's accumulation in one model by float rounding: another order of summation); 1 = one after the other, each pass on every thread; data-parallel runs and MoE models fall back to 1 with a log line saying why"`
+
 	// Data parallelism (docs/distributed.md).
 	CommTimeoutSeconds float64 `toml:"comm_timeout_s" comment:"data-parallel runs (bin/kestrel-mpi under mpirun or srun): seconds a rank waits in a collective before the run stops with a SEV0 naming the rank that never reached it (must exceed the longest evaluation or checkpoint, which rank 0 does alone; 0 = wait forever)"`
 }
 
 // DefaultConfig returns the defaults of the [train] section.
 func DefaultConfig() Config {
-	return Config{Precision: "fp32", Steps: 2000, BatchSize: 12, EvalEvery: 250, EvalBatches: 20, ProbeSequences: 4, ValFraction: 0.1, LossEMABeta: 0.95, LogEvery: 50, CommTimeoutSeconds: 600}
+	return Config{Precision: "fp32", Steps: 2000, BatchSize: 12, EvalEvery: 250, EvalBatches: 20, ProbeSequences: 4, ValFraction: 0.1, LossEMABeta: 0.95, LogEvery: 50, CommTimeoutSeconds: 600, ParallelMicroBatches: 1}
 }
 
 // Validate reports inconsistent fields, naming them as in the config file.
@@ -47,6 +50,9 @@ func (c Config) Validate() error {
 	}
 	if c.MicroBatch < 0 {
 		errs = append(errs, fmt.Errorf("train.micro_batch must be >= 0, got %d", c.MicroBatch))
+	}
+	if c.ParallelMicroBatches < 1 || c.ParallelMicroBatches > 64 {
+		errs = append(errs, fmt.Errorf("train.parallel_micro_batches must be in [1, 64], got %d", c.ParallelMicroBatches))
 	}
 	if c.EvalEvery < 0 || c.EvalBatches < 0 {
 		errs = append(errs, errors.New("train.eval_every and train.eval_batches must be >= 0"))

@@ -22,6 +22,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/peak"
+	"github.com/kestrel-lm/kestrel/internal/replicas"
 	"github.com/kestrel-lm/kestrel/internal/rewind"
 	"github.com/kestrel-lm/kestrel/internal/rundir"
 	"github.com/kestrel-lm/kestrel/internal/runlock"
@@ -181,6 +182,9 @@ type trainer struct {
 	swap                    string      // this start's optimizer swap, "adamw→muon" (optswap.go); "" for none
 
 	lastEval *runlog.Eval // latest evaluation of this invocation (for checkpoint health)
+
+	reps    *replicas.Set // train.parallel_micro_batches > 1 (sidebyside.go); nil: one after the other
+	lastVit *model.Vitals // with reps, the vitals of the step's last pass
 
 	dp        *dataParallel          // nil: a single process
 	stepStart time.Time              // when step() began (per-rank vitals)
@@ -360,6 +364,7 @@ func (t *trainer) construct() error {
 	}
 	t.inputs, t.targets, t.segIDs = make([]int32, mb*t.T), make([]int32, mb*t.T), make([]int32, mb*t.T)
 	t.srcs = make([]int, mb)
+	t.reps = t.newReplicas(mb)
 	t.srcNames = o.Data.SourceNames()
 	t.st.GradClipWindow = []bool{}
 	return nil
@@ -774,10 +779,13 @@ func (t *trainer) accumulate(s, dataIdx, lo, hi int, m *runlog.Step, qk *qkClipp
 	t.dp.beginStep()
 	t.noise.Begin()
 	mb := len(t.inputs) / t.T
-	for k := 0; k < m.MicroBatches; k++ {
+	for k := 0; k < m.MicroBatches && t.reps == nil; k++ {
 		if err := t.micro(s, dataIdx, k, lo+k*mb, min(mb, hi-lo-k*mb), m, a, qk); err != nil {
 			return a, err
 		}
+	}
+	if err := t.sideBySide(s, dataIdx, lo, hi, m, a, qk); err != nil { // train.parallel_micro_batches (sidebyside.go)
+		return a, err
 	}
 	if t.dp != nil {
 		if err := t.reduceStep(s, &a.loss, &a.zl, &a.tokens, &a.pads, a.perSrc); err != nil {
@@ -809,40 +817,14 @@ func (t *trainer) accumulate(s, dataIdx, lo, hi int, m *runlog.Step, qk *qkClipp
 	return a, nil
 }
 
-// micro is pass k of step s: n rows from row r0 of the batch filled (and
-// the [debug] data faults applied), counted, then forward and backward.
+// micro is pass k of step s: n rows from row r0 of the batch filled
+// (fill), then forward and backward.
 func (t *trainer) micro(s, dataIdx, k, r0, n int, m *runlog.Step, a *accumulated, qk *qkClipper) error {
-	o := t.o
 	B, nMicro := a.B, m.MicroBatches
 	t0 := time.Now()
-	in, tg, sg, sr := t.inputs[:n*t.T], t.targets[:n*t.T], t.segIDs[:n*t.T], t.srcs[:n]
-	for i := range sr {
-		sr[i] = -1
-	}
-	if err := o.Data.Fill(dataIdx, B, r0, n, in, tg, sg, sr); err != nil {
-		return fmt.Errorf("step %d: data: %w", s, err)
-	}
-	for row, x := range sr {
-		real := 0
-		for _, y := range tg[row*t.T : (row+1)*t.T] {
-			if y >= 0 {
-				real++
-			}
-		}
-		a.pads += t.T - real
-		if x >= 0 && x < len(a.perSrc) {
-			a.perSrc[x] += real
-		}
-	}
-	if o.Debug.Poisoned(dataIdx + 1) { // [debug] corrupt_batch_at_step, poison_data_*
-		faults.PoisonRows(o.Seed, dataIdx+1, r0, t.T, o.Model.Vocab, in, tg)
-	}
-	base64Fault(&o, dataIdx+1, r0, t.T, in, tg) // [debug] base64_data_* (batchstats.go)
-	t.ent.Add(tg)
-	t.ent.LogFirstRow(t.log, s, B, in)
-	b := &model.Batch{B: n, T: t.T, Inputs: in, Targets: tg}
-	if o.Model.DocMask {
-		b.SegIDs = sg
+	b, err := t.fill(s, dataIdx, r0, n, replicas.Slot{Inputs: t.inputs, Targets: t.targets, SegIDs: t.segIDs, Srcs: t.srcs}, a)
+	if err != nil {
+		return fmt.Errorf("step %d: %w", s, err)
 	}
 	t1 := time.Now()
 	m.DataWaitTime += t1.Sub(t0).Seconds()
@@ -865,11 +847,54 @@ func (t *trainer) micro(s, dataIdx, k, r0, n int, m *runlog.Step, a *accumulated
 	m.ForwardTime += fwd.Seconds()
 	m.BackwardTime += bwd.Seconds()
 	m.Spans = append(m.Spans, runlog.Span{Name: "data_wait", Start: t0, Dur: t1.Sub(t0)}, runlog.Span{Name: "forward", Start: t1, Dur: fwd}, runlog.Span{Name: "backward", Start: t1.Add(fwd), Dur: bwd})
-	w := float64(n) / float64(B)
+	a.add(st, n)
+	return nil
+}
+
+// fill fills n rows from row r0 of data step dataIdx's batch into buf
+// (the [debug] data faults applied), counts their pads, sources and
+// tokens in a, and returns them as a batch.
+func (t *trainer) fill(s, dataIdx, r0, n int, buf replicas.Slot, a *accumulated) (*model.Batch, error) {
+	o := t.o
+	in, tg, sg, sr := buf.Inputs[:n*t.T], buf.Targets[:n*t.T], buf.SegIDs[:n*t.T], buf.Srcs[:n]
+	for i := range sr {
+		sr[i] = -1
+	}
+	if err := o.Data.Fill(dataIdx, a.B, r0, n, in, tg, sg, sr); err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	for row, x := range sr {
+		real := 0
+		for _, y := range tg[row*t.T : (row+1)*t.T] {
+			if y >= 0 {
+				real++
+			}
+		}
+		a.pads += t.T - real
+		if x >= 0 && x < len(a.perSrc) {
+			a.perSrc[x] += real
+		}
+	}
+	if o.Debug.Poisoned(dataIdx + 1) { // [debug] corrupt_batch_at_step, poison_data_*
+		faults.PoisonRows(o.Seed, dataIdx+1, r0, t.T, o.Model.Vocab, in, tg)
+	}
+	base64Fault(&o, dataIdx+1, r0, t.T, in, tg) // [debug] base64_data_* (batchstats.go)
+	t.ent.Add(tg)
+	t.ent.LogFirstRow(t.log, s, a.B, in)
+	b := &model.Batch{B: n, T: t.T, Inputs: in, Targets: tg}
+	if o.Model.DocMask {
+		b.SegIDs = sg
+	}
+	return b, nil
+}
+
+// add sums one pass of n rows: its loss and z-loss weighted by its share
+// of the batch, its tokens.
+func (a *accumulated) add(st model.Stats, n int) {
+	w := float64(n) / float64(a.B)
 	a.loss += w * st.Loss
 	a.zl += w * st.ZLoss
 	a.tokens += st.Tokens
-	return nil
 }
 
 // learningRate is step s's learning rate: the schedule's, scaled for the
@@ -982,7 +1007,11 @@ func (t *trainer) record(s int, m *runlog.Step, a *accumulated, r optim.Result, 
 	m.Clipped, m.Skipped, m.SkipReason = r.UpdateClipped, r.Skipped, r.SkipReason
 	m.SkippedUpdates, m.ClippedUpdates = st.SkippedUpdates, st.ClippedUpdates
 	m.GradClipRate = float64(nClip) / float64(len(st.GradClipWindow))
-	if v := t.net.Vitals(); v != nil {
+	v := t.net.Vitals()
+	if t.reps != nil { // the vitals of the step's last pass (sidebyside.go)
+		v = t.lastVit
+	}
+	if v != nil {
 		stepvitals.FillModel(m, v)
 	}
 	stepvitals.FillOptimNorms(m, r, t.opt.Spans(), t.opt.SpanSquares())

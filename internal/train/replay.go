@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/faults"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
+	"github.com/kestrel-lm/kestrel/internal/replicas"
 	"github.com/kestrel-lm/kestrel/internal/rewind"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
 )
@@ -37,6 +39,7 @@ type Replayer struct {
 
 	inputs, targets, segIDs []int32
 	srcs                    []int
+	reps                    *replicas.Set // train.parallel_micro_batches, as the trainer runs it
 }
 
 // StepReplay is one replayed step: what the trainer would compute for the
@@ -104,6 +107,7 @@ func NewReplayer(o Options, ckptDir string) (*Replayer, error) {
 	T := o.Model.SeqLen
 	r.inputs, r.targets, r.segIDs = make([]int32, r.mb*T), make([]int32, r.mb*T), make([]int32, r.mb*T)
 	r.srcs = make([]int, r.mb)
+	r.reps = (&trainer{o: o, net: net, T: T, log: slog.New(slog.DiscardHandler)}).newReplicas(r.mb)
 	return r, nil
 }
 
@@ -148,16 +152,15 @@ func (r *Replayer) Step(s int) (StepReplay, error) {
 		mm.Cfg.ZLoss = o.Optim.KnobsAt(s, o.Model.ZLoss).ZLoss
 		defer func() { mm.Cfg.ZLoss = zl }()
 	}
-	r.net.StartAccumulation() // nMicro ≥ 1: the first pass writes the gradient
-	for k := 0; k < nMicro; k++ {
+	fill := func(k int, buf replicas.Slot) (replicas.Pass, error) {
 		r0 := k * r.mb
 		n := min(r.mb, B-r0)
-		in, tg, sg, sr := r.inputs[:n*T], r.targets[:n*T], r.segIDs[:n*T], r.srcs[:n]
+		in, tg, sg, sr := buf.Inputs[:n*T], buf.Targets[:n*T], buf.SegIDs[:n*T], buf.Srcs[:n]
 		for i := range sr {
 			sr[i] = -1
 		}
 		if err := o.Data.Fill(idx, B, r0, n, in, tg, sg, sr); err != nil {
-			return out, fmt.Errorf("replay: step %d (data step index %d): data: %w", s, idx, err)
+			return replicas.Pass{}, fmt.Errorf("data step index %d: data: %w", idx, err)
 		}
 		out.Inputs, out.Targets = append(out.Inputs, in...), append(out.Targets, tg...)
 		for _, x := range sr {
@@ -175,17 +178,43 @@ func (r *Replayer) Step(s int) (StepReplay, error) {
 		if o.Model.DocMask {
 			b.SegIDs = sg
 		}
-		st, err := r.net.ForwardBackward(b, float32(n)/float32(B))
-		if err != nil {
-			return out, fmt.Errorf("replay: step %d: forward/backward: %w", s, err)
-		}
-		w := float64(n) / float64(B)
+		return replicas.Pass{Batch: b, Scale: float32(n) / float32(B)}, nil
+	}
+	done := func(_ int, p replicas.Pass, st model.Stats, _ *model.Vitals) {
+		w := float64(p.Batch.B) / float64(B)
 		out.Loss += w * st.Loss
 		out.ZLoss += w * st.ZLoss
 		out.Tokens += st.Tokens
 	}
+	if err := r.passes(nMicro, fill, done); err != nil {
+		return out, fmt.Errorf("replay: step %d: %w", s, err)
+	}
 	out.GradNorm = r.gradNorm(out.Loss)
 	return out, nil
+}
+
+// passes accumulates the gradient of a step's n micro-batches as the
+// trainer does: side by side on the replicas (train.parallel_micro_batches),
+// else one after the other in the net, the first writing the gradient.
+func (r *Replayer) passes(n int, fill replicas.Fill, done replicas.Done) error {
+	if r.reps != nil {
+		_, err := r.reps.Run(n, fill, done, false)
+		return err
+	}
+	r.net.StartAccumulation() // n ≥ 1: the first pass writes the gradient
+	buf := replicas.Slot{Inputs: r.inputs, Targets: r.targets, SegIDs: r.segIDs, Srcs: r.srcs}
+	for k := 0; k < n; k++ {
+		p, err := fill(k, buf)
+		if err != nil {
+			return err
+		}
+		st, err := r.net.ForwardBackward(p.Batch, p.Scale)
+		if err != nil {
+			return fmt.Errorf("forward/backward: %w", err)
+		}
+		done(k, p, st, nil)
+	}
+	return nil
 }
 
 // gradNorm is the optimizer's global gradient norm (its fixed chunks, its
