@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -51,11 +52,21 @@ func (*batchLog) OnCheckpoint(*runlog.Checkpoint) error { return nil }
 // batches of steps 6–7, the Replayer hands step s the batch the trainer
 // itself filled for step s (data step index s+1 from step 6 on), and with
 // a z-loss knob from step 9 on, reproduces the logged loss and gradient
-// norm of every step on the checkpoint before it.
+// norm of every step on the checkpoint before it; so it does with
+// train.parallel_micro_batches = 2 (four micro-batches in two rounds).
 func TestReplayerFollowsRewind(t *testing.T) {
+	for _, p := range []int{1, 2} {
+		t.Run(fmt.Sprint("parallel_micro_batches=", p), func(t *testing.T) { replayerFollowsRewind(t, p) })
+	}
+}
+
+func replayerFollowsRewind(t *testing.T, p int) {
 	dir := filepath.Join(t.TempDir(), "run")
 	opts := func(obs ...Observer) Options {
 		o := baseOpts(dir)
+		if p > 1 {
+			o.Train.MicroBatch, o.Train.ParallelMicroBatches = 1, p
+		}
 		o.Checkpoint.Every, o.Checkpoint.Keep = 1, 20
 		zl := 1e-2
 		o.Optim.Knobs = []optim.KnobStep{{Step: 9, ZLoss: &zl}}

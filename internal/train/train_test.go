@@ -138,7 +138,9 @@ func TestResumeBitExact(t *testing.T) {
 			o.Train.MicroBatch = 4
 			o.Optim.SqrtBatchScaling = true
 		}},
-		{"bf16", func(o *Options) { o.Train.Precision = "bf16" }}, // KESTREL_BF16_REFERENCE=1 below
+		{"bf16", func(o *Options) { o.Train.Precision = "bf16" }},                                                // KESTREL_BF16_REFERENCE=1 below
+		{"parallel-micro-batches", func(o *Options) { o.Train.MicroBatch, o.Train.ParallelMicroBatches = 1, 2 }}, // 2 rounds of 2
+		{"parallel-odd", func(o *Options) { o.Train.MicroBatch, o.Train.ParallelMicroBatches = 3, 2 }},           // 3 beside 1
 	}
 	t.Setenv(ops.BF16ReferenceEnv, "1")
 	for _, c := range cases {
