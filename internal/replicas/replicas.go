@@ -71,6 +71,27 @@ func New(m *model.Model, p, rows, seqLen int) (*Set, error) {
 	return s, nil
 }
 
+// For is the Set a run of train.parallel_micro_batches = p asks for, or
+// nil, and then why not where p > 1: a data-parallel run accumulates in
+// one model (its all-reduce starts inside the last backward pass), a
+// network that is not a model.Model (m nil) has no replicas, nor has an
+// MoE model.
+func For(m *model.Model, p, rows, seqLen int, dataParallel bool) (*Set, string) {
+	switch {
+	case p <= 1:
+		return nil, ""
+	case dataParallel:
+		return nil, "a data-parallel run accumulates in one model (its all-reduce starts inside the last backward pass)"
+	case m == nil:
+		return nil, "the network is not a model.Model"
+	}
+	s, err := New(m, p, rows, seqLen)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return s, ""
+}
+
 // P is the number of replicas.
 func (s *Set) P() int { return len(s.reps) }
 
@@ -200,6 +221,33 @@ func (s *Set) Run(n int, fill Fill, done Done, sq bool) (Step, error) {
 		st.Last = s.reps[(n-1)%P].Vitals()
 	}
 	return st, nil
+}
+
+// Accumulator is a network that accumulates a step's gradient in one
+// model (train.Net).
+type Accumulator interface {
+	StartAccumulation()
+	ForwardBackward(b *model.Batch, scale float32) (model.Stats, error)
+}
+
+// Sequential accumulates n micro-batches one after the other in net, each
+// filled into buf, the first pass writing the gradient
+// (train.parallel_micro_batches = 1); done hears each pass with nil
+// vitals. A fill error is returned as it is, a pass's wrapped.
+func Sequential(net Accumulator, buf Slot, n int, fill Fill, done Done) error {
+	net.StartAccumulation()
+	for k := 0; k < n; k++ {
+		p, err := fill(k, buf)
+		if err != nil {
+			return err
+		}
+		st, err := net.ForwardBackward(p.Batch, p.Scale)
+		if err != nil {
+			return fmt.Errorf("forward/backward: %w", err)
+		}
+		done(k, p, st, nil)
+	}
+	return nil
 }
 
 // passTask runs pass i on replica i.

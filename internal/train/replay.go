@@ -195,26 +195,13 @@ func (r *Replayer) Step(s int) (StepReplay, error) {
 
 // passes accumulates the gradient of a step's n micro-batches as the
 // trainer does: side by side on the replicas (train.parallel_micro_batches),
-// else one after the other in the net, the first writing the gradient.
+// else one after the other in the net.
 func (r *Replayer) passes(n int, fill replicas.Fill, done replicas.Done) error {
 	if r.reps != nil {
 		_, err := r.reps.Run(n, fill, done, false)
 		return err
 	}
-	r.net.StartAccumulation() // n ≥ 1: the first pass writes the gradient
-	buf := replicas.Slot{Inputs: r.inputs, Targets: r.targets, SegIDs: r.segIDs, Srcs: r.srcs}
-	for k := 0; k < n; k++ {
-		p, err := fill(k, buf)
-		if err != nil {
-			return err
-		}
-		st, err := r.net.ForwardBackward(p.Batch, p.Scale)
-		if err != nil {
-			return fmt.Errorf("forward/backward: %w", err)
-		}
-		done(k, p, st, nil)
-	}
-	return nil
+	return replicas.Sequential(r.net, replicas.Slot{Inputs: r.inputs, Targets: r.targets, SegIDs: r.segIDs, Srcs: r.srcs}, n, fill, done)
 }
 
 // gradNorm is the optimizer's global gradient norm (its fixed chunks, its

@@ -9,28 +9,12 @@ import (
 )
 
 // newReplicas is the replica set of train.parallel_micro_batches with
-// batch buffers of mb rows (nil: one pass after the other). A
-// data-parallel run, a network that is not a model.Model and an MoE
-// model fall back to one after the other, with a log line saying why.
+// batch buffers of mb rows (nil: one pass after the other; where the
+// mode cannot apply, with a log line saying why: replicas.For).
 func (t *trainer) newReplicas(mb int) *replicas.Set {
-	p, mm, why := t.o.Train.ParallelMicroBatches, Model(t.net), ""
-	switch {
-	case p <= 1:
-		return nil
-	case t.dp != nil:
-		why = "a data-parallel run accumulates in one model (its all-reduce starts inside the last backward pass)"
-	case mm == nil:
-		why = "the network is not a model.Model"
-	}
-	var set *replicas.Set
-	var err error
-	if why == "" {
-		if set, err = replicas.New(mm, p, mb, t.T); err != nil {
-			why = err.Error()
-		}
-	}
+	set, why := replicas.For(Model(t.net), t.o.Train.ParallelMicroBatches, mb, t.T, t.dp != nil)
 	if why != "" {
-		t.log.Warn("train.parallel_micro_batches: running the micro-batches one after the other", "parallel_micro_batches", p, "why", why)
+		t.log.Warn("train.parallel_micro_batches: running the micro-batches one after the other", "parallel_micro_batches", t.o.Train.ParallelMicroBatches, "why", why)
 	}
 	return set
 }
@@ -56,10 +40,8 @@ func (t *trainer) sideBySide(s, dataIdx, lo, hi int, m *runlog.Step, a *accumula
 	}
 	m.Spans = append(m.Spans, st.Spans...)
 	m.DataWaitTime, m.ForwardTime, m.BackwardTime = st.Data.Seconds(), st.Forward.Seconds(), st.Backward.Seconds()
-	for r, rows := range st.Rows {
-		if st.Sq != nil && rows > 0 {
-			t.noise.Direct(st.Sq[r], float64(rows)/float64(a.B), rows)
-		}
+	for r, sq := range st.Sq { // a replica without rows measures nothing
+		t.noise.Direct(sq, float64(st.Rows[r])/float64(a.B), st.Rows[r])
 	}
 	t.lastVit = st.Last
 	return nil
