@@ -14,6 +14,7 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/optim"
 	"github.com/kestrel-lm/kestrel/internal/peak"
+	"github.com/kestrel-lm/kestrel/internal/replicas"
 	"github.com/kestrel-lm/kestrel/internal/train"
 )
 
@@ -82,6 +83,13 @@ type StepBenchOptions struct {
 	// ("" too) or "bf16" (refused without bf16 hardware; MFU then divides
 	// by the measured peak of the bf16 kernel, peak.ResolveFor).
 	Precision string
+	// Parallel > 1 times the step as train.parallel_micro_batches runs it:
+	// Parallel micro-batches of Batch rows side by side on model replicas
+	// (internal/replicas), their gradients summed, then the optimizer;
+	// the tokens of all of them count. With Ops the op rows are replica
+	// 0's spans (the other replicas run the same ops beside it), each
+	// credited the FLOPs of all Parallel micro-batches.
+	Parallel int
 }
 
 // validate checks the options BenchStep needs before any model is built.
@@ -112,6 +120,7 @@ type StepBench struct {
 	PeakProbeGFLOPS float64
 	Threads         int // kernels.Threads() during the steps
 	Batch, Seq      int
+	Parallel        int // micro-batches side by side per step (StepBenchOptions.Parallel; 1: one)
 	Steps           int
 	Params          int
 	FLOPsPerToken   float64
@@ -160,6 +169,11 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 	T := cfg.SeqLen
 	r := rand.New(rand.NewPCG(1, 2))
 	b := model.RandomBatch(cfg, opt.Batch, r)
+	P := max(1, opt.Parallel)
+	set, err := benchReplicas(m, P, opt.Batch, r)
+	if err != nil {
+		return StepBench{}, err
+	}
 	var times []float64
 	var first, last float64
 	var timer *opTimer
@@ -179,7 +193,7 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 		t0 := time.Now()
 		m.StartAccumulation()
 		t1 := time.Now()
-		st, err := m.ForwardBackward(b, 1)
+		st, err := set.step(m, b)
 		if err != nil {
 			return StepBench{}, fmt.Errorf("bench step: %w", err)
 		}
@@ -205,27 +219,29 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 	m.Trace = nil
 	sort.Float64s(times)
 	med := times[len(times)/2]
-	tps := float64(opt.Batch*T) / med
+	tps := float64(P*opt.Batch*T) / med
 	var ops []OpTime
 	if timer != nil {
-		ops = timer.opTimes(timed, opt.Steps, m.OpFLOPs(opt.Batch*T), pk.GFLOPS, kernels.Threads())
+		ops = timer.opTimes(timed, opt.Steps, m.OpFLOPs(P*opt.Batch*T), pk.GFLOPS, kernels.Threads())
 	}
 	return StepBench{
 		TokensPerSec: tps, MFU: tps * m.FLOPsPerToken() / pk.FLOPS(), StepSec: med,
 		PeakRSSMB: kernels.PeakRSSMB(), PeakGFLOPS: pk.GFLOPS, PeakSource: string(pk.Source), PeakProbeGFLOPS: pk.Probe,
-		Threads: kernels.Threads(), Batch: opt.Batch, Seq: T, Steps: opt.Steps, Params: m.NumParams(), FLOPsPerToken: m.FLOPsPerToken(),
+		Threads: kernels.Threads(), Batch: opt.Batch, Parallel: P, Seq: T, Steps: opt.Steps, Params: m.NumParams(), FLOPsPerToken: m.FLOPsPerToken(),
 		ArenaBytes: m.ArenaBytes(), LossFirst: first, LossLast: last, Ops: ops, PeakDtype: pkDtype, Precision: prec.String(),
 	}, nil
 }
 
 // StepBenchFromRun is the benchmark of a run config's model: its [model]
-// section, train.micro_batch sequences per step (else train.batch_size) and
-// train.peak_gflops.
+// section, train.micro_batch sequences per pass (else train.batch_size),
+// train.parallel_micro_batches passes side by side (at most the step's
+// micro-batches) and train.peak_gflops.
 func StepBenchFromRun(m model.Config, t train.Config, steps, warmup int) StepBenchOptions {
 	o := StepBenchOptions{Model: m, Batch: t.BatchSize, Steps: steps, Warmup: warmup, PeakGFLOPS: t.PeakGFLOPS, Precision: t.Precision}
 	if t.MicroBatch > 0 {
 		o.Batch = t.MicroBatch
 	}
+	o.Parallel = min(max(1, t.ParallelMicroBatches), (t.BatchSize+o.Batch-1)/o.Batch)
 	return o
 }
 
@@ -267,4 +283,45 @@ func (r StepBench) ScalingEfficiency(base StepBench) float64 {
 		return 0
 	}
 	return r.TokensPerSec / (float64(r.Threads) * base.TokensPerSec)
+}
+
+// benchSet is the step's passes: one forward+backward of b on the model
+// (set nil), or P passes side by side on replicas, each on its own random
+// batch (the first is b), their gradients folded into the model's.
+type benchSet struct {
+	set *replicas.Set
+	bs  []*model.Batch
+}
+
+func benchReplicas(m *model.Model, P, batch int, r *rand.Rand) (*benchSet, error) {
+	if P <= 1 {
+		return &benchSet{}, nil
+	}
+	set, err := replicas.New(m, P, batch, m.Cfg.SeqLen)
+	if err != nil {
+		return nil, fmt.Errorf("bench step: parallel micro-batches: %w", err)
+	}
+	bs := &benchSet{set: set}
+	for range P - 1 {
+		bs.bs = append(bs.bs, model.RandomBatch(m.Cfg, batch, r))
+	}
+	return bs, nil
+}
+
+// step runs the passes; the loss is their mean.
+func (s *benchSet) step(m *model.Model, b *model.Batch) (model.Stats, error) {
+	if s.set == nil {
+		return m.ForwardBackward(b, 1)
+	}
+	P := s.set.P()
+	fill := func(k int, _ replicas.Slot) (replicas.Pass, error) {
+		if k == 0 {
+			return replicas.Pass{Batch: b, Scale: 1 / float32(P)}, nil
+		}
+		return replicas.Pass{Batch: s.bs[k-1], Scale: 1 / float32(P)}, nil
+	}
+	var st model.Stats
+	done := func(_ int, _ replicas.Pass, x model.Stats, _ *model.Vitals) { st.Loss += x.Loss / float64(P) }
+	_, err := s.set.Run(P, fill, done, false)
+	return st, err
 }

@@ -46,7 +46,7 @@ func StepFields(r stepbench.StepBench, preset string) map[string]any {
 	f := map[string]any{
 		"op": "step", "preset": preset, "tokens_per_sec": round3(r.TokensPerSec), "mfu": round3(r.MFU),
 		"step_ms": round3(r.StepSec * 1000), "peak_rss_mb": round3(r.PeakRSSMB),
-		"threads": r.Threads, "batch": r.Batch, "seq": r.Seq, "steps": r.Steps,
+		"threads": r.Threads, "batch": r.Batch, "parallel": max(1, r.Parallel), "seq": r.Seq, "steps": r.Steps,
 		"params": r.Params, "flops_per_token": r.FLOPsPerToken, "peak_gflops": round3(r.PeakGFLOPS), "peak_source": r.PeakSource,
 		"peak_probe_gflops": round3(r.PeakProbeGFLOPS),
 		"arena_mb":          round3(float64(r.ArenaBytes) / (1 << 20)), "gemm": kernels.Impl(),
@@ -74,8 +74,12 @@ func StepFieldsScaled(r stepbench.StepBench, preset string, base stepbench.StepB
 
 // StepLine is r as one line of text.
 func StepLine(r stepbench.StepBench, preset string) string {
-	return fmt.Sprintf("%s step: %.0f tokens/s, %.1f ms/step, MFU %.1f%% (peak %.0f GFLOP/s, %d threads), peak RSS %.0f MB, arena %.0f MB, loss %.3f → %.3f",
-		preset, r.TokensPerSec, r.StepSec*1000, 100*r.MFU, r.PeakGFLOPS, r.Threads, r.PeakRSSMB, float64(r.ArenaBytes)/(1<<20), r.LossFirst, r.LossLast)
+	par := ""
+	if r.Parallel > 1 {
+		par = fmt.Sprintf(" (%d micro-batches of %d side by side)", r.Parallel, r.Batch)
+	}
+	return fmt.Sprintf("%s step%s: %.0f tokens/s, %.1f ms/step, MFU %.1f%% (peak %.0f GFLOP/s, %d threads), peak RSS %.0f MB, arena %.0f MB, loss %.3f → %.3f",
+		preset, par, r.TokensPerSec, r.StepSec*1000, 100*r.MFU, r.PeakGFLOPS, r.Threads, r.PeakRSSMB, float64(r.ArenaBytes)/(1<<20), r.LossFirst, r.LossLast)
 }
 
 // OpFields are one op of a step as `kestrel bench step --ops --json`
