@@ -43,7 +43,7 @@ func TestEvalCLI(t *testing.T) {
 	js, err = exec("--run", runDir, "--tasks", "gsm8k-nll,memorization,bpb-val", "--limit", "2", "--json")
 	res = eval.Result{}
 	if err != nil || json.Unmarshal([]byte(js), &res) != nil || len(res.NLL) != 1 || res.NLL[0].N != 2 || res.Mem == nil ||
-		res.Mem.Train.Docs != 2 || res.Mem.HeldOut.Docs != 2 || len(res.BPB) != 1 || res.BPB[0].Name != "val" || res.BPB[0].Tokens != 64 {
+		res.Mem.Train.Docs != 2 || res.Mem.HeldOut.Docs != 2 || res.Mem.Prefix != 16 || res.Mem.Cont != 16 || len(res.BPB) != 1 || res.BPB[0].Name != "val" || res.BPB[0].Tokens != 64 {
 		t.Fatalf("new tasks json %q (%v)", js, err)
 	}
 	if tab, err := exec("--run", runDir, "--tasks", "gsm8k-nll,memorization", "--limit", "1"); err != nil || !strings.Contains(tab, "exact match") || !strings.Contains(tab, "gsm8k-nll") {

@@ -168,16 +168,17 @@ func (s *Scorer) runMore(task string, opt Options, st checkpoint.State, res *Res
 		if n <= 0 {
 			n = MemDefaultDocs
 		}
-		m := &MemResult{Prefix: MemPrefix, Cont: MemCont}
+		pre, cont := MemLengths(s.Model.Cfg.SeqLen)
+		m := &MemResult{Prefix: pre, Cont: cont}
 		for _, side := range []struct {
 			split string
 			dst   *MemSide
 		}{{shards.Train, &m.Train}, {shards.Val, &m.HeldOut}} {
-			docs, err := d.memDocs(side.split, n, MemPrefix+MemCont)
+			docs, err := d.memDocs(side.split, n, pre+cont)
 			if err != nil {
 				return err
 			}
-			if *side.dst, err = s.Memorize(side.split, docs, MemPrefix); err != nil {
+			if *side.dst, err = s.Memorize(side.split, docs, pre); err != nil {
 				return err
 			}
 		}

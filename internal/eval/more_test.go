@@ -103,6 +103,23 @@ func TestOverlap(t *testing.T) {
 	}
 }
 
+// TestMemLengths: memorization's prompt and continuation fit in the
+// model's context (one training window), 64 + 64 from seq_len 128 up.
+func TestMemLengths(t *testing.T) {
+	for _, c := range []struct{ seqLen, pre, cont int }{
+		{1, 1, 1}, {2, 1, 1}, {3, 1, 2}, {32, 16, 16}, {64, 32, 32}, {65, 32, 33},
+		{127, 63, 64}, {128, 64, 64}, {256, 64, 64}, {4096, 64, 64},
+	} {
+		pre, cont := MemLengths(c.seqLen)
+		if pre != c.pre || cont != c.cont {
+			t.Errorf("MemLengths(%d) = %d, %d, want %d, %d", c.seqLen, pre, cont, c.pre, c.cont)
+		}
+		if c.seqLen >= 2 && pre+cont > c.seqLen {
+			t.Errorf("MemLengths(%d) = %d + %d, past the context", c.seqLen, pre, cont)
+		}
+	}
+}
+
 // TestMemorization trains a tiny byte model on one short text repeated
 // until it memorizes it, then checks that greedy decoding reproduces
 // windows of that text better than windows of unseen text, and that

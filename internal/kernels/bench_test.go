@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math/rand"
+	"sync"
 	"testing"
 	"time"
 )
@@ -85,6 +86,87 @@ func BenchmarkSgemmSmall(b *testing.B) {
 						c.f()
 					}
 					b.ReportMetric(c.flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
+}
+
+// benchPeaks caches the FMA peak of 1 and 2 threads (the best of three
+// probes) for the benchmarks that report a fraction of it.
+var benchPeaks struct {
+	sync.Mutex
+	g [3]float64
+}
+
+func benchPeak1(threads int) float64 {
+	benchPeaks.Lock()
+	defer benchPeaks.Unlock()
+	if benchPeaks.g[threads] == 0 {
+		for range 3 {
+			benchPeaks.g[threads] = max(benchPeaks.g[threads], PeakGFLOPS(threads, 100*time.Millisecond))
+		}
+	}
+	return benchPeaks.g[threads]
+}
+
+// BenchmarkSgemmSmallShapes times each product of the small model
+// (smallLinears at one micro-batch of M = 384 rows) as the training step
+// runs it — the forward y = x·Wᵀ (NT), the input gradient dx = dy·W (NN),
+// the weight gradient dW = dyᵀ·x (TN) with beta 0 (first micro-batch) and
+// 1 (later ones) — on 1 thread, on 2, and inline on a 2-thread pool that
+// is busy (as inside a replica that runs its products while the other
+// replica holds the pool; the GEMM's schedule is chosen for 2 threads but
+// runs on the caller alone). It reports GFLOP/s,
+// the fraction of the same thread count's FMA peak and the share of the
+// time spent packing (the GEMM profile).
+func BenchmarkSgemmSmallShapes(b *testing.B) {
+	defer SetThreads(Threads())
+	defer SetGemmProfile(SetGemmProfile(false))
+	const rows = 384
+	r := rand.New(rand.NewSource(1))
+	for _, l := range smallLinears {
+		x, w, y := randVec(r, rows*l.in), randVec(r, l.out*l.in), randVec(r, rows*l.out)
+		dx, dw := make([]float32, rows*l.in), make([]float32, l.out*l.in)
+		cases := []struct {
+			name string
+			g    GemmArgs
+		}{
+			{"fwd", GemmArgs{TransB: true, M: rows, N: l.out, K: l.in, Alpha: 1, A: x, Lda: l.in, B: w, Ldb: l.in, C: y, Ldc: l.out}},
+			{"dX", GemmArgs{M: rows, N: l.in, K: l.out, Alpha: 1, A: y, Lda: l.out, B: w, Ldb: l.in, C: dx, Ldc: l.in}},
+			{"dW0", GemmArgs{TransA: true, M: l.out, N: l.in, K: rows, Alpha: 1, A: y, Lda: l.out, B: x, Ldb: l.in, C: dw, Ldc: l.in}},
+			{"dW1", GemmArgs{TransA: true, M: l.out, N: l.in, K: rows, Alpha: 1, A: y, Lda: l.out, B: x, Ldb: l.in, Beta: 1, C: dw, Ldc: l.in}},
+		}
+		flops := 2 * float64(rows) * float64(l.in) * float64(l.out)
+		for _, c := range cases {
+			for _, mode := range []string{"t1", "t2", "inline"} {
+				b.Run(fmt.Sprintf("%s/%s/%s", l.name, c.name, mode), func(b *testing.B) {
+					threads := 1
+					if mode != "t1" {
+						threads = 2
+					}
+					SetThreads(threads)
+					peak := benchPeak1(threads)
+					if mode == "inline" {
+						threads = 1
+						peak = benchPeak1(1)
+						p := currentPool()
+						p.mu.Lock() // busy: every GEMM runs inline
+						defer p.mu.Unlock()
+					}
+					SetGemmProfile(true)
+					p0 := ReadGemmProfile()
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						c.g.Sgemm()
+					}
+					b.StopTimer()
+					p := ReadGemmProfile().Sub(p0)
+					SetGemmProfile(false)
+					g := flops * float64(b.N) / b.Elapsed().Seconds() / 1e9
+					b.ReportMetric(g, "GFLOP/s")
+					b.ReportMetric(g/peak, "of_peak")
+					b.ReportMetric(float64(p.Pack)/float64(threads)/float64(b.Elapsed()), "pack")
 				})
 			}
 		}

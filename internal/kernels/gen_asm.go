@@ -27,6 +27,8 @@ func main() {
 		kernel("avx512", mr, 2, 16, 4, false)
 	}
 	kernel("avx512", 14, 2, 16, 4, true)
+	kernelA("avx512", 14, 2, 16, 4, false, aRows)
+	kernelA("avx512", 14, 2, 16, 4, false, aKMajor)
 	for mr := 6; mr >= 1; mr-- {
 		kernel("avx2", mr, 2, 8, 4, false)
 	}
@@ -61,6 +63,20 @@ func main() {
 			p("//")
 			p("//go:noescape")
 			p("func sgemm14x32avx512nt(k int, a *float32, rs, cs int, b, c *float32, ldc int, alpha, beta float32)")
+			p("")
+			p("// sgemm14x32avx512rows is sgemm14x32avx512 for A as row copies")
+			p("// (cs = 1): the four k steps of an unrolled iteration read A at")
+			p("// fixed offsets and the row bases advance once per iteration.")
+			p("//")
+			p("//go:noescape")
+			p("func sgemm14x32avx512rows(k int, a *float32, rs, cs int, b, c *float32, ldc int, alpha, beta float32)")
+			p("")
+			p("// sgemm14x32avx512kmaj is sgemm14x32avx512 for A as k-major strips")
+			p("// (rs = 1, any cs): one base register, row i at byte offset 4i and")
+			p("// k step u of an unrolled iteration at u·cs.")
+			p("//")
+			p("//go:noescape")
+			p("func sgemm14x32avx512kmaj(k int, a *float32, rs, cs int, b, c *float32, ldc int, alpha, beta float32)")
 		}
 		p("")
 		p("// %sByRows[r] computes an r×%d tile (r = 1..%d).", t.isa, t.nr, t.mr)
@@ -97,6 +113,27 @@ func main() {
 // C tile is prefetched first. C is not read when beta == 0. unroll is the
 // k-loop unroll.
 func kernel(isa string, mr, vecs, lanes, unroll int, nt bool) {
+	kernelA(isa, mr, vecs, lanes, unroll, nt, aAny)
+}
+
+// The A layouts a kernel may specialise in (kernelA).
+const (
+	aAny    = ""     // any rs and cs (both from the arguments)
+	aRows   = "rows" // cs = 1 (row copies, or A read in place)
+	aKMajor = "kmaj" // rs = 1 (k-major strips, packed or Aᵀ in place)
+)
+
+// kernelA is kernel for the A layout mode; a specialised kernel (aRows,
+// aKMajor) is named with the mode as suffix. The general kernel advances
+// its row bases by cs after every k step: with four bases that is four
+// integer additions per 28 FMAs, and the ALU ports they may take are also
+// the two FMA ports. aRows addresses the four k steps of an unrolled
+// iteration at fixed byte offsets (4u) and advances the bases once per
+// iteration; aKMajor needs only one base (the 14 values of a k step are
+// 4i bytes apart) and addresses step u as base + u·cs through index
+// registers (cs, 2cs, 3cs), adding 4cs once per iteration. The FMAs, and
+// so every element's sum, are the same in every mode.
+func kernelA(isa string, mr, vecs, lanes, unroll int, nt bool, mode string) {
 	reg := "Z"
 	if isa == "avx2" {
 		reg = "Y"
@@ -113,6 +150,32 @@ func kernel(isa string, mr, vecs, lanes, unroll int, nt bool) {
 	}
 	bases := []string{"AX", "R9", "R10", "R11"}
 	nbases := (mr + 3) / 4
+	// rowAddrU is row r's value at k step u of an unrolled iteration
+	// (u = 0 in the tail) in the specialised modes.
+	rowAddrU := func(r, u int) string {
+		if mode == aKMajor {
+			d := fmt.Sprint(4 * r)
+			switch u {
+			case 0:
+				return d + "(AX)"
+			case 1:
+				return d + "(AX)(R14*1)"
+			case 2:
+				return d + "(AX)(R14*2)"
+			}
+			return d + "(AX)(R9*1)"
+		}
+		b, d := bases[r/4], fmt.Sprint(4*u)
+		switch r % 4 {
+		case 0:
+			return d + "(" + b + ")"
+		case 1:
+			return d + "(" + b + ")(DI*1)"
+		case 2:
+			return d + "(" + b + ")(DI*2)"
+		}
+		return d + "(" + b + ")(R13*1)"
+	}
 	rowAddr := func(r int) string {
 		b := bases[r/4]
 		switch r % 4 {
@@ -129,6 +192,10 @@ func kernel(isa string, mr, vecs, lanes, unroll int, nt bool) {
 	if nt {
 		name += "nt"
 	}
+	name += mode
+	if mode != aAny && unroll != 4 {
+		log.Fatalf("%s: the specialised A modes address 4 unrolled k steps", name)
+	}
 	p("")
 	p("// func %s(k int, a *float32, rs, cs int, b, c *float32, ldc int, alpha, beta float32)", name)
 	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
@@ -143,8 +210,14 @@ func kernel(isa string, mr, vecs, lanes, unroll int, nt bool) {
 	p("\tMOVQ c+40(FP), DX")
 	p("\tMOVQ ldc+48(FP), SI")
 	p("\tSHLQ $2, SI")
-	for i := 1; i < nbases; i++ {
-		p("\tLEAQ (%s)(DI*4), %s", bases[i-1], bases[i])
+	if mode == aKMajor {
+		nbases = 1
+		p("\tLEAQ (R14)(R14*2), R9") // 3·cs
+		p("\tLEAQ (R14*4), R10")     // 4·cs
+	} else {
+		for i := 1; i < nbases; i++ {
+			p("\tLEAQ (%s)(DI*4), %s", bases[i-1], bases[i])
+		}
 	}
 	// Prefetch the C tile while the products are computed (the streaming
 	// variant writes C without reading it: no prefetch).
@@ -167,12 +240,18 @@ func kernel(isa string, mr, vecs, lanes, unroll int, nt bool) {
 			p("\tVXORPS %s%d, %s%d, %s%d", reg, i, reg, i, reg, i)
 		}
 	}
-	step := func(u int) {
+	// step emits k step u of an unrolled iteration, or (tail) one k step
+	// of the remainder loop.
+	step := func(u int, tail bool) {
 		for v := 0; v < vecs; v++ {
 			p("\tVMOVUPS %d(BX), %s", u*nr*4+v*vb, bReg(v))
 		}
 		for r := 0; r < mr; r++ {
-			p("\tVBROADCASTSS %s, %s", rowAddr(r), bc(r))
+			if mode != aAny {
+				p("\tVBROADCASTSS %s, %s", rowAddrU(r, u), bc(r))
+			} else {
+				p("\tVBROADCASTSS %s, %s", rowAddr(r), bc(r))
+			}
 			for v := 0; v < vecs; v++ {
 				if bf16 {
 					vdpbf16ps(r*vecs+v, nacc+vecs+r%2, nacc+v)
@@ -181,15 +260,33 @@ func kernel(isa string, mr, vecs, lanes, unroll int, nt bool) {
 				p("\tVFMADD231PS %s, %s, %s", bReg(v), bc(r), acc(r, v))
 			}
 		}
-		for i := 0; i < nbases; i++ {
-			p("\tADDQ R14, %s", bases[i])
+		switch {
+		case mode == aAny:
+			for i := 0; i < nbases; i++ {
+				p("\tADDQ R14, %s", bases[i])
+			}
+		case !tail: // advanced once per iteration, after its last step
+		case mode == aRows:
+			for i := 0; i < nbases; i++ {
+				p("\tADDQ $4, %s", bases[i])
+			}
+		default:
+			p("\tADDQ R14, AX")
 		}
 	}
 	p("\tCMPQ CX, $%d", unroll)
 	p("\tJL %s_tail", name)
 	p("%s_loop:", name)
 	for u := 0; u < unroll; u++ {
-		step(u)
+		step(u, false)
+	}
+	switch mode {
+	case aRows:
+		for i := 0; i < nbases; i++ {
+			p("\tADDQ $%d, %s", 4*unroll, bases[i])
+		}
+	case aKMajor:
+		p("\tADDQ R10, AX")
 	}
 	p("\tADDQ $%d, BX", unroll*nr*4)
 	p("\tSUBQ $%d, CX", unroll)
@@ -198,7 +295,7 @@ func kernel(isa string, mr, vecs, lanes, unroll int, nt bool) {
 	p("%s_tail:", name)
 	p("\tTESTQ CX, CX")
 	p("\tJZ %s_store", name)
-	step(0)
+	step(0, true)
 	p("\tADDQ $%d, BX", nr*4)
 	p("\tDECQ CX")
 	p("\tJMP %s_tail", name)

@@ -91,8 +91,25 @@ func kernel14x32AVX512(k int, ap []float32, rs, cs int, bp, c []float32, ldc int
 	_ = ap[13*rs+(k-1)*cs]
 	_ = bp[32*k-1]
 	_ = c[13*ldc+31]
-	sgemm14x32avx512(k, &ap[0], rs, cs, &bp[0], &c[0], ldc, alpha, beta)
+	switch {
+	case cs == 1 && specA14:
+		sgemm14x32avx512rows(k, &ap[0], rs, cs, &bp[0], &c[0], ldc, alpha, beta)
+	case rs == 1 && specA14:
+		sgemm14x32avx512kmaj(k, &ap[0], rs, cs, &bp[0], &c[0], ldc, alpha, beta)
+	default:
+		sgemm14x32avx512(k, &ap[0], rs, cs, &bp[0], &c[0], ldc, alpha, beta)
+	}
 }
+
+// specA14 picks the 14×32 kernels specialised in the A layout (row copies
+// or k-major strips, gen_asm.go's kernelA) over the general one: fewer
+// integer additions in the k loop, the same FMAs in the same order, so
+// the same tile bit for bit. Measured on the 2-core AVX-512 machine (28
+// Nov 2026, one thread, the small model's products at M = 384, medians of
+// 15 alternating runs in the same process): 1.00–1.05× (dW = dyᵀ·x,
+// A read k-major in place, gained most). A variable so that tests can
+// compare the two.
+var specA14 = true
 
 // kernel14x32AVX512NT is kernel14x32AVX512 with streaming stores of C
 // (beta == 0; the tile must start on a 64-byte boundary and ldc be a

@@ -50,6 +50,20 @@ func sgemm14x32avx512(k int, a *float32, rs, cs int, b, c *float32, ldc int, alp
 //go:noescape
 func sgemm14x32avx512nt(k int, a *float32, rs, cs int, b, c *float32, ldc int, alpha, beta float32)
 
+// sgemm14x32avx512rows is sgemm14x32avx512 for A as row copies
+// (cs = 1): the four k steps of an unrolled iteration read A at
+// fixed offsets and the row bases advance once per iteration.
+//
+//go:noescape
+func sgemm14x32avx512rows(k int, a *float32, rs, cs int, b, c *float32, ldc int, alpha, beta float32)
+
+// sgemm14x32avx512kmaj is sgemm14x32avx512 for A as k-major strips
+// (rs = 1, any cs): one base register, row i at byte offset 4i and
+// k step u of an unrolled iteration at u·cs.
+//
+//go:noescape
+func sgemm14x32avx512kmaj(k int, a *float32, rs, cs int, b, c *float32, ldc int, alpha, beta float32)
+
 // avx512ByRows[r] computes an r×32 tile (r = 1..14).
 var avx512ByRows = [...]asmKernel{nil,
 	sgemm1x32avx512,

@@ -210,3 +210,38 @@ func TestSmallForwardOnePoolJob(t *testing.T) {
 		}
 	}
 }
+
+// TestSgemmTileOrderAndKernelsBitIdentical: every product of the small
+// model, and its ragged neighbours, gives the same C bit for bit whichever
+// order the macro-kernel runs its tiles in (rows of tiles first, as for
+// small panels of op(B), or columns first) and whether the 14×32 kernel
+// specialised in A's layout or the general one computes them, on one
+// thread and on two.
+func TestSgemmTileOrderAndKernelsBitIdentical(t *testing.T) {
+	savedR, savedS := rowsOuterMaxB, specA14
+	t.Cleanup(func() { rowsOuterMaxB, specA14 = savedR, savedS })
+	for i, tc := range smallShapeCases() {
+		r := rand.New(rand.NewSource(int64(i)))
+		a, b, c, lda, ldb, ldc := gemmOperands(r, tc)
+		var want []float32
+		for v, cfg := range []struct {
+			maxB    int
+			spec    bool
+			threads int
+		}{{0, false, 1}, {savedR, savedS, 1}, {1 << 30, true, 1}, {0, true, 2}, {1 << 30, false, 2}} {
+			rowsOuterMaxB, specA14 = cfg.maxB, cfg.spec
+			setTestThreads(t, cfg.threads)
+			got := append([]float32(nil), c...)
+			Sgemm(tc.tA, tc.tB, tc.m, tc.n, tc.k, tc.alpha, a, lda, b, ldb, tc.beta, got, ldc)
+			if v == 0 {
+				want = got
+				continue
+			}
+			for j := range got {
+				if math.Float32bits(got[j]) != math.Float32bits(want[j]) && !(math.IsNaN(float64(got[j])) && math.IsNaN(float64(want[j]))) {
+					t.Fatalf("%v with %+v: C[%d] = %v, columns first with the general kernel give %v", tc, cfg, j, got[j], want[j])
+				}
+			}
+		}
+	}
+}
