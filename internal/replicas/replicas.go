@@ -35,6 +35,7 @@ type Set struct {
 	slots []Slot
 	ran   []bool // replica r ran a pass since Begin
 	pass  passTask
+	eval  evalTask
 	fold  foldTask
 }
 

@@ -1085,10 +1085,12 @@ func (t *trainer) evaluate(ctx context.Context, s int, trainEMA float64, all boo
 // valLoss is the validation loss of the trained mixture (datasrc.ValMix: the
 // sources of weight > 0 at the current step, weighted as the mixture draws
 // them), and per source: eval_batches × the first batch of rows spread
-// evenly over each source's split, or every row when all is set.
+// evenly over each source's split, or every row when all is set. With
+// replicas (train.parallel_micro_batches) the batches run side by side,
+// the same bits (replicas.Evaluate).
 func (t *trainer) valLoss(all bool) (float64, int, map[string]float64, error) {
-	d := t.o.Data
-	mb := len(t.inputs) / t.T
+	d, T := t.o.Data, t.T
+	mb := len(t.inputs) / T
 	want := t.o.Train.EvalBatches * t.bsched[0].Batch
 	if all {
 		want = 0
@@ -1104,26 +1106,25 @@ func (t *trainer) valLoss(all bool) (float64, int, map[string]float64, error) {
 		if want > 0 && want < rows {
 			n = want
 		}
-		var ssum float64
-		stok := 0
-		for r0 := 0; r0 < n; r0 += mb {
-			k := min(mb, n-r0)
-			for j := 0; j < k; j++ {
+		fill := func(k int, buf replicas.Slot) (*model.Batch, error) {
+			r0, nr := k*mb, min(mb, n-k*mb)
+			for j := 0; j < nr; j++ {
 				row := (r0 + j) * rows / n // spread evenly over the set
-				if err := d.FillVal(src, row, 1, t.inputs[j*t.T:(j+1)*t.T], t.targets[j*t.T:(j+1)*t.T], t.segIDs[j*t.T:(j+1)*t.T]); err != nil {
-					return 0, 0, nil, err
+				if err := d.FillVal(src, row, 1, buf.Inputs[j*T:(j+1)*T], buf.Targets[j*T:(j+1)*T], buf.SegIDs[j*T:(j+1)*T]); err != nil {
+					return nil, err
 				}
 			}
-			b := &model.Batch{B: k, T: t.T, Inputs: t.inputs[:k*t.T], Targets: t.targets[:k*t.T]}
+			b := &model.Batch{B: nr, T: T, Inputs: buf.Inputs[:nr*T], Targets: buf.Targets[:nr*T]}
 			if t.o.Model.DocMask {
-				b.SegIDs = t.segIDs[:k*t.T]
+				b.SegIDs = buf.SegIDs[:nr*T]
 			}
-			st, err := evalStats(t.net, b)
-			if err != nil {
-				return 0, 0, nil, err
-			}
-			ssum += st.Loss * float64(st.Tokens)
-			stok += st.Tokens
+			return b, nil
+		}
+		var ssum float64
+		stok := 0
+		buf := replicas.Slot{Inputs: t.inputs, Targets: t.targets, SegIDs: t.segIDs}
+		if err := replicas.Evaluate(t.evalReps(), t.net, buf, (n+mb-1)/mb, fill, func(_ int, st model.Stats) { ssum += st.Loss * float64(st.Tokens); stok += st.Tokens }); err != nil {
+			return 0, 0, nil, err
 		}
 		if stok > 0 {
 			per[name] = ssum / float64(stok)

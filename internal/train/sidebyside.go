@@ -46,3 +46,15 @@ func (t *trainer) sideBySide(s, dataIdx, lo, hi int, m *runlog.Step, a *accumula
 	t.lastVit = st.Last
 	return nil
 }
+
+// evalReps is the replica set valLoss scores the validation batches on
+// side by side (replicas.Evaluate; nil: one after the other, the same bits).
+func (t *trainer) evalReps() *replicas.Set {
+	if !sideBySideEval {
+		return nil
+	}
+	return t.reps
+}
+
+// sideBySideEval lets a test force the sequential evaluation to compare.
+var sideBySideEval = true

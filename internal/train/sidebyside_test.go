@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+	"github.com/kestrel-lm/kestrel/internal/datasrc"
 	"github.com/kestrel-lm/kestrel/internal/kernels"
 )
 
@@ -105,5 +106,50 @@ func TestParallelMicroBatchesFallBack(t *testing.T) {
 	}
 	if !slices.Equal(runs[1], runs[2]) {
 		t.Errorf("MoE with parallel_micro_batches = 2 %v, with 1 %v", runs[2], runs[1])
+	}
+}
+
+// TestParallelMicroBatchesEval: with parallel_micro_batches = 2 the
+// validation batches run side by side on the replicas, and every
+// evaluation — val_loss, val_loss_ema, each source's slice, the tokens —
+// is the same bits as the same run's weights scored one batch after the
+// other: in-loop evaluations of one round with a short last batch, and
+// the final one over every validation row; on one thread and on two; in
+// fp32 and bf16.
+func TestParallelMicroBatchesEval(t *testing.T) {
+	run := func(sideBySide bool, threads int, prec string) string {
+		defer func(v bool, n int) { sideBySideEval = v; kernels.SetThreads(n) }(sideBySideEval, kernels.Threads())
+		sideBySideEval = sideBySide
+		kernels.SetThreads(threads)
+		dir := filepath.Join(t.TempDir(), "run")
+		o := baseOpts(dir)
+		o.Train.Steps, o.Train.EvalEvery, o.Train.MicroBatch, o.Train.ParallelMicroBatches, o.Train.Precision = 6, 3, 3, 2, prec
+		o.Data = weighted{&heldOut{BytesSource: o.Data.(*datasrc.BytesSource), weights: []float64{3, 1}}}
+		if _, err := Run(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	keys := []string{"val_loss", "val_loss_ema", "val_tokens", "slice_val_loss/a", "slice_val_loss/b"}
+	for _, prec := range []string{"fp32", "bf16"} {
+		want := metricLines(t, run(false, 2, prec), "val_loss")
+		if len(want) != 2 || want[1]["val_tokens"] <= want[0]["val_tokens"] {
+			t.Fatalf("%s: evaluations %v: want 2, the last over every row", prec, want)
+		}
+		for _, threads := range []int{1, 2} {
+			got := metricLines(t, run(true, threads, prec), "val_loss")
+			if len(got) != len(want) {
+				t.Fatalf("%s, %d threads: %d evaluations side by side, %d one after the other", prec, threads, len(got), len(want))
+			}
+			for i := range want {
+				for _, k := range keys {
+					a, okA := got[i][k]
+					b, okB := want[i][k]
+					if !okA || !okB || a != b || math.IsNaN(a) {
+						t.Errorf("%s, %d threads: evaluation %d %s = %v side by side, %v one after the other", prec, threads, i, k, a, b)
+					}
+				}
+			}
+		}
 	}
 }
