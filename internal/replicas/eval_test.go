@@ -195,3 +195,37 @@ func TestEvaluateErrors(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEvaluate: 20 validation batches of 6 × 64 tokens at the
+// shakespeare-char shapes, one after the other on the pool's threads
+// (seq) and side by side on two replicas (pair).
+func BenchmarkEvaluate(b *testing.B) {
+	c := model.Config{Vocab: 256, DModel: 128, NLayers: 4, NHeads: 4, NKVHeads: 4, MLPHidden: 384, SeqLen: 64,
+		RopeTheta: 10000, NormEps: 1e-5, Tied: true, InitStd: 0.02}
+	m, err := model.New(c, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(m, 2, 6, c.SeqLen)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bs := make([]*model.Batch, 20)
+	r := rand.New(rand.NewPCG(1, 2))
+	for k := range bs {
+		bs[k] = evalBatch(c, 6, r)
+	}
+	fill := func(k int, _ Slot) (*model.Batch, error) { return bs[k], nil }
+	for _, tc := range []struct {
+		name string
+		set  *Set
+	}{{"seq", nil}, {"pair", s}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				if err := Evaluate(tc.set, m, Slot{}, len(bs), fill, func(int, model.Stats) {}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
