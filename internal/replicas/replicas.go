@@ -15,6 +15,12 @@
 // the model itself. It is a different order of summation than
 // accumulating every micro-batch in one model, so the gradient agrees
 // with the sequential one to float rounding, not bit for bit.
+//
+// Evaluate runs the validation batches the same way, forward only: batch
+// k on replica k mod P, rounds of P side by side, each batch's loss the
+// same bits as scoring it alone on the model on any number of threads, so
+// a sum over the batches in order is too (the trainer's val_loss,
+// val_loss_ema and slices are those of the sequential evaluation).
 package replicas
 
 import (
