@@ -27,7 +27,7 @@ var floors = map[string]int{
 	// Floor 3.
 	"internal/checkpoint": 3, "monitor": 3, "internal/train": 3, "internal/rewind": 3, "internal/faults": 3,
 	"internal/data/shards": 3, "internal/stepclock": 3, "internal/compare": 3, "internal/stepvitals": 3,
-	"internal/replicas": 3,
+	"internal/replicas": 3, "internal/memplan": 3,
 	// Floor 4.
 	"internal/stepbench": 4, "internal/data/loader": 4, "internal/data/texts": 4, "internal/data/prepare": 4,
 	"internal/dashboard": 4, "internal/report": 4, "internal/watchsrc": 4, "internal/generate": 4,
@@ -55,6 +55,7 @@ var sideways = map[Edge]bool{
 	{"internal/train", "internal/stepclock"}:   true, // the step clock
 	{"internal/train", "internal/stepvitals"}:  true, // the per-step vitals
 	{"internal/train", "internal/replicas"}:    true, // micro-batches side by side
+	{"internal/train", "internal/memplan"}:     true, // the start-up memory estimate
 	{"internal/rewind", "internal/checkpoint"}: true, // rewind to a checkpoint
 	{"internal/run", "internal/eval"}:          true, // the in-loop benchmarks of [eval]
 }

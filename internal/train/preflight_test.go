@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/datasrc"
+	"github.com/kestrel-lm/kestrel/internal/memplan"
 	"github.com/kestrel-lm/kestrel/internal/model"
 )
 
@@ -59,7 +60,7 @@ func TestMemoryCheckRefusesHugeModel(t *testing.T) {
 		t.Fatal(eerr)
 	}
 	for _, w := range []string{"not enough memory", "needs about " + gb(est.Total()), "8.6 GB is available (the test)",
-		"parameters " + gb(est.Params), "AdamW", "activations for 4 sequences of 64 tokens",
+		"parameters " + gb(est.Params), "AdamW", "activations for 4 sequences of 64 tokens (replicas: 1)",
 		"model.d_model", "model.n_layers", "train.micro_batch", "model.seq_len", "optim.ema_beta = 0", SkipMemoryCheckEnv + "=1"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q lacks %q", err, w)
@@ -77,7 +78,7 @@ func TestMemoryCheckRefusesHugeModel(t *testing.T) {
 	// the EMA; 3× for AdamW; 4× while checkpointing
 	n, _ := o.Model.NumParams()
 	if est.Params != 4*n || est.Grads != 4*n || est.Optimizer != 12*n || est.EMA != 4*n || est.Checkpoint != 16*n || est.EMAEval != 4*n ||
-		est.Runtime != runtimeBytes || est.Sequences != 4 {
+		est.Runtime != memplan.RuntimeBytes || est.Sequences != 4 {
 		t.Errorf("estimate %+v for %d parameters", est, n)
 	}
 	if est.Total() < 200e9 {
@@ -131,6 +132,21 @@ func TestMemoryCheck(t *testing.T) {
 		if err != nil || m.Sequences != tc.want || m.Activations != act || m.EMA != 0 || m.EMAEval != 0 {
 			t.Errorf("batch %d micro %d probes %d: %+v, %v; want %d sequences", tc.batch, tc.micro, tc.probes, m, err, tc.want)
 		}
+	}
+	// train.parallel_micro_batches: each other replica's gradients and
+	// micro-batch arena, in the refusal's parts too
+	c := DefaultConfig()
+	c.MicroBatch, c.ProbeSequences, c.ParallelMicroBatches = 2, 4, 3
+	m, err := EstimateMemory(tinyModel(), c, false)
+	probe, _ := tinyModel().ActivationBytes(4)
+	micro, _ := tinyModel().ActivationBytes(2)
+	if err != nil || m.Replicas != 3 || m.Grads != 3*m.Params || m.Activations != probe+2*micro {
+		t.Errorf("3 replicas: %+v, %v", m, err)
+	}
+	withAvailable(t, m.Total()-1, true)
+	o.Model, o.Train, o.Optim.EMABeta = tinyModel(), c, 0
+	if err := checkMemory(o); err == nil || !strings.Contains(err.Error(), "(replicas: 3)") || !strings.Contains(err.Error(), "train.parallel_micro_batches") {
+		t.Errorf("refusal %v", err)
 	}
 }
 

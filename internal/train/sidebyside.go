@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 
+	"github.com/kestrel-lm/kestrel/internal/kernels"
 	"github.com/kestrel-lm/kestrel/internal/model"
 	"github.com/kestrel-lm/kestrel/internal/replicas"
 	"github.com/kestrel-lm/kestrel/internal/runlog"
@@ -16,7 +17,27 @@ func (t *trainer) newReplicas(mb int) *replicas.Set {
 	if why != "" {
 		t.log.Warn("train.parallel_micro_batches: running the micro-batches one after the other", "parallel_micro_batches", t.o.Train.ParallelMicroBatches, "why", why)
 	}
+	if set != nil {
+		if why := sideBySideFit(set.P(), kernels.Threads(), (t.bsched.Max()+mb-1)/mb); why != "" {
+			t.log.Warn("train.parallel_micro_batches: "+why, "parallel_micro_batches", set.P(), "threads", kernels.Threads(), "micro_batch", mb, "largest_batch", t.bsched.Max())
+		}
+	}
 	return set
+}
+
+// sideBySideFit says what P replicas leave idle with threads threads and
+// at most micro micro-batches a step ("" when nothing): the result is the
+// same either way, only the speed is not what P promises.
+func sideBySideFit(p, threads, micro int) string {
+	switch {
+	case micro < p:
+		return fmt.Sprintf("a step has at most %d micro-batches (train.batch_size / train.micro_batch), so %d of the %d replicas never run: lower it to %d, or train.micro_batch", micro, p-micro, p, micro)
+	case threads > p:
+		return fmt.Sprintf("the passes run one per thread on %d of the %d threads, the others wait: raise it to %d (with as many micro-batches a step), or set 1 to give each pass every thread", p, threads, threads)
+	case threads < p:
+		return fmt.Sprintf("%d passes share the %d thread(s): they take turns (the same result, no faster than %d replica(s))", p, threads, threads)
+	}
+	return ""
 }
 
 // sideBySide runs step s's micro-batches on the replicas (replicas.Set.Run:

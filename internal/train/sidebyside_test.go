@@ -153,3 +153,23 @@ func TestParallelMicroBatchesEval(t *testing.T) {
 		}
 	}
 }
+
+// TestSideBySideFit: the start-up warning names what P replicas leave
+// idle (threads, micro-batches) and says nothing when they fit.
+func TestSideBySideFit(t *testing.T) {
+	for _, c := range []struct {
+		p, threads, micro int
+		want              string
+	}{
+		{2, 2, 2, ""}, {2, 2, 8, ""}, {4, 4, 4, ""},
+		{2, 8, 2, "on 2 of the 8 threads"},
+		{2, 1, 2, "2 passes share the 1 thread(s)"},
+		{4, 4, 2, "so 2 of the 4 replicas never run"},
+		{4, 16, 1, "so 3 of the 4 replicas never run"},
+	} {
+		got := sideBySideFit(c.p, c.threads, c.micro)
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("P %d, %d threads, %d micro-batches: %q, want %q", c.p, c.threads, c.micro, got, c.want)
+		}
+	}
+}
