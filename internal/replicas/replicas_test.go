@@ -189,3 +189,42 @@ func TestNewRefuses(t *testing.T) {
 		t.Errorf("MoE: %v", err)
 	}
 }
+
+// TestFor: the Set a run asks for, or nil and why: P ≤ 1 quietly, a
+// data-parallel run, a network that is not a model.Model and an MoE
+// model each with their reason; else P replicas of the model.
+func TestFor(t *testing.T) {
+	m, err := model.New(testConfig(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testConfig()
+	c.MoEEvery, c.MoEExperts, c.MoETopK, c.MoEExpertHidden, c.MoEBalance = 1, 4, 2, 16, "aux"
+	moe, err := model.New(c, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		m    *model.Model
+		p    int
+		dp   bool
+		why  string // "" and P = p: a Set
+	}{
+		{"one", m, 1, false, ""}, {"zero", m, 0, true, ""},
+		{"data-parallel", m, 2, true, "data-parallel run accumulates in one model"},
+		{"not a model", nil, 2, false, "not a model.Model"},
+		{"moe", moe, 2, false, "mixture-of-experts"},
+		{"two", m, 2, false, ""}, {"three", m, 3, false, ""},
+	} {
+		s, why := For(tc.m, tc.p, 4, 16, tc.dp)
+		switch {
+		case tc.why != "" && (s != nil || !strings.Contains(why, tc.why)):
+			t.Errorf("%s: set %v, why %q; want none because %q", tc.name, s != nil, why, tc.why)
+		case tc.why == "" && tc.p <= 1 && (s != nil || why != ""):
+			t.Errorf("%s: set %v, why %q; want none, quietly", tc.name, s != nil, why)
+		case tc.why == "" && tc.p > 1 && (s == nil || why != "" || s.P() != tc.p || s.Replica(0) != m || len(s.Slot(tc.p-1).Inputs) != 4*16):
+			t.Errorf("%s: set %v, why %q; want %d replicas of the model", tc.name, s != nil, why, tc.p)
+		}
+	}
+}
