@@ -342,15 +342,21 @@ func (f *foldTask) Run(start, end int) {
 	for k := start; k < end; k++ {
 		lo, hi := k*blockLen, min((k+1)*blockLen, len(f.dst))
 		d := f.dst[lo:hi]
-		if f.norms {
+		if !f.norms {
+			for _, src := range f.srcs {
+				kernels.Add(d, d, src[lo:hi])
+			}
+			continue
+		}
+		if len(f.srcs) == 0 {
 			f.parts[k*P] = float64(kernels.Dot(d, d))
 		}
-		for i, src := range f.srcs {
-			x := src[lo:hi]
-			if f.norms {
-				f.parts[k*P+i+1] = float64(kernels.Dot(x, x))
+		for i, src := range f.srcs { // |d|² and |x|² as kernels.Dot reads them, in the sum's pass
+			dd, xx := kernels.SquaresAdd(d, src[lo:hi])
+			if i == 0 {
+				f.parts[k*P] = float64(dd)
 			}
-			kernels.Add(d, d, x)
+			f.parts[k*P+i+1] = float64(xx)
 		}
 	}
 }

@@ -228,3 +228,63 @@ func TestFor(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldBits: Fold's sum is replica 0 + 1 + … added in that order and
+// each squared norm the float64 sum, block by block, of kernels.Dot over
+// the block (the bits the noise scale had before the norms joined the
+// sum's pass), with and without the norms, with every replica run and with
+// one idle (left out, its norm 0).
+func TestFoldBits(t *testing.T) {
+	c := testConfig()
+	big := c
+	big.DModel, big.MLPHidden = 64, 160 // over two blocks of Fold, the last one short
+	for _, tc := range []struct {
+		cfg          model.Config
+		p, n         int
+		norms        bool
+		wantMoreThan int // parameters
+	}{{c, 2, 2, true, 0}, {c, 3, 2, true, 0}, {big, 3, 3, true, 2 * blockLen}, {big, 2, 2, false, 2 * blockLen}} {
+		m, err := model.New(tc.cfg, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Grads) <= tc.wantMoreThan || len(m.Grads)%blockLen == 0 {
+			t.Fatalf("%d parameters: want over %d, not a multiple of %d", len(m.Grads), tc.wantMoreThan, blockLen)
+		}
+		s, err := New(m, tc.p, 4, tc.cfg.SeqLen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Begin()
+		if _, _, err := s.Round(batches(tc.cfg, 4*tc.n, 4, 7)); err != nil {
+			t.Fatal(err)
+		}
+		want := append([]float32(nil), m.Grads...)
+		wantSq := make([]float64, tc.p)
+		for r := 0; r < tc.n; r++ {
+			g := s.Replica(r).Grads
+			for lo := 0; lo < len(g); lo += blockLen {
+				x := g[lo:min(lo+blockLen, len(g))]
+				wantSq[r] += float64(kernels.Dot(x, x))
+			}
+			if r > 0 {
+				kernels.Add(want, want, g)
+			}
+		}
+		var sq []float64
+		if tc.norms {
+			sq = []float64{-1, -1, -1}[:tc.p]
+		}
+		s.Fold(sq)
+		for i := range want {
+			if math.Float32bits(m.Grads[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("P=%d, %d passes: Grads[%d] = %v, want %v", tc.p, tc.n, i, m.Grads[i], want[i])
+			}
+		}
+		for r := range sq {
+			if sq[r] != wantSq[r] {
+				t.Errorf("P=%d, %d passes: |G_%d|² = %v, want %v", tc.p, tc.n, r, sq[r], wantSq[r])
+			}
+		}
+	}
+}
