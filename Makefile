@@ -29,13 +29,15 @@ $(ASSETS): $(DASH)/package.json $(DASH)/package-lock.json
 build: $(ASSETS)
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kestrel
 
-# lint: gofmt, go vet, and go.mod/go.sum exactly as `go mod tidy` leaves them
+# lint: gofmt, go vet (and on arm64 for the packages with assembly), and go.mod/go.sum exactly as `go mod tidy` leaves them
 # (`go mod tidy -diff`, Go 1.23+, prints the change and exits 1 without
 # writing; on a fresh machine it downloads what it needs through GOPROXY).
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@# the pure-Go fallbacks: every package with per-architecture files vets on arm64 too
+	GOARCH=arm64 $(GO) vet $$(find . -name '*_amd64*.go' -o -name '*_other*.go' | xargs -n1 dirname | sort -u)
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy' and commit the result"; exit 1; }
 
 test: lint build
