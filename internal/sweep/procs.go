@@ -29,8 +29,12 @@ func runProcesses(ctx context.Context, o Options, points []Point, cfgs []config.
 			return fmt.Errorf("sweep: --parallel: %w", err)
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(o.Out, configsDir), 0o755); err != nil {
+	cd := filepath.Join(o.Out, configsDir)
+	if err := os.MkdirAll(cd, 0o755); err != nil {
 		return fmt.Errorf("sweep: %w", err)
+	}
+	if !isDir(cd) {
+		return fmt.Errorf("sweep: %s is not a directory (a link or a file): nothing is written through it", cd)
 	}
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup
@@ -65,13 +69,21 @@ func runProcesses(ctx context.Context, o Options, points []Point, cfgs []config.
 }
 
 // trainProcess runs `bin train --config cfgPath --out dir` on one thread
-// with its output in logPath.
+// with its output appended to logPath (a resumed sweep keeps the
+// interrupted attempt's log above a line that marks the new start; a
+// logPath that is a link or not a regular file is refused).
 func trainProcess(ctx context.Context, bin, cfgPath, dir, logPath string) error {
-	lf, err := os.Create(logPath)
+	if st, err := os.Lstat(logPath); err == nil && !st.Mode().IsRegular() {
+		return fmt.Errorf("sweep: log %s is not a regular file (%s): nothing is written through it", logPath, st.Mode().Type())
+	}
+	lf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
 	defer lf.Close()
+	if _, err := fmt.Fprintf(lf, "=== kestrel sweep: %s train --config %s --out %s (%s)\n", bin, cfgPath, dir, time.Now().UTC().Format(time.RFC3339)); err != nil {
+		return fmt.Errorf("sweep: log %s: %w", logPath, err)
+	}
 	cmd := exec.CommandContext(ctx, bin, "train", "--config", cfgPath, "--out", dir)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")

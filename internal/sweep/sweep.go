@@ -11,22 +11,26 @@ package sweep
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/kestrel-lm/kestrel/internal/atomicfile"
 	"github.com/kestrel-lm/kestrel/internal/config"
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
 	"github.com/kestrel-lm/kestrel/internal/run"
 )
 
 // Axis is one --set of a sweep: a config field and the values it takes.
 type Axis struct {
-	Path   string   // dotted config path, e.g. "optim.lr"
-	Values []string // the values as typed, in order
+	Path   string   `json:"path"`   // dotted config path, e.g. "optim.lr"
+	Values []string `json:"values"` // the values as typed, in order
 }
 
 // Point is one run of the grid: its name and its overrides, one per axis.
@@ -177,7 +181,7 @@ func Configs(o Options) ([]Point, []config.Config, error) {
 		cfg := o.Base
 		for _, ov := range p.Set {
 			if err := ov.Apply(&cfg); err != nil {
-				return nil, nil, fmt.Errorf("sweep: --set %s: %w", ov.Path, err)
+				return nil, nil, fmt.Errorf("sweep: --set %s=%s: %w", ov.Path, ov.Value, err)
 			}
 		}
 		if err := config.CheckFinite(cfg); err != nil {
@@ -190,6 +194,49 @@ func Configs(o Options) ([]Point, []config.Config, error) {
 		cfgs[i] = cfg
 	}
 	return points, cfgs, nil
+}
+
+// Marker is the file that marks a directory as a sweep's (kestrel sweep
+// writes it first): the sweep's axes and steps, as JSON.
+const Marker = "sweep.json"
+
+// prepareOut checks the sweep directory out against fileguard's rule (a
+// new or empty directory, or one that holds Marker; for a sweep of an
+// earlier kestrel, without Marker, one that holds a run directory of a
+// point of this grid), creates it and writes Marker. A symbolic link, a
+// file, or a directory of the user's is refused, and nothing is written.
+func prepareOut(out string, points []Point, axes []Axis, steps int) error {
+	g := fileguard.Dir{Path: out, What: "sweep directory", Markers: []string{Marker}}
+	err := g.Check()
+	var re *fileguard.RefusedError
+	if errors.As(err, &re) {
+		if st, lerr := os.Lstat(out); lerr == nil && st.IsDir() && slices.ContainsFunc(points, func(p Point) bool { return isDir(Dir(out, p)) && run.CheckRunDir(Dir(out, p), false) == nil }) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("sweep: --out: %w", err)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	b, err := json.MarshalIndent(struct {
+		Axes  []Axis `json:"axes"`
+		Steps int    `json:"steps"`
+	}{axes, steps}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	if err := atomicfile.WriteFile(filepath.Join(out, Marker), append(b, '\n')); err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	return nil
+}
+
+// isDir reports whether path is a directory (not a link to one).
+func isDir(path string) bool {
+	st, err := os.Lstat(path)
+	return err == nil && st.IsDir()
 }
 
 // Dir is the run directory of point p in the sweep directory out.
@@ -211,12 +258,18 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	if o.Out == "" {
 		o.Out = filepath.Join("runs", "sweep-"+o.Base.Run.Name)
 	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return nil, fmt.Errorf("sweep: %w", err)
+	if err := prepareOut(o.Out, points, o.Axes, o.Steps); err != nil {
+		return nil, err
 	}
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
+	}
+	if o.Parallel > 1 {
+		if p := o.Base.Train.ParallelMicroBatches; p > 1 {
+			log.Info("sweep: --parallel trains each point on one thread, so its train.parallel_micro_batches passes take turns on it (the same results as --parallel 1; each point's log warns of it)",
+				"parallel", o.Parallel, "parallel_micro_batches", p)
+		}
 	}
 	errs := make([]error, len(points))
 	started := make([]bool, len(points))

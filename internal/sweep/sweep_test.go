@@ -75,19 +75,26 @@ func TestParseSetRefuses(t *testing.T) {
 }
 
 // TestConfigsRefuseBadValues: a value of the wrong type is refused naming
-// its --set before anything is written.
+// its --set and the value before anything is written.
 func TestConfigsRefuseBadValues(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "sweep")
-	for _, flags := range [][]string{{"optim.lr=1e-3,fast"}, {"train.steps=10,nan"}, {"optim.lr=1e-3", "model.tied_embeddings=yes"}} {
+	for _, tc := range []struct {
+		flags []string
+		want  string // --set key=value in the error
+	}{
+		{[]string{"optim.lr=1e-3,fast"}, "--set optim.lr=fast"},
+		{[]string{"train.steps=10,nan"}, "--set train.steps=nan"},
+		{[]string{"train.steps=1.5"}, "--set train.steps=1.5"},
+		{[]string{"optim.lr=1e-3", "model.tied_embeddings=yes"}, "--set model.tied_embeddings=yes"},
+	} {
+		flags := tc.flags
 		axes, err := ParseSet(flags)
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = Run(context.Background(), Options{Base: testrun.Bytes(), Axes: axes, Out: out, Train: failTrain(t)})
-		last := flags[len(flags)-1]
-		key, _, _ := strings.Cut(last, "=")
-		if err == nil || !strings.Contains(err.Error(), "--set "+key) {
-			t.Errorf("%q: err %v, want one naming --set %s", flags, err, key)
+		if err == nil || !strings.Contains(err.Error(), tc.want+":") {
+			t.Errorf("%q: err %v, want one naming %s", flags, err, tc.want)
 		}
 		if _, serr := os.Stat(out); serr == nil {
 			t.Errorf("%q: %s was created", flags, out)
@@ -256,5 +263,165 @@ printf '{"step":1,"train_loss_raw":5}\n{"step":2,"val_loss":2.5}\n{"step":4,"val
 	}
 	if b, _ := os.ReadFile(filepath.Join(out, "lr=9e-3.log")); !strings.Contains(string(b), "boom") {
 		t.Errorf("the failing run's log holds %q", b)
+	}
+}
+
+// TestSweepOutGuard: the sweep directory follows fileguard's rule. A
+// directory of the user's (files, no sweep.json), a symbolic link and a
+// file are refused before anything is written or trained; a new or empty
+// directory, one with sweep.json, and a sweep of an earlier kestrel (a run
+// directory of one of its points, no sweep.json) are taken, and get
+// sweep.json.
+func TestSweepOutGuard(t *testing.T) {
+	axes, err := ParseSet([]string{"optim.lr=1e-3,2e-3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noop := func(context.Context, config.Config, string, *slog.Logger) error { return nil }
+	for _, tc := range []struct {
+		name   string
+		make   func(t *testing.T, out string)
+		refuse string // in the error; "" = taken
+	}{
+		{"new", func(*testing.T, string) {}, ""},
+		{"empty", func(t *testing.T, out string) { mkdir(t, out) }, ""},
+		{"user's", func(t *testing.T, out string) { mkdir(t, out); write(t, filepath.Join(out, "notes.txt"), "mine") }, "no sweep.json in it"},
+		{"user's with a point's name", func(t *testing.T, out string) {
+			mkdir(t, filepath.Join(out, "lr=1e-3"))
+			write(t, filepath.Join(out, "lr=1e-3", "notes.txt"), "mine")
+		}, "no sweep.json"},
+		{"file", func(t *testing.T, out string) { write(t, out, "mine") }, "sweep directory"},
+		{"link", func(t *testing.T, out string) {
+			target := out + "-target"
+			mkdir(t, target)
+			if err := os.Symlink(target, out); err != nil {
+				t.Fatal(err)
+			}
+		}, "symbolic link"},
+		{"marked", func(t *testing.T, out string) {
+			mkdir(t, out)
+			write(t, filepath.Join(out, Marker), "{}")
+			write(t, filepath.Join(out, "x.log"), "old")
+		}, ""},
+		{"earlier kestrel's", func(t *testing.T, out string) { mkdir(t, filepath.Join(out, "lr=2e-3", "checkpoints")) }, ""},
+	} {
+		out := filepath.Join(t.TempDir(), "sweep")
+		tc.make(t, out)
+		train := noop
+		if tc.refuse != "" {
+			train = failTrain(t)
+		}
+		_, err := Run(context.Background(), Options{Base: testrun.Bytes(), Axes: axes, Out: out, Train: train, Logger: testrun.Quiet()})
+		_, merr := os.Lstat(filepath.Join(out, Marker))
+		switch {
+		case tc.refuse == "" && (err != nil || merr != nil):
+			t.Errorf("%s: err %v, marker %v", tc.name, err, merr)
+		case tc.refuse != "" && (err == nil || !strings.Contains(err.Error(), tc.refuse) || !strings.Contains(err.Error(), "--out")):
+			t.Errorf("%s: err %v, want a refusal naming --out and %q", tc.name, err, tc.refuse)
+		case tc.refuse != "" && merr == nil:
+			t.Errorf("%s: refused, yet %s was written", tc.name, Marker)
+		}
+	}
+}
+
+// TestSweepParallelResumeKeepsLog: the same --parallel sweep again (a
+// resume) appends to each point's log, so the interrupted attempt's output
+// stays; a log that is a symbolic link is a failed row and its target is
+// not written.
+func TestSweepParallelResumeKeepsLog(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "kestrel")
+	script := `#!/bin/sh
+mkdir -p "$5"
+echo "attempt $(ls "$5" | wc -l)"
+touch "$5/attempt-$(date +%s%N)"
+printf '{"step":4,"val_loss":2.25}\n' > "$5/metrics.jsonl"
+`
+	write(t, bin, script)
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	axes, err := ParseSet([]string{"optim.lr=1e-3,2e-3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "sweep")
+	o := Options{Base: testrun.Bytes(), Axes: axes, Steps: 4, Out: out, Parallel: 2, Exec: bin, Logger: testrun.Quiet()}
+	for range 2 {
+		if _, err := Run(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "lr=1e-3.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(b); strings.Count(s, "=== kestrel sweep: ") != 2 || !strings.Contains(s, "attempt 0") || !strings.Contains(s, "attempt 2") {
+		t.Errorf("log after two attempts:\n%s", s)
+	}
+	target := filepath.Join(dir, "elsewhere.txt")
+	write(t, target, "mine")
+	if err := os.Remove(filepath.Join(out, "lr=2e-3.log")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(out, "lr=2e-3.log")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 || res[1].Status() != "failed" || !strings.Contains(res[1].Err.Error(), "not a regular file") || res[0].Status() != "done" {
+		t.Errorf("results %+v", res)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "mine" {
+		t.Errorf("the link's target now holds %q", b)
+	}
+}
+
+// TestSweepParallelNote: --parallel with a config whose
+// train.parallel_micro_batches > 1 says once, in the sweep's own output,
+// that each point's passes take turns on its one thread; --parallel 1
+// and a config without it say nothing.
+func TestSweepParallelNote(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "kestrel")
+	write(t, bin, "#!/bin/sh\nmkdir -p \"$5\"\n")
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	axes, err := ParseSet([]string{"optim.lr=1e-3,2e-3,3e-3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noop := func(context.Context, config.Config, string, *slog.Logger) error { return nil }
+	for _, tc := range []struct {
+		parallel, micro, want int
+	}{{2, 2, 1}, {2, 1, 0}, {1, 2, 0}} {
+		var buf bytes.Buffer
+		base := testrun.Bytes()
+		base.Train.ParallelMicroBatches = tc.micro
+		o := Options{Base: base, Axes: axes, Out: filepath.Join(t.TempDir(), "s"), Parallel: tc.parallel, Exec: bin, Train: noop,
+			Logger: slog.New(slog.NewTextHandler(&buf, nil))}
+		if _, err := Run(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(buf.String(), "passes take turns"); n != tc.want {
+			t.Errorf("--parallel %d, parallel_micro_batches %d: said it %d times, want %d:\n%s", tc.parallel, tc.micro, n, tc.want, buf.String())
+		}
+	}
+}
+
+func mkdir(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func write(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
