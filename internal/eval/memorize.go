@@ -210,7 +210,7 @@ func (d *runData) memDocs(split string, n, want int) ([][]int32, error) {
 			text = d.Val
 		}
 		if len(text) < want {
-			return nil, fmt.Errorf("%s text has %d bytes, need %d", split, len(text), want)
+			return nil, fmt.Errorf("memorization: the %s text has %d bytes, shorter than one passage of %d (prompt + continuation)", split, len(text), want)
 		}
 		var out [][]int32
 		for _, k := range Spaced(len(text)-want+1, n) {
@@ -223,6 +223,7 @@ func (d *runData) memDocs(split string, n, want int) ([][]int32, error) {
 		off int64
 	}
 	var cand []ref
+	var longest int64
 	for _, src := range d.Dataset.Sources() {
 		st, err := d.Dataset.Stream(src, split)
 		if err != nil {
@@ -237,7 +238,11 @@ func (d *runData) memDocs(split string, n, want int) ([][]int32, error) {
 			if end-s >= int64(want) {
 				cand = append(cand, ref{st, s})
 			}
+			longest = max(longest, end-s)
 		}
+	}
+	if len(cand) == 0 {
+		return nil, fmt.Errorf("memorization: no document of the dataset's %s split has %d tokens (prompt + continuation); its longest has %d", split, want, longest)
 	}
 	var out [][]int32
 	for _, k := range Spaced(len(cand), n) {
