@@ -11,11 +11,15 @@ import (
 	"time"
 
 	"github.com/kestrel-lm/kestrel/internal/atomicfile"
+	"github.com/kestrel-lm/kestrel/internal/fileguard"
 )
 
 // EnvCacheDir names the environment variable that overrides the directory
 // of the peak cache (tests point it at a temporary directory).
 const EnvCacheDir = "KESTREL_CACHE_DIR"
+
+// maxCacheBytes bounds the read of peak.json (a few hundred bytes a key).
+const maxCacheBytes = 1 << 20
 
 // cacheVersion is the format of peak.json.
 const cacheVersion = 1
@@ -52,10 +56,12 @@ type Cache struct {
 
 // Load reads the cache file at path. A missing file is an empty cache; a
 // file that cannot be read or parsed, or that holds a peak that is not a
-// positive number, returns an empty cache and an error naming the file.
+// positive number, returns an empty cache and an error naming the file;
+// so does one that is not a regular file (a FIFO is not waited on) or is
+// over 1 MiB.
 func Load(path string) (Cache, error) {
 	empty := Cache{Version: cacheVersion, Peaks: map[string]Entry{}}
-	b, err := os.ReadFile(path)
+	b, err := fileguard.ReadFile(path, maxCacheBytes) // a FIFO or device is refused, not waited on
 	if errors.Is(err, fs.ErrNotExist) {
 		return empty, nil
 	}
