@@ -16,8 +16,38 @@ func swigluBackAVX2(dg, du, d, g, u, sg []float32)
 //go:noescape
 func ropeAVX2(a, b, c, s []float32, sign float32)
 
+//go:noescape
+func ropeRowsAVX512(x *float32, stride int, c, s *float32, p0, T, rows, nh, hd int, sign float32)
+
 // useElemAVX2 selects the vector kernels (tests switch it off to compare).
 var useElemAVX2 = cpu.X86.HasAVX2
+
+// useElem512 selects the AVX-512 elementwise kernels, which repeat the
+// AVX2 kernels' per-lane arithmetic 16 lanes at a time (tests switch it
+// off to compare).
+var useElem512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX2
+
+// ropeRows rotates rows [s, e) as rope does with ropeRowsAVX512, one call
+// for all of them, when the CPU has AVX-512 and hd/2 is a multiple of 8;
+// it reports whether it did (else rope runs row by row). Every operand is
+// bounds-checked first.
+func ropeRows(x, cos, sin []float32, T, stride, off, nh, hd, s, e int, sign float32) bool {
+	half := hd / 2
+	if !useElem512 || !useElemAVX2 || half == 0 || half%8 != 0 || nh <= 0 || e <= s || T <= 0 {
+		return false
+	}
+	// the last position a row of [s, e) reads in the tables
+	p0 := s % T
+	last := T - 1
+	if p0+(e-s)-1 < T {
+		last = p0 + (e - s) - 1
+	}
+	_ = cos[(last+1)*half-1]
+	_ = sin[(last+1)*half-1]
+	_ = x[(e-1)*stride+off+nh*hd-1]
+	ropeRowsAVX512(&x[s*stride+off], stride, &cos[0], &sin[0], p0, T, e-s, nh, hd, sign)
+	return true
+}
 
 // swigluFwdRow writes h = (g·σ)·u.
 func swigluFwdRow(h, g, sg, u []float32) {

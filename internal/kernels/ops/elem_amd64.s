@@ -321,3 +321,92 @@ rmssetloop:
 rmsapplydone:
 	VZEROUPPER
 	RET
+
+// func ropeRowsAVX512(x *float32, stride int, c, s *float32, p0, T, rows, nh, hd int, sign float32)
+// ropeAVX2's rotation over rows rows of x (row stride stride floats), nh
+// heads of hd each (hd/2 a multiple of 8), row r at position
+// (p0 + r) mod T of the tables c, s: the same instructions per lane, 16
+// lanes at a time (a last block of 8 in a YMM register), one call for
+// all the rows.
+TEXT ·ropeRowsAVX512(SB), NOSPLIT, $0-76
+	MOVQ x+0(FP), DI
+	MOVQ stride+8(FP), R14
+	SHLQ $2, R14
+	MOVQ c+16(FP), SI
+	MOVQ s+24(FP), BX
+	MOVQ p0+32(FP), R8
+	MOVQ rows+48(FP), R10
+	MOVQ hd+64(FP), R12
+	SHLQ $2, R12
+	MOVQ R12, R13
+	SHRQ $1, R13
+	VBROADCASTSS sign+72(FP), Z7
+
+roperow:
+	TESTQ R10, R10
+	JZ    roperowsdone
+	MOVQ  R8, AX
+	IMULQ R13, AX
+	LEAQ  (SI)(AX*1), CX
+	LEAQ  (BX)(AX*1), DX
+	MOVQ  DI, AX
+	MOVQ  nh+56(FP), R15
+
+ropehead:
+	XORQ R9, R9
+
+ropeblk16:
+	MOVQ R13, R11
+	SUBQ R9, R11
+	CMPQ R11, $64
+	JLT  ropeblk8
+	LEAQ (AX)(R13*1), R11
+	VMOVUPS (AX)(R9*1), Z0
+	VMOVUPS (R11)(R9*1), Z1
+	VMOVUPS (CX)(R9*1), Z2
+	VMULPS  (DX)(R9*1), Z7, Z3
+	VMULPS  Z2, Z0, Z4
+	VMULPS  Z3, Z1, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z2, Z1, Z5
+	VMULPS  Z3, Z0, Z6
+	VADDPS  Z6, Z5, Z5
+	VMOVUPS Z4, (AX)(R9*1)
+	VMOVUPS Z5, (R11)(R9*1)
+	ADDQ    $64, R9
+	JMP     ropeblk16
+
+ropeblk8:
+	CMPQ R11, $32
+	JLT  ropeheadnext
+	LEAQ (AX)(R13*1), R11
+	VMOVUPS (AX)(R9*1), Y0
+	VMOVUPS (R11)(R9*1), Y1
+	VMOVUPS (CX)(R9*1), Y2
+	VMULPS  (DX)(R9*1), Y7, Y3
+	VMULPS  Y2, Y0, Y4
+	VMULPS  Y3, Y1, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y2, Y1, Y5
+	VMULPS  Y3, Y0, Y6
+	VADDPS  Y6, Y5, Y5
+	VMOVUPS Y4, (AX)(R9*1)
+	VMOVUPS Y5, (R11)(R9*1)
+
+ropeheadnext:
+	ADDQ R12, AX
+	DECQ R15
+	JNZ  ropehead
+	ADDQ R14, DI
+	INCQ R8
+	CMPQ R8, T+40(FP)
+	JLT  ropenowrap
+	XORQ R8, R8
+
+ropenowrap:
+	DECQ R10
+	JMP  roperow
+
+roperowsdone:
+	VZEROUPPER
+	RET

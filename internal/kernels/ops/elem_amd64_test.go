@@ -239,3 +239,42 @@ func TestExpShiftSumShortRowsMatchGo(t *testing.T) {
 		sameBits(t, "short-row exp sum", n, []float32{gs}, []float32{ws})
 	}
 }
+
+// TestRoPERowsMatchRowByRow checks the one-call AVX-512 rotation
+// (ropeRowsAVX512) against rope's row-by-row path bit for bit: head widths
+// whose half is 8, 16, 24 and 32 floats (16-lane blocks and a last 8),
+// row ranges that start mid-sequence and wrap past T, a row offset and
+// stride, both signs, and inputs with zeros, infinities and subnormals.
+func TestRoPERowsMatchRowByRow(t *testing.T) {
+	if !useElem512 || !useElemAVX2 {
+		t.Skip("no AVX-512")
+	}
+	r := rand.New(rand.NewPCG(11, 3))
+	type tc struct{ T, nh, hd, off, s, e int }
+	cases := []tc{
+		{64, 8, 32, 0, 0, 384}, // shakespeare-char: 6×64 rows, q and k heads of 32
+		{64, 4, 32, 128, 0, 384},
+		{5, 3, 16, 7, 3, 13},
+		{7, 2, 48, 1, 0, 7},
+		{9, 1, 64, 0, 8, 10},
+		{4, 5, 16, 3, 1, 2},
+		{3, 2, 8, 0, 0, 6}, // half 4: the row loop either way
+	}
+	for _, c := range cases {
+		stride := c.off + c.nh*c.hd + 5
+		half := c.hd / 2
+		cos, sin := elemInputs(r, c.T*half), elemInputs(r, c.T*half)
+		x := elemInputs(r, c.e*stride)
+		for _, sign := range []float32{1, -1} {
+			run := func(vec bool) []float32 {
+				old := useElem512
+				useElem512 = vec
+				defer func() { useElem512 = old }()
+				y := append([]float32(nil), x...)
+				rope(y, cos, sin, c.T, stride, c.off, c.nh, c.hd, c.s, c.e, sign)
+				return y
+			}
+			sameBits(t, "rope rows", c.e-c.s, run(true), run(false))
+		}
+	}
+}

@@ -34,3 +34,9 @@ func rmsBackTerms(t, dw, dy, x, w []float32, r float32) { rmsBackTermsGo(t, dw, 
 func rmsnormBackApply(dx, dy, x, w []float32, r, dot float32, inPlace bool) {
 	rmsBackApplyGo(dx, dy, x, w, r, dot/float32(len(x)), inPlace)
 }
+
+// ropeRows reports that no vector kernel rotated the rows (rope runs them
+// row by row).
+func ropeRows(x, cos, sin []float32, T, stride, off, nh, hd, s, e int, sign float32) bool {
+	return false
+}

@@ -224,6 +224,9 @@ func RoPEBackward(dx, cos, sin []float32, T, stride, off, nh, hd, s, e int) {
 }
 
 func rope(x, cos, sin []float32, T, stride, off, nh, hd, s, e int, sign float32) {
+	if ropeRows(x, cos, sin, T, stride, off, nh, hd, s, e, sign) {
+		return
+	}
 	half := hd / 2
 	for n := s; n < e; n++ {
 		p := n % T
@@ -294,12 +297,21 @@ func swigluFwdRowGo(h, g, sg, u []float32) {
 //
 //	du = dh·g·σ,   dg = dh·u·σ·(1 + g·(1 − σ))
 func SwiGLUBackward(dgu, dh, gu, sig []float32, F, s, e int) {
+	var buf [swigluPiece]float32
 	for n := s; n < e; n++ {
 		g := gu[n*2*F : n*2*F+F]
 		u := gu[n*2*F+F : (n+1)*2*F]
 		dg := dgu[n*2*F : n*2*F+F]
 		du := dgu[n*2*F+F : (n+1)*2*F]
 		d := dh[n*F : (n+1)*F]
+		if sig == nil {
+			for j := 0; j < F; j += swigluPiece {
+				k := min(swigluPiece, F-j)
+				sigmoidRow(buf[:k], g[j:j+k])
+				swigluBackRow(dg[j:j+k], du[j:j+k], d[j:j+k], g[j:j+k], u[j:j+k], buf[:k])
+			}
+			continue
+		}
 		sg := sig[n*F : (n+1)*F]
 		swigluBackRow(dg, du, d, g, u, sg)
 	}
