@@ -14,6 +14,12 @@ func swigluFwdAVX2(h, g, sg, u []float32)
 func swigluBackAVX2(dg, du, d, g, u, sg []float32)
 
 //go:noescape
+func swigluFwdAVX512(h, g, sg, u []float32)
+
+//go:noescape
+func swigluBackAVX512(dg, du, d, g, u, sg []float32)
+
+//go:noescape
 func ropeAVX2(a, b, c, s []float32, sign float32)
 
 //go:noescape
@@ -53,7 +59,11 @@ func ropeRows(x, cos, sin []float32, T, stride, off, nh, hd, s, e int, sign floa
 func swigluFwdRow(h, g, sg, u []float32) {
 	n := len(g)
 	if m := n &^ 7; useElemAVX2 && m > 0 {
-		swigluFwdAVX2(h[:m], g[:m], sg[:m], u[:m])
+		if useElem512 {
+			swigluFwdAVX512(h[:m], g[:m], sg[:m], u[:m])
+		} else {
+			swigluFwdAVX2(h[:m], g[:m], sg[:m], u[:m])
+		}
 		h, g, sg, u = h[m:n], g[m:], sg[m:n], u[m:n]
 	}
 	swigluFwdRowGo(h, g, sg, u)
@@ -63,7 +73,11 @@ func swigluFwdRow(h, g, sg, u []float32) {
 func swigluBackRow(dg, du, d, g, u, sg []float32) {
 	n := len(d)
 	if m := n &^ 7; useElemAVX2 && m > 0 {
-		swigluBackAVX2(dg[:m], du[:m], d[:m], g[:m], u[:m], sg[:m])
+		if useElem512 {
+			swigluBackAVX512(dg[:m], du[:m], d[:m], g[:m], u[:m], sg[:m])
+		} else {
+			swigluBackAVX2(dg[:m], du[:m], d[:m], g[:m], u[:m], sg[:m])
+		}
 		dg, du, d, g, u, sg = dg[m:n], du[m:n], d[m:], g[m:n], u[m:n], sg[m:n]
 	}
 	swigluBackRowGo(dg, du, d, g, u, sg)

@@ -30,15 +30,15 @@ func sameBits(t *testing.T, what string, n int, got, want []float32) {
 	}
 }
 
-// TestElemVectorMatchesGo checks the AVX2 elementwise kernels against the Go
-// loops bit for bit, on lengths around the 8-lane boundaries (vector body
+// TestElemVectorMatchesGo checks the AVX-512 and AVX2 elementwise kernels
+// against the Go loops bit for bit, on lengths around the 8-lane boundaries (vector body
 // plus Go tail) and a model-sized row.
 func TestElemVectorMatchesGo(t *testing.T) {
 	if !useElemAVX2 {
 		t.Skip("no AVX2")
 	}
 	r := rand.New(rand.NewPCG(7, 7))
-	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 100, 768} {
+	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 32, 33, 40, 64, 100, 384, 768} {
 		g, u, d, sg := elemInputs(r, n), elemInputs(r, n), elemInputs(r, n), make([]float32, n)
 		for i := range sg {
 			sg[i] = r.Float32()
@@ -56,14 +56,20 @@ func TestElemVectorMatchesGo(t *testing.T) {
 			ropeRow(a, b, sg, d, -1)
 			return
 		}
-		h1, dg1, du1, a1, b1, y1 := run(true)
 		h0, dg0, du0, a0, b0, y0 := run(false)
-		sameBits(t, "rmsnorm scale", n, y1, y0)
-		sameBits(t, "swiglu forward", n, h1, h0)
-		sameBits(t, "swiglu backward dg", n, dg1, dg0)
-		sameBits(t, "swiglu backward du", n, du1, du0)
-		sameBits(t, "rope a", n, a1, a0)
-		sameBits(t, "rope b", n, b1, b0)
+		// the AVX-512 kernels where the CPU has them, then the AVX2 ones
+		for _, w512 := range []bool{true, false} {
+			old := useElem512
+			useElem512 = useElem512 && w512
+			h1, dg1, du1, a1, b1, y1 := run(true)
+			useElem512 = old
+			sameBits(t, "rmsnorm scale", n, y1, y0)
+			sameBits(t, "swiglu forward", n, h1, h0)
+			sameBits(t, "swiglu backward dg", n, dg1, dg0)
+			sameBits(t, "swiglu backward du", n, du1, du0)
+			sameBits(t, "rope a", n, a1, a0)
+			sameBits(t, "rope b", n, b1, b0)
+		}
 	}
 }
 
