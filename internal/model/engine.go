@@ -90,16 +90,8 @@ func New(cfg Config, seed uint64) (*Model, error) {
 	m.p = m.views(m.Params)
 	m.g = m.views(m.Grads)
 	m.init(seed)
+	m.vit = newVitals(cfg) // before initMoE, which adds its layers' MoE vitals
 	m.initMoE()
-
-	m.vit.MaxAttnLogit = make([][]float32, cfg.NLayers)
-	m.vit.AttnEntropy = make([][]float32, cfg.NLayers)
-	for l := range m.vit.MaxAttnLogit {
-		m.vit.MaxAttnLogit[l] = make([]float32, cfg.NHeads)
-		m.vit.AttnEntropy[l] = make([]float32, cfg.NHeads)
-	}
-	m.vit.ResidualRMS = make([]float32, cfg.NLayers)
-	m.vit.ActivationOutlierRate = make([]float32, cfg.NLayers)
 
 	half := m.hd / 2
 	m.cos = make([]float32, cfg.SeqLen*half)
@@ -1071,3 +1063,14 @@ func (m *Model) SetPrecision(p ops.Precision) { m.prec = p }
 
 // Precision is the arithmetic SetPrecision set.
 func (m *Model) Precision() ops.Precision { return m.prec }
+
+// newVitals is the vitals buffers of a model of cfg (per layer and head).
+func newVitals(cfg Config) Vitals {
+	v := Vitals{MaxAttnLogit: make([][]float32, cfg.NLayers), AttnEntropy: make([][]float32, cfg.NLayers),
+		ResidualRMS: make([]float32, cfg.NLayers), ActivationOutlierRate: make([]float32, cfg.NLayers)}
+	for l := range v.MaxAttnLogit {
+		v.MaxAttnLogit[l] = make([]float32, cfg.NHeads)
+		v.AttnEntropy[l] = make([]float32, cfg.NHeads)
+	}
+	return v
+}

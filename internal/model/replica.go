@@ -24,16 +24,8 @@ func (m *Model) Replica() (*Model, error) {
 		hd: m.hd, qkvDim: m.qkvDim, attDim: m.attDim, headRows: m.headRows, cos: m.cos, sin: m.sin, prec: m.prec}
 	r.Grads = kernels.MakeBuffer(len(m.Grads))
 	r.g = r.views(r.Grads)
+	r.vit = newVitals(m.Cfg)
 	r.initMoE()
-	c := m.Cfg
-	r.vit.MaxAttnLogit = make([][]float32, c.NLayers)
-	r.vit.AttnEntropy = make([][]float32, c.NLayers)
-	for l := range r.vit.MaxAttnLogit {
-		r.vit.MaxAttnLogit[l] = make([]float32, c.NHeads)
-		r.vit.AttnEntropy[l] = make([]float32, c.NHeads)
-	}
-	r.vit.ResidualRMS = make([]float32, c.NLayers)
-	r.vit.ActivationOutlierRate = make([]float32, c.NLayers)
 	return r, nil
 }
 

@@ -86,9 +86,9 @@ type StepBenchOptions struct {
 	// Parallel > 1 times the step as train.parallel_micro_batches runs it:
 	// Parallel micro-batches of Batch rows side by side on model replicas
 	// (internal/replicas), their gradients summed, then the optimizer;
-	// the tokens of all of them count. With Ops the op rows are replica
-	// 0's spans (the other replicas run the same ops beside it), each
-	// credited the FLOPs of all Parallel micro-batches.
+	// the tokens of all of them count. With Ops every replica traces its
+	// own pass and the op rows are per pass (OpTime), the fold a row of
+	// its own.
 	Parallel int
 }
 
@@ -176,9 +176,9 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 	}
 	var times []float64
 	var first, last float64
-	var timer *opTimer
+	var tr *stepTrace
 	if opt.Ops {
-		timer = newOpTimer()
+		tr = newStepTrace(m, set)
 		defer kernels.SetGemmProfile(kernels.SetGemmProfile(true))
 	}
 	var timed time.Duration // wall time of the timed steps
@@ -187,13 +187,11 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 			return StepBench{}, err
 		}
 		timing := s >= opt.Warmup
-		if timing && timer != nil {
-			m.Trace = timer
-		}
+		tr.on(timing)
 		t0 := time.Now()
 		m.StartAccumulation()
 		t1 := time.Now()
-		st, err := set.step(m, b)
+		st, err := set.step(m, b, tr)
 		if err != nil {
 			return StepBench{}, fmt.Errorf("bench step: %w", err)
 		}
@@ -210,19 +208,17 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 		if timing {
 			times = append(times, el.Seconds())
 			timed += el
-			if timer != nil {
-				timer.self[OpZeroGrads] += t1.Sub(t0)
-				timer.self[OpOptimizer] += t3.Sub(t2)
-			}
+			tr.add(OpZeroGrads, t1.Sub(t0))
+			tr.add(OpOptimizer, t3.Sub(t2))
 		}
 	}
-	m.Trace = nil
+	tr.on(false)
 	sort.Float64s(times)
 	med := times[len(times)/2]
 	tps := float64(P*opt.Batch*T) / med
 	var ops []OpTime
-	if timer != nil {
-		ops = timer.opTimes(timed, opt.Steps, m.OpFLOPs(P*opt.Batch*T), pk.GFLOPS, kernels.Threads())
+	if tr != nil {
+		ops = passOpTimes(tr.timers, tr.outside, timed, opt.Steps, m.OpFLOPs(opt.Batch*T), pk.GFLOPS, kernels.Threads())
 	}
 	return StepBench{
 		TokensPerSec: tps, MFU: tps * m.FLOPsPerToken() / pk.FLOPS(), StepSec: med,
@@ -308,20 +304,79 @@ func benchReplicas(m *model.Model, P, batch int, r *rand.Rand) (*benchSet, error
 	return bs, nil
 }
 
-// step runs the passes; the loss is their mean.
-func (s *benchSet) step(m *model.Model, b *model.Batch) (model.Stats, error) {
+// step runs the passes; the loss is their mean. With tr (Ops) the
+// replicas' Begin counts as zero_grads and their Fold as fold.
+func (s *benchSet) step(m *model.Model, b *model.Batch, tr *stepTrace) (model.Stats, error) {
 	if s.set == nil {
 		return m.ForwardBackward(b, 1)
 	}
 	P := s.set.P()
-	fill := func(k int, _ replicas.Slot) (replicas.Pass, error) {
-		if k == 0 {
-			return replicas.Pass{Batch: b, Scale: 1 / float32(P)}, nil
-		}
-		return replicas.Pass{Batch: s.bs[k-1], Scale: 1 / float32(P)}, nil
+	passes := make([]replicas.Pass, P)
+	passes[0] = replicas.Pass{Batch: b, Scale: 1 / float32(P)}
+	for k := 1; k < P; k++ {
+		passes[k] = replicas.Pass{Batch: s.bs[k-1], Scale: 1 / float32(P)}
 	}
+	t0 := time.Now()
+	s.set.Begin()
+	t1 := time.Now()
+	stats, _, err := s.set.Round(passes)
+	if err != nil {
+		return model.Stats{}, err
+	}
+	t2 := time.Now()
+	s.set.Fold(nil)
+	tr.add(OpZeroGrads, t1.Sub(t0))
+	tr.add(OpFold, time.Since(t2))
 	var st model.Stats
-	done := func(_ int, _ replicas.Pass, x model.Stats, _ *model.Vitals) { st.Loss += x.Loss / float64(P) }
-	_, err := s.set.Run(P, fill, done, false)
-	return st, err
+	for _, x := range stats {
+		st.Loss += x.Loss / float64(P)
+	}
+	return st, nil
+}
+
+// stepTrace is the op timers of a benchmarked step (StepBenchOptions.Ops):
+// one per pass of a step (the model's, or each replica's: every replica
+// traces its own spans) and the parts of the step outside the passes.
+// Its methods do nothing on a nil stepTrace.
+type stepTrace struct {
+	models    []*model.Model
+	timers    []*opTimer
+	outside   map[string]time.Duration
+	recording bool
+}
+
+func newStepTrace(m *model.Model, s *benchSet) *stepTrace {
+	tr := &stepTrace{models: []*model.Model{m}, outside: map[string]time.Duration{}}
+	if s.set != nil {
+		tr.models = tr.models[:0]
+		for r := range s.set.P() {
+			tr.models = append(tr.models, s.set.Replica(r))
+		}
+	}
+	for range tr.models {
+		tr.timers = append(tr.timers, newOpTimer())
+	}
+	return tr
+}
+
+// on sets (or, with rec false, clears) every pass's tracer.
+func (tr *stepTrace) on(rec bool) {
+	if tr == nil {
+		return
+	}
+	tr.recording = rec
+	for i, m := range tr.models {
+		m.Trace = nil
+		if rec {
+			m.Trace = tr.timers[i]
+		}
+	}
+}
+
+// add counts d to the part op of the step outside the passes while
+// recording.
+func (tr *stepTrace) add(op string, d time.Duration) {
+	if tr != nil && tr.recording {
+		tr.outside[op] += d
+	}
 }

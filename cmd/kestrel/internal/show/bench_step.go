@@ -33,7 +33,11 @@ func StepBench(w io.Writer, results []stepbench.StepBench, preset string, asJSON
 			return err
 		}
 		for _, o := range r.Ops {
-			if err := enc.Encode(OpFields(o, preset, r.Threads)); err != nil {
+			f := OpFields(o, preset, r.Threads)
+			if r.Parallel > 1 {
+				f["pass_ms"], f["parallel"] = round3(o.PassMS), r.Parallel
+			}
+			if err := enc.Encode(f); err != nil {
 				return err
 			}
 		}
@@ -98,13 +102,30 @@ func OpFields(o stepbench.OpTime, preset string, threads int) map[string]any {
 // to with their rate and fraction of the peak, and those with GEMMs with
 // how their GEMMs' thread time splits (pack, kernel, other) and the
 // micro-kernel's own fraction of the peak; then a line with r.Bounds().
+// With passes side by side (r.Parallel > 1) a column ms/pass comes after
+// ms/step, and GFLOP, GFLOP/s and of peak are one pass's on one thread.
 func StepOps(r stepbench.StepBench) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "  %-24s %9s %7s %8s %9s %8s %6s %6s %6s %11s\n", "op ("+fmt.Sprint(r.Threads)+" threads)",
-		"ms/step", "share", "GFLOP", "GFLOP/s", "of peak", "pack", "kernel", "other", "kernel/peak")
+	par := r.Parallel > 1
+	head := "op (" + fmt.Sprint(r.Threads) + " threads)"
+	if par {
+		head = fmt.Sprintf("op (%d threads, %d passes; rates per pass on 1 thread)", r.Threads, r.Parallel)
+		fmt.Fprintf(&b, "  %s\n  %-24s %9s %8s %7s %8s %9s %8s %6s %6s %6s %11s\n", head, "", "ms/step", "ms/pass", "share",
+			"GFLOP", "GFLOP/s", "of peak", "pack", "kernel", "other", "kernel/peak")
+	} else {
+		fmt.Fprintf(&b, "  %-24s %9s %7s %8s %9s %8s %6s %6s %6s %11s\n", head,
+			"ms/step", "share", "GFLOP", "GFLOP/s", "of peak", "pack", "kernel", "other", "kernel/peak")
+	}
 	pct := func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
 	for _, o := range r.Ops {
 		line := fmt.Sprintf("  %-24s %9.2f %7s", o.Name, o.MS, pct(o.Share))
+		if par {
+			pass := ""
+			if o.PassMS > 0 {
+				pass = fmt.Sprintf("%.2f", o.PassMS)
+			}
+			line = fmt.Sprintf("  %-24s %9.2f %8s %7s", o.Name, o.MS, pass, pct(o.Share))
+		}
 		if o.GFLOP > 0 {
 			line += fmt.Sprintf(" %8.2f %9.1f %8s", o.GFLOP, o.GFLOPS, pct(o.PctPeak))
 		}

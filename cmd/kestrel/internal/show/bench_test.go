@@ -137,3 +137,35 @@ func TestTokbenchLine(t *testing.T) {
 		}
 	}
 }
+
+// TestStepBenchParallel: with passes side by side the ops table has an
+// ms/pass column and says its rates are per pass on one thread, and each
+// op's JSON object carries pass_ms and parallel; with one pass a step the
+// table's header and the op objects are as they were.
+func TestStepBenchParallel(t *testing.T) {
+	r := stepFixture()
+	one := strings.Split(StepOps(r), "\n")[0]
+	if want := "  op (2 threads)             ms/step   share    GFLOP   GFLOP/s  of peak   pack kernel  other kernel/peak"; one != want {
+		t.Errorf("one pass a step, header\n%q, want\n%q", one, want)
+	}
+	var buf bytes.Buffer
+	if err := StepBench(&buf, []stepbench.StepBench{r}, "tiny", true); err != nil || strings.Contains(buf.String(), "pass_ms") {
+		t.Errorf("one pass a step, JSON: %s (err %v)", buf.String(), err)
+	}
+	r.Parallel = 2
+	r.Ops[0].PassMS = 2.75
+	tab := strings.Split(StepOps(r), "\n")
+	if len(tab) != len(r.Ops)+3 || !strings.Contains(tab[0], "2 passes; rates per pass on 1 thread") || !strings.Contains(tab[1], "ms/pass") ||
+		!strings.Contains(tab[2], " 2.75 ") {
+		t.Errorf("parallel table:\n%s", strings.Join(tab, "\n"))
+	}
+	buf.Reset()
+	if err := StepBench(&buf, []stepbench.StepBench{r}, "tiny", true); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	var f map[string]any
+	if err := json.Unmarshal([]byte(lines[1]), &f); err != nil || f["pass_ms"] != 2.75 || f["parallel"] != 2.0 {
+		t.Errorf("parallel op object %v (err %v)", f, err)
+	}
+}
