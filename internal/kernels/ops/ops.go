@@ -297,21 +297,12 @@ func swigluFwdRowGo(h, g, sg, u []float32) {
 //
 //	du = dh·g·σ,   dg = dh·u·σ·(1 + g·(1 − σ))
 func SwiGLUBackward(dgu, dh, gu, sig []float32, F, s, e int) {
-	var buf [swigluPiece]float32
 	for n := s; n < e; n++ {
 		g := gu[n*2*F : n*2*F+F]
 		u := gu[n*2*F+F : (n+1)*2*F]
 		dg := dgu[n*2*F : n*2*F+F]
 		du := dgu[n*2*F+F : (n+1)*2*F]
 		d := dh[n*F : (n+1)*F]
-		if sig == nil {
-			for j := 0; j < F; j += swigluPiece {
-				k := min(swigluPiece, F-j)
-				sigmoidRow(buf[:k], g[j:j+k])
-				swigluBackRow(dg[j:j+k], du[j:j+k], d[j:j+k], g[j:j+k], u[j:j+k], buf[:k])
-			}
-			continue
-		}
 		sg := sig[n*F : (n+1)*F]
 		swigluBackRow(dg, du, d, g, u, sg)
 	}

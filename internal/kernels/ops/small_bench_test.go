@@ -51,25 +51,3 @@ func BenchmarkSmallElem(b *testing.B) {
 		})
 	}
 }
-
-func BenchmarkSmallSwiGLUNoSig(b *testing.B) {
-	const N, F = 384, 384
-	r := rand.New(rand.NewPCG(3, 4))
-	type layer struct{ gu, sig, h, dh, dgu []float32 }
-	ls := make([]layer, smallLayers)
-	for i := range ls {
-		ls[i] = layer{gu: randVec(r, N*2*F, 2), sig: make([]float32, N*F), h: make([]float32, N*F), dh: randVec(r, N*F, 1), dgu: make([]float32, N*2*F)}
-	}
-	for _, name := range []string{"fwd", "back"} {
-		b.Run(name, func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				l := &ls[i%smallLayers]
-				if name == "fwd" {
-					SwiGLUForward(l.h, nil, l.gu, F, 0, N)
-				} else {
-					SwiGLUBackward(l.dgu, l.dh, l.gu, nil, F, 0, N)
-				}
-			}
-		})
-	}
-}
