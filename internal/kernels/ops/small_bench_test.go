@@ -10,10 +10,13 @@ import (
 // training step does (in L2/L3, not in L1).
 const smallLayers = 4
 
+var sink float64
+
 // BenchmarkSmallElem times the elementwise passes of one shakespeare-char
 // layer on one thread (micro-batch 6×64 = 384 rows, d 128, 4 heads of 32
 // for q and k, SwiGLU 384): RMSNorm forward and backward, RoPE on the q
-// and k heads, SwiGLU forward and backward. Run with -test.cpu 1.
+// and k heads, SwiGLU forward and backward, and the residual stream's
+// vitals (SumSquares64, CountOutside). Run with -test.cpu 1.
 func BenchmarkSmallElem(b *testing.B) {
 	const N, D, F, hd, nh = 384, 128, 384, 32, 8
 	const stride = 3 * 4 * hd
@@ -38,6 +41,10 @@ func BenchmarkSmallElem(b *testing.B) {
 		{"rope_back", func(l *layer) { RoPEBackward(l.qkv, cos, sin, 64, stride, 0, nh, hd, 0, N) }},
 		{"swiglu_fwd", func(l *layer) { SwiGLUForward(l.h, l.sig, l.gu, F, 0, N) }},
 		{"swiglu_back", func(l *layer) { SwiGLUBackward(l.dgu, l.dh, l.gu, l.sig, F, 0, N) }},
+		{"resid_vitals", func(l *layer) {
+			s, ss := SumSquares64(l.x)
+			sink = float64(CountOutside(l.x, -3, 3)) + s + ss
+		}},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
