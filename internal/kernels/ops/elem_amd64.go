@@ -23,6 +23,9 @@ func swigluBackAVX512(dg, du, d, g, u, sg []float32)
 func ropeAVX2(a, b, c, s []float32, sign float32)
 
 //go:noescape
+func sumSquares16AVX512(x *float32, C int, out *[16]float32)
+
+//go:noescape
 func ropeRowsAVX512(x *float32, stride int, c, s *float32, p0, T, rows, nh, hd int, sign float32)
 
 // useElemAVX2 selects the vector kernels (tests switch it off to compare).
@@ -153,11 +156,18 @@ func scaleTo(dst, src []float32, s float32) {
 //go:noescape
 func rmsScaleAVX2(y, x, w []float32, r float32)
 
+//go:noescape
+func rmsScaleAVX512(y, x, w []float32, r float32)
+
 // rmsnormScale writes y_j = (x_j·r)·w_j.
 func rmsnormScale(y, x, w []float32, r float32) {
 	n := len(x)
 	if m := n &^ 7; useElemAVX2 && m > 0 {
-		rmsScaleAVX2(y[:m], x[:m], w[:m], r)
+		if useElem512 {
+			rmsScaleAVX512(y[:m], x[:m], w[:m], r)
+		} else {
+			rmsScaleAVX2(y[:m], x[:m], w[:m], r)
+		}
 		y, x, w = y[m:n], x[m:], w[m:n]
 	}
 	rmsnormScaleGo(y, x, w, r)
@@ -206,4 +216,17 @@ func rmsnormBackApply(dx, dy, x, w []float32, r, dot float32, inPlace bool) {
 		dx, dy, x, w = dx[k:n], dy[k:n], x[k:], w[k:n]
 	}
 	rmsBackApplyGo(dx, dy, x, w, r, m, inPlace)
+}
+
+// sumSquares16 sets ss[q] = Σ_j x[q·C+j]² for the 16 rows of x (16·C
+// floats), each summed as sumSquares4 sums a row (one float32 chain in
+// order), with sumSquares16AVX512 when the CPU has AVX-512 and C is a
+// multiple of 16; it reports whether it did.
+func sumSquares16(x []float32, C int, ss *[16]float32) bool {
+	if !useElem512 || !useElemAVX2 || C <= 0 || C%16 != 0 {
+		return false
+	}
+	_ = x[16*C-1]
+	sumSquares16AVX512(&x[0], C, ss)
+	return true
 }

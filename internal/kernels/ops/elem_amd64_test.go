@@ -284,3 +284,43 @@ func TestRoPERowsMatchRowByRow(t *testing.T) {
 		}
 	}
 }
+
+// TestRMSNormSums16MatchGo checks RMSNormForward with the 16-row AVX-512
+// sums (sumSquares16AVX512) against its Go path bit for bit: outputs and
+// rstd, for row ranges around 16 (the 4-row and 1-row loops after them),
+// widths that are and are not multiples of 16, and rows holding zeros,
+// subnormals, huge values, infinities and NaNs.
+func TestRMSNormSums16MatchGo(t *testing.T) {
+	if !useElem512 || !useElemAVX2 {
+		t.Skip("no AVX-512")
+	}
+	r := rand.New(rand.NewPCG(21, 2))
+	for _, C := range []int{16, 32, 48, 100, 128} {
+		for _, rows := range [][2]int{{0, 16}, {0, 15}, {0, 17}, {3, 40}, {0, 384}} {
+			s, e := rows[0], rows[1]
+			x := elemInputs(r, e*C)
+			for i := range x {
+				if r.IntN(3) == 0 { // mostly ordinary values, so most rows are finite
+					continue
+				}
+				x[i] = float32(r.NormFloat64())
+			}
+			if e > 20 {
+				x[5*C+3] = float32(math.NaN())
+			}
+			w := elemInputs(r, C)
+			run := func(vec bool) ([]float32, []float32) {
+				old := useElem512
+				useElem512 = vec
+				defer func() { useElem512 = old }()
+				out, rstd := make([]float32, e*C), make([]float32, e)
+				RMSNormForward(out, rstd, x, w, C, 1e-5, s, e)
+				return out, rstd
+			}
+			o1, r1 := run(true)
+			o0, r0 := run(false)
+			sameBits(t, "rmsnorm rstd", C, r1, r0)
+			sameBits(t, "rmsnorm out", C, o1, o0)
+		}
+	}
+}

@@ -46,9 +46,18 @@ func EmbeddingBackward(dwte, dout []float32, tokens []int32, C int) {
 // rstd is saved for the backward pass.
 func RMSNormForward(out, rstd, inp, w []float32, C int, eps float32, s, e int) {
 	i := s
-	// Four rows at a time: each row's sum of squares is the same sequential
+	// Sixteen rows at a time on AVX-512 (one row's chain per lane, see
+	// sumSquares16), then four: each row's sum of squares is the same sequential
 	// float32 chain as rmsnormRow's (so the result is bit-identical), but
 	// four independent chains hide the adder's latency.
+	var ss16 [16]float32
+	for ; i+16 <= e && sumSquares16(inp[i*C:(i+16)*C], C, &ss16); i += 16 {
+		for q, ss := range ss16 {
+			r := rmsFromSum(ss, C, eps)
+			rmsnormScale(out[(i+q)*C:(i+q+1)*C], inp[(i+q)*C:(i+q+1)*C], w, r)
+			rstd[i+q] = r
+		}
+	}
 	for ; i+4 <= e; i += 4 {
 		x := inp[i*C : (i+4)*C]
 		s0, s1, s2, s3 := sumSquares4(x[:C], x[C:2*C], x[2*C:3*C], x[3*C:])
