@@ -26,6 +26,9 @@ func ropeAVX2(a, b, c, s []float32, sign float32)
 func sumSquares16AVX512(x *float32, C int, out *[16]float32)
 
 //go:noescape
+func sumRows16AVX512(x *float32, C int, out *[16]float32)
+
+//go:noescape
 func ropeRowsAVX512(x *float32, stride int, c, s *float32, p0, T, rows, nh, hd int, sign float32)
 
 // useElemAVX2 selects the vector kernels (tests switch it off to compare).
@@ -194,12 +197,22 @@ func rmsBackTermsAVX2(t, dw, dy, x, w []float32, r float32)
 //go:noescape
 func rmsBackApplyAVX2(dx, dy, x, w []float32, r, m float32, add bool)
 
+//go:noescape
+func rmsBackTermsAVX512(t, dw, dy, x, w []float32, r float32)
+
+//go:noescape
+func rmsBackApplyAVX512(dx, dy, x, w []float32, r, m float32, add bool)
+
 // rmsBackTerms writes t_j = (dy_j·w_j)·x̂_j and adds dy_j·x̂_j into dw_j
 // (x̂_j = x_j·r): one row's share of RMSNorm's backward before the dot.
 func rmsBackTerms(t, dw, dy, x, w []float32, r float32) {
 	n := len(t)
 	if m := n &^ 7; useElemAVX2 && m > 0 {
-		rmsBackTermsAVX2(t[:m], dw[:m], dy[:m], x[:m], w[:m], r)
+		if useElem512 {
+			rmsBackTermsAVX512(t[:m], dw[:m], dy[:m], x[:m], w[:m], r)
+		} else {
+			rmsBackTermsAVX2(t[:m], dw[:m], dy[:m], x[:m], w[:m], r)
+		}
 		t, dw, dy, x, w = t[m:], dw[m:n], dy[m:n], x[m:n], w[m:n]
 	}
 	rmsBackTermsGo(t, dw, dy, x, w, r)
@@ -212,7 +225,11 @@ func rmsnormBackApply(dx, dy, x, w []float32, r, dot float32, inPlace bool) {
 	n := len(x)
 	m := dot / float32(n)
 	if k := n &^ 7; useElemAVX2 && k > 0 {
-		rmsBackApplyAVX2(dx[:k], dy[:k], x[:k], w[:k], r, m, !inPlace)
+		if useElem512 {
+			rmsBackApplyAVX512(dx[:k], dy[:k], x[:k], w[:k], r, m, !inPlace)
+		} else {
+			rmsBackApplyAVX2(dx[:k], dy[:k], x[:k], w[:k], r, m, !inPlace)
+		}
 		dx, dy, x, w = dx[k:n], dy[k:n], x[k:], w[k:n]
 	}
 	rmsBackApplyGo(dx, dy, x, w, r, m, inPlace)
@@ -228,5 +245,18 @@ func sumSquares16(x []float32, C int, ss *[16]float32) bool {
 	}
 	_ = x[16*C-1]
 	sumSquares16AVX512(&x[0], C, ss)
+	return true
+}
+
+// sumRows16 adds Σ_j x[q·C+j] into d[q] for the 16 rows of x (16·C
+// floats), each as one float32 chain in order (seqSums' sums), with
+// sumRows16AVX512 when the CPU has AVX-512 and C is a multiple of 16; it
+// reports whether it did.
+func sumRows16(x []float32, C int, d *[16]float32) bool {
+	if !useElem512 || !useElemAVX2 || C <= 0 || C%16 != 0 {
+		return false
+	}
+	_ = x[16*C-1]
+	sumRows16AVX512(&x[0], C, d)
 	return true
 }

@@ -324,3 +324,13 @@ func TestRMSNormSums16MatchGo(t *testing.T) {
 		}
 	}
 }
+
+// TestRMSNormBackwardAVX2MatchesRowByRow: with the AVX-512 kernels off
+// (AVX2 terms and apply, seqSums in Go), the grouped backward still
+// matches the row-by-row reference bit for bit.
+func TestRMSNormBackwardAVX2MatchesRowByRow(t *testing.T) {
+	old := useElem512
+	useElem512 = false
+	defer func() { useElem512 = old }()
+	checkRMSBackwardMatchesRef(t)
+}

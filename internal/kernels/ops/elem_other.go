@@ -43,3 +43,6 @@ func ropeRows(x, cos, sin []float32, T, stride, off, nh, hd, s, e int, sign floa
 
 // sumSquares16 reports that no vector kernel summed the rows.
 func sumSquares16(x []float32, C int, ss *[16]float32) bool { return false }
+
+// sumRows16 reports that no vector kernel summed the rows.
+func sumRows16(x []float32, C int, d *[16]float32) bool { return false }

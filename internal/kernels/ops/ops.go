@@ -116,8 +116,8 @@ func RMSNormBackward(dinp, dw, dout, inp, w, rstd []float32, C, s, e int) {
 // handled per pass: their products wait in a stack buffer of rmsBackRows ×
 // rmsBackBlock floats, and each dot's chain carries on into the next pass.
 const (
-	rmsBackRows  = 8
-	rmsBackBlock = 512
+	rmsBackRows  = 16
+	rmsBackBlock = 256
 )
 
 // rmsNormBackward is RMSNormBackward over rows [s, e); with inPlace the
@@ -151,8 +151,20 @@ func rmsNormBackward(dinp, dw, dout, inp, w, rstd []float32, C, s, e int, inPlac
 
 // seqSums adds each of t's rows (len(d) rows of n) into d: row q's
 // elements one after another, in order, into d_q, as one float32 chain.
-// Eight chains run side by side.
+// Eight chains run side by side (sixteen on AVX-512: sumRows16).
 func seqSums(d, t []float32, n int) {
+	if len(d) == 16 {
+		// one chain per lane on AVX-512, else two groups of eight
+		var d16 [16]float32
+		copy(d16[:], d)
+		if sumRows16(t[:16*n], n, &d16) {
+			copy(d, d16[:])
+			return
+		}
+		seqSums(d[:8], t[:8*n], n)
+		seqSums(d[8:], t[8*n:16*n], n)
+		return
+	}
 	if len(d) != 8 {
 		for q := range d {
 			s := d[q]
