@@ -815,31 +815,11 @@ func (t *residVitTask) Run(s, e int) {
 	for c := s; c < e; c++ {
 		x := t.x[c*t.n/normChunks : (c+1)*t.n/normChunks]
 		if t.count {
-			k := 0
-			for _, v := range x {
-				if v < t.lo || v > t.hi {
-					k++
-				}
-			}
-			t.cnt[c] = k
+			t.cnt[c] = ops.CountOutside(x, t.lo, t.hi)
 			continue
 		}
-		// four interleaved accumulators each (in registers: a [4]float64
-		// array stayed in memory and was 2× slower)
-		var a0, a1, a2, a3, b0, b1, b2, b3 float64
-		i := 0
-		for ; i+4 <= len(x); i += 4 {
-			v0, v1, v2, v3 := float64(x[i]), float64(x[i+1]), float64(x[i+2]), float64(x[i+3])
-			a0, a1, a2, a3 = a0+v0, a1+v1, a2+v2, a3+v3
-			b0, b1, b2, b3 = b0+v0*v0, b1+v1*v1, b2+v2*v2, b3+v3*v3
-		}
-		for ; i < len(x); i++ {
-			v := float64(x[i])
-			a0 += v
-			b0 += v * v
-		}
-		t.s[c] = (a0 + a1) + (a2 + a3)
-		t.ss[c] = (b0 + b1) + (b2 + b3)
+		// four interleaved accumulators each (AVX2: one float64 lane each)
+		t.s[c], t.ss[c] = ops.SumSquares64(x)
 	}
 }
 

@@ -14,16 +14,62 @@ func swigluFwdAVX2(h, g, sg, u []float32)
 func swigluBackAVX2(dg, du, d, g, u, sg []float32)
 
 //go:noescape
+func swigluFwdAVX512(h, g, sg, u []float32)
+
+//go:noescape
+func swigluBackAVX512(dg, du, d, g, u, sg []float32)
+
+//go:noescape
 func ropeAVX2(a, b, c, s []float32, sign float32)
+
+//go:noescape
+func sumSquares16AVX512(x *float32, C int, out *[16]float32)
+
+//go:noescape
+func sumRows16AVX512(x *float32, C int, out *[16]float32)
+
+//go:noescape
+func ropeRowsAVX512(x *float32, stride int, c, s *float32, p0, T, rows, nh, hd int, sign float32)
 
 // useElemAVX2 selects the vector kernels (tests switch it off to compare).
 var useElemAVX2 = cpu.X86.HasAVX2
+
+// useElem512 selects the AVX-512 elementwise kernels, which repeat the
+// AVX2 kernels' per-lane arithmetic 16 lanes at a time (tests switch it
+// off to compare).
+var useElem512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX2
+
+// ropeRows rotates rows [s, e) as rope does with ropeRowsAVX512, one call
+// for all of them, when the CPU has AVX-512 and hd/2 is a multiple of 8;
+// it reports whether it did (else rope runs row by row). Every operand is
+// bounds-checked first.
+func ropeRows(x, cos, sin []float32, T, stride, off, nh, hd, s, e int, sign float32) bool {
+	half := hd / 2
+	if !useElem512 || !useElemAVX2 || half == 0 || half%8 != 0 || nh <= 0 || e <= s || T <= 0 {
+		return false
+	}
+	// the last position a row of [s, e) reads in the tables
+	p0 := s % T
+	last := T - 1
+	if p0+(e-s)-1 < T {
+		last = p0 + (e - s) - 1
+	}
+	_ = cos[(last+1)*half-1]
+	_ = sin[(last+1)*half-1]
+	_ = x[(e-1)*stride+off+nh*hd-1]
+	ropeRowsAVX512(&x[s*stride+off], stride, &cos[0], &sin[0], p0, T, e-s, nh, hd, sign)
+	return true
+}
 
 // swigluFwdRow writes h = (g·σ)·u.
 func swigluFwdRow(h, g, sg, u []float32) {
 	n := len(g)
 	if m := n &^ 7; useElemAVX2 && m > 0 {
-		swigluFwdAVX2(h[:m], g[:m], sg[:m], u[:m])
+		if useElem512 {
+			swigluFwdAVX512(h[:m], g[:m], sg[:m], u[:m])
+		} else {
+			swigluFwdAVX2(h[:m], g[:m], sg[:m], u[:m])
+		}
 		h, g, sg, u = h[m:n], g[m:], sg[m:n], u[m:n]
 	}
 	swigluFwdRowGo(h, g, sg, u)
@@ -33,7 +79,11 @@ func swigluFwdRow(h, g, sg, u []float32) {
 func swigluBackRow(dg, du, d, g, u, sg []float32) {
 	n := len(d)
 	if m := n &^ 7; useElemAVX2 && m > 0 {
-		swigluBackAVX2(dg[:m], du[:m], d[:m], g[:m], u[:m], sg[:m])
+		if useElem512 {
+			swigluBackAVX512(dg[:m], du[:m], d[:m], g[:m], u[:m], sg[:m])
+		} else {
+			swigluBackAVX2(dg[:m], du[:m], d[:m], g[:m], u[:m], sg[:m])
+		}
 		dg, du, d, g, u, sg = dg[m:n], du[m:n], d[m:], g[m:n], u[m:n], sg[m:n]
 	}
 	swigluBackRowGo(dg, du, d, g, u, sg)
@@ -109,11 +159,18 @@ func scaleTo(dst, src []float32, s float32) {
 //go:noescape
 func rmsScaleAVX2(y, x, w []float32, r float32)
 
+//go:noescape
+func rmsScaleAVX512(y, x, w []float32, r float32)
+
 // rmsnormScale writes y_j = (x_j·r)·w_j.
 func rmsnormScale(y, x, w []float32, r float32) {
 	n := len(x)
 	if m := n &^ 7; useElemAVX2 && m > 0 {
-		rmsScaleAVX2(y[:m], x[:m], w[:m], r)
+		if useElem512 {
+			rmsScaleAVX512(y[:m], x[:m], w[:m], r)
+		} else {
+			rmsScaleAVX2(y[:m], x[:m], w[:m], r)
+		}
 		y, x, w = y[m:n], x[m:], w[m:n]
 	}
 	rmsnormScaleGo(y, x, w, r)
@@ -140,12 +197,22 @@ func rmsBackTermsAVX2(t, dw, dy, x, w []float32, r float32)
 //go:noescape
 func rmsBackApplyAVX2(dx, dy, x, w []float32, r, m float32, add bool)
 
+//go:noescape
+func rmsBackTermsAVX512(t, dw, dy, x, w []float32, r float32)
+
+//go:noescape
+func rmsBackApplyAVX512(dx, dy, x, w []float32, r, m float32, add bool)
+
 // rmsBackTerms writes t_j = (dy_j·w_j)·x̂_j and adds dy_j·x̂_j into dw_j
 // (x̂_j = x_j·r): one row's share of RMSNorm's backward before the dot.
 func rmsBackTerms(t, dw, dy, x, w []float32, r float32) {
 	n := len(t)
 	if m := n &^ 7; useElemAVX2 && m > 0 {
-		rmsBackTermsAVX2(t[:m], dw[:m], dy[:m], x[:m], w[:m], r)
+		if useElem512 {
+			rmsBackTermsAVX512(t[:m], dw[:m], dy[:m], x[:m], w[:m], r)
+		} else {
+			rmsBackTermsAVX2(t[:m], dw[:m], dy[:m], x[:m], w[:m], r)
+		}
 		t, dw, dy, x, w = t[m:], dw[m:n], dy[m:n], x[m:n], w[m:n]
 	}
 	rmsBackTermsGo(t, dw, dy, x, w, r)
@@ -158,8 +225,38 @@ func rmsnormBackApply(dx, dy, x, w []float32, r, dot float32, inPlace bool) {
 	n := len(x)
 	m := dot / float32(n)
 	if k := n &^ 7; useElemAVX2 && k > 0 {
-		rmsBackApplyAVX2(dx[:k], dy[:k], x[:k], w[:k], r, m, !inPlace)
+		if useElem512 {
+			rmsBackApplyAVX512(dx[:k], dy[:k], x[:k], w[:k], r, m, !inPlace)
+		} else {
+			rmsBackApplyAVX2(dx[:k], dy[:k], x[:k], w[:k], r, m, !inPlace)
+		}
 		dx, dy, x, w = dx[k:n], dy[k:n], x[k:], w[k:n]
 	}
 	rmsBackApplyGo(dx, dy, x, w, r, m, inPlace)
+}
+
+// sumSquares16 sets ss[q] = Σ_j x[q·C+j]² for the 16 rows of x (16·C
+// floats), each summed as sumSquares4 sums a row (one float32 chain in
+// order), with sumSquares16AVX512 when the CPU has AVX-512 and C is a
+// multiple of 16; it reports whether it did.
+func sumSquares16(x []float32, C int, ss *[16]float32) bool {
+	if !useElem512 || !useElemAVX2 || C <= 0 || C%16 != 0 {
+		return false
+	}
+	_ = x[16*C-1]
+	sumSquares16AVX512(&x[0], C, ss)
+	return true
+}
+
+// sumRows16 adds Σ_j x[q·C+j] into d[q] for the 16 rows of x (16·C
+// floats), each as one float32 chain in order (seqSums' sums), with
+// sumRows16AVX512 when the CPU has AVX-512 and C is a multiple of 16; it
+// reports whether it did.
+func sumRows16(x []float32, C int, d *[16]float32) bool {
+	if !useElem512 || !useElemAVX2 || C <= 0 || C%16 != 0 {
+		return false
+	}
+	_ = x[16*C-1]
+	sumRows16AVX512(&x[0], C, d)
+	return true
 }

@@ -321,3 +321,583 @@ rmssetloop:
 rmsapplydone:
 	VZEROUPPER
 	RET
+
+// func ropeRowsAVX512(x *float32, stride int, c, s *float32, p0, T, rows, nh, hd int, sign float32)
+// ropeAVX2's rotation over rows rows of x (row stride stride floats), nh
+// heads of hd each (hd/2 a multiple of 8), row r at position
+// (p0 + r) mod T of the tables c, s: the same instructions per lane, 16
+// lanes at a time (a last block of 8 in a YMM register), one call for
+// all the rows.
+TEXT ·ropeRowsAVX512(SB), NOSPLIT, $0-76
+	MOVQ x+0(FP), DI
+	MOVQ stride+8(FP), R14
+	SHLQ $2, R14
+	MOVQ c+16(FP), SI
+	MOVQ s+24(FP), BX
+	MOVQ p0+32(FP), R8
+	MOVQ rows+48(FP), R10
+	MOVQ hd+64(FP), R12
+	SHLQ $2, R12
+	MOVQ R12, R13
+	SHRQ $1, R13
+	VBROADCASTSS sign+72(FP), Z7
+
+roperow:
+	TESTQ R10, R10
+	JZ    roperowsdone
+	MOVQ  R8, AX
+	IMULQ R13, AX
+	LEAQ  (SI)(AX*1), CX
+	LEAQ  (BX)(AX*1), DX
+	MOVQ  DI, AX
+	MOVQ  nh+56(FP), R15
+
+ropehead:
+	XORQ R9, R9
+
+ropeblk16:
+	MOVQ R13, R11
+	SUBQ R9, R11
+	CMPQ R11, $64
+	JLT  ropeblk8
+	LEAQ (AX)(R13*1), R11
+	VMOVUPS (AX)(R9*1), Z0
+	VMOVUPS (R11)(R9*1), Z1
+	VMOVUPS (CX)(R9*1), Z2
+	VMULPS  (DX)(R9*1), Z7, Z3
+	VMULPS  Z2, Z0, Z4
+	VMULPS  Z3, Z1, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z2, Z1, Z5
+	VMULPS  Z3, Z0, Z6
+	VADDPS  Z6, Z5, Z5
+	VMOVUPS Z4, (AX)(R9*1)
+	VMOVUPS Z5, (R11)(R9*1)
+	ADDQ    $64, R9
+	JMP     ropeblk16
+
+ropeblk8:
+	CMPQ R11, $32
+	JLT  ropeheadnext
+	LEAQ (AX)(R13*1), R11
+	VMOVUPS (AX)(R9*1), Y0
+	VMOVUPS (R11)(R9*1), Y1
+	VMOVUPS (CX)(R9*1), Y2
+	VMULPS  (DX)(R9*1), Y7, Y3
+	VMULPS  Y2, Y0, Y4
+	VMULPS  Y3, Y1, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y2, Y1, Y5
+	VMULPS  Y3, Y0, Y6
+	VADDPS  Y6, Y5, Y5
+	VMOVUPS Y4, (AX)(R9*1)
+	VMOVUPS Y5, (R11)(R9*1)
+
+ropeheadnext:
+	ADDQ R12, AX
+	DECQ R15
+	JNZ  ropehead
+	ADDQ R14, DI
+	INCQ R8
+	CMPQ R8, T+40(FP)
+	JLT  ropenowrap
+	XORQ R8, R8
+
+ropenowrap:
+	DECQ R10
+	JMP  roperow
+
+roperowsdone:
+	VZEROUPPER
+	RET
+
+// func swigluFwdAVX512(h, g, sg, u []float32)
+// swigluFwdAVX2 16 lanes at a time (len a multiple of 8; a last block of
+// 8 in a YMM register): the same instructions per lane.
+TEXT ·swigluFwdAVX512(SB), NOSPLIT, $0-96
+	MOVQ h_base+0(FP), DI
+	MOVQ h_len+8(FP), CX
+	MOVQ g_base+24(FP), AX
+	MOVQ sg_base+48(FP), BX
+	MOVQ u_base+72(FP), DX
+	XORQ R9, R9
+	SHRQ $3, CX
+	MOVQ CX, R8
+	SHRQ $1, CX
+	JZ   fwd512tail
+
+fwd512loop:
+	VMOVUPS (AX)(R9*1), Z0
+	VMULPS  (BX)(R9*1), Z0, Z0
+	VMULPS  (DX)(R9*1), Z0, Z0
+	VMOVUPS Z0, (DI)(R9*1)
+	ADDQ    $64, R9
+	DECQ    CX
+	JNZ     fwd512loop
+
+fwd512tail:
+	TESTQ $1, R8
+	JZ    fwd512done
+	VMOVUPS (AX)(R9*1), Y0
+	VMULPS  (BX)(R9*1), Y0, Y0
+	VMULPS  (DX)(R9*1), Y0, Y0
+	VMOVUPS Y0, (DI)(R9*1)
+
+fwd512done:
+	VZEROUPPER
+	RET
+
+// func swigluBackAVX512(dg, du, d, g, u, sg []float32)
+// swigluBackAVX2 16 lanes at a time (len a multiple of 8; a last block
+// of 8 in YMM registers): the same instructions per lane.
+TEXT ·swigluBackAVX512(SB), NOSPLIT, $0-144
+	MOVQ dg_base+0(FP), DI
+	MOVQ du_base+24(FP), SI
+	MOVQ d_base+48(FP), AX
+	MOVQ d_len+56(FP), CX
+	MOVQ g_base+72(FP), BX
+	MOVQ u_base+96(FP), DX
+	MOVQ sg_base+120(FP), R8
+	VBROADCASTSS elemOne<>(SB), Z7
+	XORQ R9, R9
+	SHRQ $3, CX
+	MOVQ CX, R10
+	SHRQ $1, CX
+	JZ   back512tail
+
+back512loop:
+	VMOVUPS (AX)(R9*1), Z0
+	VMOVUPS (BX)(R9*1), Z1
+	VMOVUPS (R8)(R9*1), Z3
+	VMULPS  Z1, Z0, Z4
+	VMULPS  Z3, Z4, Z4
+	VMOVUPS Z4, (SI)(R9*1)
+	VMULPS  (DX)(R9*1), Z0, Z5
+	VMULPS  Z3, Z5, Z5
+	VSUBPS  Z3, Z7, Z6
+	VMULPS  Z6, Z1, Z6
+	VADDPS  Z6, Z7, Z6
+	VMULPS  Z6, Z5, Z5
+	VMOVUPS Z5, (DI)(R9*1)
+	ADDQ    $64, R9
+	DECQ    CX
+	JNZ     back512loop
+
+back512tail:
+	TESTQ $1, R10
+	JZ    back512done
+	VMOVUPS (AX)(R9*1), Y0
+	VMOVUPS (BX)(R9*1), Y1
+	VMOVUPS (R8)(R9*1), Y3
+	VMULPS  Y1, Y0, Y4
+	VMULPS  Y3, Y4, Y4
+	VMOVUPS Y4, (SI)(R9*1)
+	VMULPS  (DX)(R9*1), Y0, Y5
+	VMULPS  Y3, Y5, Y5
+	VSUBPS  Y3, Y7, Y6
+	VMULPS  Y6, Y1, Y6
+	VADDPS  Y6, Y7, Y6
+	VMULPS  Y6, Y5, Y5
+	VMOVUPS Y5, (DI)(R9*1)
+
+back512done:
+	VZEROUPPER
+	RET
+
+// func sumSquares16AVX512(x *float32, C int, out *[16]float32)
+// out[q] = Σ_j x[q·C+j]² for the rows q < 16 (C a multiple of 16, ≥ 16),
+// each one float32 chain in order j = 0, 1, … of a rounded product and a
+// rounded sum, as sumSquares4's Go loop computes it: lane q of Z30 is row
+// q's chain. Each block of 16 columns is loaded row by row and transposed
+// in registers (unpacks, then 128-bit shuffles), and its columns are
+// added in order.
+TEXT ·sumSquares16AVX512(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ C+8(FP), CX
+	MOVQ out+16(FP), DX
+	MOVQ CX, R8
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9
+	LEAQ (R8)(R8*4), R10
+	LEAQ (R9)(R8*4), R11
+	LEAQ (SI)(R8*8), DI
+	SHRQ $4, CX
+	VXORPS Z30, Z30, Z30
+
+sq16loop:
+	VMOVUPS (SI), Z0
+	VMOVUPS (SI)(R8*1), Z1
+	VMOVUPS (SI)(R8*2), Z2
+	VMOVUPS (SI)(R9*1), Z3
+	VMOVUPS (SI)(R8*4), Z4
+	VMOVUPS (SI)(R10*1), Z5
+	VMOVUPS (SI)(R9*2), Z6
+	VMOVUPS (SI)(R11*1), Z7
+	VMOVUPS (DI), Z8
+	VMOVUPS (DI)(R8*1), Z9
+	VMOVUPS (DI)(R8*2), Z10
+	VMOVUPS (DI)(R9*1), Z11
+	VMOVUPS (DI)(R8*4), Z12
+	VMOVUPS (DI)(R10*1), Z13
+	VMOVUPS (DI)(R9*2), Z14
+	VMOVUPS (DI)(R11*1), Z15
+	VUNPCKLPS Z1, Z0, Z16
+	VUNPCKHPS Z1, Z0, Z17
+	VUNPCKLPS Z3, Z2, Z18
+	VUNPCKHPS Z3, Z2, Z19
+	VUNPCKLPS Z5, Z4, Z20
+	VUNPCKHPS Z5, Z4, Z21
+	VUNPCKLPS Z7, Z6, Z22
+	VUNPCKHPS Z7, Z6, Z23
+	VUNPCKLPS Z9, Z8, Z24
+	VUNPCKHPS Z9, Z8, Z25
+	VUNPCKLPS Z11, Z10, Z26
+	VUNPCKHPS Z11, Z10, Z27
+	VUNPCKLPS Z13, Z12, Z28
+	VUNPCKHPS Z13, Z12, Z29
+	VUNPCKLPS Z15, Z14, Z0
+	VUNPCKHPS Z15, Z14, Z1
+	VUNPCKLPD Z18, Z16, Z2
+	VUNPCKHPD Z18, Z16, Z3
+	VUNPCKLPD Z19, Z17, Z4
+	VUNPCKHPD Z19, Z17, Z5
+	VUNPCKLPD Z22, Z20, Z6
+	VUNPCKHPD Z22, Z20, Z7
+	VUNPCKLPD Z23, Z21, Z8
+	VUNPCKHPD Z23, Z21, Z9
+	VUNPCKLPD Z26, Z24, Z10
+	VUNPCKHPD Z26, Z24, Z11
+	VUNPCKLPD Z27, Z25, Z12
+	VUNPCKHPD Z27, Z25, Z13
+	VUNPCKLPD Z0, Z28, Z14
+	VUNPCKHPD Z0, Z28, Z15
+	VUNPCKLPD Z1, Z29, Z16
+	VUNPCKHPD Z1, Z29, Z17
+	VSHUFF32X4 $0x88, Z6, Z2, Z18
+	VSHUFF32X4 $0xDD, Z6, Z2, Z19
+	VSHUFF32X4 $0x88, Z7, Z3, Z20
+	VSHUFF32X4 $0xDD, Z7, Z3, Z21
+	VSHUFF32X4 $0x88, Z8, Z4, Z22
+	VSHUFF32X4 $0xDD, Z8, Z4, Z23
+	VSHUFF32X4 $0x88, Z9, Z5, Z24
+	VSHUFF32X4 $0xDD, Z9, Z5, Z25
+	VSHUFF32X4 $0x88, Z14, Z10, Z26
+	VSHUFF32X4 $0xDD, Z14, Z10, Z27
+	VSHUFF32X4 $0x88, Z15, Z11, Z28
+	VSHUFF32X4 $0xDD, Z15, Z11, Z29
+	VSHUFF32X4 $0x88, Z16, Z12, Z0
+	VSHUFF32X4 $0xDD, Z16, Z12, Z1
+	VSHUFF32X4 $0x88, Z17, Z13, Z2
+	VSHUFF32X4 $0xDD, Z17, Z13, Z3
+	VSHUFF32X4 $0x88, Z26, Z18, Z31
+	VMULPS Z31, Z31, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0x88, Z28, Z20, Z31
+	VMULPS Z31, Z31, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0x88, Z0, Z22, Z31
+	VMULPS Z31, Z31, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0x88, Z2, Z24, Z31
+	VMULPS Z31, Z31, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0x88, Z27, Z19, Z31
+	VMULPS Z31, Z31, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0x88, Z29, Z21, Z31
+	VMULPS Z31, Z31, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0x88, Z1, Z23, Z31
+	VMULPS Z31, Z31, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0x88, Z3, Z25, Z31
+	VMULPS Z31, Z31, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0xDD, Z26, Z18, Z31
+	VMULPS Z31, Z31, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0xDD, Z28, Z20, Z31
+	VMULPS Z31, Z31, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0xDD, Z0, Z22, Z31
+	VMULPS Z31, Z31, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0xDD, Z2, Z24, Z31
+	VMULPS Z31, Z31, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0xDD, Z27, Z19, Z31
+	VMULPS Z31, Z31, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0xDD, Z29, Z21, Z31
+	VMULPS Z31, Z31, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0xDD, Z1, Z23, Z31
+	VMULPS Z31, Z31, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0xDD, Z3, Z25, Z31
+	VMULPS Z31, Z31, Z31
+	VADDPS Z31, Z30, Z30
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  sq16loop
+	VMOVUPS Z30, (DX)
+	VZEROUPPER
+	RET
+
+// func rmsScaleAVX512(y, x, w []float32, r float32)
+// rmsScaleAVX2 16 lanes at a time (len a multiple of 8; a last block of
+// 8 in a YMM register): the same instructions per lane.
+TEXT ·rmsScaleAVX512(SB), NOSPLIT, $0-76
+	MOVQ y_base+0(FP), DI
+	MOVQ y_len+8(FP), CX
+	MOVQ x_base+24(FP), AX
+	MOVQ w_base+48(FP), BX
+	VBROADCASTSS r+72(FP), Z7
+	XORQ R9, R9
+	SHRQ $3, CX
+	MOVQ CX, R8
+	SHRQ $1, CX
+	JZ   rmsscale512tail
+
+rmsscale512loop:
+	VMULPS  (AX)(R9*1), Z7, Z0
+	VMULPS  (BX)(R9*1), Z0, Z0
+	VMOVUPS Z0, (DI)(R9*1)
+	ADDQ    $64, R9
+	DECQ    CX
+	JNZ     rmsscale512loop
+
+rmsscale512tail:
+	TESTQ $1, R8
+	JZ    rmsscale512done
+	VMULPS  (AX)(R9*1), Y7, Y0
+	VMULPS  (BX)(R9*1), Y0, Y0
+	VMOVUPS Y0, (DI)(R9*1)
+
+rmsscale512done:
+	VZEROUPPER
+	RET
+
+// func sumRows16AVX512(x *float32, C int, out *[16]float32)
+// out[q] += Σ_j x[q·C+j] for the rows q < 16 (C a multiple of 16, ≥ 16),
+// each one float32 chain from out[q] in order j = 0, 1, …, as seqSums
+// adds a row: sumSquares16AVX512's transpose, without the squares.
+TEXT ·sumRows16AVX512(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ C+8(FP), CX
+	MOVQ out+16(FP), DX
+	MOVQ CX, R8
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9
+	LEAQ (R8)(R8*4), R10
+	LEAQ (R9)(R8*4), R11
+	LEAQ (SI)(R8*8), DI
+	SHRQ $4, CX
+	VMOVUPS (DX), Z30
+
+sr16loop:
+	VMOVUPS (SI), Z0
+	VMOVUPS (SI)(R8*1), Z1
+	VMOVUPS (SI)(R8*2), Z2
+	VMOVUPS (SI)(R9*1), Z3
+	VMOVUPS (SI)(R8*4), Z4
+	VMOVUPS (SI)(R10*1), Z5
+	VMOVUPS (SI)(R9*2), Z6
+	VMOVUPS (SI)(R11*1), Z7
+	VMOVUPS (DI), Z8
+	VMOVUPS (DI)(R8*1), Z9
+	VMOVUPS (DI)(R8*2), Z10
+	VMOVUPS (DI)(R9*1), Z11
+	VMOVUPS (DI)(R8*4), Z12
+	VMOVUPS (DI)(R10*1), Z13
+	VMOVUPS (DI)(R9*2), Z14
+	VMOVUPS (DI)(R11*1), Z15
+	VUNPCKLPS Z1, Z0, Z16
+	VUNPCKHPS Z1, Z0, Z17
+	VUNPCKLPS Z3, Z2, Z18
+	VUNPCKHPS Z3, Z2, Z19
+	VUNPCKLPS Z5, Z4, Z20
+	VUNPCKHPS Z5, Z4, Z21
+	VUNPCKLPS Z7, Z6, Z22
+	VUNPCKHPS Z7, Z6, Z23
+	VUNPCKLPS Z9, Z8, Z24
+	VUNPCKHPS Z9, Z8, Z25
+	VUNPCKLPS Z11, Z10, Z26
+	VUNPCKHPS Z11, Z10, Z27
+	VUNPCKLPS Z13, Z12, Z28
+	VUNPCKHPS Z13, Z12, Z29
+	VUNPCKLPS Z15, Z14, Z0
+	VUNPCKHPS Z15, Z14, Z1
+	VUNPCKLPD Z18, Z16, Z2
+	VUNPCKHPD Z18, Z16, Z3
+	VUNPCKLPD Z19, Z17, Z4
+	VUNPCKHPD Z19, Z17, Z5
+	VUNPCKLPD Z22, Z20, Z6
+	VUNPCKHPD Z22, Z20, Z7
+	VUNPCKLPD Z23, Z21, Z8
+	VUNPCKHPD Z23, Z21, Z9
+	VUNPCKLPD Z26, Z24, Z10
+	VUNPCKHPD Z26, Z24, Z11
+	VUNPCKLPD Z27, Z25, Z12
+	VUNPCKHPD Z27, Z25, Z13
+	VUNPCKLPD Z0, Z28, Z14
+	VUNPCKHPD Z0, Z28, Z15
+	VUNPCKLPD Z1, Z29, Z16
+	VUNPCKHPD Z1, Z29, Z17
+	VSHUFF32X4 $0x88, Z6, Z2, Z18
+	VSHUFF32X4 $0xDD, Z6, Z2, Z19
+	VSHUFF32X4 $0x88, Z7, Z3, Z20
+	VSHUFF32X4 $0xDD, Z7, Z3, Z21
+	VSHUFF32X4 $0x88, Z8, Z4, Z22
+	VSHUFF32X4 $0xDD, Z8, Z4, Z23
+	VSHUFF32X4 $0x88, Z9, Z5, Z24
+	VSHUFF32X4 $0xDD, Z9, Z5, Z25
+	VSHUFF32X4 $0x88, Z14, Z10, Z26
+	VSHUFF32X4 $0xDD, Z14, Z10, Z27
+	VSHUFF32X4 $0x88, Z15, Z11, Z28
+	VSHUFF32X4 $0xDD, Z15, Z11, Z29
+	VSHUFF32X4 $0x88, Z16, Z12, Z0
+	VSHUFF32X4 $0xDD, Z16, Z12, Z1
+	VSHUFF32X4 $0x88, Z17, Z13, Z2
+	VSHUFF32X4 $0xDD, Z17, Z13, Z3
+	VSHUFF32X4 $0x88, Z26, Z18, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0x88, Z28, Z20, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0x88, Z0, Z22, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0x88, Z2, Z24, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0x88, Z27, Z19, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0x88, Z29, Z21, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0x88, Z1, Z23, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0x88, Z3, Z25, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0xDD, Z26, Z18, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0xDD, Z28, Z20, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0xDD, Z0, Z22, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0xDD, Z2, Z24, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0xDD, Z27, Z19, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0xDD, Z29, Z21, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0xDD, Z1, Z23, Z31
+	VADDPS Z31, Z30, Z30
+	VSHUFF32X4 $0xDD, Z3, Z25, Z31
+	VADDPS Z31, Z30, Z30
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  sr16loop
+	VMOVUPS Z30, (DX)
+	VZEROUPPER
+	RET
+
+// func rmsBackTermsAVX512(t, dw, dy, x, w []float32, r float32)
+// rmsBackTermsAVX2 16 lanes at a time (len a multiple of 8; a last block
+// of 8 in YMM registers): the same instructions per lane.
+TEXT ·rmsBackTermsAVX512(SB), NOSPLIT, $0-124
+	MOVQ t_base+0(FP), DI
+	MOVQ t_len+8(FP), CX
+	MOVQ dw_base+24(FP), R8
+	MOVQ dy_base+48(FP), SI
+	MOVQ x_base+72(FP), AX
+	MOVQ w_base+96(FP), BX
+	VBROADCASTSS r+120(FP), Z7
+	XORQ R9, R9
+	SHRQ $3, CX
+	MOVQ CX, R10
+	SHRQ $1, CX
+	JZ   rmsterms512tail
+
+rmsterms512loop:
+	VMULPS  (AX)(R9*1), Z7, Z0
+	VMOVUPS (SI)(R9*1), Z1
+	VMULPS  (BX)(R9*1), Z1, Z2
+	VMULPS  Z0, Z2, Z2
+	VMOVUPS Z2, (DI)(R9*1)
+	VMULPS  Z0, Z1, Z1
+	VADDPS  (R8)(R9*1), Z1, Z1
+	VMOVUPS Z1, (R8)(R9*1)
+	ADDQ    $64, R9
+	DECQ    CX
+	JNZ     rmsterms512loop
+
+rmsterms512tail:
+	TESTQ $1, R10
+	JZ    rmsterms512done
+	VMULPS  (AX)(R9*1), Y7, Y0
+	VMOVUPS (SI)(R9*1), Y1
+	VMULPS  (BX)(R9*1), Y1, Y2
+	VMULPS  Y0, Y2, Y2
+	VMOVUPS Y2, (DI)(R9*1)
+	VMULPS  Y0, Y1, Y1
+	VADDPS  (R8)(R9*1), Y1, Y1
+	VMOVUPS Y1, (R8)(R9*1)
+
+rmsterms512done:
+	VZEROUPPER
+	RET
+
+// func rmsBackApplyAVX512(dx, dy, x, w []float32, r, m float32, add bool)
+// rmsBackApplyAVX2 16 lanes at a time (len a multiple of 8; a last block
+// of 8 in YMM registers): the same instructions per lane.
+TEXT ·rmsBackApplyAVX512(SB), NOSPLIT, $0-105
+	MOVQ dx_base+0(FP), DI
+	MOVQ dx_len+8(FP), CX
+	MOVQ dy_base+24(FP), SI
+	MOVQ x_base+48(FP), AX
+	MOVQ w_base+72(FP), BX
+	VBROADCASTSS r+96(FP), Z6
+	VBROADCASTSS m+100(FP), Z7
+	MOVBLZX add+104(FP), DX
+	XORQ R9, R9
+	SHRQ $3, CX
+	MOVQ CX, R10
+	SHRQ $1, CX
+	JZ   rmsapply512tail
+
+rmsapply512loop:
+	VMULPS  (AX)(R9*1), Z6, Z0
+	VMULPS  Z7, Z0, Z0
+	VMOVUPS (SI)(R9*1), Z1
+	VMULPS  (BX)(R9*1), Z1, Z1
+	VSUBPS  Z0, Z1, Z1
+	VMULPS  Z6, Z1, Z1
+	TESTQ   DX, DX
+	JZ      rmsapply512set
+	VADDPS  (DI)(R9*1), Z1, Z1
+
+rmsapply512set:
+	VMOVUPS Z1, (DI)(R9*1)
+	ADDQ    $64, R9
+	DECQ    CX
+	JNZ     rmsapply512loop
+
+rmsapply512tail:
+	TESTQ $1, R10
+	JZ    rmsapply512done
+	VMULPS  (AX)(R9*1), Y6, Y0
+	VMULPS  Y7, Y0, Y0
+	VMOVUPS (SI)(R9*1), Y1
+	VMULPS  (BX)(R9*1), Y1, Y1
+	VSUBPS  Y0, Y1, Y1
+	VMULPS  Y6, Y1, Y1
+	TESTQ   DX, DX
+	JZ      rmsapply512tailset
+	VADDPS  (DI)(R9*1), Y1, Y1
+
+rmsapply512tailset:
+	VMOVUPS Y1, (DI)(R9*1)
+
+rmsapply512done:
+	VZEROUPPER
+	RET

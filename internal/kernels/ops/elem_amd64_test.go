@@ -30,15 +30,15 @@ func sameBits(t *testing.T, what string, n int, got, want []float32) {
 	}
 }
 
-// TestElemVectorMatchesGo checks the AVX2 elementwise kernels against the Go
-// loops bit for bit, on lengths around the 8-lane boundaries (vector body
+// TestElemVectorMatchesGo checks the AVX-512 and AVX2 elementwise kernels
+// against the Go loops bit for bit, on lengths around the 8-lane boundaries (vector body
 // plus Go tail) and a model-sized row.
 func TestElemVectorMatchesGo(t *testing.T) {
 	if !useElemAVX2 {
 		t.Skip("no AVX2")
 	}
 	r := rand.New(rand.NewPCG(7, 7))
-	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 100, 768} {
+	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 32, 33, 40, 64, 100, 384, 768} {
 		g, u, d, sg := elemInputs(r, n), elemInputs(r, n), elemInputs(r, n), make([]float32, n)
 		for i := range sg {
 			sg[i] = r.Float32()
@@ -56,14 +56,20 @@ func TestElemVectorMatchesGo(t *testing.T) {
 			ropeRow(a, b, sg, d, -1)
 			return
 		}
-		h1, dg1, du1, a1, b1, y1 := run(true)
 		h0, dg0, du0, a0, b0, y0 := run(false)
-		sameBits(t, "rmsnorm scale", n, y1, y0)
-		sameBits(t, "swiglu forward", n, h1, h0)
-		sameBits(t, "swiglu backward dg", n, dg1, dg0)
-		sameBits(t, "swiglu backward du", n, du1, du0)
-		sameBits(t, "rope a", n, a1, a0)
-		sameBits(t, "rope b", n, b1, b0)
+		// the AVX-512 kernels where the CPU has them, then the AVX2 ones
+		for _, w512 := range []bool{true, false} {
+			old := useElem512
+			useElem512 = useElem512 && w512
+			h1, dg1, du1, a1, b1, y1 := run(true)
+			useElem512 = old
+			sameBits(t, "rmsnorm scale", n, y1, y0)
+			sameBits(t, "swiglu forward", n, h1, h0)
+			sameBits(t, "swiglu backward dg", n, dg1, dg0)
+			sameBits(t, "swiglu backward du", n, du1, du0)
+			sameBits(t, "rope a", n, a1, a0)
+			sameBits(t, "rope b", n, b1, b0)
+		}
 	}
 }
 
@@ -238,4 +244,93 @@ func TestExpShiftSumShortRowsMatchGo(t *testing.T) {
 		sameBits(t, "short-row exp terms", n, got, want)
 		sameBits(t, "short-row exp sum", n, []float32{gs}, []float32{ws})
 	}
+}
+
+// TestRoPERowsMatchRowByRow checks the one-call AVX-512 rotation
+// (ropeRowsAVX512) against rope's row-by-row path bit for bit: head widths
+// whose half is 8, 16, 24 and 32 floats (16-lane blocks and a last 8),
+// row ranges that start mid-sequence and wrap past T, a row offset and
+// stride, both signs, and inputs with zeros, infinities and subnormals.
+func TestRoPERowsMatchRowByRow(t *testing.T) {
+	if !useElem512 || !useElemAVX2 {
+		t.Skip("no AVX-512")
+	}
+	r := rand.New(rand.NewPCG(11, 3))
+	type tc struct{ T, nh, hd, off, s, e int }
+	cases := []tc{
+		{64, 8, 32, 0, 0, 384}, // shakespeare-char: 6×64 rows, q and k heads of 32
+		{64, 4, 32, 128, 0, 384},
+		{5, 3, 16, 7, 3, 13},
+		{7, 2, 48, 1, 0, 7},
+		{9, 1, 64, 0, 8, 10},
+		{4, 5, 16, 3, 1, 2},
+		{3, 2, 8, 0, 0, 6}, // half 4: the row loop either way
+	}
+	for _, c := range cases {
+		stride := c.off + c.nh*c.hd + 5
+		half := c.hd / 2
+		cos, sin := elemInputs(r, c.T*half), elemInputs(r, c.T*half)
+		x := elemInputs(r, c.e*stride)
+		for _, sign := range []float32{1, -1} {
+			run := func(vec bool) []float32 {
+				old := useElem512
+				useElem512 = vec
+				defer func() { useElem512 = old }()
+				y := append([]float32(nil), x...)
+				rope(y, cos, sin, c.T, stride, c.off, c.nh, c.hd, c.s, c.e, sign)
+				return y
+			}
+			sameBits(t, "rope rows", c.e-c.s, run(true), run(false))
+		}
+	}
+}
+
+// TestRMSNormSums16MatchGo checks RMSNormForward with the 16-row AVX-512
+// sums (sumSquares16AVX512) against its Go path bit for bit: outputs and
+// rstd, for row ranges around 16 (the 4-row and 1-row loops after them),
+// widths that are and are not multiples of 16, and rows holding zeros,
+// subnormals, huge values, infinities and NaNs.
+func TestRMSNormSums16MatchGo(t *testing.T) {
+	if !useElem512 || !useElemAVX2 {
+		t.Skip("no AVX-512")
+	}
+	r := rand.New(rand.NewPCG(21, 2))
+	for _, C := range []int{16, 32, 48, 100, 128} {
+		for _, rows := range [][2]int{{0, 16}, {0, 15}, {0, 17}, {3, 40}, {0, 384}} {
+			s, e := rows[0], rows[1]
+			x := elemInputs(r, e*C)
+			for i := range x {
+				if r.IntN(3) == 0 { // mostly ordinary values, so most rows are finite
+					continue
+				}
+				x[i] = float32(r.NormFloat64())
+			}
+			if e > 20 {
+				x[5*C+3] = float32(math.NaN())
+			}
+			w := elemInputs(r, C)
+			run := func(vec bool) ([]float32, []float32) {
+				old := useElem512
+				useElem512 = vec
+				defer func() { useElem512 = old }()
+				out, rstd := make([]float32, e*C), make([]float32, e)
+				RMSNormForward(out, rstd, x, w, C, 1e-5, s, e)
+				return out, rstd
+			}
+			o1, r1 := run(true)
+			o0, r0 := run(false)
+			sameBits(t, "rmsnorm rstd", C, r1, r0)
+			sameBits(t, "rmsnorm out", C, o1, o0)
+		}
+	}
+}
+
+// TestRMSNormBackwardAVX2MatchesRowByRow: with the AVX-512 kernels off
+// (AVX2 terms and apply, seqSums in Go), the grouped backward still
+// matches the row-by-row reference bit for bit.
+func TestRMSNormBackwardAVX2MatchesRowByRow(t *testing.T) {
+	old := useElem512
+	useElem512 = false
+	defer func() { useElem512 = old }()
+	checkRMSBackwardMatchesRef(t)
 }

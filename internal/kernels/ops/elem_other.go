@@ -34,3 +34,15 @@ func rmsBackTerms(t, dw, dy, x, w []float32, r float32) { rmsBackTermsGo(t, dw, 
 func rmsnormBackApply(dx, dy, x, w []float32, r, dot float32, inPlace bool) {
 	rmsBackApplyGo(dx, dy, x, w, r, dot/float32(len(x)), inPlace)
 }
+
+// ropeRows reports that no vector kernel rotated the rows (rope runs them
+// row by row).
+func ropeRows(x, cos, sin []float32, T, stride, off, nh, hd, s, e int, sign float32) bool {
+	return false
+}
+
+// sumSquares16 reports that no vector kernel summed the rows.
+func sumSquares16(x []float32, C int, ss *[16]float32) bool { return false }
+
+// sumRows16 reports that no vector kernel summed the rows.
+func sumRows16(x []float32, C int, d *[16]float32) bool { return false }

@@ -46,9 +46,18 @@ func EmbeddingBackward(dwte, dout []float32, tokens []int32, C int) {
 // rstd is saved for the backward pass.
 func RMSNormForward(out, rstd, inp, w []float32, C int, eps float32, s, e int) {
 	i := s
-	// Four rows at a time: each row's sum of squares is the same sequential
+	// Sixteen rows at a time on AVX-512 (one row's chain per lane, see
+	// sumSquares16), then four: each row's sum of squares is the same sequential
 	// float32 chain as rmsnormRow's (so the result is bit-identical), but
 	// four independent chains hide the adder's latency.
+	var ss16 [16]float32
+	for ; i+16 <= e && sumSquares16(inp[i*C:(i+16)*C], C, &ss16); i += 16 {
+		for q, ss := range ss16 {
+			r := rmsFromSum(ss, C, eps)
+			rmsnormScale(out[(i+q)*C:(i+q+1)*C], inp[(i+q)*C:(i+q+1)*C], w, r)
+			rstd[i+q] = r
+		}
+	}
 	for ; i+4 <= e; i += 4 {
 		x := inp[i*C : (i+4)*C]
 		s0, s1, s2, s3 := sumSquares4(x[:C], x[C:2*C], x[2*C:3*C], x[3*C:])
@@ -107,8 +116,8 @@ func RMSNormBackward(dinp, dw, dout, inp, w, rstd []float32, C, s, e int) {
 // handled per pass: their products wait in a stack buffer of rmsBackRows ×
 // rmsBackBlock floats, and each dot's chain carries on into the next pass.
 const (
-	rmsBackRows  = 8
-	rmsBackBlock = 512
+	rmsBackRows  = 16
+	rmsBackBlock = 256
 )
 
 // rmsNormBackward is RMSNormBackward over rows [s, e); with inPlace the
@@ -142,8 +151,20 @@ func rmsNormBackward(dinp, dw, dout, inp, w, rstd []float32, C, s, e int, inPlac
 
 // seqSums adds each of t's rows (len(d) rows of n) into d: row q's
 // elements one after another, in order, into d_q, as one float32 chain.
-// Eight chains run side by side.
+// Eight chains run side by side (sixteen on AVX-512: sumRows16).
 func seqSums(d, t []float32, n int) {
+	if len(d) == 16 {
+		// one chain per lane on AVX-512, else two groups of eight
+		var d16 [16]float32
+		copy(d16[:], d)
+		if sumRows16(t[:16*n], n, &d16) {
+			copy(d, d16[:])
+			return
+		}
+		seqSums(d[:8], t[:8*n], n)
+		seqSums(d[8:], t[8*n:16*n], n)
+		return
+	}
 	if len(d) != 8 {
 		for q := range d {
 			s := d[q]
@@ -224,6 +245,9 @@ func RoPEBackward(dx, cos, sin []float32, T, stride, off, nh, hd, s, e int) {
 }
 
 func rope(x, cos, sin []float32, T, stride, off, nh, hd, s, e int, sign float32) {
+	if ropeRows(x, cos, sin, T, stride, off, nh, hd, s, e, sign) {
+		return
+	}
 	half := hd / 2
 	for n := s; n < e; n++ {
 		p := n % T

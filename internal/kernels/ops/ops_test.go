@@ -553,8 +553,8 @@ func rmsBackwardRowRef(dinp, dw, dout, inp, w, rstd []float32, C, s, e int, inPl
 func checkRMSBackwardMatchesRef(t *testing.T) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(11, 5))
-	for _, N := range []int{1, 7, 8, 9, 17} {
-		for _, C := range []int{1, 8, 13, 64, 256, 519, 1030} {
+	for _, N := range []int{1, 7, 8, 9, 16, 17, 40} {
+		for _, C := range []int{1, 8, 13, 64, 128, 256, 519, 1030} {
 			x, w, dy := randVec(r, N*C, 1), randVec(r, C, 1), randVec(r, N*C, 1)
 			rstd := randVec(r, N, 1)
 			for _, inPlace := range []bool{false, true} {
@@ -586,7 +586,7 @@ func checkRMSBackwardMatchesRef(t *testing.T) {
 	}
 }
 
-// TestRMSNormBackwardMatchesRowByRow: the grouped backward (eight rows'
+// TestRMSNormBackwardMatchesRowByRow: the grouped backward (16 rows'
 // dots side by side, the elementwise halves vectorised where the CPU
 // allows) is bit-identical to the plain row-by-row loop.
 func TestRMSNormBackwardMatchesRowByRow(t *testing.T) { checkRMSBackwardMatchesRef(t) }
