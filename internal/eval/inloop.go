@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/kestrel-lm/kestrel/internal/checkpoint"
+	"github.com/kestrel-lm/kestrel/internal/data/shards"
 	"github.com/kestrel-lm/kestrel/internal/evalcfg"
 	"github.com/kestrel-lm/kestrel/internal/model"
+	"github.com/kestrel-lm/kestrel/internal/openrun"
 
 	"github.com/kestrel-lm/kestrel/internal/generate"
 )
@@ -76,11 +79,13 @@ func InLoop(dir, tokenizer string, cfg evalcfg.Config, batch int, log *slog.Logg
 		return nil, nil
 	}
 	checked := false
+	tasks := cfg.Tasks
 	var codec *generate.Codec // loaded at the first call, kept for the run
 	return func(ctx context.Context, m *model.Model, step int) (map[string]float64, error) {
 		st := checkpoint.State{Step: step, Tokenizer: tokenizer, Model: m.Cfg}
 		if !checked {
 			checked = true
+			tasks = memorizable(dir, st, tasks, log)
 			cov, err := checkCoverage(dir, st, cfg.Tasks, cfg.Heldout)
 			if err != nil {
 				return nil, fmt.Errorf("decontamination check: %w", err)
@@ -100,9 +105,9 @@ func InLoop(dir, tokenizer string, cfg evalcfg.Config, batch int, log *slog.Logg
 		}
 		s := &Scorer{Model: m, Codec: *codec, Batch: batch, Ctx: ctx}
 		res := &Result{}
-		if len(cfg.Tasks) > 0 {
+		if len(tasks) > 0 {
 			var err error
-			if res, err = s.Evaluate(dir, st, cfg.Tasks, cfg.Limit); err != nil {
+			if res, err = s.Evaluate(dir, st, tasks, cfg.Limit); err != nil {
 				return nil, err
 			}
 		}
@@ -113,4 +118,29 @@ func InLoop(dir, tokenizer string, cfg evalcfg.Config, batch int, log *slog.Logg
 		res.BPB = append(res.BPB, held...)
 		return res.Metrics(), nil
 	}, nil
+}
+
+// memorizable returns tasks without memorization, with a warning saying
+// why, when a split of the run's data has no passage as long as
+// memorization's prompt + continuation (memDocs): kestrel eval refuses
+// such a run, the training loop goes on without the task rather than
+// stopping at its first benchmark.
+func memorizable(dir string, st checkpoint.State, tasks []string, log *slog.Logger) []string {
+	if !slices.Contains(tasks, "memorization") {
+		return tasks
+	}
+	od, err := openrun.OpenData(dir, st)
+	if err != nil {
+		return tasks // Evaluate reports it
+	}
+	d := runData{od}
+	defer d.Close()
+	pre, cont := MemLengths(st.Model.SeqLen)
+	for _, split := range []string{shards.Train, shards.Val} {
+		if _, err := d.memDocs(split, 1, pre+cont); err != nil {
+			log.Warn("[eval] tasks: memorization is left out of this run's in-loop benchmarks", "err", err)
+			return slices.DeleteFunc(slices.Clone(tasks), func(t string) bool { return t == "memorization" })
+		}
+	}
+	return tasks
 }
