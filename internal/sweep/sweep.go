@@ -176,6 +176,16 @@ func Configs(o Options) ([]Point, []config.Config, error) {
 	if o.Steps < 0 {
 		return nil, nil, fmt.Errorf("sweep: --steps must be >= 0, got %d", o.Steps)
 	}
+	for _, a := range o.Axes {
+		seen := map[string]int{}
+		for i, v := range a.Values {
+			if j, ok := seen[safeName(v)]; ok {
+				return nil, nil, fmt.Errorf("sweep: --set %s=%s: values %d (%s) and %d (%s) would train into one run directory (%s): repeat no value; a directory name holds no / \\ space or quote",
+					a.Path, strings.Join(a.Values, ","), j+1, a.Values[j], i+1, v, safeName(v))
+			}
+			seen[safeName(v)] = i
+		}
+	}
 	cfgs := make([]config.Config, len(points))
 	for i, p := range points {
 		cfg := o.Base

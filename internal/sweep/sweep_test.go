@@ -86,6 +86,9 @@ func TestConfigsRefuseBadValues(t *testing.T) {
 		{[]string{"train.steps=10,nan"}, "--set train.steps=nan"},
 		{[]string{"train.steps=1.5"}, "--set train.steps=1.5"},
 		{[]string{"optim.lr=1e-3", "model.tied_embeddings=yes"}, "--set model.tied_embeddings=yes"},
+		// Two points, one run directory: the second would resume the first.
+		{[]string{"optim.lr=1e-3,2e-3,1e-3"}, "--set optim.lr=1e-3,2e-3,1e-3"},
+		{[]string{"optim.lr=1e-3", "data.train=a/b,a_b"}, "--set data.train=a/b,a_b"},
 	} {
 		flags := tc.flags
 		axes, err := ParseSet(flags)
