@@ -181,7 +181,7 @@ func Configs(o Options) ([]Point, []config.Config, error) {
 		for i, v := range a.Values {
 			if j, ok := seen[safeName(v)]; ok {
 				return nil, nil, fmt.Errorf("sweep: --set %s=%s: values %d (%s) and %d (%s) would train into one run directory (%s): repeat no value; a directory name holds no / \\ space or quote",
-					a.Path, strings.Join(a.Values, ","), j+1, a.Values[j], i+1, v, safeName(v))
+					a.Path, strings.Join(a.Values, ","), j+1, a.Values[j], i+1, v, lastPart(a.Path)+"="+safeName(v))
 			}
 			seen[safeName(v)] = i
 		}
