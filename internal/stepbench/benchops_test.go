@@ -283,6 +283,12 @@ func TestBenchStepOpsParallel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Probed again after the steps: the best of all readings is the
+		// core's peak, even if the first probes shared their core.
+		best := core
+		for range 3 {
+			best = max(best, kernels.PeakGFLOPS(1, 20*time.Millisecond))
+		}
 		rows := map[string]OpTime{}
 		var share, gflop float64
 		for _, o := range r.Ops {
@@ -292,7 +298,7 @@ func TestBenchStepOpsParallel(t *testing.T) {
 			if o.GFLOP != fl[o.Name]/1e9 {
 				t.Errorf("%d threads: %s holds %v GFLOP, one pass %v", threads, o.Name, o.GFLOP, fl[o.Name]/1e9)
 			}
-			if o.PctPeak > 1 || o.KernelPctPeak > 1 {
+			if o.GFLOPS > best || o.KernelPctPeak*core > best {
 				t.Errorf("%d threads: %s reads %.0f%% of the peak (micro-kernel %.0f%%)", threads, o.Name, 100*o.PctPeak, 100*o.KernelPctPeak)
 			}
 			if o.GFLOP > 0 && math.Abs(o.PctPeak-o.GFLOP/(o.PassMS/1000)/(peak/float64(threads))) > 1e-9 {
@@ -308,8 +314,10 @@ func TestBenchStepOpsParallel(t *testing.T) {
 			t.Errorf("%d threads: shares sum to %v", threads, share)
 		}
 		// The second replica's pass is no longer "other": what is left is
-		// the pool's dispatch and clock reads.
-		if o := rows[OpOther]; o.Share > 0.2 {
+		// the pool's dispatch and clock reads, and on two threads the
+		// time the faster pass waits for the slower (more where another
+		// process shares a core).
+		if o := rows[OpOther]; o.Share > []float64{0.2, 0.45}[threads-1] {
 			t.Errorf("%d threads: other is %.1f%% of the step", threads, 100*o.Share)
 		}
 		if want := r.FLOPsPerToken * float64(6*cfg.SeqLen) / 1e9; math.Abs(gflop-want) > 1e-9*want {
