@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -177,6 +178,9 @@ func Configs(o Options) ([]Point, []config.Config, error) {
 		return nil, nil, fmt.Errorf("sweep: --steps must be >= 0, got %d", o.Steps)
 	}
 	for _, a := range o.Axes {
+		if a.Path == "train.steps" && o.Steps > 0 {
+			return nil, nil, fmt.Errorf("sweep: --set train.steps=%s and --steps %d: --steps would give every point %d steps; drop one", strings.Join(a.Values, ","), o.Steps, o.Steps)
+		}
 		seen := map[string]int{}
 		for i, v := range a.Values {
 			if j, ok := seen[safeName(v)]; ok {
@@ -227,6 +231,9 @@ func prepareOut(out string, points []Point, axes []Axis, steps int) error {
 	if err != nil {
 		return fmt.Errorf("sweep: --out: %w", err)
 	}
+	if err := sameSteps(out, steps); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
@@ -239,6 +246,31 @@ func prepareOut(out string, points []Point, axes []Axis, steps int) error {
 	}
 	if err := atomicfile.WriteFile(filepath.Join(out, Marker), append(b, '\n')); err != nil {
 		return fmt.Errorf("sweep: %w", err)
+	}
+	return nil
+}
+
+// sameSteps refuses a sweep of --steps steps into out when out's Marker
+// records other steps: its finished points would resume with the LR
+// schedule of the new length after steps of the old one (neither sweep's
+// runs). No Marker (a new sweep, or one of an earlier kestrel) passes.
+func sameSteps(out string, steps int) error {
+	path := filepath.Join(out, Marker)
+	b, err := fileguard.ReadFile(path, 1<<20)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	var m struct {
+		Steps *int `json:"steps"`
+	}
+	if err == nil {
+		err = json.Unmarshal(b, &m)
+	}
+	if err != nil {
+		return fmt.Errorf("sweep: --out: %s: %w", path, err)
+	}
+	if m.Steps != nil && *m.Steps != steps {
+		return fmt.Errorf("sweep: --out %s is a sweep of --steps %d; --steps %d would resume its runs on another LR schedule: use another --out, or --steps %d", out, *m.Steps, steps, *m.Steps)
 	}
 	return nil
 }

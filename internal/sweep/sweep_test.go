@@ -428,3 +428,40 @@ func write(t *testing.T, path, s string) {
 		t.Fatal(err)
 	}
 }
+
+// TestSweepStepsChanged: the same sweep with another --steps is refused
+// before anything is trained (its finished points would go on under
+// another LR schedule), naming both; the same --steps resumes; --steps
+// beside a --set of train.steps (which it would override) is refused; a
+// sweep.json that is not JSON is an error naming it.
+func TestSweepStepsChanged(t *testing.T) {
+	axes, err := ParseSet([]string{"optim.lr=1e-3,2e-3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "sweep")
+	noop := func(context.Context, config.Config, string, *slog.Logger) error { return nil }
+	o := Options{Base: testrun.Bytes(), Axes: axes, Steps: 5, Out: out, Train: noop, Logger: testrun.Quiet()}
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Errorf("same --steps again: %v", err)
+	}
+	o.Steps, o.Train = 10, failTrain(t)
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "a sweep of --steps 5; --steps 10") {
+		t.Errorf("--steps 10 after 5: err %v", err)
+	}
+	steps, err := ParseSet([]string{"train.steps=100,200"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), Options{Base: testrun.Bytes(), Axes: steps, Steps: 300, Out: t.TempDir(), Train: failTrain(t)}); err == nil ||
+		!strings.Contains(err.Error(), "--set train.steps=100,200 and --steps 300") {
+		t.Errorf("--set train.steps with --steps: err %v", err)
+	}
+	write(t, filepath.Join(out, Marker), "{")
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), Marker) {
+		t.Errorf("corrupt %s: err %v", Marker, err)
+	}
+}
