@@ -229,13 +229,14 @@ func BenchStep(ctx context.Context, opt StepBenchOptions) (StepBench, error) {
 }
 
 // StepBenchFromRun is the benchmark of a run config's model: its [model]
-// section, train.micro_batch sequences per pass (else train.batch_size),
+// section, train.micro_batch sequences per pass (at most, and else,
+// train.batch_size),
 // train.parallel_micro_batches passes side by side (at most the step's
 // micro-batches) and train.peak_gflops.
 func StepBenchFromRun(m model.Config, t train.Config, steps, warmup int) StepBenchOptions {
 	o := StepBenchOptions{Model: m, Batch: t.BatchSize, Steps: steps, Warmup: warmup, PeakGFLOPS: t.PeakGFLOPS, Precision: t.Precision}
 	if t.MicroBatch > 0 {
-		o.Batch = t.MicroBatch
+		o.Batch = min(t.MicroBatch, t.BatchSize) // training caps it at the batch too
 	}
 	o.Parallel = min(max(1, t.ParallelMicroBatches), (t.BatchSize+o.Batch-1)/o.Batch)
 	return o

@@ -110,13 +110,18 @@ func TestBenchStepThreads(t *testing.T) {
 	}
 }
 
-// TestStepBenchFromRun takes the micro-batch when set, else the global batch.
+// TestStepBenchFromRun takes the micro-batch when set (at most the global
+// batch, as training caps it), else the global batch; and of
+// parallel_micro_batches at most the step's micro-batches.
 func TestStepBenchFromRun(t *testing.T) {
-	for _, tc := range []struct{ global, micro, want int }{{12, 0, 12}, {12, 4, 4}} {
+	for _, tc := range []struct{ global, micro, par, want, wantPar int }{
+		{12, 0, 1, 12, 1}, {12, 4, 1, 4, 1}, {12, 24, 1, 12, 1},
+		{12, 6, 2, 6, 2}, {12, 6, 4, 6, 2}, {12, 5, 4, 5, 3}, {12, 0, 2, 12, 1}, {12, 24, 2, 12, 1},
+	} {
 		c := train.DefaultConfig()
-		c.BatchSize, c.MicroBatch, c.PeakGFLOPS = tc.global, tc.micro, 42
+		c.BatchSize, c.MicroBatch, c.ParallelMicroBatches, c.PeakGFLOPS = tc.global, tc.micro, tc.par, 42
 		o := StepBenchFromRun(model.DefaultConfig(), c, 3, 1)
-		if o.Batch != tc.want || o.PeakGFLOPS != 42 || o.Steps != 3 || o.Warmup != 1 || o.Model != model.DefaultConfig() {
+		if o.Batch != tc.want || o.Parallel != tc.wantPar || o.PeakGFLOPS != 42 || o.Steps != 3 || o.Warmup != 1 || o.Model != model.DefaultConfig() {
 			t.Errorf("batch %d micro %d: %+v", tc.global, tc.micro, o)
 		}
 	}
