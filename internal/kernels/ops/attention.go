@@ -361,7 +361,7 @@ type softmaxRowStats struct {
 
 // blockFused is block's runs path for T ≤ 64 on softmaxRows512: the rows
 // in one routine, a row it leaves (a NaN, or a maximum of ±0 or ±Inf)
-// through runRow, then the entropies eight rows at a time.
+// through runRow, then the entropies eight rows at a time (entropyRows).
 func (k *softmaxTask) blockFused(S []float32, bh int, seg []int32) {
 	T := k.T
 	var los [64]int32
@@ -386,23 +386,12 @@ func (k *softmaxTask) blockFused(S []float32, bh int, seg []int32) {
 	if !ent {
 		return
 	}
-	// entropyRows' expression, eight rows a log8
-	mx, en := k.rowMax[bh*T:(bh+1)*T], k.rowEnt[bh*T:(bh+1)*T]
-	copy(mx, st.mx[:T])
-	var sum, ln [8]float64
-	for t0 := 0; t0 < T; t0 += 8 {
-		n := min(8, T-t0)
-		for i := range 8 {
-			sum[i] = 1
-			if i < n {
-				sum[i] = float64(st.sum[t0+i])
-			}
-		}
-		log8(&sum, &ln)
-		for i := range n {
-			en[t0+i] = mx[t0+i] + float32(ln[i]) - st.ps[t0+i]
-		}
+	copy(k.rowMax[bh*T:(bh+1)*T], st.mx[:T])
+	var er entropyRows
+	for t := range T {
+		er.add(k.rowMax, k.rowEnt, bh*T+t, st.sum[t], st.ps[t])
 	}
+	er.flush(k.rowMax, k.rowEnt)
 }
 
 // entropyRows gathers the entropies of up to 8 softmax rows, rowEnt[r] =

@@ -10,18 +10,12 @@ func expShiftSumAVX2(dst, src []float32, mx float32) float32
 
 var useExpAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
-// expShiftSumAVX512 is expShiftSumAVX2 16 lanes at a time
-// (expsum_amd64.s), bit-identical to it: same lanes, same sum order.
-//
-//go:noescape
-func expShiftSumAVX512(dst, src []float32, mx float32) float32
-
 // expShiftSumAVX512All is expShiftSum over the whole of src on AVX-512
-// (expsum_amd64.s): expShiftSumAVX512's blocks, then the last len(src)
-// mod 8 terms in one masked block with expShiftSumGo's unfused
-// arithmetic, summed in order and added last as
-// expShiftSumGo's sum of them is: bit-identical to expShiftSum's AVX2 +
-// Go tail, without a scalar exponential.
+// (expsum_amd64.s): expShiftSumAVX2's blocks 16 lanes at a time (the
+// same lanes, the same sum order), then the last len(src) mod 8 terms in
+// one masked block with expShiftSumGo's unfused arithmetic, summed in
+// order and added last as expShiftSumGo's sum of them is: bit-identical
+// to expShiftSum's AVX2 + Go tail, without a scalar exponential.
 //
 //go:noescape
 func expShiftSumAVX512All(dst, src []float32, mx float32) float32
@@ -42,12 +36,7 @@ func expShiftSum(dst, src []float32, mx float32) float32 {
 	}
 	dst = dst[:len(src)]
 	n := len(src) &^ 7
-	var s float32
-	if useExpAVX512 {
-		s = expShiftSumAVX512(dst[:n], src[:n], mx)
-	} else {
-		s = expShiftSumAVX2(dst[:n], src[:n], mx)
-	}
+	s := expShiftSumAVX2(dst[:n], src[:n], mx)
 	return s + expShiftSumGo(dst[n:], src[n:], mx)
 }
 

@@ -275,7 +275,7 @@ sdone:
 	VMULPS Z2, Z4, Z4
 
 // EXPSHIFT16 is Z4 = e^(max(Z1 − Z0, expMin)) (Z0 the row maximum),
-// the terms of expShiftSumAVX512 (clobbers Z1–Z3).
+// the terms of expShiftSumAVX512All's blocks (clobbers Z1–Z3).
 #define EXPSHIFT16 \
 	VSUBPS Z0, Z1, Z1; \
 	VMAXPS Z16, Z1, Z1; \
@@ -290,57 +290,6 @@ sdone:
 	EXP16; \
 	VADDPS Z27, Z4, Z4; \
 	VDIVPS Z4, Z27, Z5
-
-// func expShiftSumAVX512(dst, src []float32, mx float32) float32
-// expShiftSumAVX2 over len(src) rounded down to a multiple of 8, 16 lanes
-// at a time. The sum stays in an 8-lane accumulator that receives the low
-// half of each 16-lane block and then the high half — the blocks of 8 in
-// the order the AVX2 loop adds them — and is reduced as it reduces its
-// own, so the returned sum is bit-identical too. A last block of 8 runs
-// in the low half (a VEX load zeroes the upper lanes). The full blocks
-// load and store without a mask: a masked store to a line not in cache
-// ran 3–4× slower on the 2-core AVX-512 machine (AMD Zen 5).
-TEXT ·expShiftSumAVX512(SB), NOSPLIT, $0-60
-	MOVQ dst_base+0(FP), DI
-	MOVQ src_base+24(FP), SI
-	MOVQ src_len+32(FP), DX
-	SHRQ $3, DX
-	MOVQ DX, CX
-	SHRQ $1, CX
-	VBROADCASTSS mx+48(FP), Z0
-	EXP16CONSTS
-	VXORPS Y13, Y13, Y13
-	TESTQ CX, CX
-	JZ tail8
-
-loop16:
-	VMOVUPS (SI), Z1
-	EXPSHIFT16
-	VMOVUPS Z4, (DI)
-	VADDPS Y4, Y13, Y13
-	VEXTRACTF32X8 $1, Z4, Y5
-	VADDPS Y5, Y13, Y13
-	ADDQ $64, SI
-	ADDQ $64, DI
-	DECQ CX
-	JNZ loop16
-
-tail8:
-	TESTQ $1, DX
-	JZ done16
-	VMOVUPS (SI), Y1
-	EXPSHIFT16
-	VMOVUPS Y4, (DI)
-	VADDPS Y4, Y13, Y13
-
-done16:
-	VEXTRACTF128 $1, Y13, X1
-	VADDPS X1, X13, X13
-	VHADDPS X13, X13, X13
-	VHADDPS X13, X13, X13
-	VZEROUPPER
-	MOVSS X13, ret+56(FP)
-	RET
 
 // EXP16GO is EXP16 as expShiftSumGo computes it: every product and sum
 // rounded on its own (no fused multiply-add; the Go compiler fuses none
@@ -373,8 +322,14 @@ done16:
 	VMULPS Z2, Z4, Z4
 
 // func expShiftSumAVX512All(dst, src []float32, mx float32) float32
-// expShiftSumAVX512 over the whole of src: its blocks of 16 and 8, then
-// the last len(src) mod 8 terms in one masked block (EXP16GO: the terms
+// expShiftSumAVX2 over the whole of src, 16 lanes at a time: the sum
+// stays in an 8-lane accumulator that receives the low half of each
+// 16-lane block and then the high half — the blocks of 8 in the order the
+// AVX2 loop adds them — and is reduced as it reduces its own; a last
+// block of 8 runs in the low half (a VEX load zeroes the upper lanes).
+// The full blocks load and store without a mask: a masked store to a
+// line not in cache ran 3–4× slower on the 2-core AVX-512 machine (AMD
+// Zen 5). Then the last len(src) mod 8 terms in one masked block (EXP16GO: the terms
 // of expShiftSumGo, which are not always the FMA blocks') summed one after another
 // from +0 and added to the blocks' sum last, as expShiftSum adds the Go
 // tail's sum: bit-identical to it. The tail's loads and stores are masked
@@ -452,7 +407,7 @@ alldone:
 // func sigmoidAVX512(dst, src []float32)
 // sigmoidAVX2 over len(src) rounded down to a multiple of 8, 16 lanes at
 // a time (a last block of 8 in the low half): the same instructions per
-// lane, so bit-identical to it. No masked stores (see expShiftSumAVX512):
+// lane, so bit-identical to it. No masked stores (see expShiftSumAVX512All):
 // dst is usually an activation buffer last written a whole pass ago, and
 // with masked stores this loop ran at a third of the speed on such lines.
 TEXT ·sigmoidAVX512(SB), NOSPLIT, $0-48

@@ -13,7 +13,7 @@ import "golang.org/x/sys/cpu"
 //     whose maximum is ±0 — a tie the Go loop resolves to +0 — or ±Inf is
 //     not done, see below);
 //   - the exponentials of the blocks of 16, then of 8, with the fused
-//     multiply-adds of expShiftSumAVX512, summed into 8 lanes (a block of
+//     multiply-adds of expShiftSumAVX512All, summed into 8 lanes (a block of
 //     16's low half, then its high half; the block of 8), the 8 lanes
 //     reduced as hi+lo then two horizontal adds; the last n mod 8 terms
 //     with expShiftSumGo's unfused arithmetic, summed one after another
