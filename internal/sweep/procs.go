@@ -47,18 +47,18 @@ func runProcesses(ctx context.Context, o Options, points []Point, cfgs []config.
 			break
 		}
 		started[i] = true
-		cfgPath := filepath.Join(o.Out, configsDir, p.Name+".toml")
+		cfgPath, dir := filepath.Join(cd, p.Name+".toml"), Dir(o.Out, p)
 		if err := config.WriteFile(cfgPath, cfgs[i]); err != nil {
 			errs[i] = err
 			<-sem
 			continue
 		}
-		log.Info("sweep: run", "n", i+1, "of", len(points), "name", p.Name, "dir", Dir(o.Out, p), "log", Dir(o.Out, p)+".log")
+		log.Info("sweep: run", "n", i+1, "of", len(points), "name", p.Name, "dir", dir, "log", dir+".log")
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			errs[i] = trainProcess(ctx, bin, cfgPath, Dir(o.Out, p), Dir(o.Out, p)+".log")
+			errs[i] = trainProcess(ctx, bin, cfgPath, dir, dir+".log")
 			if errs[i] != nil {
 				log.Warn("sweep: run failed", "name", p.Name, "err", errs[i])
 			}

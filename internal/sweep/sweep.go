@@ -307,15 +307,13 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	errs := make([]error, len(points))
+	started := make([]bool, len(points))
 	if o.Parallel > 1 {
 		if p := o.Base.Train.ParallelMicroBatches; p > 1 {
 			log.Info("sweep: --parallel trains each point on one thread, so its train.parallel_micro_batches passes take turns on it (the same results as --parallel 1; each point's log warns of it)",
 				"parallel", o.Parallel, "parallel_micro_batches", p)
 		}
-	}
-	errs := make([]error, len(points))
-	started := make([]bool, len(points))
-	if o.Parallel > 1 {
 		err = runProcesses(ctx, o, points, cfgs, started, errs, log)
 	} else {
 		err = runHere(ctx, o, points, cfgs, started, errs, log)

@@ -18,10 +18,7 @@ func (l *Loader) MixWeights(step int) []float64 {
 // force). It implements datasrc.MixStager.
 func (l *Loader) MixStage(step int) (entry int, ramp float64) {
 	st := &l.mix.stages[l.stageAtStep(step)]
-	if st.ramp {
-		return st.cfg, st.rampAt
-	}
-	return st.cfg, 0
+	return st.cfg, st.rampAt // rampAt is 0 outside a ramp step
 }
 
 // stageAtStep is the index in l.mix.stages of the mixture stage in force

@@ -26,9 +26,10 @@ var binaryVersion = func() string { return buildinfo.Describe() + " " + buildinf
 // protects against, so a changed eval file (a fixed item, a new version
 // of the benchmark) makes prepare decontaminate again even when its size
 // and time look the same.
-// raw is the config as given (its paths as the user wrote them, so a moved
-// data directory fingerprints the same), cfg the same with its paths
-// resolved, which the eval files are read from.
+// raw is the config as given (its rendering is hashed with the paths as
+// the user wrote them), cfg the same with its paths resolved, which the
+// input and eval files are read from (and hashed by: their resolved paths
+// are part of the fingerprint).
 func fingerprint(raw, cfg Config, inputs [][]corpus.Input, strict bool) (string, error) {
 	h := sha256.New()
 	b, err := toml.Marshal(raw)
@@ -75,12 +76,11 @@ func fingerprint(raw, cfg Config, inputs [][]corpus.Input, strict bool) (string,
 	if cfg.Decontam.Enabled {
 		for _, set := range cfg.Decontam.Index.EvalSets {
 			for _, path := range set.Paths {
-				e := path
-				fh, err := runlog.HashFile(e)
+				fh, err := runlog.HashFile(path)
 				if err != nil {
 					return "", fmt.Errorf("prepare: fingerprint: prepare.decontam eval set %s: %w", set.Name, err)
 				}
-				fmt.Fprintf(h, "eval %s\t%s\t%s\n", set.Name, e, fh)
+				fmt.Fprintf(h, "eval %s\t%s\t%s\n", set.Name, path, fh)
 			}
 		}
 	}
