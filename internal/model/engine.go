@@ -26,16 +26,12 @@ type Model struct {
 	// start its all-reduce while the rest of backward runs.
 	GradsReady func(lo, hi int)
 
-	tensors []Tensor
-	byName  map[string]int
-	p, g    weights // views into Params and Grads
-
-	hd, qkvDim, attDim int
+	geometry         // derived from Cfg by New, never written after: replicas share it
+	p, g     weights // views into Params and Grads
 
 	a        arena
 	outN     int // positions whose logits the last Forward left in a.logits (0: none)
 	headRows int // rows per chunk of the training head before rounding to kc (0: headChunkBytes of logits; head.go)
-	cos, sin []float32
 	vit      Vitals
 	attn     ops.Attention
 	lastB    int
@@ -60,6 +56,17 @@ type Model struct {
 	Trace OpTracer
 }
 
+// geometry is the part of a Model that New derives from its config and
+// nothing writes after: the tensors' places, the head sizes and the RoPE
+// tables. A Replica shares it whole, so a field added here is shared and
+// one added to Model itself is each replica's own.
+type geometry struct {
+	tensors            []Tensor
+	byName             map[string]int
+	hd, qkvDim, attDim int
+	cos, sin           []float32
+}
+
 // layerW holds the views of one block's parameters (or gradients).
 type layerW struct {
 	ln1, qkv, wo, qn, kn, ln2, gu, down []float32
@@ -78,7 +85,7 @@ func New(cfg Config, seed uint64) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("model config: %w", err)
 	}
-	m := &Model{Cfg: cfg, byName: map[string]int{}}
+	m := &Model{Cfg: cfg, geometry: geometry{byName: map[string]int{}}}
 	m.hd, m.attDim, m.qkvDim = cfg.dims()
 	var off int
 	m.tensors, off = cfg.layout()

@@ -20,8 +20,7 @@ func (m *Model) Replica() (*Model, error) {
 	if m.Cfg.MoEEvery > 0 {
 		return nil, errors.New("model: a mixture-of-experts model has no replicas (its routing statistics sum a step's micro-batches inside one model)")
 	}
-	r := &Model{Cfg: m.Cfg, Params: m.Params, tensors: m.tensors, byName: m.byName, p: m.p,
-		hd: m.hd, qkvDim: m.qkvDim, attDim: m.attDim, headRows: m.headRows, cos: m.cos, sin: m.sin, prec: m.prec}
+	r := &Model{Cfg: m.Cfg, Params: m.Params, geometry: m.geometry, p: m.p, headRows: m.headRows, prec: m.prec}
 	r.Grads = kernels.MakeBuffer(len(m.Grads))
 	r.g = r.views(r.Grads)
 	r.vit = newVitals(m.Cfg)

@@ -192,7 +192,7 @@ func StateBuffers(n int) int {
 // storing reports whether this step runs the storing pass 1 and the
 // swapping pass 2, and makes their buffers: AdamW, AdamC and NAdamW (not
 // Muon), at most storeMaxParams parameters, the four-stream kernels there.
-func (o *AdamW) storing(n int, k *adamConsts) bool {
+func (o *AdamW) storing(n int) bool {
 	if o.muon != nil || n > storeMaxParams || len(o.M) != n || !useAVX512 {
 		return false
 	}
@@ -403,10 +403,9 @@ func (o *AdamW) StepEMA(params, grads []float32, loss, lr float64, ema *EMA) (Re
 	k1 := adamConsts{gs: gs, b1: b1, c1: 1 - b1, b2: b2, c2: 1 - b2, ib1: ib1, ib2: ib2, eps: eps}
 	// The variants of the AdamW direction: NAdamW's Nesterov numerator
 	// (nadamw.go) and AdamC's weight decay scaled by lr/optim.lr.
-	dir, commit, wdScale := adamDir, adamCommit, 1.0
+	wdScale := 1.0
 	switch c.Name {
 	case "nadamw":
-		dir, commit = nadamDir, nadamCommit
 		k1.cg, k1.cm = o.nadamCoeffs(o.Steps + 1)
 		k1.nesterov = true
 	case "adamc":
@@ -432,8 +431,8 @@ func (o *AdamW) StepEMA(params, grads []float32, loss, lr float64, ema *EMA) (Re
 		// first; pass 1 below only sums their squares.
 		o.muonDirections(params, grads, gs)
 	}
-	store := o.storing(len(params), &k1)
-	o.dirPass(params, grads, &k1, dir, wdScale, store)
+	store := o.storing(len(params))
+	o.dirPass(params, grads, &k1, wdScale, store)
 	r.UpdateNorm, r.ParamNorm = math.Sqrt(o.sumParts(1)), math.Sqrt(o.sumParts(2))
 	if math.IsNaN(r.UpdateNorm) || math.IsInf(r.UpdateNorm, 0) {
 		return r, fmt.Errorf("update norm is %v: %w", r.UpdateNorm, ErrNonFinite)
@@ -470,7 +469,7 @@ func (o *AdamW) StepEMA(params, grads []float32, loss, lr float64, ema *EMA) (Re
 		o.commitStore(params, step, ema)
 		r.EMAFolded = ema != nil
 	} else {
-		o.commitPass(params, grads, &k2, commit, wdScale)
+		o.commitPass(params, grads, &k2, wdScale)
 	}
 	o.Steps++
 	if tel {
@@ -698,12 +697,12 @@ func (o *AdamW) gradNormPass(grads []float32) {
 // dirPass is pass 1: each chunk's sums of squares of the update direction
 // and of θ into columns 1 and 2 of the partial sums, and (telemetry on)
 // each segment's squares into segPart. Nothing is written to M, V or θ.
-func (o *AdamW) dirPass(params, grads []float32, k1 *adamConsts, dir dirFunc, wdScale float64, store bool) {
+func (o *AdamW) dirPass(params, grads []float32, k1 *adamConsts, wdScale float64, store bool) {
 	tel := !o.noTelemetry
 	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
-		// One kc and acc per task, not per segment: passed by pointer to
-		// a func value (dir), they escape to the heap (182 allocations a
-		// step on the shakespeare-char layout when they were per segment).
+		// One kc and acc per task, not per segment: they escaped to the
+		// heap when the kernel was a func value (182 allocations a step on
+		// the shakespeare-char layout when they were per segment).
 		var kc adamConsts
 		var acc [6]float64
 		for c := c0; c < c1; c++ {
@@ -732,7 +731,7 @@ func (o *AdamW) dirPass(params, grads []float32, k1 *adamConsts, dir dirFunc, wd
 					lo, hi := sg.lo, sg.hi
 					adamDirStore(mode, grads[lo:hi], o.M[lo:hi], o.V[lo:hi], params[lo:hi], o.m2[lo:hi], o.v2[lo:hi], o.u[lo:hi], &kc, &acc)
 				} else {
-					dir(mode, grads[sg.lo:sg.hi], o.M[sg.lo:sg.hi], o.V[sg.lo:sg.hi], params[sg.lo:sg.hi], &kc, &acc)
+					adamDir(mode, grads[sg.lo:sg.hi], o.M[sg.lo:sg.hi], o.V[sg.lo:sg.hi], params[sg.lo:sg.hi], &kc, &acc)
 				}
 				un, pn = acc[0], acc[1]
 				switch mode {
@@ -751,7 +750,7 @@ func (o *AdamW) dirPass(params, grads []float32, k1 *adamConsts, dir dirFunc, wd
 }
 
 // commitPass is pass 2: the new moments and parameters.
-func (o *AdamW) commitPass(params, grads []float32, k2 *adamConsts, commit commitFunc, wdScale float64) {
+func (o *AdamW) commitPass(params, grads []float32, k2 *adamConsts, wdScale float64) {
 	step := k2.step
 	kernels.ParallelFor(len(o.chunks), 1, func(c0, c1 int) {
 		var kc adamConsts // one a task: it escapes (see dirPass)
@@ -767,14 +766,8 @@ func (o *AdamW) commitPass(params, grads []float32, k2 *adamConsts, commit commi
 				}
 				kc = *k2
 				kc.wd = sg.wd * wdScale
-				commit(grads[sg.lo:sg.hi], mm, o.V[sg.lo:sg.hi], pp, &kc)
+				adamCommit(grads[sg.lo:sg.hi], mm, o.V[sg.lo:sg.hi], pp, &kc)
 			}
 		}
 	})
 }
-
-// dirFunc and commitFunc are the per-segment kernels of pass 1 and pass 2.
-type (
-	dirFunc    func(mode int, g, m, v, p []float32, k *adamConsts, acc *[6]float64)
-	commitFunc func(g, m, v, p []float32, k *adamConsts)
-)

@@ -75,7 +75,8 @@ func sumSquares8(x *[8][]float32, acc *[8]float64) bool {
 	return true
 }
 
-// adamDir is pass 1 of the step over one segment (see adamDirGo).
+// adamDir is pass 1 of the step over one segment (see adamDirGo): NAdamW's
+// kernel with k.nesterov, else AdamW's.
 func adamDir(mode int, g, m, v, p []float32, k *adamConsts, acc *[6]float64) {
 	n := len(g) &^ 7
 	if !useAVX512 || n == 0 {
@@ -83,11 +84,16 @@ func adamDir(mode int, g, m, v, p []float32, k *adamConsts, acc *[6]float64) {
 		return
 	}
 	_, _, _ = m[len(g)-1], v[len(g)-1], p[len(g)-1]
-	adamDirAVX512(mode, &g[0], &m[0], &v[0], &p[0], n, k, acc)
+	if k.nesterov {
+		nadamDirAVX512(mode, &g[0], &m[0], &v[0], &p[0], n, k, acc)
+	} else {
+		adamDirAVX512(mode, &g[0], &m[0], &v[0], &p[0], n, k, acc)
+	}
 	adamDirGo(mode, g[n:], m[n:], v[n:], p[n:], k, acc)
 }
 
-// adamCommit is pass 2 of the step over one segment (see adamCommitGo).
+// adamCommit is pass 2 of the step over one segment (see adamCommitGo):
+// NAdamW's kernel with k.nesterov, else AdamW's.
 func adamCommit(g, m, v, p []float32, k *adamConsts) {
 	n := len(g) &^ 7
 	if !useAVX512 || n == 0 {
@@ -95,32 +101,11 @@ func adamCommit(g, m, v, p []float32, k *adamConsts) {
 		return
 	}
 	_, _, _ = m[len(g)-1], v[len(g)-1], p[len(g)-1]
-	adamCommitAVX512(&g[0], &m[0], &v[0], &p[0], n, k)
-	adamCommitGo(g[n:], m[n:], v[n:], p[n:], k)
-}
-
-// nadamDir is pass 1 of a NAdamW step over one segment (see adamDirGo, with k.nesterov).
-func nadamDir(mode int, g, m, v, p []float32, k *adamConsts, acc *[6]float64) {
-	n := len(g) &^ 7
-	if !useAVX512 || n == 0 {
-		adamDirGo(mode, g, m, v, p, k, acc)
-		return
+	if k.nesterov {
+		nadamCommitAVX512(&g[0], &m[0], &v[0], &p[0], n, k)
+	} else {
+		adamCommitAVX512(&g[0], &m[0], &v[0], &p[0], n, k)
 	}
-	_, _, _ = m[len(g)-1], v[len(g)-1], p[len(g)-1]
-	nadamDirAVX512(mode, &g[0], &m[0], &v[0], &p[0], n, k, acc)
-	adamDirGo(mode, g[n:], m[n:], v[n:], p[n:], k, acc)
-}
-
-// nadamCommit is pass 2 of a NAdamW step over one segment (see
-// adamCommitGo, with k.nesterov).
-func nadamCommit(g, m, v, p []float32, k *adamConsts) {
-	n := len(g) &^ 7
-	if !useAVX512 || n == 0 {
-		adamCommitGo(g, m, v, p, k)
-		return
-	}
-	_, _, _ = m[len(g)-1], v[len(g)-1], p[len(g)-1]
-	nadamCommitAVX512(&g[0], &m[0], &v[0], &p[0], n, k)
 	adamCommitGo(g[n:], m[n:], v[n:], p[n:], k)
 }
 

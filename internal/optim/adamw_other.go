@@ -15,12 +15,6 @@ func adamDir(mode int, g, m, v, p []float32, k *adamConsts, acc *[6]float64) {
 
 func adamCommit(g, m, v, p []float32, k *adamConsts) { adamCommitGo(g, m, v, p, k) }
 
-func nadamDir(mode int, g, m, v, p []float32, k *adamConsts, acc *[6]float64) {
-	adamDirGo(mode, g, m, v, p, k, acc)
-}
-
-func nadamCommit(g, m, v, p []float32, k *adamConsts) { adamCommitGo(g, m, v, p, k) }
-
 func adamDirStore(mode int, g, m, v, p, m2, v2, u []float32, k *adamConsts, acc *[6]float64) {
 	adamDirStoreGo(mode, g, m, v, p, m2, v2, u, k, acc)
 }

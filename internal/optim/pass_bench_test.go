@@ -48,11 +48,11 @@ func BenchmarkAdamWPasses(b *testing.B) {
 		fn   func()
 	}{
 		{"gradnorm", func() { o.gradNormPass(g) }},
-		{"dir", func() { o.dirPass(p, g, &k, adamDir, 1, false) }},
-		{"dir-store", func() { o.dirPass(p, g, &k, adamDir, 1, o.storing(len(p), &k)) }},
+		{"dir", func() { o.dirPass(p, g, &k, 1, false) }},
+		{"dir-store", func() { o.dirPass(p, g, &k, 1, o.storing(len(p))) }},
 		{"theta", func() { o.commitStore(p, 1e-9, nil) }},
 		{"theta-ema", func() { o.commitStore(p, 1e-9, ema) }},
-		{"commit", func() { o.commitPass(p, g, &k, adamCommit, 1) }},
+		{"commit", func() { o.commitPass(p, g, &k, 1) }},
 		{"ema", func() { ema.Update(p) }},
 		{"step", func() {
 			if _, err := o.Step(p, g, 1, 1e-9); err != nil {

@@ -282,10 +282,10 @@ func (s *Set) Fold(sq []float64) {
 	g := s.reps[0].Grads
 	nb := (len(g) + blockLen - 1) / blockLen
 	P := len(s.reps)
-	f.srcs = f.srcs[:0]
+	f.srcs, f.ids = f.srcs[:0], append(f.ids[:0], 0)
 	for r := 1; r < P; r++ {
 		if s.ran[r] {
-			f.srcs = append(f.srcs, s.reps[r].Grads)
+			f.srcs, f.ids = append(f.srcs, s.reps[r].Grads), append(f.ids, r)
 		}
 	}
 	f.dst, f.norms, f.p = g, sq != nil, P
@@ -299,26 +299,12 @@ func (s *Set) Fold(sq []float64) {
 	}
 	if f.norms {
 		for k := 0; k < nb; k++ {
-			for i := 0; i <= len(f.srcs); i++ {
-				sq[s.index(i)] += f.parts[k*P+i]
+			for i, r := range f.ids {
+				sq[r] += f.parts[k*P+i]
 			}
 		}
 	}
 	f.dst, f.srcs = nil, f.srcs[:0]
-}
-
-// index is the replica of the i-th gradient Fold read (0: replica 0,
-// then the replicas that ran, in order).
-func (s *Set) index(i int) int {
-	for r := range s.reps {
-		if r == 0 || s.ran[r] {
-			if i == 0 {
-				return r
-			}
-			i--
-		}
-	}
-	return 0
 }
 
 // blockLen is the floats of one block of Fold (64 KiB: a few blocks of
@@ -332,6 +318,7 @@ const foldGrain = 4
 type foldTask struct {
 	dst   []float32
 	srcs  [][]float32
+	ids   []int // the replica of each gradient read: 0 (dst), then srcs'
 	norms bool
 	p     int       // replicas: the stride of parts
 	parts []float64 // [block][gradient] |block|², gradient 0 = dst before the sum
