@@ -9,6 +9,61 @@
 DATA elemOne<>+0(SB)/4, $0x3f800000
 GLOBL elemOne<>(SB), RODATA|NOPTR, $4
 
+// The loop bodies the AVX2 kernels run on Y registers and their AVX-512
+// twins on Z registers (and on Y for a last block of 8): the lanes at
+// offset R9 of each operand, the arguments naming the vector registers.
+
+// SWIGLU_FWD: h = (g·σ)·u (DI h, AX g, BX sg, DX u).
+#define SWIGLU_FWD(V0) \
+	VMOVUPS (AX)(R9*1), V0; \
+	VMULPS  (BX)(R9*1), V0, V0; \
+	VMULPS  (DX)(R9*1), V0, V0; \
+	VMOVUPS V0, (DI)(R9*1)
+
+// SWIGLU_BACK: du = (d·g)·σ, dg = ((d·u)·σ)·(1 + g·(1 − σ)) (DI dg, SI du,
+// AX d, BX g, DX u, R8 sg, V7 the ones).
+#define SWIGLU_BACK(V0, V1, V3, V4, V5, V6, V7) \
+	VMOVUPS (AX)(R9*1), V0; \
+	VMOVUPS (BX)(R9*1), V1; \
+	VMOVUPS (R8)(R9*1), V3; \
+	VMULPS  V1, V0, V4; \
+	VMULPS  V3, V4, V4; \
+	VMOVUPS V4, (SI)(R9*1); \
+	VMULPS  (DX)(R9*1), V0, V5; \
+	VMULPS  V3, V5, V5; \
+	VSUBPS  V3, V7, V6; \
+	VMULPS  V6, V1, V6; \
+	VADDPS  V6, V7, V6; \
+	VMULPS  V6, V5, V5; \
+	VMOVUPS V5, (DI)(R9*1)
+
+// RMS_SCALE: y = (x·r)·w (DI y, AX x, BX w, V7 r).
+#define RMS_SCALE(V0, V7) \
+	VMULPS  (AX)(R9*1), V7, V0; \
+	VMULPS  (BX)(R9*1), V0, V0; \
+	VMOVUPS V0, (DI)(R9*1)
+
+// RMS_TERMS: x̂ = x·r, t = (dy·w)·x̂, dw = dw + dy·x̂ (DI t, R8 dw, SI dy,
+// AX x, BX w, V7 r).
+#define RMS_TERMS(V0, V1, V2, V7) \
+	VMULPS  (AX)(R9*1), V7, V0; \
+	VMOVUPS (SI)(R9*1), V1; \
+	VMULPS  (BX)(R9*1), V1, V2; \
+	VMULPS  V0, V2, V2; \
+	VMOVUPS V2, (DI)(R9*1); \
+	VMULPS  V0, V1, V1; \
+	VADDPS  (R8)(R9*1), V1, V1; \
+	VMOVUPS V1, (R8)(R9*1)
+
+// RMS_APPLY_G: V1 = r·(dy·w − (x·r)·m) (SI dy, AX x, BX w, V6 r, V7 m).
+#define RMS_APPLY_G(V0, V1, V6, V7) \
+	VMULPS  (AX)(R9*1), V6, V0; \
+	VMULPS  V7, V0, V0; \
+	VMOVUPS (SI)(R9*1), V1; \
+	VMULPS  (BX)(R9*1), V1, V1; \
+	VSUBPS  V0, V1, V1; \
+	VMULPS  V6, V1, V1
+
 // func swigluFwdAVX2(h, g, sg, u []float32)
 // h = (g·σ)·u
 TEXT ·swigluFwdAVX2(SB), NOSPLIT, $0-96
@@ -22,10 +77,7 @@ TEXT ·swigluFwdAVX2(SB), NOSPLIT, $0-96
 	JZ   fwddone
 
 fwdloop:
-	VMOVUPS (AX)(R9*1), Y0
-	VMULPS  (BX)(R9*1), Y0, Y0
-	VMULPS  (DX)(R9*1), Y0, Y0
-	VMOVUPS Y0, (DI)(R9*1)
+	SWIGLU_FWD(Y0)
 	ADDQ    $32, R9
 	DECQ    CX
 	JNZ     fwdloop
@@ -50,19 +102,7 @@ TEXT ·swigluBackAVX2(SB), NOSPLIT, $0-144
 	JZ   backdone
 
 backloop:
-	VMOVUPS (AX)(R9*1), Y0
-	VMOVUPS (BX)(R9*1), Y1
-	VMOVUPS (R8)(R9*1), Y3
-	VMULPS  Y1, Y0, Y4
-	VMULPS  Y3, Y4, Y4
-	VMOVUPS Y4, (SI)(R9*1)
-	VMULPS  (DX)(R9*1), Y0, Y5
-	VMULPS  Y3, Y5, Y5
-	VSUBPS  Y3, Y7, Y6
-	VMULPS  Y6, Y1, Y6
-	VADDPS  Y6, Y7, Y6
-	VMULPS  Y6, Y5, Y5
-	VMOVUPS Y5, (DI)(R9*1)
+	SWIGLU_BACK(Y0, Y1, Y3, Y4, Y5, Y6, Y7)
 	ADDQ    $32, R9
 	DECQ    CX
 	JNZ     backloop
@@ -209,9 +249,7 @@ TEXT ·rmsScaleAVX2(SB), NOSPLIT, $0-76
 	JZ   rmsscaledone
 
 rmsscaleloop:
-	VMULPS  (AX)(R9*1), Y7, Y0
-	VMULPS  (BX)(R9*1), Y0, Y0
-	VMOVUPS Y0, (DI)(R9*1)
+	RMS_SCALE(Y0, Y7)
 	ADDQ    $32, R9
 	DECQ    CX
 	JNZ     rmsscaleloop
@@ -259,14 +297,7 @@ TEXT ·rmsBackTermsAVX2(SB), NOSPLIT, $0-124
 	JZ   rmstermsdone
 
 rmstermsloop:
-	VMULPS  (AX)(R9*1), Y7, Y0
-	VMOVUPS (SI)(R9*1), Y1
-	VMULPS  (BX)(R9*1), Y1, Y2
-	VMULPS  Y0, Y2, Y2
-	VMOVUPS Y2, (DI)(R9*1)
-	VMULPS  Y0, Y1, Y1
-	VADDPS  (R8)(R9*1), Y1, Y1
-	VMOVUPS Y1, (R8)(R9*1)
+	RMS_TERMS(Y0, Y1, Y2, Y7)
 	ADDQ    $32, R9
 	DECQ    CX
 	JNZ     rmstermsloop
@@ -293,12 +324,7 @@ TEXT ·rmsBackApplyAVX2(SB), NOSPLIT, $0-105
 	JZ   rmssetloop
 
 rmsaddloop:
-	VMULPS  (AX)(R9*1), Y6, Y0
-	VMULPS  Y7, Y0, Y0
-	VMOVUPS (SI)(R9*1), Y1
-	VMULPS  (BX)(R9*1), Y1, Y1
-	VSUBPS  Y0, Y1, Y1
-	VMULPS  Y6, Y1, Y1
+	RMS_APPLY_G(Y0, Y1, Y6, Y7)
 	VADDPS  (DI)(R9*1), Y1, Y1
 	VMOVUPS Y1, (DI)(R9*1)
 	ADDQ    $32, R9
@@ -307,12 +333,7 @@ rmsaddloop:
 	JMP     rmsapplydone
 
 rmssetloop:
-	VMULPS  (AX)(R9*1), Y6, Y0
-	VMULPS  Y7, Y0, Y0
-	VMOVUPS (SI)(R9*1), Y1
-	VMULPS  (BX)(R9*1), Y1, Y1
-	VSUBPS  Y0, Y1, Y1
-	VMULPS  Y6, Y1, Y1
+	RMS_APPLY_G(Y0, Y1, Y6, Y7)
 	VMOVUPS Y1, (DI)(R9*1)
 	ADDQ    $32, R9
 	DECQ    CX
@@ -427,10 +448,7 @@ TEXT ·swigluFwdAVX512(SB), NOSPLIT, $0-96
 	JZ   fwd512tail
 
 fwd512loop:
-	VMOVUPS (AX)(R9*1), Z0
-	VMULPS  (BX)(R9*1), Z0, Z0
-	VMULPS  (DX)(R9*1), Z0, Z0
-	VMOVUPS Z0, (DI)(R9*1)
+	SWIGLU_FWD(Z0)
 	ADDQ    $64, R9
 	DECQ    CX
 	JNZ     fwd512loop
@@ -438,10 +456,7 @@ fwd512loop:
 fwd512tail:
 	TESTQ $1, R8
 	JZ    fwd512done
-	VMOVUPS (AX)(R9*1), Y0
-	VMULPS  (BX)(R9*1), Y0, Y0
-	VMULPS  (DX)(R9*1), Y0, Y0
-	VMOVUPS Y0, (DI)(R9*1)
+	SWIGLU_FWD(Y0)
 
 fwd512done:
 	VZEROUPPER
@@ -466,19 +481,7 @@ TEXT ·swigluBackAVX512(SB), NOSPLIT, $0-144
 	JZ   back512tail
 
 back512loop:
-	VMOVUPS (AX)(R9*1), Z0
-	VMOVUPS (BX)(R9*1), Z1
-	VMOVUPS (R8)(R9*1), Z3
-	VMULPS  Z1, Z0, Z4
-	VMULPS  Z3, Z4, Z4
-	VMOVUPS Z4, (SI)(R9*1)
-	VMULPS  (DX)(R9*1), Z0, Z5
-	VMULPS  Z3, Z5, Z5
-	VSUBPS  Z3, Z7, Z6
-	VMULPS  Z6, Z1, Z6
-	VADDPS  Z6, Z7, Z6
-	VMULPS  Z6, Z5, Z5
-	VMOVUPS Z5, (DI)(R9*1)
+	SWIGLU_BACK(Z0, Z1, Z3, Z4, Z5, Z6, Z7)
 	ADDQ    $64, R9
 	DECQ    CX
 	JNZ     back512loop
@@ -486,19 +489,7 @@ back512loop:
 back512tail:
 	TESTQ $1, R10
 	JZ    back512done
-	VMOVUPS (AX)(R9*1), Y0
-	VMOVUPS (BX)(R9*1), Y1
-	VMOVUPS (R8)(R9*1), Y3
-	VMULPS  Y1, Y0, Y4
-	VMULPS  Y3, Y4, Y4
-	VMOVUPS Y4, (SI)(R9*1)
-	VMULPS  (DX)(R9*1), Y0, Y5
-	VMULPS  Y3, Y5, Y5
-	VSUBPS  Y3, Y7, Y6
-	VMULPS  Y6, Y1, Y6
-	VADDPS  Y6, Y7, Y6
-	VMULPS  Y6, Y5, Y5
-	VMOVUPS Y5, (DI)(R9*1)
+	SWIGLU_BACK(Y0, Y1, Y3, Y4, Y5, Y6, Y7)
 
 back512done:
 	VZEROUPPER
@@ -671,9 +662,7 @@ TEXT ·rmsScaleAVX512(SB), NOSPLIT, $0-76
 	JZ   rmsscale512tail
 
 rmsscale512loop:
-	VMULPS  (AX)(R9*1), Z7, Z0
-	VMULPS  (BX)(R9*1), Z0, Z0
-	VMOVUPS Z0, (DI)(R9*1)
+	RMS_SCALE(Z0, Z7)
 	ADDQ    $64, R9
 	DECQ    CX
 	JNZ     rmsscale512loop
@@ -681,9 +670,7 @@ rmsscale512loop:
 rmsscale512tail:
 	TESTQ $1, R8
 	JZ    rmsscale512done
-	VMULPS  (AX)(R9*1), Y7, Y0
-	VMULPS  (BX)(R9*1), Y0, Y0
-	VMOVUPS Y0, (DI)(R9*1)
+	RMS_SCALE(Y0, Y7)
 
 rmsscale512done:
 	VZEROUPPER
@@ -766,14 +753,7 @@ TEXT ·rmsBackTermsAVX512(SB), NOSPLIT, $0-124
 	JZ   rmsterms512tail
 
 rmsterms512loop:
-	VMULPS  (AX)(R9*1), Z7, Z0
-	VMOVUPS (SI)(R9*1), Z1
-	VMULPS  (BX)(R9*1), Z1, Z2
-	VMULPS  Z0, Z2, Z2
-	VMOVUPS Z2, (DI)(R9*1)
-	VMULPS  Z0, Z1, Z1
-	VADDPS  (R8)(R9*1), Z1, Z1
-	VMOVUPS Z1, (R8)(R9*1)
+	RMS_TERMS(Z0, Z1, Z2, Z7)
 	ADDQ    $64, R9
 	DECQ    CX
 	JNZ     rmsterms512loop
@@ -781,14 +761,7 @@ rmsterms512loop:
 rmsterms512tail:
 	TESTQ $1, R10
 	JZ    rmsterms512done
-	VMULPS  (AX)(R9*1), Y7, Y0
-	VMOVUPS (SI)(R9*1), Y1
-	VMULPS  (BX)(R9*1), Y1, Y2
-	VMULPS  Y0, Y2, Y2
-	VMOVUPS Y2, (DI)(R9*1)
-	VMULPS  Y0, Y1, Y1
-	VADDPS  (R8)(R9*1), Y1, Y1
-	VMOVUPS Y1, (R8)(R9*1)
+	RMS_TERMS(Y0, Y1, Y2, Y7)
 
 rmsterms512done:
 	VZEROUPPER
@@ -813,12 +786,7 @@ TEXT ·rmsBackApplyAVX512(SB), NOSPLIT, $0-105
 	JZ   rmsapply512tail
 
 rmsapply512loop:
-	VMULPS  (AX)(R9*1), Z6, Z0
-	VMULPS  Z7, Z0, Z0
-	VMOVUPS (SI)(R9*1), Z1
-	VMULPS  (BX)(R9*1), Z1, Z1
-	VSUBPS  Z0, Z1, Z1
-	VMULPS  Z6, Z1, Z1
+	RMS_APPLY_G(Z0, Z1, Z6, Z7)
 	TESTQ   DX, DX
 	JZ      rmsapply512set
 	VADDPS  (DI)(R9*1), Z1, Z1
@@ -832,12 +800,7 @@ rmsapply512set:
 rmsapply512tail:
 	TESTQ $1, R10
 	JZ    rmsapply512done
-	VMULPS  (AX)(R9*1), Y6, Y0
-	VMULPS  Y7, Y0, Y0
-	VMOVUPS (SI)(R9*1), Y1
-	VMULPS  (BX)(R9*1), Y1, Y1
-	VSUBPS  Y0, Y1, Y1
-	VMULPS  Y6, Y1, Y1
+	RMS_APPLY_G(Y0, Y1, Y6, Y7)
 	TESTQ   DX, DX
 	JZ      rmsapply512tailset
 	VADDPS  (DI)(R9*1), Y1, Y1
