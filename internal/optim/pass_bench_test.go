@@ -8,10 +8,10 @@ import (
 	"github.com/kestrel-lm/kestrel/internal/model"
 )
 
-// shakespeareOptim is an optimizer (default config, telemetry on) on the
-// parameter layout of configs/shakespeare-char.toml (885,888 parameters in
-// 38 tensors), with its parameters and a gradient, one step taken.
-func shakespeareOptim(tb testing.TB) (*AdamW, []float32, []float32) {
+// shakespeareModel is the model of configs/shakespeare-char.toml (seed 1)
+// and an optimizer (default config, telemetry on) on its parameter layout
+// (885,888 parameters in 38 tensors).
+func shakespeareModel(tb testing.TB) (*model.Model, *AdamW) {
 	cfg := model.Config{Vocab: 256, DModel: 128, NLayers: 4, NHeads: 4, NKVHeads: 4, MLPHidden: 384,
 		SeqLen: 64, RopeTheta: 10000, NormEps: 1e-5, InitStd: 0.02, Tied: true}
 	m, err := model.New(cfg, 1)
@@ -26,6 +26,13 @@ func shakespeareOptim(tb testing.TB) (*AdamW, []float32, []float32) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return m, o
+}
+
+// shakespeareOptim is shakespeareModel's optimizer with the parameters and
+// a gradient, one step taken.
+func shakespeareOptim(tb testing.TB) (*AdamW, []float32, []float32) {
+	m, o := shakespeareModel(tb)
 	g := seeded(len(m.Params), 5, 1e-3)
 	if _, err := o.Step(m.Params, g, 1, 1e-4); err != nil {
 		tb.Fatal(err)

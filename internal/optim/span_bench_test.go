@@ -26,22 +26,9 @@ import (
 func BenchmarkOptimizerSpanShakespeare(b *testing.B) {
 	defer kernels.SetThreads(kernels.Threads())
 	kernels.SetThreads(runtime.GOMAXPROCS(0))
-	cfg := model.Config{Vocab: 256, DModel: 128, NLayers: 4, NHeads: 4, NKVHeads: 4, MLPHidden: 384,
-		SeqLen: 64, RopeTheta: 10000, NormEps: 1e-5, InitStd: 0.02, Tied: true}
-	m, err := model.New(cfg, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var spans []Span
-	for _, t := range m.Tensors() {
-		spans = append(spans, Span{Name: t.Name, Offset: t.Offset, Size: t.Size, Kind: t.Kind})
-	}
-	o, err := NewAdamW(DefaultConfig(), len(m.Params), spans)
-	if err != nil {
-		b.Fatal(err)
-	}
+	m, o := shakespeareModel(b)
 	ema := NewEMA(0.995, m.Params)
-	batch := model.RandomBatch(cfg, 6, rand.New(rand.NewPCG(1, 2)))
+	batch := model.RandomBatch(m.Cfg, 6, rand.New(rand.NewPCG(1, 2)))
 	spanFns := []func() error{
 		func() error { _, err := o.Step(m.Params, m.Grads, 1, 1e-3); return err },
 		func() error {

@@ -200,8 +200,7 @@ func TestEvaluateErrors(t *testing.T) {
 // shakespeare-char shapes, one after the other on the pool's threads
 // (seq) and side by side on two replicas (pair).
 func BenchmarkEvaluate(b *testing.B) {
-	c := model.Config{Vocab: 256, DModel: 128, NLayers: 4, NHeads: 4, NKVHeads: 4, MLPHidden: 384, SeqLen: 64,
-		RopeTheta: 10000, NormEps: 1e-5, Tied: true, InitStd: 0.02}
+	c := shakespeareChar()
 	m, err := model.New(c, 1)
 	if err != nil {
 		b.Fatal(err)

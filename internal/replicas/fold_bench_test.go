@@ -24,8 +24,7 @@ import (
 func BenchmarkFoldShakespeare(b *testing.B) {
 	defer kernels.SetThreads(kernels.Threads())
 	kernels.SetThreads(runtime.GOMAXPROCS(0))
-	c := model.Config{Vocab: 256, DModel: 128, NLayers: 4, NHeads: 4, NKVHeads: 4, MLPHidden: 384,
-		SeqLen: 64, RopeTheta: 10000, NormEps: 1e-5, InitStd: 0.02, Tied: true}
+	c := shakespeareChar()
 	m, err := model.New(c, 1)
 	if err != nil {
 		b.Fatal(err)
@@ -74,4 +73,10 @@ func BenchmarkFoldShakespeare(b *testing.B) {
 		b.ReportMetric(times[i][len(times[i])/2], name)
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// shakespeareChar is configs/shakespeare-char.toml's model.
+func shakespeareChar() model.Config {
+	return model.Config{Vocab: 256, DModel: 128, NLayers: 4, NHeads: 4, NKVHeads: 4, MLPHidden: 384,
+		SeqLen: 64, RopeTheta: 10000, NormEps: 1e-5, InitStd: 0.02, Tied: true}
 }

@@ -107,25 +107,24 @@ func OpFields(o stepbench.OpTime, preset string, threads int) map[string]any {
 func StepOps(r stepbench.StepBench) string {
 	var b strings.Builder
 	par := r.Parallel > 1
-	head := "op (" + fmt.Sprint(r.Threads) + " threads)"
-	if par {
-		head = fmt.Sprintf("op (%d threads, %d passes; rates per pass on 1 thread)", r.Threads, r.Parallel)
-		fmt.Fprintf(&b, "  %s\n  %-24s %9s %8s %7s %8s %9s %8s %6s %6s %6s %11s\n", head, "", "ms/step", "ms/pass", "share",
-			"GFLOP", "GFLOP/s", "of peak", "pack", "kernel", "other", "kernel/peak")
-	} else {
-		fmt.Fprintf(&b, "  %-24s %9s %7s %8s %9s %8s %6s %6s %6s %11s\n", head,
-			"ms/step", "share", "GFLOP", "GFLOP/s", "of peak", "pack", "kernel", "other", "kernel/peak")
+	head, passHead := "op ("+fmt.Sprint(r.Threads)+" threads)", ""
+	if par { // the title on a line of its own; a column ms/pass
+		fmt.Fprintf(&b, "  op (%d threads, %d passes; rates per pass on 1 thread)\n", r.Threads, r.Parallel)
+		head, passHead = "", fmt.Sprintf(" %8s", "ms/pass")
 	}
+	fmt.Fprintf(&b, "  %-24s %9s%s %7s %8s %9s %8s %6s %6s %6s %11s\n", head, "ms/step", passHead, "share",
+		"GFLOP", "GFLOP/s", "of peak", "pack", "kernel", "other", "kernel/peak")
 	pct := func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
 	for _, o := range r.Ops {
-		line := fmt.Sprintf("  %-24s %9.2f %7s", o.Name, o.MS, pct(o.Share))
+		pass := ""
 		if par {
-			pass := ""
+			ms := ""
 			if o.PassMS > 0 {
-				pass = fmt.Sprintf("%.2f", o.PassMS)
+				ms = fmt.Sprintf("%.2f", o.PassMS)
 			}
-			line = fmt.Sprintf("  %-24s %9.2f %8s %7s", o.Name, o.MS, pass, pct(o.Share))
+			pass = fmt.Sprintf(" %8s", ms)
 		}
+		line := fmt.Sprintf("  %-24s %9.2f%s %7s", o.Name, o.MS, pass, pct(o.Share))
 		if o.GFLOP > 0 {
 			line += fmt.Sprintf(" %8.2f %9.1f %8s", o.GFLOP, o.GFLOPS, pct(o.PctPeak))
 		}
